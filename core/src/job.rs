@@ -1,0 +1,73 @@
+//! A logical action as a driver submits it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::time::Millis;
+
+/// Identifies one logical action for the whole run (and across restarts). Assigned by the
+/// driver; unique within a run.
+pub type JobId = u64;
+
+/// Admission priority. Queues are bounded per tenant and priority; critical drains first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Priority {
+    Critical,
+    #[default]
+    Normal,
+    Bulk,
+}
+
+/// The endpoint family an action calls. The core uses it for circuit-breaker fingerprints
+/// and to know which look-ups reconciliation can use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Route {
+    /// `POST /v1/chat/completions`: an LLM call (tokens matter).
+    ChatCompletion,
+    /// `POST /v1/records`: a side-effecting tool write.
+    CreateRecord,
+    /// `GET /v1/items/{id}`: a safe read.
+    GetItem,
+}
+
+/// One logical action: what a task wants done, before any attempt is made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Job {
+    /// The logical action's id.
+    pub id: JobId,
+    /// Tenant that owns the action (fair dequeue and admission are per tenant).
+    pub tenant: String,
+    /// Task (goal) the action belongs to: per-task retry budgets and cancellation act on it.
+    pub task: String,
+    /// Credential (bearer key) the action is sent with.
+    pub credential: String,
+    /// The provider scope this credential is limited on, when known. `None` means unknown:
+    /// assume the whole account shares it (scope `"account"`).
+    pub scope: Option<String>,
+    /// Request class name, a key of `Policy::classes` (`read`, `idempotent_write`,
+    /// `uncertain_write`, `llm`, `tool`, or a user-defined one).
+    pub class: String,
+    /// Endpoint family.
+    pub route: Route,
+    /// Resource id for reads (`GET /v1/items/{id}`); part of the coalescing key.
+    pub resource: Option<String>,
+    /// Admission priority.
+    pub priority: Priority,
+    /// Estimated prompt tokens (tokens).
+    pub prompt_tokens: u32,
+    /// Maximum output tokens requested (tokens).
+    pub max_output_tokens: u32,
+    /// Absolute deadline (ms since run start), if any.
+    pub deadline: Option<Millis>,
+    /// Idempotency key; derived from tenant, task and payload hash when absent.
+    pub idempotency_key: Option<String>,
+    /// Hash of the canonical payload (stable fields only).
+    pub payload_hash: u64,
+    /// External reference of the side effect (for reconciliation by reference).
+    pub external_ref: Option<String>,
+    /// A safe read of an immutable resource that may be coalesced with identical reads.
+    pub coalescable: bool,
+    /// Streamed response (SSE); a stream that delivered its first token is never retried.
+    pub stream: bool,
+}

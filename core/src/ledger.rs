@@ -1,0 +1,104 @@
+//! The ledger of logical actions, behind a small trait so a durable store can replace the
+//! in-memory one without the scheduler knowing.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::job::{Job, JobId};
+use crate::time::Millis;
+
+/// Where a logical action stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionState {
+    /// Accepted and persisted; nothing sent yet.
+    Planned,
+    /// An attempt may be on the wire.
+    InFlight,
+    Completed,
+    /// A write that may have executed; must be looked up before anything is re-sent.
+    ReconciliationRequired,
+    Failed,
+    Escalated,
+    Cancelled,
+}
+
+impl ActionState {
+    /// Whether the state is final.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Completed | Self::Failed | Self::Escalated | Self::Cancelled)
+    }
+}
+
+/// What is persisted about one logical action: enough to resume after a crash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LedgerEntry {
+    /// The job as submitted, with its idempotency key filled in (persisted before the first
+    /// send so every attempt, before or after a restart, reuses it).
+    pub job: Job,
+    pub state: ActionState,
+    /// Attempts made so far, including look-ups (budgets count across restarts).
+    pub attempts: u32,
+    /// Time spent waiting so far (ms).
+    pub waited_ms: Millis,
+    /// Provider operation id once known.
+    pub operation_id: Option<String>,
+    /// When the state last changed (ms since run start).
+    pub updated_at: Millis,
+}
+
+/// A ledger failed to read or write.
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    #[error("ledger storage failed: {0}")]
+    Storage(String),
+    #[error("ledger is corrupt: {0}")]
+    Corrupt(String),
+}
+
+/// Stores logical actions. `put` must be durable (for a durable ledger) when it returns:
+/// the scheduler calls it before the first send of an action and at every state change.
+pub trait Ledger {
+    /// Inserts or replaces the entry for `entry.job.id`.
+    fn put(&mut self, entry: &LedgerEntry) -> Result<(), LedgerError>;
+    /// Every entry, ordered by job id.
+    fn entries(&self) -> Result<Vec<LedgerEntry>, LedgerError>;
+}
+
+/// The in-memory ledger: what a process without persistence has.
+#[derive(Debug, Default, Clone)]
+pub struct InMemoryLedger {
+    entries: BTreeMap<JobId, LedgerEntry>,
+}
+
+impl InMemoryLedger {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The entry for one job, if any.
+    pub fn get(&self, id: JobId) -> Option<&LedgerEntry> {
+        self.entries.get(&id)
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+impl Ledger for InMemoryLedger {
+    fn put(&mut self, entry: &LedgerEntry) -> Result<(), LedgerError> {
+        self.entries.insert(entry.job.id, entry.clone());
+        Ok(())
+    }
+
+    fn entries(&self) -> Result<Vec<LedgerEntry>, LedgerError> {
+        Ok(self.entries.values().cloned().collect())
+    }
+}

@@ -1,0 +1,70 @@
+//! What a driver observed for one attempt, fed back through `Scheduler::on_outcome`.
+
+use serde::{Deserialize, Serialize};
+
+/// Token usage the provider reported (tokens).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: u32,
+    pub completion_tokens: u32,
+}
+
+/// An HTTP answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Response {
+    /// HTTP status code.
+    pub status: u16,
+    /// Response headers, names lower-cased, in the order received.
+    pub headers: Vec<(String, String)>,
+    /// Provider error code from the body (`rate_limit_exceeded`, `insufficient_quota`,
+    /// `content_policy_violation`, `context_length_exceeded`, `idempotency_key_in_use`, ...).
+    pub error_code: Option<String>,
+    /// Usage reported with a successful completion.
+    pub usage: Option<Usage>,
+    /// Provider operation / record id, once known.
+    pub operation_id: Option<String>,
+}
+
+/// A failure below HTTP. The variant says whether the request could have reached the
+/// provider: the core's classification depends on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TransportFailure {
+    /// Connection refused: never arrived.
+    ConnectRefused,
+    /// Name resolution failed: never arrived.
+    Dns,
+    /// Connect timed out: never arrived.
+    ConnectTimeout,
+    /// No pooled connection became free in time: never arrived.
+    PoolTimeout,
+    /// Connection reset before the request was fully written: never arrived.
+    ResetBeforeWrite,
+    /// Connection reset after the request was written: may have executed.
+    ResetAfterWrite,
+    /// No response before the client's timeout: may have executed.
+    ReadTimeout,
+    /// An SSE stream ended early after delivering this many chunks (tokens).
+    StreamCut { tokens_delivered: u32 },
+}
+
+/// The answer to a reconciliation look-up that reached the provider and was answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LookupResult {
+    /// The action exists (was committed); its id when the provider gave one.
+    Found { operation_id: Option<String> },
+    /// The provider has no such action: it is safe to send again with the same key.
+    Absent,
+    /// The provider offers no look-up for this action.
+    Unsupported,
+}
+
+/// Everything an attempt can end in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Response(Response),
+    Transport(TransportFailure),
+    Lookup(LookupResult),
+}

@@ -1,0 +1,9 @@
+//! stampede-provider: the provider every Stampede run plays against.
+//!
+//! Two layers: [`model`] is pure (time is an argument, randomness comes from seeded ChaCha
+//! streams) and decides what happens to every attempt; [`server`] is a thin axum shell that
+//! turns HTTP into model calls and model decisions into HTTP. The simulator calls the model
+//! directly.
+
+pub mod config;
+pub mod model;

@@ -1,0 +1,1 @@
+//! stampede-sim: scenario format, workload, virtual and live drivers, measurement.
