@@ -2,4 +2,4 @@
 
 pub mod schema;
 
-pub use schema::{AttemptRow, Expectation, Percentiles, Summary, TimeseriesRow};
+pub use schema::{AttemptRow, Expectation, Percentiles, Summary, TenantRow, TimeseriesRow};

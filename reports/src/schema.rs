@@ -100,6 +100,24 @@ pub struct TimeseriesRow {
     pub tokens_used: u64,
     /// Completions in the bucket.
     pub completed: u64,
+    /// Failures (failed, escalated, cancelled) in the bucket.
+    pub failed: u64,
+    /// Median submit-to-terminal latency of actions that ended in the bucket (ms, 0 if none).
+    pub latency_p50_ms: u64,
+    /// 99th percentile of the same (ms, 0 if none).
+    pub latency_p99_ms: u64,
+}
+
+/// One row of `tenants.csv`: one tenant's completions in one time bucket (for per-tenant
+/// goodput when a scenario has several tenants).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TenantRow {
+    /// Bucket start (ms since run start).
+    pub t_ms: u64,
+    pub tenant: String,
+    pub completed: u64,
+    /// Outbound attempts of this tenant's actions in the bucket.
+    pub attempts: u64,
 }
 
 /// One row of `attempts.csv`: one outbound attempt as the provider saw it.
