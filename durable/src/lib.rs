@@ -1,0 +1,1 @@
+//! stampede-durable: what survives a crash.
