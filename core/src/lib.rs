@@ -24,3 +24,6 @@ pub mod scheduler;
 pub use audit::{AuditEvent, AuditKind};
 pub use policy::{Backoff, ClassPolicy, FailureGroup, Jitter, Policy};
 pub use scheduler::{CoreError, Gauges, Rejection, Scheduler};
+pub mod backoff;
+pub mod classify;
+pub mod retry_after;
