@@ -27,3 +27,7 @@ pub use scheduler::{CoreError, Gauges, Rejection, Scheduler};
 pub mod backoff;
 pub mod classify;
 pub mod retry_after;
+pub mod breaker;
+pub mod bucket;
+pub mod idempotency;
+pub mod rate_headers;

@@ -1,0 +1,394 @@
+//! A token bucket for shaping the rate before the provider has to refuse anything: one per
+//! scope for requests and one for tokens.
+//!
+//! The bucket refills `capacity` per `window_ms`, continuously. To keep fractional refills
+//! exact with integer arithmetic, the level is kept in *units* of `1 / window_ms` token: one
+//! token is `window_ms` units and every millisecond adds `capacity` units. The level may go
+//! below zero: that is debt (a reservation larger than the bucket, or usage above what was
+//! reserved), paid back by refill before anything else is granted.
+
+use crate::time::Millis;
+
+/// A continuously refilling token bucket with reservations, reconciliation and debt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenBucket {
+    /// Tokens per window (tokens).
+    capacity: u64,
+    /// Refill window (ms), at least 1.
+    window_ms: Millis,
+    /// Current level in units (`window_ms` units per token); negative is debt.
+    level: i128,
+    /// Time of the last refill (ms).
+    last: Millis,
+    /// No refill before this time (ms): the provider said nothing remains until its reset.
+    hold_until: Millis,
+    /// Units taken beyond what was available, over the bucket's life.
+    debt_units: u128,
+    /// Reconciliations whose actual usage was unknown.
+    uncertain: u64,
+}
+
+impl TokenBucket {
+    /// A full bucket of `capacity` tokens refilling `capacity` per `window_ms` ms.
+    /// A window of 0 is taken as 1 ms. A capacity of 0 grants nothing, ever.
+    pub fn new(capacity: u64, window_ms: Millis, now: Millis) -> TokenBucket {
+        let window_ms = window_ms.max(1);
+        TokenBucket {
+            capacity,
+            window_ms,
+            level: full_units(capacity, window_ms),
+            last: now,
+            hold_until: 0,
+            debt_units: 0,
+            uncertain: 0,
+        }
+    }
+
+    /// Tokens per window.
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    /// Refill window (ms).
+    pub fn window_ms(&self) -> Millis {
+        self.window_ms
+    }
+
+    fn full(&self) -> i128 {
+        full_units(self.capacity, self.window_ms)
+    }
+
+    fn units(&self, tokens: u64) -> i128 {
+        i128::from(tokens).saturating_mul(i128::from(self.window_ms))
+    }
+
+    /// Credits the refill since the last call. Time going backwards refills nothing.
+    fn refill(&mut self, now: Millis) {
+        if now <= self.last {
+            return;
+        }
+        let start = self.last.max(self.hold_until);
+        if now > start {
+            let credit = i128::from(now - start).saturating_mul(i128::from(self.capacity));
+            self.level = self.level.saturating_add(credit).min(self.full());
+        }
+        self.last = now;
+    }
+
+    /// Takes `units` from the level, recording whatever goes below zero as debt.
+    fn take(&mut self, units: i128) {
+        let before_debt = (-self.level).max(0);
+        self.level = self.level.saturating_sub(units);
+        let after_debt = (-self.level).max(0);
+        self.debt_units = self
+            .debt_units
+            .saturating_add((after_debt - before_debt).unsigned_abs());
+    }
+
+    /// Gives `units` back, never above a full bucket.
+    fn give(&mut self, units: i128) {
+        self.level = self.level.saturating_add(units).min(self.full());
+    }
+
+    /// Whole tokens available now (fractions of a token are not available yet).
+    pub fn available(&mut self, now: Millis) -> u64 {
+        self.refill(now);
+        let tokens = self.level.max(0) / i128::from(self.window_ms);
+        u64::try_from(tokens).unwrap_or(u64::MAX)
+    }
+
+    /// Reserves `amount` tokens now, or says when (ms) they will be available.
+    ///
+    /// An amount larger than the capacity is granted when the bucket is full, taking the
+    /// level below zero as recorded debt, so a huge request waits for a full bucket instead
+    /// of starving forever. Zero is always granted. With a capacity of 0 nothing else is
+    /// ever granted (`Err(Millis::MAX)`).
+    pub fn try_reserve(&mut self, amount: u64, now: Millis) -> Result<(), Millis> {
+        self.refill(now);
+        if amount == 0 {
+            return Ok(());
+        }
+        if self.capacity == 0 {
+            return Err(Millis::MAX);
+        }
+        let need = self.units(amount);
+        // An oversized request needs a full bucket, a normal one just its own amount.
+        let target = need.min(self.full());
+        if self.level >= target {
+            self.take(need);
+            return Ok(());
+        }
+        let deficit = target - self.level;
+        let wait = deficit.div_euclid(i128::from(self.capacity))
+            + i128::from(deficit.rem_euclid(i128::from(self.capacity)) != 0);
+        let ready_from = now.max(self.hold_until);
+        Err(ready_from.saturating_add(u64::try_from(wait).unwrap_or(u64::MAX)))
+    }
+
+    /// Settles a reservation of `reserved` tokens against what was really used.
+    ///
+    /// - `Some(actual)` below the reservation releases the difference;
+    /// - `Some(actual)` above it takes the extra, into recorded debt if need be;
+    /// - `None` (usage unknown, e.g. a cut connection) keeps the whole reservation as the
+    ///   upper estimate and counts one uncertain reconciliation.
+    pub fn reconcile(&mut self, reserved: u64, actual: Option<u64>, now: Millis) {
+        self.refill(now);
+        match actual {
+            None => self.uncertain = self.uncertain.saturating_add(1),
+            Some(actual) if actual < reserved => self.give(self.units(reserved - actual)),
+            Some(actual) => self.take(self.units(actual - reserved)),
+        }
+    }
+
+    /// Gives back a reservation that was never used (a cancelled or unsent attempt).
+    pub fn release(&mut self, amount: u64, now: Millis) {
+        self.refill(now);
+        self.give(self.units(amount));
+    }
+
+    /// Tokens taken beyond what was available, over the bucket's life (tokens, rounded up).
+    pub fn debt(&self) -> u64 {
+        let tokens = self.debt_units.div_ceil(u128::from(self.window_ms));
+        u64::try_from(tokens).unwrap_or(u64::MAX)
+    }
+
+    /// How far below zero the level is right now, as of the last event (tokens, rounded up).
+    pub fn outstanding_debt(&self) -> u64 {
+        let units = (-self.level).max(0).unsigned_abs();
+        u64::try_from(units.div_ceil(u128::from(self.window_ms))).unwrap_or(u64::MAX)
+    }
+
+    /// Reconciliations whose actual usage was unknown.
+    pub fn uncertain(&self) -> u64 {
+        self.uncertain
+    }
+
+    /// Changes the capacity (tokens per window), e.g. to a limit the provider announced.
+    /// The level is clamped to the new full bucket; it is never raised.
+    pub fn set_capacity(&mut self, capacity: u64, now: Millis) {
+        self.refill(now);
+        self.capacity = capacity;
+        self.level = self.level.min(self.full());
+    }
+
+    /// Aligns the bucket with the provider's rate-limit headers: `remaining` tokens left,
+    /// full again in `reset_ms`. Local availability is lowered to `remaining`, never raised;
+    /// when nothing remains, refill is held until the reset so the bucket does not trickle
+    /// requests into a window the provider has closed.
+    pub fn pace(&mut self, remaining: u64, reset_ms: Millis, now: Millis) {
+        self.refill(now);
+        self.level = self.level.min(self.units(remaining));
+        if remaining == 0 {
+            self.hold_until = self.hold_until.max(now.saturating_add(reset_ms));
+        }
+    }
+}
+
+fn full_units(capacity: u64, window_ms: Millis) -> i128 {
+    i128::from(capacity).saturating_mul(i128::from(window_ms))
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[test]
+    fn new_bucket_is_full() {
+        let mut bucket = TokenBucket::new(600, 60_000, 5);
+        assert_eq!(bucket.available(5), 600);
+    }
+
+    #[test]
+    fn refill_is_continuous_and_keeps_fractions_exactly() {
+        // 600 per minute: one token every 100 ms, and a third of a token is not lost.
+        let mut bucket = TokenBucket::new(600, 60_000, 0);
+        assert!(bucket.try_reserve(600, 0).is_ok());
+        assert_eq!(bucket.available(99), 0);
+        assert_eq!(bucket.available(100), 1);
+        // 7 per 3 ms: fractional per-ms refill, summed over many small steps.
+        let mut odd = TokenBucket::new(7, 3, 0);
+        assert!(odd.try_reserve(7, 0).is_ok());
+        for t in 1..=300 {
+            let _ = odd.available(t);
+        }
+        let mut direct = TokenBucket::new(7, 3, 0);
+        assert!(direct.try_reserve(7, 0).is_ok());
+        assert_eq!(odd.available(300), direct.available(300));
+        assert_eq!(bucket.available(1_000_000), 600, "refill stops at capacity");
+    }
+
+    #[test]
+    fn reservation_fails_with_the_time_tokens_will_be_available() {
+        let mut bucket = TokenBucket::new(10, 1_000, 0);
+        assert!(bucket.try_reserve(10, 0).is_ok());
+        // 3 tokens at 10/s: 300 ms.
+        assert_eq!(bucket.try_reserve(3, 0), Err(300));
+        assert_eq!(bucket.try_reserve(3, 299), Err(300));
+        assert_eq!(bucket.try_reserve(3, 300), Ok(()));
+    }
+
+    #[test]
+    fn oversized_reservation_waits_for_a_full_bucket_then_goes_into_debt() {
+        let mut bucket = TokenBucket::new(10, 1_000, 0);
+        assert!(bucket.try_reserve(4, 0).is_ok());
+        assert_eq!(
+            bucket.try_reserve(25, 0),
+            Err(400),
+            "needs a full bucket, not 25 tokens"
+        );
+        assert_eq!(bucket.try_reserve(25, 400), Ok(()));
+        assert_eq!(bucket.debt(), 15);
+        assert_eq!(bucket.outstanding_debt(), 15);
+        assert_eq!(bucket.available(400), 0);
+        // The debt is paid back before anything is granted: 15 tokens of debt + 1 token.
+        assert_eq!(bucket.try_reserve(1, 400), Err(400 + 1_600));
+    }
+
+    #[test]
+    fn token_bucket_records_debt_when_usage_exceeds_reservation() {
+        let mut bucket = TokenBucket::new(100, 1_000, 0);
+        assert!(bucket.try_reserve(90, 0).is_ok());
+        bucket.reconcile(90, Some(130), 0);
+        assert_eq!(bucket.debt(), 30, "10 were left, 40 extra taken");
+        assert_eq!(bucket.outstanding_debt(), 30);
+        assert_eq!(bucket.available(0), 0);
+        assert_eq!(bucket.available(400), 10);
+    }
+
+    #[test]
+    fn usage_below_reservation_releases_the_difference() {
+        let mut bucket = TokenBucket::new(100, 1_000, 0);
+        assert!(bucket.try_reserve(80, 0).is_ok());
+        bucket.reconcile(80, Some(30), 0);
+        assert_eq!(bucket.available(0), 70);
+        assert_eq!(bucket.debt(), 0);
+    }
+
+    #[test]
+    fn unknown_usage_keeps_upper_estimate_and_is_marked_uncertain() {
+        let mut bucket = TokenBucket::new(100, 1_000, 0);
+        assert!(bucket.try_reserve(80, 0).is_ok());
+        bucket.reconcile(80, None, 0);
+        assert_eq!(bucket.available(0), 20, "the reservation stays taken");
+        assert_eq!(bucket.uncertain(), 1);
+    }
+
+    #[test]
+    fn cancelled_reservation_gives_its_tokens_back() {
+        let mut bucket = TokenBucket::new(100, 1_000, 0);
+        assert!(bucket.try_reserve(60, 0).is_ok());
+        bucket.release(60, 0);
+        assert_eq!(bucket.available(0), 100);
+        bucket.release(60, 0);
+        assert_eq!(
+            bucket.available(0),
+            100,
+            "a release never fills beyond capacity"
+        );
+    }
+
+    #[test]
+    fn provider_headers_lower_availability_but_never_raise_it() {
+        let mut bucket = TokenBucket::new(100, 1_000, 0);
+        bucket.pace(40, 600, 0);
+        assert_eq!(bucket.available(0), 40);
+        assert!(bucket.try_reserve(30, 0).is_ok());
+        bucket.pace(90, 100, 0);
+        assert_eq!(
+            bucket.available(0),
+            10,
+            "remaining above local level does not raise it"
+        );
+    }
+
+    #[test]
+    fn nothing_remaining_holds_refill_until_the_provider_reset() {
+        let mut bucket = TokenBucket::new(100, 1_000, 0);
+        bucket.pace(0, 5_000, 0);
+        assert_eq!(bucket.available(4_999), 0);
+        assert_eq!(bucket.try_reserve(10, 1_000), Err(5_100));
+        assert_eq!(bucket.available(5_100), 10);
+    }
+
+    #[test]
+    fn capacity_change_never_raises_the_level() {
+        let mut bucket = TokenBucket::new(100, 1_000, 0);
+        assert!(bucket.try_reserve(50, 0).is_ok());
+        bucket.set_capacity(200, 0);
+        assert_eq!(bucket.available(0), 50);
+        assert_eq!(bucket.available(1_000), 200);
+        bucket.set_capacity(20, 1_000);
+        assert_eq!(bucket.available(1_000), 20);
+    }
+
+    #[test]
+    fn zero_capacity_grants_nothing_and_time_going_back_refills_nothing() {
+        let mut empty = TokenBucket::new(0, 1_000, 0);
+        assert_eq!(empty.try_reserve(1, 10), Err(Millis::MAX));
+        assert_eq!(empty.try_reserve(0, 10), Ok(()));
+        let mut bucket = TokenBucket::new(10, 1_000, 1_000);
+        assert!(bucket.try_reserve(10, 1_000).is_ok());
+        assert_eq!(bucket.available(500), 0);
+        assert_eq!(bucket.available(1_100), 1);
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Reserve(u64),
+        Reconcile(u64, Option<u64>),
+        Release(u64),
+        Pace(u64, u64),
+    }
+
+    fn op() -> impl Strategy<Value = (u64, Op)> {
+        let op = prop_oneof![
+            (0u64..300).prop_map(Op::Reserve),
+            (0u64..200, proptest::option::of(0u64..300)).prop_map(|(r, a)| Op::Reconcile(r, a)),
+            (0u64..100).prop_map(Op::Release),
+            (0u64..150, 0u64..5_000).prop_map(|(r, t)| Op::Pace(r, t)),
+        ];
+        (0u64..2_000, op)
+    }
+
+    proptest! {
+        #[test]
+        fn bucket_never_exceeds_capacity_and_grants_only_when_tokens_or_full(
+            capacity in 1u64..200,
+            window in 1u64..10_000,
+            ops in proptest::collection::vec(op(), 1..60),
+        ) {
+            let mut bucket = TokenBucket::new(capacity, window, 0);
+            let mut now = 0;
+            for (step, op) in ops {
+                now += step;
+                let before = bucket.available(now);
+                prop_assert!(before <= capacity);
+                match op {
+                    Op::Reserve(amount) => {
+                        let granted = bucket.try_reserve(amount, now);
+                        if granted.is_ok() {
+                            prop_assert!(amount <= before || before == capacity,
+                                "granted {} with {} available of {}", amount, before, capacity);
+                        } else {
+                            prop_assert!(amount > before);
+                            let at = granted.unwrap_err();
+                            prop_assert!(at > now);
+                            // The promised time is honoured (absent other events).
+                            let mut probe = bucket.clone();
+                            prop_assert!(probe.try_reserve(amount, at).is_ok());
+                        }
+                    }
+                    Op::Reconcile(reserved, actual) => bucket.reconcile(reserved, actual, now),
+                    Op::Release(amount) => bucket.release(amount, now),
+                    Op::Pace(remaining, reset) => {
+                        bucket.pace(remaining, reset, now);
+                        prop_assert!(bucket.available(now) <= before.min(remaining));
+                    }
+                }
+                prop_assert!(bucket.available(now) <= capacity);
+            }
+        }
+    }
+}
