@@ -1,5 +1,28 @@
-//! stampede-reports: the run report schema that `stampede-sim` fills, and its renderers.
+//! stampede-reports: the run report schema that `stampede-sim` fills, and its renderers:
+//! plots (SVG), `index.html`, `junit.xml`, the markdown summary, run comparison, and sweep
+//! outputs. Every output is a pure function of its input: same input, same bytes.
 
+pub mod compare;
+pub mod data_files;
+pub mod error;
+pub mod escape;
+pub mod figures;
+mod html;
+pub mod junit;
+pub mod markdown;
+pub mod number;
+mod plots;
+pub mod report;
 pub mod schema;
+pub mod sweep;
 
+pub use compare::{compare, render_comparison, Comparison, FigureChange, VerdictChange};
+pub use data_files::{read_summary, write_csv, write_summary_json};
+pub use error::ReportError;
+pub use figures::{figure, figures, Figure};
+pub use junit::junit_suite;
+pub use markdown::{render_markdown, verdict_line};
+pub use number::{fmt_figure, fmt_num};
+pub use report::{render, RenderOptions, Rendered, RunReport};
 pub use schema::{AttemptRow, Expectation, Percentiles, Summary, TenantRow, TimeseriesRow};
+pub use sweep::{recommend, render_sweep_plots, write_sweep_csv, Recommendation, SweepRow};

@@ -1,0 +1,46 @@
+//! The run's data files: `summary.json` and the CSVs, written and read back with the same
+//! schema (serde, `BTreeMap`s), so their bytes depend only on the figures.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::error::ReportError;
+use crate::schema::Summary;
+
+/// Writes `summary` as pretty JSON with a trailing newline.
+pub fn write_summary_json(path: &Path, summary: &Summary) -> Result<(), ReportError> {
+    let mut text = serde_json::to_string_pretty(summary).map_err(|source| ReportError::Json {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    text.push('\n');
+    fs::write(path, text).map_err(|e| ReportError::io("writing", path, e))
+}
+
+/// Reads a `summary.json`. `path` may be the file or a run directory holding one (so
+/// `--baseline DIR` and `stampede diff A B` can pass directories). Errors name the file.
+pub fn read_summary(path: &Path) -> Result<Summary, ReportError> {
+    let file: PathBuf = if path.is_dir() {
+        path.join("summary.json")
+    } else {
+        path.to_path_buf()
+    };
+    let text = fs::read_to_string(&file).map_err(|e| ReportError::io("reading", &file, e))?;
+    serde_json::from_str(&text).map_err(|source| ReportError::Json { path: file, source })
+}
+
+/// Writes `rows` as CSV with a header row named after the struct fields (`timeseries.csv`
+/// from `TimeseriesRow`, `attempts.csv` from `AttemptRow`, `tenants.csv` from `TenantRow`).
+pub fn write_csv<T: Serialize>(path: &Path, rows: &[T]) -> Result<(), ReportError> {
+    let csv_err = |source| ReportError::Csv {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut w = csv::Writer::from_path(path).map_err(csv_err)?;
+    for row in rows {
+        w.serialize(row).map_err(csv_err)?;
+    }
+    w.flush().map_err(|e| ReportError::io("writing", path, e))
+}

@@ -1,0 +1,48 @@
+//! The one error type of the renderers: every variant names the file it was about.
+
+use std::path::PathBuf;
+
+/// What went wrong while reading or writing a report file.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// A file or folder could not be created, written or read.
+    #[error("{action} {path}: {source} (check that the folder exists and is writable)")]
+    Io {
+        /// What we were doing (`writing`, `reading`, `creating folder`, `appending to`).
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A `summary.json` (or other JSON file) did not parse as the expected schema.
+    #[error("{path}: not a valid stampede summary: {source} (was it written by `stampede run`?)")]
+    Json {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A CSV file could not be written.
+    #[error("writing {path}: {source}")]
+    Csv {
+        path: PathBuf,
+        #[source]
+        source: csv::Error,
+    },
+    /// plotters refused to draw a plot.
+    #[error("drawing plot {file}: {message}")]
+    Plot { file: String, message: String },
+}
+
+impl ReportError {
+    pub(crate) fn io(
+        action: &'static str,
+        path: impl Into<PathBuf>,
+        source: std::io::Error,
+    ) -> Self {
+        ReportError::Io {
+            action,
+            path: path.into(),
+            source,
+        }
+    }
+}

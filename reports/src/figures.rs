@@ -1,0 +1,115 @@
+//! The numeric figures of a summary, by their `summary.json` key, in one fixed order: the page,
+//! the markdown summary, the comparison and the sweep CSV all list the same figures the same way.
+
+use crate::schema::{Percentiles, Summary};
+
+/// One numeric figure of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figure {
+    /// The `summary.json` key, dotted for nested values (`latency_ms.p99`, `status_counts.429`);
+    /// the same name an `[expect]` entry uses.
+    pub key: String,
+    /// The value in the unit of `unit`.
+    pub value: f64,
+    /// Unit for display (`ms`, `tokens`, `per min`, or empty for plain counts).
+    pub unit: &'static str,
+    /// False for figures that differ between two runs of the same seed (wall-clock time): the
+    /// byte-identical outputs leave them out.
+    pub deterministic: bool,
+}
+
+fn fig(key: impl Into<String>, value: f64, unit: &'static str) -> Figure {
+    Figure {
+        key: key.into(),
+        value,
+        unit,
+        deterministic: true,
+    }
+}
+
+fn percentiles(out: &mut Vec<Figure>, name: &str, p: &Percentiles) {
+    for (suffix, v) in [
+        ("p50", p.p50),
+        ("p95", p.p95),
+        ("p99", p.p99),
+        ("max", p.max),
+    ] {
+        out.push(fig(format!("{name}.{suffix}"), v as f64, "ms"));
+    }
+}
+
+/// Every numeric figure of `summary`, headline figures first. Counts are exact as `f64` up to
+/// 2^53, far above any run.
+pub fn figures(summary: &Summary) -> Vec<Figure> {
+    let s = summary;
+    let mut out = vec![
+        fig("logical_requests", s.logical_requests as f64, ""),
+        fig("completed", s.completed as f64, ""),
+        fig("failed", s.failed as f64, ""),
+        fig("cancelled", s.cancelled as f64, ""),
+        fig("escalations", s.escalations as f64, ""),
+        fig("rejected", s.rejected as f64, ""),
+        fig("outbound_attempts", s.outbound_attempts as f64, ""),
+        fig("attempts_per_logical", s.attempts_per_logical, ""),
+        fig("retries", s.retries as f64, ""),
+        fig("retry_waves", s.retry_waves as f64, ""),
+        fig(
+            "peak_retries_per_100ms",
+            s.peak_retries_per_100ms as f64,
+            "",
+        ),
+        fig("duplicates", s.duplicates as f64, ""),
+        fig("reconciliations", s.reconciliations as f64, ""),
+        fig(
+            "reconciliation_required",
+            s.reconciliation_required as f64,
+            "",
+        ),
+        fig("deadline_misses", s.deadline_misses as f64, ""),
+        fig(
+            "retry_after_violations",
+            s.retry_after_violations as f64,
+            "",
+        ),
+        fig("goodput_per_min", s.goodput_per_min, "per min"),
+        fig("virtual_duration_ms", s.virtual_duration_ms as f64, "ms"),
+    ];
+    percentiles(&mut out, "latency_ms", &s.latency_ms);
+    percentiles(&mut out, "queue_wait_ms", &s.queue_wait_ms);
+    out.push(fig("tokens_reserved", s.tokens_reserved as f64, "tokens"));
+    out.push(fig("tokens_used", s.tokens_used as f64, "tokens"));
+    // BTreeMap: status codes in a stable order.
+    for (status, n) in &s.status_counts {
+        out.push(fig(format!("status_counts.{status}"), *n as f64, ""));
+    }
+    out.push(Figure {
+        key: "wall_ms".to_string(),
+        value: s.wall_ms as f64,
+        unit: "ms",
+        deterministic: false,
+    });
+    out
+}
+
+/// The value of one figure by its `summary.json` key, if the summary has it.
+pub fn figure(summary: &Summary, key: &str) -> Option<f64> {
+    figures(summary)
+        .into_iter()
+        .find(|f| f.key == key)
+        .map(|f| f.value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nested_and_status_figures_use_dotted_keys() {
+        let mut s = Summary::default();
+        s.latency_ms.p99 = 900;
+        s.status_counts.insert("429".into(), 7);
+        assert_eq!(figure(&s, "latency_ms.p99"), Some(900.0));
+        assert_eq!(figure(&s, "status_counts.429"), Some(7.0));
+        assert_eq!(figure(&s, "no_such_key"), None);
+    }
+}

@@ -1,0 +1,100 @@
+//! `index.html`: one self-contained page (no script, no stylesheet or image fetched from
+//! anywhere: the plots are inlined SVG) with the run, its verdict, every expectation, the
+//! figures and the plots. All text from the scenario is escaped.
+
+use crate::escape::escape_xml as esc;
+use crate::figures::figures;
+use crate::markdown::verdict_line;
+use crate::number::fmt_figure;
+use crate::plots::run_plots::Plot;
+use crate::report::RunReport;
+
+const STYLE: &str =
+    "body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1000px;color:#222}\
+table{border-collapse:collapse;margin:1em 0}\
+th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left}\
+td.num{text-align:right;font-variant-numeric:tabular-nums}\
+.pass{color:#1a7f37}.fail{color:#cf222e;font-weight:bold}\
+p.verdict{font-size:1.3em}\
+figure{margin:1.5em 0}figure svg{max-width:100%;height:auto}\
+pre{background:#f6f8fa;padding:.6em;white-space:pre-wrap}";
+
+/// The page for `report`, with `plots` inlined in order.
+pub(crate) fn render_html(report: &RunReport, plots: &[Plot]) -> String {
+    let s = &report.summary;
+    let title = report.title.as_deref().unwrap_or(&s.scenario);
+    let all_pass = s.expectations.iter().all(|e| e.pass);
+    let mut h = String::new();
+    h.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    h.push_str(&format!("<title>stampede: {}</title>\n", esc(title)));
+    h.push_str(&format!("<style>{STYLE}</style>\n</head>\n<body>\n"));
+    h.push_str(&format!("<h1>{}</h1>\n", esc(title)));
+    h.push_str(&format!(
+        "<p class=\"verdict {}\" id=\"verdict\">{}</p>\n",
+        if all_pass { "pass" } else { "fail" },
+        esc(&verdict_line(&s.expectations))
+    ));
+    if let Some(d) = &report.description {
+        h.push_str(&format!("<p class=\"description\">{}</p>\n", esc(d)));
+    }
+
+    h.push_str("<table id=\"run\">\n");
+    for (k, v) in [
+        ("scenario", s.scenario.clone()),
+        ("seed", s.seed.to_string()),
+        ("mode", s.mode.clone()),
+        ("preset", s.preset.clone()),
+    ] {
+        h.push_str(&format!("<tr><th>{k}</th><td>{}</td></tr>\n", esc(&v)));
+    }
+    h.push_str("</table>\n");
+    if let Some(p) = &report.preset_text {
+        h.push_str(&format!("<pre class=\"preset\">{}</pre>\n", esc(p)));
+    }
+
+    h.push_str("<h2>Expectations</h2>\n");
+    if s.expectations.is_empty() {
+        h.push_str("<p>The scenario sets no expectations.</p>\n");
+    } else {
+        h.push_str("<table id=\"expectations\">\n<tr><th>expectation</th><th>limit</th><th>actual</th><th>verdict</th></tr>\n");
+        for e in &s.expectations {
+            let verdict = if e.pass { "pass" } else { "fail" };
+            h.push_str(&format!(
+                "<tr class=\"{verdict}\" data-expectation=\"{}\"><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"{verdict}\">{verdict}</td></tr>\n",
+                esc(&e.name),
+                esc(&e.name),
+                esc(&e.limit),
+                fmt_figure(e.actual)
+            ));
+        }
+        h.push_str("</table>\n");
+    }
+
+    h.push_str("<h2>Figures</h2>\n<table id=\"figures\">\n<tr><th>figure</th><th>value</th><th>unit</th></tr>\n");
+    for f in figures(s).iter().filter(|f| f.deterministic) {
+        h.push_str(&format!(
+            "<tr data-figure=\"{}\"><td>{}</td><td class=\"num\">{}</td><td>{}</td></tr>\n",
+            esc(&f.key),
+            esc(&f.key),
+            fmt_figure(f.value),
+            f.unit
+        ));
+    }
+    h.push_str("</table>\n");
+
+    if !plots.is_empty() {
+        h.push_str("<h2>Plots</h2>\n");
+    }
+    for p in plots {
+        let id = p.file.trim_end_matches(".svg");
+        h.push_str(&format!(
+            "<figure id=\"plot-{}\">\n<figcaption>{}</figcaption>\n",
+            esc(id),
+            esc(&p.title)
+        ));
+        h.push_str(&p.svg);
+        h.push_str("</figure>\n");
+    }
+    h.push_str("</body>\n</html>\n");
+    h
+}

@@ -1,0 +1,370 @@
+//! The plots of one run, from its time buckets: attempts and retries (with 429s and 503s
+//! marked), queue depth and in-flight, tokens reserved against used, latency percentiles, and
+//! per-tenant goodput.
+
+use std::collections::BTreeMap;
+
+use plotters::style::RGBColor;
+
+use super::chart::{draw, Axis, ChartSpec, Series, Style, XLabels};
+use crate::error::ReportError;
+use crate::report::RunReport;
+use crate::schema::TimeseriesRow;
+
+/// Series colours: distinct within every plot (the SVG classes rely on it), colour-blind-safe
+/// pairs for the series read against each other (attempts/retries, p50/p99).
+pub(crate) const BLUE: RGBColor = RGBColor(31, 119, 180);
+pub(crate) const ORANGE: RGBColor = RGBColor(255, 127, 14);
+pub(crate) const RED: RGBColor = RGBColor(214, 39, 40);
+pub(crate) const PURPLE: RGBColor = RGBColor(148, 103, 189);
+pub(crate) const GREEN: RGBColor = RGBColor(44, 160, 44);
+pub(crate) const BROWN: RGBColor = RGBColor(140, 86, 75);
+pub(crate) const PINK: RGBColor = RGBColor(227, 119, 194);
+pub(crate) const OLIVE: RGBColor = RGBColor(188, 189, 34);
+pub(crate) const CYAN: RGBColor = RGBColor(23, 190, 207);
+pub(crate) const GREY: RGBColor = RGBColor(127, 127, 127);
+
+/// Ten distinct colours for lines of one kind (tenants, sweep values).
+pub(crate) const PALETTE: [RGBColor; 10] = [
+    BLUE, ORANGE, GREEN, RED, PURPLE, BROWN, PINK, GREY, OLIVE, CYAN,
+];
+
+/// Tenants drawn one by one; beyond this the smallest are summed into "other tenants" so the
+/// legend stays readable.
+const MAX_TENANT_LINES: usize = 9;
+
+/// One rendered plot.
+pub(crate) struct Plot {
+    /// File name in the run directory (`attempts.svg`).
+    pub file: String,
+    /// Caption for the page.
+    pub title: String,
+    pub svg: String,
+}
+
+/// How virtual time is shown on the x axis: seconds for short runs, minutes for long ones.
+struct TimeAxis {
+    ms_per_unit: f64,
+    desc: &'static str,
+}
+
+impl TimeAxis {
+    fn for_span(last_ms: u64) -> Self {
+        if last_ms > 20 * 60_000 {
+            TimeAxis {
+                ms_per_unit: 60_000.0,
+                desc: "virtual time (min)",
+            }
+        } else {
+            TimeAxis {
+                ms_per_unit: 1000.0,
+                desc: "virtual time (s)",
+            }
+        }
+    }
+    fn x(&self, t_ms: u64) -> f64 {
+        t_ms as f64 / self.ms_per_unit
+    }
+}
+
+/// Bucket width (ms): given by the report, or the smallest gap between buckets, or 1 s.
+pub(crate) fn bucket_ms(report: &RunReport) -> u64 {
+    if let Some(b) = report.bucket_ms.filter(|b| *b > 0) {
+        return b;
+    }
+    let mut ts: Vec<u64> = report.timeseries.iter().map(|r| r.t_ms).collect();
+    ts.sort_unstable();
+    ts.windows(2)
+        .map(|w| w[1] - w[0])
+        .filter(|d| *d > 0)
+        .min()
+        .unwrap_or(1000)
+}
+
+/// Every plot of the run, in page order. `tenants.svg` only when there are several tenants.
+pub(crate) fn run_plots(report: &RunReport) -> Result<Vec<Plot>, ReportError> {
+    let mut rows: Vec<&TimeseriesRow> = report.timeseries.iter().collect();
+    rows.sort_by_key(|r| r.t_ms);
+    let bucket = bucket_ms(report);
+    let last_ms = rows.last().map(|r| r.t_ms + bucket).unwrap_or(0);
+    let axis = TimeAxis::for_span(last_ms);
+    let x_range = (0.0, axis.x(last_ms));
+    let per_s = 1000.0 / bucket as f64;
+    let empty_note = rows
+        .is_empty()
+        .then(|| "no time buckets in this run".to_string());
+    let name = &report.summary.scenario;
+
+    let series_of = |f: &dyn Fn(&TimeseriesRow) -> f64| -> Vec<(f64, f64)> {
+        rows.iter().map(|r| (axis.x(r.t_ms), f(r))).collect()
+    };
+    let spec = |title: String, y_desc: &str, series: Vec<Series>| ChartSpec {
+        title,
+        x_desc: axis.desc.to_string(),
+        y_desc: y_desc.to_string(),
+        y2_desc: String::new(),
+        x_range,
+        x_labels: XLabels::Numeric(0),
+        series,
+        empty_note: empty_note.clone(),
+    };
+
+    let mut plots = Vec::new();
+
+    let attempts = spec(
+        format!("{name}: attempts and retries per second"),
+        "attempts per second (1/s)",
+        vec![
+            Series::new(
+                "attempts/s",
+                "attempts",
+                BLUE,
+                Style::Line,
+                series_of(&|r| r.attempts as f64 * per_s),
+            ),
+            Series::new(
+                "retries/s",
+                "retries",
+                ORANGE,
+                Style::Area,
+                series_of(&|r| r.retries as f64 * per_s),
+            ),
+            Series::new(
+                "429/s",
+                "429",
+                RED,
+                Style::Marked,
+                series_of(&|r| r.status_429 as f64 * per_s),
+            ),
+            Series::new(
+                "503/s",
+                "503",
+                PURPLE,
+                Style::Marked,
+                series_of(&|r| r.status_503 as f64 * per_s),
+            ),
+        ],
+    );
+    plots.push(plot("attempts.svg", "Attempts and retries", &attempts)?);
+
+    let queue = spec(
+        format!("{name}: queue depth and in-flight"),
+        "jobs",
+        vec![
+            Series::new(
+                "queue depth",
+                "queue_depth",
+                BLUE,
+                Style::Area,
+                series_of(&|r| r.queue_depth as f64),
+            ),
+            Series::new(
+                "in flight",
+                "in_flight",
+                GREEN,
+                Style::Line,
+                series_of(&|r| r.in_flight as f64),
+            ),
+        ],
+    );
+    plots.push(plot("queue.svg", "Queue depth and in-flight", &queue)?);
+
+    let mut used = Series::new(
+        "tokens used/s (right axis)",
+        "tokens_used",
+        ORANGE,
+        Style::Line,
+        series_of(&|r| r.tokens_used as f64 * per_s),
+    );
+    used.axis = Axis::Right;
+    let mut tokens = spec(
+        format!("{name}: tokens reserved and used"),
+        "tokens reserved, outstanding (tokens)",
+        vec![
+            Series::new(
+                "tokens reserved (left axis)",
+                "tokens_reserved",
+                CYAN,
+                Style::Area,
+                series_of(&|r| r.tokens_reserved as f64),
+            ),
+            used,
+        ],
+    );
+    tokens.y2_desc = "tokens used (tokens/s)".to_string();
+    plots.push(plot("tokens.svg", "Tokens reserved and used", &tokens)?);
+
+    plots.push(latency_plot(&rows, &axis, x_range, name, &empty_note)?);
+
+    if let Some(tenants) = tenants_plot(report, &axis, x_range, bucket)? {
+        plots.push(tenants);
+    }
+    Ok(plots)
+}
+
+fn plot(file: &str, title: &str, spec: &ChartSpec) -> Result<Plot, ReportError> {
+    Ok(Plot {
+        file: file.to_string(),
+        title: title.to_string(),
+        svg: draw(file, spec)?,
+    })
+}
+
+fn latency_plot(
+    rows: &[&TimeseriesRow],
+    axis: &TimeAxis,
+    x_range: (f64, f64),
+    name: &str,
+    empty_note: &Option<String>,
+) -> Result<Plot, ReportError> {
+    // Buckets where nothing ended carry 0: leave them out rather than draw a false dip.
+    let ended: Vec<&&TimeseriesRow> = rows
+        .iter()
+        .filter(|r| r.latency_p50_ms > 0 || r.latency_p99_ms > 0)
+        .collect();
+    let max_ms = ended.iter().map(|r| r.latency_p99_ms).max().unwrap_or(0);
+    let (div, unit) = if max_ms >= 10_000 {
+        (1000.0, "s")
+    } else {
+        (1.0, "ms")
+    };
+    let pts = |f: &dyn Fn(&TimeseriesRow) -> u64| -> Vec<(f64, f64)> {
+        ended
+            .iter()
+            .map(|r| (axis.x(r.t_ms), f(r) as f64 / div))
+            .collect()
+    };
+    let spec = ChartSpec {
+        title: format!("{name}: latency, submit to outcome, per bucket"),
+        x_desc: axis.desc.to_string(),
+        y_desc: format!("latency ({unit})"),
+        y2_desc: String::new(),
+        x_range,
+        x_labels: XLabels::Numeric(0),
+        series: vec![
+            Series::new(
+                "p50",
+                "latency_p50",
+                BLUE,
+                Style::Line,
+                pts(&|r| r.latency_p50_ms),
+            ),
+            Series::new(
+                "p99",
+                "latency_p99",
+                RED,
+                Style::Line,
+                pts(&|r| r.latency_p99_ms),
+            ),
+        ],
+        empty_note: empty_note.clone(),
+    };
+    plot("latency.svg", "Latency percentiles", &spec)
+}
+
+/// A CSS-safe class suffix from a tenant name.
+fn class_of(tenant: &str) -> String {
+    tenant
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn tenants_plot(
+    report: &RunReport,
+    axis: &TimeAxis,
+    x_range: (f64, f64),
+    bucket: u64,
+) -> Result<Option<Plot>, ReportError> {
+    // tenant -> bucket start -> completions (BTreeMaps: stable order).
+    let mut by_tenant: BTreeMap<&str, BTreeMap<u64, u64>> = BTreeMap::new();
+    for row in &report.tenants {
+        *by_tenant
+            .entry(row.tenant.as_str())
+            .or_default()
+            .entry(row.t_ms)
+            .or_default() += row.completed;
+    }
+    if by_tenant.len() < 2 {
+        return Ok(None);
+    }
+    // Every bucket any tenant or the timeseries has, so a quiet tenant draws as zero there.
+    let mut buckets: Vec<u64> = report.timeseries.iter().map(|r| r.t_ms).collect();
+    buckets.extend(by_tenant.values().flat_map(|m| m.keys().copied()));
+    buckets.sort_unstable();
+    buckets.dedup();
+
+    // Busiest tenants first (name breaks ties), the rest summed.
+    let mut order: Vec<(&str, u64)> = by_tenant
+        .iter()
+        .map(|(t, m)| (*t, m.values().sum()))
+        .collect();
+    order.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let shown = if order.len() > MAX_TENANT_LINES + 1 {
+        MAX_TENANT_LINES
+    } else {
+        order.len()
+    };
+    let per_min = 60_000.0 / bucket as f64;
+    let mut series = Vec::new();
+    let mut used_classes = Vec::new();
+    for (i, (tenant, _)) in order.iter().take(shown).enumerate() {
+        let counts = &by_tenant[tenant];
+        let pts = buckets
+            .iter()
+            .map(|t| {
+                let n = counts.get(t).copied().unwrap_or(0);
+                (axis.x(*t), n as f64 * per_min)
+            })
+            .collect();
+        let mut class = format!("tenant-{}", class_of(tenant));
+        if used_classes.contains(&class) {
+            class = format!("{class}-{i}");
+        }
+        used_classes.push(class.clone());
+        series.push(Series::new(
+            *tenant,
+            class,
+            PALETTE[i % PALETTE.len()],
+            Style::Line,
+            pts,
+        ));
+    }
+    if shown < order.len() {
+        let rest: Vec<&str> = order[shown..].iter().map(|o| o.0).collect();
+        let pts = buckets
+            .iter()
+            .map(|t| {
+                let n: u64 = rest
+                    .iter()
+                    .map(|tenant| by_tenant[tenant].get(t).copied().unwrap_or(0))
+                    .sum();
+                (axis.x(*t), n as f64 * per_min)
+            })
+            .collect();
+        series.push(Series::new(
+            format!("{} other tenants", rest.len()),
+            "tenant-others",
+            RGBColor(0, 0, 128),
+            Style::Line,
+            pts,
+        ));
+    }
+    let spec = ChartSpec {
+        title: format!("{}: goodput per tenant", report.summary.scenario),
+        x_desc: axis.desc.to_string(),
+        y_desc: "completed requests per minute (1/min)".to_string(),
+        y2_desc: String::new(),
+        x_range,
+        x_labels: XLabels::Numeric(0),
+        series,
+        empty_note: None,
+    };
+    plot("tenants.svg", "Goodput per tenant", &spec).map(Some)
+}

@@ -1,0 +1,114 @@
+//! A run's report and `render`: everything a person or CI looks at, written into the run
+//! directory (plots, `index.html`, `junit.xml`, `summary.md`).
+
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::error::ReportError;
+use crate::html::render_html;
+use crate::junit::junit_suite;
+use crate::markdown::render_markdown;
+use crate::plots::run_plots::run_plots;
+use crate::schema::{Summary, TenantRow, TimeseriesRow};
+
+/// Everything the renderers need about one run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunReport {
+    pub summary: Summary,
+    /// One row per time bucket, in time order.
+    pub timeseries: Vec<TimeseriesRow>,
+    /// Per-tenant completions per bucket (may be empty; a plot is drawn only for 2+ tenants).
+    pub tenants: Vec<TenantRow>,
+    /// Page heading; the scenario name when `None`.
+    pub title: Option<String>,
+    /// The scenario's description, shown under the heading.
+    pub description: Option<String>,
+    /// What the client preset does (shown as preformatted text).
+    pub preset_text: Option<String>,
+    /// Width of a time bucket (ms). When `None`, the smallest gap between rows (or 1000 ms).
+    pub bucket_ms: Option<u64>,
+}
+
+/// How to render.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RenderOptions {
+    /// Draw the plots (SVG) and inline them in the page. Default true.
+    pub plots: bool,
+    /// Append the markdown summary to this file. The CLI fills it from `$GITHUB_STEP_SUMMARY`
+    /// (the library never reads the environment itself).
+    pub github_step_summary: Option<PathBuf>,
+}
+
+impl Default for RenderOptions {
+    fn default() -> Self {
+        RenderOptions {
+            plots: true,
+            github_step_summary: None,
+        }
+    }
+}
+
+/// What `render` wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    /// Every file written into the run directory, in writing order.
+    pub files: Vec<PathBuf>,
+    /// The markdown summary (also in `summary.md`), for printing.
+    pub markdown: String,
+}
+
+fn write(path: PathBuf, contents: &str, files: &mut Vec<PathBuf>) -> Result<(), ReportError> {
+    fs::write(&path, contents).map_err(|e| ReportError::io("writing", &path, e))?;
+    files.push(path);
+    Ok(())
+}
+
+/// Writes the plots (`attempts.svg`, `queue.svg`, `tokens.svg`, `latency.svg`, and
+/// `tenants.svg` for several tenants), `index.html`, `junit.xml` and `summary.md` into `dir`
+/// (created if missing), and appends the markdown to `opts.github_step_summary` if set.
+/// Same input, same bytes.
+pub fn render(
+    dir: &Path,
+    report: &RunReport,
+    opts: &RenderOptions,
+) -> Result<Rendered, ReportError> {
+    fs::create_dir_all(dir).map_err(|e| ReportError::io("creating folder", dir, e))?;
+    let mut files = Vec::new();
+    let plots = if opts.plots {
+        run_plots(report)?
+    } else {
+        Vec::new()
+    };
+    for p in &plots {
+        write(dir.join(&p.file), &p.svg, &mut files)?;
+    }
+    write(
+        dir.join("index.html"),
+        &render_html(report, &plots),
+        &mut files,
+    )?;
+    let junit = junit_suite(&[(
+        report.summary.scenario.clone(),
+        report.summary.expectations.clone(),
+    )]);
+    write(dir.join("junit.xml"), &junit, &mut files)?;
+    let markdown = render_markdown(report);
+    write(dir.join("summary.md"), &markdown, &mut files)?;
+    if let Some(path) = &opts.github_step_summary {
+        append(path, &markdown)?;
+    }
+    Ok(Rendered { files, markdown })
+}
+
+/// Appends `text` to `path` (created if missing): `$GITHUB_STEP_SUMMARY` collects every step's
+/// output, so never truncate it.
+pub fn append(path: &Path, text: &str) -> Result<(), ReportError> {
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| ReportError::io("appending to", path, e))?;
+    f.write_all(text.as_bytes())
+        .map_err(|e| ReportError::io("appending to", path, e))
+}
