@@ -43,8 +43,16 @@ pub fn rate_hint(headers: &[(String, String)]) -> Option<RateHint> {
     let mut openai = RateHint::default();
     let mut ietf = RateHint::default();
     for (name, value) in headers {
-        let value = value.trim();
         let name = name.as_str();
+        // Most headers are not rate-limit headers: reject them with one prefix check.
+        let prefix = |p: &str| {
+            name.get(..p.len())
+                .is_some_and(|head| head.eq_ignore_ascii_case(p))
+        };
+        if !prefix("x-ratelimit-") && !prefix("ratelimit") {
+            continue;
+        }
+        let value = value.trim();
         let is = |expected: &str| name.eq_ignore_ascii_case(expected);
         if is("x-ratelimit-limit-requests") {
             set(&mut openai.limit_requests, parse_count(value));
