@@ -1,1 +1,22 @@
 //! stampede-durable: what survives a crash.
+//!
+//! - [`SqliteLedger`]: the core's [`Ledger`](stampede_core::Ledger) in a SQLite file (WAL,
+//!   `synchronous = FULL`, one transaction per put, versioned schema), for live runs.
+//! - [`AuditWriter`]: the audit trail as hash-chained JSON lines, free of secrets and bodies,
+//!   resumable after a crash.
+//! - [`verify()`]: whether a trail is whole, or the first record that is not (backs
+//!   `stampede audit verify FILE` through [`verify_cli`]).
+
+pub mod audit_log;
+pub mod chain;
+pub mod error;
+pub mod redact;
+pub mod sqlite_ledger;
+pub mod verify;
+
+pub use audit_log::{Appended, AuditWriter, Resumed, SyncPolicy, TailRepair};
+pub use chain::{ChainHead, GENESIS_PREV};
+pub use error::DurableError;
+pub use redact::{sanitize_detail, Redaction, Sanitized};
+pub use sqlite_ledger::{LedgerOptions, SqliteLedger, Synchronous, SCHEMA_VERSION};
+pub use verify::{verify, verify_cli, verify_with_head, Break, Problem, VerifyReport};

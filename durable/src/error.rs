@@ -1,0 +1,73 @@
+//! What can go wrong with the durable stores, said so a user can act on it.
+
+use std::path::PathBuf;
+
+/// A durable store (the SQLite ledger or the audit trail) could not be opened, read or written.
+///
+/// Every variant names the file and says what to do; none is raised for a normal, whole file.
+#[derive(Debug, thiserror::Error)]
+pub enum DurableError {
+    /// SQLite refused to open or set up the ledger file.
+    #[error(
+        "cannot open the ledger {path}: {source}; check that the directory exists and is writable, \
+         and that the file is a Stampede ledger (or point the runner at a new file)"
+    )]
+    LedgerOpen {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The ledger was written by a newer Stampede whose schema this build does not know.
+    #[error(
+        "the ledger {path} has schema version {found}, but this build understands versions up to \
+         {supported}; run a newer stampede on it, or start a new ledger file"
+    )]
+    LedgerTooNew {
+        path: PathBuf,
+        found: i64,
+        supported: i64,
+    },
+    /// A statement on an open ledger failed (disk full, file locked by another runner, ...).
+    #[error("ledger {path}: cannot {action}: {source}; check free space and that no other runner holds this file")]
+    LedgerSql {
+        path: PathBuf,
+        action: String,
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// A stored row does not decode: the file was edited or damaged outside Stampede.
+    #[error("ledger {path} is corrupt at job {job}: {problem}; restore it from a backup or start a new ledger file")]
+    LedgerCorrupt {
+        path: PathBuf,
+        job: String,
+        problem: String,
+    },
+    /// An audit trail file could not be created, read, written or synced.
+    #[error("audit trail {path}: cannot {action}: {source}")]
+    AuditIo {
+        path: PathBuf,
+        action: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    /// `AuditWriter::create` was pointed at a file that already exists.
+    #[error(
+        "audit trail {path} already exists; resume it with AuditWriter::open_append, or choose a new file \
+         (an existing trail is never overwritten)"
+    )]
+    AuditExists { path: PathBuf },
+    /// `AuditWriter::open_append` found a chain that does not verify before its tail.
+    #[error(
+        "audit trail {path} is broken, refusing to append to it: {report}; keep the file as evidence and \
+         start a new trail"
+    )]
+    AuditBroken { path: PathBuf, report: String },
+    /// An audit event did not serialize (should not happen for core events).
+    #[error("audit trail {path}: cannot encode event for job {job}: {source}")]
+    AuditEncode {
+        path: PathBuf,
+        job: u64,
+        #[source]
+        source: serde_json::Error,
+    },
+}

@@ -1,0 +1,401 @@
+//! The ledger of logical actions in a SQLite file, so a runner that crashes can resume.
+//!
+//! Durability: the file runs in WAL journal mode with `synchronous = FULL`, and every `put` is
+//! one short transaction (a single upsert statement in autocommit mode). When `put` returns,
+//! the entry is on disk: the scheduler calls it before the first send of an action and at every
+//! state change, so what it has been told survives a crash and nothing it has not been told
+//! does.
+//!
+//! Layout: one row per logical action in `entries`, with the fields the runner filters on as
+//! columns (job id, state, attempts, waited ms, operation id, updated at, idempotency key) and
+//! the whole [`Job`](stampede_core::Job) as JSON. Job ids are `u64`; SQLite integers are `i64`,
+//! so ids are stored bit-cast and sorted back in Rust, which keeps every id (even above
+//! `i64::MAX`) exact and `entries()` in job-id order.
+//!
+//! Schema versions live in `PRAGMA user_version` (0 means a brand-new file):
+//! - 1: the `entries` table.
+//! - 2: adds the `idempotency_key` column and its index, back-filled from the job JSON, so a
+//!   restarted runner finds an action by the key it reconciles with.
+//!
+//! Opening an older version migrates it in one transaction; a newer version is refused with
+//! [`DurableError::LedgerTooNew`] rather than guessed at.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{params, Connection};
+use stampede_core::{ActionState, Job, JobId, Ledger, LedgerEntry, LedgerError};
+
+use crate::error::DurableError;
+
+/// The schema version this build writes and the newest it can read.
+pub const SCHEMA_VERSION: i64 = 2;
+
+/// How long a statement waits for a lock held by another connection before failing (ms).
+const BUSY_TIMEOUT_MS: u64 = 5_000;
+
+/// How hard SQLite works to make a commit durable. See the `ledger_puts` example for what
+/// each costs on a given machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Synchronous {
+    /// fsync the WAL at every commit: a returned `put` survives power loss. The default.
+    #[default]
+    Full,
+    /// fsync only at checkpoints: a returned `put` survives a process crash but the last
+    /// commits may be lost on power loss. For benchmarks and throwaway runs.
+    Normal,
+}
+
+impl Synchronous {
+    fn pragma_value(self) -> &'static str {
+        match self {
+            Self::Full => "FULL",
+            Self::Normal => "NORMAL",
+        }
+    }
+}
+
+/// Options for [`SqliteLedger::open_with`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LedgerOptions {
+    pub synchronous: Synchronous,
+}
+
+/// A [`Ledger`] in a SQLite file (or in memory, for tests).
+#[derive(Debug)]
+pub struct SqliteLedger {
+    conn: Connection,
+    /// For messages: the file, or `:memory:`.
+    path: PathBuf,
+}
+
+impl SqliteLedger {
+    /// Opens (creating if needed) the ledger at `path` with `synchronous = FULL`, migrating an
+    /// older schema.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, DurableError> {
+        Self::open_with(path, LedgerOptions::default())
+    }
+
+    /// Opens (creating if needed) the ledger at `path` with the given options.
+    pub fn open_with(path: impl AsRef<Path>, options: LedgerOptions) -> Result<Self, DurableError> {
+        let path = path.as_ref().to_path_buf();
+        let open_err = |source| DurableError::LedgerOpen {
+            path: path.clone(),
+            source,
+        };
+        let conn = Connection::open(&path).map_err(open_err)?;
+        conn.busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS))
+            .map_err(open_err)?;
+        // journal_mode answers with the mode in force; anything but WAL on a file means the
+        // durability story above does not hold, so say so instead of running on.
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+            .map_err(open_err)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(DurableError::LedgerOpen {
+                path: path.clone(),
+                source: rusqlite::Error::InvalidParameterName(format!(
+                    "journal_mode is {mode}, not wal (is the file on a filesystem without shared memory?)"
+                )),
+            });
+        }
+        conn.pragma_update(None, "synchronous", options.synchronous.pragma_value())
+            .map_err(open_err)?;
+        let mut ledger = Self { conn, path };
+        ledger.migrate()?;
+        Ok(ledger)
+    }
+
+    /// A ledger that lives only as long as this value: for tests and the virtual driver's
+    /// unit tests. Same schema and code paths as a file, minus WAL.
+    pub fn open_in_memory() -> Result<Self, DurableError> {
+        let path = PathBuf::from(":memory:");
+        let conn = Connection::open_in_memory().map_err(|source| DurableError::LedgerOpen {
+            path: path.clone(),
+            source,
+        })?;
+        let mut ledger = Self { conn, path };
+        ledger.migrate()?;
+        Ok(ledger)
+    }
+
+    /// The file this ledger lives in (`:memory:` for an in-memory one).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The schema version of the open file (always [`SCHEMA_VERSION`] after `open`).
+    pub fn schema_version(&self) -> Result<i64, DurableError> {
+        self.conn
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .map_err(|source| self.sql_err("read the schema version", source))
+    }
+
+    /// Inserts or replaces the entry for `entry.job.id`; durable when it returns.
+    pub fn put_entry(&mut self, entry: &LedgerEntry) -> Result<(), DurableError> {
+        let job_json =
+            serde_json::to_string(&entry.job).map_err(|e| DurableError::LedgerCorrupt {
+                path: self.path.clone(),
+                job: entry.job.id.to_string(),
+                problem: format!("the job does not encode as JSON: {e}"),
+            })?;
+        // One statement in autocommit mode is one transaction: a crash leaves either the old
+        // row or the new one, never half of each.
+        self.conn
+            .prepare_cached(
+                "INSERT INTO entries \
+                 (job_id, state, attempts, waited_ms, operation_id, updated_at, idempotency_key, job_json) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
+                 ON CONFLICT(job_id) DO UPDATE SET \
+                 state = excluded.state, attempts = excluded.attempts, waited_ms = excluded.waited_ms, \
+                 operation_id = excluded.operation_id, updated_at = excluded.updated_at, \
+                 idempotency_key = excluded.idempotency_key, job_json = excluded.job_json",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![
+                    id_to_sql(entry.job.id),
+                    state_name(entry.state),
+                    entry.attempts,
+                    millis_to_sql(entry.waited_ms),
+                    entry.operation_id,
+                    millis_to_sql(entry.updated_at),
+                    entry.job.idempotency_key,
+                    job_json,
+                ])
+            })
+            .map_err(|source| self.sql_err(&format!("store the entry of job {}", entry.job.id), source))?;
+        Ok(())
+    }
+
+    /// Every entry, ordered by job id.
+    pub fn all_entries(&self) -> Result<Vec<LedgerEntry>, DurableError> {
+        let mut entries = self.select("", [], "read the entries")?;
+        entries.sort_by_key(|entry| entry.job.id);
+        Ok(entries)
+    }
+
+    /// The entry for one job, if any.
+    pub fn get(&self, id: JobId) -> Result<Option<LedgerEntry>, DurableError> {
+        let mut found = self.select("WHERE job_id = ?1", [id_to_sql(id)], "read one entry")?;
+        Ok(found.pop())
+    }
+
+    /// The entries whose job carries this idempotency key, ordered by job id (normally at most
+    /// one: the key is per logical action).
+    pub fn find_by_idempotency_key(&self, key: &str) -> Result<Vec<LedgerEntry>, DurableError> {
+        let mut entries = self.select(
+            "WHERE idempotency_key = ?1",
+            [key],
+            "look up an idempotency key",
+        )?;
+        entries.sort_by_key(|entry| entry.job.id);
+        Ok(entries)
+    }
+
+    fn select<P: rusqlite::Params>(
+        &self,
+        filter: &str,
+        params: P,
+        action: &str,
+    ) -> Result<Vec<LedgerEntry>, DurableError> {
+        let sql = format!(
+            "SELECT job_id, state, attempts, waited_ms, operation_id, updated_at, job_json FROM entries {filter}"
+        );
+        let mut stmt = self
+            .conn
+            .prepare_cached(&sql)
+            .map_err(|source| self.sql_err(action, source))?;
+        let rows = stmt
+            .query_map(params, |row| {
+                Ok(StoredRow {
+                    job_id: row.get(0)?,
+                    state: row.get(1)?,
+                    attempts: row.get(2)?,
+                    waited_ms: row.get(3)?,
+                    operation_id: row.get(4)?,
+                    updated_at: row.get(5)?,
+                    job_json: row.get(6)?,
+                })
+            })
+            .map_err(|source| self.sql_err(action, source))?;
+        let mut entries = Vec::new();
+        for row in rows {
+            let row = row.map_err(|source| self.sql_err(action, source))?;
+            entries.push(row.decode(&self.path)?);
+        }
+        Ok(entries)
+    }
+
+    /// Brings the file to [`SCHEMA_VERSION`], one version step at a time, in one transaction.
+    fn migrate(&mut self) -> Result<(), DurableError> {
+        let found = self.schema_version()?;
+        if found > SCHEMA_VERSION {
+            return Err(DurableError::LedgerTooNew {
+                path: self.path.clone(),
+                found,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        if found == SCHEMA_VERSION {
+            return Ok(());
+        }
+        let path = self.path.clone();
+        let sql_err = |action: &str, source| DurableError::LedgerSql {
+            path: path.clone(),
+            action: action.into(),
+            source,
+        };
+        let tx = self
+            .conn
+            .transaction()
+            .map_err(|e| sql_err("start the schema migration", e))?;
+        if found < 1 {
+            tx.execute_batch(
+                "CREATE TABLE entries (
+                    job_id       INTEGER PRIMARY KEY,  -- JobId (u64) bit-cast to i64
+                    state        TEXT    NOT NULL,     -- ActionState, snake_case
+                    attempts     INTEGER NOT NULL,
+                    waited_ms    INTEGER NOT NULL,     -- ms
+                    operation_id TEXT,
+                    updated_at   INTEGER NOT NULL,     -- ms since run start
+                    job_json     TEXT    NOT NULL      -- stampede_core::Job as JSON
+                );",
+            )
+            .map_err(|e| sql_err("create the schema (version 1)", e))?;
+        }
+        if found < 2 {
+            tx.execute_batch(
+                "ALTER TABLE entries ADD COLUMN idempotency_key TEXT;
+                 UPDATE entries SET idempotency_key = json_extract(job_json, '$.idempotency_key');
+                 CREATE INDEX entries_by_idempotency_key ON entries(idempotency_key);",
+            )
+            .map_err(|e| sql_err("migrate the schema to version 2", e))?;
+        }
+        tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+            .map_err(|e| sql_err("record the schema version", e))?;
+        tx.commit()
+            .map_err(|e| sql_err("commit the schema migration", e))?;
+        Ok(())
+    }
+
+    fn sql_err(&self, action: &str, source: rusqlite::Error) -> DurableError {
+        DurableError::LedgerSql {
+            path: self.path.clone(),
+            action: action.to_string(),
+            source,
+        }
+    }
+}
+
+impl Ledger for SqliteLedger {
+    fn put(&mut self, entry: &LedgerEntry) -> Result<(), LedgerError> {
+        self.put_entry(entry).map_err(LedgerError::from)
+    }
+
+    fn entries(&self) -> Result<Vec<LedgerEntry>, LedgerError> {
+        self.all_entries().map_err(LedgerError::from)
+    }
+}
+
+impl From<DurableError> for LedgerError {
+    fn from(err: DurableError) -> Self {
+        match err {
+            DurableError::LedgerCorrupt { .. } => LedgerError::Corrupt(err.to_string()),
+            other => LedgerError::Storage(other.to_string()),
+        }
+    }
+}
+
+/// One row as SQLite hands it back, before it is checked.
+struct StoredRow {
+    job_id: i64,
+    state: String,
+    attempts: i64,
+    waited_ms: i64,
+    operation_id: Option<String>,
+    updated_at: i64,
+    job_json: String,
+}
+
+impl StoredRow {
+    fn decode(self, path: &Path) -> Result<LedgerEntry, DurableError> {
+        let id = id_from_sql(self.job_id);
+        let corrupt = |problem: String| DurableError::LedgerCorrupt {
+            path: path.to_path_buf(),
+            job: id.to_string(),
+            problem,
+        };
+        let job: Job = serde_json::from_str(&self.job_json)
+            .map_err(|e| corrupt(format!("the stored job JSON does not decode: {e}")))?;
+        // The column is the key; the JSON is the payload. If they disagree the row was edited.
+        if job.id != id {
+            return Err(corrupt(format!(
+                "the row's key is job {id} but its JSON is job {}",
+                job.id
+            )));
+        }
+        let state: ActionState =
+            serde_json::from_value(serde_json::Value::String(self.state.clone()))
+                .map_err(|_| corrupt(format!("unknown state {:?}", self.state)))?;
+        let attempts = u32::try_from(self.attempts)
+            .map_err(|_| corrupt(format!("attempts {} is not a count", self.attempts)))?;
+        Ok(LedgerEntry {
+            job,
+            state,
+            attempts,
+            waited_ms: self.waited_ms as u64,
+            operation_id: self.operation_id,
+            updated_at: self.updated_at as u64,
+        })
+    }
+}
+
+/// The snake_case name serde gives a state (the same text the JSON report uses).
+fn state_name(state: ActionState) -> String {
+    match serde_json::to_value(state) {
+        Ok(serde_json::Value::String(name)) => name,
+        // A unit enum always serializes to a string; fall back to Debug rather than panic.
+        _ => format!("{state:?}"),
+    }
+}
+
+/// u64 values are stored bit-cast into SQLite's i64 so every value round-trips exactly.
+fn id_to_sql(id: JobId) -> i64 {
+    id as i64
+}
+
+fn id_from_sql(id: i64) -> JobId {
+    id as u64
+}
+
+fn millis_to_sql(ms: u64) -> i64 {
+    ms as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_names_are_the_serde_names() {
+        assert_eq!(
+            state_name(ActionState::ReconciliationRequired),
+            "reconciliation_required"
+        );
+        assert_eq!(state_name(ActionState::InFlight), "in_flight");
+    }
+
+    #[test]
+    fn ids_above_i64_max_round_trip() {
+        for id in [0, 1, i64::MAX as u64, i64::MAX as u64 + 1, u64::MAX] {
+            assert_eq!(id_from_sql(id_to_sql(id)), id);
+        }
+    }
+
+    #[test]
+    fn a_fresh_in_memory_ledger_is_at_the_current_version_and_empty() {
+        let ledger = SqliteLedger::open_in_memory().unwrap();
+        assert_eq!(ledger.schema_version().unwrap(), SCHEMA_VERSION);
+        assert!(ledger.all_entries().unwrap().is_empty());
+    }
+}

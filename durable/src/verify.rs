@@ -1,0 +1,338 @@
+//! Checking an audit trail: whole, or where it first breaks.
+//!
+//! [`verify`] reads the file line by line and stops at the FIRST record that does not fit the
+//! chain, so the report always names the earliest affected record (line number and seq):
+//!
+//! - a record whose stored hash differs from the hash of its own content was **edited**;
+//! - a record with the wrong seq (a gap or a step back) means records were **deleted or
+//!   reordered** before it; a swap of lines i < j is reported at line i;
+//! - a record with the right seq whose `prev` is not the previous record's hash means the
+//!   record before it was replaced;
+//! - a line that is not a record is **unparsable**;
+//! - a last line without its `\n` is **torn**: the writer died mid-write (see
+//!   [`AuditWriter::open_append`](crate::AuditWriter::open_append), which repairs it).
+//!
+//! Checks run in that order on each line, so an edited record is called edited even when its
+//! seq was the edited field. Records cut off the end at a line boundary leave a shorter chain
+//! that is whole in itself; [`verify_with_head`] catches that given the head recorded
+//! elsewhere.
+
+use std::fmt;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use crate::chain::{parse_line, ChainHead, GENESIS_PREV};
+use crate::error::DurableError;
+
+/// What is wrong with the first broken record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Problem {
+    /// The line is not a record (bad JSON, missing or extra fields, malformed hash).
+    Unparsable { reason: String },
+    /// The last line has no `\n`: a write was cut short by a crash.
+    Torn {
+        /// Byte offset where the torn line starts.
+        offset: u64,
+        /// Bytes in the torn line.
+        bytes: u64,
+        /// Whether those bytes are nevertheless a complete record that fits the chain.
+        complete_record: bool,
+    },
+    /// The stored hash is not the hash of the record's content: the record was edited.
+    Edited { stored: String, computed: String },
+    /// The seq is not the one expected: records were deleted or reordered before this one.
+    SeqOutOfOrder { expected: u64, found: u64 },
+    /// The seq fits but `prev` is not the previous record's hash: the record before was replaced.
+    PrevMismatch { expected: String, found: String },
+    /// The trail ends before the expected head: records were cut off the end.
+    MissingTail { last_seq: u64, expected_seq: u64 },
+    /// The record at the expected head's seq has a different hash: the trail was rewritten.
+    HeadMismatch { expected: String, found: String },
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Unparsable { reason } => write!(f, "unparsable line: {reason}"),
+            Self::Torn { bytes, complete_record, .. } => {
+                write!(f, "torn last line ({bytes} bytes, no newline): the writer stopped mid-write")?;
+                if *complete_record {
+                    write!(f, "; the record itself is intact")?;
+                }
+                Ok(())
+            }
+            Self::Edited { stored, computed } => write!(
+                f,
+                "record edited: its stored hash {} is not the hash of its content {}",
+                short(stored),
+                short(computed)
+            ),
+            Self::SeqOutOfOrder { expected, found } if found > expected => write!(
+                f,
+                "seq {found} where seq {expected} was expected: record(s) {expected}..{} deleted or moved",
+                found - 1
+            ),
+            Self::SeqOutOfOrder { expected, found } => write!(
+                f,
+                "seq {found} where seq {expected} was expected: records reordered or duplicated"
+            ),
+            Self::PrevMismatch { expected, found } => write!(
+                f,
+                "prev {} is not the previous record's hash {}: the record before was replaced",
+                short(found),
+                short(expected)
+            ),
+            Self::MissingTail { last_seq, expected_seq } => write!(
+                f,
+                "the trail ends at seq {last_seq} but the expected head is seq {expected_seq}: records cut off the end"
+            ),
+            Self::HeadMismatch { expected, found } => write!(
+                f,
+                "hash {} where the expected head has {}: the trail was rewritten",
+                short(found),
+                short(expected)
+            ),
+        }
+    }
+}
+
+/// First 12 hex digits: enough to tell hashes apart in a message.
+fn short(hash: &str) -> &str {
+    hash.get(..12).unwrap_or(hash)
+}
+
+/// The first broken record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Break {
+    /// 1-based line number in the file.
+    pub line: u64,
+    /// The record's seq as written, when the line had one.
+    pub seq: Option<u64>,
+    pub problem: Problem,
+}
+
+/// What [`verify`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VerifyReport {
+    /// Every record fits the chain.
+    Whole {
+        /// Records in the file.
+        records: u64,
+        /// The last record's seq and hash.
+        head: ChainHead,
+    },
+    /// The first record that does not fit.
+    Broken(Break),
+}
+
+impl VerifyReport {
+    /// Exit code for `stampede audit verify`: 0 whole, 1 broken.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Self::Whole { .. } => 0,
+            Self::Broken(_) => 1,
+        }
+    }
+
+    /// Whether the chain is whole.
+    pub fn is_whole(&self) -> bool {
+        matches!(self, Self::Whole { .. })
+    }
+}
+
+impl fmt::Display for VerifyReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Whole { records, head } => {
+                write!(
+                    f,
+                    "whole: {records} records; head {head} (keep it to check for a cut tail later)"
+                )
+            }
+            Self::Broken(Break { line, seq, problem }) => {
+                write!(f, "BROKEN at line {line}")?;
+                if let Some(seq) = seq {
+                    write!(f, " (seq {seq})")?;
+                }
+                write!(f, ": {problem}")
+            }
+        }
+    }
+}
+
+/// Checks the whole trail at `path`. `Err` only when the file cannot be read.
+pub fn verify(path: impl AsRef<Path>) -> Result<VerifyReport, DurableError> {
+    Ok(walk(path.as_ref(), None)?.report)
+}
+
+/// Like [`verify`], and also checks that the trail reaches `expected` (a head printed by an
+/// earlier `verify` or taken from [`AuditWriter::head`](crate::AuditWriter::head)) with the
+/// same hash there: catches records cut off the end and a rewritten chain.
+pub fn verify_with_head(
+    path: impl AsRef<Path>,
+    expected: &ChainHead,
+) -> Result<VerifyReport, DurableError> {
+    Ok(walk(path.as_ref(), Some(expected))?.report)
+}
+
+/// `stampede audit verify FILE`: prints the report (stdout) or the read error (stderr), and
+/// returns the exit code: 0 whole, 1 broken, 2 unreadable.
+pub fn verify_cli(path: &Path) -> i32 {
+    match verify(path) {
+        Ok(report) => {
+            println!("{}: {report}", path.display());
+            report.exit_code()
+        }
+        Err(err) => {
+            eprintln!("error: {err}");
+            2
+        }
+    }
+}
+
+/// The result of reading a trail: the report, plus the head of the chain as far as it fits
+/// (where an appender continues once a torn tail is dealt with).
+pub(crate) struct Walk {
+    pub report: VerifyReport,
+    /// The chain as far as it is good.
+    pub good_head: ChainHead,
+}
+
+pub(crate) fn walk(path: &Path, expected: Option<&ChainHead>) -> Result<Walk, DurableError> {
+    let io_err = |action, source| DurableError::AuditIo {
+        path: PathBuf::from(path),
+        action,
+        source,
+    };
+    let file = File::open(path).map_err(|e| io_err("open for reading", e))?;
+    let mut reader = BufReader::new(file);
+    let mut head = ChainHead::genesis();
+    let mut hash_at_expected: Option<String> = None;
+    let mut buf = Vec::new();
+    let mut line_no = 0u64;
+    let mut offset = 0u64;
+    loop {
+        buf.clear();
+        let read = reader
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| io_err("read", e))?;
+        if read == 0 {
+            break;
+        }
+        line_no += 1;
+        let terminated = buf.last() == Some(&b'\n');
+        let content = if terminated {
+            &buf[..buf.len() - 1]
+        } else {
+            &buf[..]
+        };
+        let broken = |seq, problem| Walk {
+            report: VerifyReport::Broken(Break {
+                line: line_no,
+                seq,
+                problem,
+            }),
+            good_head: head.clone(),
+        };
+        let parsed = parse_line(content);
+        if !terminated {
+            let complete_record = parsed.as_ref().is_ok_and(|r| {
+                r.stored_hash == r.computed_hash && r.seq == head.seq + 1 && r.prev == head.hash
+            });
+            let seq = parsed.as_ref().ok().map(|r| r.seq);
+            return Ok(broken(
+                seq,
+                Problem::Torn {
+                    offset,
+                    bytes: read as u64,
+                    complete_record,
+                },
+            ));
+        }
+        let record = match parsed {
+            Ok(record) => record,
+            Err(reason) => return Ok(broken(None, Problem::Unparsable { reason })),
+        };
+        let seq = Some(record.seq);
+        if record.stored_hash != record.computed_hash {
+            return Ok(broken(
+                seq,
+                Problem::Edited {
+                    stored: record.stored_hash,
+                    computed: record.computed_hash,
+                },
+            ));
+        }
+        if record.seq != head.seq + 1 {
+            return Ok(broken(
+                seq,
+                Problem::SeqOutOfOrder {
+                    expected: head.seq + 1,
+                    found: record.seq,
+                },
+            ));
+        }
+        if record.prev != head.hash {
+            return Ok(broken(
+                seq,
+                Problem::PrevMismatch {
+                    expected: head.hash.clone(),
+                    found: record.prev,
+                },
+            ));
+        }
+        head = ChainHead {
+            seq: record.seq,
+            hash: record.stored_hash,
+        };
+        if expected.is_some_and(|e| e.seq == head.seq) {
+            hash_at_expected = Some(head.hash.clone());
+        }
+        offset += read as u64;
+    }
+    if let Some(expected) = expected {
+        let problem = match hash_at_expected {
+            _ if expected.seq == 0 && expected.hash != GENESIS_PREV => Some((
+                0,
+                Problem::HeadMismatch {
+                    expected: expected.hash.clone(),
+                    found: GENESIS_PREV.into(),
+                },
+            )),
+            None if expected.seq > head.seq => Some((
+                head.seq + 1,
+                Problem::MissingTail {
+                    last_seq: head.seq,
+                    expected_seq: expected.seq,
+                },
+            )),
+            Some(found) if found != expected.hash => Some((
+                expected.seq,
+                Problem::HeadMismatch {
+                    expected: expected.hash.clone(),
+                    found,
+                },
+            )),
+            _ => None,
+        };
+        if let Some((seq, problem)) = problem {
+            // Records count from 1 on line 1, so a whole chain has seq N on line N.
+            return Ok(Walk {
+                report: VerifyReport::Broken(Break {
+                    line: seq.max(1),
+                    seq: Some(seq),
+                    problem,
+                }),
+                good_head: head,
+            });
+        }
+    }
+    Ok(Walk {
+        report: VerifyReport::Whole {
+            records: head.seq,
+            head: head.clone(),
+        },
+        good_head: head,
+    })
+}

@@ -1,0 +1,239 @@
+//! The SQLite ledger: round trips, reopen, upsert, schema versions, clear errors.
+
+use std::path::Path;
+
+use rusqlite::Connection;
+use stampede_core::{ActionState, Job, Ledger, LedgerEntry, Priority, Route};
+use stampede_durable::{DurableError, SqliteLedger, SCHEMA_VERSION};
+
+fn job(id: u64) -> Job {
+    Job {
+        id,
+        tenant: format!("tenant-{}", id % 3),
+        task: format!("task-{}", id % 5),
+        credential: "sk-acme-shared".into(),
+        scope: if id % 2 == 0 {
+            Some("account:acme".into())
+        } else {
+            None
+        },
+        class: "uncertain_write".into(),
+        route: Route::CreateRecord,
+        resource: None,
+        priority: Priority::Normal,
+        prompt_tokens: 120,
+        max_output_tokens: 300,
+        deadline: Some(id.wrapping_add(60_000)),
+        idempotency_key: Some(format!("idem-{id}")),
+        payload_hash: id.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+        external_ref: Some(format!("ref-{id}")),
+        coalescable: false,
+        stream: false,
+    }
+}
+
+fn entry(id: u64, state: ActionState, attempts: u32) -> LedgerEntry {
+    LedgerEntry {
+        job: job(id),
+        state,
+        attempts,
+        waited_ms: 250 * u64::from(attempts),
+        operation_id: (attempts > 0).then(|| format!("op-{id}")),
+        updated_at: id.wrapping_add(1_000),
+    }
+}
+
+#[test]
+fn entries_round_trip_in_job_id_order() {
+    let mut ledger = SqliteLedger::open_in_memory().unwrap();
+    let ids = [42, 7, u64::MAX, 0, i64::MAX as u64 + 1, 19];
+    for (n, id) in ids.iter().enumerate() {
+        ledger
+            .put(&entry(*id, ActionState::Planned, n as u32))
+            .unwrap();
+    }
+    let mut expected: Vec<LedgerEntry> = ids
+        .iter()
+        .enumerate()
+        .map(|(n, id)| entry(*id, ActionState::Planned, n as u32))
+        .collect();
+    expected.sort_by_key(|e| e.job.id);
+    assert_eq!(ledger.entries().unwrap(), expected);
+}
+
+#[test]
+fn put_replaces_the_entry_of_the_same_job() {
+    let mut ledger = SqliteLedger::open_in_memory().unwrap();
+    ledger.put(&entry(3, ActionState::Planned, 0)).unwrap();
+    ledger.put(&entry(4, ActionState::Planned, 0)).unwrap();
+    let mut later = entry(3, ActionState::ReconciliationRequired, 1);
+    later.job.external_ref = None;
+    ledger.put(&later).unwrap();
+    assert_eq!(
+        ledger.entries().unwrap(),
+        vec![later.clone(), entry(4, ActionState::Planned, 0)]
+    );
+    assert_eq!(ledger.get(3).unwrap(), Some(later));
+    assert_eq!(ledger.get(5).unwrap(), None);
+}
+
+#[test]
+fn entries_survive_closing_and_reopening_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.sqlite");
+    let written: Vec<LedgerEntry> = [
+        entry(1, ActionState::Completed, 2),
+        entry(2, ActionState::InFlight, 1),
+        entry(3, ActionState::ReconciliationRequired, 1),
+        entry(4, ActionState::Cancelled, 0),
+    ]
+    .into();
+    {
+        let mut ledger = SqliteLedger::open(&path).unwrap();
+        for e in &written {
+            ledger.put(e).unwrap();
+        }
+    } // dropped: the connection closes as a crashed process's would
+    let reopened = SqliteLedger::open(&path).unwrap();
+    assert_eq!(reopened.entries().unwrap(), written);
+    assert_eq!(reopened.schema_version().unwrap(), SCHEMA_VERSION);
+}
+
+#[test]
+fn a_put_is_visible_to_another_connection_as_soon_as_it_returns() {
+    // What a second process (or the restarted runner) sees while the first still runs.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.sqlite");
+    let mut writer = SqliteLedger::open(&path).unwrap();
+    writer.put(&entry(9, ActionState::InFlight, 1)).unwrap();
+    let reader = SqliteLedger::open(&path).unwrap();
+    assert_eq!(
+        reader.entries().unwrap(),
+        vec![entry(9, ActionState::InFlight, 1)]
+    );
+}
+
+#[test]
+fn the_file_runs_in_wal_mode_with_full_sync() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.sqlite");
+    let mut ledger = SqliteLedger::open(&path).unwrap();
+    ledger.put(&entry(1, ActionState::Planned, 0)).unwrap();
+    let conn = Connection::open(&path).unwrap();
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    assert!(path.with_extension("sqlite-wal").exists());
+}
+
+#[test]
+fn entries_are_found_by_idempotency_key() {
+    let mut ledger = SqliteLedger::open_in_memory().unwrap();
+    ledger.put(&entry(1, ActionState::Completed, 1)).unwrap();
+    ledger
+        .put(&entry(2, ActionState::ReconciliationRequired, 1))
+        .unwrap();
+    assert_eq!(
+        ledger.find_by_idempotency_key("idem-2").unwrap(),
+        vec![entry(2, ActionState::ReconciliationRequired, 1)]
+    );
+    assert!(ledger.find_by_idempotency_key("idem-9").unwrap().is_empty());
+}
+
+/// Writes a ledger in the version-1 layout, as an older Stampede would have.
+fn write_version_1(path: &Path, entries: &[LedgerEntry]) {
+    let conn = Connection::open(path).unwrap();
+    conn.execute_batch(
+        "PRAGMA journal_mode = WAL;
+         CREATE TABLE entries (job_id INTEGER PRIMARY KEY, state TEXT NOT NULL, attempts INTEGER NOT NULL,
+             waited_ms INTEGER NOT NULL, operation_id TEXT, updated_at INTEGER NOT NULL, job_json TEXT NOT NULL);
+         PRAGMA user_version = 1;",
+    )
+    .unwrap();
+    for e in entries {
+        conn.execute(
+            "INSERT INTO entries VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            rusqlite::params![
+                e.job.id as i64,
+                serde_json::to_value(e.state).unwrap().as_str().unwrap(),
+                e.attempts,
+                e.waited_ms as i64,
+                e.operation_id,
+                e.updated_at as i64,
+                serde_json::to_string(&e.job).unwrap()
+            ],
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+fn a_version_1_ledger_is_migrated_and_keeps_its_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.sqlite");
+    let old = vec![
+        entry(1, ActionState::InFlight, 1),
+        entry(2, ActionState::ReconciliationRequired, 1),
+    ];
+    write_version_1(&path, &old);
+    let ledger = SqliteLedger::open(&path).unwrap();
+    assert_eq!(ledger.schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(ledger.entries().unwrap(), old);
+    // The version-2 column was back-filled from the stored jobs.
+    assert_eq!(
+        ledger.find_by_idempotency_key("idem-2").unwrap(),
+        vec![old[1].clone()]
+    );
+}
+
+#[test]
+fn a_ledger_from_a_newer_version_is_refused_with_advice() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new.sqlite");
+    drop(SqliteLedger::open(&path).unwrap());
+    Connection::open(&path)
+        .unwrap()
+        .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+        .unwrap();
+    let err = SqliteLedger::open(&path).unwrap_err();
+    assert!(matches!(err, DurableError::LedgerTooNew { found, .. } if found == SCHEMA_VERSION + 1));
+    let message = err.to_string();
+    assert!(message.contains(&path.display().to_string()), "{message}");
+    assert!(message.contains("newer stampede"), "{message}");
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notes.txt");
+    std::fs::write(
+        &path,
+        "this is not a ledger, just some text that is long enough to have a header page",
+    )
+    .unwrap();
+    let err = SqliteLedger::open(&path).unwrap_err();
+    assert!(matches!(err, DurableError::LedgerOpen { .. }), "{err:?}");
+    assert!(err.to_string().contains("notes.txt"), "{err}");
+}
+
+#[test]
+fn a_row_edited_outside_stampede_is_reported_as_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.sqlite");
+    let mut ledger = SqliteLedger::open(&path).unwrap();
+    ledger.put(&entry(5, ActionState::Planned, 0)).unwrap();
+    Connection::open(&path)
+        .unwrap()
+        .execute("UPDATE entries SET state = 'exploded'", [])
+        .unwrap();
+    let err = ledger.entries().unwrap_err();
+    assert!(
+        matches!(err, stampede_core::LedgerError::Corrupt(_)),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().contains("exploded") && err.to_string().contains("job 5"),
+        "{err}"
+    );
+}
