@@ -1,31 +1,103 @@
 //! The `[provider]` part of a scenario: scopes, credentials, latency and the fault schedule.
 //!
-//! SKELETON (issue 3 fills it in; the scenario format embeds `ProviderConfig`).
+//! The scenario format embeds [`ProviderConfig`] as its `[provider]` table. Every duration is a
+//! humantime string (see [`DurationMs`]); [`ProviderConfig::validate`] names the offending key
+//! by its dotted path (`provider.scopes.1.rpm`) so `--set` users find it.
+
+mod duration;
+mod faults;
+mod latency;
+
+pub use duration::DurationMs;
+pub use faults::{ConnectionFault, FaultRule, RouteName, SequenceKey, SequenceStep};
+pub use latency::{LatencyConfig, LatencyShape};
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
 
 /// The provider under test.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ProviderConfig {
+    /// Latency of chat completions (default `{ fixed = "50ms" }`).
+    pub latency: LatencyConfig,
+    /// Latency of record writes and reads and item reads (default `{ fixed = "20ms" }`).
+    pub tool_latency: LatencyConfig,
+    /// Time to answer an attempt refused at the edge (401, 429, injected statuses, 400), ms.
+    pub reject_latency: DurationMs,
+    /// How Retry-After is written: delta-seconds, HTTP-date, or both (alternating by attempt).
+    pub retry_after_format: RetryAfterFormat,
+    /// Whether 503 answers carry Retry-After (a fault's own `retry_after` always does).
+    pub retry_after_on_503: bool,
+    /// Whether `POST /v1/records` honours `Idempotency-Key` (false: a blind re-send duplicates).
+    pub idempotency: bool,
+    /// Model milliseconds per real millisecond, for the live harness: a scale of 60 makes a
+    /// minute window last one real second, and emitted Retry-After values shrink to match.
+    /// The model itself works in model time; the server converts.
+    pub time_scale: f64,
+    /// Context window in tokens: `prompt_tokens + max_tokens` above it gets 400
+    /// `context_length_exceeded`. Absent: no limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u32>,
+    /// What the provider limits on.
     pub scopes: Vec<ScopeLimits>,
+    /// Bearer keys and their scopes.
     pub credentials: Vec<CredentialConfig>,
+    /// The fault schedule, tried in order.
+    pub faults: Vec<FaultRule>,
+}
+
+impl Default for ProviderConfig {
+    fn default() -> Self {
+        ProviderConfig {
+            latency: LatencyConfig::fixed_ms(50),
+            tool_latency: LatencyConfig::fixed_ms(20),
+            reject_latency: DurationMs(5),
+            retry_after_format: RetryAfterFormat::Seconds,
+            retry_after_on_503: true,
+            idempotency: true,
+            time_scale: 1.0,
+            context_window: None,
+            scopes: Vec::new(),
+            credentials: Vec::new(),
+            faults: Vec::new(),
+        }
+    }
+}
+
+/// How the `Retry-After` header is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum RetryAfterFormat {
+    /// `Retry-After: 12` (whole seconds, rounded up).
+    #[default]
+    Seconds,
+    /// `Retry-After: Sun, 06 Nov 1994 08:49:37 GMT` (from the wall epoch, rounded up).
+    HttpDate,
+    /// Seconds on even attempt numbers (seq), HTTP-date on odd ones.
+    Both,
 }
 
 /// Limits of one scope (what the provider limits on: account, project, key, endpoint family).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScopeLimits {
+    /// The scope's name, e.g. `account:acme`.
     pub id: String,
     /// Requests per minute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rpm: Option<u64>,
-    /// Tokens per minute.
+    /// Tokens per minute (prompt + max_tokens charged at admission).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tpm: Option<u64>,
     /// Requests per day.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rpd: Option<u64>,
     /// Tokens per day.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tpd: Option<u64>,
-    /// Concurrent requests.
+    /// Concurrent requests in flight.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrency: Option<u64>,
 }
 
@@ -33,6 +105,332 @@ pub struct ScopeLimits {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CredentialConfig {
+    /// The bearer key (`Authorization: Bearer KEY`).
     pub key: String,
+    /// The id of the scope it counts against.
     pub scope: String,
+}
+
+/// A provider config that cannot run, naming the key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// A key has a value the provider cannot use.
+    #[error("{key}: {message}")]
+    Invalid {
+        /// Dotted path, e.g. `provider.scopes.1.rpm`.
+        key: String,
+        /// What is wrong and what to write instead.
+        message: String,
+    },
+    /// The TOML or JSON text could not be read.
+    #[error("{source_name}: {message}")]
+    Parse {
+        /// File name or `request body`.
+        source_name: String,
+        /// The parser's message (with line and column when known).
+        message: String,
+    },
+}
+
+fn invalid(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.into(),
+        message: message.into(),
+    }
+}
+
+/// Statuses a fault may inject (2xx would not be a fault; 1xx/3xx make no sense here).
+fn injectable_status(status: u16) -> bool {
+    (400..=599).contains(&status)
+}
+
+impl ProviderConfig {
+    /// Checks everything the model relies on; the error names the key by dotted path.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if let Err(m) = self.latency.shape() {
+            return Err(invalid("provider.latency", m));
+        }
+        if let Err(m) = self.tool_latency.shape() {
+            return Err(invalid("provider.tool_latency", m));
+        }
+        if !(self.time_scale.is_finite() && self.time_scale > 0.0) {
+            return Err(invalid(
+                "provider.time_scale",
+                format!("must be a number above 0 (got {})", self.time_scale),
+            ));
+        }
+        if self.context_window == Some(0) {
+            return Err(invalid("provider.context_window", "must be above 0 tokens"));
+        }
+        let mut scope_ids = BTreeSet::new();
+        for (i, s) in self.scopes.iter().enumerate() {
+            if s.id.trim().is_empty() {
+                return Err(invalid(
+                    format!("provider.scopes.{i}.id"),
+                    "must not be empty",
+                ));
+            }
+            if !scope_ids.insert(s.id.as_str()) {
+                return Err(invalid(
+                    format!("provider.scopes.{i}.id"),
+                    format!("scope {:?} is defined twice", s.id),
+                ));
+            }
+            for (name, v) in [
+                ("rpm", s.rpm),
+                ("tpm", s.tpm),
+                ("rpd", s.rpd),
+                ("tpd", s.tpd),
+                ("concurrency", s.concurrency),
+            ] {
+                if v == Some(0) {
+                    return Err(invalid(
+                        format!("provider.scopes.{i}.{name}"),
+                        "must be at least 1 (leave it out for no limit)",
+                    ));
+                }
+            }
+        }
+        let mut keys = BTreeSet::new();
+        for (i, c) in self.credentials.iter().enumerate() {
+            if c.key.is_empty() || c.key.chars().any(char::is_whitespace) {
+                return Err(invalid(
+                    format!("provider.credentials.{i}.key"),
+                    "must be a non-empty bearer key without spaces",
+                ));
+            }
+            if !keys.insert(c.key.as_str()) {
+                return Err(invalid(
+                    format!("provider.credentials.{i}.key"),
+                    "this key is listed twice",
+                ));
+            }
+            if !scope_ids.contains(c.scope.as_str()) {
+                return Err(invalid(
+                    format!("provider.credentials.{i}.scope"),
+                    format!(
+                        "unknown scope {:?}: add a [[provider.scopes]] with that id (known: {})",
+                        c.scope,
+                        list(&scope_ids)
+                    ),
+                ));
+            }
+        }
+        for (i, f) in self.faults.iter().enumerate() {
+            validate_fault(i, f, &scope_ids, &keys)?;
+        }
+        Ok(())
+    }
+
+    /// Reads a `[provider]` table from a whole scenario TOML (other top-level tables are
+    /// ignored) or a bare provider table when there is no `provider` key.
+    pub fn from_scenario_toml(text: &str, source_name: &str) -> Result<Self, ConfigError> {
+        let parse_err = |e: toml::de::Error| ConfigError::Parse {
+            source_name: source_name.to_string(),
+            message: e.to_string(),
+        };
+        let doc: toml::Table = toml::from_str(text).map_err(parse_err)?;
+        let config: ProviderConfig = match doc.get("provider") {
+            Some(p) => p
+                .clone()
+                .try_into()
+                .map_err(|e: toml::de::Error| ConfigError::Parse {
+                    source_name: source_name.to_string(),
+                    message: format!("in [provider]: {e}"),
+                })?,
+            None => toml::from_str(text).map_err(parse_err)?,
+        };
+        config.validate()?;
+        Ok(config)
+    }
+}
+
+fn list(ids: &BTreeSet<&str>) -> String {
+    if ids.is_empty() {
+        "none".to_string()
+    } else {
+        ids.iter().copied().collect::<Vec<_>>().join(", ")
+    }
+}
+
+fn validate_fault(
+    i: usize,
+    f: &FaultRule,
+    scope_ids: &BTreeSet<&str>,
+    keys: &BTreeSet<&str>,
+) -> Result<(), ConfigError> {
+    let key = |k: &str| format!("provider.faults.{i}.{k}");
+    let kinds = [
+        f.status.is_some(),
+        f.fault.is_some(),
+        !f.sequence.is_empty(),
+    ]
+    .iter()
+    .filter(|b| **b)
+    .count();
+    if kinds != 1 {
+        return Err(invalid(
+            format!("provider.faults.{i}"),
+            "give exactly one of `status = 503`, `fault = \"drop_after_commit\"` or `sequence = [...]`",
+        ));
+    }
+    if let Some(s) = f.status {
+        if !injectable_status(s) {
+            return Err(invalid(
+                key("status"),
+                format!("{s} is not an error status (use 400..=599)"),
+            ));
+        }
+    }
+    if let (Some(a), Some(b)) = (f.from, f.until) {
+        if a >= b {
+            return Err(invalid(
+                key("until"),
+                format!("`until` ({b}) must be after `from` ({a})"),
+            ));
+        }
+    }
+    if f.nth == Some(0) {
+        return Err(invalid(
+            key("nth"),
+            "counts from 1 (the first matching attempt)",
+        ));
+    }
+    if f.every == Some(0) {
+        return Err(invalid(key("every"), "must be at least 1"));
+    }
+    if let Some(p) = f.probability {
+        if !(0.0..=1.0).contains(&p) {
+            return Err(invalid(
+                key("probability"),
+                format!("must be in [0, 1] (got {p})"),
+            ));
+        }
+    }
+    if let Some(c) = &f.credential {
+        if !keys.contains(c.as_str()) {
+            return Err(invalid(
+                key("credential"),
+                "not one of provider.credentials",
+            ));
+        }
+    }
+    if let Some(s) = &f.scope {
+        if !scope_ids.contains(s.as_str()) {
+            return Err(invalid(key("scope"), format!("unknown scope {s:?}")));
+        }
+    }
+    for (j, step) in f.sequence.iter().enumerate() {
+        if step.status.is_some() && step.fault.is_some() {
+            return Err(invalid(
+                format!("provider.faults.{i}.sequence.{j}"),
+                "give `status` or `fault`, not both",
+            ));
+        }
+        if let Some(s) = step.status {
+            if s != 200 && !injectable_status(s) {
+                return Err(invalid(
+                    format!("provider.faults.{i}.sequence.{j}.status"),
+                    format!("{s}: use 200 (pass) or an error status 400..=599"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = r#"
+name = "x"
+[provider]
+latency = { median = "2.8s", p99 = "9s", per_token = "2ms" }
+retry_after_format = "both"
+[[provider.scopes]]
+id = "account:acme"
+rpm = 600
+tpm = 300_000
+concurrency = 50
+[[provider.credentials]]
+key = "sk-acme-shared"
+scope = "account:acme"
+[[provider.faults]]
+status = 503
+from = "2m"
+until = "3m"
+probability = 0.3
+[[provider.faults]]
+route = "create_record"
+sequence = [{ status = 429, retry_after = "10s" }, {}]
+[workload]
+ignored = true
+"#;
+
+    #[test]
+    fn reads_the_provider_table_of_a_scenario() {
+        let c = ProviderConfig::from_scenario_toml(SAMPLE, "x.toml").unwrap();
+        assert_eq!(c.scopes[0].rpm, Some(600));
+        assert_eq!(c.retry_after_format, RetryAfterFormat::Both);
+        assert_eq!(
+            c.latency.shape().unwrap(),
+            LatencyShape::LogNormal {
+                median: 2_800,
+                p99: 9_000
+            }
+        );
+        assert_eq!(c.faults[0].from, Some(DurationMs(120_000)));
+        assert_eq!(c.faults[1].sequence.len(), 2);
+        // Round trip through JSON keeps everything.
+        let json = serde_json::to_string(&c).unwrap();
+        let back: ProviderConfig = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, c);
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let mut c = ProviderConfig::from_scenario_toml(SAMPLE, "x.toml").unwrap();
+        c.scopes.push(ScopeLimits {
+            id: "b".into(),
+            rpm: Some(0),
+            tpm: None,
+            rpd: None,
+            tpd: None,
+            concurrency: None,
+        });
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.starts_with("provider.scopes.1.rpm:"), "{e}");
+
+        let mut c = ProviderConfig::from_scenario_toml(SAMPLE, "x.toml").unwrap();
+        c.credentials[0].scope = "nope".into();
+        let e = c.validate().unwrap_err().to_string();
+        assert!(
+            e.starts_with("provider.credentials.0.scope:") && e.contains("account:acme"),
+            "{e}"
+        );
+
+        let mut c = ProviderConfig::default();
+        c.faults.push(FaultRule::default());
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .starts_with("provider.faults.0:"));
+
+        let bad = "[provider]\nlatency = { fixed = \"1s\", median = \"1s\" }\n";
+        let e = ProviderConfig::from_scenario_toml(bad, "b.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("provider.latency:"), "{e}");
+    }
+
+    #[test]
+    fn unknown_keys_are_refused_with_the_key_name() {
+        let bad = "[provider]\nlatencyy = { fixed = \"1s\" }\n";
+        let e = ProviderConfig::from_scenario_toml(bad, "b.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("latencyy"), "{e}");
+    }
 }

@@ -7,3 +7,6 @@
 
 pub mod config;
 pub mod model;
+
+pub use config::{ConfigError, ProviderConfig};
+pub use model::{Answer, Decision, JournalEntry, Millis, ProviderModel, Request, RequestRoute};

@@ -1,11 +1,762 @@
-//! The pure provider model. SKELETON: issue 3 fills it in.
+//! The pure provider model: no clock, no sockets; time is an argument and randomness comes
+//! from seeded ChaCha streams (one per component, see `streams`).
 //!
-//! Intended surface (the simulator codes against it):
-//! - `ProviderModel::new(config, seed, wall_epoch_unix_ms) -> Result<ProviderModel, ConfigError>`
-//! - `arrive(&mut self, req: &Request, now: Millis) -> Decision`: an attempt reaches the edge;
-//!   the model journals it, applies limits and faults, commits side effects, and says what the
-//!   client will see and after how long.
-//! - `depart(&mut self, seq: u64, now: Millis)`: the attempt's answer left (or its connection
-//!   closed); releases its concurrency.
-//! - `drain_journal(&mut self) -> Vec<JournalEntry>`: entries since the last drain, so memory
-//!   does not grow with the run's length.
+//! One attempt goes through, in order: authentication (401), the Retry-After violation check,
+//! the fault schedule (first matching rule), the context-length check (400), the scope's
+//! limits (429), and the route itself (the commit). A fault that commits first
+//! (`drop_after_commit`, `hang_after_commit`, `stream_cut`, `stream_error`) is applied after
+//! the route ran, so an attempt the limits refuse gets the 429 instead.
+//!
+//! Call [`ProviderModel::depart`] for every decision when its answer left (or its connection
+//! closed, or the client gave up on a hang): admitted attempts hold a concurrency slot, and a
+//! keyed write holds its idempotency key, until then.
+
+mod decision;
+mod faults;
+mod headers;
+mod journal;
+mod latency;
+mod limits;
+mod records;
+mod request;
+mod stats;
+mod streams;
+
+pub use decision::{Answer, Decision};
+pub use journal::{JournalBuffer, JournalEntry};
+pub use records::Record;
+pub use request::{body_hash, mask_credential, FindBy, Request, RequestRoute};
+pub use stats::{ProviderStats, ScopeStats};
+
+use crate::config::{ConfigError, ConnectionFault, ProviderConfig, RouteName};
+use faults::{AttemptFacts, FaultSchedule, Injection};
+use headers::ClientClock;
+use latency::LatencySampler;
+use limits::ScopeState;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use records::{KeyCheck, RecordStore};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap};
+
+/// Model time: milliseconds since the run (or the server) started.
+pub type Millis = u64;
+
+/// Undrained journal entries kept before the oldest are evicted (and counted in
+/// `ProviderStats::journal_lost`).
+pub const DEFAULT_JOURNAL_CAPACITY: usize = 1 << 20;
+
+/// Retry-After given with a 503 when the rule names none and `retry_after_on_503` is on, ms.
+const DEFAULT_503_RETRY_MS: u64 = 1_000;
+
+/// An admitted attempt that has not departed yet.
+#[derive(Debug, Clone)]
+struct Holding {
+    scope: usize,
+    key: Option<String>,
+}
+
+/// The provider: credentials, scopes, faults, records and the journal.
+#[derive(Debug, Clone)]
+pub struct ProviderModel {
+    config: ProviderConfig,
+    seed: u64,
+    clock: ClientClock,
+    credentials: HashMap<String, usize>,
+    scopes: Vec<ScopeState>,
+    scope_stats: Vec<ScopeStats>,
+    faults: FaultSchedule,
+    latency: LatencySampler,
+    tool_latency: LatencySampler,
+    latency_rng: ChaCha8Rng,
+    usage_rng: ChaCha8Rng,
+    records: RecordStore,
+    journal: JournalBuffer,
+    holding: HashMap<u64, Holding>,
+    next_seq: u64,
+    stats: ProviderStats,
+}
+
+impl ProviderModel {
+    /// A model for a config; `seed` derives its random streams; `wall_epoch_unix_ms` is the
+    /// Unix time (ms) of model time 0, used only for HTTP-dates and `created` fields.
+    pub fn new(
+        config: ProviderConfig,
+        seed: u64,
+        wall_epoch_unix_ms: u64,
+    ) -> Result<Self, ConfigError> {
+        config.validate()?;
+        let scope_index: BTreeMap<&str, usize> = config
+            .scopes
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.id.as_str(), i))
+            .collect();
+        let credentials = config
+            .credentials
+            .iter()
+            .filter_map(|c| Some((c.key.clone(), *scope_index.get(c.scope.as_str())?)))
+            .collect();
+        Ok(ProviderModel {
+            seed,
+            clock: ClientClock {
+                scale: 1.0,
+                wall_epoch_unix_ms,
+            },
+            credentials,
+            scopes: config.scopes.iter().cloned().map(ScopeState::new).collect(),
+            scope_stats: vec![ScopeStats::default(); config.scopes.len()],
+            faults: FaultSchedule::new(&config.faults, streams::derive(seed, streams::FAULTS)),
+            latency: LatencySampler::new(&config.latency),
+            tool_latency: LatencySampler::new(&config.tool_latency),
+            latency_rng: streams::derive(seed, streams::LATENCY),
+            usage_rng: streams::derive(seed, streams::USAGE),
+            records: RecordStore::default(),
+            journal: JournalBuffer::new(DEFAULT_JOURNAL_CAPACITY),
+            holding: HashMap::new(),
+            next_seq: 0,
+            stats: ProviderStats::default(),
+            config,
+        })
+    }
+
+    /// Sets how many model ms pass per client ms for emitted values (Retry-After,
+    /// `retry-after-ms`, reset headers). The live server sets it to `config.time_scale`;
+    /// the simulator leaves it at 1.
+    pub fn set_emit_time_scale(&mut self, scale: f64) {
+        if scale.is_finite() && scale > 0.0 {
+            self.clock.scale = scale;
+        }
+    }
+
+    /// Caps the undrained journal at `capacity` entries (older ones are evicted and counted).
+    pub fn set_journal_capacity(&mut self, capacity: usize) {
+        let mut buffer = JournalBuffer::new(capacity);
+        for e in self.journal.drain() {
+            buffer.push(e);
+        }
+        self.journal = buffer;
+    }
+
+    /// The config this model runs.
+    pub fn config(&self) -> &ProviderConfig {
+        &self.config
+    }
+
+    /// The seed its streams derive from.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Back to the state right after `new` (same config, seed and streams).
+    pub fn reset(&mut self) {
+        let scale = self.clock.scale;
+        if let Ok(mut fresh) = ProviderModel::new(
+            self.config.clone(),
+            self.seed,
+            self.clock.wall_epoch_unix_ms,
+        ) {
+            fresh.clock.scale = scale;
+            *self = fresh;
+        }
+    }
+
+    /// Journal entries since the last drain, in seq order.
+    pub fn drain_journal(&mut self) -> Vec<JournalEntry> {
+        self.journal.drain()
+    }
+
+    /// Totals so far.
+    pub fn stats(&self) -> ProviderStats {
+        let mut s = self.stats.clone();
+        s.records = self.records.len() as u64;
+        s.in_flight = self.holding.len() as u64;
+        s.journal_lost = self.journal.lost();
+        for (i, scope) in self.scopes.iter().enumerate() {
+            let mut ss = self.scope_stats[i].clone();
+            ss.in_flight = scope.in_flight;
+            ss.retry_after_until_ms = scope.retry_after_until;
+            s.scopes.insert(scope.limits.id.clone(), ss);
+        }
+        s
+    }
+
+    /// A record by id (`rec_000001`).
+    pub fn record(&self, id: &str) -> Option<&Record> {
+        self.records.by_id(id)
+    }
+
+    /// Records created with this external reference, in commit order.
+    pub fn records_by_external_ref(&self, external_ref: &str) -> Vec<&Record> {
+        self.records.by_external_ref(external_ref)
+    }
+
+    /// Records created with this idempotency key, in commit order.
+    pub fn records_by_idempotency_key(&self, key: &str) -> Vec<&Record> {
+        self.records.by_idempotency_key(key)
+    }
+
+    /// Every record, in commit order.
+    pub fn records(&self) -> &[Record] {
+        self.records.all()
+    }
+
+    /// The answer to `seq` left, its connection closed, or its client gave up: frees its
+    /// concurrency slot and its idempotency key. Unknown or repeated seqs are ignored.
+    pub fn depart(&mut self, seq: u64, _now: Millis) {
+        if let Some(h) = self.holding.remove(&seq) {
+            if let Some(scope) = self.scopes.get_mut(h.scope) {
+                scope.release();
+                if let Some(key) = h.key {
+                    let id = scope.limits.id.clone();
+                    self.records.release_key(&id, &key, seq);
+                }
+            }
+        }
+    }
+
+    /// An attempt reaches the edge at `now`: journal it, apply limits and faults, commit side
+    /// effects, and say what the client sees and after how long.
+    pub fn arrive(&mut self, req: &Request, now: Millis) -> Decision {
+        self.next_seq += 1;
+        let seq = self.next_seq;
+        let mut entry = JournalEntry {
+            seq,
+            at_ms: now,
+            done_ms: 0,
+            credential: req.credential.as_deref().map(mask_credential),
+            scope: None,
+            route: req.route.template().to_string(),
+            method: req.route.method().to_string(),
+            idempotency_key: req.idempotency_key.clone(),
+            external_ref: req.external_ref.clone(),
+            fingerprint: format!(
+                "{} {} {:016x}",
+                req.route.method(),
+                req.route.template(),
+                req.body_hash
+            ),
+            tenant: req.tenant.clone(),
+            action: req.action,
+            attempt_no: req.attempt_no,
+            class: req.class.clone(),
+            status: None,
+            outcome: String::new(),
+            error_code: None,
+            committed: false,
+            duplicate: false,
+            retry_after_violation: false,
+            retry_after_ms: None,
+            replayed: false,
+            record_id: None,
+            tokens_used: 0,
+        };
+        let (latency_ms, answer) = self.decide(req, now, seq, &mut entry);
+        entry.status = answer.status();
+        entry.outcome = answer.label();
+        entry.error_code = answer.error_code().map(str::to_string);
+        entry.retry_after_ms = answer.retry_after_ms();
+        entry.done_ms = if matches!(answer, Answer::Hang { .. }) {
+            0
+        } else {
+            now + latency_ms
+        };
+        self.count(&entry);
+        self.journal.push(entry);
+        Decision {
+            seq,
+            latency_ms,
+            answer,
+        }
+    }
+
+    fn count(&mut self, e: &JournalEntry) {
+        let s = &mut self.stats;
+        s.attempts += 1;
+        *s.status_counts.entry(e.outcome.clone()).or_insert(0) += 1;
+        s.committed += u64::from(e.committed);
+        s.duplicates += u64::from(e.duplicate);
+        s.retry_after_violations += u64::from(e.retry_after_violation);
+        s.tokens_used += e.tokens_used;
+    }
+
+    fn decide(
+        &mut self,
+        req: &Request,
+        now: Millis,
+        seq: u64,
+        entry: &mut JournalEntry,
+    ) -> (u64, Answer) {
+        let reject_ms = self.config.reject_latency.ms();
+        // 1. Authentication.
+        let Some((credential, scope_idx)) = req
+            .credential
+            .as_deref()
+            .and_then(|c| Some((c, *self.credentials.get(c)?)))
+        else {
+            let message = if req.credential.is_none() {
+                "No API key provided: send `Authorization: Bearer KEY`."
+            } else {
+                "Incorrect API key provided."
+            };
+            let body = error_body(message, "invalid_request_error", "invalid_api_key");
+            return (reject_ms, respond(401, vec![seq_header(seq)], body));
+        };
+        let scope_id = self.scopes[scope_idx].limits.id.clone();
+        entry.scope = Some(scope_id.clone());
+        self.scope_stats[scope_idx].attempts += 1;
+
+        // 2. Did it come back before the scope's Retry-After passed?
+        if now < self.scopes[scope_idx].retry_after_until {
+            entry.retry_after_violation = true;
+            self.scope_stats[scope_idx].retry_after_violations += 1;
+        }
+
+        // 3. The fault schedule.
+        let action_key = match (&req.action, &req.idempotency_key, &req.external_ref) {
+            (Some(a), _, _) => format!("a:{a}"),
+            (None, Some(k), _) => format!("k:{k}"),
+            (None, None, Some(r)) => format!("r:{r}"),
+            (None, None, None) => format!("b:{:016x}", req.body_hash),
+        };
+        let facts = AttemptFacts {
+            now,
+            route: req.route.name(),
+            credential,
+            scope: &scope_id,
+            class: req.class.as_deref(),
+            tenant: req.tenant.as_deref(),
+            idempotency_key: req
+                .idempotency_key
+                .as_ref()
+                .map_or_else(|| format!("b:{:016x}", req.body_hash), |k| format!("k:{k}")),
+            action_key,
+        };
+        let injection = self.faults.pick(&facts);
+        let mut late_fault = None;
+        match injection {
+            Some(Injection::Status {
+                status,
+                code,
+                retry_after_ms,
+            }) => {
+                return (
+                    reject_ms,
+                    self.injected_status(scope_idx, seq, now, status, code, retry_after_ms),
+                );
+            }
+            Some(Injection::Connection {
+                fault: ConnectionFault::DropBeforeCommit,
+                ..
+            }) => return (reject_ms, Answer::Drop { committed: false }),
+            Some(Injection::Connection {
+                fault: ConnectionFault::Hang,
+                ..
+            }) => return (0, Answer::Hang { committed: false }),
+            Some(Injection::Connection {
+                fault,
+                after_chunks,
+            }) => late_fault = Some((fault, after_chunks)),
+            None => {}
+        }
+
+        // 4. Context length.
+        let is_chat = req.route.name() == RouteName::ChatCompletions;
+        if is_chat {
+            let wanted = u64::from(req.prompt_tokens) + u64::from(req.max_tokens);
+            if let Some(window) = self.config.context_window {
+                if wanted > u64::from(window) {
+                    let body = error_body(
+                        &format!(
+                            "This model's maximum context length is {window} tokens. However, you requested {wanted} tokens ({} in the messages, {} in the completion).",
+                            req.prompt_tokens, req.max_tokens
+                        ),
+                        "invalid_request_error",
+                        "context_length_exceeded",
+                    );
+                    let headers = self.headers(scope_idx, seq, now);
+                    return (reject_ms, respond(400, headers, body));
+                }
+            }
+        }
+
+        // 5. The scope's limits.
+        let charge = if is_chat {
+            u64::from(req.prompt_tokens) + u64::from(req.max_tokens)
+        } else {
+            0
+        };
+        if let Err((refusal, limit, used)) = self.scopes[scope_idx].admit(now, charge) {
+            let wait = self.scopes[scope_idx].wait_ms(refusal, now);
+            let (kind, code) = if refusal.is_quota() {
+                ("insufficient_quota", "insufficient_quota")
+            } else {
+                ("requests", "rate_limit_exceeded")
+            };
+            let message = format!(
+                "{} Please try again in {}.",
+                refusal.describe(limit, used),
+                headers::go_duration(self.clock.client_ms(wait))
+            );
+            return (
+                reject_ms,
+                self.rate_limited(scope_idx, seq, now, wait, error_body(&message, kind, code)),
+            );
+        }
+        self.scope_stats[scope_idx].admitted += 1;
+        let mut holding = Holding {
+            scope: scope_idx,
+            key: None,
+        };
+
+        // 6. The route.
+        let (latency_ms, mut answer) = match &req.route {
+            RequestRoute::ChatCompletions => self.complete(req, scope_idx, seq, now, entry),
+            RequestRoute::CreateRecord => {
+                self.create_record(req, &scope_id, scope_idx, seq, now, entry, &mut holding)
+            }
+            RequestRoute::GetRecord { id } => {
+                let latency = self.tool_latency.sample(&mut self.latency_rng, 0);
+                let headers = self.headers(scope_idx, seq, now);
+                match self.records.by_id(id) {
+                    Some(r) => (latency, respond(200, headers, r.to_json())),
+                    None => (
+                        latency,
+                        respond(
+                            404,
+                            headers,
+                            error_body(
+                                &format!("No such record: {id:?}"),
+                                "invalid_request_error",
+                                "not_found",
+                            ),
+                        ),
+                    ),
+                }
+            }
+            RequestRoute::FindRecords { by } => {
+                let latency = self.tool_latency.sample(&mut self.latency_rng, 0);
+                let found = match by {
+                    FindBy::ExternalRef(r) => self.records.by_external_ref(r),
+                    FindBy::IdempotencyKey(k) => self.records.by_idempotency_key(k),
+                };
+                let data: Vec<Value> = found.iter().map(|r| r.to_json()).collect();
+                let body = json!({ "object": "list", "data": data });
+                (
+                    latency,
+                    respond(200, self.headers(scope_idx, seq, now), body),
+                )
+            }
+            RequestRoute::GetItem { id } => {
+                let latency = self.tool_latency.sample(&mut self.latency_rng, 0);
+                let body = json!({ "id": id, "object": "item", "version": 1 });
+                (
+                    latency,
+                    respond(200, self.headers(scope_idx, seq, now), body),
+                )
+            }
+        };
+        self.holding.insert(seq, holding);
+
+        // 7. Faults that show after the commit.
+        if let Some((fault, after_chunks)) = late_fault {
+            let committed = entry.committed;
+            let chunks = match &answer {
+                Answer::Respond {
+                    status: 200,
+                    stream_chunks,
+                    ..
+                } => *stream_chunks,
+                _ => None,
+            };
+            answer = match (fault, chunks) {
+                (ConnectionFault::HangAfterCommit, _) => Answer::Hang { committed },
+                (ConnectionFault::StreamCut, Some(n)) => Answer::StreamCut {
+                    after_chunks: after_chunks.unwrap_or(n / 2).min(n),
+                    committed,
+                },
+                (ConnectionFault::StreamError, Some(n)) => Answer::StreamError {
+                    after_chunks: after_chunks.unwrap_or(n / 2).min(n),
+                },
+                // Stream faults on an answer that is not a stream close the connection the
+                // same way: the client gets no response.
+                _ => Answer::Drop { committed },
+            };
+        }
+        (latency_ms, answer)
+    }
+
+    /// A completion: draws its size, charges nothing more (tokens were charged at admission).
+    fn complete(
+        &mut self,
+        req: &Request,
+        scope_idx: usize,
+        seq: u64,
+        now: Millis,
+        entry: &mut JournalEntry,
+    ) -> (u64, Answer) {
+        let completion = if req.max_tokens == 0 {
+            0
+        } else {
+            self.usage_rng.gen_range(1..=req.max_tokens)
+        };
+        let latency = self.latency.sample(&mut self.latency_rng, completion);
+        let total = u64::from(req.prompt_tokens) + u64::from(completion);
+        entry.committed = true;
+        entry.tokens_used = total;
+        self.scope_stats[scope_idx].tokens_used += total;
+        let created = (self.clock.wall_epoch_unix_ms + self.clock.client_ms(now)) / 1_000;
+        let body = json!({
+            "id": format!("chatcmpl-{seq}"),
+            "object": "chat.completion",
+            "created": created,
+            "model": "stampede-fake",
+            "choices": [{
+                "index": 0,
+                "message": { "role": "assistant", "content": format!("stampede fake completion #{seq} ({completion} tokens)") },
+                "finish_reason": if completion == req.max_tokens { "length" } else { "stop" },
+            }],
+            "usage": {
+                "prompt_tokens": req.prompt_tokens,
+                "completion_tokens": completion,
+                "total_tokens": total,
+            },
+        });
+        let answer = Answer::Respond {
+            status: 200,
+            headers: self.headers(scope_idx, seq, now),
+            body,
+            usage: Some((req.prompt_tokens, completion)),
+            stream_chunks: req.stream.then_some(completion.max(1)),
+        };
+        (latency, answer)
+    }
+
+    /// `POST /v1/records` with Stripe-style idempotency.
+    #[allow(clippy::too_many_arguments)]
+    fn create_record(
+        &mut self,
+        req: &Request,
+        scope_id: &str,
+        scope_idx: usize,
+        seq: u64,
+        now: Millis,
+        entry: &mut JournalEntry,
+        holding: &mut Holding,
+    ) -> (u64, Answer) {
+        let latency = self.tool_latency.sample(&mut self.latency_rng, 0);
+        let mut headers = self.headers(scope_idx, seq, now);
+        let key = req
+            .idempotency_key
+            .as_deref()
+            .filter(|_| self.config.idempotency);
+        if let Some(key) = key {
+            match self.records.check_key(scope_id, key, req.body_hash) {
+                KeyCheck::Fresh => {}
+                KeyCheck::InUse => {
+                    let body = error_body(
+                        "There is currently another in-progress request using this Idempotency-Key. Retry after it completes.",
+                        "idempotency_error",
+                        "idempotency_key_in_use",
+                    );
+                    return (latency, respond(409, headers, body));
+                }
+                KeyCheck::BodyMismatch => {
+                    let body = error_body(
+                        "Keys for idempotent requests can only be used with the same parameters they were first used with.",
+                        "idempotency_error",
+                        "idempotency_error",
+                    );
+                    return (latency, respond(400, headers, body));
+                }
+                KeyCheck::Replay(idx) => {
+                    let Some(record) = self.records.get(idx) else {
+                        return (
+                            latency,
+                            respond(
+                                500,
+                                headers,
+                                error_body(
+                                    "record store lost a record",
+                                    "server_error",
+                                    "internal_error",
+                                ),
+                            ),
+                        );
+                    };
+                    entry.replayed = true;
+                    entry.record_id = Some(record.id.clone());
+                    headers.push(("idempotent-replayed".into(), "true".into()));
+                    return (latency, respond(200, headers, record.to_json()));
+                }
+            }
+        }
+        let idx = self.records.commit(
+            scope_id,
+            req.idempotency_key.as_deref(),
+            key.is_some(),
+            req.external_ref.as_deref(),
+            req.body_hash,
+            req.tenant.as_deref(),
+            now,
+            seq,
+        );
+        if key.is_some() {
+            holding.key = req.idempotency_key.clone();
+        }
+        let Some(record) = self.records.get(idx) else {
+            return (
+                latency,
+                respond(
+                    500,
+                    headers,
+                    error_body(
+                        "record store lost a record",
+                        "server_error",
+                        "internal_error",
+                    ),
+                ),
+            );
+        };
+        entry.committed = true;
+        entry.duplicate = record.duplicate;
+        entry.record_id = Some(record.id.clone());
+        (latency, respond(200, headers, record.to_json()))
+    }
+
+    /// An injected error status.
+    fn injected_status(
+        &mut self,
+        scope_idx: usize,
+        seq: u64,
+        now: Millis,
+        status: u16,
+        code: Option<String>,
+        retry_after_ms: Option<u64>,
+    ) -> Answer {
+        let (message, kind, default_code) = match status {
+            429 => (
+                "Rate limit reached. Please try again later.",
+                "requests",
+                "rate_limit_exceeded",
+            ),
+            400 => (
+                "Your request was rejected as a result of our safety system.",
+                "invalid_request_error",
+                "content_policy_violation",
+            ),
+            401 => (
+                "Incorrect API key provided.",
+                "invalid_request_error",
+                "invalid_api_key",
+            ),
+            403 => (
+                "You are not allowed to do this.",
+                "invalid_request_error",
+                "forbidden",
+            ),
+            404 => ("Not found.", "invalid_request_error", "not_found"),
+            409 => (
+                "Conflict with the current state of the resource.",
+                "invalid_request_error",
+                "conflict",
+            ),
+            422 => (
+                "Invalid tool arguments.",
+                "invalid_request_error",
+                "invalid_arguments",
+            ),
+            500 => (
+                "The server had an error while processing your request.",
+                "server_error",
+                "internal_error",
+            ),
+            502 => ("Bad gateway.", "server_error", "bad_gateway"),
+            503 => (
+                "The server is overloaded or not ready yet.",
+                "server_error",
+                "service_unavailable",
+            ),
+            504 => ("Gateway timeout.", "server_error", "gateway_timeout"),
+            _ => ("Injected error.", "server_error", "injected_error"),
+        };
+        let body = error_body(message, kind, code.as_deref().unwrap_or(default_code));
+        let wait = match status {
+            429 => Some(retry_after_ms.unwrap_or_else(|| {
+                let scope = &self.scopes[scope_idx];
+                if scope.limits.rpm.is_some() || scope.limits.tpm.is_some() {
+                    scope.minute.reset_at().saturating_sub(now).max(1)
+                } else {
+                    DEFAULT_503_RETRY_MS
+                }
+            })),
+            503 => retry_after_ms.or(self
+                .config
+                .retry_after_on_503
+                .then_some(DEFAULT_503_RETRY_MS)),
+            _ => retry_after_ms,
+        };
+        match wait {
+            Some(w) if status == 429 => self.rate_limited(scope_idx, seq, now, w, body),
+            Some(w) => {
+                self.scopes[scope_idx].retry_after_until =
+                    self.scopes[scope_idx].retry_after_until.max(now + w);
+                let mut headers = self.headers(scope_idx, seq, now);
+                self.clock
+                    .retry_after(self.config.retry_after_format, seq, now, w, &mut headers);
+                respond(status, headers, body)
+            }
+            None => respond(status, self.headers(scope_idx, seq, now), body),
+        }
+    }
+
+    /// A 429 telling the scope to wait `wait` model ms, remembered for violation checks.
+    fn rate_limited(
+        &mut self,
+        scope_idx: usize,
+        seq: u64,
+        now: Millis,
+        wait: u64,
+        body: Value,
+    ) -> Answer {
+        let scope = &mut self.scopes[scope_idx];
+        scope.retry_after_until = scope.retry_after_until.max(now + wait);
+        self.scope_stats[scope_idx].rate_limited += 1;
+        let mut headers = self.headers(scope_idx, seq, now);
+        self.clock
+            .retry_after(self.config.retry_after_format, seq, now, wait, &mut headers);
+        respond(429, headers, body)
+    }
+
+    /// Headers every answer on a scope carries.
+    fn headers(&mut self, scope_idx: usize, seq: u64, now: Millis) -> Vec<(String, String)> {
+        let mut out = Vec::with_capacity(12);
+        out.push(seq_header(seq));
+        let scope = &mut self.scopes[scope_idx];
+        scope.refresh(now);
+        self.clock.rate_limit(scope, now, &mut out);
+        out
+    }
+}
+
+fn seq_header(seq: u64) -> (String, String) {
+    ("x-stampede-seq".to_string(), seq.to_string())
+}
+
+fn respond(status: u16, headers: Vec<(String, String)>, body: Value) -> Answer {
+    Answer::Respond {
+        status,
+        headers,
+        body,
+        usage: None,
+        stream_chunks: None,
+    }
+}
+
+/// An OpenAI-shaped error body.
+pub fn error_body(message: &str, kind: &str, code: &str) -> Value {
+    json!({ "error": { "message": message, "type": kind, "param": null, "code": code } })
+}
+
+#[cfg(test)]
+mod tests;

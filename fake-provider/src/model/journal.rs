@@ -1,0 +1,111 @@
+//! The journal: every attempt that reached the edge, the ground truth of a run.
+
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+
+/// One attempt as the provider saw it.
+///
+/// Written when the attempt arrives (the model decides everything then). `done_ms` is the
+/// planned end: `at_ms + latency_ms` for answers, drops and streams; 0 for hangs, whose end
+/// only the client's timeout knows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JournalEntry {
+    /// Attempt sequence number at the edge (1-based, gap-free).
+    pub seq: u64,
+    /// Arrival time, model ms since run start.
+    pub at_ms: u64,
+    /// Planned answer time, model ms (0 for hangs).
+    pub done_ms: u64,
+    /// The credential, masked (`sk-...ared`); `None` when no key was sent.
+    pub credential: Option<String>,
+    /// The scope the credential maps to (`None` for unknown keys).
+    pub scope: Option<String>,
+    /// Route template, e.g. `/v1/records/{id}`.
+    pub route: String,
+    /// HTTP method.
+    pub method: String,
+    /// `Idempotency-Key` as sent.
+    pub idempotency_key: Option<String>,
+    /// External reference of a record write.
+    pub external_ref: Option<String>,
+    /// Request fingerprint without secrets: method, route template and body hash.
+    pub fingerprint: String,
+    /// `x-stampede-tenant`.
+    pub tenant: Option<String>,
+    /// `x-stampede-action`.
+    pub action: Option<u64>,
+    /// `x-stampede-attempt`.
+    pub attempt_no: Option<u32>,
+    /// `x-stampede-class`.
+    pub class: Option<String>,
+    /// HTTP status when one was sent (200 for streams).
+    pub status: Option<u16>,
+    /// Outcome label: "200", "429", "dropped", "hang", "stream_cut", "stream_error".
+    pub outcome: String,
+    /// `error.code` of an error answer.
+    pub error_code: Option<String>,
+    /// Whether this attempt committed a side effect (a completion or a record).
+    pub committed: bool,
+    /// Whether this commit is a second side effect for the same logical action (a record
+    /// with an `external_ref` that already had a committed record). Completions never are.
+    pub duplicate: bool,
+    /// Whether it arrived on a scope before a Retry-After given on that scope had passed.
+    pub retry_after_violation: bool,
+    /// Retry-After given with this answer, model ms.
+    pub retry_after_ms: Option<u64>,
+    /// Whether an idempotent replay answered it (same key and body, no new effect).
+    pub replayed: bool,
+    /// Id of the record created or replayed.
+    pub record_id: Option<String>,
+    /// Tokens used (prompt + completion) by a committed completion.
+    pub tokens_used: u64,
+}
+
+/// A bounded buffer of entries not yet drained: the oldest are dropped (and counted) past
+/// `capacity`, so a run that never drains cannot grow without bound.
+#[derive(Debug, Clone)]
+pub struct JournalBuffer {
+    entries: VecDeque<JournalEntry>,
+    capacity: usize,
+    lost: u64,
+}
+
+impl JournalBuffer {
+    /// A buffer holding at most `capacity` undrained entries.
+    pub fn new(capacity: usize) -> Self {
+        JournalBuffer {
+            entries: VecDeque::new(),
+            capacity: capacity.max(1),
+            lost: 0,
+        }
+    }
+
+    /// Appends, evicting the oldest entry when full.
+    pub fn push(&mut self, entry: JournalEntry) {
+        if self.entries.len() == self.capacity {
+            self.entries.pop_front();
+            self.lost += 1;
+        }
+        self.entries.push_back(entry);
+    }
+
+    /// Takes everything buffered.
+    pub fn drain(&mut self) -> Vec<JournalEntry> {
+        self.entries.drain(..).collect()
+    }
+
+    /// Entries evicted undrained since the start.
+    pub fn lost(&self) -> u64 {
+        self.lost
+    }
+
+    /// Entries buffered now.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether nothing is buffered.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}

@@ -1,0 +1,232 @@
+//! Per-scope limits: requests and tokens per minute and per day, and concurrency.
+//!
+//! Windows are FIXED and aligned to model time 0 (minute k covers [60k s, 60(k+1) s)), the
+//! way many providers reset counters, which also makes `x-ratelimit-reset-*` exact. Only
+//! admitted attempts count; tokens are charged at admission as `prompt_tokens + max_tokens`
+//! (the provider's estimate, as OpenAI does), never reconciled.
+
+use crate::config::ScopeLimits;
+
+/// Length of the per-minute window, ms.
+pub(crate) const MINUTE_MS: u64 = 60_000;
+/// Length of the per-day window, ms.
+pub(crate) const DAY_MS: u64 = 86_400_000;
+/// Retry-After given for a concurrency refusal, ms (no window to wait for).
+pub(crate) const CONCURRENCY_RETRY_MS: u64 = 1_000;
+
+/// One fixed window's counters.
+#[derive(Debug, Clone)]
+pub(crate) struct Window {
+    len_ms: u64,
+    index: u64,
+    pub(crate) requests: u64,
+    pub(crate) tokens: u64,
+}
+
+impl Window {
+    fn new(len_ms: u64) -> Self {
+        Window {
+            len_ms,
+            index: 0,
+            requests: 0,
+            tokens: 0,
+        }
+    }
+
+    /// Moves to the window containing `now`, clearing counters when it changed.
+    fn roll(&mut self, now: u64) {
+        let index = now / self.len_ms;
+        if index != self.index {
+            self.index = index;
+            self.requests = 0;
+            self.tokens = 0;
+        }
+    }
+
+    /// When the current window ends, model ms.
+    pub(crate) fn reset_at(&self) -> u64 {
+        (self.index + 1) * self.len_ms
+    }
+}
+
+/// Why a scope refused an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// Too many attempts in flight.
+    Concurrency,
+    /// Requests per minute used up.
+    RequestsPerMinute,
+    /// Tokens per minute used up.
+    TokensPerMinute,
+    /// Requests per day used up (quota).
+    RequestsPerDay,
+    /// Tokens per day used up (quota).
+    TokensPerDay,
+}
+
+impl Refusal {
+    /// Whether this is the daily quota (`insufficient_quota`) rather than a rate limit.
+    pub(crate) fn is_quota(self) -> bool {
+        matches!(self, Refusal::RequestsPerDay | Refusal::TokensPerDay)
+    }
+
+    /// A message in the style of the provider's.
+    pub(crate) fn describe(self, limit: u64, used: u64) -> String {
+        let what = match self {
+            Refusal::Concurrency => "concurrent requests",
+            Refusal::RequestsPerMinute => "requests per min (RPM)",
+            Refusal::TokensPerMinute => "tokens per min (TPM)",
+            Refusal::RequestsPerDay => "requests per day (RPD)",
+            Refusal::TokensPerDay => "tokens per day (TPD)",
+        };
+        format!("Rate limit reached on {what}: Limit {limit}, Used {used}.")
+    }
+}
+
+/// A scope's limits and live counters.
+#[derive(Debug, Clone)]
+pub(crate) struct ScopeState {
+    pub(crate) limits: ScopeLimits,
+    pub(crate) minute: Window,
+    pub(crate) day: Window,
+    /// Admitted attempts not yet departed.
+    pub(crate) in_flight: u64,
+    /// The latest time (model ms) a Retry-After told a client of this scope to wait until.
+    pub(crate) retry_after_until: u64,
+}
+
+impl ScopeState {
+    pub(crate) fn new(limits: ScopeLimits) -> Self {
+        ScopeState {
+            limits,
+            minute: Window::new(MINUTE_MS),
+            day: Window::new(DAY_MS),
+            in_flight: 0,
+            retry_after_until: 0,
+        }
+    }
+
+    /// Admits an attempt charging `tokens`, or says which limit refuses it (with the limit
+    /// and the amount used). Admission counts the request and tokens and takes a slot.
+    pub(crate) fn admit(&mut self, now: u64, tokens: u64) -> Result<(), (Refusal, u64, u64)> {
+        self.minute.roll(now);
+        self.day.roll(now);
+        let l = &self.limits;
+        if let Some(c) = l.concurrency {
+            if self.in_flight >= c {
+                return Err((Refusal::Concurrency, c, self.in_flight));
+            }
+        }
+        if let Some(rpd) = l.rpd {
+            if self.day.requests >= rpd {
+                return Err((Refusal::RequestsPerDay, rpd, self.day.requests));
+            }
+        }
+        if let Some(tpd) = l.tpd {
+            if self.day.tokens + tokens > tpd {
+                return Err((Refusal::TokensPerDay, tpd, self.day.tokens));
+            }
+        }
+        if let Some(rpm) = l.rpm {
+            if self.minute.requests >= rpm {
+                return Err((Refusal::RequestsPerMinute, rpm, self.minute.requests));
+            }
+        }
+        if let Some(tpm) = l.tpm {
+            if self.minute.tokens + tokens > tpm {
+                return Err((Refusal::TokensPerMinute, tpm, self.minute.tokens));
+            }
+        }
+        self.minute.requests += 1;
+        self.minute.tokens += tokens;
+        self.day.requests += 1;
+        self.day.tokens += tokens;
+        self.in_flight += 1;
+        Ok(())
+    }
+
+    /// Frees the concurrency slot of a departed attempt.
+    pub(crate) fn release(&mut self) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+    }
+
+    /// How long a refused attempt should wait, model ms from `now`.
+    pub(crate) fn wait_ms(&self, refusal: Refusal, now: u64) -> u64 {
+        match refusal {
+            Refusal::Concurrency => CONCURRENCY_RETRY_MS,
+            Refusal::RequestsPerMinute | Refusal::TokensPerMinute => {
+                self.minute.reset_at().saturating_sub(now).max(1)
+            }
+            Refusal::RequestsPerDay | Refusal::TokensPerDay => {
+                self.day.reset_at().saturating_sub(now).max(1)
+            }
+        }
+    }
+
+    /// Rolls the windows to `now` so headers read current counters.
+    pub(crate) fn refresh(&mut self, now: u64) {
+        self.minute.roll(now);
+        self.day.roll(now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scope(f: impl FnOnce(&mut ScopeLimits)) -> ScopeState {
+        let mut l = ScopeLimits {
+            id: "s".into(),
+            rpm: None,
+            tpm: None,
+            rpd: None,
+            tpd: None,
+            concurrency: None,
+        };
+        f(&mut l);
+        ScopeState::new(l)
+    }
+
+    #[test]
+    fn rpm_refuses_until_the_fixed_window_resets() {
+        let mut s = scope(|l| l.rpm = Some(2));
+        assert!(s.admit(1_000, 0).is_ok());
+        assert!(s.admit(2_000, 0).is_ok());
+        let (r, limit, used) = s.admit(3_000, 0).unwrap_err();
+        assert_eq!((r, limit, used), (Refusal::RequestsPerMinute, 2, 2));
+        assert_eq!(s.wait_ms(r, 3_000), 57_000);
+        assert!(s.admit(60_000, 0).is_ok(), "new window");
+    }
+
+    #[test]
+    fn tpm_counts_tokens_and_refuses_what_does_not_fit() {
+        let mut s = scope(|l| l.tpm = Some(1_000));
+        assert!(s.admit(0, 600).is_ok());
+        assert_eq!(s.admit(0, 500).unwrap_err().0, Refusal::TokensPerMinute);
+        assert!(s.admit(0, 400).is_ok());
+    }
+
+    #[test]
+    fn daily_quota_is_quota_and_waits_for_the_day() {
+        let mut s = scope(|l| {
+            l.rpd = Some(1);
+            l.tpd = Some(10);
+        });
+        assert!(s.admit(0, 5).is_ok());
+        let (r, _, _) = s.admit(1_000, 1).unwrap_err();
+        assert!(r.is_quota());
+        assert_eq!(s.wait_ms(r, 1_000), DAY_MS - 1_000);
+        let mut t = scope(|l| l.tpd = Some(10));
+        assert!(t.admit(0, 8).is_ok());
+        assert_eq!(t.admit(0, 3).unwrap_err().0, Refusal::TokensPerDay);
+    }
+
+    #[test]
+    fn concurrency_holds_slots_until_release() {
+        let mut s = scope(|l| l.concurrency = Some(1));
+        assert!(s.admit(0, 0).is_ok());
+        assert_eq!(s.admit(0, 0).unwrap_err().0, Refusal::Concurrency);
+        s.release();
+        assert!(s.admit(0, 0).is_ok());
+    }
+}

@@ -1,0 +1,131 @@
+//! What an attempt carries when it reaches the provider's edge.
+
+use crate::config::RouteName;
+use serde::{Deserialize, Serialize};
+
+/// One attempt as the provider's edge sees it.
+///
+/// `tenant`, `action`, `attempt_no` and `class` come from optional `x-stampede-*` headers a
+/// harness client may send: they are kept in the journal for attribution and may be used by
+/// fault filters (`class`, `tenant`) and scripted sequences (`action`), but never to decide
+/// whether a commit is a duplicate.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Request {
+    /// Which endpoint.
+    pub route: RequestRoute,
+    /// The bearer key, if any (`None` gets 401).
+    pub credential: Option<String>,
+    /// The `Idempotency-Key` header.
+    pub idempotency_key: Option<String>,
+    /// Hash of the canonical request body (see [`body_hash`]); 0 for bodiless requests.
+    pub body_hash: u64,
+    /// `external_ref` field of a record write.
+    pub external_ref: Option<String>,
+    /// Prompt size in tokens (chat completions).
+    pub prompt_tokens: u32,
+    /// `max_tokens` of a chat completion (output cap, tokens).
+    pub max_tokens: u32,
+    /// Whether the client asked for server-sent events.
+    pub stream: bool,
+    /// `x-stampede-class`: the client's request class (`llm`, `tool`, ...).
+    pub class: Option<String>,
+    /// `x-stampede-tenant`.
+    pub tenant: Option<String>,
+    /// `x-stampede-action`: the client's logical action id.
+    pub action: Option<u64>,
+    /// `x-stampede-attempt`: the client's attempt number for that action (1-based).
+    pub attempt_no: Option<u32>,
+}
+
+/// The endpoint an attempt targets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum RequestRoute {
+    /// `POST /v1/chat/completions`
+    #[default]
+    ChatCompletions,
+    /// `POST /v1/records` (side effect; honours `Idempotency-Key`)
+    CreateRecord,
+    /// `GET /v1/records/{id}`
+    GetRecord {
+        /// Record id, e.g. `rec_000001`.
+        id: String,
+    },
+    /// `GET /v1/records?external_ref=..` or `?idempotency_key=..`
+    FindRecords {
+        /// What to look up by.
+        by: FindBy,
+    },
+    /// `GET /v1/items/{id}`: a safe read.
+    GetItem {
+        /// Item id (any string; items always exist).
+        id: String,
+    },
+}
+
+/// The key of a reconciliation look-up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FindBy {
+    /// Records created with this `external_ref`.
+    ExternalRef(String),
+    /// Records created with this `Idempotency-Key`.
+    IdempotencyKey(String),
+}
+
+impl RequestRoute {
+    /// The route's name as used by fault filters.
+    pub fn name(&self) -> RouteName {
+        match self {
+            RequestRoute::ChatCompletions => RouteName::ChatCompletions,
+            RequestRoute::CreateRecord => RouteName::CreateRecord,
+            RequestRoute::GetRecord { .. } => RouteName::GetRecord,
+            RequestRoute::FindRecords { .. } => RouteName::FindRecords,
+            RequestRoute::GetItem { .. } => RouteName::GetItem,
+        }
+    }
+
+    /// HTTP method.
+    pub fn method(&self) -> &'static str {
+        match self {
+            RequestRoute::ChatCompletions | RequestRoute::CreateRecord => "POST",
+            _ => "GET",
+        }
+    }
+
+    /// The path template (no ids, no query values), as used in fingerprints and the journal.
+    pub fn template(&self) -> &'static str {
+        match self {
+            RequestRoute::ChatCompletions => "/v1/chat/completions",
+            RequestRoute::CreateRecord => "/v1/records",
+            RequestRoute::GetRecord { .. } => "/v1/records/{id}",
+            RequestRoute::FindRecords {
+                by: FindBy::ExternalRef(_),
+            } => "/v1/records?external_ref",
+            RequestRoute::FindRecords {
+                by: FindBy::IdempotencyKey(_),
+            } => "/v1/records?idempotency_key",
+            RequestRoute::GetItem { .. } => "/v1/items/{id}",
+        }
+    }
+}
+
+/// FNV-1a 64-bit hash of a request body, the `body_hash` the server computes (over the
+/// canonical JSON, keys sorted) and the simulator may compute the same way.
+pub fn body_hash(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// A credential as it may appear in the journal: a prefix and the last four characters.
+pub fn mask_credential(key: &str) -> String {
+    let chars: Vec<char> = key.chars().collect();
+    if chars.len() <= 8 {
+        return "*".repeat(chars.len().max(4));
+    }
+    let head: String = chars[..3].iter().collect();
+    let tail: String = chars[chars.len() - 4..].iter().collect();
+    format!("{head}...{tail}")
+}
