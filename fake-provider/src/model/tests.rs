@@ -1,1 +1,608 @@
+//! Model rules in virtual time: every limit and fault.
 
+use super::*;
+use crate::config::{
+    CredentialConfig, DurationMs, FaultRule, RetryAfterFormat, ScopeLimits, SequenceKey,
+    SequenceStep,
+};
+
+const EPOCH: u64 = 1_700_000_000_000;
+
+fn scope(id: &str) -> ScopeLimits {
+    ScopeLimits {
+        id: id.into(),
+        rpm: None,
+        tpm: None,
+        rpd: None,
+        tpd: None,
+        concurrency: None,
+    }
+}
+
+fn config(scopes: Vec<ScopeLimits>, faults: Vec<FaultRule>) -> ProviderConfig {
+    let mut c = ProviderConfig::default();
+    c.credentials = scopes
+        .iter()
+        .map(|s| CredentialConfig {
+            key: format!("sk-{}-key1", s.id),
+            scope: s.id.clone(),
+        })
+        .collect();
+    c.scopes = scopes;
+    c.faults = faults;
+    c
+}
+
+fn model(c: ProviderConfig) -> ProviderModel {
+    ProviderModel::new(c, 42, EPOCH).unwrap()
+}
+
+fn chat(scope: &str) -> Request {
+    Request {
+        route: RequestRoute::ChatCompletions,
+        credential: Some(format!("sk-{scope}-key1")),
+        prompt_tokens: 100,
+        max_tokens: 50,
+        body_hash: 7,
+        ..Request::default()
+    }
+}
+
+fn write(scope: &str, key: Option<&str>, external_ref: &str, body_hash: u64) -> Request {
+    Request {
+        route: RequestRoute::CreateRecord,
+        credential: Some(format!("sk-{scope}-key1")),
+        idempotency_key: key.map(str::to_string),
+        external_ref: Some(external_ref.into()),
+        body_hash,
+        ..Request::default()
+    }
+}
+
+fn status(d: &Decision) -> Option<u16> {
+    d.answer.status()
+}
+
+#[test]
+fn unknown_or_missing_key_is_401_and_journaled_without_scope() {
+    let mut m = model(config(vec![scope("a")], vec![]));
+    let mut r = chat("a");
+    r.credential = Some("sk-nope-000000".into());
+    let d = m.arrive(&r, 0);
+    assert_eq!(status(&d), Some(401));
+    assert_eq!(d.answer.error_code(), Some("invalid_api_key"));
+    r.credential = None;
+    assert_eq!(status(&m.arrive(&r, 0)), Some(401));
+    let j = m.drain_journal();
+    assert_eq!(j.len(), 2);
+    assert_eq!(j[0].scope, None);
+    assert_eq!(j[0].credential.as_deref(), Some("sk-...0000"));
+    assert!(!j[0].committed);
+}
+
+#[test]
+fn completion_reports_usage_within_max_tokens_and_commits() {
+    let mut m = model(config(vec![scope("a")], vec![]));
+    let d = m.arrive(&chat("a"), 0);
+    let Answer::Respond {
+        status,
+        usage,
+        body,
+        ..
+    } = &d.answer
+    else {
+        panic!("{d:?}")
+    };
+    assert_eq!(*status, 200);
+    let (p, c) = usage.unwrap();
+    assert_eq!(p, 100);
+    assert!((1..=50).contains(&c));
+    assert_eq!(body["usage"]["total_tokens"], u64::from(p + c));
+    assert_eq!(d.latency_ms, 50, "default fixed latency");
+    let j = m.drain_journal();
+    assert!(j[0].committed && !j[0].duplicate);
+    assert_eq!(j[0].tokens_used, u64::from(p + c));
+    assert_eq!(j[0].done_ms, 50);
+    assert!(m.drain_journal().is_empty(), "drain empties");
+}
+
+#[test]
+fn rpm_limit_gives_429_with_retry_after_until_the_window_resets() {
+    let mut s = scope("a");
+    s.rpm = Some(2);
+    let mut m = model(config(vec![s], vec![]));
+    assert_eq!(status(&m.arrive(&chat("a"), 10_000)), Some(200));
+    assert_eq!(status(&m.arrive(&chat("a"), 10_000)), Some(200));
+    let d = m.arrive(&chat("a"), 10_000);
+    assert_eq!(status(&d), Some(429));
+    assert_eq!(d.answer.error_code(), Some("rate_limit_exceeded"));
+    assert_eq!(d.answer.header("retry-after"), Some("50"));
+    assert_eq!(d.answer.retry_after_ms(), Some(50_000));
+    assert_eq!(d.answer.header("x-ratelimit-remaining-requests"), Some("0"));
+    assert_eq!(d.answer.header("x-ratelimit-reset-requests"), Some("50s"));
+    assert_eq!(
+        d.answer.header("ratelimit-policy"),
+        Some("\"rpm\";q=2;w=60")
+    );
+    assert_eq!(d.answer.header("ratelimit"), Some("\"rpm\";r=0;t=50"));
+    assert_eq!(
+        status(&m.arrive(&chat("a"), 60_000)),
+        Some(200),
+        "next window"
+    );
+}
+
+#[test]
+fn tpm_charges_prompt_plus_max_tokens() {
+    let mut s = scope("a");
+    s.tpm = Some(300);
+    let mut m = model(config(vec![s], vec![]));
+    assert_eq!(status(&m.arrive(&chat("a"), 0)), Some(200)); // 150
+    assert_eq!(status(&m.arrive(&chat("a"), 0)), Some(200)); // 300
+    let d = m.arrive(&chat("a"), 0);
+    assert_eq!(status(&d), Some(429));
+    assert_eq!(d.answer.header("x-ratelimit-remaining-tokens"), Some("0"));
+}
+
+#[test]
+fn daily_quota_is_insufficient_quota() {
+    let mut s = scope("a");
+    s.rpd = Some(1);
+    let mut m = model(config(vec![s], vec![]));
+    assert_eq!(status(&m.arrive(&chat("a"), 0)), Some(200));
+    let d = m.arrive(&chat("a"), 120_000);
+    assert_eq!(status(&d), Some(429));
+    assert_eq!(d.answer.error_code(), Some("insufficient_quota"));
+    assert_eq!(d.answer.retry_after_ms(), Some(86_400_000 - 120_000));
+    let mut t = scope("b");
+    t.tpd = Some(200);
+    let mut m = model(config(vec![t], vec![]));
+    assert_eq!(status(&m.arrive(&chat("b"), 0)), Some(200));
+    assert_eq!(
+        m.arrive(&chat("b"), 0).answer.error_code(),
+        Some("insufficient_quota")
+    );
+}
+
+#[test]
+fn concurrency_is_held_until_depart() {
+    let mut s = scope("a");
+    s.concurrency = Some(1);
+    let mut m = model(config(vec![s], vec![]));
+    let first = m.arrive(&chat("a"), 0);
+    assert_eq!(status(&first), Some(200));
+    assert_eq!(status(&m.arrive(&chat("a"), 1)), Some(429));
+    m.depart(first.seq, 50);
+    assert_eq!(status(&m.arrive(&chat("a"), 2_000)), Some(200));
+    assert_eq!(m.stats().in_flight, 1);
+}
+
+#[test]
+fn two_keys_on_one_scope_share_its_quota_and_a_third_scope_is_unaffected() {
+    let mut a = scope("shared");
+    a.rpm = Some(3);
+    let mut b = scope("other");
+    b.rpm = Some(3);
+    let mut c = config(vec![a, b], vec![]);
+    c.credentials.push(CredentialConfig {
+        key: "sk-second-key".into(),
+        scope: "shared".into(),
+    });
+    let mut m = model(c);
+    let mut second = chat("shared");
+    second.credential = Some("sk-second-key".into());
+    assert_eq!(status(&m.arrive(&chat("shared"), 0)), Some(200));
+    assert_eq!(status(&m.arrive(&second, 0)), Some(200));
+    assert_eq!(status(&m.arrive(&chat("shared"), 0)), Some(200));
+    assert_eq!(status(&m.arrive(&second, 0)), Some(429));
+    assert_eq!(status(&m.arrive(&chat("other"), 0)), Some(200));
+}
+
+#[test]
+fn retry_before_retry_after_is_a_violation_and_after_is_not() {
+    let mut s = scope("a");
+    s.rpm = Some(1);
+    let mut m = model(config(vec![s], vec![]));
+    m.arrive(&chat("a"), 59_000);
+    let d = m.arrive(&chat("a"), 59_000);
+    assert_eq!(d.answer.retry_after_ms(), Some(1_000));
+    m.arrive(&chat("a"), 59_500); // too early
+    m.arrive(&chat("a"), 60_000); // on time
+    let j = m.drain_journal();
+    let flags: Vec<bool> = j.iter().map(|e| e.retry_after_violation).collect();
+    assert_eq!(flags, vec![false, false, true, false]);
+    assert_eq!(m.stats().retry_after_violations, 1);
+}
+
+#[test]
+fn context_length_is_400() {
+    let mut c = config(vec![scope("a")], vec![]);
+    c.context_window = Some(120);
+    let mut m = model(c);
+    let d = m.arrive(&chat("a"), 0);
+    assert_eq!(status(&d), Some(400));
+    assert_eq!(d.answer.error_code(), Some("context_length_exceeded"));
+}
+
+fn rule(f: impl FnOnce(&mut FaultRule)) -> FaultRule {
+    let mut r = FaultRule::default();
+    f(&mut r);
+    r
+}
+
+#[test]
+fn injected_503_within_window_with_and_without_retry_after() {
+    let mut c = config(
+        vec![scope("a")],
+        vec![rule(|r| {
+            r.status = Some(503);
+            r.from = Some(DurationMs(1_000));
+            r.until = Some(DurationMs(2_000));
+        })],
+    );
+    let mut m = model(c.clone());
+    assert_eq!(status(&m.arrive(&chat("a"), 999)), Some(200));
+    let d = m.arrive(&chat("a"), 1_000);
+    assert_eq!(status(&d), Some(503));
+    assert_eq!(d.answer.error_code(), Some("service_unavailable"));
+    assert_eq!(d.answer.header("retry-after"), Some("1"));
+    assert_eq!(status(&m.arrive(&chat("a"), 2_000)), Some(200));
+    c.retry_after_on_503 = false;
+    let mut m = model(c);
+    let d = m.arrive(&chat("a"), 1_500);
+    assert_eq!(d.answer.header("retry-after"), None);
+    assert!(!m.drain_journal()[0].committed);
+}
+
+#[test]
+fn injected_statuses_500_502_504_400() {
+    for (st, code) in [
+        (500, "internal_error"),
+        (502, "bad_gateway"),
+        (504, "gateway_timeout"),
+        (400, "content_policy_violation"),
+    ] {
+        let mut m = model(config(
+            vec![scope("a")],
+            vec![rule(|r| r.status = Some(st))],
+        ));
+        let d = m.arrive(&chat("a"), 0);
+        assert_eq!(status(&d), Some(st));
+        assert_eq!(d.answer.error_code(), Some(code));
+    }
+}
+
+#[test]
+fn injected_429_http_date_retry_after_and_both_alternates() {
+    let mut c = config(
+        vec![scope("a")],
+        vec![rule(|r| {
+            r.status = Some(429);
+            r.retry_after = Some(DurationMs(10_000));
+        })],
+    );
+    c.retry_after_format = RetryAfterFormat::Both;
+    let mut m = model(c);
+    let d1 = m.arrive(&chat("a"), 0); // seq 1: date
+    let d2 = m.arrive(&chat("a"), 0); // seq 2: seconds
+    let date = d1.answer.header("retry-after").unwrap();
+    let at = httpdate::parse_http_date(date).unwrap();
+    let unix = at.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    assert_eq!(unix, (EPOCH + 10_000) / 1_000);
+    assert_eq!(d2.answer.header("retry-after"), Some("10"));
+}
+
+#[test]
+fn nth_every_and_filters_pick_attempts() {
+    let mut m = model(config(
+        vec![scope("a")],
+        vec![
+            rule(|r| {
+                r.status = Some(502);
+                r.nth = Some(2);
+                r.class = Some("llm".into());
+            }),
+            rule(|r| {
+                r.status = Some(504);
+                r.every = Some(3);
+                r.route = Some(crate::config::RouteName::GetItem);
+            }),
+        ],
+    ));
+    let mut llm = chat("a");
+    llm.class = Some("llm".into());
+    let got: Vec<_> = (0..3).map(|t| status(&m.arrive(&llm, t))).collect();
+    assert_eq!(got, vec![Some(200), Some(502), Some(200)]);
+    assert_eq!(status(&m.arrive(&chat("a"), 5)), Some(200), "class filter");
+    let item = Request {
+        route: RequestRoute::GetItem { id: "x".into() },
+        credential: Some("sk-a-key1".into()),
+        ..Request::default()
+    };
+    let got: Vec<_> = (0..6).map(|t| status(&m.arrive(&item, t))).collect();
+    assert_eq!(
+        got,
+        vec![
+            Some(200),
+            Some(200),
+            Some(504),
+            Some(200),
+            Some(200),
+            Some(504)
+        ]
+    );
+}
+
+#[test]
+fn probability_is_seeded_and_roughly_right() {
+    let c = config(
+        vec![scope("a")],
+        vec![rule(|r| {
+            r.status = Some(503);
+            r.probability = Some(0.3);
+        })],
+    );
+    let run = |seed| {
+        let mut m = ProviderModel::new(c.clone(), seed, EPOCH).unwrap();
+        (0..2_000)
+            .map(|t| status(&m.arrive(&chat("a"), t)) == Some(503))
+            .collect::<Vec<_>>()
+    };
+    let a = run(1);
+    assert_eq!(a, run(1), "same seed, same faults");
+    assert_ne!(a, run(2));
+    let hits = a.iter().filter(|b| **b).count();
+    assert!((500..700).contains(&hits), "{hits}");
+}
+
+#[test]
+fn scripted_sequence_per_action_429_then_success() {
+    let mut m = model(config(
+        vec![scope("a")],
+        vec![rule(|r| {
+            r.sequence = vec![
+                SequenceStep {
+                    status: Some(429),
+                    retry_after: Some(DurationMs(10_000)),
+                    ..SequenceStep::default()
+                },
+                SequenceStep::default(),
+            ];
+            r.per = SequenceKey::Action;
+        })],
+    ));
+    let mut a1 = chat("a");
+    a1.action = Some(1);
+    let mut a2 = chat("a");
+    a2.action = Some(2);
+    let d = m.arrive(&a1, 0);
+    assert_eq!(status(&d), Some(429));
+    assert_eq!(d.answer.header("retry-after"), Some("10"));
+    assert_eq!(status(&m.arrive(&a1, 10_000)), Some(200));
+    assert_eq!(status(&m.arrive(&a2, 10_000)), Some(429), "own sequence");
+    assert_eq!(status(&m.arrive(&a1, 20_000)), Some(200), "past the end");
+}
+
+#[test]
+fn drop_before_commit_never_arrived_and_leaves_no_record() {
+    let mut m = model(config(
+        vec![scope("a")],
+        vec![rule(|r| r.fault = Some(ConnectionFault::DropBeforeCommit))],
+    ));
+    let d = m.arrive(&write("a", Some("k1"), "ref-1", 1), 0);
+    assert_eq!(d.answer, Answer::Drop { committed: false });
+    assert!(m.records_by_idempotency_key("k1").is_empty());
+    let j = m.drain_journal();
+    assert_eq!(j[0].outcome, "dropped");
+    assert!(!j[0].committed);
+}
+
+#[test]
+fn drop_after_commit_leaves_the_record_and_a_keyed_retry_replays_it() {
+    let mut m = model(config(
+        vec![scope("a")],
+        vec![rule(|r| {
+            r.fault = Some(ConnectionFault::DropAfterCommit);
+            r.nth = Some(1);
+        })],
+    ));
+    let d = m.arrive(&write("a", Some("k1"), "ref-1", 1), 0);
+    assert_eq!(d.answer, Answer::Drop { committed: true });
+    assert_eq!(m.records_by_idempotency_key("k1").len(), 1);
+    m.depart(d.seq, d.latency_ms);
+    let retry = m.arrive(&write("a", Some("k1"), "ref-1", 1), 1_000);
+    assert_eq!(status(&retry), Some(200));
+    assert_eq!(retry.answer.header("idempotent-replayed"), Some("true"));
+    assert_eq!(m.records().len(), 1, "no new effect");
+    let j = m.drain_journal();
+    assert!(j[0].committed && !j[1].committed && j[1].replayed);
+    assert_eq!(m.stats().duplicates, 0);
+}
+
+#[test]
+fn idempotency_in_flight_409_and_body_mismatch_400() {
+    let mut m = model(config(vec![scope("a")], vec![]));
+    let first = m.arrive(&write("a", Some("k1"), "ref-1", 1), 0);
+    assert_eq!(status(&first), Some(200));
+    let busy = m.arrive(&write("a", Some("k1"), "ref-1", 1), 5);
+    assert_eq!(status(&busy), Some(409));
+    assert_eq!(busy.answer.error_code(), Some("idempotency_key_in_use"));
+    m.depart(first.seq, 20);
+    let other = m.arrive(&write("a", Some("k1"), "ref-1", 2), 30);
+    assert_eq!(status(&other), Some(400));
+    assert_eq!(other.answer.error_code(), Some("idempotency_error"));
+    assert_eq!(m.records().len(), 1);
+}
+
+#[test]
+fn without_idempotency_a_blind_resend_duplicates() {
+    let mut c = config(vec![scope("a")], vec![]);
+    c.idempotency = false;
+    let mut m = model(c);
+    let a = m.arrive(&write("a", Some("k1"), "ref-1", 1), 0);
+    m.depart(a.seq, 20);
+    m.arrive(&write("a", Some("k1"), "ref-1", 1), 100);
+    let j = m.drain_journal();
+    assert!(j[0].committed && !j[0].duplicate);
+    assert!(j[1].committed && j[1].duplicate);
+    assert_eq!(m.stats().duplicates, 1);
+    assert_eq!(m.records_by_external_ref("ref-1").len(), 2);
+}
+
+#[test]
+fn hang_with_and_without_commit() {
+    let mut m = model(config(
+        vec![scope("a")],
+        vec![
+            rule(|r| {
+                r.fault = Some(ConnectionFault::Hang);
+                r.nth = Some(1);
+            }),
+            rule(|r| {
+                r.fault = Some(ConnectionFault::HangAfterCommit);
+                r.nth = Some(1);
+            }),
+        ],
+    ));
+    let d1 = m.arrive(&write("a", None, "r1", 1), 0);
+    assert_eq!(d1.answer, Answer::Hang { committed: false });
+    let d2 = m.arrive(&write("a", None, "r2", 2), 0);
+    assert_eq!(d2.answer, Answer::Hang { committed: true });
+    assert_eq!(m.records().len(), 1);
+    let j = m.drain_journal();
+    assert_eq!((j[0].outcome.as_str(), j[0].done_ms), ("hang", 0));
+}
+
+#[test]
+fn stream_cut_and_stream_error_after_k_chunks() {
+    let mut m = model(config(
+        vec![scope("a")],
+        vec![
+            rule(|r| {
+                r.fault = Some(ConnectionFault::StreamCut);
+                r.after_chunks = Some(3);
+                r.nth = Some(1);
+            }),
+            rule(|r| {
+                r.fault = Some(ConnectionFault::StreamError);
+                r.after_chunks = Some(2);
+                r.nth = Some(1);
+            }),
+        ],
+    ));
+    let mut req = chat("a");
+    req.stream = true;
+    req.max_tokens = 1_000;
+    let d = m.arrive(&req, 0);
+    assert_eq!(
+        d.answer,
+        Answer::StreamCut {
+            after_chunks: 3,
+            committed: true
+        }
+    );
+    let d = m.arrive(&req, 0);
+    assert_eq!(d.answer, Answer::StreamError { after_chunks: 2 });
+    let d = m.arrive(&req, 0);
+    let Answer::Respond {
+        stream_chunks,
+        usage,
+        ..
+    } = d.answer
+    else {
+        panic!()
+    };
+    assert_eq!(stream_chunks, usage.map(|u| u.1.max(1)));
+}
+
+#[test]
+fn latency_is_seeded_and_separate_from_faults() {
+    let mut c = config(vec![scope("a")], vec![]);
+    c.latency = crate::config::LatencyConfig {
+        median: Some(DurationMs(2_800)),
+        p99: Some(DurationMs(9_000)),
+        ..Default::default()
+    };
+    let lat = |c: &ProviderConfig| {
+        let mut m = ProviderModel::new(c.clone(), 9, EPOCH).unwrap();
+        let mut r = chat("a");
+        r.max_tokens = 0; // no usage draw variation
+        (0..50)
+            .map(|t| m.arrive(&r, t).latency_ms)
+            .collect::<Vec<_>>()
+    };
+    let before = lat(&c);
+    // Adding a probabilistic fault that never fires on these attempts' latency must not
+    // shift the latency stream.
+    c.faults.push(rule(|r| {
+        r.status = Some(503);
+        r.probability = Some(0.0);
+    }));
+    assert_eq!(before, lat(&c));
+}
+
+#[test]
+fn time_scale_shrinks_emitted_retry_after_but_not_model_state() {
+    let mut s = scope("a");
+    s.rpm = Some(1);
+    let mut m = model(config(vec![s], vec![]));
+    m.set_emit_time_scale(60.0);
+    m.arrive(&chat("a"), 0);
+    let d = m.arrive(&chat("a"), 0);
+    assert_eq!(d.answer.retry_after_ms(), Some(1_000));
+    assert_eq!(m.stats().scopes["a"].retry_after_until_ms, 60_000);
+}
+
+#[test]
+fn lookups_and_duplicates_by_external_ref() {
+    let mut m = model(config(vec![scope("a")], vec![]));
+    let a = m.arrive(&write("a", None, "ref-9", 1), 0);
+    m.depart(a.seq, 1);
+    let b = m.arrive(&write("a", None, "ref-9", 2), 1);
+    let get = Request {
+        route: RequestRoute::GetRecord {
+            id: "rec_000002".into(),
+        },
+        credential: Some("sk-a-key1".into()),
+        ..Request::default()
+    };
+    let got = m.arrive(&get, 2);
+    let Answer::Respond { body, .. } = &got.answer else {
+        panic!()
+    };
+    assert_eq!(body["external_ref"], "ref-9");
+    let find = Request {
+        route: RequestRoute::FindRecords {
+            by: FindBy::ExternalRef("ref-9".into()),
+        },
+        credential: Some("sk-a-key1".into()),
+        ..Request::default()
+    };
+    let Answer::Respond { body, .. } = m.arrive(&find, 3).answer else {
+        panic!()
+    };
+    assert_eq!(body["data"].as_array().unwrap().len(), 2);
+    let missing = Request {
+        route: RequestRoute::GetRecord { id: "rec_9".into() },
+        credential: Some("sk-a-key1".into()),
+        ..Request::default()
+    };
+    assert_eq!(status(&m.arrive(&missing, 4)), Some(404));
+    assert!(m.record("rec_000002").unwrap().duplicate);
+    assert_eq!(b.seq, 2);
+}
+
+#[test]
+fn journal_is_bounded_and_reset_restarts() {
+    let mut m = model(config(vec![scope("a")], vec![]));
+    m.set_journal_capacity(3);
+    for t in 0..5 {
+        m.arrive(&chat("a"), t);
+    }
+    assert_eq!(m.stats().journal_lost, 2);
+    let j = m.drain_journal();
+    assert_eq!(j.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![3, 4, 5]);
+    m.reset();
+    assert_eq!(m.stats().attempts, 0);
+    assert_eq!(m.arrive(&chat("a"), 0).seq, 1);
+}
