@@ -20,17 +20,18 @@ fn scope(id: &str) -> ScopeLimits {
 }
 
 fn config(scopes: Vec<ScopeLimits>, faults: Vec<FaultRule>) -> ProviderConfig {
-    let mut c = ProviderConfig::default();
-    c.credentials = scopes
-        .iter()
-        .map(|s| CredentialConfig {
-            key: format!("sk-{}-key1", s.id),
-            scope: s.id.clone(),
-        })
-        .collect();
-    c.scopes = scopes;
-    c.faults = faults;
-    c
+    ProviderConfig {
+        credentials: scopes
+            .iter()
+            .map(|s| CredentialConfig {
+                key: format!("sk-{}-key1", s.id),
+                scope: s.id.clone(),
+            })
+            .collect(),
+        scopes,
+        faults,
+        ..ProviderConfig::default()
+    }
 }
 
 fn model(c: ProviderConfig) -> ProviderModel {
