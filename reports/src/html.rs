@@ -1,6 +1,7 @@
 //! `index.html`: one self-contained page (no script, no stylesheet or image fetched from
 //! anywhere: the plots are inlined SVG) with the run, its verdict, every expectation, the
-//! figures and the plots. All text from the scenario is escaped.
+//! figures and the plots. All text from the scenario is escaped, and the page is also
+//! well-formed XML, so any XML tool (and our tests) can read it.
 
 use crate::escape::escape_xml as esc;
 use crate::figures::figures;
@@ -25,7 +26,7 @@ pub(crate) fn render_html(report: &RunReport, plots: &[Plot]) -> String {
     let title = report.title.as_deref().unwrap_or(&s.scenario);
     let all_pass = s.expectations.iter().all(|e| e.pass);
     let mut h = String::new();
-    h.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    h.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n");
     h.push_str(&format!("<title>stampede: {}</title>\n", esc(title)));
     h.push_str(&format!("<style>{STYLE}</style>\n</head>\n<body>\n"));
     h.push_str(&format!("<h1>{}</h1>\n", esc(title)));

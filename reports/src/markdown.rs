@@ -7,6 +7,17 @@ use crate::number::fmt_figure;
 use crate::report::RunReport;
 use crate::schema::Expectation;
 
+/// A markdown code span for a key or name: no escaping inside, except what would end the span
+/// or split the table cell.
+fn code(text: &str) -> String {
+    format!(
+        "`{}`",
+        text.replace('`', "'")
+            .replace('|', "\\|")
+            .replace(['\n', '\r'], " ")
+    )
+}
+
 /// One line verdict: `PASS: all 3 expectations held` / `FAIL: 1 of 3 expectations failed`.
 pub fn verdict_line(expectations: &[Expectation]) -> String {
     let failed = expectations.iter().filter(|e| !e.pass).count();
@@ -25,8 +36,8 @@ pub fn render_markdown(report: &RunReport) -> String {
     md.push_str(&format!("## stampede: {}\n\n", escape_md_cell(title)));
     md.push_str(&format!("**{}**\n\n", verdict_line(&s.expectations)));
     md.push_str(&format!(
-        "scenario `{}` · seed {} · mode {} · preset {}\n\n",
-        s.scenario.replace('`', "'"),
+        "scenario {} · seed {} · mode {} · preset {}\n\n",
+        code(&s.scenario),
         s.seed,
         escape_md_cell(&s.mode),
         escape_md_cell(&s.preset)
@@ -39,7 +50,7 @@ pub fn render_markdown(report: &RunReport) -> String {
         for e in &s.expectations {
             md.push_str(&format!(
                 "| {} | {} | {} | {} |\n",
-                escape_md_cell(&e.name),
+                code(&e.name),
                 escape_md_cell(&e.limit),
                 fmt_figure(e.actual),
                 if e.pass { "pass" } else { "**FAIL**" }
@@ -56,7 +67,7 @@ pub fn render_markdown(report: &RunReport) -> String {
         };
         md.push_str(&format!(
             "| {} | {}{} |\n",
-            escape_md_cell(&f.key),
+            code(&f.key),
             fmt_figure(f.value),
             unit
         ));

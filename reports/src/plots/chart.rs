@@ -26,8 +26,8 @@ pub(crate) enum Style {
     Line,
     /// A line with the area under it filled lightly: for the series the eye should find first.
     Area,
-    /// A line with a dot at every point whose value is above zero: events that must not be
-    /// missed (429s, 503s).
+    /// A stick from zero with a dot on top at every point above zero, nothing elsewhere:
+    /// events that must not be missed (429s, 503s) and must not hide under a zero line.
     Marked,
     /// A line with a dot at every point (few points, e.g. sweep values).
     Dotted,
@@ -97,9 +97,10 @@ fn plot_err(file: &str) -> impl Fn(String) -> ReportError + '_ {
     }
 }
 
-/// Top of a y axis: 10% headroom above the highest value (so the legend does not sit on the
-/// peak), and at least 1 so an all-zero series still gets an axis.
-fn y_top(series: &[&Series]) -> f64 {
+/// Top of a y axis: headroom above the highest value that grows with the legend's entries
+/// (so the legend, upper right, does not sit on a peak), and at least 1 so an all-zero series
+/// still gets an axis.
+fn y_top(series: &[&Series], legend_entries: usize) -> f64 {
     let max = series
         .iter()
         .flat_map(|s| {
@@ -110,7 +111,7 @@ fn y_top(series: &[&Series]) -> f64 {
         })
         .filter(|v| v.is_finite())
         .fold(0.0f64, f64::max);
-    (max * 1.1).max(1.0)
+    (max * (1.1 + 0.08 * legend_entries as f64)).max(1.0)
 }
 
 /// Decimals for tick labels: whole numbers unless the axis spans only a few units.
@@ -163,8 +164,8 @@ fn draw_on<DB: DrawingBackend>(
     if x1 <= x0 {
         x1 = x0 + 1.0;
     }
-    let y1 = y_top(&left);
-    let y2 = y_top(&right);
+    let y1 = y_top(&left, spec.series.len());
+    let y2 = y_top(&right, spec.series.len());
 
     let mut builder = ChartBuilder::on(root);
     builder
@@ -199,7 +200,9 @@ fn draw_on<DB: DrawingBackend>(
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&y_fmt)
         .axis_desc_style(("sans-serif", 15))
-        .label_style(("sans-serif", 13));
+        .label_style(("sans-serif", 13))
+        // Fine grid lines only add bytes and noise at this size.
+        .light_line_style(TRANSPARENT);
     if let XLabels::Categories(names) = &spec.x_labels {
         mesh.x_labels(names.len() * 2 + 1);
     }
@@ -239,10 +242,23 @@ fn draw_on<DB: DrawingBackend>(
                 Axis::Right => chart.draw_secondary_series(area).map_err(e)?,
             };
         }
-        let lines = LineSeries::new(s.points.iter().copied(), line);
-        let anno = match s.axis {
-            Axis::Left => chart.draw_series(lines).map_err(e)?,
-            Axis::Right => chart.draw_secondary_series(lines).map_err(e)?,
+        let anno = if s.style == Style::Marked {
+            let sticks: Vec<PathElement<(f64, f64)>> = s
+                .points
+                .iter()
+                .filter(|p| p.1 > 0.0)
+                .map(|p| PathElement::new(vec![(p.0, 0.0), *p], line))
+                .collect();
+            match s.axis {
+                Axis::Left => chart.draw_series(sticks).map_err(e)?,
+                Axis::Right => chart.draw_secondary_series(sticks).map_err(e)?,
+            }
+        } else {
+            let lines = LineSeries::new(s.points.iter().copied(), line);
+            match s.axis {
+                Axis::Left => chart.draw_series(lines).map_err(e)?,
+                Axis::Right => chart.draw_secondary_series(lines).map_err(e)?,
+            }
         };
         anno.label(s.label.as_str()).legend(move |(x, y)| {
             PathElement::new(vec![(x, y), (x + 22, y)], colour.stroke_width(3))

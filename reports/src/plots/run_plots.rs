@@ -46,20 +46,26 @@ pub(crate) struct Plot {
 struct TimeAxis {
     ms_per_unit: f64,
     desc: &'static str,
+    /// Tick decimals: a short span needs fractions to tell its ticks apart.
+    decimals: usize,
 }
 
 impl TimeAxis {
     fn for_span(last_ms: u64) -> Self {
-        if last_ms > 20 * 60_000 {
-            TimeAxis {
-                ms_per_unit: 60_000.0,
-                desc: "virtual time (min)",
-            }
+        let (ms_per_unit, desc) = if last_ms > 20 * 60_000 {
+            (60_000.0, "virtual time (min)")
         } else {
-            TimeAxis {
-                ms_per_unit: 1000.0,
-                desc: "virtual time (s)",
-            }
+            (1000.0, "virtual time (s)")
+        };
+        let decimals = if (last_ms as f64) / ms_per_unit <= 10.0 {
+            1
+        } else {
+            0
+        };
+        TimeAxis {
+            ms_per_unit,
+            desc,
+            decimals,
         }
     }
     fn x(&self, t_ms: u64) -> f64 {
@@ -104,7 +110,7 @@ pub(crate) fn run_plots(report: &RunReport) -> Result<Vec<Plot>, ReportError> {
         y_desc: y_desc.to_string(),
         y2_desc: String::new(),
         x_range,
-        x_labels: XLabels::Numeric(0),
+        x_labels: XLabels::Numeric(axis.decimals),
         series,
         empty_note: empty_note.clone(),
     };
@@ -240,7 +246,7 @@ fn latency_plot(
         y_desc: format!("latency ({unit})"),
         y2_desc: String::new(),
         x_range,
-        x_labels: XLabels::Numeric(0),
+        x_labels: XLabels::Numeric(axis.decimals),
         series: vec![
             Series::new(
                 "p50",
@@ -362,7 +368,7 @@ fn tenants_plot(
         y_desc: "completed requests per minute (1/min)".to_string(),
         y2_desc: String::new(),
         x_range,
-        x_labels: XLabels::Numeric(0),
+        x_labels: XLabels::Numeric(axis.decimals),
         series,
         empty_note: None,
     };
