@@ -1,0 +1,145 @@
+//! `[client]`: the client under test: a preset of the core's policy, the number of workers,
+//! and `[client.policy]` overrides merged onto the preset key by key.
+
+use serde::{Deserialize, Serialize};
+use stampede_core::policy::ScopeBudget;
+use stampede_core::Policy;
+use stampede_provider::config::ProviderConfig;
+
+/// The client table as written.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientSpec {
+    /// `naive`, `exponential`, `full-jitter` or `stampede`.
+    #[serde(default = "default_preset")]
+    pub preset: String,
+    /// Concurrency slots (workers); overrides the preset's.
+    #[serde(default)]
+    pub workers: Option<u32>,
+    /// Copy each provider scope's published rpm, tpm and concurrency into the client's scope
+    /// budgets unless `[client.policy.scopes]` sets them: what a user of the tool expects.
+    #[serde(default = "yes")]
+    pub know_provider_limits: bool,
+    /// Overrides of any policy key, merged onto the preset (`classes.llm.max_attempts = 5`).
+    #[serde(default)]
+    pub policy: Option<toml::Table>,
+}
+
+impl Default for ClientSpec {
+    fn default() -> Self {
+        Self {
+            preset: default_preset(),
+            workers: None,
+            know_provider_limits: true,
+            policy: None,
+        }
+    }
+}
+
+fn default_preset() -> String {
+    "stampede".to_string()
+}
+fn yes() -> bool {
+    true
+}
+
+/// The preset names a scenario may use, in the order reports list them.
+pub use stampede_core::preset::PRESETS;
+
+/// The core's policy for a preset name.
+pub fn preset_policy(name: &str) -> Option<Policy> {
+    stampede_core::preset::preset(name)
+}
+
+/// Builds the policy a run uses. Errors are `(dotted key, message)`.
+pub fn resolve_policy(
+    spec: &ClientSpec,
+    provider: &ProviderConfig,
+) -> Result<Policy, (String, String)> {
+    let base = preset_policy(&spec.preset).ok_or_else(|| {
+        (
+            "client.preset".to_string(),
+            format!(
+                "unknown preset {:?}; use one of: {}",
+                spec.preset,
+                PRESETS.join(", ")
+            ),
+        )
+    })?;
+    let mut policy = match &spec.policy {
+        None => base,
+        Some(overrides) => merge(base, overrides)?,
+    };
+    if let Some(workers) = spec.workers {
+        policy.workers = workers;
+    }
+    if spec.know_provider_limits {
+        for scope in &provider.scopes {
+            let set = |field: &str| {
+                spec.policy
+                    .as_ref()
+                    .and_then(|p| p.get("scopes"))
+                    .and_then(|s| s.get(&scope.id))
+                    .and_then(|s| s.get(field))
+                    .is_some()
+            };
+            let clamp = |v: Option<u64>| v.map(|v| u32::try_from(v).unwrap_or(u32::MAX));
+            let budget: &mut ScopeBudget = policy.scopes.entry(scope.id.clone()).or_default();
+            if !set("rpm") {
+                budget.rpm = clamp(scope.rpm).or(budget.rpm);
+            }
+            if !set("tpm") {
+                budget.tpm = clamp(scope.tpm).or(budget.tpm);
+            }
+            if !set("concurrency") {
+                budget.concurrency = clamp(scope.concurrency).or(budget.concurrency);
+            }
+        }
+    }
+    policy
+        .validate()
+        .map_err(|msg| ("client.policy".to_string(), msg))?;
+    Ok(policy)
+}
+
+/// Merges the scenario's overrides onto the preset, key by key, and type-checks the result.
+fn merge(base: Policy, overrides: &toml::Table) -> Result<Policy, (String, String)> {
+    let mut value = serde_json::to_value(&base).map_err(|e| {
+        (
+            "client.preset".to_string(),
+            format!("preset could not be expanded: {e}"),
+        )
+    })?;
+    let patch = serde_json::to_value(overrides).map_err(|e| {
+        (
+            "client.policy".to_string(),
+            format!("policy overrides are not plain data: {e}"),
+        )
+    })?;
+    deep_merge(&mut value, patch);
+    serde_path_to_error::deserialize::<_, Policy>(value).map_err(|e| {
+        let path = e.path().to_string();
+        let key = if path == "." || path.is_empty() {
+            "client.policy".to_string()
+        } else {
+            format!("client.policy.{path}")
+        };
+        (key, e.into_inner().to_string())
+    })
+}
+
+fn deep_merge(into: &mut serde_json::Value, patch: serde_json::Value) {
+    match (into, patch) {
+        (serde_json::Value::Object(a), serde_json::Value::Object(b)) => {
+            for (k, v) in b {
+                match a.get_mut(&k) {
+                    Some(slot) => deep_merge(slot, v),
+                    None => {
+                        a.insert(k, v);
+                    }
+                }
+            }
+        }
+        (slot, v) => *slot = v,
+    }
+}

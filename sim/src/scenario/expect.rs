@@ -1,0 +1,268 @@
+//! `[expect]`: limits on summary figures. A number is a maximum; `{ min, max }` is a range
+//! (either bound may be left out). Keys are summary.json keys, dotted for nested figures
+//! (`latency_ms.p99`, `status_counts.429`); TOML's own dotted keys and quoted keys both work.
+
+use std::collections::BTreeSet;
+
+use stampede_reports::{Expectation, Summary};
+
+/// One limit on one summary figure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExpectSpec {
+    /// Dotted summary key.
+    pub key: String,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+}
+
+impl ExpectSpec {
+    /// The limit as people read it: `<= 1.2`, `>= 10`, `10..=20`.
+    pub fn limit_text(&self) -> String {
+        match (self.min, self.max) {
+            (Some(lo), Some(hi)) => format!("{}..={}", fmt_num(lo), fmt_num(hi)),
+            (Some(lo), None) => format!(">= {}", fmt_num(lo)),
+            (None, Some(hi)) => format!("<= {}", fmt_num(hi)),
+            (None, None) => "any".to_string(),
+        }
+    }
+
+    /// Checks a measured value.
+    pub fn check(&self, actual: f64) -> Expectation {
+        let pass =
+            self.min.map_or(true, |lo| actual >= lo) && self.max.map_or(true, |hi| actual <= hi);
+        Expectation {
+            name: self.key.clone(),
+            limit: self.limit_text(),
+            actual,
+            pass,
+        }
+    }
+}
+
+fn fmt_num(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
+}
+
+/// Numeric keys of summary.json an expectation may name, dotted. Map-valued figures
+/// (`status_counts`) accept any sub-key and are listed as `status_counts.<status>`.
+pub fn summary_keys() -> (BTreeSet<String>, BTreeSet<String>) {
+    let value = serde_json::to_value(Summary::default()).unwrap_or_default();
+    let mut leaves = BTreeSet::new();
+    let mut maps = BTreeSet::new();
+    if let serde_json::Value::Object(top) = value {
+        for (k, v) in top {
+            match v {
+                serde_json::Value::Number(_) => {
+                    leaves.insert(k);
+                }
+                serde_json::Value::Object(inner) if inner.is_empty() => {
+                    maps.insert(k);
+                }
+                serde_json::Value::Object(inner) => {
+                    for (ik, iv) in inner {
+                        if iv.is_number() {
+                            leaves.insert(format!("{k}.{ik}"));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    (leaves, maps)
+}
+
+/// Flattens the `[expect]` table into specs. Errors name the key and say what is expected.
+pub fn parse_expect(table: &toml::Table) -> Result<Vec<ExpectSpec>, (String, String)> {
+    let (leaves, maps) = summary_keys();
+    let mut out = Vec::new();
+    walk(table, "", &leaves, &maps, &mut out)?;
+    out.sort_by(|a, b| a.key.cmp(&b.key));
+    Ok(out)
+}
+
+fn walk(
+    table: &toml::Table,
+    prefix: &str,
+    leaves: &BTreeSet<String>,
+    maps: &BTreeSet<String>,
+    out: &mut Vec<ExpectSpec>,
+) -> Result<(), (String, String)> {
+    for (k, v) in table {
+        let key = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        let is_leaf =
+            leaves.contains(&key) || maps.iter().any(|m| key.starts_with(&format!("{m}.")));
+        if is_leaf {
+            out.push(parse_limit(&key, v)?);
+            continue;
+        }
+        let is_parent =
+            leaves.iter().any(|l| l.starts_with(&format!("{key}."))) || maps.contains(&key);
+        match v {
+            toml::Value::Table(inner) if is_parent => walk(inner, &key, leaves, maps, out)?,
+            _ => {
+                let known: Vec<&str> = leaves.iter().map(String::as_str).collect();
+                let extra: Vec<String> = maps.iter().map(|m| format!("{m}.<key>")).collect();
+                return Err((
+                    format!("expect.{key}"),
+                    format!(
+                        "`{key}` is not a summary.json figure; expectations can name: {}, {}",
+                        known.join(", "),
+                        extra.join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn as_number(v: &toml::Value) -> Option<f64> {
+    match v {
+        toml::Value::Integer(i) => Some(*i as f64),
+        toml::Value::Float(f) => Some(*f),
+        _ => None,
+    }
+}
+
+fn parse_limit(key: &str, v: &toml::Value) -> Result<ExpectSpec, (String, String)> {
+    let hint = "write a number (a maximum) or { min = .., max = .. }";
+    if let Some(max) = as_number(v) {
+        return Ok(ExpectSpec {
+            key: key.to_string(),
+            min: None,
+            max: Some(max),
+        });
+    }
+    let toml::Value::Table(t) = v else {
+        return Err((
+            format!("expect.{key}"),
+            format!("`{key}` has a {} limit: {hint}", v.type_str()),
+        ));
+    };
+    let mut spec = ExpectSpec {
+        key: key.to_string(),
+        min: None,
+        max: None,
+    };
+    for (k, bound) in t {
+        let n = as_number(bound).ok_or_else(|| {
+            (
+                format!("expect.{key}.{k}"),
+                format!("`{key}.{k}` must be a number: {hint}"),
+            )
+        })?;
+        match k.as_str() {
+            "min" => spec.min = Some(n),
+            "max" => spec.max = Some(n),
+            other => {
+                return Err((
+                    format!("expect.{key}.{other}"),
+                    format!("unknown bound `{other}` for `{key}`: {hint}"),
+                ))
+            }
+        }
+    }
+    if spec.min.is_none() && spec.max.is_none() {
+        return Err((
+            format!("expect.{key}"),
+            format!("`{key}` has no bound: {hint}"),
+        ));
+    }
+    Ok(spec)
+}
+
+/// The value of a dotted key in a summary (`status_counts.<missing>` is 0).
+pub fn summary_value(summary: &Summary, key: &str) -> Option<f64> {
+    let value = serde_json::to_value(summary).ok()?;
+    let mut cur = &value;
+    let mut parts = key.split('.').peekable();
+    while let Some(part) = parts.next() {
+        match cur.get(part) {
+            Some(next) => cur = next,
+            None if parts.peek().is_none()
+                && cur.is_object()
+                && key.starts_with("status_counts.") =>
+            {
+                return Some(0.0)
+            }
+            None => return None,
+        }
+    }
+    cur.as_f64()
+}
+
+/// Checks every expectation against a summary.
+pub fn evaluate(specs: &[ExpectSpec], summary: &Summary) -> Vec<Expectation> {
+    specs
+        .iter()
+        .map(|s| s.check(summary_value(summary, &s.key).unwrap_or(f64::NAN)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Vec<ExpectSpec>, (String, String)> {
+        parse_expect(&text.parse::<toml::Table>().unwrap())
+    }
+
+    #[test]
+    fn numbers_are_maxima_and_tables_are_ranges() {
+        let specs = parse("duplicates = 0\nlatency_ms.p99 = 5000\nretries = { min = 1, max = 9 }\nqueue_wait_ms = { max = 7 }")
+            .unwrap();
+        let keys: Vec<_> = specs
+            .iter()
+            .map(|s| (s.key.as_str(), s.min, s.max))
+            .collect();
+        assert!(keys.contains(&("duplicates", None, Some(0.0))));
+        assert!(keys.contains(&("latency_ms.p99", None, Some(5000.0))));
+        assert!(keys.contains(&("queue_wait_ms.max", None, Some(7.0))));
+        assert!(keys.contains(&("retries", Some(1.0), Some(9.0))));
+    }
+
+    #[test]
+    fn unknown_expect_key_lists_the_valid_ones() {
+        let (key, msg) = parse("dupes = 0").unwrap_err();
+        assert_eq!(key, "expect.dupes");
+        assert!(
+            msg.contains("duplicates") && msg.contains("latency_ms.p99"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn status_counts_accept_any_status_and_missing_is_zero() {
+        let specs = parse("status_counts.429 = 10").unwrap();
+        let verdict = evaluate(&specs, &Summary::default());
+        assert!(verdict[0].pass);
+        assert_eq!(verdict[0].actual, 0.0);
+    }
+
+    #[test]
+    fn a_failing_limit_reports_limit_and_actual() {
+        let specs = parse("retries = 3").unwrap();
+        let summary = Summary {
+            retries: 5,
+            ..Summary::default()
+        };
+        let verdict = evaluate(&specs, &summary);
+        assert_eq!(
+            (
+                verdict[0].pass,
+                verdict[0].limit.as_str(),
+                verdict[0].actual
+            ),
+            (false, "<= 3", 5.0)
+        );
+    }
+}

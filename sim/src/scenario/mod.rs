@@ -1,0 +1,278 @@
+//! The scenario format (TOML): what a run plays. See `load` for reading one with overrides,
+//! and the submodules for each table.
+
+pub mod client;
+pub mod error;
+pub mod expect;
+pub mod locate;
+pub mod overrides;
+pub mod units;
+pub mod workload;
+
+use std::path::Path;
+
+use serde::Deserialize;
+use stampede_core::Policy;
+use stampede_provider::config::ProviderConfig;
+
+pub use client::{ClientSpec, PRESETS};
+pub use error::ScenarioError;
+pub use expect::ExpectSpec;
+pub use overrides::{parse_override, Override};
+pub use units::DurationMs;
+pub use workload::{Arrival, TokenCount, WorkloadSpec};
+
+use locate::KeyIndex;
+
+/// The file as written, before cross-checks.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioFile {
+    name: String,
+    #[serde(default = "default_seed")]
+    seed: u64,
+    duration: DurationMs,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    provider: ProviderConfig,
+    workload: Vec<WorkloadSpec>,
+    #[serde(default)]
+    client: ClientSpec,
+    #[serde(default)]
+    expect: toml::Table,
+    #[serde(default)]
+    measure: MeasureSpec,
+    /// Reserved for crash-and-restore runs (issue 7).
+    #[serde(default)]
+    crashes: Option<toml::Value>,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+/// `[measure]`: how figures are bucketed.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MeasureSpec {
+    /// Width of a timeseries.csv bucket.
+    pub bucket: DurationMs,
+}
+
+impl Default for MeasureSpec {
+    fn default() -> Self {
+        Self {
+            bucket: DurationMs(1_000),
+        }
+    }
+}
+
+/// A scenario ready to run: checked, with the client's policy resolved.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub name: String,
+    pub seed: u64,
+    /// Virtual-time cap (ms).
+    pub duration_ms: u64,
+    pub description: Option<String>,
+    pub provider: ProviderConfig,
+    pub workloads: Vec<WorkloadSpec>,
+    pub client: ClientSpec,
+    /// The preset with the scenario's overrides and known provider limits applied.
+    pub policy: Policy,
+    pub expectations: Vec<ExpectSpec>,
+    /// timeseries.csv bucket width (ms).
+    pub bucket_ms: u64,
+}
+
+/// Reads a scenario file, applies `--seed` and `--set`, and checks it.
+pub fn load(path: &Path, seed: Option<u64>, sets: &[Override]) -> Result<Scenario, ScenarioError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+        file: file.clone(),
+        line: None,
+        key: None,
+        message: format!("cannot read the scenario file: {e}"),
+    })?;
+    let mut scenario = parse(&text, &file, sets)?;
+    if let Some(seed) = seed {
+        scenario.seed = seed;
+    }
+    Ok(scenario)
+}
+
+/// Parses scenario text; `file` names it in errors.
+pub fn parse(text: &str, file: &str, sets: &[Override]) -> Result<Scenario, ScenarioError> {
+    let original = KeyIndex::new(text);
+    let err = |key: Option<String>, message: String| {
+        let line = key
+            .as_deref()
+            .and_then(|k| original.as_ref().and_then(|idx| idx.line_of(k)));
+        ScenarioError {
+            file: file.to_string(),
+            line,
+            key,
+            message,
+        }
+    };
+
+    let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+        let line = e.span().map(|s| line_at(text, s.start));
+        ScenarioError {
+            file: file.to_string(),
+            line,
+            key: None,
+            message: format!("not valid TOML: {}", e.message().trim()),
+        }
+    })?;
+    for ov in sets {
+        overrides::apply(&mut table, ov).map_err(|m| err(Some(ov.path.clone()), m))?;
+    }
+    let checked_text = if sets.is_empty() {
+        text.to_string()
+    } else {
+        toml::to_string(&table)
+            .map_err(|e| err(None, format!("overrides produced an invalid document: {e}")))?
+    };
+
+    let raw: ScenarioFile = toml::from_str(&checked_text).map_err(|e: toml::de::Error| {
+        let key = e.span().and_then(|s| {
+            KeyIndex::new(&checked_text).and_then(|idx| idx.key_at(s.start).map(str::to_string))
+        });
+        let message = e.message().trim().to_string();
+        match key
+            .as_deref()
+            .and_then(|k| sets.iter().find(|ov| related(&ov.path, k)))
+        {
+            Some(ov) => err(
+                Some(ov.path.clone()),
+                format!("--set {}={}: {message}", ov.path, ov.raw),
+            ),
+            None => err(key, with_hint(&message)),
+        }
+    })?;
+
+    resolve(raw).map_err(
+        |(key, message)| match sets.iter().find(|ov| related(&ov.path, &key)) {
+            Some(ov) => err(
+                Some(ov.path.clone()),
+                format!("--set {}={}: {message}", ov.path, ov.raw),
+            ),
+            None => err(Some(key), message),
+        },
+    )
+}
+
+/// Whether an error at `key` concerns an override at `path`.
+fn related(path: &str, key: &str) -> bool {
+    path == key || key.starts_with(&format!("{path}.")) || path.starts_with(&format!("{key}."))
+}
+
+fn line_at(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+fn with_hint(message: &str) -> String {
+    if message.starts_with("missing field") {
+        format!("{message} (every scenario needs name, duration and at least one [[workload]])")
+    } else {
+        message.to_string()
+    }
+}
+
+/// Cross-checks that serde cannot express. Errors are `(dotted key, message)`.
+fn resolve(raw: ScenarioFile) -> Result<Scenario, (String, String)> {
+    if raw.crashes.is_some() {
+        return Err((
+            "crashes".into(),
+            "[[crashes]] is not supported yet (crash-and-restore runs come with the durable ledger); remove it to run this scenario".into(),
+        ));
+    }
+    if raw.duration.ms() == 0 {
+        return Err((
+            "duration".into(),
+            "the virtual-time cap must be above zero, e.g. \"15m\"".into(),
+        ));
+    }
+    if raw.measure.bucket.ms() == 0 {
+        return Err((
+            "measure.bucket".into(),
+            "the bucket must be above zero, e.g. \"1s\"".into(),
+        ));
+    }
+    if raw.workload.is_empty() {
+        return Err((
+            "workload".into(),
+            "add at least one [[workload]] entry".into(),
+        ));
+    }
+    let policy = client::resolve_policy(&raw.client, &raw.provider)?;
+    let credentials: Vec<&str> = raw
+        .provider
+        .credentials
+        .iter()
+        .map(|c| c.key.as_str())
+        .collect();
+    for (i, w) in raw.workload.iter().enumerate() {
+        let at = |k: &str| format!("workload.{i}.{k}");
+        if !credentials.is_empty() && !credentials.contains(&w.credential.as_str()) {
+            return Err((
+                at("credential"),
+                format!(
+                    "credential {:?} is not one of provider.credentials ({}); add it there or use one of those",
+                    w.credential,
+                    credentials.join(", ")
+                ),
+            ));
+        }
+        if policy.class(&w.class).is_none() {
+            let known: Vec<&str> = policy.classes.keys().map(String::as_str).collect();
+            return Err((
+                at("class"),
+                format!(
+                    "class {:?} is not a client policy class ({}); define it under [client.policy.classes.{}]",
+                    w.class,
+                    known.join(", "),
+                    w.class
+                ),
+            ));
+        }
+        if w.tasks == Some(0) {
+            return Err((
+                at("tasks"),
+                "tasks must be 1 or more (or left out: one task per action)".into(),
+            ));
+        }
+        if w.resources == Some(0) {
+            return Err((at("resources"), "resources must be 1 or more".into()));
+        }
+        if let (Some(list), Some(tasks)) = (&w.cancel_tasks, w.tasks.or(Some(w.count))) {
+            if let Some(bad) = list.iter().find(|&&t| t >= tasks) {
+                return Err((
+                    at("cancel_tasks"),
+                    format!("task index {bad} is not below tasks = {tasks}"),
+                ));
+            }
+        }
+        if w.cancel_tasks.is_some() && w.cancel_at.is_none() {
+            return Err((
+                at("cancel_tasks"),
+                "cancel_tasks needs cancel_at (when to cancel)".into(),
+            ));
+        }
+    }
+    let expectations = expect::parse_expect(&raw.expect)?;
+    Ok(Scenario {
+        name: raw.name,
+        seed: raw.seed,
+        duration_ms: raw.duration.ms(),
+        description: raw.description,
+        provider: raw.provider,
+        workloads: raw.workload,
+        client: raw.client,
+        policy,
+        expectations,
+        bucket_ms: raw.measure.bucket.ms(),
+    })
+}

@@ -1,0 +1,145 @@
+//! `--set KEY=VALUE`: override any scenario key by its dotted path before the file is
+//! type-checked, so an override is checked exactly like the file.
+//!
+//! Values are TOML literals (`8`, `true`, `"x"`, `{ rate = "5/s" }`) with a fallback to a
+//! plain string (`naive`). Array elements are addressed by index (`provider.scopes.0.rpm`).
+//! Missing tables and keys are created, so `client.policy.backoff.base=1s` works on a file
+//! that never mentions the policy; a created key the format does not know is then refused by
+//! the type check, which lists the keys that exist there.
+
+use toml::{Table, Value};
+
+/// One parsed `--set` argument.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Override {
+    /// Dotted path, as given.
+    pub path: String,
+    /// The text after `=`, as given.
+    pub raw: String,
+    pub value: Value,
+}
+
+/// Parses `KEY=VALUE`.
+pub fn parse_override(arg: &str) -> Result<Override, String> {
+    let (path, raw) = arg.split_once('=').ok_or_else(|| {
+        format!("--set {arg:?}: expected KEY=VALUE, e.g. --set client.preset=naive")
+    })?;
+    let path = path.trim();
+    if path.is_empty() || path.split('.').any(str::is_empty) {
+        return Err(format!(
+            "--set {arg:?}: the key {path:?} is not a dotted path like client.workers"
+        ));
+    }
+    let value = format!("v = {raw}")
+        .parse::<Table>()
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| Value::String(raw.to_string()));
+    Ok(Override {
+        path: path.to_string(),
+        raw: raw.to_string(),
+        value,
+    })
+}
+
+/// Applies one override to a parsed scenario.
+pub fn apply(root: &mut Table, ov: &Override) -> Result<(), String> {
+    let segs: Vec<&str> = ov.path.split('.').collect();
+    // Work on a copy so an error leaves `root` untouched.
+    let mut whole = Value::Table(root.clone());
+    set_in(&mut whole, &segs, &ov.value, &ov.path)?;
+    if let Value::Table(t) = whole {
+        *root = t;
+    }
+    Ok(())
+}
+
+fn set_in(cur: &mut Value, segs: &[&str], value: &Value, full: &str) -> Result<(), String> {
+    let (seg, rest) = match segs.split_first() {
+        Some(x) => x,
+        None => return Ok(()),
+    };
+    let here = &full[..full.len() - rest.iter().map(|s| s.len() + 1).sum::<usize>()];
+    match cur {
+        Value::Table(t) => {
+            if rest.is_empty() {
+                t.insert((*seg).to_string(), value.clone());
+                return Ok(());
+            }
+            let next = t
+                .entry((*seg).to_string())
+                .or_insert_with(|| Value::Table(Table::new()));
+            set_in(next, rest, value, full)
+        }
+        Value::Array(items) => {
+            let parent = here.rsplit_once('.').map_or("", |(p, _)| p);
+            let idx: usize = seg.parse().map_err(|_| {
+                format!(
+                    "--set {full}: `{parent}` is a list of {} entries; address one by index, e.g. {parent}.0",
+                    items.len()
+                )
+            })?;
+            let len = items.len();
+            let slot = items.get_mut(idx).ok_or_else(|| {
+                format!("--set {full}: `{parent}` has {len} entries (indices 0..{len}); there is no entry {idx}")
+            })?;
+            if rest.is_empty() {
+                *slot = value.clone();
+                return Ok(());
+            }
+            set_in(slot, rest, value, full)
+        }
+        other => {
+            let parent = here.rsplit_once('.').map_or("", |(p, _)| p);
+            Err(format!(
+                "--set {full}: `{parent}` is a {} ({}), it has no key `{seg}`",
+                other.type_str(),
+                other
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc() -> Table {
+        "name = \"x\"\n[client]\npreset = \"stampede\"\n[[provider.scopes]]\nid = \"a\"\nrpm = 600\n".parse().unwrap()
+    }
+
+    #[test]
+    fn values_are_toml_literals_with_string_fallback() {
+        let mut t = doc();
+        apply(&mut t, &parse_override("client.preset=naive").unwrap()).unwrap();
+        apply(&mut t, &parse_override("client.workers=8").unwrap()).unwrap();
+        apply(
+            &mut t,
+            &parse_override("provider.scopes.0.rpm=1200").unwrap(),
+        )
+        .unwrap();
+        assert_eq!(t["client"]["preset"].as_str(), Some("naive"));
+        assert_eq!(t["client"]["workers"].as_integer(), Some(8));
+        assert_eq!(t["provider"]["scopes"][0]["rpm"].as_integer(), Some(1200));
+    }
+
+    #[test]
+    fn out_of_range_index_names_the_list_and_its_length() {
+        let mut t = doc();
+        let err = apply(&mut t, &parse_override("provider.scopes.3.rpm=1").unwrap()).unwrap_err();
+        assert!(
+            err.contains("provider.scopes") && err.contains("1 entries"),
+            "{err}"
+        );
+        let err = apply(&mut t, &parse_override("name.first=1").unwrap()).unwrap_err();
+        assert!(err.contains("`name` is a string"), "{err}");
+    }
+
+    #[test]
+    fn a_bad_argument_says_how_to_write_one() {
+        assert!(parse_override("client.preset")
+            .unwrap_err()
+            .contains("KEY=VALUE"));
+        assert!(parse_override("client..x=1").is_err());
+    }
+}
