@@ -58,13 +58,15 @@ pub fn sanitize_detail(detail: &str) -> Sanitized {
         text.push_str(REDACTED_BODY);
         note(Redaction::Body);
     }
-    let (text, found) = redact_api_keys(&text);
-    if found {
-        note(Redaction::ApiKey);
-    }
-    let (mut text, found) = redact_bearer_tokens(&text);
+    // Bearer first: `Bearer sk-...` is then one bearer redaction, not a key redaction whose
+    // marker the bearer pass would mangle.
+    let (text, found) = redact_bearer_tokens(&text);
     if found {
         note(Redaction::BearerToken);
+    }
+    let (mut text, found) = redact_api_keys(&text);
+    if found {
+        note(Redaction::ApiKey);
     }
     if text.len() > MAX_DETAIL_BYTES {
         let mut cut = MAX_DETAIL_BYTES;
@@ -198,5 +200,15 @@ mod tests {
     #[test]
     fn a_bare_sk_prefix_or_bearer_word_is_not_a_secret() {
         assert!(sanitize_detail("sk- alone; Bearer").redactions.is_empty());
+    }
+
+    #[test]
+    fn a_bearer_api_key_is_one_clean_redaction() {
+        let s = sanitize_detail("Bearer sk-live-1 and sk-live-2");
+        assert_eq!(s.text, "Bearer [redacted] and [redacted key]");
+        assert_eq!(
+            s.redactions,
+            vec![Redaction::BearerToken, Redaction::ApiKey]
+        );
     }
 }
