@@ -3,6 +3,7 @@
 //! outputs. Every output is a pure function of its input: same input, same bytes.
 
 pub mod compare;
+pub mod console;
 pub mod data_files;
 pub mod error;
 pub mod escape;
@@ -17,6 +18,7 @@ pub mod schema;
 pub mod sweep;
 
 pub use compare::{compare, render_comparison, Comparison, FigureChange, VerdictChange};
+pub use console::{check_line, failed_expectation_lines};
 pub use data_files::{read_summary, write_csv, write_summary_json};
 pub use error::ReportError;
 pub use figures::{figure, figures, Figure};
