@@ -44,3 +44,27 @@ pub fn write_csv<T: Serialize>(path: &Path, rows: &[T]) -> Result<(), ReportErro
     }
     w.flush().map_err(|e| ReportError::io("writing", path, e))
 }
+
+/// Writes a run's data files into `dir` (created if missing): `summary.json`,
+/// `timeseries.csv`, `attempts.csv`, and `tenants.csv` when there are tenant rows. Returns the
+/// files written. The renderers (`render`) write the human-facing files separately.
+pub fn write_run_data(
+    dir: &Path,
+    report: &crate::report::RunReport,
+    attempts: &[crate::schema::AttemptRow],
+) -> Result<Vec<PathBuf>, ReportError> {
+    fs::create_dir_all(dir).map_err(|e| ReportError::io("creating folder", dir, e))?;
+    let summary = dir.join("summary.json");
+    write_summary_json(&summary, &report.summary)?;
+    let timeseries = dir.join("timeseries.csv");
+    write_csv(&timeseries, &report.timeseries)?;
+    let attempts_csv = dir.join("attempts.csv");
+    write_csv(&attempts_csv, attempts)?;
+    let mut files = vec![summary, timeseries, attempts_csv];
+    if !report.tenants.is_empty() {
+        let tenants = dir.join("tenants.csv");
+        write_csv(&tenants, &report.tenants)?;
+        files.push(tenants);
+    }
+    Ok(files)
+}

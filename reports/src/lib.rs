@@ -19,7 +19,7 @@ pub mod sweep;
 
 pub use compare::{compare, render_comparison, Comparison, FigureChange, VerdictChange};
 pub use console::{check_line, failed_expectation_lines};
-pub use data_files::{read_summary, write_csv, write_summary_json};
+pub use data_files::{read_summary, write_csv, write_run_data, write_summary_json};
 pub use error::ReportError;
 pub use figures::{figure, figures, Figure};
 pub use junit::junit_suite;

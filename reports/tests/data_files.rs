@@ -51,3 +51,39 @@ fn writing_into_a_missing_folder_names_the_file() {
     let err = write_csv::<TimeseriesRow>(&path, &[]).unwrap_err();
     assert!(err.to_string().contains("timeseries.csv"), "{err}");
 }
+
+#[test]
+fn run_data_files_read_back_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = common::synthetic_report(5);
+    let attempts = vec![AttemptRow {
+        seq: 1,
+        at_ms: 10,
+        outcome: "200".into(),
+        ..Default::default()
+    }];
+    let files = stampede_reports::write_run_data(dir.path(), &report, &attempts).unwrap();
+    let names: Vec<String> = files
+        .iter()
+        .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "summary.json",
+            "timeseries.csv",
+            "attempts.csv",
+            "tenants.csv"
+        ]
+    );
+    assert_eq!(
+        stampede_reports::read_summary(dir.path()).unwrap(),
+        report.summary
+    );
+    let tenants: Vec<stampede_reports::TenantRow> = csv::Reader::from_path(&files[3])
+        .unwrap()
+        .deserialize()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(tenants, report.tenants);
+}
