@@ -1,5 +1,6 @@
 //! Renders the synthetic run and sweep used by the tests into a folder, to look at the
-//! plots and the page: `cargo run -p stampede-reports --example render_synthetic -- OUT_DIR`.
+//! plots and the page: `cargo run -p stampede-reports --example render_synthetic -- OUT_DIR
+//! [BUCKETS]` (BUCKETS one-second time buckets, default 300).
 //! Prints the size of each file written and the time rendering took.
 
 #[path = "../tests/common/mod.rs"]
@@ -16,7 +17,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .nth(1)
             .unwrap_or_else(|| "target/synthetic-report".into()),
     );
-    let report = common::synthetic_report(7);
+    let buckets = std::env::args()
+        .nth(2)
+        .and_then(|b| b.parse().ok())
+        .unwrap_or(300);
+    let report = common::synthetic_report_of(7, buckets);
     let started = Instant::now();
     let rendered = render(&out, &report, &RenderOptions::default())?;
     let run_ms = started.elapsed().as_secs_f64() * 1000.0;

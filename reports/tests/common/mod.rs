@@ -39,11 +39,16 @@ pub fn expectation(name: &str, limit: &str, actual: f64, pass: bool) -> Expectat
 /// A 300 s run in 1 s buckets. Retry waves every 8 s after a 429 burst at 60 s; 503s from
 /// 120 s to 180 s.
 pub fn synthetic_report(seed: u64) -> RunReport {
+    synthetic_report_of(seed, 300)
+}
+
+/// The same shape over `buckets` one-second buckets (for size and speed checks).
+pub fn synthetic_report_of(seed: u64, buckets: u64) -> RunReport {
     let mut rng = Lcg::new(seed);
     let mut timeseries = Vec::new();
     let mut tenants = Vec::new();
     let (mut attempts_total, mut retries_total, mut n429, mut n503) = (0, 0, 0, 0);
-    for i in 0..300u64 {
+    for i in 0..buckets {
         let t_ms = i * 1000;
         let base = 10 + rng.below(4);
         let status_429 = if (60..66).contains(&i) {
