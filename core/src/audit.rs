@@ -18,6 +18,8 @@ pub enum AuditKind {
     Escalated,
     Cancelled,
     Completed,
+    /// The action ended failed (deadline, budgets, won't improve, quota...).
+    Failed,
 }
 
 /// One audit event. `detail` is a short sanitized description (status, reason, delay).

@@ -27,7 +27,10 @@ pub enum ActionState {
 impl ActionState {
     /// Whether the state is final.
     pub fn is_terminal(self) -> bool {
-        matches!(self, Self::Completed | Self::Failed | Self::Escalated | Self::Cancelled)
+        matches!(
+            self,
+            Self::Completed | Self::Failed | Self::Escalated | Self::Cancelled
+        )
     }
 }
 
@@ -70,11 +73,23 @@ pub trait Ledger {
 #[derive(Debug, Default, Clone)]
 pub struct InMemoryLedger {
     entries: BTreeMap<JobId, LedgerEntry>,
+    /// Drop entries once they are terminal, so long runs do not grow memory with the total
+    /// number of requests (only live actions and those left `reconciliation_required` stay).
+    forget_terminal: bool,
 }
 
 impl InMemoryLedger {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A ledger that forgets terminal entries (for long simulated runs): memory follows the
+    /// number of live actions, not the total submitted.
+    pub fn forgetting_terminal() -> Self {
+        Self {
+            entries: BTreeMap::new(),
+            forget_terminal: true,
+        }
     }
 
     /// The entry for one job, if any.
@@ -94,7 +109,23 @@ impl InMemoryLedger {
 
 impl Ledger for InMemoryLedger {
     fn put(&mut self, entry: &LedgerEntry) -> Result<(), LedgerError> {
-        self.entries.insert(entry.job.id, entry.clone());
+        if self.forget_terminal && entry.state.is_terminal() {
+            self.entries.remove(&entry.job.id);
+            return Ok(());
+        }
+        match self.entries.get_mut(&entry.job.id) {
+            // A state change of a known action: update in place instead of cloning the job.
+            Some(known) if known.job == entry.job => {
+                known.state = entry.state;
+                known.attempts = entry.attempts;
+                known.waited_ms = entry.waited_ms;
+                known.operation_id.clone_from(&entry.operation_id);
+                known.updated_at = entry.updated_at;
+            }
+            _ => {
+                self.entries.insert(entry.job.id, entry.clone());
+            }
+        }
         Ok(())
     }
 

@@ -12,22 +12,26 @@ pub mod ledger;
 pub mod outcome;
 pub mod time;
 
-pub use command::{AttemptId, Command, LookupBy, NextAction, Reason, Send, SendKind, Terminal, TerminalStatus};
+pub use command::{
+    AttemptId, Command, LookupBy, NextAction, Reason, Send, SendKind, Terminal, TerminalStatus,
+};
 pub use job::{Job, JobId, Priority, Route};
 pub use ledger::{ActionState, InMemoryLedger, Ledger, LedgerEntry, LedgerError};
 pub use outcome::{LookupResult, Outcome, Response, TransportFailure, Usage};
 pub use time::Millis;
 pub mod audit;
 pub mod policy;
+pub mod preset;
 pub mod scheduler;
 
 pub use audit::{AuditEvent, AuditKind};
-pub use policy::{Backoff, ClassPolicy, FailureGroup, Jitter, Policy};
-pub use scheduler::{CoreError, Gauges, Rejection, Scheduler};
+pub use policy::{Backoff, ClassPolicy, FailureGroup, Jitter, Policy, ScopeBudget};
+pub use preset::{preset, PRESETS};
+pub use scheduler::{CoreError, Gauges, Rejection, Scheduler, ScopeRecord, ScopeSource};
 pub mod backoff;
-pub mod classify;
-pub mod retry_after;
 pub mod breaker;
 pub mod bucket;
+pub mod classify;
 pub mod idempotency;
 pub mod rate_headers;
+pub mod retry_after;

@@ -52,7 +52,11 @@ pub struct Backoff {
 
 impl Default for Backoff {
     fn default() -> Self {
-        Self { base: Duration::from_millis(500), cap: Duration::from_secs(8), jitter: Jitter::Full }
+        Self {
+            base: Duration::from_millis(500),
+            cap: Duration::from_secs(8),
+            jitter: Jitter::Full,
+        }
     }
 }
 
@@ -96,34 +100,389 @@ pub mod humantime_serde_compat {
     }
 }
 
-/// The full policy. See `Policy::default()` for the stampede defaults.
+/// Optional durations as humantime strings; absent means "no limit".
+pub mod humantime_option {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => super::humantime_serde_compat::serialize(d, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        let text = Option::<String>::deserialize(d)?;
+        text.map(|text| {
+            humantime::parse_duration(&text).map_err(|e| {
+                serde::de::Error::custom(format!(
+                    "bad duration {text:?}: {e} (write it like \"500ms\", \"8s\" or \"2m\")"
+                ))
+            })
+        })
+        .transpose()
+    }
+}
+
+/// How the provider's `Retry-After` / `retry-after-ms` is used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RetryAfterPolicy {
+    /// Wait at least as long as the provider asked (the wait wins over a shorter backoff).
+    pub honour: bool,
+    /// Delay used when an HTTP-date is already past (clock skew): a moderate wait, never a
+    /// tight loop.
+    #[serde(with = "humantime_serde_compat")]
+    pub past_date_floor: Duration,
+}
+
+impl Default for RetryAfterPolicy {
+    fn default() -> Self {
+        Self {
+            honour: true,
+            past_date_floor: Duration::from_secs(1),
+        }
+    }
+}
+
+/// What the client believes one provider scope allows. `None` means "not known": no local
+/// bucket for that dimension (rate-limit headers may still teach one when
+/// `rate_header_pacing` is on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct ScopeBudget {
+    /// Requests per minute the client allows itself on this scope (requests).
+    pub rpm: Option<u32>,
+    /// Tokens per minute (prompt + max output reserved per call) (tokens).
+    pub tpm: Option<u32>,
+    /// Attempts on the wire at once on this scope (requests).
+    pub concurrency: Option<u32>,
+}
+
+/// A retry budget shared by every task sending to one scope: in any sliding `window`,
+/// retries may be at most `ratio` of the first attempts in that window plus `floor`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ScopeRetryBudget {
+    /// Off: any number of retries may reach the scope.
+    pub enabled: bool,
+    /// Retries allowed per first attempt in the window (0.2 = 20 %).
+    pub ratio: f64,
+    /// Retries always allowed in a window, whatever the traffic (requests).
+    pub floor: u32,
+    /// Length of the sliding window.
+    #[serde(with = "humantime_serde_compat")]
+    pub window: Duration,
+}
+
+impl Default for ScopeRetryBudget {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            ratio: 0.2,
+            floor: 10,
+            window: Duration::from_secs(10),
+        }
+    }
+}
+
+/// A retry budget per task: all actions of one task together may retry at most
+/// `max_retries` times (attempts after the first; look-ups excluded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TaskRetryBudget {
+    /// Off: only the class budgets bound a task's retries.
+    pub enabled: bool,
+    /// Retries per task (requests).
+    pub max_retries: u32,
+}
+
+impl Default for TaskRetryBudget {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            max_retries: 8,
+        }
+    }
+}
+
+/// Budgets of retries at two levels: per task (how much uncertainty one goal tolerates) and
+/// per scope (how much disturbance all tasks together may cause the provider).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct RetryBudgets {
+    pub per_task: TaskRetryBudget,
+    pub per_scope: ScopeRetryBudget,
+}
+
+/// Admission with backpressure: bounded queues per tenant and priority.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Admission {
+    /// Live actions (admitted, not yet terminal) one tenant may hold at one priority
+    /// (actions). A submit beyond it is rejected.
+    pub queue_capacity: u32,
+    /// The retry-after a rejection carries.
+    #[serde(with = "humantime_serde_compat")]
+    pub reject_retry_after: Duration,
+}
+
+impl Default for Admission {
+    fn default() -> Self {
+        Self {
+            queue_capacity: 100_000,
+            reject_retry_after: Duration::from_secs(1),
+        }
+    }
+}
+
+/// Circuit breaker on identical normalized failures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BreakerPolicy {
+    pub enabled: bool,
+    /// Identical failures (same fingerprint) that open the path (failures).
+    pub threshold: u32,
+    /// How long an open path stays open.
+    #[serde(with = "humantime_serde_compat")]
+    pub open_for: Duration,
+}
+
+impl Default for BreakerPolicy {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            threshold: 5,
+            open_for: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Reconciliation of uncertain writes by look-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReconcilePolicy {
+    /// Look-ups one action may make before it is escalated (requests).
+    pub max_lookups: u32,
+    /// Re-sends (with the same key) after a look-up said the action is absent, beyond the
+    /// class's `max_attempts` (requests).
+    pub max_resends: u32,
+}
+
+impl Default for ReconcilePolicy {
+    fn default() -> Self {
+        Self {
+            max_lookups: 3,
+            max_resends: 1,
+        }
+    }
+}
+
+/// Daily or billing quota exhaustion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct QuotaPolicy {
+    /// Assumed time to the quota's reset when the provider gives neither `Retry-After` nor a
+    /// reset header.
+    #[serde(with = "humantime_serde_compat")]
+    pub assumed_reset: Duration,
+}
+
+impl Default for QuotaPolicy {
+    fn default() -> Self {
+        Self {
+            assumed_reset: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The full policy. See `Policy::default()` for the stampede defaults and
+/// [`crate::preset::preset`] for the named comparison clients.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Policy {
-    /// Concurrency slots for the whole client (its workers).
+    /// Concurrency slots for the whole client (its workers) (requests on the wire).
     pub workers: u32,
     /// Request classes by name.
     pub classes: BTreeMap<String, ClassPolicy>,
     pub backoff: Backoff,
+    pub retry_after: RetryAfterPolicy,
+    /// Publish 429/503 waits and rate-limit headers on the scope record, which every
+    /// dispatch to that scope reads; off: each job only honours what it was told itself.
+    pub share_scope_state: bool,
+    /// RPM/TPM token buckets per scope with reserve-then-reconcile.
+    pub token_budget: bool,
+    /// Pace future requests from `RateLimit-*` / `x-ratelimit-*` headers.
+    pub rate_header_pacing: bool,
+    /// Per-scope budgets by scope id.
+    pub scopes: BTreeMap<String, ScopeBudget>,
+    /// Budget for scopes not listed in `scopes`.
+    pub default_scope: ScopeBudget,
+    pub retry_budgets: RetryBudgets,
+    pub admission: Admission,
+    pub breaker: BreakerPolicy,
+    pub reconciliation: ReconcilePolicy,
+    pub quota: QuotaPolicy,
+    /// Single-flight identical coalescable reads (one send serves every waiter).
+    pub coalesce_reads: bool,
+    /// Send the `Idempotency-Key` header (the key is derived and persisted either way).
+    pub send_idempotency_keys: bool,
+    /// Time (since run start) after which every unfinished action fails; `None`: unbounded.
+    #[serde(with = "humantime_option", skip_serializing_if = "Option::is_none")]
+    pub execution_budget: Option<Duration>,
+    /// Wall clock at t = 0 (ms since the Unix epoch): HTTP-date `Retry-After` values are
+    /// compared with `wall_epoch_unix_ms + now`. The core never reads a clock itself.
+    pub wall_epoch_unix_ms: u64,
+    /// Record audit events (`drain_audit`). Off only for benchmarks of the bare policy.
+    pub audit: bool,
+}
+
+impl Policy {
+    /// The class policy for a class name.
+    pub fn class(&self, name: &str) -> Option<&ClassPolicy> {
+        self.classes.get(name)
+    }
+
+    /// The budget the client assumes for a scope.
+    pub fn scope_budget(&self, scope: &str) -> ScopeBudget {
+        self.scopes
+            .get(scope)
+            .copied()
+            .unwrap_or(self.default_scope)
+    }
+
+    /// Checks values the scheduler cannot work with; the message names the key and the fix.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.workers == 0 {
+            return Err(
+                "workers = 0: at least one concurrency slot is needed (set workers >= 1)".into(),
+            );
+        }
+        if self.classes.is_empty() {
+            return Err(
+                "classes is empty: define at least one request class (e.g. [classes.llm])".into(),
+            );
+        }
+        for (name, class) in &self.classes {
+            if class.max_attempts == 0 {
+                return Err(format!(
+                    "classes.{name}.max_attempts = 0: use 1 for a single attempt"
+                ));
+            }
+            if class.timeout.is_zero() {
+                return Err(format!(
+                    "classes.{name}.timeout is 0: give the attempt time, e.g. \"10s\""
+                ));
+            }
+        }
+        let budget = &self.retry_budgets.per_scope;
+        if !(budget.ratio.is_finite() && budget.ratio >= 0.0) {
+            return Err(format!(
+                "retry_budgets.per_scope.ratio = {}: use a number >= 0 such as 0.2",
+                budget.ratio
+            ));
+        }
+        if budget.enabled && budget.window.is_zero() {
+            return Err("retry_budgets.per_scope.window is 0: use a window such as \"10s\"".into());
+        }
+        if self.breaker.enabled && self.breaker.threshold == 0 {
+            return Err(
+                "breaker.threshold = 0: use 1 or more failures (or breaker.enabled = false)".into(),
+            );
+        }
+        if self.admission.queue_capacity == 0 {
+            return Err(
+                "admission.queue_capacity = 0: every submit would be rejected; use 1 or more"
+                    .into(),
+            );
+        }
+        for (id, scope) in &self.scopes {
+            if scope.rpm == Some(0) || scope.tpm == Some(0) || scope.concurrency == Some(0) {
+                return Err(format!(
+                    "scopes.{id}: a limit of 0 admits nothing; leave it out for no local limit"
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Default for Policy {
     fn default() -> Self {
         use FailureGroup::*;
         let secs = Duration::from_secs;
-        let class = |max_attempts, max_wait, retry_on: &[FailureGroup], timeout, reconcile| ClassPolicy {
-            max_attempts,
-            max_wait,
-            retry_on: retry_on.to_vec(),
-            timeout,
-            reconcile,
-        };
+        let class =
+            |max_attempts, max_wait, retry_on: &[FailureGroup], timeout, reconcile| ClassPolicy {
+                max_attempts,
+                max_wait,
+                retry_on: retry_on.to_vec(),
+                timeout,
+                reconcile,
+            };
         let mut classes = BTreeMap::new();
-        classes.insert("llm".into(), class(3, secs(60), &[NeverArrived, MayHaveExecuted], secs(60), false));
-        classes.insert("read".into(), class(4, secs(30), &[NeverArrived, MayHaveExecuted], secs(10), false));
-        classes.insert("idempotent_write".into(), class(4, secs(30), &[NeverArrived, MayHaveExecuted], secs(10), false));
-        classes.insert("tool".into(), class(3, secs(30), &[NeverArrived], secs(10), true));
-        classes.insert("uncertain_write".into(), class(1, secs(30), &[NeverArrived], secs(10), true));
-        Self { workers: 96, classes, backoff: Backoff::default() }
+        // LLM calls retry never-arrived and may-have-executed, and wait out quota resets.
+        classes.insert(
+            "llm".into(),
+            class(
+                3,
+                secs(60),
+                &[NeverArrived, MayHaveExecuted, QuotaExhausted],
+                secs(60),
+                false,
+            ),
+        );
+        classes.insert(
+            "read".into(),
+            class(
+                4,
+                secs(30),
+                &[NeverArrived, MayHaveExecuted],
+                secs(10),
+                false,
+            ),
+        );
+        classes.insert(
+            "idempotent_write".into(),
+            class(
+                4,
+                secs(30),
+                &[NeverArrived, MayHaveExecuted],
+                secs(10),
+                false,
+            ),
+        );
+        // A non-idempotent tool retries only what never arrived; the rest is reconciled.
+        classes.insert(
+            "tool".into(),
+            class(3, secs(30), &[NeverArrived], secs(10), true),
+        );
+        // One attempt, then reconciliation.
+        classes.insert(
+            "uncertain_write".into(),
+            class(1, secs(30), &[NeverArrived], secs(10), true),
+        );
+        Self {
+            workers: 96,
+            classes,
+            backoff: Backoff::default(),
+            retry_after: RetryAfterPolicy::default(),
+            share_scope_state: true,
+            token_budget: true,
+            rate_header_pacing: true,
+            scopes: BTreeMap::new(),
+            default_scope: ScopeBudget::default(),
+            retry_budgets: RetryBudgets::default(),
+            admission: Admission::default(),
+            breaker: BreakerPolicy::default(),
+            reconciliation: ReconcilePolicy::default(),
+            quota: QuotaPolicy::default(),
+            coalesce_reads: true,
+            send_idempotency_keys: true,
+            execution_budget: None,
+            wall_epoch_unix_ms: 0,
+            audit: true,
+        }
     }
 }

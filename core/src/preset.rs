@@ -1,0 +1,131 @@
+//! Named client presets: the comparison clients a scenario picks with `client.preset`.
+//!
+//! Presets are policy values, not code paths: the scheduler runs every one of them with the
+//! same state machine, so a difference in a report is a difference in the knobs below.
+
+use std::time::Duration;
+
+use crate::policy::{FailureGroup, Jitter, Policy};
+
+/// Every preset name, in the order reports list them.
+pub const PRESETS: &[&str] = &["naive", "exponential", "full-jitter", "stampede"];
+
+/// The policy a preset name stands for, or `None` for an unknown name (see [`PRESETS`]).
+///
+/// - `naive`: every worker retries any failure (writes that may have executed included)
+///   after a fixed 1 s sleep, up to 10 attempts; nothing shared, no token budget,
+///   `Retry-After` ignored, no reconciliation (blind re-send), no breaker, no keys.
+/// - `exponential`: exponential backoff without jitter, each job on its own, `Retry-After`
+///   ignored.
+/// - `full-jitter`: capped full-jitter backoff honouring the job's own `Retry-After`, but no
+///   shared scope record and no scope budgets.
+/// - `stampede`: every rule on ([`Policy::default`]).
+pub fn preset(name: &str) -> Option<Policy> {
+    match name {
+        "naive" => Some(naive()),
+        "exponential" => Some(exponential()),
+        "full-jitter" => Some(full_jitter()),
+        "stampede" => Some(Policy::default()),
+        _ => None,
+    }
+}
+
+/// Everything a per-job client lacks: no shared scope record, no local rate shaping, no
+/// retry budgets, no breaker, no coalescing.
+fn isolated(mut policy: Policy) -> Policy {
+    policy.share_scope_state = false;
+    policy.token_budget = false;
+    policy.rate_header_pacing = false;
+    policy.retry_budgets.per_task.enabled = false;
+    policy.retry_budgets.per_scope.enabled = false;
+    policy.breaker.enabled = false;
+    policy.coalesce_reads = false;
+    policy
+}
+
+fn naive() -> Policy {
+    use FailureGroup::*;
+    let mut policy = isolated(Policy::default());
+    policy.backoff.jitter = Jitter::Fixed;
+    policy.backoff.base = Duration::from_secs(1);
+    policy.retry_after.honour = false;
+    policy.send_idempotency_keys = false;
+    for class in policy.classes.values_mut() {
+        class.max_attempts = 10;
+        class.max_wait = Duration::from_secs(600);
+        class.retry_on = vec![
+            NeverArrived,
+            MayHaveExecuted,
+            WontImprove,
+            Conflict,
+            QuotaExhausted,
+        ];
+        class.reconcile = false;
+    }
+    policy
+}
+
+fn exponential() -> Policy {
+    let mut policy = isolated(Policy::default());
+    policy.backoff.jitter = Jitter::None;
+    policy.retry_after.honour = false;
+    policy
+}
+
+fn full_jitter() -> Policy {
+    let mut policy = isolated(Policy::default());
+    policy.backoff.jitter = Jitter::Full;
+    policy
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_listed_preset_exists_and_is_valid() {
+        for name in PRESETS {
+            let policy = preset(name).unwrap_or_else(|| panic!("preset {name} missing"));
+            policy
+                .validate()
+                .unwrap_or_else(|e| panic!("preset {name} invalid: {e}"));
+        }
+        assert!(preset("careful").is_none());
+    }
+
+    #[test]
+    fn stampede_preset_is_the_default_policy() {
+        assert_eq!(preset("stampede"), Some(Policy::default()));
+    }
+
+    #[test]
+    fn naive_preset_retries_everything_blindly_after_a_fixed_sleep() {
+        let policy = preset("naive").unwrap();
+        assert_eq!(policy.backoff.jitter, Jitter::Fixed);
+        assert!(
+            !policy.retry_after.honour
+                && !policy.share_scope_state
+                && !policy.send_idempotency_keys
+        );
+        let write = &policy.classes["uncertain_write"];
+        assert!(!write.reconcile && write.retry_on.contains(&FailureGroup::MayHaveExecuted));
+    }
+
+    #[test]
+    fn policy_round_trips_through_toml() {
+        for name in PRESETS {
+            let policy = preset(name).unwrap();
+            let text = toml::to_string(&policy).expect("serializes");
+            let back: Policy = toml::from_str(&text).expect("deserializes");
+            assert_eq!(back, policy, "preset {name}");
+        }
+    }
+
+    #[test]
+    fn unknown_policy_keys_are_rejected() {
+        let err = toml::from_str::<Policy>("wrokers = 3")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("wrokers"), "{err}");
+    }
+}

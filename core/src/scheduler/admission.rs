@@ -1,0 +1,102 @@
+//! Admission with backpressure: an action is admitted only while its tenant's lane at its
+//! priority has room, is given its idempotency key, and is persisted before anything is sent.
+
+use super::lanes::rank;
+use super::state::Tracked;
+use super::{Rejection, Scheduler};
+use crate::audit::AuditKind;
+use crate::idempotency::derive_key;
+use crate::job::Job;
+use crate::ledger::{ActionState, Ledger, LedgerEntry};
+use crate::time::Millis;
+
+/// The scope assumed when a job names none: the whole account shares it.
+pub const DEFAULT_SCOPE: &str = "account";
+
+impl<L: Ledger> Scheduler<L> {
+    pub(super) fn admit(&mut self, mut job: Job, now: Millis) -> Result<(), Rejection> {
+        let retry_after_ms = super::state::millis(self.policy.admission.reject_retry_after);
+        let reject = |reason: String| {
+            Err(Rejection {
+                reason,
+                retry_after_ms,
+            })
+        };
+        if self.execution_spent {
+            return reject("the run's execution budget is spent: no new action is admitted".into());
+        }
+        let Some(&class) = self.class_index.get(job.class.as_str()) else {
+            let known: Vec<&str> = self.class_index.keys().map(String::as_str).collect();
+            return reject(format!(
+                "job {}: unknown request class {:?}; known classes: {} (add it under policy classes)",
+                job.id,
+                job.class,
+                known.join(", ")
+            ));
+        };
+        if self.jobs.contains_key(&job.id) {
+            return reject(format!(
+                "job {}: an action with this id is already live; job ids must be unique",
+                job.id
+            ));
+        }
+        let tenant = self.lanes.intern(&job.tenant);
+        let lane = rank(job.priority);
+        let capacity = self.policy.admission.queue_capacity;
+        if self.lanes.live(tenant, lane) >= capacity {
+            return reject(format!(
+                "queue full: tenant {:?} already has {capacity} live {:?} actions (admission.queue_capacity)",
+                job.tenant, job.priority
+            ));
+        }
+        if job.idempotency_key.is_none() {
+            job.idempotency_key = Some(derive_key(&job.tenant, &job.task, job.payload_hash));
+        }
+        let scope = self.scopes.intern(
+            job.scope.as_deref().unwrap_or(DEFAULT_SCOPE),
+            &self.policy,
+            now,
+        );
+        let entry = LedgerEntry {
+            job,
+            state: ActionState::Planned,
+            attempts: 0,
+            waited_ms: 0,
+            operation_id: None,
+            updated_at: now,
+        };
+        // Persist the key with the action before it can be sent.
+        if let Err(e) = self.ledger.put(&entry) {
+            self.counts.ledger_errors += 1;
+            return reject(format!(
+                "job {}: the ledger refused the action: {e}",
+                entry.job.id
+            ));
+        }
+        let id = entry.job.id;
+        self.lanes.admit(tenant, lane);
+        self.join_task(tenant, &entry.job.task, id);
+        self.record(now, AuditKind::ActionRequested, id, None, || {
+            format!(
+                "class={} route={:?} priority={:?}",
+                entry.job.class, entry.job.route, entry.job.priority
+            )
+        });
+        let lane_id = self.lanes.lane(tenant, scope);
+        self.jobs
+            .insert(id, Tracked::new(entry, scope, class, tenant, lane_id));
+        self.make_ready(id, false);
+        Ok(())
+    }
+}
+
+impl<L: Ledger> Scheduler<L> {
+    /// Adds an action to its task (cancellation and the task retry budget act on tasks).
+    pub(super) fn join_task(&mut self, tenant: u32, task: &str, id: crate::job::JobId) {
+        let tasks = self.tasks.entry(tenant).or_default();
+        match tasks.get_mut(task) {
+            Some(state) => state.jobs.insert(id),
+            None => tasks.entry(task.to_owned()).or_default().jobs.insert(id),
+        };
+    }
+}

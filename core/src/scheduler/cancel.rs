@@ -1,0 +1,49 @@
+//! Cancellation and the run's execution budget: both end live actions at once, dropping
+//! their delayed work before it wakes and releasing their slots and reservations (a late
+//! outcome of an attempt that was on the wire is then ignored).
+
+use super::state::millis;
+use super::Scheduler;
+use crate::command::{Reason, TerminalStatus};
+use crate::job::JobId;
+use crate::ledger::Ledger;
+use crate::time::Millis;
+
+impl<L: Ledger> Scheduler<L> {
+    pub(super) fn cancel(&mut self, tenant: &str, task: &str, now: Millis) {
+        let Some(tenant) = self.lanes.tenant(tenant) else {
+            return;
+        };
+        let ids: Vec<JobId> = self
+            .tasks
+            .get(&tenant)
+            .and_then(|tasks| tasks.get(task))
+            .map(|state| state.jobs.iter().copied().collect())
+            .unwrap_or_default();
+        for id in ids {
+            self.finish(id, TerminalStatus::Cancelled, Reason::Cancelled, now);
+        }
+    }
+
+    /// End of the run's execution budget (ms since run start), if the policy sets one.
+    pub(super) fn execution_end(&self) -> Option<Millis> {
+        self.policy.execution_budget.map(millis)
+    }
+
+    /// Once the execution budget is spent, every live action fails and nothing new is admitted.
+    pub(super) fn enforce_execution_budget(&mut self, now: Millis) {
+        if self.execution_spent || !self.execution_end().is_some_and(|end| now >= end) {
+            return;
+        }
+        self.execution_spent = true;
+        let ids: Vec<JobId> = self.jobs.keys().copied().collect();
+        for id in ids {
+            self.finish(
+                id,
+                TerminalStatus::Failed,
+                Reason::ExecutionBudgetExhausted,
+                now,
+            );
+        }
+    }
+}

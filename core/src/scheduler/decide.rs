@@ -1,0 +1,408 @@
+//! After an outcome: classify it, reconcile the token reservation with reported usage,
+//! publish what the provider said on the scope record (Retry-After, rate-limit headers),
+//! and only then decide: complete, retry after `max(backoff, Retry-After, scope wait)`,
+//! reconcile an uncertain write, wait for a quota reset, or fail with context.
+
+use super::scope::ScopeSource;
+use super::state::millis;
+use super::Scheduler;
+use crate::audit::AuditKind;
+use crate::backoff::backoff_delay;
+use crate::breaker::fingerprint;
+use crate::classify::{classify, Classification, Failure, FailureKind};
+use crate::command::{AttemptId, Reason, TerminalStatus};
+use crate::job::JobId;
+use crate::ledger::{ActionState, Ledger};
+use crate::outcome::{Outcome, TransportFailure};
+use crate::policy::FailureGroup;
+use crate::rate_headers::rate_hint;
+use crate::retry_after::retry_after_delay;
+use crate::time::Millis;
+
+impl<L: Ledger> Scheduler<L> {
+    pub(super) fn settle(&mut self, attempt: AttemptId, outcome: Outcome, now: Millis) {
+        // Unknown attempts are outcomes of cancelled (or pre-restart) sends: nothing to do.
+        let Some(flight) = self.in_flight.remove(&attempt) else {
+            return;
+        };
+        self.slots_used -= 1;
+        self.counts.tokens_reserved -= flight.reserved_tokens;
+        let classification = classify(&outcome);
+        let scope = self.scopes.get_mut(flight.scope);
+        scope.in_flight -= 1;
+        scope.settle_tokens(
+            flight.reserved_tokens,
+            used_tokens(&outcome, classification),
+            now,
+        );
+        // Publish before rescheduling: the scope record changes before any retry is planned.
+        let told = self.publish(flight.scope, &outcome, classification, now);
+        let Some(job) = self.jobs.get_mut(&flight.job) else {
+            return;
+        };
+        if let Outcome::Response(response) = &outcome {
+            job.last_status = Some(response.status);
+            if response.operation_id.is_some() {
+                job.entry.operation_id.clone_from(&response.operation_id);
+            }
+        }
+        self.record(
+            now,
+            AuditKind::ActionResult,
+            flight.job,
+            Some(attempt),
+            || match classification {
+                Classification::Success => "success".to_owned(),
+                Classification::Failure(f) => {
+                    format!("failure={} group={:?}", f.kind.label(), f.group)
+                }
+            },
+        );
+        if flight.lookup {
+            self.after_lookup(flight.job, outcome, told, now);
+        } else {
+            self.after_action(flight.job, &outcome, classification, told, now);
+        }
+    }
+
+    /// Updates the scope record from the answer; returns the wait (ms) the provider asked of
+    /// this job, when the policy honours it.
+    fn publish(
+        &mut self,
+        scope: usize,
+        outcome: &Outcome,
+        classification: Classification,
+        now: Millis,
+    ) -> Option<Millis> {
+        let Outcome::Response(response) = outcome else {
+            return None;
+        };
+        let policy = &self.policy;
+        let state = self.scopes.get_mut(scope);
+        if policy.rate_header_pacing {
+            if let Some(hint) = rate_hint(&response.headers) {
+                state.learn(&hint, now, policy.token_budget);
+            }
+        }
+        let Classification::Failure(failure) = classification else {
+            return None;
+        };
+        let asks_wait = matches!(
+            failure.kind,
+            FailureKind::RateLimited | FailureKind::Unavailable | FailureKind::QuotaExhausted
+        );
+        if !asks_wait || !policy.retry_after.honour {
+            if policy.share_scope_state && failure.kind == FailureKind::RateLimited {
+                // A 429 without a usable wait still says the scope is hot: pause it briefly.
+                state.publish_wait(now + millis(policy.backoff.base), ScopeSource::RateLimited);
+            }
+            return None;
+        }
+        let wall = policy.wall_epoch_unix_ms.saturating_add(now);
+        let told = retry_after_delay(
+            &response.headers,
+            wall,
+            millis(policy.retry_after.past_date_floor),
+        );
+        if policy.share_scope_state {
+            match (failure.kind, told) {
+                (FailureKind::RateLimited, Some(told)) => state.publish_wait(
+                    now.saturating_add(told.delay_ms),
+                    ScopeSource::RateLimitedRetryAfter,
+                ),
+                (FailureKind::RateLimited, None) => {
+                    state.publish_wait(now + millis(policy.backoff.base), ScopeSource::RateLimited)
+                }
+                (FailureKind::Unavailable, Some(told)) => state.publish_wait(
+                    now.saturating_add(told.delay_ms),
+                    ScopeSource::UnavailableRetryAfter,
+                ),
+                _ => {}
+            }
+        }
+        told.map(|t| t.delay_ms)
+    }
+
+    fn after_action(
+        &mut self,
+        id: JobId,
+        outcome: &Outcome,
+        classification: Classification,
+        told: Option<Millis>,
+        now: Millis,
+    ) {
+        let failure = match classification {
+            Classification::Success => return self.succeed(id, now),
+            Classification::Failure(failure) => failure,
+        };
+        let job = self.jobs.get_mut(&id).expect("settled action is live");
+        if failure.group == FailureGroup::MayHaveExecuted {
+            job.uncertain = true;
+        }
+        if let Some(fingerprint) = self.breaker_failure(id, failure.kind, now) {
+            return self.finish(
+                id,
+                TerminalStatus::Escalated,
+                Reason::CircuitOpen { fingerprint },
+                now,
+            );
+        }
+        let class = &self.classes[self.jobs[&id].class];
+        let code = match outcome {
+            Outcome::Response(response) => response.error_code.clone(),
+            _ => None,
+        };
+        match (failure.group, failure.kind) {
+            // Never retried, whatever the class says: tokens already streamed, or a refusal.
+            (_, FailureKind::StreamCut { tokens_delivered }) if tokens_delivered > 0 => {
+                self.finish(id, TerminalStatus::Failed, Reason::StreamInterrupted, now)
+            }
+            (_, FailureKind::ContentPolicy) => {
+                let status = self.jobs[&id].last_status.unwrap_or(0);
+                self.finish(
+                    id,
+                    TerminalStatus::Failed,
+                    Reason::WontImprove { status, code },
+                    now,
+                )
+            }
+            (FailureGroup::QuotaExhausted, _) => self.wait_for_quota(id, outcome, told, now),
+            (FailureGroup::MayHaveExecuted, _) if class.reconcile => {
+                self.start_reconciliation(id, now)
+            }
+            (group, _) if class.retries(group) => self.retry(id, failure, told, now),
+            (FailureGroup::WontImprove, _) => {
+                let status = self.jobs[&id].last_status.unwrap_or(0);
+                self.finish(
+                    id,
+                    TerminalStatus::Failed,
+                    Reason::WontImprove { status, code },
+                    now,
+                )
+            }
+            (FailureGroup::Conflict, _) => {
+                self.finish(id, TerminalStatus::Failed, Reason::Conflict { code }, now)
+            }
+            // The class allows no further attempt for this group.
+            _ => self.finish(id, TerminalStatus::Failed, Reason::AttemptsExhausted, now),
+        }
+    }
+
+    fn succeed(&mut self, id: JobId, now: Millis) {
+        let job = self.jobs.get_mut(&id).expect("settled action is live");
+        if let Some(fp) = job.last_failure.take() {
+            self.breaker.record_success(&fp);
+            let path = (job.entry.job.route, job.class, job.entry.job.payload_hash);
+            self.open_paths.remove(&path);
+        }
+        self.finish(id, TerminalStatus::Completed, Reason::Succeeded, now);
+    }
+
+    /// Counts a failure against its breaker path; the fingerprint when the path is open.
+    fn breaker_failure(&mut self, id: JobId, kind: FailureKind, now: Millis) -> Option<String> {
+        // Rate and quota refusals say nothing about the path itself.
+        let path_failure = !matches!(
+            kind,
+            FailureKind::RateLimited
+                | FailureKind::QuotaExhausted
+                | FailureKind::IdempotencyKeyInUse
+        );
+        if !self.policy.breaker.enabled || !path_failure {
+            return None;
+        }
+        let job = self.jobs.get_mut(&id).expect("settled action is live");
+        let job_fields = &job.entry.job;
+        let fp = fingerprint(
+            job_fields.route,
+            &job_fields.class,
+            job_fields.payload_hash,
+            kind.label(),
+        );
+        let path = (job_fields.route, job.class, job_fields.payload_hash);
+        let opened = self.breaker.record_failure(&fp, now);
+        let open = opened || self.breaker.is_open(&fp, now);
+        job.last_failure = Some(fp.clone());
+        if open {
+            self.open_paths.insert(path, fp.clone());
+            return Some(fp);
+        }
+        None
+    }
+
+    /// The fingerprint of an open breaker path this action would take, if any. A path whose
+    /// open period ended is forgotten here (its next failure reopens it at once).
+    pub(super) fn open_breaker_path(&mut self, id: JobId, now: Millis) -> Option<String> {
+        if self.open_paths.is_empty() {
+            return None;
+        }
+        let job = &self.jobs[&id];
+        let path = (job.entry.job.route, job.class, job.entry.job.payload_hash);
+        let fp = self.open_paths.get(&path)?;
+        if self.breaker.is_open(fp, now) {
+            return Some(fp.clone());
+        }
+        self.open_paths.remove(&path);
+        None
+    }
+
+    /// Schedules the next attempt of a retryable failure, or fails now when a budget (class
+    /// attempts, task, wait, deadline, execution, scope) would be broken by it.
+    fn retry(&mut self, id: JobId, failure: Failure, told: Option<Millis>, now: Millis) {
+        let job = &self.jobs[&id];
+        let class = &self.classes[job.class];
+        if job.action_attempts >= class.max_attempts.saturating_add(job.resends) {
+            return self.finish(id, TerminalStatus::Failed, Reason::AttemptsExhausted, now);
+        }
+        let per_task = self.policy.retry_budgets.per_task;
+        if per_task.enabled {
+            let limit = per_task.max_retries;
+            let used = self
+                .tasks
+                .get(&job.tenant)
+                .and_then(|t| t.get(job.entry.job.task.as_str()))
+                .map_or(0, |t| t.retries);
+            if used >= limit {
+                return self.finish(id, TerminalStatus::Failed, Reason::TaskBudgetExhausted, now);
+            }
+        }
+        let backoff = backoff_delay(
+            &self.policy.backoff,
+            job.retries,
+            job.prev_delay,
+            &mut self.rng,
+        );
+        let delay = self.delay_with_waits(id, backoff, told, now);
+        if let Err(reason) = self.fits_budgets(id, delay, now) {
+            return self.finish(id, TerminalStatus::Failed, reason, now);
+        }
+        let job = &self.jobs[&id];
+        if !self.scopes.get_mut(job.scope).retries.try_retry(now) {
+            return self.finish(
+                id,
+                TerminalStatus::Failed,
+                Reason::ScopeBudgetExhausted,
+                now,
+            );
+        }
+        self.schedule_retry(id, delay, backoff, failure.kind.label(), now);
+    }
+
+    /// A daily or billing quota is exhausted: wait for its reset (published on the scope),
+    /// never a burst backoff; fail with `QuotaExhausted` when the wait does not fit.
+    fn wait_for_quota(&mut self, id: JobId, outcome: &Outcome, told: Option<Millis>, now: Millis) {
+        let hinted = match outcome {
+            Outcome::Response(r) => {
+                rate_hint(&r.headers).and_then(|h| h.reset_tokens_ms.max(h.reset_requests_ms))
+            }
+            _ => None,
+        };
+        let reset = told
+            .or(hinted)
+            .unwrap_or_else(|| millis(self.policy.quota.assumed_reset))
+            .max(1);
+        let job = &self.jobs[&id];
+        if self.policy.share_scope_state {
+            self.scopes
+                .get_mut(job.scope)
+                .publish_wait(now.saturating_add(reset), ScopeSource::QuotaReset);
+        }
+        let class = &self.classes[job.class];
+        let retryable = class.retries(FailureGroup::QuotaExhausted)
+            && job.action_attempts < class.max_attempts.saturating_add(job.resends);
+        let delay = self.delay_with_waits(id, reset, None, now);
+        if !retryable || self.fits_budgets(id, delay, now).is_err() {
+            return self.finish(id, TerminalStatus::Failed, Reason::QuotaExhausted, now);
+        }
+        self.schedule_retry(id, delay, reset, "quota_exhausted", now);
+    }
+
+    /// The wait before the next attempt: the local delay, raised to the scope's shared
+    /// `next_allowed_at` and to the provider's own wait for this job.
+    fn delay_with_waits(
+        &self,
+        id: JobId,
+        local: Millis,
+        told: Option<Millis>,
+        now: Millis,
+    ) -> Millis {
+        let job = &self.jobs[&id];
+        let mut delay = local;
+        if self.policy.share_scope_state {
+            delay = delay.max(
+                self.scopes
+                    .get(job.scope)
+                    .record
+                    .next_allowed_at
+                    .saturating_sub(now),
+            );
+        }
+        delay.max(told.unwrap_or(0))
+    }
+
+    /// Whether waiting `delay` more fits the class wait budget, the deadline and the run.
+    fn fits_budgets(&self, id: JobId, delay: Millis, now: Millis) -> Result<(), Reason> {
+        let job = &self.jobs[&id];
+        let class = &self.classes[job.class];
+        if job.entry.waited_ms.saturating_add(delay) > class.max_wait_ms {
+            return Err(Reason::WaitBudgetExhausted);
+        }
+        let wake = now.saturating_add(delay);
+        if job
+            .entry
+            .job
+            .deadline
+            .is_some_and(|deadline| wake > deadline)
+        {
+            return Err(Reason::DeadlineExceeded);
+        }
+        if self.execution_end().is_some_and(|end| wake >= end) {
+            return Err(Reason::ExecutionBudgetExhausted);
+        }
+        Ok(())
+    }
+
+    fn schedule_retry(
+        &mut self,
+        id: JobId,
+        delay: Millis,
+        local: Millis,
+        label: &'static str,
+        now: Millis,
+    ) {
+        let job = self.jobs.get_mut(&id).expect("retried action is live");
+        job.retries += 1;
+        job.prev_delay = local;
+        job.entry.waited_ms += delay;
+        job.entry.state = ActionState::Planned;
+        job.entry.updated_at = now;
+        let (tenant, attempts) = (job.tenant, job.entry.attempts);
+        if self.ledger.put(&job.entry).is_err() {
+            self.counts.ledger_errors += 1;
+        }
+        let job = &self.jobs[&id];
+        if let Some(task) = self
+            .tasks
+            .get_mut(&tenant)
+            .and_then(|t| t.get_mut(job.entry.job.task.as_str()))
+        {
+            task.retries += 1;
+        }
+        self.record(now, AuditKind::RetryScheduled, id, None, || {
+            format!("after={label} attempts={attempts} delay_ms={delay} local_delay_ms={local}")
+        });
+        self.delay_until(id, now.saturating_add(delay));
+    }
+}
+
+/// Tokens an attempt really used, as far as the outcome tells: reported usage for a
+/// success, nothing for a refusal that never executed, unknown (`None`) otherwise.
+fn used_tokens(outcome: &Outcome, classification: Classification) -> Option<u64> {
+    match (outcome, classification) {
+        (Outcome::Response(r), Classification::Success) => r
+            .usage
+            .map(|u| u64::from(u.prompt_tokens) + u64::from(u.completion_tokens)),
+        (Outcome::Transport(TransportFailure::StreamCut { .. }), _) => None,
+        (_, Classification::Failure(f)) if f.group == FailureGroup::MayHaveExecuted => None,
+        _ => Some(0),
+    }
+}

@@ -1,0 +1,277 @@
+//! Dispatch: which ready action goes next and under what conditions.
+//!
+//! Order: priority (critical, normal, bulk), then round robin across tenants. An action
+//! first needs rate capacity on its scope (the shared record's `next_allowed_at`, then the
+//! request and token buckets), and only then takes a concurrency slot, just before the send
+//! is handed to the driver: a slot is never held while waiting for rate.
+
+use super::lanes::PRIORITIES;
+use super::scope::Blocked;
+use super::state::{Flight, NextSend, Phase};
+use super::Scheduler;
+use crate::audit::AuditKind;
+use crate::command::{Command, Reason, Send, SendKind, TerminalStatus};
+use crate::job::{JobId, Route};
+use crate::ledger::{ActionState, Ledger};
+use crate::time::Millis;
+
+/// What one lane's head came to.
+enum LaneTurn {
+    /// A send (or a terminal) is ready for the driver.
+    Command(Command),
+    /// The head cannot go now (rate or scope concurrency); try other lanes.
+    Blocked,
+    /// The lane has nothing valid left.
+    Empty,
+}
+
+impl<L: Ledger> Scheduler<L> {
+    /// The next command due at `now`.
+    pub(super) fn next_command(&mut self, now: Millis) -> Option<Command> {
+        if let Some(command) = self.outbox.pop_front() {
+            return Some(command);
+        }
+        self.enforce_execution_budget(now);
+        self.wake_due(now);
+        if let Some(command) = self.outbox.pop_front() {
+            return Some(command);
+        }
+        self.rate_wakeup = None;
+        let command = self.dispatch(now);
+        self.prune_timers();
+        command
+    }
+
+    fn dispatch(&mut self, now: Millis) -> Option<Command> {
+        if self.slots_used >= self.policy.workers {
+            // Nothing can be sent before an outcome frees a slot.
+            return None;
+        }
+        for rank in 0..PRIORITIES {
+            let Some(start) = self.lanes.first(rank) else {
+                continue;
+            };
+            let mut lane = start;
+            // Bounds the round: lanes can empty (and leave the ring) while it runs.
+            let mut left = self.lanes.ready_lanes(rank);
+            loop {
+                match self.lane_turn(lane, rank, now) {
+                    LaneTurn::Command(command) => {
+                        self.lanes.served(rank, lane);
+                        return Some(command);
+                    }
+                    LaneTurn::Blocked | LaneTurn::Empty => {}
+                }
+                left = left.saturating_sub(1);
+                match self.lanes.after(rank, lane, start) {
+                    Some(next) if left > 0 => lane = next,
+                    _ => break,
+                }
+            }
+        }
+        None
+    }
+
+    /// Serves the head of one lane: skips stale entries, fails heads past their deadline or
+    /// on an open breaker path, parks coalescable reads behind an identical read in flight,
+    /// and sends the first head that gets rate capacity and a slot.
+    fn lane_turn(&mut self, lane: u32, rank: usize, now: Millis) -> LaneTurn {
+        loop {
+            let Some((id, ticket)) = self.lanes.head(lane, rank) else {
+                return LaneTurn::Empty;
+            };
+            let Some(job) = self
+                .jobs
+                .get(&id)
+                .filter(|j| j.ticket == ticket && j.phase == Phase::Ready)
+            else {
+                self.lanes.pop(lane, rank);
+                continue;
+            };
+            if job
+                .entry
+                .job
+                .deadline
+                .is_some_and(|deadline| now >= deadline)
+            {
+                self.lanes.pop(lane, rank);
+                return LaneTurn::Command(self.finish_now(
+                    id,
+                    TerminalStatus::Failed,
+                    Reason::DeadlineExceeded,
+                    now,
+                ));
+            }
+            let is_action = job.next_send == NextSend::Action;
+            if is_action && self.policy.coalesce_reads && job.entry.job.coalescable {
+                if let Some(leader) = self.coalescing.leader_for(&job.entry.job, job.scope) {
+                    if leader != id {
+                        self.lanes.pop(lane, rank);
+                        self.join_leader(id, leader);
+                        continue;
+                    }
+                }
+            }
+            if let Some(fingerprint) = self.open_breaker_path(id, now) {
+                self.lanes.pop(lane, rank);
+                let reason = Reason::CircuitOpen { fingerprint };
+                return LaneTurn::Command(self.finish_now(
+                    id,
+                    TerminalStatus::Escalated,
+                    reason,
+                    now,
+                ));
+            }
+            if self.slots_used >= self.policy.workers {
+                return LaneTurn::Blocked;
+            }
+            let job = &self.jobs[&id];
+            let tokens = reservation(
+                job.entry.job.route,
+                is_action,
+                job.entry.job.prompt_tokens,
+                job.entry.job.max_output_tokens,
+            );
+            let shared = self.policy.share_scope_state;
+            match self
+                .scopes
+                .get_mut(job.scope)
+                .try_admit(tokens, now, shared)
+            {
+                Err(Blocked::Until(at)) => {
+                    self.rate_wakeup = Some(self.rate_wakeup.map_or(at, |w| w.min(at)));
+                    return LaneTurn::Blocked;
+                }
+                Err(Blocked::Concurrency) => return LaneTurn::Blocked,
+                Ok(()) => {
+                    self.lanes.pop(lane, rank);
+                    // Rate capacity is held: only now take the concurrency slot.
+                    match self.launch(id, tokens, now) {
+                        Some(command) => return LaneTurn::Command(command),
+                        None => continue,
+                    }
+                }
+            }
+        }
+    }
+
+    /// Takes a slot and hands the send to the driver, after persisting the attempt and
+    /// recording `action_sent`. `None` when the ledger refused the write: the reservation
+    /// is given back and the action retries the write after one backoff base.
+    fn launch(&mut self, id: JobId, tokens: u64, now: Millis) -> Option<Command> {
+        let attempt = self.next_attempt;
+        let job = self.jobs.get_mut(&id).expect("launch of a live action");
+        let lookup = match &job.next_send {
+            NextSend::Action => None,
+            NextSend::Lookup(by) => Some(by.clone()),
+        };
+        let previous = (job.entry.state, job.entry.updated_at);
+        job.entry.attempts += 1;
+        job.entry.updated_at = now;
+        if lookup.is_none() {
+            job.entry.state = ActionState::InFlight;
+        }
+        if let Err(e) = self.ledger.put(&job.entry) {
+            job.entry.attempts -= 1;
+            (job.entry.state, job.entry.updated_at) = previous;
+            let scope = job.scope;
+            self.counts.ledger_errors += 1;
+            self.scopes.get_mut(scope).unreserve(tokens, now);
+            let base = super::state::millis(self.policy.backoff.base).max(1);
+            self.record(now, AuditKind::RetryScheduled, id, None, || {
+                format!("ledger write failed ({e}); held back {base}ms")
+            });
+            self.delay_until(id, now + base);
+            return None;
+        }
+        self.next_attempt += 1;
+        self.slots_used += 1;
+        let job = self.jobs.get_mut(&id).expect("launch of a live action");
+        job.phase = Phase::InFlight(attempt);
+        job.sent = true;
+        let kind = match lookup {
+            None => {
+                job.action_attempts += 1;
+                SendKind::Action
+            }
+            Some(by) => {
+                job.lookups += 1;
+                SendKind::Lookup(by)
+            }
+        };
+        let first = kind == SendKind::Action && job.action_attempts == 1 && job.retries == 0;
+        let send = Send {
+            attempt,
+            job: id,
+            attempt_no: job.entry.attempts,
+            kind,
+            credential: job.entry.job.credential.clone(),
+            scope: String::new(),
+            route: job.entry.job.route,
+            idempotency_key: if self.policy.send_idempotency_keys {
+                job.entry.job.idempotency_key.clone()
+            } else {
+                None
+            },
+            reserved_tokens: u32::try_from(tokens).unwrap_or(u32::MAX),
+            timeout_ms: self.classes[job.class].timeout_ms,
+        };
+        let scope_index = job.scope;
+        let lead = send.kind == SendKind::Action
+            && self.policy.coalesce_reads
+            && job.entry.job.coalescable;
+        self.counts.ready -= 1;
+        self.counts.tokens_reserved += tokens;
+        self.in_flight.insert(
+            attempt,
+            Flight {
+                job: id,
+                scope: scope_index,
+                reserved_tokens: tokens,
+                lookup: send.kind != SendKind::Action,
+            },
+        );
+        let scope = self.scopes.get_mut(scope_index);
+        scope.in_flight += 1;
+        if first {
+            scope.retries.record_first(now);
+        }
+        let send = Send {
+            scope: scope.id.clone(),
+            ..send
+        };
+        if lead
+            && self
+                .coalescing
+                .leader_for(&self.jobs[&id].entry.job, scope_index)
+                .is_none()
+        {
+            self.coalescing.lead(&self.jobs[&id].entry.job, scope_index);
+        }
+        self.record(now, AuditKind::ActionSent, id, Some(attempt), || {
+            format!(
+                "attempt_no={} kind={} reserved_tokens={}",
+                send.attempt_no,
+                kind_label(&send.kind),
+                send.reserved_tokens
+            )
+        });
+        Some(Command::Send(send))
+    }
+}
+
+/// Tokens one send reserves: prompt plus maximum output for LLM calls, nothing otherwise.
+fn reservation(route: Route, is_action: bool, prompt: u32, max_output: u32) -> u64 {
+    if is_action && route == Route::ChatCompletion {
+        u64::from(prompt) + u64::from(max_output)
+    } else {
+        0
+    }
+}
+
+fn kind_label(kind: &SendKind) -> &'static str {
+    match kind {
+        SendKind::Action => "action",
+        SendKind::Lookup(_) => "lookup",
+    }
+}

@@ -1,0 +1,268 @@
+//! The scheduler: the state machine drivers feed with events and time.
+//!
+//! Each file below holds one idea of the policy: admission and fair lanes, the scope record
+//! and its buckets, dispatch, the decision after an outcome, reconciliation, coalescing,
+//! cancellation, terminal outcomes and restoring from a ledger. This hub only holds the
+//! state and the public entry points.
+
+mod admission;
+mod audit_log;
+mod cancel;
+mod coalesce;
+mod decide;
+mod dispatch;
+mod lanes;
+mod queueing;
+mod reconcile;
+mod restore;
+mod retry_window;
+mod scope;
+mod state;
+mod terminal;
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::audit::AuditEvent;
+use crate::breaker::Breaker;
+use crate::command::{AttemptId, Command};
+use crate::job::{Job, JobId, Route};
+use crate::ledger::{InMemoryLedger, Ledger, LedgerError};
+use crate::outcome::Outcome;
+use crate::policy::Policy;
+use crate::time::Millis;
+
+pub use scope::{ScopeRecord, ScopeSource};
+
+/// Why `submit` refused a job (admission with backpressure).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rejection {
+    /// What was full or wrong, for the caller and the report.
+    pub reason: String,
+    /// When it makes sense to submit again (ms from now).
+    pub retry_after_ms: Millis,
+}
+
+/// The scheduler could not be built or restored.
+#[derive(Debug, thiserror::Error)]
+pub enum CoreError {
+    #[error("invalid policy: {0}")]
+    Policy(String),
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+}
+
+/// Instantaneous figures a driver samples for time series.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Gauges {
+    /// Jobs in the ready queues: admitted (or due again) and waiting for rate capacity or a
+    /// concurrency slot (actions).
+    pub queued: u64,
+    /// Jobs waiting on a backoff, Retry-After or quota-reset timer (actions).
+    pub delayed: u64,
+    /// Attempts on the wire (requests).
+    pub in_flight: u64,
+    /// Tokens currently reserved by attempts on the wire (tokens).
+    pub tokens_reserved: u64,
+    /// Uncertain writes waiting for or running a reconciliation look-up (actions).
+    pub reconciling: u64,
+    /// Reads waiting on an identical read in flight (actions).
+    pub coalesced: u64,
+    /// Actions admitted and not yet terminal (actions).
+    pub live: u64,
+    /// Tokens used beyond reservations, summed over every scope's token bucket (tokens).
+    pub token_debt: u64,
+    /// Ledger writes that failed (the action was held back, not sent) (writes).
+    pub ledger_errors: u64,
+}
+
+/// The client scheduling policy as a state machine.
+pub struct Scheduler<L: Ledger = InMemoryLedger> {
+    policy: Policy,
+    /// Class policies with durations in ms, indexed by `class_index`.
+    classes: Vec<state::ClassRules>,
+    class_index: BTreeMap<String, usize>,
+    ledger: L,
+    rng: ChaCha8Rng,
+    /// Every live (admitted, not terminal) action.
+    jobs: BTreeMap<JobId, state::Tracked>,
+    lanes: lanes::Lanes,
+    /// Timers: (due, sequence, job, ticket). Entries whose ticket is stale are skipped.
+    delayed: BinaryHeap<Reverse<(Millis, u64, JobId, u64)>>,
+    in_flight: BTreeMap<AttemptId, state::Flight>,
+    scopes: scope::Scopes,
+    /// Live tasks by tenant id and task name.
+    tasks: BTreeMap<u32, BTreeMap<String, state::TaskState>>,
+    coalescing: coalesce::Coalescing,
+    breaker: Breaker,
+    /// Breaker paths (route, class, payload hash) that opened, with the fingerprint that
+    /// opened them: dispatch checks them before sending.
+    open_paths: BTreeMap<(Route, usize, u64), String>,
+    outbox: VecDeque<Command>,
+    audit: Vec<AuditEvent>,
+    next_attempt: AttemptId,
+    /// Sequence for timer tie-breaks and queue tickets.
+    seq: u64,
+    /// Global concurrency slots in use.
+    slots_used: u32,
+    counts: state::Counts,
+    /// Earliest time a rate-blocked ready job can go, found by the last dispatch scan.
+    rate_wakeup: Option<Millis>,
+    /// The latest `now` seen (ms).
+    last_now: Millis,
+    execution_spent: bool,
+}
+
+impl<L: Ledger> Scheduler<L> {
+    /// A fresh scheduler. Entries already in `ledger` are ignored (use [`Scheduler::restore`]).
+    pub fn new(policy: Policy, ledger: L, rng: ChaCha8Rng) -> Result<Self, CoreError> {
+        policy.validate().map_err(CoreError::Policy)?;
+        let classes: Vec<state::ClassRules> = policy
+            .classes
+            .values()
+            .map(state::ClassRules::from_policy)
+            .collect();
+        let class_index = policy
+            .classes
+            .keys()
+            .enumerate()
+            .map(|(i, name)| (name.clone(), i))
+            .collect();
+        let breaker = Breaker::new(
+            policy.breaker.threshold,
+            state::millis(policy.breaker.open_for),
+        );
+        Ok(Self {
+            classes,
+            class_index,
+            ledger,
+            rng,
+            jobs: BTreeMap::new(),
+            lanes: lanes::Lanes::default(),
+            delayed: BinaryHeap::new(),
+            in_flight: BTreeMap::new(),
+            scopes: scope::Scopes::default(),
+            tasks: BTreeMap::new(),
+            coalescing: coalesce::Coalescing::default(),
+            breaker,
+            open_paths: BTreeMap::new(),
+            outbox: VecDeque::new(),
+            audit: Vec::new(),
+            next_attempt: 1,
+            seq: 0,
+            slots_used: 0,
+            counts: state::Counts::default(),
+            rate_wakeup: None,
+            last_now: 0,
+            execution_spent: false,
+            policy,
+        })
+    }
+
+    /// Rebuilds a scheduler after a crash from what the ledger persisted: planned actions are
+    /// queued again, in-flight uncertain writes go to reconciliation with their original key,
+    /// in-flight safe actions are queued again with their attempts counted, and terminal
+    /// actions stay terminal.
+    pub fn restore(
+        policy: Policy,
+        ledger: L,
+        rng: ChaCha8Rng,
+        now: Millis,
+    ) -> Result<Self, CoreError> {
+        let mut scheduler = Self::new(policy, ledger, rng)?;
+        scheduler.restore_from_ledger(now)?;
+        Ok(scheduler)
+    }
+
+    /// Admits a logical action, or refuses it with a reason and a retry-after. The action is
+    /// persisted (with its idempotency key) before this returns.
+    pub fn submit(&mut self, job: Job, now: Millis) -> Result<(), Rejection> {
+        self.observe(now);
+        self.admit(job, now)
+    }
+
+    /// Reports how an attempt from a `Command::Send` ended. Outcomes of unknown or cancelled
+    /// attempts are ignored.
+    pub fn on_outcome(&mut self, attempt: AttemptId, outcome: Outcome, now: Millis) {
+        self.observe(now);
+        self.settle(attempt, outcome, now);
+    }
+
+    /// Cancels every action of a task: delayed work is dropped before it wakes, slots and
+    /// reservations are released; each action ends `Cancelled`.
+    pub fn cancel_task(&mut self, tenant: &str, task: &str, now: Millis) {
+        self.observe(now);
+        self.cancel(tenant, task, now);
+    }
+
+    /// The next command due at `now`, if any. Call until `None`.
+    pub fn poll(&mut self, now: Millis) -> Option<Command> {
+        self.observe(now);
+        self.next_command(now)
+    }
+
+    /// When the scheduler next wants `poll` called if nothing else happens (ms since run
+    /// start). `None`: only a new event (submit, outcome, cancel) can make progress.
+    pub fn next_wakeup(&self) -> Option<Millis> {
+        if !self.outbox.is_empty() {
+            return Some(self.last_now);
+        }
+        let timer = self.delayed.peek().map(|Reverse((due, ..))| *due);
+        let execution_end = match (self.execution_end(), self.jobs.is_empty()) {
+            (Some(end), false) if !self.execution_spent => Some(end),
+            _ => None,
+        };
+        [timer, self.rate_wakeup, execution_end]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// Audit events recorded since the last drain, in order.
+    pub fn drain_audit(&mut self) -> Vec<AuditEvent> {
+        std::mem::take(&mut self.audit)
+    }
+
+    /// Current queue, delay, in-flight and reservation figures.
+    pub fn gauges(&self) -> Gauges {
+        Gauges {
+            queued: self.counts.ready,
+            delayed: self.counts.delayed,
+            in_flight: self.in_flight.len() as u64,
+            tokens_reserved: self.counts.tokens_reserved,
+            reconciling: self.counts.reconciling,
+            coalesced: self.coalescing.waiters(),
+            live: self.jobs.len() as u64,
+            token_debt: self.scopes.token_debt(),
+            ledger_errors: self.counts.ledger_errors,
+        }
+    }
+
+    /// The shared record of one scope (`next_allowed_at`, remaining, reset, source), if the
+    /// scheduler has seen that scope.
+    pub fn scope_record(&self, scope: &str) -> Option<ScopeRecord> {
+        self.scopes.record(scope)
+    }
+
+    /// The policy in force.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The ledger.
+    pub fn ledger(&self) -> &L {
+        &self.ledger
+    }
+
+    /// Gives the ledger back (for a simulated crash: only what it holds survives).
+    pub fn into_ledger(self) -> L {
+        self.ledger
+    }
+
+    fn observe(&mut self, now: Millis) {
+        self.last_now = self.last_now.max(now);
+    }
+}

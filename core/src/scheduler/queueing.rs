@@ -1,0 +1,88 @@
+//! Moving actions between ready lanes and timers. Every move takes a fresh ticket, so a
+//! queue or timer entry left behind by an earlier move (or a cancellation) is recognised as
+//! stale and skipped: delayed work of a cancelled task never wakes.
+
+use std::cmp::Reverse;
+
+use super::lanes::rank;
+use super::state::Phase;
+use super::Scheduler;
+use crate::job::JobId;
+use crate::ledger::Ledger;
+use crate::time::Millis;
+
+impl<L: Ledger> Scheduler<L> {
+    pub(super) fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    /// Keeps the phase counters in step when an action leaves `phase`.
+    pub(super) fn leave_phase(&mut self, phase: Phase) {
+        match phase {
+            Phase::Ready => self.counts.ready -= 1,
+            Phase::Delayed(_) => self.counts.delayed -= 1,
+            Phase::New | Phase::InFlight(_) | Phase::Following(_) => {}
+        }
+    }
+
+    /// Puts an action in its ready lane (at the front when it had already reached the head).
+    pub(super) fn make_ready(&mut self, id: JobId, front: bool) {
+        let ticket = self.next_seq();
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        let old = std::mem::replace(&mut job.phase, Phase::Ready);
+        job.ticket = ticket;
+        let (lane, rank) = (job.lane, rank(job.entry.job.priority));
+        if old != Phase::Ready {
+            self.leave_phase(old);
+            self.counts.ready += 1;
+        }
+        self.lanes.push(lane, rank, id, ticket, front);
+    }
+
+    /// Parks an action on a timer until `due` (ms).
+    pub(super) fn delay_until(&mut self, id: JobId, due: Millis) {
+        let ticket = self.next_seq();
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        let old = std::mem::replace(&mut job.phase, Phase::Delayed(due));
+        job.ticket = ticket;
+        self.leave_phase(old);
+        self.counts.delayed += 1;
+        self.delayed.push(Reverse((due, ticket, id, ticket)));
+    }
+
+    /// Moves every action whose timer is due at `now` to its ready lane, in timer order.
+    pub(super) fn wake_due(&mut self, now: Millis) {
+        while let Some(&Reverse((due, _, id, ticket))) = self.delayed.peek() {
+            if due > now {
+                break;
+            }
+            self.delayed.pop();
+            let current = self
+                .jobs
+                .get(&id)
+                .is_some_and(|j| j.ticket == ticket && j.phase == Phase::Delayed(due));
+            if current {
+                self.make_ready(id, false);
+            }
+        }
+    }
+
+    /// Drops stale timers from the top of the heap so `next_wakeup` does not report them.
+    pub(super) fn prune_timers(&mut self) {
+        while let Some(&Reverse((due, _, id, ticket))) = self.delayed.peek() {
+            let current = self
+                .jobs
+                .get(&id)
+                .is_some_and(|j| j.ticket == ticket && j.phase == Phase::Delayed(due));
+            if current {
+                break;
+            }
+            self.delayed.pop();
+        }
+    }
+}

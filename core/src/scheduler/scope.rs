@@ -1,0 +1,260 @@
+//! The scope record: what every job sending to one provider scope shares. A 429's
+//! Retry-After, a quota reset or exhausted rate-limit headers are published here before any
+//! retry is scheduled, and every dispatch reads it, together with the scope's RPM and TPM
+//! token buckets (reserve, then reconcile with actual usage) and its concurrency budget.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::retry_window::RetryWindow;
+use crate::bucket::TokenBucket;
+use crate::policy::Policy;
+use crate::rate_headers::RateHint;
+use crate::time::{Millis, MINUTE};
+
+/// Why a scope's `next_allowed_at` was last pushed back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScopeSource {
+    /// A 429 with `Retry-After` / `retry-after-ms`.
+    RateLimitedRetryAfter,
+    /// A 429 without any wait: the scope pauses for one backoff base.
+    RateLimited,
+    /// A 503 with `Retry-After`.
+    UnavailableRetryAfter,
+    /// Rate-limit headers said nothing is left until the reset.
+    RateLimitHeaders,
+    /// A daily or billing quota is exhausted until its reset.
+    QuotaReset,
+}
+
+/// The shared record of one scope, as `Scheduler::scope_record` reports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScopeRecord {
+    /// Nothing is sent to the scope before this time (ms since run start).
+    pub next_allowed_at: Millis,
+    /// Requests the provider last said were left (requests).
+    pub remaining_requests: Option<u64>,
+    /// When the request window resets (ms since run start).
+    pub reset_requests_at: Option<Millis>,
+    /// Tokens the provider last said were left (tokens).
+    pub remaining_tokens: Option<u64>,
+    /// When the token window resets (ms since run start).
+    pub reset_tokens_at: Option<Millis>,
+    /// What set `next_allowed_at` last.
+    pub source: Option<ScopeSource>,
+    /// Attempts on the wire to this scope (requests).
+    pub in_flight: u32,
+    /// Tokens used beyond reservations on this scope (tokens).
+    pub token_debt: u64,
+    /// Attempts whose token usage stayed unknown (their upper estimate was kept) (attempts).
+    pub uncertain_usage: u64,
+}
+
+/// Why a send cannot go to a scope now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Blocked {
+    /// Rate capacity returns at this time (ms).
+    Until(Millis),
+    /// The scope's concurrency budget is full: an outcome must free it.
+    Concurrency,
+}
+
+/// One scope's live state.
+#[derive(Debug)]
+pub(super) struct ScopeState {
+    pub id: String,
+    pub record: ScopeRecord,
+    pub requests: Option<TokenBucket>,
+    pub tokens: Option<TokenBucket>,
+    pub concurrency: Option<u32>,
+    pub in_flight: u32,
+    pub retries: RetryWindow,
+}
+
+impl ScopeState {
+    fn new(id: &str, policy: &Policy, now: Millis) -> Self {
+        let budget = policy.scope_budget(id);
+        let shaped = policy.token_budget;
+        let bucket = |limit: Option<u32>| {
+            limit
+                .filter(|_| shaped)
+                .map(|l| TokenBucket::new(u64::from(l), MINUTE, now))
+        };
+        Self {
+            id: id.to_owned(),
+            record: ScopeRecord::default(),
+            requests: bucket(budget.rpm),
+            tokens: bucket(budget.tpm),
+            concurrency: budget.concurrency.filter(|_| shaped),
+            in_flight: 0,
+            retries: RetryWindow::new(&policy.retry_budgets.per_scope),
+        }
+    }
+
+    /// Reserves rate capacity for one send of `tokens` (tokens), reading the shared record
+    /// first. Nothing is held when it fails.
+    pub fn try_admit(&mut self, tokens: u64, now: Millis, shared: bool) -> Result<(), Blocked> {
+        if shared && self.record.next_allowed_at > now {
+            return Err(Blocked::Until(self.record.next_allowed_at));
+        }
+        if self
+            .concurrency
+            .is_some_and(|limit| self.in_flight >= limit)
+        {
+            return Err(Blocked::Concurrency);
+        }
+        if let Some(requests) = &mut self.requests {
+            requests
+                .try_reserve(1, now)
+                .map_err(|at| Blocked::Until(at.max(now + 1)))?;
+        }
+        if let (Some(bucket), true) = (&mut self.tokens, tokens > 0) {
+            if let Err(at) = bucket.try_reserve(tokens, now) {
+                if let Some(requests) = &mut self.requests {
+                    requests.release(1, now);
+                }
+                return Err(Blocked::Until(at.max(now + 1)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reconciles a token reservation with what the attempt really used: the difference is
+    /// released, extra usage becomes debt, unknown usage keeps the reservation (uncertain).
+    pub fn settle_tokens(&mut self, reserved: u64, actual: Option<u64>, now: Millis) {
+        if let (Some(bucket), true) = (
+            &mut self.tokens,
+            reserved > 0 || actual.is_some_and(|a| a > 0),
+        ) {
+            bucket.reconcile(reserved, actual, now);
+        }
+    }
+
+    /// Undoes a successful `try_admit` whose send did not happen.
+    pub fn unreserve(&mut self, tokens: u64, now: Millis) {
+        if let Some(requests) = &mut self.requests {
+            requests.release(1, now);
+        }
+        self.release_tokens(tokens, now);
+    }
+
+    /// Gives a reservation back whole (the attempt was cancelled).
+    pub fn release_tokens(&mut self, reserved: u64, now: Millis) {
+        if let (Some(bucket), true) = (&mut self.tokens, reserved > 0) {
+            bucket.release(reserved, now);
+        }
+    }
+
+    /// Publishes "send nothing before `until`" on the record (never moves it earlier).
+    pub fn publish_wait(&mut self, until: Millis, source: ScopeSource) {
+        if until > self.record.next_allowed_at {
+            self.record.next_allowed_at = until;
+            self.record.source = Some(source);
+        }
+    }
+
+    /// Takes in what rate-limit headers said: the record's remaining and reset, the buckets'
+    /// pace (learning a bucket from the advertised limit when none is configured), and a
+    /// pause until the reset when nothing is left.
+    pub fn learn(&mut self, hint: &RateHint, now: Millis, shaped: bool) {
+        let record = &mut self.record;
+        if let Some(remaining) = hint.remaining_requests {
+            record.remaining_requests = Some(remaining);
+            record.reset_requests_at = hint.reset_requests_ms.map(|ms| now.saturating_add(ms));
+        }
+        if let Some(remaining) = hint.remaining_tokens {
+            record.remaining_tokens = Some(remaining);
+            record.reset_tokens_at = hint.reset_tokens_ms.map(|ms| now.saturating_add(ms));
+        }
+        if shaped {
+            pace(
+                &mut self.requests,
+                hint.limit_requests,
+                hint.remaining_requests,
+                hint.reset_requests_ms,
+                now,
+            );
+            pace(
+                &mut self.tokens,
+                hint.limit_tokens,
+                hint.remaining_tokens,
+                hint.reset_tokens_ms,
+                now,
+            );
+        }
+        if let (Some(0), Some(reset)) = (hint.remaining_requests, hint.reset_requests_ms) {
+            self.publish_wait(now.saturating_add(reset), ScopeSource::RateLimitHeaders);
+        }
+    }
+
+    /// The record as reported outside, with live figures filled in.
+    pub fn snapshot(&self) -> ScopeRecord {
+        ScopeRecord {
+            in_flight: self.in_flight,
+            token_debt: self.tokens.as_ref().map_or(0, TokenBucket::debt),
+            uncertain_usage: self.tokens.as_ref().map_or(0, TokenBucket::uncertain),
+            ..self.record
+        }
+    }
+}
+
+fn pace(
+    bucket: &mut Option<TokenBucket>,
+    limit: Option<u64>,
+    remaining: Option<u64>,
+    reset: Option<Millis>,
+    now: Millis,
+) {
+    if bucket.is_none() {
+        // No configured budget: learn one from the advertised per-minute limit.
+        if let Some(limit) = limit.filter(|&l| l > 0) {
+            *bucket = Some(TokenBucket::new(limit, MINUTE, now));
+        }
+    }
+    if let (Some(bucket), Some(remaining)) = (bucket, remaining) {
+        bucket.pace(remaining, reset.unwrap_or(0), now);
+    }
+}
+
+/// Every scope seen, by dense index.
+#[derive(Debug, Default)]
+pub(super) struct Scopes {
+    index: BTreeMap<String, usize>,
+    list: Vec<ScopeState>,
+}
+
+impl Scopes {
+    /// The scope's index, creating its state (and buckets) on first sight.
+    pub fn intern(&mut self, id: &str, policy: &Policy, now: Millis) -> usize {
+        if let Some(i) = self.index.get(id) {
+            return *i;
+        }
+        let i = self.list.len();
+        self.list.push(ScopeState::new(id, policy, now));
+        self.index.insert(id.to_owned(), i);
+        i
+    }
+
+    pub fn get(&self, i: usize) -> &ScopeState {
+        &self.list[i]
+    }
+
+    pub fn get_mut(&mut self, i: usize) -> &mut ScopeState {
+        &mut self.list[i]
+    }
+
+    pub fn record(&self, id: &str) -> Option<ScopeRecord> {
+        self.index.get(id).map(|&i| self.list[i].snapshot())
+    }
+
+    /// Token debt summed over scopes (tokens).
+    pub fn token_debt(&self) -> u64 {
+        self.list
+            .iter()
+            .filter_map(|s| s.tokens.as_ref())
+            .map(TokenBucket::debt)
+            .sum()
+    }
+}

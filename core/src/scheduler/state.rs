@@ -1,0 +1,163 @@
+//! What the scheduler keeps about each live action, attempt on the wire and task.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use crate::command::LookupBy;
+use crate::job::JobId;
+use crate::ledger::LedgerEntry;
+use crate::policy::{ClassPolicy, FailureGroup};
+use crate::time::Millis;
+
+/// Whole milliseconds of a policy duration, saturating.
+pub(super) fn millis(duration: Duration) -> Millis {
+    Millis::try_from(duration.as_millis()).unwrap_or(Millis::MAX)
+}
+
+/// A class policy with its durations converted once, so the hot path does no conversions.
+#[derive(Debug, Clone)]
+pub(super) struct ClassRules {
+    pub max_attempts: u32,
+    pub max_wait_ms: Millis,
+    pub timeout_ms: Millis,
+    pub reconcile: bool,
+    /// Bit set of the retryable failure groups.
+    retry_on: u8,
+}
+
+impl ClassRules {
+    pub fn from_policy(class: &ClassPolicy) -> Self {
+        Self {
+            max_attempts: class.max_attempts,
+            max_wait_ms: millis(class.max_wait),
+            timeout_ms: millis(class.timeout),
+            reconcile: class.reconcile,
+            retry_on: class
+                .retry_on
+                .iter()
+                .fold(0, |bits, group| bits | group_bit(*group)),
+        }
+    }
+
+    /// Whether this class may retry a failure of `group`.
+    pub fn retries(&self, group: FailureGroup) -> bool {
+        self.retry_on & group_bit(group) != 0
+    }
+}
+
+fn group_bit(group: FailureGroup) -> u8 {
+    match group {
+        FailureGroup::NeverArrived => 1,
+        FailureGroup::MayHaveExecuted => 2,
+        FailureGroup::WontImprove => 4,
+        FailureGroup::Conflict => 8,
+        FailureGroup::QuotaExhausted => 16,
+    }
+}
+
+/// Where a live action is in the scheduler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Phase {
+    /// Admitted or restored, not yet in any queue.
+    New,
+    /// In a ready lane, waiting for rate capacity and a slot.
+    Ready,
+    /// Waiting on a timer until this time (ms).
+    Delayed(Millis),
+    /// An attempt is on the wire.
+    InFlight(crate::command::AttemptId),
+    /// A coalesced read waiting on the leader's send.
+    Following(JobId),
+}
+
+/// What the next send of an action asks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum NextSend {
+    Action,
+    Lookup(LookupBy),
+}
+
+/// One live action.
+#[derive(Debug, Clone)]
+pub(super) struct Tracked {
+    /// What the ledger holds for it (job with its key, state, attempts, wait, operation id).
+    pub entry: LedgerEntry,
+    pub scope: usize,
+    pub class: usize,
+    pub tenant: u32,
+    /// Ready lane (tenant and scope).
+    pub lane: u32,
+    pub phase: Phase,
+    /// Current queue/timer ticket: entries carrying another ticket are stale.
+    pub ticket: u64,
+    pub next_send: NextSend,
+    /// Action sends made (look-ups excluded), counting those before a restart.
+    pub action_attempts: u32,
+    /// Retries scheduled (the backoff exponent).
+    pub retries: u32,
+    pub lookups: u32,
+    /// Re-sends granted after a look-up said the action is absent.
+    pub resends: u32,
+    /// The previous backoff delay (ms), for decorrelated jitter.
+    pub prev_delay: Millis,
+    /// Some attempt reached the wire.
+    pub sent: bool,
+    /// Some attempt may have executed at the provider.
+    pub uncertain: bool,
+    pub last_status: Option<u16>,
+    /// Breaker fingerprint of the action's last failure, cleared by a success on that path.
+    pub last_failure: Option<String>,
+}
+
+impl Tracked {
+    /// A freshly admitted (or restored) action, ready to be queued.
+    pub fn new(entry: LedgerEntry, scope: usize, class: usize, tenant: u32, lane: u32) -> Self {
+        let attempts = entry.attempts;
+        Self {
+            entry,
+            scope,
+            class,
+            tenant,
+            lane,
+            phase: Phase::New,
+            ticket: 0,
+            next_send: NextSend::Action,
+            action_attempts: attempts,
+            retries: attempts.saturating_sub(1),
+            lookups: 0,
+            resends: 0,
+            prev_delay: 0,
+            sent: attempts > 0,
+            uncertain: false,
+            last_status: None,
+            last_failure: None,
+        }
+    }
+}
+
+/// An attempt on the wire.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Flight {
+    pub job: JobId,
+    pub scope: usize,
+    /// Tokens reserved in the scope's token bucket (tokens).
+    pub reserved_tokens: u64,
+    pub lookup: bool,
+}
+
+/// Per task: its live actions (for cancellation) and the retries they used (task budget).
+#[derive(Debug, Clone, Default)]
+pub(super) struct TaskState {
+    pub jobs: BTreeSet<JobId>,
+    pub retries: u32,
+}
+
+/// Counters kept in step with phase changes, so `gauges()` is O(1).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Counts {
+    pub ready: u64,
+    pub delayed: u64,
+    pub reconciling: u64,
+    pub tokens_reserved: u64,
+    pub ledger_errors: u64,
+}

@@ -1,0 +1,277 @@
+//! Terminal outcomes: an action leaves every queue, gives back what it held, is persisted in
+//! its final state and is reported with its context (sent or not, last status, attempts,
+//! time waited, operation id) and the next safe actions. Nothing more is emitted for it.
+
+use super::lanes::rank;
+use super::state::{NextSend, Phase, Tracked};
+use super::Scheduler;
+use crate::audit::AuditKind;
+use crate::command::{Command, NextAction, Reason, Terminal, TerminalStatus};
+use crate::job::JobId;
+use crate::ledger::{ActionState, Ledger};
+use crate::time::Millis;
+
+impl<L: Ledger> Scheduler<L> {
+    /// Ends an action and returns its `Finish` command directly (the outbox was empty).
+    pub(super) fn finish_now(
+        &mut self,
+        id: JobId,
+        status: TerminalStatus,
+        reason: Reason,
+        now: Millis,
+    ) -> Command {
+        let before = self.outbox.len();
+        self.finish(id, status, reason, now);
+        debug_assert!(self.outbox.len() > before);
+        self.outbox.remove(before).expect("finish queued a command")
+    }
+
+    /// Ends an action: its `Finish` (then its coalesced followers') goes to the outbox.
+    pub(super) fn finish(
+        &mut self,
+        id: JobId,
+        status: TerminalStatus,
+        reason: Reason,
+        now: Millis,
+    ) {
+        let Some(mut job) = self.jobs.remove(&id) else {
+            return;
+        };
+        self.let_go(&mut job, now);
+        let next_actions = self.next_actions(&job, status, &reason, now);
+        let terminal = Terminal {
+            job: id,
+            status,
+            reason,
+            sent: job.sent,
+            last_status: job.last_status,
+            attempts: job.entry.attempts,
+            waited_ms: job.entry.waited_ms,
+            operation_id: job.entry.operation_id.clone(),
+            next_actions,
+        };
+        self.persist_terminal(&mut job, status, now);
+        self.record_terminal(&terminal, now);
+        self.outbox.push_back(Command::Finish(terminal.clone()));
+        if !job.entry.job.coalescable {
+            return;
+        }
+        let Some(resource) = job.entry.job.resource.as_deref() else {
+            return;
+        };
+        let followers = self.coalescing.disband(resource, id);
+        for follower in followers {
+            if status == TerminalStatus::Cancelled {
+                // The leader's cancellation is not the readers': one of them sends instead.
+                self.make_ready(follower, true);
+            } else {
+                self.finish_follower(follower, &terminal, now);
+            }
+        }
+    }
+
+    /// A coalesced read ends with its leader's result; it made no attempt of its own.
+    fn finish_follower(&mut self, id: JobId, leader: &Terminal, now: Millis) {
+        let Some(mut job) = self.jobs.remove(&id) else {
+            return;
+        };
+        self.let_go(&mut job, now);
+        let terminal = Terminal {
+            job: id,
+            sent: false,
+            attempts: job.entry.attempts,
+            waited_ms: job.entry.waited_ms,
+            ..leader.clone()
+        };
+        self.persist_terminal(&mut job, terminal.status, now);
+        self.record_terminal(&terminal, now);
+        self.outbox.push_back(Command::Finish(terminal));
+    }
+
+    /// Releases what a leaving action holds: its queue or timer place, its slot and token
+    /// reservation if an attempt is on the wire (a late outcome is then ignored), its
+    /// single-flight place, its lane and task membership.
+    fn let_go(&mut self, job: &mut Tracked, now: Millis) {
+        let id = job.entry.job.id;
+        match job.phase {
+            Phase::New | Phase::Ready | Phase::Delayed(_) => self.leave_phase(job.phase),
+            Phase::InFlight(attempt) => {
+                if let Some(flight) = self.in_flight.remove(&attempt) {
+                    self.slots_used -= 1;
+                    self.counts.tokens_reserved -= flight.reserved_tokens;
+                    let scope = self.scopes.get_mut(flight.scope);
+                    scope.in_flight -= 1;
+                    scope.release_tokens(flight.reserved_tokens, now);
+                }
+            }
+            Phase::Following(leader) => {
+                if let Some(resource) = job.entry.job.resource.as_deref() {
+                    self.coalescing.unfollow(resource, leader, id);
+                }
+            }
+        }
+        if matches!(job.next_send, NextSend::Lookup(_)) {
+            self.counts.reconciling -= 1;
+            job.next_send = NextSend::Action;
+        }
+        self.lanes.release(job.tenant, rank(job.entry.job.priority));
+        if let Some(tasks) = self.tasks.get_mut(&job.tenant) {
+            let task = job.entry.job.task.as_str();
+            if let Some(state) = tasks.get_mut(task) {
+                state.jobs.remove(&id);
+                if state.jobs.is_empty() {
+                    tasks.remove(task);
+                }
+            }
+            if tasks.is_empty() {
+                self.tasks.remove(&job.tenant);
+            }
+        }
+    }
+
+    fn persist_terminal(&mut self, job: &mut Tracked, status: TerminalStatus, now: Millis) {
+        job.entry.state = match status {
+            TerminalStatus::Completed => ActionState::Completed,
+            TerminalStatus::Failed => ActionState::Failed,
+            TerminalStatus::Cancelled => ActionState::Cancelled,
+            TerminalStatus::Escalated => ActionState::Escalated,
+            TerminalStatus::ReconciliationRequired => ActionState::ReconciliationRequired,
+        };
+        job.entry.updated_at = now;
+        if self.ledger.put(&job.entry).is_err() {
+            self.counts.ledger_errors += 1;
+        }
+    }
+
+    fn record_terminal(&mut self, terminal: &Terminal, now: Millis) {
+        let kind = match terminal.status {
+            TerminalStatus::Completed => AuditKind::Completed,
+            TerminalStatus::Cancelled => AuditKind::Cancelled,
+            TerminalStatus::Failed => AuditKind::Failed,
+            TerminalStatus::Escalated | TerminalStatus::ReconciliationRequired => {
+                AuditKind::Escalated
+            }
+        };
+        self.record(now, kind, terminal.job, None, || {
+            let status = terminal
+                .last_status
+                .map_or_else(|| "none".to_owned(), |s| s.to_string());
+            format!(
+                "status={:?} reason={} attempts={} waited_ms={} last_status={status}",
+                terminal.status,
+                reason_label(&terminal.reason),
+                terminal.attempts,
+                terminal.waited_ms
+            )
+        });
+    }
+
+    /// The next safe actions a caller may take after this terminal outcome.
+    fn next_actions(
+        &self,
+        job: &Tracked,
+        status: TerminalStatus,
+        reason: &Reason,
+        now: Millis,
+    ) -> Vec<NextAction> {
+        use NextAction::*;
+        if status == TerminalStatus::Completed {
+            return Vec::new();
+        }
+        let keyed = self.policy.send_idempotency_keys;
+        let scope_wait = self
+            .scopes
+            .get(job.scope)
+            .record
+            .next_allowed_at
+            .saturating_sub(now);
+        // After an attempt that may have executed, only a keyed retry or a status query is
+        // safe; anything else can duplicate the side effect.
+        let uncertain = job.uncertain && self.classes[job.class].reconcile;
+        let mut actions = match reason {
+            Reason::Succeeded | Reason::Reconciled => Vec::new(),
+            Reason::Cancelled if job.sent => vec![QueryStatus],
+            Reason::Cancelled => vec![SendNewOperation {
+                may_duplicate: false,
+            }],
+            Reason::WontImprove { .. } => vec![
+                Cancel,
+                SendNewOperation {
+                    may_duplicate: uncertain,
+                },
+            ],
+            Reason::Conflict { .. } => vec![QueryStatus, Cancel],
+            Reason::QuotaExhausted => vec![Wait { ms: scope_wait }, RaiseQuota, Cancel],
+            Reason::CircuitOpen { fingerprint } => {
+                let ms = self
+                    .breaker
+                    .open_until(fingerprint, now)
+                    .map_or(0, |until| until - now);
+                vec![Wait { ms }, Cancel]
+            }
+            Reason::StreamInterrupted => vec![
+                SendNewOperation {
+                    may_duplicate: true,
+                },
+                Cancel,
+            ],
+            Reason::ReconciliationUnavailable => vec![
+                QueryStatus,
+                SendNewOperation {
+                    may_duplicate: true,
+                },
+            ],
+            Reason::DeadlineExceeded
+            | Reason::AttemptsExhausted
+            | Reason::WaitBudgetExhausted
+            | Reason::TaskBudgetExhausted
+            | Reason::ScopeBudgetExhausted
+            | Reason::ExecutionBudgetExhausted => {
+                let mut actions = vec![Wait { ms: scope_wait }];
+                if uncertain {
+                    actions.push(QueryStatus);
+                }
+                actions.push(Cancel);
+                actions
+            }
+        };
+        if keyed
+            && !matches!(
+                reason,
+                Reason::Succeeded | Reason::Reconciled | Reason::WontImprove { .. }
+            )
+        {
+            // The same key makes a later retry safe even when the action may have executed.
+            actions.insert(0, RetryWithSameKey);
+        } else if !keyed
+            && uncertain
+            && !actions.iter().any(|a| matches!(a, SendNewOperation { .. }))
+        {
+            actions.push(SendNewOperation {
+                may_duplicate: true,
+            });
+        }
+        actions
+    }
+}
+
+/// A short stable label of a reason for audit details.
+pub(super) fn reason_label(reason: &Reason) -> &'static str {
+    match reason {
+        Reason::Succeeded => "succeeded",
+        Reason::Reconciled => "reconciled",
+        Reason::DeadlineExceeded => "deadline_exceeded",
+        Reason::AttemptsExhausted => "attempts_exhausted",
+        Reason::WaitBudgetExhausted => "wait_budget_exhausted",
+        Reason::TaskBudgetExhausted => "task_budget_exhausted",
+        Reason::ScopeBudgetExhausted => "scope_budget_exhausted",
+        Reason::WontImprove { .. } => "wont_improve",
+        Reason::QuotaExhausted => "quota_exhausted",
+        Reason::Conflict { .. } => "conflict",
+        Reason::CircuitOpen { .. } => "circuit_open",
+        Reason::Cancelled => "cancelled",
+        Reason::StreamInterrupted => "stream_interrupted",
+        Reason::ReconciliationUnavailable => "reconciliation_unavailable",
+        Reason::ExecutionBudgetExhausted => "execution_budget_exhausted",
+    }
+}

@@ -1,0 +1,949 @@
+//! One test per client-policy rule of DESIGN.md; each fails if its rule is broken.
+// Each test reads as "the default policy, with this one knob changed".
+#![allow(clippy::field_reassign_with_default)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use stampede_core::{
+    preset, ActionState, AuditKind, Command, InMemoryLedger, Ledger, LookupBy, LookupResult,
+    NextAction, Outcome, Policy, Priority, Reason, Route, ScopeBudget, ScopeSource, SendKind,
+    TerminalStatus, TransportFailure,
+};
+
+fn scoped(rpm: Option<u32>, tpm: Option<u32>) -> Policy {
+    let mut policy = Policy::default();
+    policy.scopes.insert(
+        "acct".into(),
+        ScopeBudget {
+            rpm,
+            tpm,
+            concurrency: None,
+        },
+    );
+    policy
+}
+
+#[test]
+fn retry_after_429_delays_every_job_of_the_scope() {
+    let mut policy = Policy::default();
+    policy.workers = 2;
+    let mut s = scheduler(policy);
+    for id in 1..=3 {
+        s.submit(job(id, "llm"), 0).unwrap();
+    }
+    let first = sends(&drain(&mut s, 0));
+    assert_eq!(first.len(), 2);
+    s.on_outcome(
+        first[0].attempt,
+        response(429, &[("retry-after", "10")]),
+        100,
+    );
+    s.on_outcome(first[1].attempt, ok(), 100);
+    // Job 3 never got a 429 itself, yet it waits for the scope's Retry-After.
+    assert!(sends(&drain(&mut s, 100)).is_empty());
+    assert!(sends(&drain(&mut s, 10_099)).is_empty());
+    assert!(s.next_wakeup().is_some_and(|t| t <= 10_100));
+    let later = sends(&drain(&mut s, 10_100));
+    assert!(
+        later.iter().any(|send| send.job == 3),
+        "job 3 goes once the wait has passed: {later:?}"
+    );
+}
+
+#[test]
+fn scope_record_is_published_before_the_retry_is_scheduled() {
+    let mut s = scheduler(Policy::default());
+    s.submit(job(1, "llm"), 0).unwrap();
+    let send = sends(&drain(&mut s, 0)).remove(0);
+    s.drain_audit();
+    s.on_outcome(send.attempt, response(429, &[("retry-after", "4")]), 50);
+    let record = s.scope_record("acct").unwrap();
+    assert_eq!(record.next_allowed_at, 4_050);
+    assert_eq!(record.source, Some(ScopeSource::RateLimitedRetryAfter));
+    let retry = s
+        .drain_audit()
+        .into_iter()
+        .find(|e| e.kind == AuditKind::RetryScheduled)
+        .expect("retry scheduled");
+    let delay: u64 = retry
+        .detail
+        .split("delay_ms=")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        delay >= 4_000,
+        "the retry reads the published record: {}",
+        retry.detail
+    );
+}
+
+#[test]
+fn retry_after_wins_over_a_shorter_backoff() {
+    let mut policy = Policy::default();
+    policy.share_scope_state = false; // the job's own wait still counts
+    let mut s = scheduler(policy);
+    s.submit(job(1, "read"), 0).unwrap();
+    let send = sends(&drain(&mut s, 0)).remove(0);
+    s.on_outcome(send.attempt, response(503, &[("retry-after", "5")]), 0);
+    assert!(sends(&drain(&mut s, 4_999)).is_empty());
+    assert_eq!(sends(&drain(&mut s, 5_000)).len(), 1);
+}
+
+#[test]
+fn retry_after_http_date_uses_the_wall_epoch_and_past_dates_get_a_floor() {
+    let epoch = 1_700_000_000_000u64;
+    let mut policy = Policy::default();
+    policy.wall_epoch_unix_ms = epoch;
+    let mut s = scheduler(policy);
+    s.submit(job(1, "llm"), 0).unwrap();
+    s.submit(job(2, "llm"), 0).unwrap();
+    let sent = sends(&drain(&mut s, 0));
+    let future = stampede_core::retry_after::format_http_date(epoch + 30_000);
+    s.on_outcome(
+        sent[0].attempt,
+        response(429, &[("retry-after", &future)]),
+        10_000,
+    );
+    assert_eq!(s.scope_record("acct").unwrap().next_allowed_at, 30_000);
+    // A date already past (clock skew) waits the floor, never zero.
+    let past = stampede_core::retry_after::format_http_date(epoch);
+    s.on_outcome(
+        sent[1].attempt,
+        response(429, &[("retry-after", &past)]),
+        40_000,
+    );
+    assert_eq!(s.scope_record("acct").unwrap().next_allowed_at, 41_000);
+}
+
+#[test]
+fn full_jitter_backoff_is_spread_and_capped() {
+    let mut policy = Policy::default();
+    policy.breaker.enabled = false;
+    policy.retry_budgets.per_scope.enabled = false;
+    let mut s = scheduler(policy);
+    for id in 1..=40 {
+        s.submit(job(id, "read"), 0).unwrap();
+    }
+    for send in sends(&drain(&mut s, 0)) {
+        s.on_outcome(send.attempt, response(500, &[]), 0);
+    }
+    let mut retry_times = Vec::new();
+    for t in 0..=600 {
+        retry_times.extend(sends(&drain(&mut s, t)).iter().map(|_| t));
+    }
+    assert_eq!(
+        retry_times.len(),
+        40,
+        "every first retry comes within base (500ms)"
+    );
+    retry_times.dedup();
+    assert!(
+        retry_times.len() > 20,
+        "full jitter spreads retries, got {} distinct times",
+        retry_times.len()
+    );
+}
+
+#[test]
+fn slot_is_taken_after_rate_capacity() {
+    let mut policy = scoped(Some(1), None);
+    policy.workers = 1;
+    let mut s = scheduler(policy);
+    s.submit(job(1, "read"), 0).unwrap();
+    s.submit(job(2, "read"), 0).unwrap();
+    let first = sends(&drain(&mut s, 0));
+    assert_eq!(first.len(), 1);
+    s.on_outcome(first[0].attempt, ok(), 10);
+    // Job 2 waits for the request bucket and must not hold the only slot meanwhile.
+    let waiting = drain(&mut s, 10);
+    assert!(sends(&waiting).is_empty(), "{waiting:?}");
+    assert_eq!(s.gauges().in_flight, 0);
+    let mut other = job(3, "read");
+    other.scope = Some("other".into());
+    s.submit(other, 10).unwrap();
+    let next = sends(&drain(&mut s, 10));
+    assert_eq!(
+        next.iter().map(|x| x.job).collect::<Vec<_>>(),
+        vec![3],
+        "the free slot serves another scope"
+    );
+}
+
+#[test]
+fn token_reservation_is_reconciled_with_reported_usage() {
+    let mut s = scheduler(scoped(None, Some(1_000)));
+    s.submit(job(1, "llm"), 0).unwrap(); // reserves 200
+    let mut big = job(2, "llm");
+    big.prompt_tokens = 500;
+    big.max_output_tokens = 400; // 900: does not fit next to 200
+    s.submit(big, 0).unwrap();
+    let first = sends(&drain(&mut s, 0));
+    assert_eq!(first.len(), 1);
+    assert_eq!(first[0].reserved_tokens, 200);
+    assert_eq!(s.gauges().tokens_reserved, 200);
+    s.on_outcome(first[0].attempt, ok_with_usage(40, 10), 1);
+    // 150 of the 200 came back: 950 available, 900 fit.
+    let second = sends(&drain(&mut s, 1));
+    assert_eq!(second.len(), 1, "released tokens admit the next call");
+    assert_eq!(second[0].reserved_tokens, 900);
+}
+
+#[test]
+fn unknown_usage_keeps_the_upper_estimate_and_is_marked_uncertain() {
+    let mut s = scheduler(scoped(None, Some(1_000)));
+    s.submit(job(1, "llm"), 0).unwrap();
+    let mut big = job(2, "llm");
+    big.prompt_tokens = 500;
+    big.max_output_tokens = 400;
+    s.submit(big, 0).unwrap();
+    let first = sends(&drain(&mut s, 0));
+    s.on_outcome(first[0].attempt, ok(), 1);
+    assert!(
+        sends(&drain(&mut s, 1)).is_empty(),
+        "the 200 reserved stay used"
+    );
+    assert_eq!(s.scope_record("acct").unwrap().uncertain_usage, 1);
+}
+
+#[test]
+fn usage_above_the_reservation_is_recorded_as_debt() {
+    let mut s = scheduler(scoped(None, Some(1_000)));
+    s.submit(job(1, "llm"), 0).unwrap();
+    let first = sends(&drain(&mut s, 0));
+    s.on_outcome(first[0].attempt, ok_with_usage(900, 300), 1);
+    assert_eq!(s.scope_record("acct").unwrap().token_debt, 200);
+    assert_eq!(s.gauges().token_debt, 200);
+}
+
+#[test]
+fn rate_limit_headers_pace_the_scope_when_nothing_remains() {
+    let mut s = scheduler(Policy::default());
+    s.submit(job(1, "read"), 0).unwrap();
+    s.submit(job(2, "read"), 0).unwrap();
+    let mut policy = Policy::default();
+    policy.workers = 1;
+    let mut s1 = scheduler(policy);
+    s1.submit(job(1, "read"), 0).unwrap();
+    s1.submit(job(2, "read"), 0).unwrap();
+    let first = sends(&drain(&mut s1, 0));
+    let headers = [
+        ("x-ratelimit-remaining-requests", "0"),
+        ("x-ratelimit-reset-requests", "2s"),
+    ];
+    s1.on_outcome(first[0].attempt, response(200, &headers), 100);
+    assert!(sends(&drain(&mut s1, 100)).is_empty());
+    assert_eq!(
+        s1.scope_record("acct").unwrap().source,
+        Some(ScopeSource::RateLimitHeaders)
+    );
+    assert_eq!(sends(&drain(&mut s1, 2_100)).len(), 1);
+    drop(s);
+}
+
+#[test]
+fn uncertain_write_never_resent_before_lookup_absent() {
+    let mut s = scheduler(Policy::default());
+    s.submit(job(1, "uncertain_write"), 0).unwrap();
+    let first = sends(&drain(&mut s, 0)).remove(0);
+    let key = first.idempotency_key.clone().expect("keys are sent");
+    s.on_outcome(
+        first.attempt,
+        Outcome::Transport(TransportFailure::ReadTimeout),
+        10,
+    );
+    assert_eq!(
+        s.ledger().get(1).unwrap().state,
+        ActionState::ReconciliationRequired
+    );
+    let mut next = Vec::new();
+    for t in (10..20_000).step_by(50) {
+        next.extend(sends(&drain(&mut s, t)));
+        if !next.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(next.len(), 1);
+    assert_eq!(
+        next[0].kind,
+        SendKind::Lookup(LookupBy::IdempotencyKey(key.clone())),
+        "a look-up, not a re-send"
+    );
+    // A failed look-up is looked up again, never turned into a send of the action.
+    s.on_outcome(next[0].attempt, response(503, &[]), 20_000);
+    let mut again = Vec::new();
+    for t in (20_000..40_000).step_by(50) {
+        again.extend(sends(&drain(&mut s, t)));
+        if !again.is_empty() {
+            break;
+        }
+    }
+    assert!(matches!(again[0].kind, SendKind::Lookup(_)));
+    s.on_outcome(
+        again[0].attempt,
+        Outcome::Lookup(LookupResult::Absent),
+        40_000,
+    );
+    let resend = sends(&drain(&mut s, 40_000));
+    assert_eq!(resend.len(), 1);
+    assert_eq!(resend[0].kind, SendKind::Action);
+    assert_eq!(
+        resend[0].idempotency_key.as_deref(),
+        Some(key.as_str()),
+        "re-sent with the same key"
+    );
+}
+
+fn into_lookup(s: &mut stampede_core::Scheduler) -> stampede_core::Send {
+    s.submit(job(1, "uncertain_write"), 0).unwrap();
+    let first = sends(&drain(s, 0)).remove(0);
+    s.on_outcome(first.attempt, response(502, &[]), 10);
+    for t in (10..20_000).step_by(10) {
+        if let Some(send) = sends(&drain(s, t)).pop() {
+            return send;
+        }
+    }
+    panic!("no look-up was sent");
+}
+
+#[test]
+fn uncertain_write_found_by_lookup_completes_reconciled() {
+    let mut s = scheduler(Policy::default());
+    let lookup = into_lookup(&mut s);
+    s.on_outcome(
+        lookup.attempt,
+        Outcome::Lookup(LookupResult::Found {
+            operation_id: Some("rec_9".into()),
+        }),
+        20_000,
+    );
+    let done = finishes(&drain(&mut s, 20_000));
+    assert_eq!(done[0].status, TerminalStatus::Completed);
+    assert_eq!(done[0].reason, Reason::Reconciled);
+    assert_eq!(done[0].operation_id.as_deref(), Some("rec_9"));
+}
+
+#[test]
+fn uncertain_write_with_unsupported_lookup_is_escalated() {
+    let mut s = scheduler(Policy::default());
+    let lookup = into_lookup(&mut s);
+    s.on_outcome(
+        lookup.attempt,
+        Outcome::Lookup(LookupResult::Unsupported),
+        20_000,
+    );
+    let done = finishes(&drain(&mut s, 20_000));
+    assert_eq!(done[0].status, TerminalStatus::Escalated);
+    assert_eq!(done[0].reason, Reason::ReconciliationUnavailable);
+    assert!(done[0].next_actions.contains(&NextAction::QueryStatus));
+}
+
+#[test]
+fn lookup_budget_exhausted_escalates() {
+    let mut policy = Policy::default();
+    policy.reconciliation.max_lookups = 2;
+    let mut s = scheduler(policy);
+    s.submit(job(1, "uncertain_write"), 0).unwrap();
+    let first = sends(&drain(&mut s, 0)).remove(0);
+    s.on_outcome(
+        first.attempt,
+        Outcome::Transport(TransportFailure::ResetAfterWrite),
+        0,
+    );
+    let mut lookups = 0;
+    let mut terminal = None;
+    for t in (0..120_000).step_by(10) {
+        for command in drain(&mut s, t) {
+            match command {
+                Command::Send(send) => {
+                    lookups += 1;
+                    assert!(matches!(send.kind, SendKind::Lookup(_)));
+                    s.on_outcome(
+                        send.attempt,
+                        Outcome::Transport(TransportFailure::ConnectRefused),
+                        t,
+                    );
+                }
+                Command::Finish(done) => terminal = Some(done),
+            }
+        }
+        if terminal.is_some() {
+            break;
+        }
+    }
+    assert_eq!(lookups, 2);
+    assert_eq!(terminal.unwrap().status, TerminalStatus::Escalated);
+}
+
+#[test]
+fn idempotency_key_is_persisted_before_the_first_send_and_stable_across_attempts() {
+    let mut s = scheduler(Policy::default());
+    s.submit(job(1, "read"), 0).unwrap();
+    let persisted = s
+        .ledger()
+        .get(1)
+        .unwrap()
+        .job
+        .idempotency_key
+        .clone()
+        .expect("key persisted at submit");
+    let mut keys = Vec::new();
+    for t in (0..30_000).step_by(10) {
+        for send in sends(&drain(&mut s, t)) {
+            keys.push(send.idempotency_key.clone().unwrap());
+            s.on_outcome(send.attempt, response(503, &[]), t);
+        }
+    }
+    assert!(keys.len() >= 2);
+    assert!(keys.iter().all(|k| *k == persisted));
+}
+
+#[test]
+fn retry_past_deadline_fails_now() {
+    let mut s = scheduler(Policy::default());
+    let mut j = job(1, "llm");
+    j.deadline = Some(1_000);
+    s.submit(j, 0).unwrap();
+    let send = sends(&drain(&mut s, 0)).remove(0);
+    s.on_outcome(send.attempt, response(429, &[("retry-after", "10")]), 100);
+    let now = drain(&mut s, 100);
+    let done = finishes(&now);
+    assert_eq!(done.len(), 1, "fails at once, not when the deadline passes");
+    assert_eq!(done[0].reason, Reason::DeadlineExceeded);
+    assert!(sends(&now).is_empty());
+}
+
+#[test]
+fn attempts_never_exceed_the_class_max_attempts() {
+    let mut policy = Policy::default();
+    policy.breaker.enabled = false;
+    let mut s = scheduler(policy);
+    s.submit(job(1, "llm"), 0).unwrap();
+    let mut attempts = 0;
+    let mut terminal = None;
+    for t in (0..120_000).step_by(10) {
+        for command in drain(&mut s, t) {
+            match command {
+                Command::Send(send) => {
+                    attempts += 1;
+                    s.on_outcome(send.attempt, response(500, &[]), t);
+                }
+                Command::Finish(done) => terminal = Some(done),
+            }
+        }
+    }
+    assert_eq!(attempts, 3, "llm max_attempts = 3");
+    assert_eq!(terminal.unwrap().reason, Reason::AttemptsExhausted);
+}
+
+#[test]
+fn max_wait_bounds_total_time_waiting() {
+    let mut policy = Policy::default();
+    policy.classes.get_mut("llm").unwrap().max_wait = Duration::from_secs(5);
+    let mut s = scheduler(policy);
+    s.submit(job(1, "llm"), 0).unwrap();
+    let send = sends(&drain(&mut s, 0)).remove(0);
+    s.on_outcome(send.attempt, response(429, &[("retry-after", "6")]), 0);
+    let done = finishes(&drain(&mut s, 0));
+    assert_eq!(done[0].reason, Reason::WaitBudgetExhausted);
+}
+
+#[test]
+fn task_retry_budget_bounds_retries_of_one_task() {
+    let mut policy = Policy::default();
+    policy.retry_budgets.per_task.max_retries = 1;
+    policy.breaker.enabled = false;
+    let mut s = scheduler(policy);
+    for id in 1..=3 {
+        let mut j = job(id, "read");
+        j.task = "shared-task".into();
+        s.submit(j, 0).unwrap();
+    }
+    for send in sends(&drain(&mut s, 0)) {
+        s.on_outcome(send.attempt, response(503, &[]), 0);
+    }
+    let done = finishes(&drain(&mut s, 0));
+    assert_eq!(done.len(), 2, "only one retry for the whole task");
+    assert!(done.iter().all(|d| d.reason == Reason::TaskBudgetExhausted));
+}
+
+#[test]
+fn scope_retry_budget_bounds_retries_across_tasks() {
+    let mut policy = Policy::default();
+    policy.retry_budgets.per_task.enabled = false;
+    policy.retry_budgets.per_scope.ratio = 0.0;
+    policy.retry_budgets.per_scope.floor = 2;
+    policy.breaker.enabled = false;
+    let mut s = scheduler(policy);
+    for id in 1..=10 {
+        s.submit(job(id, "read"), 0).unwrap();
+    }
+    let mut retries = 0;
+    let mut failed = 0;
+    for t in (0..60_000).step_by(10) {
+        for command in drain(&mut s, t) {
+            match command {
+                Command::Send(send) => {
+                    retries += u32::from(send.attempt_no > 1);
+                    s.on_outcome(send.attempt, response(503, &[]), t);
+                }
+                Command::Finish(done) => {
+                    failed += u32::from(done.reason == Reason::ScopeBudgetExhausted)
+                }
+            }
+        }
+    }
+    assert!(
+        retries <= 2,
+        "ten tasks may not make {retries} retries to one scope"
+    );
+    assert!(failed >= 8);
+}
+
+#[test]
+fn quota_exhausted_waits_for_the_reset_not_a_burst_backoff() {
+    let mut s = scheduler(Policy::default());
+    s.submit(job(1, "llm"), 0).unwrap();
+    let send = sends(&drain(&mut s, 0)).remove(0);
+    let quota = Outcome::Response(stampede_core::Response {
+        status: 429,
+        headers: vec![("x-ratelimit-reset-tokens".into(), "30s".into())],
+        error_code: Some("insufficient_quota".into()),
+        usage: None,
+        operation_id: None,
+    });
+    s.on_outcome(send.attempt, quota, 0);
+    assert_eq!(
+        s.scope_record("acct").unwrap().source,
+        Some(ScopeSource::QuotaReset)
+    );
+    assert!(sends(&drain(&mut s, 29_999)).is_empty());
+    assert_eq!(sends(&drain(&mut s, 30_000)).len(), 1);
+}
+
+#[test]
+fn quota_exhausted_past_the_deadline_fails_with_raise_quota() {
+    let mut s = scheduler(Policy::default());
+    let mut j = job(1, "llm");
+    j.deadline = Some(10_000);
+    s.submit(j, 0).unwrap();
+    let send = sends(&drain(&mut s, 0)).remove(0);
+    s.on_outcome(send.attempt, with_code(429, "insufficient_quota"), 0);
+    let done = finishes(&drain(&mut s, 0));
+    assert_eq!(done[0].reason, Reason::QuotaExhausted);
+    assert!(done[0].next_actions.contains(&NextAction::RaiseQuota));
+}
+
+#[test]
+fn wont_improve_failures_are_not_retried() {
+    let mut s = scheduler(Policy::default());
+    s.submit(job(1, "read"), 0).unwrap();
+    let send = sends(&drain(&mut s, 0)).remove(0);
+    s.on_outcome(send.attempt, response(422, &[]), 0);
+    let after = drain(&mut s, 60_000);
+    assert!(sends(&after).is_empty());
+    assert_eq!(
+        finishes(&after)[0].reason,
+        Reason::WontImprove {
+            status: 422,
+            code: None
+        }
+    );
+}
+
+#[test]
+fn content_policy_refusal_is_never_retried_even_by_the_naive_preset() {
+    let mut s = scheduler(preset("naive").unwrap());
+    s.submit(job(1, "llm"), 0).unwrap();
+    let send = sends(&drain(&mut s, 0)).remove(0);
+    s.on_outcome(send.attempt, with_code(400, "content_policy_violation"), 0);
+    let after = drain(&mut s, 60_000);
+    assert!(sends(&after).is_empty());
+    assert_eq!(finishes(&after)[0].status, TerminalStatus::Failed);
+}
+
+#[test]
+fn stream_cut_after_the_first_token_is_never_retried() {
+    let mut s = scheduler(Policy::default());
+    let mut j = job(1, "llm");
+    j.stream = true;
+    s.submit(j, 0).unwrap();
+    let send = sends(&drain(&mut s, 0)).remove(0);
+    s.on_outcome(
+        send.attempt,
+        Outcome::Transport(TransportFailure::StreamCut {
+            tokens_delivered: 3,
+        }),
+        0,
+    );
+    let after = drain(&mut s, 60_000);
+    assert!(sends(&after).is_empty());
+    assert_eq!(finishes(&after)[0].reason, Reason::StreamInterrupted);
+}
+
+#[test]
+fn conflict_409_is_not_retried() {
+    let mut s = scheduler(Policy::default());
+    s.submit(job(1, "idempotent_write"), 0).unwrap();
+    let send = sends(&drain(&mut s, 0)).remove(0);
+    s.on_outcome(send.attempt, with_code(409, "version_conflict"), 0);
+    let after = drain(&mut s, 60_000);
+    assert!(sends(&after).is_empty());
+    assert_eq!(
+        finishes(&after)[0].reason,
+        Reason::Conflict {
+            code: Some("version_conflict".into())
+        }
+    );
+}
+
+#[test]
+fn circuit_breaker_opens_on_identical_failures_and_stops_the_path() {
+    let mut policy = Policy::default();
+    policy.breaker.threshold = 2;
+    let mut s = scheduler(policy);
+    let same_payload = |id| {
+        let mut j = job(id, "read");
+        j.payload_hash = 77;
+        j
+    };
+    for id in 1..=2 {
+        s.submit(same_payload(id), 0).unwrap();
+        let send = sends(&drain(&mut s, 0)).remove(0);
+        s.on_outcome(send.attempt, response(400, &[]), 0);
+    }
+    let opened = finishes(&drain(&mut s, 0));
+    assert!(matches!(
+        opened.last().unwrap().reason,
+        Reason::CircuitOpen { .. }
+    ));
+    s.submit(same_payload(3), 1).unwrap();
+    let third = drain(&mut s, 1);
+    assert!(sends(&third).is_empty(), "an open path sends nothing");
+    let done = finishes(&third);
+    assert_eq!(done[0].status, TerminalStatus::Escalated);
+    let Reason::CircuitOpen { fingerprint } = &done[0].reason else {
+        panic!("{:?}", done[0].reason)
+    };
+    assert!(!fingerprint.contains(CREDENTIAL));
+}
+
+#[test]
+fn admission_rejects_a_full_queue_with_a_reason_and_retry_after() {
+    let mut policy = Policy::default();
+    policy.admission.queue_capacity = 2;
+    let mut s = scheduler(policy);
+    s.submit(job(1, "read"), 0).unwrap();
+    s.submit(job(2, "read"), 0).unwrap();
+    let rejected = s.submit(job(3, "read"), 0).unwrap_err();
+    assert_eq!(rejected.retry_after_ms, 1_000);
+    assert!(rejected.reason.contains("t1"), "{}", rejected.reason);
+    let mut bulk = job(4, "read");
+    bulk.priority = Priority::Bulk;
+    assert!(
+        s.submit(bulk, 0).is_ok(),
+        "bounds are per tenant and priority"
+    );
+}
+
+#[test]
+fn fair_dequeue_round_robins_across_tenants() {
+    let mut policy = Policy::default();
+    policy.workers = 1;
+    let mut s = scheduler(policy);
+    for id in 1..=6 {
+        let mut j = job(id, "read");
+        j.tenant = if id <= 3 {
+            "big".into()
+        } else {
+            "small".into()
+        };
+        s.submit(j, 0).unwrap();
+    }
+    let mut order = Vec::new();
+    for t in 0..6 {
+        let send = sends(&drain(&mut s, t)).remove(0);
+        order.push(send.job);
+        s.on_outcome(send.attempt, ok(), t);
+    }
+    assert_eq!(order, vec![1, 4, 2, 5, 3, 6]);
+}
+
+#[test]
+fn critical_priority_drains_before_normal_and_bulk() {
+    let mut policy = Policy::default();
+    policy.workers = 1;
+    let mut s = scheduler(policy);
+    for (id, priority) in [
+        (1, Priority::Bulk),
+        (2, Priority::Normal),
+        (3, Priority::Critical),
+    ] {
+        let mut j = job(id, "read");
+        j.priority = priority;
+        s.submit(j, 0).unwrap();
+    }
+    let mut order = Vec::new();
+    for t in 0..3 {
+        let send = sends(&drain(&mut s, t)).remove(0);
+        order.push(send.job);
+        s.on_outcome(send.attempt, ok(), t);
+    }
+    assert_eq!(order, vec![3, 2, 1]);
+}
+
+#[test]
+fn cancelled_task_emits_nothing_after_cancel() {
+    let mut s = scheduler(scoped(None, Some(10_000)));
+    let mut a = job(1, "llm");
+    a.task = "doomed".into();
+    let mut b = job(2, "llm");
+    b.task = "doomed".into();
+    s.submit(a, 0).unwrap();
+    s.submit(b, 0).unwrap();
+    let sent = sends(&drain(&mut s, 0));
+    s.on_outcome(sent[0].attempt, response(503, &[("retry-after", "2")]), 5); // job 1 delayed
+    assert_eq!(s.gauges().delayed, 1);
+    s.cancel_task("t1", "doomed", 10);
+    let done = finishes(&drain(&mut s, 10));
+    assert_eq!(done.len(), 2);
+    assert!(done.iter().all(|d| d.status == TerminalStatus::Cancelled));
+    let gauges = s.gauges();
+    assert_eq!(
+        (
+            gauges.in_flight,
+            gauges.delayed,
+            gauges.tokens_reserved,
+            gauges.live
+        ),
+        (0, 0, 0, 0)
+    );
+    // The late outcome of the cancelled attempt is ignored; the dropped timer never wakes.
+    s.on_outcome(sent[1].attempt, ok(), 20);
+    for t in (10..10_000).step_by(100) {
+        assert!(drain(&mut s, t).is_empty());
+    }
+    assert_eq!(s.ledger().get(1).unwrap().state, ActionState::Cancelled);
+}
+
+#[test]
+fn coalesced_reads_send_once() {
+    let mut s = scheduler(Policy::default());
+    for id in 1..=3 {
+        let mut j = job(id, "read");
+        j.resource = Some("item-1".into());
+        j.coalescable = true;
+        s.submit(j, 0).unwrap();
+    }
+    let sent = sends(&drain(&mut s, 0));
+    assert_eq!(sent.len(), 1);
+    assert_eq!(s.gauges().coalesced, 2);
+    s.on_outcome(sent[0].attempt, ok(), 5);
+    let done = finishes(&drain(&mut s, 5));
+    assert_eq!(done.len(), 3);
+    assert!(done.iter().all(|d| d.status == TerminalStatus::Completed));
+}
+
+#[test]
+fn freshness_sensitive_reads_are_never_coalesced() {
+    let mut s = scheduler(Policy::default());
+    for id in 1..=3 {
+        let mut j = job(id, "read");
+        j.resource = Some("balance".into());
+        j.coalescable = false;
+        s.submit(j, 0).unwrap();
+    }
+    assert_eq!(sends(&drain(&mut s, 0)).len(), 3);
+}
+
+#[test]
+fn terminal_outcome_carries_context_and_next_safe_actions() {
+    let mut s = scheduler(Policy::default());
+    let mut j = job(1, "tool");
+    j.deadline = Some(200);
+    s.submit(j, 0).unwrap();
+    let send = sends(&drain(&mut s, 0)).remove(0);
+    s.on_outcome(send.attempt, response(429, &[("retry-after", "1")]), 100);
+    let done = finishes(&drain(&mut s, 100)).remove(0);
+    assert!(done.sent);
+    assert_eq!(done.last_status, Some(429));
+    assert_eq!(done.attempts, 1);
+    assert_eq!(done.reason, Reason::DeadlineExceeded);
+    assert_eq!(
+        done.next_actions.first(),
+        Some(&NextAction::RetryWithSameKey)
+    );
+    assert!(done
+        .next_actions
+        .iter()
+        .any(|a| matches!(a, NextAction::Wait { ms } if *ms >= 900)));
+}
+
+#[test]
+fn audit_is_recorded_before_dispatch_and_free_of_secrets() {
+    let mut s = scheduler(Policy::default());
+    s.submit(job(1, "idempotent_write"), 0).unwrap();
+    let send = sends(&drain(&mut s, 0)).remove(0);
+    let events = s.drain_audit();
+    let kinds: Vec<AuditKind> = events.iter().map(|e| e.kind).collect();
+    assert_eq!(
+        kinds,
+        vec![AuditKind::ActionRequested, AuditKind::ActionSent]
+    );
+    assert_eq!(events[1].attempt, Some(send.attempt));
+    s.on_outcome(send.attempt, response(503, &[]), 1);
+    for t in 1..5_000 {
+        for next in sends(&drain(&mut s, t)) {
+            s.on_outcome(next.attempt, ok(), t);
+        }
+    }
+    let key = send.idempotency_key.unwrap();
+    let events = s.drain_audit();
+    assert!(events.iter().any(|e| e.kind == AuditKind::RetryScheduled));
+    assert!(events.iter().any(|e| e.kind == AuditKind::Completed));
+    for event in events {
+        assert!(
+            !event.detail.contains(CREDENTIAL) && !event.detail.contains(&key),
+            "{}",
+            event.detail
+        );
+    }
+}
+
+#[test]
+fn restore_sends_in_flight_uncertain_writes_to_lookup_with_their_original_key() {
+    let mut s = scheduler(Policy::default());
+    s.submit(job(1, "uncertain_write"), 0).unwrap();
+    s.submit(job(2, "read"), 0).unwrap();
+    s.submit(job(3, "read"), 0).unwrap();
+    let sent = sends(&drain(&mut s, 0));
+    let key = sent[0].idempotency_key.clone().unwrap();
+    s.on_outcome(sent[2].attempt, ok(), 1); // job 3 completes before the crash
+    let ledger = s.into_ledger();
+    use rand::SeedableRng;
+    let mut r = stampede_core::Scheduler::restore(
+        Policy::default(),
+        ledger,
+        rand_chacha::ChaCha8Rng::seed_from_u64(1),
+        100,
+    )
+    .unwrap();
+    let mut seen = Vec::new();
+    for t in (100..20_000).step_by(10) {
+        seen.extend(sends(&drain(&mut r, t)));
+    }
+    let write: Vec<_> = seen.iter().filter(|x| x.job == 1).collect();
+    assert_eq!(write.len(), 1);
+    assert_eq!(
+        write[0].kind,
+        SendKind::Lookup(LookupBy::IdempotencyKey(key))
+    );
+    let read: Vec<_> = seen.iter().filter(|x| x.job == 2).collect();
+    assert_eq!(
+        (read.len(), read[0].attempt_no),
+        (1, 2),
+        "safe in-flight work is re-queued, attempts counted"
+    );
+    assert!(
+        seen.iter().all(|x| x.job != 3),
+        "terminal actions stay terminal"
+    );
+}
+
+#[test]
+fn execution_budget_bounds_the_whole_run() {
+    let mut policy = Policy::default();
+    policy.execution_budget = Some(Duration::from_secs(1));
+    let mut s = scheduler(policy);
+    s.submit(job(1, "read"), 0).unwrap();
+    let send = sends(&drain(&mut s, 0)).remove(0);
+    assert_eq!(s.next_wakeup(), Some(1_000));
+    let done = finishes(&drain(&mut s, 1_000));
+    assert_eq!(done[0].reason, Reason::ExecutionBudgetExhausted);
+    s.on_outcome(send.attempt, ok(), 1_001);
+    assert!(drain(&mut s, 1_001).is_empty());
+    assert!(s.submit(job(2, "read"), 1_002).is_err());
+}
+
+#[test]
+fn forgetting_ledger_keeps_memory_to_live_actions() {
+    let mut s = stampede_core::Scheduler::new(
+        Policy::default(),
+        InMemoryLedger::forgetting_terminal(),
+        rand::SeedableRng::seed_from_u64(3),
+    )
+    .unwrap();
+    for id in 1..=1_000 {
+        s.submit(job(id, "read"), id).unwrap();
+        for send in sends(&drain(&mut s, id)) {
+            s.on_outcome(send.attempt, ok(), id);
+        }
+        drain(&mut s, id);
+    }
+    assert!(
+        s.ledger().len() <= 1,
+        "terminal entries are forgotten: {}",
+        s.ledger().len()
+    );
+    assert!(s
+        .ledger()
+        .entries()
+        .unwrap()
+        .iter()
+        .all(|e| !e.state.is_terminal()));
+}
+
+#[test]
+fn naive_preset_blindly_resends_uncertain_writes_and_stampede_does_not() {
+    let mut naive = scheduler(preset("naive").unwrap());
+    naive.submit(job(1, "uncertain_write"), 0).unwrap();
+    let first = sends(&drain(&mut naive, 0)).remove(0);
+    assert_eq!(first.idempotency_key, None, "naive sends no key");
+    naive.on_outcome(
+        first.attempt,
+        Outcome::Transport(TransportFailure::ReadTimeout),
+        0,
+    );
+    let resend = sends(&drain(&mut naive, 1_000));
+    assert_eq!(
+        resend[0].kind,
+        SendKind::Action,
+        "a blind re-send after a fixed 1 s sleep"
+    );
+}
+
+#[test]
+fn unknown_scope_means_the_whole_account() {
+    let mut s = scheduler(Policy::default());
+    let mut j = job(1, "read");
+    j.scope = None;
+    s.submit(j, 0).unwrap();
+    assert_eq!(sends(&drain(&mut s, 0))[0].scope, "account");
+}
+
+#[test]
+fn delayed_work_wakes_at_its_not_before_time() {
+    let mut s = scheduler(Policy::default());
+    s.submit(job(1, "read"), 0).unwrap();
+    let send = sends(&drain(&mut s, 0)).remove(0);
+    s.on_outcome(send.attempt, response(503, &[("retry-after", "3")]), 0);
+    assert!(drain(&mut s, 0).is_empty());
+    assert_eq!(s.next_wakeup(), Some(3_000));
+    assert_eq!(s.gauges().delayed, 1);
+    assert_eq!(sends(&drain(&mut s, 3_000)).len(), 1);
+}
+
+#[test]
+fn non_llm_routes_reserve_no_tokens() {
+    let mut s = scheduler(scoped(None, Some(10)));
+    s.submit(job(1, "read"), 0).unwrap();
+    let send = sends(&drain(&mut s, 0)).remove(0);
+    assert_eq!((send.route, send.reserved_tokens), (Route::GetItem, 0));
+}
