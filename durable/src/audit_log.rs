@@ -332,3 +332,27 @@ fn sync_parent_dir(_path: &Path) -> Result<(), DurableError> {
     // Directories cannot be opened for syncing here; the file's own sync has to do.
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_policy_syncs_everything_but_what_precedes_a_send() {
+        let policy = SyncPolicy::default();
+        assert!(!policy.syncs_after(AuditKind::ActionRequested));
+        assert!(!policy.syncs_after(AuditKind::RetryScheduled));
+        for kind in [
+            AuditKind::ActionSent,
+            AuditKind::ActionResult,
+            AuditKind::ReconciliationRequired,
+            AuditKind::Escalated,
+            AuditKind::Cancelled,
+            AuditKind::Completed,
+        ] {
+            assert!(policy.syncs_after(kind), "{kind:?}");
+        }
+        assert!(SyncPolicy::EveryRecord.syncs_after(AuditKind::ActionRequested));
+        assert!(!SyncPolicy::OnRequest.syncs_after(AuditKind::ActionSent));
+    }
+}
