@@ -1,5 +1,8 @@
 //! stampede-sim: scenario format, workload, virtual and live drivers, measurement.
 
+pub mod measure;
 pub mod rng;
+pub mod run;
 pub mod scenario;
+pub mod virtual_driver;
 pub mod workload;

@@ -1,0 +1,147 @@
+//! One run of a scenario, start to finish: play it, measure it, check its expectations and
+//! write the run directory (`summary.json`, `timeseries.csv`, `attempts.csv`, `tenants.csv`,
+//! then the plots, `index.html`, `junit.xml` and `summary.md` from stampede-reports).
+
+use std::fs::{self, File};
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use stampede_reports::{RenderOptions, RunReport};
+
+use crate::measure::round4;
+use crate::scenario::{expect, Scenario};
+use crate::virtual_driver::{self, AttemptSink, DriverError, NoAttempts};
+
+/// How to run and what to write.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// The run directory; `None` writes nothing (benchmarks, sweeps that keep only figures).
+    pub out_dir: Option<PathBuf>,
+    /// Draw plots and the HTML page (off: data files only).
+    pub render: bool,
+    /// Append the markdown summary here (`$GITHUB_STEP_SUMMARY`, passed in by the command).
+    pub github_step_summary: Option<PathBuf>,
+}
+
+/// A finished run.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    /// Summary (with expectations checked), timeseries and tenant rows.
+    pub report: RunReport,
+    /// Events the loop handled.
+    pub events: u64,
+    /// Files written, in order.
+    pub files: Vec<PathBuf>,
+}
+
+impl RunOutcome {
+    /// Whether every expectation held.
+    pub fn passed(&self) -> bool {
+        self.report.summary.expectations.iter().all(|e| e.pass)
+    }
+}
+
+/// A run that could not be carried out.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Driver(#[from] DriverError),
+    #[error("cannot write the run directory {path}: {message}")]
+    Output { path: PathBuf, message: String },
+}
+
+fn output_err(path: &Path, e: impl std::fmt::Display) -> RunError {
+    RunError::Output {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    }
+}
+
+/// The default run directory of a scenario: `runs/<name>/`.
+pub fn default_out_dir(scenario: &Scenario) -> PathBuf {
+    let safe: String = scenario
+        .name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    PathBuf::from("runs").join(safe)
+}
+
+/// Plays `scenario` in virtual time and writes its run directory.
+pub fn run_virtual(scenario: &Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError> {
+    let started = Instant::now();
+    let mut files = Vec::new();
+    let run = match &opts.out_dir {
+        Some(dir) => {
+            fs::create_dir_all(dir).map_err(|e| output_err(dir, e))?;
+            let path = dir.join("attempts.csv");
+            let file = File::create(&path).map_err(|e| output_err(&path, e))?;
+            let mut sink = csv::Writer::from_writer(BufWriter::with_capacity(1 << 16, file));
+            let run = virtual_driver::run(scenario, &mut sink as &mut dyn AttemptSink)?;
+            sink.flush().map_err(|e| output_err(&path, e))?;
+            files.push(path);
+            run
+        }
+        None => virtual_driver::run(scenario, &mut NoAttempts)?,
+    };
+    let mut summary = run.measured.summary;
+    summary.scenario = scenario.name.clone();
+    summary.seed = scenario.seed;
+    summary.preset = scenario.client.preset.clone();
+    summary.expectations = expect::evaluate(&scenario.expectations, &summary);
+    for e in &mut summary.expectations {
+        e.actual = round4(e.actual);
+    }
+    summary.wall_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let report = RunReport {
+        summary,
+        timeseries: run.measured.timeseries,
+        tenants: run.measured.tenants,
+        title: None,
+        description: scenario.description.clone(),
+        preset_text: Some(format!(
+            "preset {} with {} workers{}",
+            scenario.client.preset,
+            scenario.policy.workers,
+            if scenario.client.policy.is_some() {
+                " and [client.policy] overrides"
+            } else {
+                ""
+            }
+        )),
+        bucket_ms: Some(scenario.bucket_ms),
+    };
+    if let Some(dir) = &opts.out_dir {
+        let summary_path = dir.join("summary.json");
+        stampede_reports::write_summary_json(&summary_path, &report.summary)
+            .map_err(|e| output_err(dir, e))?;
+        files.push(summary_path);
+        let ts = dir.join("timeseries.csv");
+        stampede_reports::write_csv(&ts, &report.timeseries).map_err(|e| output_err(dir, e))?;
+        files.push(ts);
+        let tenants = dir.join("tenants.csv");
+        stampede_reports::write_csv(&tenants, &report.tenants).map_err(|e| output_err(dir, e))?;
+        files.push(tenants);
+        if opts.render {
+            let render_opts = RenderOptions {
+                plots: true,
+                github_step_summary: opts.github_step_summary.clone(),
+            };
+            let rendered = stampede_reports::render(dir, &report, &render_opts)
+                .map_err(|e| output_err(dir, e))?;
+            files.extend(rendered.files);
+        }
+    }
+    Ok(RunOutcome {
+        report,
+        events: run.events,
+        files,
+    })
+}

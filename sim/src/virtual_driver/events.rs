@@ -1,0 +1,113 @@
+//! The virtual driver's event queue: a binary heap ordered by time, ties broken by the order
+//! events were scheduled, so the same run always plays events in the same order.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use stampede_core::{AttemptId, Millis, Outcome};
+
+/// Something that happens at a virtual time.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// The client hears how an attempt ended; the provider's side of it (`seq`) departs.
+    Answer {
+        attempt: AttemptId,
+        seq: u64,
+        outcome: Outcome,
+    },
+}
+
+#[derive(Debug)]
+struct Timed {
+    at: Millis,
+    seq: u64,
+    event: Event,
+}
+
+impl PartialEq for Timed {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+impl Eq for Timed {}
+impl PartialOrd for Timed {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Timed {
+    /// Reversed, so the max-heap pops the earliest (then first-scheduled) event.
+    fn cmp(&self, other: &Self) -> Ordering {
+        (other.at, other.seq).cmp(&(self.at, self.seq))
+    }
+}
+
+/// Pending events in time order.
+#[derive(Debug, Default)]
+pub struct EventQueue {
+    heap: BinaryHeap<Timed>,
+    next_seq: u64,
+}
+
+impl EventQueue {
+    /// Schedules `event` at `at` (ms).
+    pub fn push(&mut self, at: Millis, event: Event) {
+        self.next_seq += 1;
+        self.heap.push(Timed {
+            at,
+            seq: self.next_seq,
+            event,
+        });
+    }
+
+    /// Time of the earliest event.
+    pub fn peek_time(&self) -> Option<Millis> {
+        self.heap.peek().map(|t| t.at)
+    }
+
+    /// Removes the earliest event if it is due at or before `now`.
+    pub fn pop_due(&mut self, now: Millis) -> Option<Event> {
+        if self.peek_time()? <= now {
+            self.heap.pop().map(|t| t.event)
+        } else {
+            None
+        }
+    }
+
+    /// Events pending.
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stampede_core::TransportFailure;
+
+    fn answer(attempt: AttemptId) -> Event {
+        Event::Answer {
+            attempt,
+            seq: attempt,
+            outcome: Outcome::Transport(TransportFailure::ReadTimeout),
+        }
+    }
+
+    #[test]
+    fn earliest_first_and_ties_in_scheduling_order() {
+        let mut q = EventQueue::default();
+        q.push(20, answer(1));
+        q.push(10, answer(2));
+        q.push(10, answer(3));
+        assert_eq!(q.pop_due(5), None);
+        assert_eq!(q.pop_due(10), Some(answer(2)));
+        assert_eq!(q.pop_due(10), Some(answer(3)));
+        assert_eq!(q.pop_due(10), None);
+        assert_eq!(q.pop_due(25), Some(answer(1)));
+        assert!(q.is_empty());
+    }
+}

@@ -1,0 +1,264 @@
+//! The virtual driver: a discrete-event loop over a virtual clock (ms). The core's
+//! `Scheduler` is the client and the provider model answers in-process, so a run is exact,
+//! fast and the same on every machine.
+//!
+//! Each turn of the loop jumps to the earliest of: the next arrival (generated lazily), the
+//! next cancellation, the next answer in the event queue, and the core's next wake-up. At
+//! that time it submits arrivals, cancels tasks, delivers answers (and lets the provider
+//! release their slots), then drains the core's commands: a `Send` goes to the provider
+//! model at once and its answer is queued at `now + latency`; a `Finish` is measured. Memory
+//! holds live actions and attempts in flight only; attempts stream to the sink.
+
+pub mod events;
+pub mod translate;
+
+use std::collections::HashMap;
+
+use stampede_core::{Command, InMemoryLedger, JobId, Millis, Scheduler, TerminalStatus};
+use stampede_provider::config::ConfigError;
+use stampede_provider::model::ProviderModel;
+use stampede_reports::AttemptRow;
+
+use crate::measure::{Measured, Measurement};
+use crate::rng;
+use crate::scenario::Scenario;
+use crate::workload::{self, Arrivals};
+use events::{Event, EventQueue};
+use translate::ActionFacts;
+
+/// Wall-clock time of virtual t = 0 (2026-01-01T00:00:00Z, ms since the Unix epoch): fixed,
+/// so HTTP-date Retry-After values are the same on every run.
+pub const VIRTUAL_EPOCH_UNIX_MS: u64 = 1_767_225_600_000;
+
+/// Where attempts.csv rows go as the journal drains.
+pub trait AttemptSink {
+    fn attempt(&mut self, row: &AttemptRow) -> Result<(), String>;
+}
+
+/// Discards rows (benchmarks).
+pub struct NoAttempts;
+
+impl AttemptSink for NoAttempts {
+    fn attempt(&mut self, _row: &AttemptRow) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+impl<W: std::io::Write> AttemptSink for csv::Writer<W> {
+    fn attempt(&mut self, row: &AttemptRow) -> Result<(), String> {
+        self.serialize(row)
+            .map_err(|e| format!("writing attempts.csv: {e}"))
+    }
+}
+
+/// A run could not start or its output could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum DriverError {
+    #[error("the provider configuration is invalid: {0}")]
+    Provider(#[from] ConfigError),
+    #[error("the client policy is invalid: {0}")]
+    Core(#[from] stampede_core::CoreError),
+    #[error("{0}")]
+    Output(String),
+}
+
+/// What the loop produced.
+#[derive(Debug, Clone)]
+pub struct VirtualRun {
+    pub measured: Measured,
+    /// Loop events handled: arrivals, cancellations, answers and commands.
+    pub events: u64,
+    /// Virtual time when the loop stopped (ms).
+    pub end_ms: Millis,
+}
+
+/// A live action as the driver tracks it.
+struct Live {
+    facts: ActionFacts,
+    submitted_at: Millis,
+    deadline: Option<Millis>,
+    dispatched: bool,
+}
+
+/// Plays a scenario in virtual time.
+pub fn run(scenario: &Scenario, sink: &mut dyn AttemptSink) -> Result<VirtualRun, DriverError> {
+    let mut provider = ProviderModel::new(
+        scenario.provider.clone(),
+        rng::stream_u64(scenario.seed, "provider"),
+        VIRTUAL_EPOCH_UNIX_MS,
+    )?;
+    let mut policy = scenario.policy.clone();
+    policy.wall_epoch_unix_ms = VIRTUAL_EPOCH_UNIX_MS;
+    let audit = policy.audit;
+    let mut core = Scheduler::new(
+        policy,
+        InMemoryLedger::forgetting_terminal(),
+        rng::stream(scenario.seed, "client"),
+    )?;
+
+    let mut arrivals = Arrivals::new(scenario);
+    let cancels = workload::cancellations(scenario);
+    let mut next_cancel = 0usize;
+    let mut queue = EventQueue::default();
+    let mut live: HashMap<JobId, Live> = HashMap::new();
+    let mut measure = Measurement::new(scenario.bucket_ms);
+    let bucket = scenario.bucket_ms.max(1);
+    let cap = scenario.duration_ms;
+
+    let mut now: Millis = 0;
+    let mut next_sample: Millis = bucket;
+    let mut events: u64 = 0;
+    // Set when a turn changed nothing: the core's wake-up is then taken as at least `now + 1`,
+    // so a wake-up that is due but yields nothing cannot spin the loop.
+    let mut stalled = false;
+
+    loop {
+        let wake = core
+            .next_wakeup()
+            .map(|w| if stalled { w.max(now + 1) } else { w });
+        let candidates = [
+            queue.peek_time(),
+            arrivals.peek_time(),
+            cancels.get(next_cancel).map(|c| c.at),
+            wake,
+        ];
+        let Some(t) = candidates.into_iter().flatten().min() else {
+            break;
+        };
+        let t = t.max(now);
+        while next_sample <= t.min(cap) {
+            let g = core.gauges();
+            measure.on_gauges(
+                next_sample - 1,
+                g.queued + g.delayed,
+                g.in_flight,
+                g.tokens_reserved,
+            );
+            next_sample += bucket;
+        }
+        if t > cap {
+            now = cap;
+            break;
+        }
+        now = t;
+        let before = events;
+
+        while arrivals.peek_time() == Some(now) {
+            let Some(arrival) = arrivals.next() else {
+                break;
+            };
+            events += 1;
+            measure.on_submit();
+            let job = arrival.job;
+            let facts = ActionFacts {
+                tenant: job.tenant.clone(),
+                class: job.class.clone(),
+                resource: job.resource.clone(),
+                prompt_tokens: job.prompt_tokens,
+                max_output_tokens: job.max_output_tokens,
+                external_ref: job.external_ref.clone(),
+                stream: job.stream,
+                payload_hash: job.payload_hash,
+            };
+            let (id, deadline) = (job.id, job.deadline);
+            match core.submit(job, now) {
+                Ok(()) => {
+                    live.insert(
+                        id,
+                        Live {
+                            facts,
+                            submitted_at: now,
+                            deadline,
+                            dispatched: false,
+                        },
+                    );
+                }
+                Err(_) => measure.on_rejected(now),
+            }
+        }
+        while let Some(c) = cancels.get(next_cancel).filter(|c| c.at == now) {
+            events += 1;
+            core.cancel_task(&c.tenant, &c.task, now);
+            next_cancel += 1;
+        }
+        while let Some(Event::Answer {
+            attempt,
+            seq,
+            outcome,
+        }) = queue.pop_due(now)
+        {
+            events += 1;
+            provider.depart(seq, now);
+            core.on_outcome(attempt, outcome, now);
+        }
+        while let Some(command) = core.poll(now) {
+            events += 1;
+            match command {
+                Command::Send(send) => {
+                    let Some(action) = live.get_mut(&send.job) else {
+                        // The core sends only for actions it admitted, which are all live here.
+                        return Err(DriverError::Output(format!(
+                            "the core sent for unknown action {}",
+                            send.job
+                        )));
+                    };
+                    if !action.dispatched {
+                        action.dispatched = true;
+                        measure.on_first_dispatch(now - action.submitted_at);
+                    }
+                    measure.on_reserved(send.reserved_tokens);
+                    let request = translate::request(&send, &action.facts);
+                    let decision = provider.arrive(&request, now);
+                    let seq = decision.seq;
+                    let (after, outcome) = translate::outcome(&send, decision);
+                    for entry in provider.drain_journal() {
+                        let row = measure.on_journal(&entry, Some(now + after));
+                        sink.attempt(&row).map_err(DriverError::Output)?;
+                    }
+                    queue.push(
+                        now + after,
+                        Event::Answer {
+                            attempt: send.attempt,
+                            seq,
+                            outcome,
+                        },
+                    );
+                }
+                Command::Finish(terminal) => {
+                    let Some(action) = live.remove(&terminal.job) else {
+                        continue;
+                    };
+                    let late = terminal.status != TerminalStatus::Cancelled
+                        && action.deadline.is_some_and(|d| now > d);
+                    measure.on_terminal(
+                        now,
+                        &action.facts.tenant,
+                        &terminal,
+                        now - action.submitted_at,
+                        late,
+                    );
+                }
+            }
+        }
+        if audit {
+            // Nothing reads the audit trail in a virtual run yet; draining keeps memory flat.
+            drop(core.drain_audit());
+        }
+        stalled = events == before;
+    }
+    // The last, partial bucket.
+    if next_sample.saturating_sub(bucket) <= now {
+        let g = core.gauges();
+        measure.on_gauges(now, g.queued + g.delayed, g.in_flight, g.tokens_reserved);
+    }
+    let unfinished = live.len() as u64;
+    let late = live
+        .values()
+        .filter(|a| a.deadline.is_some_and(|d| d < now))
+        .count() as u64;
+    Ok(VirtualRun {
+        measured: measure.finish(now, unfinished, late),
+        events,
+        end_ms: now,
+    })
+}

@@ -1,0 +1,152 @@
+//! `stampede run SCENARIO [--seed N] [--out DIR] [--set KEY=VALUE]...`
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use stampede_reports::Summary;
+use stampede_sim::run::{default_out_dir, run_virtual, RunOptions};
+use stampede_sim::scenario::{self, parse_override};
+
+use crate::exit;
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The scenario file (TOML).
+    #[arg(value_name = "SCENARIO")]
+    scenario: PathBuf,
+    /// Use this seed instead of the scenario's.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Run directory (default: runs/<scenario name>/).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Override a scenario key by its dotted path, type-checked like the file
+    /// (`--set client.preset=naive`, `--set provider.scopes.0.rpm=1200`). Repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+    /// Write only the data files (summary.json and the CSVs), no plots or HTML page.
+    #[arg(long)]
+    no_render: bool,
+    // Live runs (`--live [--provider URL]`) plug in here: they are a second driver behind the
+    // same scenario, measurement and report, and are not available in this build yet.
+}
+
+pub fn main(args: RunArgs) -> ExitCode {
+    let mut sets = Vec::with_capacity(args.sets.len());
+    for arg in &args.sets {
+        match parse_override(arg) {
+            Ok(ov) => sets.push(ov),
+            Err(message) => return exit::bad_input(message),
+        }
+    }
+    let scenario = match scenario::load(&args.scenario, args.seed, &sets) {
+        Ok(s) => s,
+        Err(e) => return exit::bad_input(e),
+    };
+    let out_dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| default_out_dir(&scenario));
+    let opts = RunOptions {
+        out_dir: Some(out_dir.clone()),
+        render: !args.no_render,
+        // The library never reads the environment; the command passes CI's summary file in.
+        github_step_summary: std::env::var_os("GITHUB_STEP_SUMMARY").map(PathBuf::from),
+    };
+    let outcome = match run_virtual(&scenario, &opts) {
+        Ok(o) => o,
+        Err(e) => return exit::bad_input(e),
+    };
+    print_table(&outcome.report.summary);
+    println!("report: {}", out_dir.join("index.html").display());
+    if outcome.passed() {
+        ExitCode::from(exit::PASSED)
+    } else {
+        ExitCode::from(exit::EXPECTATION_FAILED)
+    }
+}
+
+/// The short terminal table: the figures people look at first, then each expectation.
+fn print_table(s: &Summary) {
+    let status = |code: &str| s.status_counts.get(code).copied().unwrap_or(0);
+    println!(
+        "{} (seed {}, preset {}, {})",
+        s.scenario, s.seed, s.preset, s.mode
+    );
+    let rows: Vec<(&str, String)> = vec![
+        ("logical requests", s.logical_requests.to_string()),
+        (
+            "completed / failed / cancelled / escalated",
+            format!(
+                "{} / {} / {} / {}",
+                s.completed, s.failed, s.cancelled, s.escalations
+            ),
+        ),
+        ("outbound attempts", s.outbound_attempts.to_string()),
+        (
+            "attempts per logical",
+            format!("{:.3}", s.attempts_per_logical),
+        ),
+        (
+            "429 / 503 / dropped",
+            format!(
+                "{} / {} / {}",
+                status("429"),
+                status("503"),
+                status("dropped")
+            ),
+        ),
+        (
+            "retries (waves, peak per 100 ms)",
+            format!(
+                "{} ({}, {})",
+                s.retries, s.retry_waves, s.peak_retries_per_100ms
+            ),
+        ),
+        ("duplicates", s.duplicates.to_string()),
+        ("reconciliations", s.reconciliations.to_string()),
+        ("deadline misses", s.deadline_misses.to_string()),
+        (
+            "Retry-After violations",
+            s.retry_after_violations.to_string(),
+        ),
+        (
+            "latency p50 / p99 / max (ms)",
+            format!(
+                "{} / {} / {}",
+                s.latency_ms.p50, s.latency_ms.p99, s.latency_ms.max
+            ),
+        ),
+        (
+            "queue wait p50 / p99 (ms)",
+            format!("{} / {}", s.queue_wait_ms.p50, s.queue_wait_ms.p99),
+        ),
+        (
+            "tokens reserved / used",
+            format!("{} / {}", s.tokens_reserved, s.tokens_used),
+        ),
+        (
+            "goodput (completed/min)",
+            format!("{:.1}", s.goodput_per_min),
+        ),
+        (
+            "virtual time / wall (ms)",
+            format!("{} / {}", s.virtual_duration_ms, s.wall_ms),
+        ),
+    ];
+    let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    for (k, v) in rows {
+        println!("  {k:<width$}  {v}");
+    }
+    if !s.expectations.is_empty() {
+        println!("expectations:");
+        for e in &s.expectations {
+            let verdict = if e.pass { "pass" } else { "FAIL" };
+            println!(
+                "  {verdict} {}: actual {}, limit {}",
+                e.name, e.actual, e.limit
+            );
+        }
+    }
+}
