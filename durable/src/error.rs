@@ -17,6 +17,12 @@ pub enum DurableError {
         #[source]
         source: rusqlite::Error,
     },
+    /// SQLite would not put the file in WAL mode, so a returned put might not be durable.
+    #[error(
+        "the ledger {path} could not be switched to WAL journal mode (it is in {mode} mode); \
+         put the ledger on a local filesystem that supports shared memory"
+    )]
+    LedgerNotWal { path: PathBuf, mode: String },
     /// The ledger was written by a newer Stampede whose schema this build does not know.
     #[error(
         "the ledger {path} has schema version {found}, but this build understands versions up to \

@@ -92,12 +92,7 @@ impl SqliteLedger {
             .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
             .map_err(open_err)?;
         if !mode.eq_ignore_ascii_case("wal") {
-            return Err(DurableError::LedgerOpen {
-                path: path.clone(),
-                source: rusqlite::Error::InvalidParameterName(format!(
-                    "journal_mode is {mode}, not wal (is the file on a filesystem without shared memory?)"
-                )),
-            });
+            return Err(DurableError::LedgerNotWal { path, mode });
         }
         conn.pragma_update(None, "synchronous", options.synchronous.pragma_value())
             .map_err(open_err)?;
@@ -390,6 +385,24 @@ mod tests {
         for id in [0, 1, i64::MAX as u64, i64::MAX as u64 + 1, u64::MAX] {
             assert_eq!(id_from_sql(id_to_sql(id)), id);
         }
+    }
+
+    #[test]
+    fn each_connection_runs_with_the_synchronous_level_asked_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let level = |ledger: &SqliteLedger| -> i64 {
+            ledger
+                .conn
+                .query_row("PRAGMA synchronous", [], |row| row.get(0))
+                .unwrap()
+        };
+        let full = SqliteLedger::open(dir.path().join("a.sqlite")).unwrap();
+        assert_eq!(level(&full), 2); // FULL
+        let options = LedgerOptions {
+            synchronous: Synchronous::Normal,
+        };
+        let normal = SqliteLedger::open_with(dir.path().join("b.sqlite"), options).unwrap();
+        assert_eq!(level(&normal), 1); // NORMAL
     }
 
     #[test]
