@@ -7,6 +7,8 @@
 
 pub mod config;
 pub mod model;
+pub mod server;
 
 pub use config::{ConfigError, ProviderConfig};
 pub use model::{Answer, Decision, JournalEntry, Millis, ProviderModel, Request, RequestRoute};
+pub use server::{serve, serve_cli, spawn_ephemeral, ServeError, ServerHandle};

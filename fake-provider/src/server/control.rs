@@ -1,0 +1,238 @@
+//! The control plane: `/_stampede/*` and `/metrics`.
+
+use super::parse::BadRequest;
+use super::respond::json_response;
+use super::routes::{bad_request, read_body};
+use super::state::Inner;
+use super::App;
+use crate::config::ProviderConfig;
+use axum::body::Body;
+use axum::extract::{Query, State};
+use axum::http::{HeaderValue, Response};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// `GET /_stampede/journal[?since=SEQ]`: the ring's entries after `since`, one JSON per line.
+pub(crate) async fn journal(
+    State(app): State<App>,
+    Query(q): Query<BTreeMap<String, String>>,
+) -> Response<Body> {
+    let since = match q.get("since").map(|s| s.parse::<u64>()) {
+        None => 0,
+        Some(Ok(n)) => n,
+        Some(Err(_)) => {
+            return bad_request(&BadRequest("`since` must be a whole number (a seq)".into()))
+        }
+    };
+    let entries: Vec<_> = {
+        let inner = app.shared.lock();
+        // The ring is in seq order, so skip by binary search.
+        let start = inner.ring.partition_point(|e| e.seq <= since);
+        inner.ring.range(start..).cloned().collect()
+    };
+    let mut out = Vec::with_capacity(entries.len() * 320);
+    for e in &entries {
+        if serde_json::to_writer(&mut out, e).is_ok() {
+            out.push(b'\n');
+        }
+    }
+    let mut resp = Response::new(Body::from(out));
+    resp.headers_mut().insert(
+        "content-type",
+        HeaderValue::from_static("application/x-ndjson"),
+    );
+    resp
+}
+
+fn stats_json(inner: &Inner, seed: u64) -> serde_json::Value {
+    let mut v = serde_json::to_value(inner.model.stats()).unwrap_or_default();
+    if let Some(m) = v.as_object_mut() {
+        m.insert("journal_ring_lost".into(), json!(inner.ring_lost));
+        m.insert("journal_ring_len".into(), json!(inner.ring.len()));
+        m.insert("model_time_ms".into(), json!(inner.now()));
+        m.insert("time_scale".into(), json!(inner.time_scale));
+        m.insert("seed".into(), json!(seed));
+    }
+    v
+}
+
+/// `GET /_stampede/stats`
+pub(crate) async fn stats(State(app): State<App>) -> Response<Body> {
+    let v = stats_json(&app.shared.lock(), app.shared.seed);
+    json_response(200, &[], &v)
+}
+
+/// `POST /_stampede/reset`: fresh model (same config and seed), empty journal, time 0.
+pub(crate) async fn reset(State(app): State<App>) -> Response<Body> {
+    let mut inner = app.shared.lock();
+    let capacity = inner.ring_capacity;
+    let config = inner.model.config().clone();
+    match Inner::build(config, app.shared.seed, capacity) {
+        Ok(fresh) => {
+            *inner = fresh;
+            json_response(200, &[], &json!({ "reset": true }))
+        }
+        Err(e) => bad_request(&BadRequest(e.to_string())),
+    }
+}
+
+/// `PUT /_stampede/scenario`: a TOML scenario (its `[provider]` table) or JSON provider
+/// config (bare or under `provider`) replaces the running one; time restarts at 0.
+pub(crate) async fn scenario(State(app): State<App>, body: Body) -> Response<Body> {
+    let bytes = match read_body(body, app.body_limit).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let Ok(text) = std::str::from_utf8(&bytes) else {
+        return bad_request(&BadRequest("the scenario body is not UTF-8".into()));
+    };
+    let parsed = if text.trim_start().starts_with('{') {
+        serde_json::from_str::<serde_json::Value>(text)
+            .map_err(|e| format!("request body: {e}"))
+            .and_then(|v| {
+                let table = v.get("provider").cloned().unwrap_or(v);
+                serde_json::from_value::<ProviderConfig>(table)
+                    .map_err(|e| format!("request body: {e}"))
+            })
+            .and_then(|c| c.validate().map(|()| c).map_err(|e| e.to_string()))
+    } else {
+        ProviderConfig::from_scenario_toml(text, "request body").map_err(|e| e.to_string())
+    };
+    let config = match parsed {
+        Ok(c) => c,
+        Err(m) => return bad_request(&BadRequest(m)),
+    };
+    let mut inner = app.shared.lock();
+    match Inner::build(config, app.shared.seed, inner.ring_capacity) {
+        Ok(fresh) => {
+            *inner = fresh;
+            let credentials: Vec<_> = inner
+                .model
+                .config()
+                .credentials
+                .iter()
+                .map(|c| json!({ "key": c.key, "scope": c.scope }))
+                .collect();
+            json_response(
+                200,
+                &[],
+                &json!({ "replaced": true, "credentials": credentials }),
+            )
+        }
+        Err(e) => bad_request(&BadRequest(e.to_string())),
+    }
+}
+
+/// `GET /metrics`: Prometheus text.
+pub(crate) async fn metrics(State(app): State<App>) -> Response<Body> {
+    let (s, ring_lost) = {
+        let inner = app.shared.lock();
+        (inner.model.stats(), inner.ring_lost)
+    };
+    let mut out = String::with_capacity(2_048);
+    let mut metric = |name: &str, kind: &str, help: &str, rows: &[(String, u64)]| {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        for (labels, v) in rows {
+            let _ = writeln!(out, "{name}{labels} {v}");
+        }
+    };
+    let outcomes: Vec<_> = s
+        .status_counts
+        .iter()
+        .map(|(k, v)| (format!("{{outcome=\"{k}\"}}"), *v))
+        .collect();
+    metric(
+        "stampede_provider_attempts_total",
+        "counter",
+        "Attempts that reached the edge, by outcome.",
+        &outcomes,
+    );
+    metric(
+        "stampede_provider_committed_total",
+        "counter",
+        "Attempts that committed a side effect.",
+        &[(String::new(), s.committed)],
+    );
+    metric(
+        "stampede_provider_duplicates_total",
+        "counter",
+        "Commits duplicating an earlier one (same external_ref).",
+        &[(String::new(), s.duplicates)],
+    );
+    metric(
+        "stampede_provider_retry_after_violations_total",
+        "counter",
+        "Attempts arriving before their scope's Retry-After.",
+        &[(String::new(), s.retry_after_violations)],
+    );
+    metric(
+        "stampede_provider_tokens_used_total",
+        "counter",
+        "Tokens used by committed completions.",
+        &[(String::new(), s.tokens_used)],
+    );
+    metric(
+        "stampede_provider_in_flight",
+        "gauge",
+        "Admitted attempts not yet answered.",
+        &[(String::new(), s.in_flight)],
+    );
+    metric(
+        "stampede_provider_records",
+        "gauge",
+        "Records in the store.",
+        &[(String::new(), s.records)],
+    );
+    metric(
+        "stampede_provider_journal_lost_total",
+        "counter",
+        "Journal entries evicted from the ring unread.",
+        &[(String::new(), ring_lost)],
+    );
+    let per = |f: fn(&crate::model::ScopeStats) -> u64| -> Vec<(String, u64)> {
+        s.scopes
+            .iter()
+            .map(|(id, st)| (format!("{{scope=\"{}\"}}", id.replace('"', "'")), f(st)))
+            .collect()
+    };
+    metric(
+        "stampede_provider_scope_attempts_total",
+        "counter",
+        "Attempts per scope.",
+        &per(|s| s.attempts),
+    );
+    metric(
+        "stampede_provider_scope_admitted_total",
+        "counter",
+        "Attempts the scope's limits admitted.",
+        &per(|s| s.admitted),
+    );
+    metric(
+        "stampede_provider_scope_rate_limited_total",
+        "counter",
+        "429 answers per scope.",
+        &per(|s| s.rate_limited),
+    );
+    metric(
+        "stampede_provider_scope_in_flight",
+        "gauge",
+        "Admitted attempts in flight per scope.",
+        &per(|s| s.in_flight),
+    );
+    let mut resp = Response::new(Body::from(out));
+    resp.headers_mut().insert(
+        "content-type",
+        HeaderValue::from_static("text/plain; version=0.0.4"),
+    );
+    resp
+}
+
+/// A short JSON for the CLI banner and tests.
+pub(crate) fn banner(config: &ProviderConfig) -> String {
+    let mut s = String::new();
+    for c in &config.credentials {
+        let _ = writeln!(s, "  credential {} -> scope {}", c.key, c.scope);
+    }
+    s
+}

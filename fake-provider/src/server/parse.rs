@@ -1,0 +1,158 @@
+//! HTTP requests into model attempts, with errors that say what is wrong.
+
+use crate::model::{body_hash, FindBy, Request, RequestRoute};
+use axum::http::HeaderMap;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Output tokens assumed when a completion request names no `max_tokens`.
+pub(crate) const DEFAULT_MAX_TOKENS: u32 = 256;
+
+/// A request the server cannot turn into an attempt: 400 with this message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BadRequest(pub(crate) String);
+
+#[derive(Deserialize)]
+struct ChatBody {
+    messages: Vec<ChatMessage>,
+    #[serde(default)]
+    max_tokens: Option<u32>,
+    #[serde(default)]
+    max_completion_tokens: Option<u32>,
+    #[serde(default)]
+    stream: bool,
+}
+
+#[derive(Deserialize)]
+struct ChatMessage {
+    #[allow(dead_code)]
+    role: String,
+    #[serde(default)]
+    content: Value,
+}
+
+/// The attempt's attribution headers and credential.
+pub(crate) fn base_request(
+    headers: &HeaderMap,
+    route: RequestRoute,
+) -> Result<Request, BadRequest> {
+    let text = |name: &str| -> Result<Option<String>, BadRequest> {
+        match headers.get(name) {
+            None => Ok(None),
+            Some(v) => v
+                .to_str()
+                .map(|s| Some(s.trim().to_string()))
+                .map_err(|_| BadRequest(format!("header `{name}` is not visible ASCII"))),
+        }
+    };
+    let number = |name: &str| -> Result<Option<u64>, BadRequest> {
+        text(name)?
+            .map(|s| {
+                s.parse::<u64>().map_err(|_| {
+                    BadRequest(format!(
+                        "header `{name}` must be a whole number (got {s:?})"
+                    ))
+                })
+            })
+            .transpose()
+    };
+    let credential = text("authorization")?.map(|a| {
+        a.strip_prefix("Bearer ")
+            .or_else(|| a.strip_prefix("bearer "))
+            .unwrap_or(&a)
+            .trim()
+            .to_string()
+    });
+    let attempt_no = number("x-stampede-attempt")?
+        .map(|n| {
+            u32::try_from(n)
+                .map_err(|_| BadRequest("header `x-stampede-attempt` is too large".into()))
+        })
+        .transpose()?;
+    Ok(Request {
+        route,
+        credential,
+        idempotency_key: text("idempotency-key")?.filter(|k| !k.is_empty()),
+        class: text("x-stampede-class")?,
+        tenant: text("x-stampede-tenant")?,
+        action: number("x-stampede-action")?,
+        attempt_no,
+        ..Request::default()
+    })
+}
+
+/// Parses a JSON body, naming the problem (serde's message carries line and column).
+fn json_body(bytes: &[u8]) -> Result<Value, BadRequest> {
+    if bytes.is_empty() {
+        return Err(BadRequest(
+            "the request body is empty: send a JSON object".into(),
+        ));
+    }
+    serde_json::from_slice(bytes).map_err(|e| BadRequest(format!("malformed JSON body: {e}")))
+}
+
+/// `body_hash` over the canonical JSON (keys sorted by serde_json's map).
+fn canonical_hash(v: &Value) -> u64 {
+    body_hash(&serde_json::to_vec(v).unwrap_or_default())
+}
+
+/// Rough tokens of a prompt: 4 characters a token plus 4 per message, as OpenAI's rule of thumb.
+fn prompt_tokens(messages: &[ChatMessage]) -> u32 {
+    let chars: usize = messages
+        .iter()
+        .map(|m| match &m.content {
+            Value::String(s) => s.chars().count(),
+            Value::Null => 0,
+            other => other.to_string().len(),
+        })
+        .sum();
+    u32::try_from(chars.div_ceil(4) + 4 * messages.len()).unwrap_or(u32::MAX)
+}
+
+/// Fills a chat completion attempt from its body.
+pub(crate) fn chat(req: &mut Request, bytes: &[u8]) -> Result<(), BadRequest> {
+    let v = json_body(bytes)?;
+    let body = ChatBody::deserialize(&v)
+        .map_err(|e| BadRequest(format!("invalid chat completion request: {e}")))?;
+    if body.messages.is_empty() {
+        return Err(BadRequest(
+            "`messages` must hold at least one message".into(),
+        ));
+    }
+    req.body_hash = canonical_hash(&v);
+    req.prompt_tokens = prompt_tokens(&body.messages);
+    req.max_tokens = body
+        .max_completion_tokens
+        .or(body.max_tokens)
+        .unwrap_or(DEFAULT_MAX_TOKENS);
+    req.stream = body.stream;
+    Ok(())
+}
+
+/// Fills a record write from its body (a JSON object; `external_ref` a string if present).
+pub(crate) fn record(req: &mut Request, bytes: &[u8]) -> Result<(), BadRequest> {
+    let v = json_body(bytes)?;
+    let Value::Object(map) = &v else {
+        return Err(BadRequest("the record body must be a JSON object".into()));
+    };
+    req.external_ref = match map.get("external_ref") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return Err(BadRequest("`external_ref` must be a string".into())),
+    };
+    req.body_hash = canonical_hash(&v);
+    Ok(())
+}
+
+/// `GET /v1/records?external_ref=..|idempotency_key=..`
+pub(crate) fn find_by(
+    query: &std::collections::BTreeMap<String, String>,
+) -> Result<FindBy, BadRequest> {
+    match (query.get("external_ref"), query.get("idempotency_key")) {
+        (Some(r), None) => Ok(FindBy::ExternalRef(r.clone())),
+        (None, Some(k)) => Ok(FindBy::IdempotencyKey(k.clone())),
+        _ => Err(BadRequest(
+            "give exactly one query parameter: `external_ref=...` or `idempotency_key=...`".into(),
+        )),
+    }
+}

@@ -1,0 +1,231 @@
+//! Model decisions into HTTP: statuses, SSE streams, dropped connections and hangs.
+
+use super::state::Shared;
+use crate::model::{Answer, Decision};
+use axum::body::Body;
+use axum::http::{HeaderName, HeaderValue, Response, StatusCode};
+use bytes::Bytes;
+use futures_util::stream::{self, StreamExt};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// Marker in a response's extensions: close the connection instead of sending it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DropConnection;
+
+/// The longest a hang holds its connection, real time (the client normally gives up first).
+pub(crate) const HANG_LIMIT: Duration = Duration::from_secs(300);
+
+/// Pause before a stream cut so the chunks before it leave the socket first.
+const CUT_FLUSH: Duration = Duration::from_millis(20);
+
+/// Calls `depart` exactly once: when dropped, whether the answer went out, the client went
+/// away, or the server shut down.
+pub(crate) struct Departure {
+    shared: Arc<Shared>,
+    seq: u64,
+}
+
+impl Departure {
+    pub(crate) fn new(shared: Arc<Shared>, seq: u64) -> Self {
+        Departure { shared, seq }
+    }
+}
+
+impl Drop for Departure {
+    fn drop(&mut self) {
+        self.shared.lock().depart(self.seq);
+    }
+}
+
+/// A JSON response with extra headers.
+pub(crate) fn json_response(
+    status: u16,
+    headers: &[(String, String)],
+    body: &Value,
+) -> Response<Body> {
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    let mut resp = Response::new(Body::from(bytes));
+    *resp.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let h = resp.headers_mut();
+    h.insert("content-type", HeaderValue::from_static("application/json"));
+    for (name, value) in headers {
+        if let (Ok(n), Ok(v)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            h.append(n, v);
+        }
+    }
+    resp
+}
+
+/// A response that tells the connection layer to close without answering.
+pub(crate) fn dropped() -> Response<Body> {
+    let mut resp = Response::new(Body::empty());
+    resp.extensions_mut().insert(DropConnection);
+    resp
+}
+
+/// Waits `latency_ms` real ms, or until shutdown.
+async fn wait(ms: u64, stop: &mut watch::Receiver<bool>) {
+    if ms == 0 {
+        return;
+    }
+    tokio::select! {
+        _ = tokio::time::sleep(Duration::from_millis(ms)) => {}
+        _ = stopped(stop) => {}
+    }
+}
+
+/// Plays a decision: sleeps its latency (real time), then answers, drops, hangs or streams.
+pub(crate) async fn play(
+    shared: Arc<Shared>,
+    decision: Decision,
+    real_latency_ms: u64,
+    mut stop: watch::Receiver<bool>,
+) -> Response<Body> {
+    let departure = Departure::new(shared, decision.seq);
+    let seq = decision.seq;
+    match decision.answer {
+        Answer::Respond {
+            status,
+            headers,
+            body,
+            stream_chunks,
+            usage,
+        } => {
+            wait(real_latency_ms, &mut stop).await;
+            match stream_chunks {
+                Some(n) if status == 200 => {
+                    let frames = sse_frames(seq, &body, n, n, usage);
+                    sse_response(
+                        &headers,
+                        stream::iter(frames.into_iter().map(Ok)).boxed(),
+                        departure,
+                    )
+                }
+                _ => {
+                    drop(departure);
+                    json_response(status, &headers, &body)
+                }
+            }
+        }
+        Answer::Drop { .. } => {
+            wait(real_latency_ms, &mut stop).await;
+            drop(departure);
+            dropped()
+        }
+        Answer::Hang { .. } => {
+            // Held until the client goes away (the connection future is dropped, and the
+            // departure with it), the bound passes, or the server stops; then closed.
+            tokio::select! {
+                _ = tokio::time::sleep(HANG_LIMIT) => {}
+                _ = stopped(&mut stop) => {}
+            }
+            drop(departure);
+            dropped()
+        }
+        Answer::StreamCut { after_chunks, .. } => {
+            wait(real_latency_ms, &mut stop).await;
+            let body = json!({ "id": format!("chatcmpl-{seq}"), "model": "stampede-fake" });
+            let frames = sse_frames(seq, &body, after_chunks, u32::MAX, None);
+            let cut = stream::once(async {
+                tokio::time::sleep(CUT_FLUSH).await;
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionReset,
+                    "stream cut by fault",
+                ))
+            });
+            let s = stream::iter(frames.into_iter().map(Ok)).chain(cut).boxed();
+            sse_response(&[seq_header(seq)], s, departure)
+        }
+        Answer::StreamError { after_chunks } => {
+            wait(real_latency_ms, &mut stop).await;
+            let body = json!({ "id": format!("chatcmpl-{seq}"), "model": "stampede-fake" });
+            let mut frames = sse_frames(seq, &body, after_chunks, u32::MAX, None);
+            let err = json!({ "error": { "message": "The stream was interrupted by a server error.", "type": "server_error", "param": null, "code": "stream_error" } });
+            frames.push(Bytes::from(format!("event: error\ndata: {err}\n\n")));
+            sse_response(
+                &[seq_header(seq)],
+                stream::iter(frames.into_iter().map(Ok)).boxed(),
+                departure,
+            )
+        }
+    }
+}
+
+fn seq_header(seq: u64) -> (String, String) {
+    ("x-stampede-seq".to_string(), seq.to_string())
+}
+
+type FrameStream = futures_util::stream::BoxStream<'static, Result<Bytes, std::io::Error>>;
+
+fn sse_response(
+    headers: &[(String, String)],
+    frames: FrameStream,
+    departure: Departure,
+) -> Response<Body> {
+    // The departure rides along with the body: it fires when the stream ends or is dropped.
+    let s = frames.chain(stream::once(async move {
+        drop(departure);
+        Ok(Bytes::new())
+    }));
+    let mut resp = json_response(200, headers, &Value::Null);
+    *resp.body_mut() = Body::from_stream(s);
+    let h = resp.headers_mut();
+    h.insert(
+        "content-type",
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert("cache-control", HeaderValue::from_static("no-cache"));
+    resp
+}
+
+/// `chunks` content chunks of one token each; when `total` is reached, a final chunk with
+/// the finish reason and usage and `[DONE]`.
+fn sse_frames(
+    seq: u64,
+    body: &Value,
+    chunks: u32,
+    total: u32,
+    usage: Option<(u32, u32)>,
+) -> Vec<Bytes> {
+    let id = body
+        .get("id")
+        .cloned()
+        .unwrap_or_else(|| json!(format!("chatcmpl-{seq}")));
+    let mut out = Vec::with_capacity(chunks as usize + 2);
+    for i in 0..chunks {
+        let c = json!({
+            "id": id, "object": "chat.completion.chunk", "model": "stampede-fake",
+            "choices": [{ "index": 0, "delta": { "content": if i == 0 { "tok" } else { " tok" } }, "finish_reason": null }],
+        });
+        out.push(Bytes::from(format!("data: {c}\n\n")));
+    }
+    if chunks >= total {
+        let finish = body
+            .pointer("/choices/0/finish_reason")
+            .cloned()
+            .unwrap_or(json!("stop"));
+        let usage = usage.map(
+            |(p, c)| json!({ "prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c }),
+        );
+        let c = json!({
+            "id": id, "object": "chat.completion.chunk", "model": "stampede-fake",
+            "choices": [{ "index": 0, "delta": {}, "finish_reason": finish }],
+            "usage": usage,
+        });
+        out.push(Bytes::from(format!("data: {c}\n\n")));
+        out.push(Bytes::from_static(b"data: [DONE]\n\n"));
+    }
+    out
+}
+
+/// Resolves once the server is stopping (or its stop channel is gone).
+pub(crate) async fn stopped(stop: &mut watch::Receiver<bool>) {
+    // The guard `wait_for` returns is dropped here, so callers' futures stay `Send`.
+    let _ = stop.wait_for(|s| *s).await;
+}

@@ -1,0 +1,152 @@
+//! The provider's API routes: chat completions, records and items.
+
+use super::parse::{self, BadRequest};
+use super::respond::{self, json_response};
+use super::App;
+use crate::model::{error_body, Request, RequestRoute};
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, Response};
+use bytes::Bytes;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use std::collections::BTreeMap;
+
+/// Reads a body up to the limit: 413 past it, 400 if the client broke off.
+pub(crate) async fn read_body(body: Body, limit: usize) -> Result<Bytes, Response<Body>> {
+    match Limited::new(body, limit).collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(json_response(
+            413,
+            &[],
+            &error_body(
+                &format!("request body is larger than the limit of {limit} bytes"),
+                "invalid_request_error",
+                "payload_too_large",
+            ),
+        )),
+        Err(e) => Err(bad_request(&BadRequest(format!(
+            "could not read the request body: {e}"
+        )))),
+    }
+}
+
+pub(crate) fn bad_request(e: &BadRequest) -> Response<Body> {
+    json_response(
+        400,
+        &[],
+        &error_body(&e.0, "invalid_request_error", "invalid_request"),
+    )
+}
+
+/// Runs one attempt through the model and plays the decision.
+async fn attempt(app: &App, req: Request) -> Response<Body> {
+    let (decision, real_ms) = {
+        let mut inner = app.shared.lock();
+        let d = inner.arrive(&req);
+        let real = inner.real_ms(d.latency_ms);
+        (d, real)
+    };
+    respond::play(app.shared.clone(), decision, real_ms, app.stop.clone()).await
+}
+
+pub(crate) async fn chat_completions(
+    State(app): State<App>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response<Body> {
+    let bytes = match read_body(body, app.body_limit).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let mut req = match parse::base_request(&headers, RequestRoute::ChatCompletions) {
+        Ok(r) => r,
+        Err(e) => return bad_request(&e),
+    };
+    if let Err(e) = parse::chat(&mut req, &bytes) {
+        return bad_request(&e);
+    }
+    attempt(&app, req).await
+}
+
+pub(crate) async fn create_record(
+    State(app): State<App>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response<Body> {
+    let bytes = match read_body(body, app.body_limit).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let mut req = match parse::base_request(&headers, RequestRoute::CreateRecord) {
+        Ok(r) => r,
+        Err(e) => return bad_request(&e),
+    };
+    if let Err(e) = parse::record(&mut req, &bytes) {
+        return bad_request(&e);
+    }
+    attempt(&app, req).await
+}
+
+pub(crate) async fn get_record(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response<Body> {
+    match parse::base_request(&headers, RequestRoute::GetRecord { id }) {
+        Ok(req) => attempt(&app, req).await,
+        Err(e) => bad_request(&e),
+    }
+}
+
+pub(crate) async fn find_records(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Query(query): Query<BTreeMap<String, String>>,
+) -> Response<Body> {
+    let by = match parse::find_by(&query) {
+        Ok(b) => b,
+        Err(e) => return bad_request(&e),
+    };
+    match parse::base_request(&headers, RequestRoute::FindRecords { by }) {
+        Ok(req) => attempt(&app, req).await,
+        Err(e) => bad_request(&e),
+    }
+}
+
+pub(crate) async fn get_item(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response<Body> {
+    match parse::base_request(&headers, RequestRoute::GetItem { id }) {
+        Ok(req) => attempt(&app, req).await,
+        Err(e) => bad_request(&e),
+    }
+}
+
+pub(crate) async fn not_found(uri: axum::http::Uri) -> Response<Body> {
+    json_response(
+        404,
+        &[],
+        &error_body(
+            &format!("no route for {}: see /v1/chat/completions, /v1/records, /v1/items/{{id}}, /_stampede/*", uri.path()),
+            "invalid_request_error",
+            "unknown_route",
+        ),
+    )
+}
+
+pub(crate) async fn method_not_allowed(
+    method: axum::http::Method,
+    uri: axum::http::Uri,
+) -> Response<Body> {
+    json_response(
+        405,
+        &[],
+        &error_body(
+            &format!("{method} is not allowed on {}", uri.path()),
+            "invalid_request_error",
+            "method_not_allowed",
+        ),
+    )
+}

@@ -1,0 +1,103 @@
+//! The server's shared state: the model behind a mutex, the clock, and the journal ring.
+
+use crate::config::ProviderConfig;
+use crate::model::{Decision, JournalEntry, ProviderModel, Request};
+use crate::ConfigError;
+use std::collections::VecDeque;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// Journal entries the server keeps for `GET /_stampede/journal` (older ones are evicted and
+/// counted; the ring is what bounds the server's memory in long runs).
+pub const DEFAULT_JOURNAL_RING: usize = 100_000;
+
+/// Everything that changes, under one lock (critical sections are a few microseconds).
+pub(crate) struct Inner {
+    pub(crate) model: ProviderModel,
+    /// Real instant of model time 0.
+    pub(crate) start: Instant,
+    pub(crate) time_scale: f64,
+    pub(crate) ring: VecDeque<JournalEntry>,
+    pub(crate) ring_capacity: usize,
+    pub(crate) ring_lost: u64,
+}
+
+/// State shared by every connection.
+pub(crate) struct Shared {
+    inner: Mutex<Inner>,
+    pub(crate) seed: u64,
+}
+
+impl Shared {
+    pub(crate) fn new(
+        config: ProviderConfig,
+        seed: u64,
+        ring_capacity: usize,
+    ) -> Result<Self, ConfigError> {
+        Ok(Shared {
+            inner: Mutex::new(Inner::build(config, seed, ring_capacity)?),
+            seed,
+        })
+    }
+
+    /// The lock; a poisoned lock is taken anyway (the model keeps no invariant a panicking
+    /// reader could break halfway, and the server must keep answering).
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Inner {
+    pub(crate) fn build(
+        config: ProviderConfig,
+        seed: u64,
+        ring_capacity: usize,
+    ) -> Result<Self, ConfigError> {
+        let wall_epoch = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let time_scale = config.time_scale;
+        let mut model = ProviderModel::new(config, seed, wall_epoch)?;
+        model.set_emit_time_scale(time_scale);
+        // The server drains after every attempt, so the model's own buffer stays tiny.
+        model.set_journal_capacity(1_024);
+        Ok(Inner {
+            model,
+            start: Instant::now(),
+            time_scale,
+            ring: VecDeque::new(),
+            ring_capacity: ring_capacity.max(1),
+            ring_lost: 0,
+        })
+    }
+
+    /// Model time now: real ms since start times the scale.
+    pub(crate) fn now(&self) -> u64 {
+        let real = self.start.elapsed().as_secs_f64() * 1_000.0;
+        (real * self.time_scale) as u64
+    }
+
+    /// Real ms for a model duration (rounded up so the client never hears early).
+    pub(crate) fn real_ms(&self, model_ms: u64) -> u64 {
+        (model_ms as f64 / self.time_scale).ceil() as u64
+    }
+
+    /// One attempt through the model, its journal entry moved to the ring.
+    pub(crate) fn arrive(&mut self, req: &Request) -> Decision {
+        let now = self.now();
+        let d = self.model.arrive(req, now);
+        for e in self.model.drain_journal() {
+            if self.ring.len() == self.ring_capacity {
+                self.ring.pop_front();
+                self.ring_lost += 1;
+            }
+            self.ring.push_back(e);
+        }
+        d
+    }
+
+    pub(crate) fn depart(&mut self, seq: u64) {
+        let now = self.now();
+        self.model.depart(seq, now);
+    }
+}
