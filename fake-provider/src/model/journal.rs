@@ -99,6 +99,11 @@ impl JournalBuffer {
         self.lost
     }
 
+    /// Most entries held undrained.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
     /// Entries buffered now.
     pub fn len(&self) -> usize {
         self.entries.len()

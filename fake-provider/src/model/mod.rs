@@ -148,15 +148,18 @@ impl ProviderModel {
         self.seed
     }
 
-    /// Back to the state right after `new` (same config, seed and streams).
+    /// Back to the state right after `new` (same config, seed and streams); the emit time
+    /// scale and journal capacity are kept.
     pub fn reset(&mut self) {
         let scale = self.clock.scale;
+        let capacity = self.journal.capacity();
         if let Ok(mut fresh) = ProviderModel::new(
             self.config.clone(),
             self.seed,
             self.clock.wall_epoch_unix_ms,
         ) {
             fresh.clock.scale = scale;
+            fresh.journal = JournalBuffer::new(capacity);
             *self = fresh;
         }
     }

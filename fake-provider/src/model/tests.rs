@@ -605,5 +605,10 @@ fn journal_is_bounded_and_reset_restarts() {
     assert_eq!(j.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![3, 4, 5]);
     m.reset();
     assert_eq!(m.stats().attempts, 0);
+    for t in 0..4 {
+        m.arrive(&chat("a"), t);
+    }
+    assert_eq!(m.stats().journal_lost, 1, "capacity kept across reset");
+    m.reset();
     assert_eq!(m.arrive(&chat("a"), 0).seq, 1);
 }

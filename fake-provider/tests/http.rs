@@ -1,0 +1,529 @@
+//! The server over loopback with a real client (reqwest, which does not retry).
+
+use serde_json::{json, Value};
+use stampede_provider::config::{
+    ConnectionFault, CredentialConfig, DurationMs, FaultRule, LatencyConfig, ProviderConfig,
+    RetryAfterFormat, RouteName, ScopeLimits,
+};
+use stampede_provider::server::ServerHandle;
+use stampede_provider::spawn_ephemeral;
+use std::time::Duration;
+
+fn scope(id: &str, rpm: Option<u64>) -> ScopeLimits {
+    ScopeLimits {
+        id: id.into(),
+        rpm,
+        tpm: None,
+        rpd: None,
+        tpd: None,
+        concurrency: None,
+    }
+}
+
+fn cred(key: &str, scope: &str) -> CredentialConfig {
+    CredentialConfig {
+        key: key.into(),
+        scope: scope.into(),
+    }
+}
+
+/// One scope `a` (key `sk-a-test-key`) with `rpm`, fast answers, and these faults.
+fn config(rpm: Option<u64>, faults: Vec<FaultRule>) -> ProviderConfig {
+    ProviderConfig {
+        latency: LatencyConfig::fixed_ms(5),
+        tool_latency: LatencyConfig::fixed_ms(5),
+        reject_latency: DurationMs(0),
+        scopes: vec![scope("a", rpm)],
+        credentials: vec![cred("sk-a-test-key", "a")],
+        faults,
+        ..ProviderConfig::default()
+    }
+}
+
+fn fault(f: impl FnOnce(&mut FaultRule)) -> FaultRule {
+    let mut r = FaultRule::default();
+    f(&mut r);
+    r
+}
+
+struct Server {
+    base: String,
+    client: reqwest::Client,
+    _handle: ServerHandle,
+}
+
+async fn start(config: ProviderConfig) -> Server {
+    let (addr, handle) = spawn_ephemeral(config, 7).await.expect("server starts");
+    Server {
+        base: format!("http://{addr}"),
+        client: reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .unwrap(),
+        _handle: handle,
+    }
+}
+
+impl Server {
+    fn chat(&self, key: &str) -> reqwest::RequestBuilder {
+        self.client
+            .post(format!("{}/v1/chat/completions", self.base))
+            .bearer_auth(key)
+            .json(&json!({ "model": "m", "messages": [{ "role": "user", "content": "hello" }], "max_tokens": 8 }))
+    }
+
+    fn record(&self, key: Option<&str>, external_ref: &str, note: &str) -> reqwest::RequestBuilder {
+        let mut b = self
+            .client
+            .post(format!("{}/v1/records", self.base))
+            .bearer_auth("sk-a-test-key")
+            .json(&json!({ "external_ref": external_ref, "note": note }));
+        if let Some(k) = key {
+            b = b.header("idempotency-key", k);
+        }
+        b
+    }
+
+    async fn find_by_key(&self, key: &str) -> Vec<Value> {
+        let v: Value = self
+            .client
+            .get(format!("{}/v1/records?idempotency_key={key}", self.base))
+            .bearer_auth("sk-a-test-key")
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        v["data"].as_array().cloned().unwrap_or_default()
+    }
+
+    async fn journal(&self) -> Vec<Value> {
+        let text = self
+            .client
+            .get(format!("{}/_stampede/journal", self.base))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    async fn stats(&self) -> Value {
+        self.client
+            .get(format!("{}/_stampede/stats", self.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+}
+
+#[tokio::test]
+async fn rate_limit_429_with_retry_after_seconds_and_an_early_retry_is_a_violation() {
+    let s = start(config(Some(1), vec![])).await;
+    let ok = s.chat("sk-a-test-key").send().await.unwrap();
+    assert_eq!(ok.status(), 200);
+    assert_eq!(ok.headers()["x-ratelimit-limit-requests"], "1");
+    let body: Value = ok.json().await.unwrap();
+    assert!(body["usage"]["completion_tokens"].as_u64().unwrap() <= 8);
+
+    let limited = s.chat("sk-a-test-key").send().await.unwrap();
+    assert_eq!(limited.status(), 429);
+    let h = limited.headers().clone();
+    let secs: u64 = h["retry-after"].to_str().unwrap().parse().unwrap();
+    let ms: u64 = h["retry-after-ms"].to_str().unwrap().parse().unwrap();
+    assert!(
+        (1..=60).contains(&secs) && ms <= secs * 1_000,
+        "{secs} {ms}"
+    );
+    assert_eq!(h["x-ratelimit-remaining-requests"], "0");
+    assert!(h["ratelimit-policy"]
+        .to_str()
+        .unwrap()
+        .contains("\"rpm\";q=1;w=60"));
+    assert!(h.contains_key("ratelimit"));
+    let body: Value = limited.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "rate_limit_exceeded");
+
+    // Retried at once, long before the Retry-After passed.
+    assert_eq!(s.chat("sk-a-test-key").send().await.unwrap().status(), 429);
+    let j = s.journal().await;
+    let flags: Vec<bool> = j
+        .iter()
+        .map(|e| e["retry_after_violation"].as_bool().unwrap())
+        .collect();
+    assert_eq!(flags, vec![false, false, true]);
+    assert_eq!(j[1]["outcome"], "429");
+    assert_eq!(s.stats().await["retry_after_violations"], 1);
+}
+
+#[tokio::test]
+async fn rate_limit_429_with_retry_after_as_http_date() {
+    let mut c = config(Some(1), vec![]);
+    c.retry_after_format = RetryAfterFormat::HttpDate;
+    let s = start(c).await;
+    s.chat("sk-a-test-key").send().await.unwrap();
+    let limited = s.chat("sk-a-test-key").send().await.unwrap();
+    assert_eq!(limited.status(), 429);
+    let date = limited.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let when = httpdate::parse_http_date(&date).expect("an HTTP-date");
+    let wait = when
+        .duration_since(std::time::SystemTime::now())
+        .unwrap_or_default();
+    assert!(wait <= Duration::from_secs(61), "{date}");
+    assert!(limited.headers().contains_key("retry-after-ms"));
+}
+
+#[tokio::test]
+async fn service_unavailable_503_with_retry_after() {
+    let s = start(config(
+        None,
+        vec![fault(|f| {
+            f.status = Some(503);
+            f.nth = Some(1);
+            f.retry_after = Some(DurationMs(3_000));
+        })],
+    ))
+    .await;
+    let r = s.chat("sk-a-test-key").send().await.unwrap();
+    assert_eq!(r.status(), 503);
+    assert_eq!(r.headers()["retry-after"], "3");
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "service_unavailable");
+    assert_eq!(s.chat("sk-a-test-key").send().await.unwrap().status(), 200);
+}
+
+#[tokio::test]
+async fn drop_after_commit_closes_the_connection_but_the_record_exists() {
+    let s = start(config(
+        None,
+        vec![fault(|f| {
+            f.fault = Some(ConnectionFault::DropAfterCommit);
+            f.nth = Some(1);
+        })],
+    ))
+    .await;
+    let err = s
+        .record(Some("key-1"), "order-1", "x")
+        .send()
+        .await
+        .unwrap_err();
+    assert!(!err.is_status() && !err.is_timeout(), "{err:?}");
+    let found = s.find_by_key("key-1").await;
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0]["external_ref"], "order-1");
+    // The keyed retry replays the original: no second effect.
+    let retry = s
+        .record(Some("key-1"), "order-1", "x")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(retry.status(), 200);
+    assert_eq!(retry.headers()["idempotent-replayed"], "true");
+    let j = s.journal().await;
+    assert_eq!(j[0]["outcome"], "dropped");
+    assert_eq!(j[0]["committed"], true);
+    assert_eq!(s.stats().await["duplicates"], 0);
+}
+
+#[tokio::test]
+async fn drop_before_commit_leaves_no_record() {
+    let s = start(config(
+        None,
+        vec![fault(|f| {
+            f.fault = Some(ConnectionFault::DropBeforeCommit);
+            f.route = Some(RouteName::CreateRecord);
+        })],
+    ))
+    .await;
+    assert!(s
+        .record(Some("key-2"), "order-2", "x")
+        .send()
+        .await
+        .is_err());
+    assert!(s.find_by_key("key-2").await.is_empty());
+    let j = s.journal().await;
+    assert_eq!(
+        (j[0]["outcome"].as_str(), j[0]["committed"].as_bool()),
+        (Some("dropped"), Some(false))
+    );
+}
+
+#[tokio::test]
+async fn idempotency_in_flight_409_mismatch_400_and_replay() {
+    let mut c = config(None, vec![]);
+    c.tool_latency = LatencyConfig::fixed_ms(400);
+    let s = start(c).await;
+    let first = tokio::spawn(s.record(Some("key-3"), "order-3", "x").send());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let busy = s
+        .record(Some("key-3"), "order-3", "x")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(busy.status(), 409);
+    let body: Value = busy.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "idempotency_key_in_use");
+    let first = first.await.unwrap().unwrap();
+    assert_eq!(first.status(), 200);
+    let original: Value = first.json().await.unwrap();
+
+    let mismatch = s
+        .record(Some("key-3"), "order-3", "different")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(mismatch.status(), 400);
+    let body: Value = mismatch.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "idempotency_error");
+
+    let replay = s
+        .record(Some("key-3"), "order-3", "x")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(replay.status(), 200);
+    let again: Value = replay.json().await.unwrap();
+    assert_eq!(again["id"], original["id"]);
+    assert_eq!(s.find_by_key("key-3").await.len(), 1);
+}
+
+#[tokio::test]
+async fn sse_stream_cut_after_k_chunks() {
+    use futures_util::StreamExt;
+    let s = start(config(
+        None,
+        vec![fault(|f| {
+            f.fault = Some(ConnectionFault::StreamCut);
+            f.after_chunks = Some(3);
+        })],
+    ))
+    .await;
+    let resp = s
+        .client
+        .post(format!("{}/v1/chat/completions", s.base))
+        .bearer_auth("sk-a-test-key")
+        .json(&json!({ "messages": [{ "role": "user", "content": "hi" }], "max_tokens": 500, "stream": true }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["content-type"], "text/event-stream");
+    let mut body = String::new();
+    let mut failed = false;
+    let mut stream = resp.bytes_stream();
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(b) => body.push_str(&String::from_utf8_lossy(&b)),
+            Err(_) => {
+                failed = true;
+                break;
+            }
+        }
+    }
+    assert!(failed, "the stream must end in an error, got {body:?}");
+    assert_eq!(body.matches("data: ").count(), 3, "{body}");
+    assert!(!body.contains("[DONE]"));
+    assert_eq!(s.journal().await[0]["outcome"], "stream_cut");
+}
+
+#[tokio::test]
+async fn two_keys_share_a_scope_while_a_third_scope_is_unaffected() {
+    let mut c = config(Some(2), vec![]);
+    c.scopes.push(scope("b", Some(2)));
+    c.credentials.push(cred("sk-a-second-key", "a"));
+    c.credentials.push(cred("sk-b-own-key", "b"));
+    let s = start(c).await;
+    assert_eq!(s.chat("sk-a-test-key").send().await.unwrap().status(), 200);
+    assert_eq!(
+        s.chat("sk-a-second-key").send().await.unwrap().status(),
+        200
+    );
+    assert_eq!(
+        s.chat("sk-a-second-key").send().await.unwrap().status(),
+        429
+    );
+    assert_eq!(s.chat("sk-a-test-key").send().await.unwrap().status(), 429);
+    let b = s.chat("sk-b-own-key").send().await.unwrap();
+    assert_eq!(b.status(), 200);
+    assert_eq!(b.headers()["x-ratelimit-remaining-requests"], "1");
+    let st = s.stats().await;
+    assert_eq!(st["scopes"]["a"]["rate_limited"], 2);
+    assert_eq!(st["scopes"]["b"]["rate_limited"], 0);
+}
+
+#[tokio::test]
+async fn bad_input_gets_json_errors_401_400_413_404() {
+    let s = start(config(None, vec![])).await;
+    let r = s.chat("sk-wrong").send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "invalid_api_key");
+    // The refused attempt reached the edge: journaled, key masked.
+    assert_eq!(s.journal().await[0]["credential"], "********");
+
+    let url = format!("{}/v1/chat/completions", s.base);
+    let r = s
+        .client
+        .post(&url)
+        .bearer_auth("sk-a-test-key")
+        .body("{\"messages\": [")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let body: Value = r.json().await.unwrap();
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("malformed JSON"));
+    let r = s
+        .client
+        .post(&url)
+        .bearer_auth("sk-a-test-key")
+        .json(&json!({ "model": "m" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let body: Value = r.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("messages"),
+        "{body}"
+    );
+
+    let big = "x".repeat(2 << 20);
+    let r = s
+        .client
+        .post(&url)
+        .bearer_auth("sk-a-test-key")
+        .body(big)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 413);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "payload_too_large");
+
+    let r = s
+        .client
+        .get(format!("{}/v2/nothing", s.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "unknown_route");
+}
+
+#[tokio::test]
+async fn hang_until_the_client_gives_up_then_the_slot_is_released() {
+    let mut c = config(
+        None,
+        vec![fault(|f| {
+            f.fault = Some(ConnectionFault::Hang);
+            f.nth = Some(1);
+        })],
+    );
+    c.scopes[0].concurrency = Some(1);
+    let s = start(c).await;
+    let err = s
+        .chat("sk-a-test-key")
+        .timeout(Duration::from_millis(300))
+        .send()
+        .await
+        .unwrap_err();
+    assert!(err.is_timeout(), "{err:?}");
+    assert_eq!(s.journal().await[0]["outcome"], "hang");
+    // The client went away: the server notices the closed connection and frees the slot.
+    let mut in_flight = Value::Null;
+    for _ in 0..100 {
+        in_flight = s.stats().await["in_flight"].clone();
+        if in_flight == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(in_flight, 0);
+    assert_eq!(s.chat("sk-a-test-key").send().await.unwrap().status(), 200);
+}
+
+#[tokio::test]
+async fn control_plane_scenario_reset_and_metrics() {
+    let s = start(config(None, vec![])).await;
+    let toml = r#"
+name = "other"
+[provider]
+[[provider.scopes]]
+id = "z"
+rpm = 1
+[[provider.credentials]]
+key = "sk-z-new-key"
+scope = "z"
+[client]
+preset = "naive"
+"#;
+    let r = s
+        .client
+        .put(format!("{}/_stampede/scenario", s.base))
+        .body(toml)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(s.chat("sk-z-new-key").send().await.unwrap().status(), 200);
+    assert_eq!(s.chat("sk-a-test-key").send().await.unwrap().status(), 401);
+    let bad = s
+        .client
+        .put(format!("{}/_stampede/scenario", s.base))
+        .body("[provider]\n[[provider.scopes]]\nid = \"z\"\nrpm = 0\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+    let body: Value = bad.json().await.unwrap();
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("provider.scopes.0.rpm"));
+
+    let metrics = s
+        .client
+        .get(format!("{}/metrics", s.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("stampede_provider_attempts_total{outcome=\"200\"} 1"),
+        "{metrics}"
+    );
+    let r = s
+        .client
+        .post(format!("{}/_stampede/reset", s.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(s.journal().await.is_empty());
+    assert_eq!(
+        s.chat("sk-z-new-key").send().await.unwrap().status(),
+        200,
+        "quota reset"
+    );
+}
