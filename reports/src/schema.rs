@@ -74,6 +74,14 @@ pub struct Summary {
     /// Completed logical requests per minute of virtual time.
     pub goodput_per_min: f64,
     pub expectations: Vec<Expectation>,
+    /// Simulated runner crashes (scenario `[[crashes]]`) that happened during the run.
+    #[serde(default)]
+    pub crashes: u64,
+    /// Uncertain writes re-sent blindly, from the journal: a second create for an action
+    /// whose earlier create committed or left the client unable to know (hang, drop after
+    /// the write, 500/502/504), with no look-up for it in between that answered absent.
+    #[serde(default)]
+    pub blind_resends: u64,
 }
 
 /// One row of `timeseries.csv`: one time bucket.
