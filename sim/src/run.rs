@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use stampede_reports::{RenderOptions, RunReport};
 
-use crate::measure::round4;
+use crate::measure::{round4, Measured};
 use crate::scenario::{expect, Scenario};
 use crate::virtual_driver::{self, AttemptSink, DriverError, NoAttempts};
 
@@ -91,7 +91,21 @@ pub fn run_virtual(scenario: &Scenario, opts: &RunOptions) -> Result<RunOutcome,
         }
         None => virtual_driver::run(scenario, &mut NoAttempts)?,
     };
-    let mut summary = run.measured.summary;
+    finish_run(scenario, run.measured, run.events, started, files, opts)
+}
+
+/// Completes a played run (either driver): checks expectations, stamps scenario, seed,
+/// preset and `wall_ms` (real ms since `started`), and writes summary.json, the CSVs and,
+/// when asked, the rendered report after the `files` already written (attempts.csv).
+pub fn finish_run(
+    scenario: &Scenario,
+    measured: Measured,
+    events: u64,
+    started: Instant,
+    mut files: Vec<PathBuf>,
+    opts: &RunOptions,
+) -> Result<RunOutcome, RunError> {
+    let mut summary = measured.summary;
     summary.scenario = scenario.name.clone();
     summary.seed = scenario.seed;
     summary.preset = scenario.client.preset.clone();
@@ -102,8 +116,8 @@ pub fn run_virtual(scenario: &Scenario, opts: &RunOptions) -> Result<RunOutcome,
     summary.wall_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let report = RunReport {
         summary,
-        timeseries: run.measured.timeseries,
-        tenants: run.measured.tenants,
+        timeseries: measured.timeseries,
+        tenants: measured.tenants,
         title: None,
         description: scenario.description.clone(),
         preset_text: Some(format!(
@@ -141,7 +155,7 @@ pub fn run_virtual(scenario: &Scenario, opts: &RunOptions) -> Result<RunOutcome,
     }
     Ok(RunOutcome {
         report,
-        events: run.events,
+        events,
         files,
     })
 }

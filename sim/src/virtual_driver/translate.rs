@@ -74,36 +74,7 @@ pub fn outcome(send: &Send, decision: Decision) -> (Millis, Outcome) {
             body,
             usage,
             ..
-        } => {
-            let lookup = matches!(send.kind, SendKind::Lookup(_));
-            if lookup && (status == 200 || status == 404) {
-                return (latency, Outcome::Lookup(lookup_result(status, &body)));
-            }
-            let error_code = body
-                .get("error")
-                .and_then(|e| e.get("code"))
-                .and_then(|c| c.as_str())
-                .map(str::to_string);
-            let operation_id = if (200..300).contains(&status) {
-                body.get("id").and_then(|v| v.as_str()).map(str::to_string)
-            } else {
-                None
-            };
-            let usage = usage.map(|(prompt_tokens, completion_tokens)| Usage {
-                prompt_tokens,
-                completion_tokens,
-            });
-            (
-                latency,
-                Outcome::Response(Response {
-                    status,
-                    headers,
-                    error_code,
-                    usage,
-                    operation_id,
-                }),
-            )
-        }
+        } => (latency, answered(send, status, headers, &body, usage)),
         Answer::Drop { committed: false } => (
             latency,
             Outcome::Transport(TransportFailure::ResetBeforeWrite),
@@ -124,6 +95,43 @@ pub fn outcome(send: &Send, decision: Decision) -> (Millis, Outcome) {
             }),
         ),
     }
+}
+
+/// The outcome of an attempt the provider answered with `status`, its headers (names
+/// lower-case) and JSON `body`; `usage` is (prompt, completion) tokens when reported. Shared
+/// with the live driver, which gets the same three things over HTTP.
+pub fn answered(
+    send: &Send,
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: &serde_json::Value,
+    usage: Option<(u32, u32)>,
+) -> Outcome {
+    let lookup = matches!(send.kind, SendKind::Lookup(_));
+    if lookup && (status == 200 || status == 404) {
+        return Outcome::Lookup(lookup_result(status, body));
+    }
+    let error_code = body
+        .get("error")
+        .and_then(|e| e.get("code"))
+        .and_then(|c| c.as_str())
+        .map(str::to_string);
+    let operation_id = if (200..300).contains(&status) {
+        body.get("id").and_then(|v| v.as_str()).map(str::to_string)
+    } else {
+        None
+    };
+    let usage = usage.map(|(prompt_tokens, completion_tokens)| Usage {
+        prompt_tokens,
+        completion_tokens,
+    });
+    Outcome::Response(Response {
+        status,
+        headers,
+        error_code,
+        usage,
+        operation_id,
+    })
 }
 
 /// A look-up's answer: a record (by id) or a list of records (by key or reference).
