@@ -2,6 +2,7 @@
 //! and the submodules for each table.
 
 pub mod client;
+pub mod crashes;
 pub mod error;
 pub mod expect;
 pub mod locate;
@@ -16,6 +17,7 @@ use stampede_core::Policy;
 use stampede_provider::config::ProviderConfig;
 
 pub use client::{ClientSpec, PRESETS};
+pub use crashes::{CrashPoint, CrashSpec, CrashTrigger};
 pub use error::ScenarioError;
 pub use expect::ExpectSpec;
 pub use overrides::{parse_override, Override};
@@ -43,9 +45,9 @@ struct ScenarioFile {
     expect: toml::Table,
     #[serde(default)]
     measure: MeasureSpec,
-    /// Reserved for crash-and-restore runs (issue 7).
+    /// Crash-and-restore runs: when the runner dies and how long it stays down.
     #[serde(default)]
-    crashes: Option<toml::Value>,
+    crashes: Vec<crashes::CrashFile>,
 }
 
 fn default_seed() -> u64 {
@@ -84,6 +86,8 @@ pub struct Scenario {
     pub expectations: Vec<ExpectSpec>,
     /// timeseries.csv bucket width (ms).
     pub bucket_ms: u64,
+    /// When the simulated runner crashes and restarts from its ledger (`[[crashes]]`).
+    pub crashes: Vec<CrashSpec>,
 }
 
 /// Reads a scenario file, applies `--seed` and `--set`, and checks it.
@@ -183,12 +187,6 @@ fn with_hint(message: &str) -> String {
 
 /// Cross-checks that serde cannot express. Errors are `(dotted key, message)`.
 fn resolve(raw: ScenarioFile) -> Result<Scenario, (String, String)> {
-    if raw.crashes.is_some() {
-        return Err((
-            "crashes".into(),
-            "[[crashes]] is not supported yet (crash-and-restore runs come with the durable ledger); remove it to run this scenario".into(),
-        ));
-    }
     if raw.duration.ms() == 0 {
         return Err((
             "duration".into(),
@@ -263,6 +261,7 @@ fn resolve(raw: ScenarioFile) -> Result<Scenario, (String, String)> {
         }
     }
     let expectations = expect::parse_expect(&raw.expect)?;
+    let crashes = crashes::resolve(raw.crashes)?;
     Ok(Scenario {
         name: raw.name,
         seed: raw.seed,
@@ -274,5 +273,6 @@ fn resolve(raw: ScenarioFile) -> Result<Scenario, (String, String)> {
         policy,
         expectations,
         bucket_ms: raw.measure.bucket.ms(),
+        crashes,
     })
 }
