@@ -3,6 +3,7 @@
 //! reached the edge); latencies, queue waits and terminal outcomes from what the client's
 //! core reported to the driver.
 
+pub mod blind_resends;
 pub mod percentiles;
 pub mod waves;
 
@@ -31,6 +32,8 @@ pub struct Measurement {
     bucket_latency: Option<(usize, Distribution)>,
     tenants: BTreeMap<(u64, String), TenantRow>,
     last_terminal_ms: u64,
+    /// Uncertain writes re-sent without a look-up showing absence (from the journal).
+    blind: blind_resends::BlindResends,
 }
 
 /// What a finished measurement hands to the report.
@@ -64,6 +67,7 @@ impl Measurement {
             bucket_latency: None,
             tenants: BTreeMap::new(),
             last_terminal_ms: 0,
+            blind: blind_resends::BlindResends::default(),
         }
     }
 
@@ -165,6 +169,10 @@ impl Measurement {
             }
         }
         self.write_commits.remove(&terminal.job);
+        // An action left reconciliation_required can be resumed by a restarted runner.
+        if terminal.status != TerminalStatus::ReconciliationRequired {
+            self.blind.forget(terminal.job);
+        }
     }
 
     fn flush_bucket_latency(&mut self) {
@@ -187,6 +195,7 @@ impl Measurement {
     /// One journal entry: an attempt at the provider's edge. Returns its attempts.csv row.
     /// `client_done_ms` fills the end of a hang, which only the client's timeout knows.
     pub fn on_journal(&mut self, e: &JournalEntry, client_done_ms: Option<u64>) -> AttemptRow {
+        self.summary.blind_resends += u64::from(self.blind.observe(e));
         let s = &mut self.summary;
         s.outbound_attempts += 1;
         *s.status_counts.entry(e.outcome.clone()).or_insert(0) += 1;

@@ -1,0 +1,167 @@
+//! Blind re-sends of uncertain writes, counted from the provider's journal alone.
+//!
+//! A record create (`POST /v1/records`) is *blindly re-sent* when it reaches the provider
+//! again for a logical action whose earlier create either committed or left the client
+//! unable to know whether it did (a hang past the timeout, a connection dropped after the
+//! write, a 500/502/504), and no reconciliation look-up for that action (`GET /v1/records...`)
+//! was answered in between while the provider held no record of it (a look-up showing
+//! absence). A 429 or 503 refusal, or a drop before the write, executed nothing, so it leaves
+//! the action as certain or uncertain as it was.
+//!
+//! Counted per create, not per action: two blind re-sends of one action count two. An
+//! idempotency key makes a blind re-send harmless to the side effect, but it is still blind:
+//! the point of the figure is the client's discipline, which keys must not hide.
+
+use std::collections::BTreeMap;
+
+use stampede_provider::model::JournalEntry;
+
+/// What the journal has shown so far about one write action.
+#[derive(Debug, Clone, Copy, Default)]
+struct WriteFate {
+    /// Some create of this action committed a record.
+    committed: bool,
+    /// The client cannot know from its answers whether the action executed, and no look-up
+    /// since then showed it absent.
+    uncertain: bool,
+}
+
+/// Counts blind re-sends as journal entries stream by (in arrival order).
+#[derive(Debug, Clone, Default)]
+pub struct BlindResends {
+    actions: BTreeMap<u64, WriteFate>,
+    count: u64,
+}
+
+impl BlindResends {
+    /// Blind re-sends seen so far.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Looks at one journal entry. Returns whether it was a blind re-send.
+    pub fn observe(&mut self, e: &JournalEntry) -> bool {
+        let Some(action) = e.action else {
+            return false;
+        };
+        if e.method == "POST" && e.route == "/v1/records" {
+            let fate = self.actions.entry(action).or_default();
+            let blind = fate.uncertain;
+            self.count += u64::from(blind);
+            fate.committed |= e.committed;
+            fate.uncertain |= e.committed || leaves_client_unsure(e);
+            return blind;
+        }
+        if e.method == "GET" && e.route.starts_with("/v1/records") {
+            if let Some(fate) = self.actions.get_mut(&action) {
+                // A look-up answered while no record exists shows the action absent: a
+                // re-send after it is the safe, reconciled one.
+                let answered = matches!(e.status, Some(200 | 404));
+                if answered && !fate.committed {
+                    fate.uncertain = false;
+                }
+            }
+        }
+        false
+    }
+
+    /// Forgets an action that reached a final state (memory follows live actions).
+    pub fn forget(&mut self, action: u64) {
+        self.actions.remove(&action);
+    }
+}
+
+/// Whether the answer to a create leaves the client unable to tell if it executed.
+fn leaves_client_unsure(e: &JournalEntry) -> bool {
+    match e.outcome.as_str() {
+        "hang" => true,
+        "dropped" => e.committed,
+        _ => matches!(e.status, Some(500 | 502 | 504)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(method: &str, route: &str, outcome: &str, committed: bool) -> JournalEntry {
+        let status = outcome.parse().ok();
+        JournalEntry {
+            seq: 0,
+            at_ms: 0,
+            done_ms: 0,
+            credential: None,
+            scope: None,
+            route: route.into(),
+            method: method.into(),
+            idempotency_key: None,
+            external_ref: None,
+            fingerprint: String::new(),
+            tenant: None,
+            action: Some(7),
+            attempt_no: None,
+            class: None,
+            status,
+            outcome: outcome.into(),
+            error_code: None,
+            committed,
+            duplicate: false,
+            retry_after_violation: false,
+            retry_after_ms: None,
+            replayed: false,
+            record_id: None,
+            tokens_used: 0,
+        }
+    }
+
+    fn create(outcome: &str, committed: bool) -> JournalEntry {
+        entry("POST", "/v1/records", outcome, committed)
+    }
+
+    fn lookup(outcome: &str) -> JournalEntry {
+        entry("GET", "/v1/records", outcome, false)
+    }
+
+    #[test]
+    fn a_resend_after_a_committed_drop_without_a_lookup_is_blind() {
+        let mut b = BlindResends::default();
+        assert!(!b.observe(&create("dropped", true)));
+        assert!(b.observe(&create("200", true)));
+        assert_eq!(b.count(), 1);
+    }
+
+    #[test]
+    fn a_resend_after_a_lookup_showing_absence_is_not_blind() {
+        let mut b = BlindResends::default();
+        b.observe(&create("hang", false));
+        assert!(!b.observe(&lookup("200")));
+        assert!(!b.observe(&create("200", true)));
+        assert_eq!(b.count(), 0);
+    }
+
+    #[test]
+    fn a_lookup_that_finds_the_record_does_not_license_a_resend() {
+        let mut b = BlindResends::default();
+        b.observe(&create("hang", true));
+        b.observe(&lookup("200"));
+        assert!(b.observe(&create("200", false)));
+    }
+
+    #[test]
+    fn refusals_and_drops_before_the_write_leave_nothing_uncertain() {
+        let mut b = BlindResends::default();
+        b.observe(&create("429", false));
+        b.observe(&create("503", false));
+        b.observe(&create("dropped", false));
+        assert!(!b.observe(&create("200", true)));
+        assert_eq!(b.count(), 0);
+    }
+
+    #[test]
+    fn a_failed_lookup_does_not_clear_the_doubt() {
+        let mut b = BlindResends::default();
+        b.observe(&create("502", false));
+        b.observe(&lookup("429"));
+        assert!(b.observe(&create("200", true)));
+    }
+}
