@@ -1,6 +1,7 @@
 //! The `stampede` command: argument parsing and wiring only. Each subcommand lives in its
 //! own file; this file only dispatches.
 
+mod audit;
 mod exit;
 mod run;
 mod validate;
@@ -23,6 +24,8 @@ enum Command {
     Run(run::RunArgs),
     /// Check scenario files without running them.
     Validate(validate::ValidateArgs),
+    /// Audit trails: `stampede audit verify FILE` checks a hash-chained audit.jsonl.
+    Audit(audit::AuditArgs),
 }
 
 fn main() -> ExitCode {
@@ -30,5 +33,6 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Run(args) => run::main(args),
         Command::Validate(args) => validate::main(args),
+        Command::Audit(args) => audit::main(args),
     }
 }

@@ -1,0 +1,35 @@
+//! `stampede audit verify FILE`: checks a hash-chained audit trail (`audit.jsonl` of a run
+//! directory) and prints whether it is whole or which record first breaks it.
+//! Exit codes: 0 the chain is whole, 1 a record is edited, missing or out of order (the
+//! message names its line and seq), 2 the file cannot be read.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    #[command(subcommand)]
+    command: AuditCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum AuditCommand {
+    /// Check that every record of an audit trail fits the hash chain; exit 1 naming the
+    /// first record that does not (edited, deleted, reordered), 2 when the file is unreadable.
+    Verify {
+        /// The audit trail (JSON lines), e.g. runs/<scenario>/audit.jsonl.
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
+}
+
+pub fn main(args: AuditArgs) -> ExitCode {
+    match args.command {
+        AuditCommand::Verify { file } => {
+            let code = stampede_durable::verify_cli(&file);
+            ExitCode::from(u8::try_from(code).unwrap_or(2))
+        }
+    }
+}
