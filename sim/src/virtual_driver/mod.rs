@@ -9,12 +9,14 @@
 //! model at once and its answer is queued at `now + latency`; a `Finish` is measured. Memory
 //! holds live actions and attempts in flight only; attempts stream to the sink.
 
+pub mod audit_sink;
+pub mod crash;
 pub mod events;
 pub mod translate;
 
 use std::collections::HashMap;
 
-use stampede_core::{Command, InMemoryLedger, JobId, Millis, Scheduler, TerminalStatus};
+use stampede_core::{Command, JobId, Millis, Scheduler, TerminalStatus};
 use stampede_provider::config::ConfigError;
 use stampede_provider::model::ProviderModel;
 use stampede_reports::AttemptRow;
@@ -23,6 +25,8 @@ use crate::measure::{Measured, Measurement};
 use crate::rng;
 use crate::scenario::Scenario;
 use crate::workload::{self, Arrivals};
+pub use audit_sink::{AuditFile, AuditSink, NoAudit};
+use crash::{Crashes, Delivery};
 use events::{Event, EventQueue};
 use translate::ActionFacts;
 
@@ -82,6 +86,16 @@ struct Live {
 
 /// Plays a scenario in virtual time.
 pub fn run(scenario: &Scenario, sink: &mut dyn AttemptSink) -> Result<VirtualRun, DriverError> {
+    run_with_audit(scenario, sink, &mut NoAudit)
+}
+
+/// Plays a scenario in virtual time, crashing and restoring the runner as its `[[crashes]]`
+/// say (see [`crash`]), and handing the runner's audit events to `audit_sink`.
+pub fn run_with_audit(
+    scenario: &Scenario,
+    sink: &mut dyn AttemptSink,
+    audit_sink: &mut dyn AuditSink,
+) -> Result<VirtualRun, DriverError> {
     let mut provider = ProviderModel::new(
         scenario.provider.clone(),
         rng::stream_u64(scenario.seed, "provider"),
@@ -90,9 +104,10 @@ pub fn run(scenario: &Scenario, sink: &mut dyn AttemptSink) -> Result<VirtualRun
     let mut policy = scenario.policy.clone();
     policy.wall_epoch_unix_ms = VIRTUAL_EPOCH_UNIX_MS;
     let audit = policy.audit;
+    let mut crashes = Crashes::new(scenario, &policy);
     let mut core = Scheduler::new(
         policy,
-        InMemoryLedger::forgetting_terminal(),
+        crashes.first_ledger(),
         rng::stream(scenario.seed, "client"),
     )?;
 
@@ -118,9 +133,13 @@ pub fn run(scenario: &Scenario, sink: &mut dyn AttemptSink) -> Result<VirtualRun
             .map(|w| if stalled { w.max(now + 1) } else { w });
         let candidates = [
             queue.peek_time(),
-            arrivals.peek_time(),
-            cancels.get(next_cancel).map(|c| c.at),
+            arrivals.peek_time().filter(|_| crashes.accepting()),
+            cancels
+                .get(next_cancel)
+                .map(|c| c.at)
+                .filter(|_| crashes.accepting()),
             wake,
+            crashes.next_time(),
         ];
         let Some(t) = candidates.into_iter().flatten().min() else {
             break;
@@ -142,8 +161,10 @@ pub fn run(scenario: &Scenario, sink: &mut dyn AttemptSink) -> Result<VirtualRun
         }
         now = t;
         let before = events;
+        // A restart or a crash at a time comes first; while down, only answers move.
+        crashes.turn(now, &mut core, &mut live, &mut measure, audit_sink)?;
 
-        while arrivals.peek_time() == Some(now) {
+        while crashes.accepting() && arrivals.peek_time().is_some_and(|t| t <= now) {
             let Some(arrival) = arrivals.next() else {
                 break;
             };
@@ -176,7 +197,10 @@ pub fn run(scenario: &Scenario, sink: &mut dyn AttemptSink) -> Result<VirtualRun
                 Err(_) => measure.on_rejected(now),
             }
         }
-        while let Some(c) = cancels.get(next_cancel).filter(|c| c.at == now) {
+        while let Some(c) = cancels
+            .get(next_cancel)
+            .filter(|c| c.at <= now && crashes.accepting())
+        {
             events += 1;
             core.cancel_task(&c.tenant, &c.task, now);
             next_cancel += 1;
@@ -189,12 +213,23 @@ pub fn run(scenario: &Scenario, sink: &mut dyn AttemptSink) -> Result<VirtualRun
         {
             events += 1;
             provider.depart(seq, now);
-            core.on_outcome(attempt, outcome, now);
+            match crashes.deliver(attempt) {
+                Delivery::Deliver(attempt) => core.on_outcome(attempt, outcome, now),
+                // Its process died: the answer reaches no one.
+                Delivery::Dead => {}
+                Delivery::Crash => {
+                    crashes.crash(now, &mut core, &mut live, &mut measure, audit_sink)?
+                }
+            }
         }
         while let Some(command) = core.poll(now) {
             events += 1;
             match command {
                 Command::Send(send) => {
+                    if crashes.before_send(&send) {
+                        crashes.crash(now, &mut core, &mut live, &mut measure, audit_sink)?;
+                        break;
+                    }
                     let Some(action) = live.get_mut(&send.job) else {
                         // The core sends only for actions it admitted, which are all live here.
                         return Err(DriverError::Output(format!(
@@ -212,17 +247,23 @@ pub fn run(scenario: &Scenario, sink: &mut dyn AttemptSink) -> Result<VirtualRun
                     let seq = decision.seq;
                     let (after, outcome) = translate::outcome(&send, decision);
                     for entry in provider.drain_journal() {
+                        crashes.on_journal(&entry);
                         let row = measure.on_journal(&entry, Some(now + after));
                         sink.attempt(&row).map_err(DriverError::Output)?;
                     }
+                    let global = crashes.global(send.attempt);
                     queue.push(
                         now + after,
                         Event::Answer {
-                            attempt: send.attempt,
+                            attempt: global,
                             seq,
                             outcome,
                         },
                     );
+                    if crashes.after_send(&send, global) {
+                        crashes.crash(now, &mut core, &mut live, &mut measure, audit_sink)?;
+                        break;
+                    }
                 }
                 Command::Finish(terminal) => {
                     let Some(action) = live.remove(&terminal.job) else {
@@ -241,8 +282,9 @@ pub fn run(scenario: &Scenario, sink: &mut dyn AttemptSink) -> Result<VirtualRun
             }
         }
         if audit {
-            // Nothing reads the audit trail in a virtual run yet; draining keeps memory flat.
-            drop(core.drain_audit());
+            audit_sink
+                .record(&core.drain_audit())
+                .map_err(DriverError::Output)?;
         }
         stalled = events == before;
     }
@@ -256,8 +298,10 @@ pub fn run(scenario: &Scenario, sink: &mut dyn AttemptSink) -> Result<VirtualRun
         .values()
         .filter(|a| a.deadline.is_some_and(|d| d < now))
         .count() as u64;
+    let mut measured = measure.finish(now, unfinished, late);
+    measured.summary.crashes = crashes.count();
     Ok(VirtualRun {
-        measured: measure.finish(now, unfinished, late),
+        measured,
         events,
         end_ms: now,
     })
