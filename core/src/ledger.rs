@@ -67,12 +67,20 @@ pub trait Ledger {
     fn put(&mut self, entry: &LedgerEntry) -> Result<(), LedgerError>;
     /// Every entry, ordered by job id.
     fn entries(&self) -> Result<Vec<LedgerEntry>, LedgerError>;
+
+    /// Records a state change of an action already `put`, whose `job` part is unchanged
+    /// since (only state, attempts, wait, operation id and time moved). Same durability as
+    /// `put`; a ledger may override it to skip rewriting the job.
+    fn put_progress(&mut self, entry: &LedgerEntry) -> Result<(), LedgerError> {
+        self.put(entry)
+    }
 }
 
 /// The in-memory ledger: what a process without persistence has.
 #[derive(Debug, Default, Clone)]
 pub struct InMemoryLedger {
-    entries: BTreeMap<JobId, LedgerEntry>,
+    /// Boxed so the map moves pointers, not whole entries, as it grows and shrinks.
+    entries: BTreeMap<JobId, Box<LedgerEntry>>,
     /// Drop entries once they are terminal, so long runs do not grow memory with the total
     /// number of requests (only live actions and those left `reconciliation_required` stay).
     forget_terminal: bool,
@@ -94,7 +102,7 @@ impl InMemoryLedger {
 
     /// The entry for one job, if any.
     pub fn get(&self, id: JobId) -> Option<&LedgerEntry> {
-        self.entries.get(&id)
+        self.entries.get(&id).map(|entry| &**entry)
     }
 
     /// Number of entries.
@@ -123,13 +131,31 @@ impl Ledger for InMemoryLedger {
                 known.updated_at = entry.updated_at;
             }
             _ => {
-                self.entries.insert(entry.job.id, entry.clone());
+                self.entries.insert(entry.job.id, Box::new(entry.clone()));
             }
         }
         Ok(())
     }
 
     fn entries(&self) -> Result<Vec<LedgerEntry>, LedgerError> {
-        Ok(self.entries.values().cloned().collect())
+        Ok(self
+            .entries
+            .values()
+            .map(|entry| (**entry).clone())
+            .collect())
+    }
+
+    fn put_progress(&mut self, entry: &LedgerEntry) -> Result<(), LedgerError> {
+        match self.entries.get_mut(&entry.job.id) {
+            Some(known) if !(self.forget_terminal && entry.state.is_terminal()) => {
+                known.state = entry.state;
+                known.attempts = entry.attempts;
+                known.waited_ms = entry.waited_ms;
+                known.operation_id.clone_from(&entry.operation_id);
+                known.updated_at = entry.updated_at;
+                Ok(())
+            }
+            _ => self.put(entry),
+        }
     }
 }

@@ -284,6 +284,9 @@ impl Default for ReconcilePolicy {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct QuotaPolicy {
+    /// Wait for the quota's reset (published on the scope record) instead of a backoff;
+    /// off: a quota refusal is retried like any other failure of its class.
+    pub wait_for_reset: bool,
     /// Assumed time to the quota's reset when the provider gives neither `Retry-After` nor a
     /// reset header.
     #[serde(with = "humantime_serde_compat")]
@@ -293,6 +296,7 @@ pub struct QuotaPolicy {
 impl Default for QuotaPolicy {
     fn default() -> Self {
         Self {
+            wait_for_reset: true,
             assumed_reset: Duration::from_secs(60),
         }
     }

@@ -50,6 +50,7 @@ fn naive() -> Policy {
     policy.backoff.base = Duration::from_secs(1);
     policy.retry_after.honour = false;
     policy.send_idempotency_keys = false;
+    policy.quota.wait_for_reset = false;
     for class in policy.classes.values_mut() {
         class.max_attempts = 10;
         class.max_wait = Duration::from_secs(600);

@@ -947,3 +947,137 @@ fn non_llm_routes_reserve_no_tokens() {
     let send = sends(&drain(&mut s, 0)).remove(0);
     assert_eq!((send.route, send.reserved_tokens), (Route::GetItem, 0));
 }
+
+#[test]
+fn rate_blocked_job_past_its_deadline_fails_now() {
+    let mut policy = scoped(Some(1), None);
+    policy.workers = 4;
+    let mut s = scheduler(policy);
+    s.submit(job(1, "read"), 0).unwrap();
+    let mut late = job(2, "read");
+    late.deadline = Some(5_000); // the request bucket refills only after 60 s
+    s.submit(late, 0).unwrap();
+    let now = drain(&mut s, 0);
+    assert_eq!(sends(&now).len(), 1);
+    let done = finishes(&now);
+    assert_eq!(
+        done.len(),
+        1,
+        "fails at once instead of waiting for rate it cannot use"
+    );
+    assert_eq!(
+        (done[0].job, done[0].reason.clone()),
+        (2, Reason::DeadlineExceeded)
+    );
+    assert!(!done[0].sent);
+}
+
+#[test]
+fn idempotency_key_in_use_on_an_uncertain_write_is_looked_up_not_resent() {
+    let mut s = scheduler(Policy::default());
+    s.submit(job(1, "tool"), 0).unwrap();
+    let first = sends(&drain(&mut s, 0)).remove(0);
+    s.on_outcome(first.attempt, with_code(409, "idempotency_key_in_use"), 0);
+    let mut next = Vec::new();
+    for t in (0..20_000).step_by(10) {
+        next.extend(sends(&drain(&mut s, t)));
+        if !next.is_empty() {
+            break;
+        }
+    }
+    assert!(
+        matches!(next[0].kind, SendKind::Lookup(LookupBy::IdempotencyKey(_))),
+        "{next:?}"
+    );
+}
+
+#[test]
+fn cancelling_a_coalesced_leader_hands_the_send_to_a_waiter() {
+    let mut s = scheduler(Policy::default());
+    for id in 1..=2 {
+        let mut j = job(id, "read");
+        j.resource = Some("item-1".into());
+        j.coalescable = true;
+        s.submit(j, 0).unwrap();
+    }
+    let leader = sends(&drain(&mut s, 0)).remove(0);
+    assert_eq!(leader.job, 1);
+    s.cancel_task("t1", "task-1", 1);
+    let after = drain(&mut s, 1);
+    assert_eq!(finishes(&after)[0].job, 1);
+    let waiter = sends(&after);
+    assert_eq!(waiter.len(), 1, "the waiting read sends itself");
+    assert_eq!(waiter[0].job, 2);
+    s.on_outcome(leader.attempt, ok(), 2); // the cancelled leader's late answer
+    s.on_outcome(waiter[0].attempt, ok(), 2);
+    let done = finishes(&drain(&mut s, 2));
+    assert_eq!(
+        done.iter().map(|d| (d.job, d.status)).collect::<Vec<_>>(),
+        vec![(2, TerminalStatus::Completed)]
+    );
+}
+
+#[test]
+fn naive_preset_retries_quota_refusals_like_any_failure() {
+    let mut s = scheduler(preset("naive").unwrap());
+    s.submit(job(1, "llm"), 0).unwrap();
+    let send = sends(&drain(&mut s, 0)).remove(0);
+    s.on_outcome(send.attempt, with_code(429, "insufficient_quota"), 0);
+    assert_eq!(
+        sends(&drain(&mut s, 1_000)).len(),
+        1,
+        "a fixed 1 s sleep, not the reset"
+    );
+}
+
+#[test]
+fn policy_is_data_with_defaults_and_clear_errors() {
+    let policy: Policy = toml::from_str(
+        r#"
+        workers = 8
+        share_scope_state = false
+        [backoff]
+        cap = "2s"
+        [scopes."account:acme"]
+        rpm = 600
+        "#,
+    )
+    .unwrap();
+    assert_eq!(policy.workers, 8);
+    assert_eq!(policy.backoff.cap, Duration::from_secs(2));
+    assert_eq!(
+        policy.backoff.base,
+        Duration::from_millis(500),
+        "unset keys keep their defaults"
+    );
+    assert_eq!(policy.scope_budget("account:acme").rpm, Some(600));
+    let err = toml::from_str::<Policy>("[backoff]\ncap = \"eight\"")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("eight") && err.contains("8s"), "{err}");
+    let mut zero = Policy::default();
+    zero.workers = 0;
+    let err = stampede_core::Scheduler::new(
+        zero,
+        InMemoryLedger::new(),
+        rand::SeedableRng::seed_from_u64(1),
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(err.contains("workers"), "{err}");
+}
+
+#[test]
+fn scope_records_list_every_scope_in_order() {
+    let mut s = scheduler(Policy::default());
+    for (id, scope) in [(1, "b"), (2, "a")] {
+        let mut j = job(id, "read");
+        j.scope = Some(scope.into());
+        s.submit(j, 0).unwrap();
+    }
+    drain(&mut s, 0);
+    let ids: Vec<String> = s.scope_records().into_iter().map(|(id, _)| id).collect();
+    assert_eq!(ids, vec!["a", "b"]);
+    assert_eq!(s.scope_record("a").unwrap().in_flight, 1);
+}

@@ -1,6 +1,7 @@
 //! Admission with backpressure: an action is admitted only while its tenant's lane at its
 //! priority has room, is given its idempotency key, and is persisted before anything is sent.
 
+use super::audit_log::{priority_label, route_label, Detail};
 use super::lanes::rank;
 use super::state::Tracked;
 use super::{Rejection, Scheduler};
@@ -77,10 +78,11 @@ impl<L: Ledger> Scheduler<L> {
         self.lanes.admit(tenant, lane);
         self.join_task(tenant, &entry.job.task, id);
         self.record(now, AuditKind::ActionRequested, id, None, || {
-            format!(
-                "class={} route={:?} priority={:?}",
-                entry.job.class, entry.job.route, entry.job.priority
-            )
+            Detail::new()
+                .text("class", &entry.job.class)
+                .text("route", route_label(entry.job.route))
+                .text("priority", priority_label(entry.job.priority))
+                .done()
         });
         let lane_id = self.lanes.lane(tenant, scope);
         self.jobs

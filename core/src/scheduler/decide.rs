@@ -3,6 +3,7 @@
 //! and only then decide: complete, retry after `max(backoff, Retry-After, scope wait)`,
 //! reconcile an uncertain write, wait for a quota reset, or fail with context.
 
+use super::audit_log::{group_label, Detail};
 use super::scope::ScopeSource;
 use super::state::millis;
 use super::Scheduler;
@@ -52,10 +53,11 @@ impl<L: Ledger> Scheduler<L> {
             flight.job,
             Some(attempt),
             || match classification {
-                Classification::Success => "success".to_owned(),
-                Classification::Failure(f) => {
-                    format!("failure={} group={:?}", f.kind.label(), f.group)
-                }
+                Classification::Success => Detail::new().text("result", "success").done(),
+                Classification::Failure(f) => Detail::new()
+                    .text("failure", f.kind.label())
+                    .text("group", group_label(f.group))
+                    .done(),
             },
         );
         if flight.lookup {
@@ -166,8 +168,14 @@ impl<L: Ledger> Scheduler<L> {
                     now,
                 )
             }
-            (FailureGroup::QuotaExhausted, _) => self.wait_for_quota(id, outcome, told, now),
+            (FailureGroup::QuotaExhausted, _) if self.policy.quota.wait_for_reset => {
+                self.wait_for_quota(id, outcome, told, now)
+            }
             (FailureGroup::MayHaveExecuted, _) if class.reconcile => {
+                self.start_reconciliation(id, now)
+            }
+            // The same key is still executing at the provider: learn its fate by look-up.
+            (_, FailureKind::IdempotencyKeyInUse) if class.reconcile => {
                 self.start_reconciliation(id, now)
             }
             (group, _) if class.retries(group) => self.retry(id, failure, told, now),
@@ -376,7 +384,7 @@ impl<L: Ledger> Scheduler<L> {
         job.entry.state = ActionState::Planned;
         job.entry.updated_at = now;
         let (tenant, attempts) = (job.tenant, job.entry.attempts);
-        if self.ledger.put(&job.entry).is_err() {
+        if self.ledger.put_progress(&job.entry).is_err() {
             self.counts.ledger_errors += 1;
         }
         let job = &self.jobs[&id];

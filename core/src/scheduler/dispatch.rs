@@ -5,6 +5,7 @@
 //! request and token buckets), and only then takes a concurrency slot, just before the send
 //! is handed to the driver: a slot is never held while waiting for rate.
 
+use super::audit_log::Detail;
 use super::lanes::PRIORITIES;
 use super::scope::Blocked;
 use super::state::{Flight, NextSend, Phase};
@@ -139,6 +140,17 @@ impl<L: Ledger> Scheduler<L> {
                 .try_admit(tokens, now, shared)
             {
                 Err(Blocked::Until(at)) => {
+                    if job.entry.job.deadline.is_some_and(|deadline| at > deadline) {
+                        // It cannot be sent before its deadline: fail now, not at the deadline.
+                        self.lanes.pop(lane, rank);
+                        let reason = Reason::DeadlineExceeded;
+                        return LaneTurn::Command(self.finish_now(
+                            id,
+                            TerminalStatus::Failed,
+                            reason,
+                            now,
+                        ));
+                    }
                     self.rate_wakeup = Some(self.rate_wakeup.map_or(at, |w| w.min(at)));
                     return LaneTurn::Blocked;
                 }
@@ -171,7 +183,7 @@ impl<L: Ledger> Scheduler<L> {
         if lookup.is_none() {
             job.entry.state = ActionState::InFlight;
         }
-        if let Err(e) = self.ledger.put(&job.entry) {
+        if let Err(e) = self.ledger.put_progress(&job.entry) {
             job.entry.attempts -= 1;
             (job.entry.state, job.entry.updated_at) = previous;
             let scope = job.scope;
@@ -249,12 +261,11 @@ impl<L: Ledger> Scheduler<L> {
             self.coalescing.lead(&self.jobs[&id].entry.job, scope_index);
         }
         self.record(now, AuditKind::ActionSent, id, Some(attempt), || {
-            format!(
-                "attempt_no={} kind={} reserved_tokens={}",
-                send.attempt_no,
-                kind_label(&send.kind),
-                send.reserved_tokens
-            )
+            Detail::new()
+                .num("attempt_no", u64::from(send.attempt_no))
+                .text("kind", kind_label(&send.kind))
+                .num("reserved_tokens", u64::from(send.reserved_tokens))
+                .done()
         });
         Some(Command::Send(send))
     }

@@ -11,6 +11,7 @@ mod cancel;
 mod coalesce;
 mod decide;
 mod dispatch;
+mod job_table;
 mod lanes;
 mod queueing;
 mod reconcile;
@@ -88,7 +89,7 @@ pub struct Scheduler<L: Ledger = InMemoryLedger> {
     ledger: L,
     rng: ChaCha8Rng,
     /// Every live (admitted, not terminal) action.
-    jobs: BTreeMap<JobId, state::Tracked>,
+    jobs: job_table::JobTable,
     lanes: lanes::Lanes,
     /// Timers: (due, sequence, job, ticket). Entries whose ticket is stale are skipped.
     delayed: BinaryHeap<Reverse<(Millis, u64, JobId, u64)>>,
@@ -140,7 +141,7 @@ impl<L: Ledger> Scheduler<L> {
             class_index,
             ledger,
             rng,
-            jobs: BTreeMap::new(),
+            jobs: job_table::JobTable::default(),
             lanes: lanes::Lanes::default(),
             delayed: BinaryHeap::new(),
             in_flight: BTreeMap::new(),
@@ -245,6 +246,11 @@ impl<L: Ledger> Scheduler<L> {
     /// scheduler has seen that scope.
     pub fn scope_record(&self, scope: &str) -> Option<ScopeRecord> {
         self.scopes.record(scope)
+    }
+
+    /// Every scope seen so far with its record, ordered by scope id.
+    pub fn scope_records(&self) -> Vec<(String, ScopeRecord)> {
+        self.scopes.records()
     }
 
     /// The policy in force.

@@ -33,7 +33,7 @@ impl<L: Ledger> Scheduler<L> {
         };
         job.entry.state = ActionState::ReconciliationRequired;
         job.entry.updated_at = now;
-        if self.ledger.put(&job.entry).is_err() {
+        if self.ledger.put_progress(&job.entry).is_err() {
             self.counts.ledger_errors += 1;
         }
         let Some(by) = by else {
@@ -138,7 +138,7 @@ impl<L: Ledger> Scheduler<L> {
         job.resends += 1;
         job.entry.state = ActionState::Planned;
         job.entry.updated_at = now;
-        if self.ledger.put(&job.entry).is_err() {
+        if self.ledger.put_progress(&job.entry).is_err() {
             self.counts.ledger_errors += 1;
         }
         self.record(now, AuditKind::RetryScheduled, id, None, || {

@@ -249,6 +249,14 @@ impl Scopes {
         self.index.get(id).map(|&i| self.list[i].snapshot())
     }
 
+    /// Every scope's record, ordered by scope id.
+    pub fn records(&self) -> Vec<(String, ScopeRecord)> {
+        self.index
+            .iter()
+            .map(|(id, &i)| (id.clone(), self.list[i].snapshot()))
+            .collect()
+    }
+
     /// Token debt summed over scopes (tokens).
     pub fn token_debt(&self) -> u64 {
         self.list

@@ -2,6 +2,7 @@
 //! its final state and is reported with its context (sent or not, last status, attempts,
 //! time waited, operation id) and the next safe actions. Nothing more is emitted for it.
 
+use super::audit_log::Detail;
 use super::lanes::rank;
 use super::state::{NextSend, Phase, Tracked};
 use super::Scheduler;
@@ -138,7 +139,7 @@ impl<L: Ledger> Scheduler<L> {
             TerminalStatus::ReconciliationRequired => ActionState::ReconciliationRequired,
         };
         job.entry.updated_at = now;
-        if self.ledger.put(&job.entry).is_err() {
+        if self.ledger.put_progress(&job.entry).is_err() {
             self.counts.ledger_errors += 1;
         }
     }
@@ -153,16 +154,16 @@ impl<L: Ledger> Scheduler<L> {
             }
         };
         self.record(now, kind, terminal.job, None, || {
-            let status = terminal
-                .last_status
-                .map_or_else(|| "none".to_owned(), |s| s.to_string());
-            format!(
-                "status={:?} reason={} attempts={} waited_ms={} last_status={status}",
-                terminal.status,
-                reason_label(&terminal.reason),
-                terminal.attempts,
-                terminal.waited_ms
-            )
+            let detail = Detail::new()
+                .text("status", status_label(terminal.status))
+                .text("reason", reason_label(&terminal.reason))
+                .num("attempts", u64::from(terminal.attempts))
+                .num("waited_ms", terminal.waited_ms);
+            match terminal.last_status {
+                Some(status) => detail.num("last_status", u64::from(status)),
+                None => detail.text("last_status", "none"),
+            }
+            .done()
         });
     }
 
@@ -273,5 +274,15 @@ pub(super) fn reason_label(reason: &Reason) -> &'static str {
         Reason::StreamInterrupted => "stream_interrupted",
         Reason::ReconciliationUnavailable => "reconciliation_unavailable",
         Reason::ExecutionBudgetExhausted => "execution_budget_exhausted",
+    }
+}
+
+fn status_label(status: TerminalStatus) -> &'static str {
+    match status {
+        TerminalStatus::Completed => "completed",
+        TerminalStatus::Failed => "failed",
+        TerminalStatus::Cancelled => "cancelled",
+        TerminalStatus::Escalated => "escalated",
+        TerminalStatus::ReconciliationRequired => "reconciliation_required",
     }
 }

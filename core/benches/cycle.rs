@@ -1,0 +1,126 @@
+//! One full submit -> dispatch -> outcome -> terminal cycle through the core, with a few
+//! thousand jobs queued behind it. Run: `cargo bench -p stampede-core --bench cycle`.
+//! Criterion's `thrpt` line is cycles per second.
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use stampede_core::{
+    Command, InMemoryLedger, Job, Outcome, Policy, Priority, Response, Route, Scheduler,
+    ScopeBudget, Usage,
+};
+
+/// Jobs kept queued behind the one being cycled.
+const QUEUED: u64 = 4_096;
+
+fn job(id: u64) -> Job {
+    Job {
+        id,
+        tenant: format!("tenant-{}", id % 4),
+        task: "bench".into(),
+        credential: "sk-bench".into(),
+        scope: Some("account:bench".into()),
+        class: "llm".into(),
+        route: Route::ChatCompletion,
+        resource: None,
+        priority: Priority::Normal,
+        prompt_tokens: 300,
+        max_output_tokens: 200,
+        deadline: None,
+        idempotency_key: Some(format!("key-{id}")),
+        payload_hash: id,
+        external_ref: None,
+        coalescable: false,
+        stream: false,
+    }
+}
+
+fn ok() -> Outcome {
+    Outcome::Response(Response {
+        status: 200,
+        headers: Vec::new(),
+        error_code: None,
+        usage: Some(Usage {
+            prompt_tokens: 300,
+            completion_tokens: 120,
+        }),
+        operation_id: None,
+    })
+}
+
+/// A scheduler with `QUEUED` jobs waiting and one slot, so each cycle dispatches the head of
+/// a deep queue. Buckets are on (huge limits) so reservation and reconciliation are measured.
+fn loaded(audit: bool) -> Scheduler {
+    let mut policy = Policy {
+        workers: 1,
+        audit,
+        ..Policy::default()
+    };
+    policy.scopes.insert(
+        "account:bench".into(),
+        ScopeBudget {
+            rpm: Some(u32::MAX),
+            tpm: Some(u32::MAX),
+            concurrency: None,
+        },
+    );
+    let mut s = Scheduler::new(
+        policy,
+        InMemoryLedger::forgetting_terminal(),
+        ChaCha8Rng::seed_from_u64(1),
+    )
+    .expect("valid policy");
+    for id in 0..QUEUED {
+        s.submit(job(id), 0).expect("admitted");
+    }
+    s
+}
+
+struct Cycler {
+    s: Scheduler,
+    next_id: u64,
+    now: u64,
+}
+
+impl Cycler {
+    fn cycle(&mut self) {
+        self.now += 1;
+        self.s
+            .submit(job(self.next_id), self.now)
+            .expect("admitted");
+        self.next_id += 1;
+        let Some(Command::Send(send)) = self.s.poll(self.now) else {
+            panic!("a send was due")
+        };
+        self.s.on_outcome(send.attempt, ok(), self.now);
+        let Some(Command::Finish(_)) = self.s.poll(self.now) else {
+            panic!("a terminal was due")
+        };
+        if self.next_id % 1024 == 0 {
+            std::hint::black_box(self.s.drain_audit());
+        }
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let mut group = c.benchmark_group("cycle");
+    group.throughput(Throughput::Elements(1));
+    for (name, audit) in [
+        ("submit_dispatch_outcome/audit_on", true),
+        ("submit_dispatch_outcome/audit_off", false),
+    ] {
+        let mut cycler = Cycler {
+            s: loaded(audit),
+            next_id: QUEUED,
+            now: 0,
+        };
+        group.bench_function(name, |b| b.iter(|| cycler.cycle()));
+    }
+    group.bench_function("setup_4096_queued", |b| {
+        b.iter_batched(|| (), |()| loaded(true), BatchSize::LargeInput)
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
