@@ -11,7 +11,7 @@ use stampede_reports::{RenderOptions, RunReport};
 
 use crate::measure::{round4, Measured};
 use crate::scenario::{expect, Scenario};
-use crate::virtual_driver::{self, AttemptSink, DriverError, NoAttempts};
+use crate::virtual_driver::{self, AttemptSink, AuditFile, DriverError, NoAttempts};
 
 /// How to run and what to write.
 #[derive(Debug, Clone, Default)]
@@ -84,9 +84,19 @@ pub fn run_virtual(scenario: &Scenario, opts: &RunOptions) -> Result<RunOutcome,
             let path = dir.join("attempts.csv");
             let file = File::create(&path).map_err(|e| output_err(&path, e))?;
             let mut sink = csv::Writer::from_writer(BufWriter::with_capacity(1 << 16, file));
-            let run = virtual_driver::run(scenario, &mut sink as &mut dyn AttemptSink)?;
+            // The runner's audit trail, hash-chained; it survives simulated crashes.
+            let audit_path = dir.join("audit.jsonl");
+            let mut audit =
+                AuditFile::create(&audit_path).map_err(|e| output_err(&audit_path, e))?;
+            let run = virtual_driver::run_with_audit(
+                scenario,
+                &mut sink as &mut dyn AttemptSink,
+                &mut audit,
+            )?;
             sink.flush().map_err(|e| output_err(&path, e))?;
+            audit.close().map_err(|e| output_err(&audit_path, e))?;
             files.push(path);
+            files.push(audit_path);
             run
         }
         None => virtual_driver::run(scenario, &mut NoAttempts)?,
