@@ -1,10 +1,15 @@
 //! The `stampede` command: argument parsing and wiring only. Each subcommand lives in its
 //! own file; this file only dispatches.
 
+mod check;
+mod diff;
 mod audit;
 mod exit;
 mod run;
+mod serve;
+mod sweep;
 mod validate;
+mod work_queue;
 
 use std::process::ExitCode;
 
@@ -26,6 +31,15 @@ enum Command {
     Validate(validate::ValidateArgs),
     /// Audit trails: `stampede audit verify FILE` checks a hash-chained audit.jsonl.
     Audit(audit::AuditArgs),
+    /// Run every scenario under the paths: one line each, a combined junit.xml; exit 1 when
+    /// any expectation fails, 2 when a scenario is malformed.
+    Check(check::CheckArgs),
+    /// Play one scenario over a grid of values and seeds: sweep.csv, plots, a recommendation.
+    Sweep(sweep::SweepArgs),
+    /// Show each figure's change between two run directories.
+    Diff(diff::DiffArgs),
+    /// Serve the fake provider over HTTP (loopback by default) until Ctrl-C.
+    Serve(serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -34,5 +48,9 @@ fn main() -> ExitCode {
         Command::Run(args) => run::main(args),
         Command::Validate(args) => validate::main(args),
         Command::Audit(args) => audit::main(args),
+        Command::Check(args) => check::main(args),
+        Command::Sweep(args) => sweep::main(args),
+        Command::Diff(args) => diff::main(args),
+        Command::Serve(args) => serve::main(args),
     }
 }

@@ -1,0 +1,251 @@
+//! `stampede check PATH...`: every scenario under the paths, each played in virtual time, one
+//! line each, the failed expectations, and one combined `junit.xml` for CI.
+//!
+//! A malformed scenario does not stop the others: it is reported where it stands in the list,
+//! everything else still runs (nothing already measured is lost), and the exit code is 2.
+
+use std::collections::BTreeSet;
+use std::num::NonZeroUsize;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+use stampede_reports::{check_line, failed_expectation_lines, junit_suite, Expectation, Summary};
+use stampede_sim::run::{default_out_dir, run_virtual, RunOptions};
+use stampede_sim::scenario::{self, parse_override, Override, Scenario};
+
+use crate::exit;
+use crate::work_queue::{run_in_order, thread_count};
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Scenario files, or folders searched recursively for `*.toml` (sorted by path).
+    #[arg(required = true, value_name = "PATH")]
+    paths: Vec<PathBuf>,
+    /// The combined JUnit file, one test case per expectation
+    /// (default: runs/check/junit.xml; with --no-write, only when given).
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// Folder for each scenario's run directory, written as DIR/<scenario name>/
+    /// (default: runs/check/).
+    #[arg(long, value_name = "DIR", conflicts_with = "no_write")]
+    out: Option<PathBuf>,
+    /// Write no run directories, and no JUnit file unless --junit is given.
+    #[arg(long)]
+    no_write: bool,
+    /// Write only the data files in each run directory, no plots or HTML page.
+    #[arg(long)]
+    no_render: bool,
+    /// Override a key in every scenario, as `stampede run --set` does. Repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+    /// Scenarios run at once (default: the machine's cores).
+    #[arg(long, short = 'j', value_name = "N")]
+    jobs: Option<NonZeroUsize>,
+}
+
+/// One entry of the list: a scenario ready to run, or why it cannot be.
+enum Entry {
+    Ready {
+        scenario: Box<Scenario>,
+        out_dir: Option<PathBuf>,
+    },
+    Malformed(String),
+}
+
+pub fn main(args: CheckArgs) -> ExitCode {
+    let mut sets: Vec<Override> = Vec::with_capacity(args.sets.len());
+    for arg in &args.sets {
+        match parse_override(arg) {
+            Ok(ov) => sets.push(ov),
+            Err(message) => return exit::bad_input(message),
+        }
+    }
+    let out_root = (!args.no_write).then(|| {
+        args.out
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("runs").join("check"))
+    });
+    let junit_path = match (&args.junit, args.no_write) {
+        (Some(p), _) => Some(p.clone()),
+        (None, false) => Some(PathBuf::from("runs").join("check").join("junit.xml")),
+        (None, true) => None,
+    };
+
+    let entries = load_entries(&args.paths, &sets, out_root.as_deref());
+    let threads = thread_count(args.jobs, entries.len());
+    let render = !args.no_render;
+
+    let mut suites: Vec<(String, Vec<Expectation>)> = Vec::new();
+    let (mut passed, mut failed, mut malformed) = (0usize, 0usize, Vec::<String>::new());
+    run_in_order(
+        &entries,
+        threads,
+        |entry| match entry {
+            Entry::Malformed(message) => Err(message.clone()),
+            Entry::Ready { scenario, out_dir } => {
+                let opts = RunOptions {
+                    out_dir: out_dir.clone(),
+                    render,
+                    github_step_summary: None,
+                };
+                run_virtual(scenario, &opts)
+                    .map(|outcome| outcome.report.summary)
+                    .map_err(|e| format!("{}: {e}", scenario.name))
+            }
+        },
+        |_, result| match result.and_then(|r| r) {
+            Ok(summary) => {
+                print_result(&summary);
+                if summary.expectations.iter().all(|e| e.pass) {
+                    passed += 1;
+                } else {
+                    failed += 1;
+                }
+                suites.push((summary.scenario.clone(), summary.expectations));
+            }
+            Err(message) => {
+                println!("ERROR {message}");
+                malformed.push(message);
+            }
+        },
+    );
+
+    let mut code = if !malformed.is_empty() {
+        exit::BAD_INPUT
+    } else if failed > 0 {
+        exit::EXPECTATION_FAILED
+    } else {
+        exit::PASSED
+    };
+    if let Some(path) = &junit_path {
+        if let Err(message) = write_junit(path, &suites) {
+            eprintln!("error: {message}");
+            code = exit::BAD_INPUT;
+        }
+    }
+    let mut tally = format!(
+        "{} scenarios: {passed} passed, {failed} failed",
+        passed + failed + malformed.len()
+    );
+    if !malformed.is_empty() {
+        tally.push_str(&format!(", {} could not run", malformed.len()));
+    }
+    if let Some(path) = &junit_path {
+        tally.push_str(&format!("; junit: {}", path.display()));
+    }
+    if let Some(root) = &out_root {
+        tally.push_str(&format!("; runs: {}", root.display()));
+    }
+    println!("{tally}");
+    if !malformed.is_empty() {
+        eprintln!(
+            "error: {} scenario(s) could not run (listed above as ERROR); fix them and check again",
+            malformed.len()
+        );
+    }
+    ExitCode::from(code)
+}
+
+/// The scenario's check line, then each failed expectation indented under it.
+fn print_result(summary: &Summary) {
+    println!("{}", check_line(summary));
+    for line in failed_expectation_lines(&summary.expectations) {
+        println!("    {line}");
+    }
+}
+
+/// Every scenario under `paths`, loaded, in a stable order, each with its run directory
+/// (`<out_root>/<name>/`, made unique when two scenarios share a name).
+fn load_entries(paths: &[PathBuf], sets: &[Override], out_root: Option<&Path>) -> Vec<Entry> {
+    let mut files: Vec<Result<PathBuf, String>> = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            let mut found = Vec::new();
+            if let Err(e) = find_scenarios(path, &mut found) {
+                files.push(Err(e));
+                continue;
+            }
+            if found.is_empty() {
+                files.push(Err(format!(
+                    "{}: no scenario files (*.toml) in this folder",
+                    path.display()
+                )));
+            }
+            found.sort();
+            files.extend(found.into_iter().map(Ok));
+        } else if path.exists() {
+            files.push(Ok(path.clone()));
+        } else {
+            files.push(Err(format!(
+                "{}: no such file or folder; pass scenario files or folders that hold them",
+                path.display()
+            )));
+        }
+    }
+
+    let mut used_dirs: BTreeSet<PathBuf> = BTreeSet::new();
+    files
+        .into_iter()
+        .map(|file| {
+            let file = match file {
+                Ok(f) => f,
+                Err(message) => return Entry::Malformed(message),
+            };
+            match scenario::load(&file, None, sets) {
+                Ok(scenario) => {
+                    let out_dir = out_root.map(|root| {
+                        let name = default_out_dir(&scenario)
+                            .file_name()
+                            .map(PathBuf::from)
+                            .unwrap_or_else(|| PathBuf::from("scenario"));
+                        unique_dir(root, &name, &mut used_dirs)
+                    });
+                    Entry::Ready {
+                        scenario: Box::new(scenario),
+                        out_dir,
+                    }
+                }
+                Err(e) => Entry::Malformed(e.to_string()),
+            }
+        })
+        .collect()
+}
+
+/// `root/name`, or `root/name-2`, `-3`... when an earlier scenario of this check took it.
+fn unique_dir(root: &Path, name: &Path, used: &mut BTreeSet<PathBuf>) -> PathBuf {
+    let mut dir = root.join(name);
+    let mut n = 2;
+    while used.contains(&dir) {
+        dir = root.join(format!("{}-{n}", name.display()));
+        n += 1;
+    }
+    used.insert(dir.clone());
+    dir
+}
+
+/// Collects `*.toml` files under `dir`, recursively. Symbolic links to folders are not
+/// followed, so a link cycle cannot loop.
+fn find_scenarios(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), String> {
+    let read_err = |e: std::io::Error| format!("{}: cannot read this folder: {e}", dir.display());
+    for entry in std::fs::read_dir(dir).map_err(read_err)? {
+        let entry = entry.map_err(read_err)?;
+        let path = entry.path();
+        let kind = entry.file_type().map_err(read_err)?;
+        if kind.is_dir() {
+            find_scenarios(&path, found)?;
+        } else if path.extension().is_some_and(|e| e == "toml") && path.is_file() {
+            found.push(path);
+        }
+    }
+    Ok(())
+}
+
+fn write_junit(path: &Path, suites: &[(String, Vec<Expectation>)]) -> Result<(), String> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot create the folder {}: {e}", parent.display()))?;
+    }
+    std::fs::write(path, junit_suite(suites))
+        .map_err(|e| format!("cannot write the JUnit file {}: {e}", path.display()))
+}

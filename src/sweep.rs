@@ -1,0 +1,374 @@
+//! `stampede sweep SCENARIO --vary KEY=V1,V2,... [--vary ...] [--seeds N] [--out DIR]`: one
+//! scenario over the cross product of the varied values, each configuration over N seeds, run
+//! in parallel in virtual time; writes `sweep.csv`, the sweep plots and `recommendation.txt`.
+//!
+//! Every configuration is loaded (and so type-checked, exactly like `--set`) before the first
+//! run starts, so a bad key or value costs nothing. Rows are in configuration order then seed
+//! order whatever thread ran them, so the same sweep writes the same `sweep.csv`.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::num::{NonZeroU32, NonZeroUsize};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use stampede_reports::number::median;
+use stampede_reports::{
+    fmt_num, recommend, render_sweep_plots, write_sweep_csv, Summary, SweepRow,
+};
+use stampede_sim::run::{default_out_dir, run_virtual, RunOptions};
+use stampede_sim::scenario::{self, parse_override, Override, Scenario};
+
+use crate::exit;
+use crate::work_queue::{run_in_order, thread_count};
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// The scenario file (TOML).
+    #[arg(value_name = "SCENARIO")]
+    scenario: PathBuf,
+    /// A key to vary and its values, comma-separated (`--vary client.workers=8,32,96`); values
+    /// are checked like `--set`. Repeatable: the sweep runs the cross product.
+    #[arg(long = "vary", value_name = "KEY=V1,V2,...")]
+    vary: Vec<String>,
+    /// Seeds per configuration: the scenario's seed (or --seed), then seed+1, seed+2, ...
+    #[arg(long, default_value = "3", value_name = "N")]
+    seeds: NonZeroU32,
+    /// First seed (default: the scenario's).
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Output folder (default: runs/<scenario name>-sweep/).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Override a scenario key for every run of the sweep, as `stampede run --set`. Repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+    /// Runs at once (default: the machine's cores).
+    #[arg(long, short = 'j', value_name = "N")]
+    jobs: Option<NonZeroUsize>,
+}
+
+/// One `--vary`: the key and its values as written.
+#[derive(Debug, Clone, PartialEq)]
+struct Varied {
+    key: String,
+    values: Vec<String>,
+}
+
+/// One run of the sweep.
+struct Job {
+    config: usize,
+    scenario: Scenario,
+}
+
+pub fn main(args: SweepArgs) -> ExitCode {
+    let mut sets: Vec<Override> = Vec::with_capacity(args.sets.len());
+    for arg in &args.sets {
+        match parse_override(arg) {
+            Ok(ov) => sets.push(ov),
+            Err(message) => return exit::bad_input(message),
+        }
+    }
+    let mut varied: Vec<Varied> = Vec::with_capacity(args.vary.len());
+    for arg in &args.vary {
+        let v = match parse_vary(arg) {
+            Ok(v) => v,
+            Err(message) => return exit::bad_input(message),
+        };
+        if varied.iter().any(|o| o.key == v.key) {
+            return exit::bad_input(format!(
+                "--vary {}: the key is varied twice; give all its values in one --vary",
+                v.key
+            ));
+        }
+        if sets.iter().any(|s| s.path == v.key) {
+            return exit::bad_input(format!(
+                "--vary {}: the key is also fixed by --set; drop one of them",
+                v.key
+            ));
+        }
+        varied.push(v);
+    }
+    let base = match scenario::load(&args.scenario, args.seed, &sets) {
+        Ok(s) => s,
+        Err(e) => return exit::bad_input(e),
+    };
+
+    // Load every configuration before running any, so a bad value fails fast.
+    let configs = cross_product(&varied);
+    let mut loaded: Vec<(BTreeMap<String, String>, Scenario)> = Vec::with_capacity(configs.len());
+    for config in configs {
+        let mut config_sets = sets.clone();
+        for (key, value) in &config {
+            match parse_override(&format!("{key}={value}")) {
+                Ok(ov) => config_sets.push(ov),
+                Err(message) => return exit::bad_input(format!("--vary {key}: {message}")),
+            }
+        }
+        match scenario::load(&args.scenario, Some(base.seed), &config_sets) {
+            Ok(s) => loaded.push((config.into_iter().collect(), s)),
+            Err(e) => {
+                let settings: Vec<String> =
+                    config.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                return exit::bad_input(format!("--vary {}: {e}", settings.join(" ")));
+            }
+        }
+    }
+
+    let seeds: Vec<u64> = (0..u64::from(args.seeds.get()))
+        .map(|i| base.seed.wrapping_add(i))
+        .collect();
+    let jobs: Vec<Job> = loaded
+        .iter()
+        .enumerate()
+        .flat_map(|(config, (_, scenario))| {
+            seeds.iter().map(move |&seed| {
+                let mut scenario = scenario.clone();
+                scenario.seed = seed;
+                Job { config, scenario }
+            })
+        })
+        .collect();
+
+    let out_dir = args.out.clone().unwrap_or_else(|| {
+        let mut dir = default_out_dir(&base).into_os_string();
+        dir.push("-sweep");
+        PathBuf::from(dir)
+    });
+    let threads = thread_count(args.jobs, jobs.len());
+    println!(
+        "sweep {}: {} configurations x {} seeds = {} runs on {threads} threads",
+        base.name,
+        loaded.len(),
+        seeds.len(),
+        jobs.len()
+    );
+
+    let progress = if std::io::stdout().is_terminal() {
+        let bar = ProgressBar::new(jobs.len() as u64);
+        if let Ok(style) =
+            ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} runs, eta {eta}")
+        {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    let mut rows: Vec<SweepRow> = Vec::with_capacity(jobs.len());
+    let mut errors: Vec<String> = Vec::new();
+    run_in_order(
+        &jobs,
+        threads,
+        |job| {
+            let result = run_virtual(&job.scenario, &RunOptions::default())
+                .map(|outcome| outcome.report.summary)
+                .map_err(|e| e.to_string());
+            progress.inc(1);
+            result
+        },
+        |i, result| {
+            let job = &jobs[i];
+            match result.and_then(|r| r) {
+                Ok(summary) => rows.push(SweepRow {
+                    config: loaded[job.config].0.clone(),
+                    seed: job.scenario.seed,
+                    summary,
+                }),
+                Err(message) => {
+                    errors.push(format!("seed {}: {message}", job.scenario.seed));
+                }
+            }
+        },
+    );
+    progress.finish_and_clear();
+
+    print_configs(&loaded, &rows);
+    let keys: Vec<String> = varied.iter().map(|v| v.key.clone()).collect();
+    let recommendation = recommend(&rows).line();
+    if let Err(message) = write_outputs(&out_dir, &rows, &keys, &recommendation) {
+        return exit::bad_input(message);
+    }
+    println!("wrote {}", out_dir.display());
+    println!("{recommendation}");
+    if !errors.is_empty() {
+        for e in &errors {
+            eprintln!("error: {e}");
+        }
+        return ExitCode::from(exit::BAD_INPUT);
+    }
+    if recommend(&rows).config.is_none() {
+        ExitCode::from(exit::EXPECTATION_FAILED)
+    } else {
+        ExitCode::from(exit::PASSED)
+    }
+}
+
+/// `KEY=V1,V2,...` -> the key and its values. Commas inside quotes, `[]` or `{}` belong to
+/// the value, so TOML arrays and inline tables can be varied too.
+fn parse_vary(arg: &str) -> Result<Varied, String> {
+    let (key, list) = arg.split_once('=').ok_or_else(|| {
+        format!("--vary {arg:?}: expected KEY=V1,V2,..., e.g. --vary client.workers=8,32,96")
+    })?;
+    let key = key.trim();
+    if key.is_empty() || key.split('.').any(str::is_empty) {
+        return Err(format!(
+            "--vary {arg:?}: the key {key:?} is not a dotted path like client.workers"
+        ));
+    }
+    let mut values: Vec<String> = Vec::new();
+    let (mut depth, mut quote, mut current) = (0i32, None::<char>, String::new());
+    for c in list.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '[' | '{') => depth += 1,
+            (None, ']' | '}') => depth -= 1,
+            (None, ',') if depth == 0 => {
+                values.push(std::mem::take(&mut current).trim().to_string());
+                continue;
+            }
+            _ => {}
+        }
+        current.push(c);
+    }
+    values.push(current.trim().to_string());
+    if values.iter().any(String::is_empty) {
+        return Err(format!(
+            "--vary {key}: an empty value in {list:?}; separate values with single commas"
+        ));
+    }
+    for (i, v) in values.iter().enumerate() {
+        if values[..i].contains(v) {
+            return Err(format!("--vary {key}: the value {v:?} is given twice"));
+        }
+    }
+    Ok(Varied {
+        key: key.to_string(),
+        values,
+    })
+}
+
+/// Every combination of the varied values, the first `--vary` changing slowest. With nothing
+/// varied, one empty configuration: the scenario as written.
+fn cross_product(varied: &[Varied]) -> Vec<Vec<(String, String)>> {
+    let mut configs: Vec<Vec<(String, String)>> = vec![Vec::new()];
+    for v in varied {
+        configs = configs
+            .into_iter()
+            .flat_map(|c| {
+                v.values.iter().map(move |value| {
+                    let mut c = c.clone();
+                    c.push((v.key.clone(), value.clone()));
+                    c
+                })
+            })
+            .collect();
+    }
+    configs
+}
+
+/// One line per configuration: seeds that met the expectations and the median figures.
+fn print_configs(loaded: &[(BTreeMap<String, String>, Scenario)], rows: &[SweepRow]) {
+    for (config, _) in loaded {
+        let runs: Vec<&Summary> = rows
+            .iter()
+            .filter(|r| &r.config == config)
+            .map(|r| &r.summary)
+            .collect();
+        if runs.is_empty() {
+            continue;
+        }
+        let med = |f: fn(&Summary) -> f64| {
+            median(&runs.iter().map(|s| f(s)).collect::<Vec<_>>()).unwrap_or(0.0)
+        };
+        let passed = runs
+            .iter()
+            .filter(|s| s.expectations.iter().all(|e| e.pass))
+            .count();
+        let settings: Vec<String> = config.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let settings = if settings.is_empty() {
+            "as written".to_string()
+        } else {
+            settings.join(", ")
+        };
+        println!(
+            "  {settings}: {passed}/{} seeds passed; median {} attempts/logical, {} retry waves, {} deadline misses, {} completed/min",
+            runs.len(),
+            fmt_num(med(|s| s.attempts_per_logical), 3),
+            fmt_num(med(|s| s.retry_waves as f64), 1),
+            fmt_num(med(|s| s.deadline_misses as f64), 1),
+            fmt_num(med(|s| s.goodput_per_min), 1),
+        );
+    }
+}
+
+fn write_outputs(
+    dir: &Path,
+    rows: &[SweepRow],
+    keys: &[String],
+    recommendation: &str,
+) -> Result<(), String> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("cannot create the sweep folder {}: {e}", dir.display()))?;
+    write_sweep_csv(&dir.join("sweep.csv"), rows).map_err(|e| e.to_string())?;
+    render_sweep_plots(dir, rows, keys).map_err(|e| e.to_string())?;
+    let path = dir.join("recommendation.txt");
+    std::fs::write(&path, format!("{recommendation}\n"))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vary_splits_values_at_top_level_commas_only() {
+        let v = parse_vary("client.workers=4, 16,64").unwrap();
+        assert_eq!(v.key, "client.workers");
+        assert_eq!(v.values, ["4", "16", "64"]);
+        let v = parse_vary(r#"workload.0.arrival={ rate = "5/s" },"backlog""#).unwrap();
+        assert_eq!(v.values, [r#"{ rate = "5/s" }"#, r#""backlog""#]);
+    }
+
+    #[test]
+    fn vary_refuses_empty_and_repeated_values_and_bad_keys() {
+        assert!(parse_vary("client.workers").unwrap_err().contains("KEY=V1"));
+        assert!(parse_vary("client.workers=4,,8")
+            .unwrap_err()
+            .contains("empty"));
+        assert!(parse_vary("client.workers=4,4")
+            .unwrap_err()
+            .contains("twice"));
+        assert!(parse_vary("client..workers=4")
+            .unwrap_err()
+            .contains("dotted"));
+    }
+
+    #[test]
+    fn cross_product_has_every_combination_first_key_slowest() {
+        let configs = cross_product(&[
+            Varied {
+                key: "a".into(),
+                values: vec!["1".into(), "2".into()],
+            },
+            Varied {
+                key: "b".into(),
+                values: vec!["x".into(), "y".into(), "z".into()],
+            },
+        ]);
+        assert_eq!(configs.len(), 6);
+        assert_eq!(
+            configs[0],
+            [("a".into(), "1".into()), ("b".into(), "x".into())]
+        );
+        assert_eq!(
+            configs[5],
+            [("a".into(), "2".into()), ("b".into(), "z".into())]
+        );
+        assert_eq!(cross_product(&[]), vec![Vec::new()]);
+    }
+}
