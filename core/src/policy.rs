@@ -316,7 +316,8 @@ pub struct Policy {
     /// Publish 429/503 waits and rate-limit headers on the scope record, which every
     /// dispatch to that scope reads; off: each job only honours what it was told itself.
     pub share_scope_state: bool,
-    /// RPM/TPM token buckets per scope with reserve-then-reconcile.
+    /// Enforce the per-scope budgets (`scopes`, `default_scope`) locally: RPM and TPM token
+    /// buckets with reserve-then-reconcile, and the scope's concurrency.
     pub token_budget: bool,
     /// Pace future requests from `RateLimit-*` / `x-ratelimit-*` headers.
     pub rate_header_pacing: bool,

@@ -1081,3 +1081,14 @@ fn scope_records_list_every_scope_in_order() {
     assert_eq!(ids, vec!["a", "b"]);
     assert_eq!(s.scope_record("a").unwrap().in_flight, 1);
 }
+
+#[test]
+fn delayed_submission_is_not_dispatched_before_not_before() {
+    let mut s = scheduler(Policy::default());
+    s.submit_not_before(job(1, "read"), 2_000, 0).unwrap();
+    assert_eq!(s.gauges().delayed, 1);
+    assert!(s.ledger().get(1).is_some(), "persisted at admission");
+    assert!(drain(&mut s, 1_999).is_empty());
+    assert_eq!(s.next_wakeup(), Some(2_000));
+    assert_eq!(sends(&drain(&mut s, 2_000)).len(), 1);
+}

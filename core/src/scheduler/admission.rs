@@ -15,7 +15,12 @@ use crate::time::Millis;
 pub const DEFAULT_SCOPE: &str = "account";
 
 impl<L: Ledger> Scheduler<L> {
-    pub(super) fn admit(&mut self, mut job: Job, now: Millis) -> Result<(), Rejection> {
+    pub(super) fn admit(
+        &mut self,
+        mut job: Job,
+        not_before: Option<Millis>,
+        now: Millis,
+    ) -> Result<(), Rejection> {
         let retry_after_ms = super::state::millis(self.policy.admission.reject_retry_after);
         let reject = |reason: String| {
             Err(Rejection {
@@ -87,7 +92,10 @@ impl<L: Ledger> Scheduler<L> {
         let lane_id = self.lanes.lane(tenant, scope);
         self.jobs
             .insert(id, Tracked::new(entry, scope, class, tenant, lane_id));
-        self.make_ready(id, false);
+        match not_before {
+            Some(at) if at > now => self.delay_until(id, at),
+            _ => self.make_ready(id, false),
+        }
         Ok(())
     }
 }

@@ -166,7 +166,8 @@ impl<L: Ledger> Scheduler<L> {
     /// Rebuilds a scheduler after a crash from what the ledger persisted: planned actions are
     /// queued again, in-flight uncertain writes go to reconciliation with their original key,
     /// in-flight safe actions are queued again with their attempts counted, and terminal
-    /// actions stay terminal.
+    /// actions stay terminal. Attempt ids start afresh: answers to attempts made before the
+    /// crash must not be fed to the restored scheduler (they died with the process).
     pub fn restore(
         policy: Policy,
         ledger: L,
@@ -182,7 +183,19 @@ impl<L: Ledger> Scheduler<L> {
     /// persisted (with its idempotency key) before this returns.
     pub fn submit(&mut self, job: Job, now: Millis) -> Result<(), Rejection> {
         self.observe(now);
-        self.admit(job, now)
+        self.admit(job, None, now)
+    }
+
+    /// Like `submit`, but the action is delayed work: admitted and persisted now, first
+    /// dispatched no earlier than `not_before` (ms since run start).
+    pub fn submit_not_before(
+        &mut self,
+        job: Job,
+        not_before: Millis,
+        now: Millis,
+    ) -> Result<(), Rejection> {
+        self.observe(now);
+        self.admit(job, Some(not_before), now)
     }
 
     /// Reports how an attempt from a `Command::Send` ended. Outcomes of unknown or cancelled
