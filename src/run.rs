@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use stampede_reports::Summary;
+use stampede_reports::{compare, read_summary, render_comparison, Summary};
 use stampede_sim::run::{default_out_dir, run_virtual, RunOptions};
 use stampede_sim::scenario::{self, parse_override};
 
@@ -28,6 +28,9 @@ pub struct RunArgs {
     /// Write only the data files (summary.json and the CSVs), no plots or HTML page.
     #[arg(long)]
     no_render: bool,
+    /// An earlier run directory (or its summary.json): print each figure's change against it.
+    #[arg(long, value_name = "DIR")]
+    baseline: Option<PathBuf>,
     // Live runs (`--live [--provider URL]`) plug in here: they are a second driver behind the
     // same scenario, measurement and report, and are not available in this build yet.
 }
@@ -43,6 +46,11 @@ pub fn main(args: RunArgs) -> ExitCode {
     let scenario = match scenario::load(&args.scenario, args.seed, &sets) {
         Ok(s) => s,
         Err(e) => return exit::bad_input(e),
+    };
+    // Read before the run: the run may write into the same folder.
+    let baseline = match args.baseline.as_deref().map(read_summary).transpose() {
+        Ok(b) => b,
+        Err(e) => return exit::bad_input(format!("--baseline: {e}")),
     };
     let out_dir = args
         .out
@@ -60,6 +68,11 @@ pub fn main(args: RunArgs) -> ExitCode {
     };
     print_table(&outcome.report.summary);
     println!("report: {}", out_dir.join("index.html").display());
+    if let Some(before) = &baseline {
+        println!();
+        let comparison = compare(before, &outcome.report.summary);
+        print!("{}", render_comparison(&comparison));
+    }
     if outcome.passed() {
         ExitCode::from(exit::PASSED)
     } else {
