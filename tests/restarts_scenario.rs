@@ -1,0 +1,126 @@
+//! Crash-and-restore runs of the virtual driver, end to end: the shipped
+//! `scenarios/restarts.toml` holds its expectations, a client without reconciliation is
+//! caught re-sending blindly, and a crash at each named point of a single uncertain write is
+//! followed by a look-up with the write's original key and never by a second create.
+
+use std::path::Path;
+
+use stampede_reports::AttemptRow;
+use stampede_sim::run::{run_virtual, RunOptions};
+use stampede_sim::scenario::{self, parse_override, CrashPoint};
+use stampede_sim::virtual_driver::{self, AttemptSink};
+
+#[derive(Default)]
+struct Journal(Vec<AttemptRow>);
+
+impl AttemptSink for Journal {
+    fn attempt(&mut self, row: &AttemptRow) -> Result<(), String> {
+        self.0.push(row.clone());
+        Ok(())
+    }
+}
+
+fn shipped() -> &'static Path {
+    Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scenarios/restarts.toml"
+    ))
+}
+
+#[test]
+fn the_restarts_scenario_passes_and_crashes_at_every_point() {
+    let scenario = scenario::load(shipped(), None, &[]).expect("restarts.toml loads");
+    let points: Vec<Option<CrashPoint>> = scenario
+        .crashes
+        .iter()
+        .map(|c| match c.trigger {
+            scenario::CrashTrigger::Nth { point, .. }
+            | scenario::CrashTrigger::Action { point, .. } => Some(point),
+            scenario::CrashTrigger::At(_) => None,
+        })
+        .collect();
+    for point in CrashPoint::ALL {
+        assert!(points.contains(&Some(point)), "no crash at {point}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let outcome = run_virtual(
+        &scenario,
+        &RunOptions {
+            out_dir: Some(dir.path().to_path_buf()),
+            ..RunOptions::default()
+        },
+    )
+    .expect("the run plays");
+    let s = &outcome.report.summary;
+    assert!(outcome.passed(), "{:?}", s.expectations);
+    assert_eq!(s.crashes, scenario.crashes.len() as u64);
+    assert_eq!((s.duplicates, s.blind_resends), (0, 0));
+    // The audit trail of the crashed and restored runner is one whole chain.
+    let report = stampede_durable::verify(dir.path().join("audit.jsonl")).unwrap();
+    assert!(report.is_whole(), "{report}");
+}
+
+#[test]
+fn a_client_without_reconciliation_is_caught_resending_blindly() {
+    let naive = parse_override("client.preset=naive").unwrap();
+    let scenario = scenario::load(shipped(), None, &[naive]).unwrap();
+    let run = virtual_driver::run(&scenario, &mut Journal::default()).unwrap();
+    assert!(
+        run.measured.summary.blind_resends > 0,
+        "{:?}",
+        run.measured.summary
+    );
+}
+
+/// One uncertain write, a crash at `point` on its first attempt; the provider commits it
+/// (the answer, when one is sent, is a plain 200).
+fn single_write(point: CrashPoint) -> String {
+    format!(
+        "name = \"one-write\"\nseed = 3\nduration = \"5m\"\n\
+         [[provider.scopes]]\nid = \"account:acme\"\nrpm = 600\n\
+         [[provider.credentials]]\nkey = \"sk-acme\"\nscope = \"account:acme\"\n\
+         [[workload]]\ntenant = \"acme\"\ncredential = \"sk-acme\"\nclass = \"uncertain_write\"\ncount = 1\n\
+         [[crashes]]\npoint = \"{point}\"\nnth = 1\nrestart_after = \"2s\"\n"
+    )
+}
+
+#[test]
+fn after_each_crash_point_the_write_is_looked_up_by_its_key_and_never_created_twice() {
+    for point in CrashPoint::ALL {
+        let scenario = scenario::parse(&single_write(point), "one-write.toml", &[]).unwrap();
+        let mut journal = Journal::default();
+        let run = virtual_driver::run(&scenario, &mut journal).unwrap();
+        let s = &run.measured.summary;
+        assert_eq!(s.crashes, 1, "{point}: the crash did not happen");
+        assert_eq!(s.completed, 1, "{point}: {s:?}");
+        let creates: Vec<&AttemptRow> = journal
+            .0
+            .iter()
+            .filter(|r| r.route == "/v1/records")
+            .collect();
+        let committed = creates.iter().filter(|r| r.committed).count();
+        assert_eq!(committed, 1, "{point}: {creates:?}");
+        assert_eq!((s.duplicates, s.blind_resends), (0, 0), "{point}");
+        let lookups: Vec<&AttemptRow> = journal
+            .0
+            .iter()
+            .filter(|r| r.route == "/v1/records?idempotency_key")
+            .collect();
+        match point {
+            // Nothing reached the provider before the crash: the restored runner looks the
+            // write up (in flight in the ledger), finds it absent and sends it once.
+            CrashPoint::AfterPersistBeforeSend => {
+                assert_eq!(creates.len(), 1, "{point}: {creates:?}");
+                assert_eq!(lookups.len(), 1, "{point}: {lookups:?}");
+                assert!(lookups[0].at_ms < creates[0].at_ms, "{point}");
+            }
+            // The create reached the provider and committed: the restored runner looks it
+            // up and finds it; it never sends the create again.
+            _ => {
+                assert_eq!(creates.len(), 1, "{point}: a second create {creates:?}");
+                assert_eq!(lookups.len(), 1, "{point}: {lookups:?}");
+                assert!(lookups[0].at_ms > creates[0].at_ms, "{point}");
+            }
+        }
+    }
+}
