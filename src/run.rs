@@ -1,10 +1,12 @@
-//! `stampede run SCENARIO [--seed N] [--out DIR] [--set KEY=VALUE]...`
+//! `stampede run SCENARIO [--seed N] [--out DIR] [--set KEY=VALUE]... [--live [--provider URL]
+//! [--time-scale SCALE]]`
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
 use stampede_reports::{compare, read_summary, render_comparison, Summary};
+use stampede_sim::live_driver::{run_live, LiveOptions};
 use stampede_sim::run::{default_out_dir, run_virtual, RunOptions};
 use stampede_sim::scenario::{self, parse_override};
 
@@ -31,8 +33,18 @@ pub struct RunArgs {
     /// An earlier run directory (or its summary.json): print each figure's change against it.
     #[arg(long, value_name = "DIR")]
     baseline: Option<PathBuf>,
-    // Live runs (`--live [--provider URL]`) plug in here: they are a second driver behind the
-    // same scenario, measurement and report, and are not available in this build yet.
+    /// Play in real time over HTTP against the fake provider (started in-process on an
+    /// ephemeral loopback port unless --provider names one), instead of in virtual time.
+    #[arg(long)]
+    live: bool,
+    /// With --live: the base URL of a provider already running (`stampede serve`); it is
+    /// given the scenario's [provider] table and reset before the run.
+    #[arg(long, value_name = "URL", requires = "live")]
+    provider: Option<String>,
+    /// With --live: scenario ms per real ms (default: the scenario's provider.time_scale,
+    /// else 30, a scenario minute in two real seconds).
+    #[arg(long, value_name = "SCALE", requires = "live")]
+    time_scale: Option<f64>,
 }
 
 pub fn main(args: RunArgs) -> ExitCode {
@@ -62,9 +74,21 @@ pub fn main(args: RunArgs) -> ExitCode {
         // The library never reads the environment; the command passes CI's summary file in.
         github_step_summary: std::env::var_os("GITHUB_STEP_SUMMARY").map(PathBuf::from),
     };
-    let outcome = match run_virtual(&scenario, &opts) {
-        Ok(o) => o,
-        Err(e) => return exit::bad_input(e),
+    let outcome = if args.live {
+        let live = LiveOptions {
+            provider: args.provider.clone(),
+            time_scale: args.time_scale,
+            ..LiveOptions::default()
+        };
+        match run_live(&scenario, &live, &opts) {
+            Ok((o, _)) => o,
+            Err(e) => return exit::bad_input(e),
+        }
+    } else {
+        match run_virtual(&scenario, &opts) {
+            Ok(o) => o,
+            Err(e) => return exit::bad_input(e),
+        }
     };
     print_table(&outcome.report.summary);
     println!("report: {}", out_dir.join("index.html").display());

@@ -1,5 +1,6 @@
 //! stampede-sim: scenario format, workload, virtual and live drivers, measurement.
 
+pub mod live_driver;
 pub mod measure;
 pub mod rng;
 pub mod run;

@@ -1,0 +1,330 @@
+//! The live loop: one task owns the core's `Scheduler`; each `Send` runs as its own tokio
+//! task and its outcome comes back through a `JoinSet`; between turns the loop sleeps until
+//! the earliest of the next arrival, cancellation, core wake-up, report bucket, the
+//! duration cap, or an attempt finishing.
+//!
+//! It mirrors the virtual driver's turn (arrivals with the same backpressure, then
+//! cancellations, then outcomes, then the core's commands) so both drivers differ only
+//! where real I/O adds something: latency noise, timer granularity, and a reset that HTTP
+//! cannot place before or after the write (see `transport`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
+
+use stampede_core::{
+    AttemptId, AuditEvent, Command, InMemoryLedger, JobId, Millis, Outcome, Scheduler, Terminal,
+    TerminalStatus,
+};
+use stampede_provider::model::JournalEntry;
+use tokio::task::JoinSet;
+
+use super::clock::LiveClock;
+use super::dilate::Dilation;
+use super::provider::Provider;
+use super::request::http_request;
+use super::transport::Transport;
+use super::{LiveError, LiveOptions, LiveRun};
+use crate::measure::Measurement;
+use crate::rng;
+use crate::scenario::Scenario;
+use crate::virtual_driver::translate::{self, ActionFacts};
+use crate::virtual_driver::{AttemptSink, VIRTUAL_EPOCH_UNIX_MS};
+use crate::workload::{self, Arrival, Arrivals};
+
+struct Live {
+    facts: ActionFacts,
+    submitted_at: Millis,
+    deadline: Option<Millis>,
+    dispatched: bool,
+}
+
+/// What an attempt task hands back.
+struct Finished {
+    attempt: AttemptId,
+    job: JobId,
+    attempt_no: u32,
+    outcome: Outcome,
+}
+
+/// Plays `scenario` against `provider` in real time at `scale` scenario ms per real ms.
+pub async fn play(
+    scenario: &Scenario,
+    provider: &Provider,
+    scale: f64,
+    opts: &LiveOptions,
+    sink: &mut dyn AttemptSink,
+) -> Result<LiveRun, LiveError> {
+    let mut policy = scenario.policy.clone();
+    policy.wall_epoch_unix_ms = VIRTUAL_EPOCH_UNIX_MS;
+    let audit = policy.audit;
+    let mut core = Scheduler::new(
+        policy,
+        InMemoryLedger::forgetting_terminal(),
+        rng::stream(scenario.seed, "client"),
+    )?;
+    let mut arrivals = Arrivals::new(scenario);
+    let mut held: Option<(Arrival, Millis)> = None;
+    let cancels = workload::cancellations(scenario);
+    let mut next_cancel = 0usize;
+    let mut live: HashMap<JobId, Live> = HashMap::new();
+    let mut measure = Measurement::new(scenario.bucket_ms);
+    let bucket = scenario.bucket_ms.max(1);
+    let cap = scenario.duration_ms;
+    // When the client heard how each attempt ended (scenario ms), by (action, attempt_no):
+    // the end of a hang in attempts.csv, which only the client's timeout knows.
+    let mut heard: BTreeMap<(JobId, u32), Millis> = BTreeMap::new();
+    let mut terminals: Vec<Terminal> = Vec::new();
+    let mut audit_events: Vec<AuditEvent> = Vec::new();
+    let mut inflight: JoinSet<Finished> = JoinSet::new();
+    let mut ready: Vec<Finished> = Vec::new();
+    let mut sends: u64 = 0;
+    let mut events: u64 = 0;
+    let mut next_sample: Millis = bucket;
+
+    provider.reset().await?;
+    let real_start_unix_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let clock = LiveClock::start(scale);
+    let transport = Transport::new(
+        opts.connect_timeout_ms,
+        Dilation {
+            scale,
+            real_start_unix_ms,
+            scenario_epoch_unix_ms: VIRTUAL_EPOCH_UNIX_MS,
+        },
+    );
+    let wall_started = Instant::now();
+    let mut now: Millis;
+
+    loop {
+        now = clock.now();
+        while next_sample <= now.min(cap) {
+            let g = core.gauges();
+            measure.on_gauges(
+                next_sample - 1,
+                g.queued + g.delayed,
+                g.in_flight,
+                g.tokens_reserved,
+            );
+            next_sample += bucket;
+        }
+        if now > cap {
+            now = cap;
+            break;
+        }
+        let before = events;
+
+        loop {
+            let arrival = match held.take() {
+                Some((arrival, retry_at)) if retry_at <= now => arrival,
+                Some(waiting) => {
+                    held = Some(waiting);
+                    break;
+                }
+                None if arrivals.peek_time().is_some_and(|t| t <= now) => match arrivals.next() {
+                    Some(a) => {
+                        measure.on_submit();
+                        a
+                    }
+                    None => break,
+                },
+                None => break,
+            };
+            events += 1;
+            let job = arrival.job.clone();
+            let facts = ActionFacts {
+                tenant: job.tenant.clone(),
+                class: job.class.clone(),
+                resource: job.resource.clone(),
+                prompt_tokens: job.prompt_tokens,
+                max_output_tokens: job.max_output_tokens,
+                external_ref: job.external_ref.clone(),
+                stream: job.stream,
+                payload_hash: job.payload_hash,
+            };
+            let (id, deadline) = (job.id, job.deadline);
+            match core.submit(job, now) {
+                Ok(()) => {
+                    live.insert(
+                        id,
+                        Live {
+                            facts,
+                            submitted_at: arrival.at,
+                            deadline,
+                            dispatched: false,
+                        },
+                    );
+                }
+                Err(rejection) => {
+                    measure.on_pushed_back(id);
+                    held = Some((arrival, now + rejection.retry_after_ms.max(1)));
+                    break;
+                }
+            }
+        }
+        while let Some(c) = cancels.get(next_cancel).filter(|c| c.at <= now) {
+            events += 1;
+            core.cancel_task(&c.tenant, &c.task, now);
+            next_cancel += 1;
+        }
+        for f in ready.drain(..) {
+            events += 1;
+            heard.insert((f.job, f.attempt_no), now);
+            core.on_outcome(f.attempt, f.outcome, now);
+        }
+        while let Some(command) = core.poll(now) {
+            events += 1;
+            match command {
+                Command::Send(send) => {
+                    let Some(action) = live.get_mut(&send.job) else {
+                        return Err(LiveError::Provider(format!(
+                            "the core sent for unknown action {}",
+                            send.job
+                        )));
+                    };
+                    if !action.dispatched {
+                        action.dispatched = true;
+                        measure.on_first_dispatch(now.saturating_sub(action.submitted_at));
+                    }
+                    measure.on_reserved(send.reserved_tokens);
+                    let request = translate::request(&send, &action.facts);
+                    let http =
+                        http_request(&provider.base, &request).map_err(LiveError::Provider)?;
+                    let stream = request.stream;
+                    let timeout = clock.real(send.timeout_ms);
+                    let transport = transport.clone();
+                    sends += 1;
+                    inflight.spawn(async move {
+                        let outcome = transport.attempt(&send, http, stream, timeout).await;
+                        Finished {
+                            attempt: send.attempt,
+                            job: send.job,
+                            attempt_no: send.attempt_no,
+                            outcome,
+                        }
+                    });
+                }
+                Command::Finish(terminal) => {
+                    let Some(action) = live.remove(&terminal.job) else {
+                        continue;
+                    };
+                    let late = terminal.status != TerminalStatus::Cancelled
+                        && action.deadline.is_some_and(|d| now > d);
+                    measure.on_terminal(
+                        now,
+                        &action.facts.tenant,
+                        &terminal,
+                        now.saturating_sub(action.submitted_at),
+                        late,
+                    );
+                    if let Some((_, retry_at)) = &mut held {
+                        *retry_at = now;
+                    }
+                    terminals.push(terminal);
+                }
+            }
+        }
+        if audit {
+            let drained = core.drain_audit();
+            if opts.keep_audit {
+                audit_events.extend(drained);
+            }
+        }
+
+        let arrival_time = match &held {
+            Some((_, retry_at)) => Some(*retry_at),
+            None => arrivals.peek_time(),
+        };
+        let cancel_time = cancels.get(next_cancel).map(|c| c.at);
+        let wake = core.next_wakeup();
+        if inflight.is_empty() && arrival_time.is_none() && cancel_time.is_none() && wake.is_none()
+        {
+            break;
+        }
+        // A wake-up that is due but yielded nothing must not spin: take it a tick later.
+        let stalled = events == before;
+        let due = [
+            arrival_time,
+            cancel_time,
+            wake,
+            Some(next_sample),
+            Some(cap + 1),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(cap + 1);
+        let due = if stalled { due.max(now + 1) } else { due };
+        let sleep = tokio::time::sleep_until(clock.instant_at(due).into());
+        tokio::select! {
+            joined = inflight.join_next(), if !inflight.is_empty() => {
+                if let Some(j) = joined {
+                    ready.push(j.map_err(|e| LiveError::Provider(format!("an attempt task failed: {e}")))?);
+                }
+                while let Some(j) = inflight.try_join_next() {
+                    ready.push(j.map_err(|e| LiveError::Provider(format!("an attempt task failed: {e}")))?);
+                }
+            }
+            _ = sleep => {}
+        }
+    }
+    // Attempts still in flight at the cap are abandoned (the provider journaled them).
+    inflight.abort_all();
+    while inflight.join_next().await.is_some() {}
+    let real_ms = u64::try_from(wall_started.elapsed().as_millis()).unwrap_or(u64::MAX);
+
+    if next_sample.saturating_sub(bucket) <= now {
+        let g = core.gauges();
+        measure.on_gauges(now, g.queued + g.delayed, g.in_flight, g.tokens_reserved);
+    }
+    let mut unfinished = live.len() as u64;
+    let mut late = live
+        .values()
+        .filter(|a| a.deadline.is_some_and(|d| d < now))
+        .count() as u64;
+    if let Some((arrival, _)) = &held {
+        unfinished += 1;
+        late += u64::from(arrival.job.deadline.is_some_and(|d| d < now));
+    }
+    while arrivals.peek_time().is_some_and(|t| t <= now) {
+        let Some(arrival) = arrivals.next() else {
+            break;
+        };
+        measure.on_submit();
+        unfinished += 1;
+        late += u64::from(arrival.job.deadline.is_some_and(|d| d < now));
+    }
+
+    // Ground truth: what reached the provider's edge, from its own journal.
+    let journal: Vec<JournalEntry> = provider.journal(0).await?;
+    let lost = provider.journal_lost().await?;
+    if lost > 0 {
+        return Err(LiveError::Provider(format!(
+            "the provider's journal ring evicted {lost} entries during the run, so the \
+             figures would undercount; run a shorter scenario or start the provider with a \
+             larger ring"
+        )));
+    }
+    for entry in &journal {
+        let done = entry
+            .action
+            .zip(entry.attempt_no)
+            .and_then(|k| heard.get(&k).copied());
+        let row = measure.on_journal(entry, done);
+        sink.attempt(&row).map_err(LiveError::Output)?;
+    }
+    let mut measured = measure.finish(now, unfinished, late);
+    measured.summary.mode = "live".to_string();
+    Ok(LiveRun {
+        measured,
+        events,
+        end_ms: now,
+        real_ms,
+        sends,
+        journal,
+        terminals,
+        audit: audit_events,
+        scale,
+    })
+}

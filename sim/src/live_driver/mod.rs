@@ -1,0 +1,176 @@
+//! The live driver: the same core, in real time on tokio, against the fake provider over
+//! real HTTP (started in-process on an ephemeral loopback port, or already running at a
+//! URL), measured from the provider's journal exactly as the virtual run is.
+//!
+//! Time: the scenario is played `time_scale` times faster than written (scenario ms per
+//! real ms). The core is handed scenario time (real ms since start × scale), so its policy
+//! runs unchanged; the provider runs its model at the same scale and emits waits in real
+//! time, which the driver stretches back into scenario time before the core reads them
+//! (`dilate`). Journal times are the provider's model time, so every figure of a live
+//! run is in scenario ms like a virtual run's, except `wall_ms` (real).
+//!
+//! Files: `clock` (the dilated clock), `dilate` (headers into scenario time), `request`
+//! (an attempt as HTTP), `transport` (HTTP and its failures into outcomes), `provider`
+//! (starting or reaching the provider, its journal), `driver` (the loop).
+
+pub mod clock;
+pub mod dilate;
+pub mod driver;
+pub mod provider;
+pub mod request;
+pub mod transport;
+
+use std::fs::{self, File};
+use std::io::BufWriter;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use stampede_core::{AuditEvent, Millis, Terminal};
+use stampede_provider::model::JournalEntry;
+
+use crate::measure::Measured;
+use crate::rng;
+use crate::run::{finish_run, RunError, RunOptions, RunOutcome};
+use crate::scenario::Scenario;
+use crate::virtual_driver::{AttemptSink, NoAttempts};
+use provider::Provider;
+
+/// Scenario ms per real ms when neither `--time-scale` nor the scenario's
+/// `provider.time_scale` says: a minute of scenario time in two real seconds. Higher scales
+/// run faster but coarsen the harness: tokio timers tick in whole real ms, so one real ms
+/// of timer or I/O delay is `scale` ms of scenario time.
+pub const DEFAULT_TIME_SCALE: f64 = 30.0;
+
+/// Connect timeout of live attempts, real ms.
+pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 1_000;
+
+/// How to run live.
+#[derive(Debug, Clone)]
+pub struct LiveOptions {
+    /// Base URL of a running provider (`http://127.0.0.1:8080`); `None` starts one
+    /// in-process on 127.0.0.1 with an ephemeral port.
+    pub provider: Option<String>,
+    /// Scenario ms per real ms; `None`: the scenario's `provider.time_scale` when it is not
+    /// 1, else [`DEFAULT_TIME_SCALE`].
+    pub time_scale: Option<f64>,
+    /// Connect timeout, real ms.
+    pub connect_timeout_ms: u64,
+    /// Keep the core's audit events in [`LiveRun::audit`] (when the policy records them).
+    pub keep_audit: bool,
+}
+
+impl Default for LiveOptions {
+    fn default() -> Self {
+        Self {
+            provider: None,
+            time_scale: None,
+            connect_timeout_ms: DEFAULT_CONNECT_TIMEOUT_MS,
+            keep_audit: false,
+        }
+    }
+}
+
+/// A live run that could not be carried out.
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    #[error("live run: {0}")]
+    Provider(String),
+    #[error("--time-scale must be a number above 0 (got {0}); 60 plays a scenario minute in a real second")]
+    TimeScale(f64),
+    #[error("the client policy is invalid: {0}")]
+    Core(#[from] stampede_core::CoreError),
+    #[error("live run: cannot start the async runtime: {0}")]
+    Runtime(std::io::Error),
+    #[error("{0}")]
+    Output(String),
+    #[error(transparent)]
+    Run(#[from] RunError),
+}
+
+/// What a live run produced.
+#[derive(Debug, Clone)]
+pub struct LiveRun {
+    pub measured: Measured,
+    /// Loop events handled: arrivals, cancellations, outcomes and commands.
+    pub events: u64,
+    /// Scenario time when the loop stopped (ms).
+    pub end_ms: Millis,
+    /// Real time the loop ran (ms).
+    pub real_ms: u64,
+    /// `Send` commands the core issued (each must be exactly one arrival in the journal).
+    pub sends: u64,
+    /// The provider's journal of the run, in seq order.
+    pub journal: Vec<JournalEntry>,
+    /// Every terminal outcome the core reported, in order.
+    pub terminals: Vec<Terminal>,
+    /// The core's audit events (only with `LiveOptions::keep_audit`).
+    pub audit: Vec<AuditEvent>,
+    /// The time scale used (scenario ms per real ms).
+    pub scale: f64,
+}
+
+/// The time scale a live run of `scenario` uses (scenario ms per real ms).
+pub fn resolve_time_scale(scenario: &Scenario, asked: Option<f64>) -> Result<f64, LiveError> {
+    let scale = match asked {
+        Some(s) => s,
+        None if scenario.provider.time_scale != 1.0 => scenario.provider.time_scale,
+        None => DEFAULT_TIME_SCALE,
+    };
+    if scale.is_finite() && scale > 0.0 {
+        Ok(scale)
+    } else {
+        Err(LiveError::TimeScale(scale))
+    }
+}
+
+/// Plays `scenario` live inside a tokio runtime that is already running.
+pub async fn play(
+    scenario: &Scenario,
+    opts: &LiveOptions,
+    sink: &mut dyn AttemptSink,
+) -> Result<LiveRun, LiveError> {
+    let scale = resolve_time_scale(scenario, opts.time_scale)?;
+    let mut config = scenario.provider.clone();
+    config.time_scale = scale;
+    let provider = match &opts.provider {
+        Some(url) => Provider::remote(url, &config).await?,
+        None => Provider::in_process(config, rng::stream_u64(scenario.seed, "provider")).await?,
+    };
+    let run = driver::play(scenario, &provider, scale, opts, sink).await;
+    provider.stop().await;
+    run
+}
+
+/// Plays `scenario` live on a runtime of its own and writes its run directory, like
+/// `run::run_virtual` (same files and summary keys, `mode: "live"`).
+pub fn run_live(
+    scenario: &Scenario,
+    live: &LiveOptions,
+    opts: &RunOptions,
+) -> Result<(RunOutcome, LiveRun), LiveError> {
+    let started = Instant::now();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(LiveError::Runtime)?;
+    let mut files = Vec::new();
+    let output = |path: &PathBuf, e: &dyn std::fmt::Display| {
+        LiveError::Output(format!("cannot write {}: {e}", path.display()))
+    };
+    let mut run = match &opts.out_dir {
+        Some(dir) => {
+            fs::create_dir_all(dir).map_err(|e| output(dir, &e))?;
+            let path = dir.join("attempts.csv");
+            let file = File::create(&path).map_err(|e| output(&path, &e))?;
+            let mut sink = csv::Writer::from_writer(BufWriter::with_capacity(1 << 16, file));
+            let run = runtime.block_on(play(scenario, live, &mut sink as &mut dyn AttemptSink))?;
+            sink.flush().map_err(|e| output(&path, &e))?;
+            files.push(path);
+            run
+        }
+        None => runtime.block_on(play(scenario, live, &mut NoAttempts))?,
+    };
+    let measured = std::mem::take(&mut run.measured);
+    let outcome = finish_run(scenario, measured, run.events, started, files, opts)?;
+    Ok((outcome, run))
+}

@@ -1,0 +1,141 @@
+//! The provider a live run plays against: started in-process on an ephemeral loopback
+//! port, or one already running at a URL (`--provider`), driven through its control plane
+//! (`PUT /_stampede/scenario`, `GET /_stampede/journal`, `GET /_stampede/stats`).
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::Method;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use stampede_provider::model::JournalEntry;
+use stampede_provider::{spawn_ephemeral, ProviderConfig, ServerHandle};
+
+use super::LiveError;
+
+/// A provider's base URL and, when this run started it, the server itself.
+pub struct Provider {
+    /// `http://127.0.0.1:PORT`, no trailing slash.
+    pub base: String,
+    /// The in-process server (dropped: stopped).
+    server: Option<ServerHandle>,
+    control: Client<HttpConnector, Full<Bytes>>,
+}
+
+impl Provider {
+    /// Starts the scenario's provider in-process on 127.0.0.1 with an ephemeral port.
+    pub async fn in_process(config: ProviderConfig, seed: u64) -> Result<Self, LiveError> {
+        let (addr, server) = spawn_ephemeral(config, seed).await.map_err(|e| {
+            LiveError::Provider(format!("cannot start the in-process provider: {e}"))
+        })?;
+        Ok(Self {
+            base: format!("http://{addr}"),
+            server: Some(server),
+            control: control_client(),
+        })
+    }
+
+    /// A provider already running at `url`, given the scenario's provider config
+    /// (`PUT /_stampede/scenario`, which also restarts its clock and empties its journal).
+    /// Its random streams keep the seed it was started with.
+    pub async fn remote(url: &str, config: &ProviderConfig) -> Result<Self, LiveError> {
+        let p = Self {
+            base: url.trim_end_matches('/').to_string(),
+            server: None,
+            control: control_client(),
+        };
+        let body = serde_json::to_vec(config)
+            .map_err(|e| LiveError::Provider(format!("cannot encode the provider config: {e}")))?;
+        p.call(Method::PUT, "/_stampede/scenario", body).await?;
+        Ok(p)
+    }
+
+    /// Restarts the provider's clock at 0 with a fresh model and an empty journal, right
+    /// before the run's own clock starts (so the provider's clock is never behind it).
+    pub async fn reset(&self) -> Result<(), LiveError> {
+        self.call(Method::POST, "/_stampede/reset", Vec::new())
+            .await
+            .map(drop)
+    }
+
+    /// Every journal entry after `since` (a seq), in seq order.
+    pub async fn journal(&self, since: u64) -> Result<Vec<JournalEntry>, LiveError> {
+        let text = self
+            .call(
+                Method::GET,
+                &format!("/_stampede/journal?since={since}"),
+                Vec::new(),
+            )
+            .await?;
+        let mut out = Vec::new();
+        for (i, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let entry: JournalEntry = serde_json::from_str(line).map_err(|e| {
+                LiveError::Provider(format!(
+                    "{}/_stampede/journal line {}: not a journal entry: {e}",
+                    self.base,
+                    i + 1
+                ))
+            })?;
+            out.push(entry);
+        }
+        Ok(out)
+    }
+
+    /// Journal entries the provider evicted from its ring (lost to measurement).
+    pub async fn journal_lost(&self) -> Result<u64, LiveError> {
+        let text = self
+            .call(Method::GET, "/_stampede/stats", Vec::new())
+            .await?;
+        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+            LiveError::Provider(format!("{}/_stampede/stats is not JSON: {e}", self.base))
+        })?;
+        Ok(v.get("journal_ring_lost")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0))
+    }
+
+    /// Stops the in-process server, if this run started one.
+    pub async fn stop(mut self) {
+        if let Some(server) = self.server.take() {
+            let _ = server.shutdown().await;
+        }
+    }
+
+    async fn call(&self, method: Method, path: &str, body: Vec<u8>) -> Result<String, LiveError> {
+        let url = format!("{}{path}", self.base);
+        let fail = |what: String| LiveError::Provider(format!("{method} {url}: {what}"));
+        let req = hyper::Request::builder()
+            .method(method.clone())
+            .uri(&url)
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| fail(e.to_string()))?;
+        let resp = self
+            .control
+            .request(req)
+            .await
+            .map_err(|e| fail(format!("{e} (is the provider running there?)")))?;
+        let status = resp.status();
+        let bytes = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| fail(e.to_string()))?
+            .to_bytes();
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        if !status.is_success() {
+            return Err(fail(format!("answered {status}: {text}")));
+        }
+        Ok(text)
+    }
+}
+
+fn control_client() -> Client<HttpConnector, Full<Bytes>> {
+    Client::builder(TokioExecutor::new())
+        .retry_canceled_requests(false)
+        .build(HttpConnector::new())
+}

@@ -1,0 +1,219 @@
+//! One attempt over HTTP, and whatever happened to it as an `Outcome` the core can classify.
+//!
+//! The client is hyper-util's legacy client with `retry_canceled_requests(false)`: when a
+//! pooled connection turns out closed, it hands the error back instead of sending the
+//! request again on a fresh connection, so the core stays the only retry layer (the live
+//! tests count the journal's arrivals against the core's `Send`s to prove it).
+//!
+//! Failures below HTTP, and what they tell about the request:
+//! - connect refused / DNS / connect timeout, and a pooled connection found closed before
+//!   the request was handed to it: nothing left the client (never arrived);
+//! - hyper reporting the request *canceled* (the connection closed before hyper started
+//!   writing it): never arrived, `ResetBeforeWrite`;
+//! - any other connection error once the request was handed to the connection — closed
+//!   before a complete response, reset while writing or reading: hyper cannot say how much
+//!   of the request the provider read, so it is taken as may-have-executed
+//!   (`ResetAfterWrite`), the safe side. A provider that reads the whole request and then
+//!   drops it without committing is therefore seen as an uncertain attempt here, where the
+//!   virtual driver (which knows) reports `ResetBeforeWrite`;
+//! - no complete answer within the attempt's timeout: `ReadTimeout`;
+//! - a server-sent-events stream that ends without `[DONE]` (cut, or an `error` event):
+//!   `StreamCut { tokens_delivered }` with the content chunks that arrived.
+
+use std::error::Error as StdError;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use serde_json::Value;
+use stampede_core::{Outcome, Send, TransportFailure};
+
+use super::dilate::Dilation;
+use crate::virtual_driver::translate;
+
+/// The HTTP client of a live run: no retries, no idle-connection expiry.
+#[derive(Clone)]
+pub struct Transport {
+    client: Client<HttpConnector, Full<Bytes>>,
+    dilation: Dilation,
+}
+
+impl Transport {
+    /// A client with this connect timeout (real ms) that rewrites answers with `dilation`.
+    pub fn new(connect_timeout_ms: u64, dilation: Dilation) -> Self {
+        let mut connector = HttpConnector::new();
+        connector.set_connect_timeout(Some(Duration::from_millis(connect_timeout_ms.max(1))));
+        connector.set_nodelay(true);
+        let client = Client::builder(TokioExecutor::new())
+            .retry_canceled_requests(false)
+            // Idle connections stay until the server closes them: an expiry timer racing a
+            // new request is exactly the kind of silent resend this harness must not have.
+            .pool_idle_timeout(None)
+            .build(connector);
+        Self { client, dilation }
+    }
+
+    /// Sends `request` for `send` and waits at most `timeout` (real) for the whole answer.
+    pub async fn attempt(
+        &self,
+        send: &Send,
+        request: hyper::Request<Full<Bytes>>,
+        stream: bool,
+        timeout: Duration,
+    ) -> Outcome {
+        match tokio::time::timeout(timeout, self.exchange(send, request, stream)).await {
+            Ok(outcome) => outcome,
+            Err(_) => Outcome::Transport(TransportFailure::ReadTimeout),
+        }
+    }
+
+    async fn exchange(
+        &self,
+        send: &Send,
+        request: hyper::Request<Full<Bytes>>,
+        stream: bool,
+    ) -> Outcome {
+        let response = match self.client.request(request).await {
+            Ok(r) => r,
+            Err(e) => return Outcome::Transport(classify(&e)),
+        };
+        let status = response.status().as_u16();
+        let mut headers: Vec<(String, String)> = response
+            .headers()
+            .iter()
+            .filter_map(|(n, v)| Some((n.as_str().to_string(), v.to_str().ok()?.to_string())))
+            .collect();
+        self.dilation.apply(&mut headers);
+        let is_sse = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        let body = response.into_body();
+        if stream && status == 200 && is_sse {
+            return read_stream(send, status, headers, body).await;
+        }
+        match body.collect().await {
+            Ok(collected) => {
+                let bytes = collected.to_bytes();
+                let json: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+                let usage = usage_of(&json);
+                translate::answered(send, status, headers, &json, usage)
+            }
+            // Status and headers came, the body did not: the request was read, so it may
+            // have executed.
+            Err(_) => Outcome::Transport(TransportFailure::ResetAfterWrite),
+        }
+    }
+}
+
+/// `usage` of a completion body or final stream chunk: (prompt, completion) tokens.
+fn usage_of(v: &Value) -> Option<(u32, u32)> {
+    let u = v.get("usage")?;
+    let n = |k: &str| u.get(k).and_then(Value::as_u64).map(|x| x as u32);
+    Some((n("prompt_tokens")?, n("completion_tokens")?))
+}
+
+/// Reads a server-sent-events completion to its end, counting content chunks (tokens).
+async fn read_stream(
+    send: &Send,
+    status: u16,
+    headers: Vec<(String, String)>,
+    mut body: Incoming,
+) -> Outcome {
+    let mut buf = BytesMut::new();
+    let mut tokens: u32 = 0;
+    let mut usage = None;
+    let mut id = None;
+    loop {
+        let frame = match body.frame().await {
+            None => break,
+            Some(Ok(f)) => f,
+            Some(Err(_)) => break,
+        };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        buf.extend_from_slice(&data);
+        while let Some(end) = find(&buf, b"\n\n") {
+            let event = buf.split_to(end + 2);
+            let text = String::from_utf8_lossy(&event);
+            if text.lines().any(|l| l.trim() == "event: error") {
+                return Outcome::Transport(TransportFailure::StreamCut {
+                    tokens_delivered: tokens,
+                });
+            }
+            for line in text.lines() {
+                let Some(data) = line.strip_prefix("data:").map(str::trim) else {
+                    continue;
+                };
+                if data == "[DONE]" {
+                    let body = serde_json::json!({ "id": id, "usage": null });
+                    return translate::answered(send, status, headers, &body, usage);
+                }
+                let Ok(chunk) = serde_json::from_str::<Value>(data) else {
+                    continue;
+                };
+                if id.is_none() {
+                    id = chunk.get("id").and_then(Value::as_str).map(str::to_string);
+                }
+                let content = chunk
+                    .pointer("/choices/0/delta/content")
+                    .and_then(Value::as_str);
+                if content.is_some_and(|c| !c.is_empty()) {
+                    tokens += 1;
+                }
+                if let Some(u) = usage_of(&chunk) {
+                    usage = Some(u);
+                }
+            }
+        }
+    }
+    // The stream ended (cut or closed) before `[DONE]`.
+    Outcome::Transport(TransportFailure::StreamCut {
+        tokens_delivered: tokens,
+    })
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// What a client error says about whether the request reached the provider.
+fn classify(e: &hyper_util::client::legacy::Error) -> TransportFailure {
+    let mut io_kind = None;
+    let mut hyper_canceled = false;
+    let mut text = String::new();
+    let mut source: Option<&(dyn StdError + 'static)> = e.source();
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            io_kind.get_or_insert(io.kind());
+        }
+        if let Some(h) = s.downcast_ref::<hyper::Error>() {
+            hyper_canceled |= h.is_canceled();
+        }
+        text.push_str(&s.to_string().to_ascii_lowercase());
+        text.push(' ');
+        source = s.source();
+    }
+    if e.is_connect() {
+        return match io_kind {
+            Some(std::io::ErrorKind::TimedOut) => TransportFailure::ConnectTimeout,
+            _ if text.contains("timed out") || text.contains("timeout") => {
+                TransportFailure::ConnectTimeout
+            }
+            _ if text.contains("dns") || text.contains("resolve") => TransportFailure::Dns,
+            // Refused, or a pooled connection found closed before anything was written.
+            _ => TransportFailure::ConnectRefused,
+        };
+    }
+    if hyper_canceled {
+        TransportFailure::ResetBeforeWrite
+    } else {
+        TransportFailure::ResetAfterWrite
+    }
+}
