@@ -1,9 +1,9 @@
 //! The `stampede` command: argument parsing and wiring only. Each subcommand lives in its
 //! own file; this file only dispatches.
 
+mod audit;
 mod check;
 mod diff;
-mod audit;
 mod exit;
 mod run;
 mod sweep;
