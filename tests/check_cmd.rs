@@ -1,0 +1,236 @@
+//! `stampede check`: the shipped scenarios pass, a failing expectation makes the check exit 1
+//! with a JUnit failure, and a malformed file exits 2 while the good ones still run.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn stampede(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_stampede"))
+        .args(args)
+        .output()
+        .expect("the stampede binary runs")
+}
+
+fn text(out: &[u8]) -> String {
+    String::from_utf8_lossy(out).into_owned()
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A small scenario (`count` LLM calls against a 300 rpm account), with `expect` as the
+/// `[expect]` table's lines.
+fn scenario(name: &str, count: u32, expect: &str) -> String {
+    format!(
+        r#"name = "{name}"
+seed = 3
+duration = "10m"
+
+[provider]
+latency = {{ median = "500ms", p99 = "2s" }}
+
+[[provider.scopes]]
+id = "account:t"
+rpm = 300
+tpm = 400_000
+concurrency = 20
+
+[[provider.credentials]]
+key = "sk-t"
+scope = "account:t"
+
+[[workload]]
+tenant = "t"
+credential = "sk-t"
+class = "llm"
+count = {count}
+arrival = "backlog"
+prompt_tokens = 300
+max_output_tokens = 100
+deadline = "5m"
+
+[client]
+preset = "stampede"
+workers = 8
+
+[expect]
+{expect}
+"#
+    )
+}
+
+fn a_str(p: &Path) -> &str {
+    p.to_str().expect("temp paths are UTF-8")
+}
+
+/// `(suite name, [(testcase name, has a <failure>)])` for every `<testsuite>`.
+fn junit_cases(xml: &str) -> Vec<(String, Vec<(String, bool)>)> {
+    let doc = roxmltree::Document::parse(xml).expect("junit.xml is well-formed XML");
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "testsuites");
+    root.children()
+        .filter(|n| n.has_tag_name("testsuite"))
+        .map(|suite| {
+            let cases = suite
+                .children()
+                .filter(|n| n.has_tag_name("testcase"))
+                .map(|c| {
+                    let failed = c.children().any(|f| f.has_tag_name("failure"));
+                    (c.attribute("name").unwrap_or_default().to_string(), failed)
+                })
+                .collect();
+            (
+                suite.attribute("name").unwrap_or_default().to_string(),
+                cases,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn shipped_scenarios_pass_with_one_line_each_and_a_testcase_per_expectation() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let junit = tmp.path().join("junit.xml");
+    let scenarios = repo().join("scenarios");
+    let out = stampede(&[
+        "check",
+        a_str(&scenarios),
+        "--out",
+        a_str(&runs),
+        "--junit",
+        a_str(&junit),
+        "--no-render",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout:\n{stdout}\nstderr:\n{}",
+        text(&out.stderr)
+    );
+
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&scenarios)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    let verdicts: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("PASS ") || l.starts_with("FAIL "))
+        .collect();
+    assert_eq!(
+        verdicts.len(),
+        files.len(),
+        "one line per scenario:\n{stdout}"
+    );
+    assert!(verdicts.iter().all(|l| l.starts_with("PASS ")));
+
+    let suites = junit_cases(&std::fs::read_to_string(&junit).unwrap());
+    assert_eq!(suites.len(), files.len());
+    for (name, cases) in &suites {
+        // Each scenario's run directory holds its summary: the JUnit file has exactly its
+        // expectations, none failed.
+        let summary: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(runs.join(name).join("summary.json")).unwrap(),
+        )
+        .unwrap();
+        let expected: Vec<String> = summary["expectations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["name"].as_str().unwrap().to_string())
+            .collect();
+        let got: Vec<String> = cases.iter().map(|c| c.0.clone()).collect();
+        assert_eq!(got, expected, "testcases of {name}");
+        assert!(cases.iter().all(|c| !c.1));
+        let prefix = format!("PASS {name}: ");
+        assert!(verdicts.iter().any(|l| l.starts_with(&prefix)), "{stdout}");
+    }
+}
+
+#[test]
+fn a_failing_expectation_exits_1_with_a_junit_failure() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("scenarios");
+    std::fs::create_dir_all(dir.join("nested")).unwrap();
+    std::fs::write(
+        dir.join("a-holds.toml"),
+        scenario("holds", 60, "duplicates = 0\ncompleted = { min = 60 }"),
+    )
+    .unwrap();
+    // Sixty calls cannot be done in ten attempts.
+    std::fs::write(
+        dir.join("nested").join("b-too-strict.toml"),
+        scenario("too-strict", 60, "duplicates = 0\noutbound_attempts = 10"),
+    )
+    .unwrap();
+    let junit = tmp.path().join("junit.xml");
+    let out = stampede(&["check", a_str(&dir), "--no-write", "--junit", a_str(&junit)]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "stdout:\n{stdout}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines[0].starts_with("PASS holds: "), "{stdout}");
+    assert!(lines[1].starts_with("FAIL too-strict: "), "{stdout}");
+    assert!(
+        lines[2]
+            .trim_start()
+            .starts_with("FAIL outbound_attempts: actual "),
+        "{stdout}"
+    );
+    assert!(lines[2].ends_with("limit <= 10"), "{stdout}");
+
+    let suites = junit_cases(&std::fs::read_to_string(&junit).unwrap());
+    let names: Vec<&str> = suites.iter().map(|s| s.0.as_str()).collect();
+    assert_eq!(names, ["holds", "too-strict"]);
+    assert_eq!(
+        suites[1].1,
+        [
+            ("duplicates".to_string(), false),
+            ("outbound_attempts".to_string(), true)
+        ]
+    );
+    assert!(suites[0].1.iter().all(|c| !c.1));
+}
+
+#[test]
+fn a_malformed_scenario_exits_2_naming_the_file_and_the_others_still_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("a.toml"), scenario("first", 30, "duplicates = 0")).unwrap();
+    let broken =
+        scenario("broken", 30, "duplicates = 0").replace("duration = \"10m\"", "duration = 10");
+    std::fs::write(dir.join("b-broken.toml"), broken).unwrap();
+    std::fs::write(dir.join("c.toml"), scenario("last", 30, "duplicates = 0")).unwrap();
+    std::fs::write(dir.join("notes.txt"), "not a scenario").unwrap();
+    let junit = dir.join("out").join("junit.xml");
+    let out = stampede(&["check", a_str(dir), "--no-write", "--junit", a_str(&junit)]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines[0].starts_with("PASS first: "), "{stdout}");
+    assert!(lines[1].starts_with("ERROR "), "{stdout}");
+    assert!(lines[1].contains("b-broken.toml"), "{stdout}");
+    assert!(lines[1].contains("duration"), "the key is named: {stdout}");
+    assert!(lines[2].starts_with("PASS last: "), "{stdout}");
+    assert!(stderr.contains("could not run"), "{stderr}");
+    // What was measured is kept.
+    let suites = junit_cases(&std::fs::read_to_string(&junit).unwrap());
+    let names: Vec<&str> = suites.iter().map(|s| s.0.as_str()).collect();
+    assert_eq!(names, ["first", "last"]);
+}
+
+#[test]
+fn a_missing_path_exits_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("nowhere");
+    let out = stampede(&["check", a_str(&missing), "--no-write"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stdout).contains("nowhere: no such file or folder"));
+}

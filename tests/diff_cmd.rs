@@ -1,0 +1,122 @@
+//! Comparing runs: `stampede diff BEFORE AFTER` and `stampede run ... --baseline DIR` print
+//! each figure's change and the expectations whose verdict changed.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn stampede(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_stampede"))
+        .args(args)
+        .output()
+        .expect("the stampede binary runs")
+}
+
+fn text(out: &[u8]) -> String {
+    String::from_utf8_lossy(out).into_owned()
+}
+
+fn a_str(p: &Path) -> &str {
+    p.to_str().expect("temp paths are UTF-8")
+}
+
+fn quickstart() -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios")
+        .join("quickstart.toml");
+    p.to_str().expect("UTF-8 path").to_string()
+}
+
+/// Runs the quickstart on 16 workers (enough to overrun its 300 rpm), under `preset` into `out` (plus any
+/// `extra` arguments); returns its output and its summary.json.
+fn run(preset: &str, out: &Path, extra: &[&str]) -> (Output, serde_json::Value) {
+    let qs = quickstart();
+    let preset = format!("client.preset={preset}");
+    let mut args = vec![
+        "run",
+        qs.as_str(),
+        "--set",
+        "client.workers=16",
+        "--set",
+        &preset,
+        "--out",
+        a_str(out),
+        "--no-render",
+    ];
+    args.extend(extra);
+    let output = stampede(&args);
+    let summary =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    (output, summary)
+}
+
+/// The table row of `key`: `[before, after, change, ...]`.
+fn row<'a>(table: &'a str, key: &str) -> Vec<&'a str> {
+    let line = table
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(key))
+        .unwrap_or_else(|| panic!("a row for {key} in:\n{table}"));
+    line.split_whitespace().skip(1).collect()
+}
+
+#[test]
+fn diff_prints_each_changed_figure_between_two_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("naive"), tmp.path().join("stampede"));
+    let (_, before) = run("naive", &a, &[]);
+    let (_, after) = run("stampede", &b, &[]);
+    let out = stampede(&["diff", a_str(&a), a_str(&b)]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(stdout.contains("preset naive"), "{stdout}");
+    assert!(stdout.contains("preset stampede"), "{stdout}");
+    for key in ["outbound_attempts", "retries", "duplicates"] {
+        let cells = row(&stdout, key);
+        let (x, y) = (before[key].as_f64().unwrap(), after[key].as_f64().unwrap());
+        assert_eq!(cells[0].parse::<f64>().unwrap(), x, "{key}: {stdout}");
+        assert_eq!(cells[1].parse::<f64>().unwrap(), y, "{key}: {stdout}");
+        let change: f64 = cells[2].trim_start_matches('+').parse().unwrap();
+        assert_eq!(change, y - x, "{key}: {stdout}");
+    }
+    // The two presets differ in what they send, so the diff is not all zeros.
+    assert_ne!(
+        before["outbound_attempts"], after["outbound_attempts"],
+        "the presets behave differently on this scenario"
+    );
+}
+
+#[test]
+fn run_with_a_baseline_prints_the_comparison_after_its_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().join("base");
+    run("naive", &base, &[]);
+    let later = tmp.path().join("later");
+    let (out, after) = run("stampede", &later, &["--baseline", a_str(&base)]);
+    let stdout = text(&out.stdout);
+    let table = stdout
+        .split_once("before: ")
+        .map(|x| x.1)
+        .unwrap_or_else(|| panic!("a comparison after the run table:\n{stdout}"));
+    let cells = row(table, "outbound_attempts");
+    assert_eq!(
+        cells[1].parse::<f64>().unwrap(),
+        after["outbound_attempts"].as_f64().unwrap()
+    );
+    assert!(
+        table.contains("no expectation changed verdict")
+            || table.contains("expectations that changed verdict:"),
+        "{table}"
+    );
+}
+
+#[test]
+fn a_missing_run_directory_exits_2_naming_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("no-such-run");
+    let out = stampede(&["diff", a_str(&missing), a_str(&missing)]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("no-such-run"));
+    let qs = quickstart();
+    let out = stampede(&["run", &qs, "--baseline", a_str(&missing), "--no-render"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--baseline"));
+}
