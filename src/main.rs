@@ -6,6 +6,7 @@ mod check;
 mod diff;
 mod exit;
 mod run;
+mod serve;
 mod sweep;
 mod validate;
 mod work_queue;
@@ -37,6 +38,8 @@ enum Command {
     Sweep(sweep::SweepArgs),
     /// Show each figure's change between two run directories.
     Diff(diff::DiffArgs),
+    /// Serve the fake provider over HTTP (loopback by default) until Ctrl-C.
+    Serve(serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -48,5 +51,6 @@ fn main() -> ExitCode {
         Command::Check(args) => check::main(args),
         Command::Sweep(args) => sweep::main(args),
         Command::Diff(args) => diff::main(args),
+        Command::Serve(args) => serve::main(args),
     }
 }
