@@ -34,6 +34,8 @@ pub struct Measurement {
     last_terminal_ms: u64,
     /// Uncertain writes re-sent without a look-up showing absence (from the journal).
     blind: blind_resends::BlindResends,
+    /// The last action pushed back (the driver holds one at a time).
+    last_pushed_back: Option<u64>,
 }
 
 /// What a finished measurement hands to the report.
@@ -68,6 +70,7 @@ impl Measurement {
             tenants: BTreeMap::new(),
             last_terminal_ms: 0,
             blind: blind_resends::BlindResends::default(),
+            last_pushed_back: None,
         }
     }
 
@@ -104,12 +107,18 @@ impl Measurement {
         self.summary.logical_requests += 1;
     }
 
-    /// Admission refused an action at `at` (it counts as failed too).
-    pub fn on_rejected(&mut self, at: u64) {
-        self.summary.rejected += 1;
-        self.summary.failed += 1;
-        self.row(at).failed += 1;
-        self.last_terminal_ms = self.last_terminal_ms.max(at);
+    /// Admission refused action `id` and the driver held it back to offer it again
+    /// (backpressure). `rejected` counts each action pushed back at least once.
+    pub fn on_pushed_back(&mut self, id: u64) {
+        if self.last_pushed_back != Some(id) {
+            self.last_pushed_back = Some(id);
+            self.summary.rejected += 1;
+        }
+    }
+
+    /// Logical requests submitted so far.
+    pub fn logical_requests(&self) -> u64 {
+        self.summary.logical_requests
     }
 
     /// An action's first attempt left the client after waiting `wait_ms` since submission.

@@ -8,6 +8,12 @@
 //! release their slots), then drains the core's commands: a `Send` goes to the provider
 //! model at once and its answer is queued at `now + latency`; a `Finish` is measured. Memory
 //! holds live actions and attempts in flight only; attempts stream to the sink.
+//!
+//! Backpressure: when the core's admission refuses an action (its queue for that tenant and
+//! priority is full), the driver stops pulling arrivals, like a producer that honours the
+//! refusal, and offers the same action again when an action finishes or the refusal's
+//! retry-after has passed. The action's latency, queue wait and deadline still count from
+//! its arrival. One refused action holds back the arrivals behind it (head of line).
 
 pub mod audit_sink;
 pub mod crash;
@@ -24,7 +30,7 @@ use stampede_reports::AttemptRow;
 use crate::measure::{Measured, Measurement};
 use crate::rng;
 use crate::scenario::Scenario;
-use crate::workload::{self, Arrivals};
+use crate::workload::{self, Arrival, Arrivals};
 pub use audit_sink::{AuditFile, AuditSink, NoAudit};
 use crash::{Crashes, Delivery};
 use events::{Event, EventQueue};
@@ -112,6 +118,8 @@ pub fn run_with_audit(
     )?;
 
     let mut arrivals = Arrivals::new(scenario);
+    // An arrival the core refused, and when to offer it again.
+    let mut held: Option<(Arrival, Millis)> = None;
     let cancels = workload::cancellations(scenario);
     let mut next_cancel = 0usize;
     let mut queue = EventQueue::default();
@@ -131,9 +139,13 @@ pub fn run_with_audit(
         let wake = core
             .next_wakeup()
             .map(|w| if stalled { w.max(now + 1) } else { w });
+        let arrival_time = match &held {
+            Some((_, retry_at)) => Some(*retry_at),
+            None => arrivals.peek_time(),
+        };
         let candidates = [
             queue.peek_time(),
-            arrivals.peek_time().filter(|_| crashes.accepting()),
+            arrival_time.filter(|_| crashes.accepting()),
             cancels
                 .get(next_cancel)
                 .map(|c| c.at)
@@ -164,13 +176,26 @@ pub fn run_with_audit(
         // A restart or a crash at a time comes first; while down, only answers move.
         crashes.turn(now, &mut core, &mut live, &mut measure, audit_sink)?;
 
-        while crashes.accepting() && arrivals.peek_time().is_some_and(|t| t <= now) {
-            let Some(arrival) = arrivals.next() else {
-                break;
+        loop {
+            let arrival = match held.take() {
+                Some((arrival, retry_at)) if retry_at <= now && crashes.accepting() => arrival,
+                Some(waiting) => {
+                    held = Some(waiting);
+                    break;
+                }
+                None if crashes.accepting() && arrivals.peek_time().is_some_and(|t| t <= now) => {
+                    match arrivals.next() {
+                        Some(a) => {
+                            measure.on_submit();
+                            a
+                        }
+                        None => break,
+                    }
+                }
+                None => break,
             };
             events += 1;
-            measure.on_submit();
-            let job = arrival.job;
+            let job = arrival.job.clone();
             let facts = ActionFacts {
                 tenant: job.tenant.clone(),
                 class: job.class.clone(),
@@ -188,13 +213,17 @@ pub fn run_with_audit(
                         id,
                         Live {
                             facts,
-                            submitted_at: now,
+                            submitted_at: arrival.at,
                             deadline,
                             dispatched: false,
                         },
                     );
                 }
-                Err(_) => measure.on_rejected(now),
+                Err(rejection) => {
+                    measure.on_pushed_back(id);
+                    held = Some((arrival, now + rejection.retry_after_ms.max(1)));
+                    break;
+                }
             }
         }
         while let Some(c) = cancels
@@ -278,6 +307,10 @@ pub fn run_with_audit(
                         now - action.submitted_at,
                         late,
                     );
+                    // Capacity freed: offer a refused arrival again at once.
+                    if let Some((_, retry_at)) = &mut held {
+                        *retry_at = now;
+                    }
                 }
             }
         }
@@ -293,11 +326,26 @@ pub fn run_with_audit(
         let g = core.gauges();
         measure.on_gauges(now, g.queued + g.delayed, g.in_flight, g.tokens_reserved);
     }
-    let unfinished = live.len() as u64;
-    let late = live
+    // Actions still live, the one held back and those never pulled did not finish in time.
+    let mut unfinished = live.len() as u64;
+    let mut late = live
         .values()
         .filter(|a| a.deadline.is_some_and(|d| d < now))
         .count() as u64;
+    if let Some((arrival, _)) = &held {
+        unfinished += 1;
+        late += u64::from(arrival.job.deadline.is_some_and(|d| d < now));
+    }
+    // Arrivals due by the cap but never offered (held back behind a refusal) count as
+    // unfinished logical requests; those due after the cap were never part of the run.
+    while arrivals.peek_time().is_some_and(|t| t <= now) {
+        let Some(arrival) = arrivals.next() else {
+            break;
+        };
+        measure.on_submit();
+        unfinished += 1;
+        late += u64::from(arrival.job.deadline.is_some_and(|d| d < now));
+    }
     let mut measured = measure.finish(now, unfinished, late);
     measured.summary.crashes = crashes.count();
     Ok(VirtualRun {
