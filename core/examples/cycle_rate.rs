@@ -72,24 +72,34 @@ fn main() {
         }),
         operation_id: None,
     });
-    let start = Instant::now();
-    for i in 0..cycles {
-        let now = i + 1;
-        s.submit(job(QUEUED + i), now).expect("admitted");
-        let Some(Command::Send(send)) = s.poll(now) else {
-            panic!("a send was due")
-        };
-        s.on_outcome(send.attempt, ok.clone(), now);
-        let Some(Command::Finish(_)) = s.poll(now) else {
-            panic!("a terminal was due")
-        };
-        if i % 1024 == 0 {
-            std::hint::black_box(s.drain_audit());
+    // Jobs are built outside the timed sections (they are the driver's input, not the core's
+    // work), in chunks so memory stays small.
+    let mut timed = std::time::Duration::ZERO;
+    let mut done = 0;
+    while done < cycles {
+        let chunk = (cycles - done).min(65_536);
+        let jobs: Vec<Job> = (0..chunk).map(|i| job(QUEUED + done + i)).collect();
+        let start = Instant::now();
+        for (i, job) in (done..).zip(jobs) {
+            let now = i + 1;
+            s.submit(job, now).expect("admitted");
+            let Some(Command::Send(send)) = s.poll(now) else {
+                panic!("a send was due")
+            };
+            s.on_outcome(send.attempt, ok.clone(), now);
+            let Some(Command::Finish(_)) = s.poll(now) else {
+                panic!("a terminal was due")
+            };
+            if i % 1024 == 0 {
+                std::hint::black_box(s.drain_audit());
+            }
         }
+        timed += start.elapsed();
+        done += chunk;
     }
-    let secs = start.elapsed().as_secs_f64();
+    let secs = timed.as_secs_f64();
     println!(
-        "{cycles} cycles with {QUEUED} queued (audit {}): {:.3} s wall, {:.0} cycles/s",
+        "{cycles} cycles with {QUEUED} queued (audit {}): {:.3} s wall in the core, {:.0} cycles/s",
         if audit { "on" } else { "off" },
         secs,
         cycles as f64 / secs

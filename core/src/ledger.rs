@@ -1,7 +1,9 @@
 //! The ledger of logical actions, behind a small trait so a durable store can replace the
 //! in-memory one without the scheduler knowing.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
+
+use crate::id_hash::IdHash;
 
 use serde::{Deserialize, Serialize};
 
@@ -79,8 +81,8 @@ pub trait Ledger {
 /// The in-memory ledger: what a process without persistence has.
 #[derive(Debug, Default, Clone)]
 pub struct InMemoryLedger {
-    /// Boxed so the map moves pointers, not whole entries, as it grows and shrinks.
-    entries: BTreeMap<JobId, Box<LedgerEntry>>,
+    /// Hashed by job id for one-probe updates; `entries()` sorts, so no order leaks.
+    entries: HashMap<JobId, LedgerEntry, IdHash>,
     /// Drop entries once they are terminal, so long runs do not grow memory with the total
     /// number of requests (only live actions and those left `reconciliation_required` stay).
     forget_terminal: bool,
@@ -95,14 +97,14 @@ impl InMemoryLedger {
     /// number of live actions, not the total submitted.
     pub fn forgetting_terminal() -> Self {
         Self {
-            entries: BTreeMap::new(),
+            entries: HashMap::default(),
             forget_terminal: true,
         }
     }
 
     /// The entry for one job, if any.
     pub fn get(&self, id: JobId) -> Option<&LedgerEntry> {
-        self.entries.get(&id).map(|entry| &**entry)
+        self.entries.get(&id)
     }
 
     /// Number of entries.
@@ -131,18 +133,16 @@ impl Ledger for InMemoryLedger {
                 known.updated_at = entry.updated_at;
             }
             _ => {
-                self.entries.insert(entry.job.id, Box::new(entry.clone()));
+                self.entries.insert(entry.job.id, entry.clone());
             }
         }
         Ok(())
     }
 
     fn entries(&self) -> Result<Vec<LedgerEntry>, LedgerError> {
-        Ok(self
-            .entries
-            .values()
-            .map(|entry| (**entry).clone())
-            .collect())
+        let mut entries: Vec<LedgerEntry> = self.entries.values().cloned().collect();
+        entries.sort_unstable_by_key(|entry| entry.job.id);
+        Ok(entries)
     }
 
     fn put_progress(&mut self, entry: &LedgerEntry) -> Result<(), LedgerError> {

@@ -32,6 +32,7 @@ pub mod backoff;
 pub mod breaker;
 pub mod bucket;
 pub mod classify;
+mod id_hash;
 pub mod idempotency;
 pub mod rate_headers;
 pub mod retry_after;

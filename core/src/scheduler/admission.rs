@@ -81,7 +81,7 @@ impl<L: Ledger> Scheduler<L> {
         }
         let id = entry.job.id;
         self.lanes.admit(tenant, lane);
-        self.join_task(tenant, &entry.job.task, id);
+        self.join_task(tenant, &entry.job.task);
         self.record(now, AuditKind::ActionRequested, id, None, || {
             Detail::new()
                 .text("class", &entry.job.class)
@@ -102,11 +102,11 @@ impl<L: Ledger> Scheduler<L> {
 
 impl<L: Ledger> Scheduler<L> {
     /// Adds an action to its task (cancellation and the task retry budget act on tasks).
-    pub(super) fn join_task(&mut self, tenant: u32, task: &str, id: crate::job::JobId) {
+    pub(super) fn join_task(&mut self, tenant: u32, task: &str) {
         let tasks = self.tasks.entry(tenant).or_default();
         match tasks.get_mut(task) {
-            Some(state) => state.jobs.insert(id),
-            None => tasks.entry(task.to_owned()).or_default().jobs.insert(id),
-        };
+            Some(state) => state.live += 1,
+            None => tasks.entry(task.to_owned()).or_default().live = 1,
+        }
     }
 }

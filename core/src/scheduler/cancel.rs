@@ -14,12 +14,24 @@ impl<L: Ledger> Scheduler<L> {
         let Some(tenant) = self.lanes.tenant(tenant) else {
             return;
         };
-        let ids: Vec<JobId> = self
+        if !self
             .tasks
             .get(&tenant)
-            .and_then(|tasks| tasks.get(task))
-            .map(|state| state.jobs.iter().copied().collect())
-            .unwrap_or_default();
+            .is_some_and(|tasks| tasks.contains_key(task))
+        {
+            return;
+        }
+        // Cancellation is rare: a scan of the live actions (in id order) beats keeping a
+        // per-task index up to date on every submit and terminal.
+        let ids: Vec<JobId> = self
+            .jobs
+            .ids()
+            .into_iter()
+            .filter(|id| {
+                let job = &self.jobs[id];
+                job.tenant == tenant && job.entry.job.task == task
+            })
+            .collect();
         for id in ids {
             self.finish(id, TerminalStatus::Cancelled, Reason::Cancelled, now);
         }
@@ -36,7 +48,7 @@ impl<L: Ledger> Scheduler<L> {
             return;
         }
         self.execution_spent = true;
-        let ids: Vec<JobId> = self.jobs.keys().copied().collect();
+        let ids = self.jobs.ids();
         for id in ids {
             self.finish(
                 id,

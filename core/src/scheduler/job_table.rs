@@ -1,16 +1,19 @@
 //! The live actions, stored in a slab indexed by job id. A `BTreeMap` of whole actions would
 //! move hundreds of bytes per insert and removal on the hot path; the slab keeps each action
-//! in place and the ordered index (small entries) keeps iteration deterministic.
+//! in place, and a hashed index finds it in one probe. The index is never iterated into an
+//! output: `ids()` sorts.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::ops::Index;
+
+use crate::id_hash::IdHash;
 
 use super::state::Tracked;
 use crate::job::JobId;
 
 #[derive(Debug, Default)]
 pub(super) struct JobTable {
-    index: BTreeMap<JobId, u32>,
+    index: HashMap<JobId, u32, IdHash>,
     slots: Vec<Option<Tracked>>,
     free: Vec<u32>,
 }
@@ -56,9 +59,11 @@ impl JobTable {
         self.index.contains_key(id)
     }
 
-    /// Job ids in increasing order.
-    pub fn keys(&self) -> impl Iterator<Item = &JobId> {
-        self.index.keys()
+    /// Every live job id, in increasing order.
+    pub fn ids(&self) -> Vec<JobId> {
+        let mut ids: Vec<JobId> = self.index.keys().copied().collect();
+        ids.sort_unstable();
+        ids
     }
 
     pub fn len(&self) -> usize {

@@ -42,7 +42,7 @@ impl<L: Ledger> Scheduler<L> {
             );
             self.lanes
                 .admit(tenant, super::lanes::rank(entry.job.priority));
-            self.join_task(tenant, &entry.job.task, id);
+            self.join_task(tenant, &entry.job.task);
             let state = entry.state;
             let lane = self.lanes.lane(tenant, scope);
             let tracked = Tracked::new(entry, scope, class, tenant, lane);

@@ -1,6 +1,5 @@
 //! What the scheduler keeps about each live action, attempt on the wire and task.
 
-use std::collections::BTreeSet;
 use std::time::Duration;
 
 use crate::command::LookupBy;
@@ -145,10 +144,10 @@ pub(super) struct Flight {
     pub lookup: bool,
 }
 
-/// Per task: its live actions (for cancellation) and the retries they used (task budget).
+/// Per task: how many of its actions are live and the retries they used (task budget).
 #[derive(Debug, Clone, Default)]
 pub(super) struct TaskState {
-    pub jobs: BTreeSet<JobId>,
+    pub live: u32,
     pub retries: u32,
 }
 

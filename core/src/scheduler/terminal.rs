@@ -119,8 +119,8 @@ impl<L: Ledger> Scheduler<L> {
         if let Some(tasks) = self.tasks.get_mut(&job.tenant) {
             let task = job.entry.job.task.as_str();
             if let Some(state) = tasks.get_mut(task) {
-                state.jobs.remove(&id);
-                if state.jobs.is_empty() {
+                state.live -= 1;
+                if state.live == 0 {
                     tasks.remove(task);
                 }
             }
