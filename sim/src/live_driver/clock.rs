@@ -43,6 +43,11 @@ impl LiveClock {
         u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
+    /// Real µs since the start.
+    pub fn real_elapsed_us(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_micros()).unwrap_or(u64::MAX)
+    }
+
     /// The real instant at which the clock reads `t` scenario ms.
     pub fn instant_at(&self, t: Millis) -> Instant {
         self.start + self.real(t)

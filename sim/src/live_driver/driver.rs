@@ -23,7 +23,7 @@ use super::dilate::Dilation;
 use super::provider::Provider;
 use super::request::http_request;
 use super::transport::Transport;
-use super::{LiveError, LiveOptions, LiveRun};
+use super::{AttemptTiming, LiveError, LiveOptions, LiveRun};
 use crate::measure::Measurement;
 use crate::rng;
 use crate::scenario::Scenario;
@@ -44,6 +44,10 @@ struct Finished {
     job: JobId,
     attempt_no: u32,
     outcome: Outcome,
+    /// Real µs since the run's start when the request was handed to the client and when
+    /// its outcome was known.
+    sent_us: u64,
+    done_us: u64,
 }
 
 /// Plays `scenario` against `provider` in real time at `scale` scenario ms per real ms.
@@ -73,6 +77,7 @@ pub async fn play(
     // When the client heard how each attempt ended (scenario ms), by (action, attempt_no):
     // the end of a hang in attempts.csv, which only the client's timeout knows.
     let mut heard: BTreeMap<(JobId, u32), Millis> = BTreeMap::new();
+    let mut timings: Vec<AttemptTiming> = Vec::new();
     let mut terminals: Vec<Terminal> = Vec::new();
     let mut audit_events: Vec<AuditEvent> = Vec::new();
     let mut inflight: JoinSet<Finished> = JoinSet::new();
@@ -171,6 +176,13 @@ pub async fn play(
         for f in ready.drain(..) {
             events += 1;
             heard.insert((f.job, f.attempt_no), now);
+            timings.push(AttemptTiming {
+                job: f.job,
+                attempt_no: f.attempt_no,
+                sent_real_us: f.sent_us,
+                done_real_us: f.done_us,
+                heard_ms: now,
+            });
             core.on_outcome(f.attempt, f.outcome, now);
         }
         while let Some(command) = core.poll(now) {
@@ -196,12 +208,15 @@ pub async fn play(
                     let transport = transport.clone();
                     sends += 1;
                     inflight.spawn(async move {
+                        let sent_us = clock.real_elapsed_us();
                         let outcome = transport.attempt(&send, http, stream, timeout).await;
                         Finished {
                             attempt: send.attempt,
                             job: send.job,
                             attempt_no: send.attempt_no,
                             outcome,
+                            sent_us,
+                            done_us: clock.real_elapsed_us(),
                         }
                     });
                 }
@@ -324,6 +339,7 @@ pub async fn play(
         sends,
         journal,
         terminals,
+        attempts: timings,
         audit: audit_events,
         scale,
     })

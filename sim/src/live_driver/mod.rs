@@ -25,7 +25,7 @@ use std::io::BufWriter;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use stampede_core::{AuditEvent, Millis, Terminal};
+use stampede_core::{AuditEvent, JobId, Millis, Terminal};
 use stampede_provider::model::JournalEntry;
 
 use crate::measure::Measured;
@@ -103,10 +103,26 @@ pub struct LiveRun {
     pub journal: Vec<JournalEntry>,
     /// Every terminal outcome the core reported, in order.
     pub terminals: Vec<Terminal>,
+    /// Every attempt whose outcome the core heard, in the order heard.
+    pub attempts: Vec<AttemptTiming>,
     /// The core's audit events (only with `LiveOptions::keep_audit`).
     pub audit: Vec<AuditEvent>,
     /// The time scale used (scenario ms per real ms).
     pub scale: f64,
+}
+
+/// When one attempt left and came back, as the client saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttemptTiming {
+    pub job: JobId,
+    /// The action's attempt number (matches the journal's `attempt_no`).
+    pub attempt_no: u32,
+    /// Real µs since the run's start when the request was handed to the HTTP client.
+    pub sent_real_us: u64,
+    /// Real µs since the run's start when its outcome (answer, failure or timeout) was known.
+    pub done_real_us: u64,
+    /// Scenario ms when the core heard the outcome.
+    pub heard_ms: Millis,
 }
 
 /// The time scale a live run of `scenario` uses (scenario ms per real ms).
