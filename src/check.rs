@@ -77,6 +77,8 @@ pub fn main(args: CheckArgs) -> ExitCode {
     let render = !args.no_render;
 
     let mut suites: Vec<(String, Vec<Expectation>)> = Vec::new();
+    // The printed lines again, for CI's step summary.
+    let mut report: Vec<String> = Vec::new();
     let (mut passed, mut failed, mut malformed) = (0usize, 0usize, Vec::<String>::new());
     run_in_order(
         &entries,
@@ -96,7 +98,10 @@ pub fn main(args: CheckArgs) -> ExitCode {
         },
         |_, result| match result.and_then(|r| r) {
             Ok(summary) => {
-                print_result(&summary);
+                for line in result_lines(&summary) {
+                    println!("{line}");
+                    report.push(line);
+                }
                 if summary.expectations.iter().all(|e| e.pass) {
                     passed += 1;
                 } else {
@@ -106,6 +111,7 @@ pub fn main(args: CheckArgs) -> ExitCode {
             }
             Err(message) => {
                 println!("ERROR {message}");
+                report.push(format!("ERROR {message}"));
                 malformed.push(message);
             }
         },
@@ -138,6 +144,11 @@ pub fn main(args: CheckArgs) -> ExitCode {
         tally.push_str(&format!("; runs: {}", root.display()));
     }
     println!("{tally}");
+    if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") {
+        if let Err(e) = append_step_summary(Path::new(&path), &tally, &report) {
+            eprintln!("warning: cannot append to $GITHUB_STEP_SUMMARY: {e}");
+        }
+    }
     if !malformed.is_empty() {
         eprintln!(
             "error: {} scenario(s) could not run (listed above as ERROR); fix them and check again",
@@ -148,11 +159,28 @@ pub fn main(args: CheckArgs) -> ExitCode {
 }
 
 /// The scenario's check line, then each failed expectation indented under it.
-fn print_result(summary: &Summary) {
-    println!("{}", check_line(summary));
-    for line in failed_expectation_lines(&summary.expectations) {
-        println!("    {line}");
+fn result_lines(summary: &Summary) -> Vec<String> {
+    let mut lines = vec![check_line(summary)];
+    lines.extend(
+        failed_expectation_lines(&summary.expectations)
+            .into_iter()
+            .map(|l| format!("    {l}")),
+    );
+    lines
+}
+
+/// Appends the check's lines to CI's step summary as a markdown code block.
+fn append_step_summary(path: &Path, tally: &str, lines: &[String]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    writeln!(file, "### stampede check\n\n```")?;
+    for line in lines {
+        writeln!(file, "{line}")?;
     }
+    writeln!(file, "{tally}\n```\n")
 }
 
 /// Every scenario under `paths`, loaded, in a stable order, each with its run directory
