@@ -5,6 +5,7 @@
 
 pub mod blind_resends;
 pub mod percentiles;
+pub mod retry_after;
 pub mod waves;
 
 use std::collections::{BTreeMap, HashMap};
@@ -34,6 +35,8 @@ pub struct Measurement {
     last_terminal_ms: u64,
     /// Uncertain writes re-sent without a look-up showing absence (from the journal).
     blind: blind_resends::BlindResends,
+    /// Retry-After spans per scope, for violations.
+    retry_after: retry_after::RetryAfterSpans,
     /// The last action pushed back (the driver holds one at a time).
     last_pushed_back: Option<u64>,
 }
@@ -71,6 +74,7 @@ impl Measurement {
             last_terminal_ms: 0,
             blind: blind_resends::BlindResends::default(),
             last_pushed_back: None,
+            retry_after: retry_after::RetryAfterSpans::default(),
         }
     }
 
@@ -213,7 +217,8 @@ impl Measurement {
             s.retries += 1;
             self.retry_bins.record(e.at_ms);
         }
-        if e.retry_after_violation {
+        let violation = self.retry_after.observe(e);
+        if violation {
             s.retry_after_violations += 1;
         }
         let lookup = e.method == "GET" && e.route.starts_with("/v1/records");
@@ -266,7 +271,7 @@ impl Measurement {
             outcome: e.outcome.clone(),
             error_code: e.error_code.clone().unwrap_or_default(),
             committed: e.committed,
-            retry_after_violation: e.retry_after_violation,
+            retry_after_violation: violation,
             idempotency_key: e.idempotency_key.clone().unwrap_or_default(),
         }
     }
