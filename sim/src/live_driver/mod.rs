@@ -77,6 +77,8 @@ pub enum LiveError {
     Provider(String),
     #[error("--time-scale must be a number above 0 (got {0}); 60 plays a scenario minute in a real second")]
     TimeScale(f64),
+    #[error("{0}")]
+    Unsupported(String),
     #[error("the client policy is invalid: {0}")]
     Core(#[from] stampede_core::CoreError),
     #[error("live run: cannot start the async runtime: {0}")]
@@ -146,6 +148,13 @@ pub async fn play(
     sink: &mut dyn AttemptSink,
 ) -> Result<LiveRun, LiveError> {
     let scale = resolve_time_scale(scenario, opts.time_scale)?;
+    if !scenario.crashes.is_empty() {
+        return Err(LiveError::Unsupported(format!(
+            "scenario {:?} has [[crashes]]: crash-and-restore runs need the virtual driver \
+             (run it without --live, or remove [[crashes]] to play it live)",
+            scenario.name
+        )));
+    }
     let mut config = scenario.provider.clone();
     config.time_scale = scale;
     let provider = match &opts.provider {
