@@ -1,0 +1,331 @@
+//! End-to-end tests of `stampede run` and `stampede validate` on the shipped scenarios.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn stampede(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_stampede"))
+        .args(args)
+        .current_dir(root())
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .expect("the stampede binary runs")
+}
+
+fn run(scenario: &str, out: &Path, extra: &[&str]) -> Output {
+    let out = out.to_str().expect("utf-8 temp path");
+    let mut args = vec!["run", scenario, "--out", out, "--no-render"];
+    args.extend_from_slice(extra);
+    stampede(&args)
+}
+
+fn summary(dir: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join("summary.json")).expect("summary.json written");
+    serde_json::from_str(&text).expect("summary.json is JSON")
+}
+
+fn num(s: &serde_json::Value, key: &str) -> f64 {
+    s[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("summary has a numeric {key}"))
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn quickstart_runs_and_writes_the_run_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = stampede(&[
+        "run",
+        "scenarios/quickstart.toml",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    for file in [
+        "summary.json",
+        "timeseries.csv",
+        "attempts.csv",
+        "index.html",
+        "junit.xml",
+    ] {
+        assert!(dir.path().join(file).exists(), "{file} missing");
+    }
+    let s = summary(dir.path());
+    assert_eq!(s["scenario"], "quickstart");
+    assert_eq!(s["mode"], "virtual");
+    assert_eq!(num(&s, "completed"), num(&s, "logical_requests"));
+    assert!(text(&out).contains("attempts per logical"));
+}
+
+#[test]
+fn backlog_38k_naive_storms_and_fails_while_stampede_passes() {
+    let good = tempfile::tempdir().unwrap();
+    let out = run("scenarios/backlog-38k.toml", good.path(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let naive_dir = tempfile::tempdir().unwrap();
+    let out = run(
+        "scenarios/backlog-38k.toml",
+        naive_dir.path(),
+        &["--set", "client.preset=naive"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("FAIL attempts_per_logical"),
+        "{}",
+        text(&out)
+    );
+    let (s, n) = (summary(good.path()), summary(naive_dir.path()));
+    assert_eq!(n["preset"], "naive");
+    assert!(
+        num(&n, "retry_waves") > num(&s, "retry_waves") + 10.0,
+        "waves {} vs {}",
+        n["retry_waves"],
+        s["retry_waves"]
+    );
+    assert!(num(&n, "attempts_per_logical") > 3.0 * num(&s, "attempts_per_logical"));
+    assert!(
+        num(&n, "failed") > 1_000.0,
+        "the storm fails work: {}",
+        n["failed"]
+    );
+    assert!(num(&n, "retry_after_violations") > 1_000.0);
+    assert_eq!(num(&s, "completed"), 38_000.0);
+}
+
+fn strip_wall_ms(json: &str) -> String {
+    json.lines()
+        .filter(|l| !l.trim_start().starts_with("\"wall_ms\""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn same_seed_same_bytes_another_seed_differs() {
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    let c = tempfile::tempdir().unwrap();
+    for (dir, seed) in [(&a, "42"), (&b, "42"), (&c, "43")] {
+        let out = run(
+            "scenarios/uncertain-writes.toml",
+            dir.path(),
+            &["--seed", seed],
+        );
+        assert!(out.status.code().is_some_and(|c| c <= 1), "{}", text(&out));
+    }
+    let read = |d: &tempfile::TempDir, f: &str| std::fs::read_to_string(d.path().join(f)).unwrap();
+    assert_eq!(
+        strip_wall_ms(&read(&a, "summary.json")),
+        strip_wall_ms(&read(&b, "summary.json"))
+    );
+    assert_eq!(read(&a, "timeseries.csv"), read(&b, "timeseries.csv"));
+    assert_eq!(read(&a, "attempts.csv"), read(&b, "attempts.csv"));
+    assert_ne!(read(&a, "attempts.csv"), read(&c, "attempts.csv"));
+    assert_ne!(
+        strip_wall_ms(&read(&a, "summary.json")),
+        strip_wall_ms(&read(&c, "summary.json"))
+    );
+}
+
+#[test]
+fn every_shipped_scenario_passes_its_expectations() {
+    for name in [
+        "quickstart",
+        "rpm-vs-tpm",
+        "five-step-safety",
+        "shared-credential",
+        "uncertain-writes",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = run(&format!("scenarios/{name}.toml"), dir.path(), &[]);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", text(&out));
+        let s = summary(dir.path());
+        let expectations = s["expectations"].as_array().expect("expectations listed");
+        assert!(!expectations.is_empty(), "{name} has expectations");
+        assert!(
+            expectations.iter().all(|e| e["pass"] == true),
+            "{name}: {expectations:?}"
+        );
+    }
+}
+
+#[test]
+fn contract_overrides_work_on_every_shipped_scenario() {
+    for name in [
+        "quickstart",
+        "rpm-vs-tpm",
+        "five-step-safety",
+        "shared-credential",
+        "uncertain-writes",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = run(
+            &format!("scenarios/{name}.toml"),
+            dir.path(),
+            &[
+                "--set",
+                "client.preset=naive",
+                "--set",
+                "client.workers=8",
+                "--set",
+                "provider.scopes.0.rpm=1200",
+            ],
+        );
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "{name}: {}",
+            text(&out)
+        );
+        assert_eq!(summary(dir.path())["preset"], "naive");
+    }
+}
+
+#[test]
+fn five_step_safety_reconciles_the_dropped_write_and_cancels_the_doomed_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run("scenarios/five-step-safety.toml", dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let s = summary(dir.path());
+    assert!(num(&s, "reconciliations") >= 1.0);
+    assert_eq!(num(&s, "duplicates"), 0.0);
+    assert_eq!(num(&s, "cancelled"), 3.0);
+    // The 429 with Retry-After 10 held the whole scope: nothing else went out before 10 s.
+    let attempts = std::fs::read_to_string(dir.path().join("attempts.csv")).unwrap();
+    let late_first = attempts
+        .lines()
+        .skip(1)
+        .filter(|l| l.contains("/v1/records,"))
+        .all(|l| {
+            let at: u64 = l.split(',').nth(1).unwrap().parse().unwrap();
+            at >= 10_000
+        });
+    assert!(
+        late_first,
+        "the write waited for the scope's Retry-After:\n{attempts}"
+    );
+}
+
+fn write_scenario(dir: &Path, body: &str) -> PathBuf {
+    let path = dir.join("bad.toml");
+    std::fs::write(&path, body).unwrap();
+    path
+}
+
+const MINIMAL: &str = "name = \"m\"\nduration = \"1m\"\n\n[[provider.scopes]]\nid = \"s\"\nrpm = 60\n\n[[provider.credentials]]\nkey = \"k\"\nscope = \"s\"\n\n[[workload]]\ntenant = \"t\"\ncredential = \"k\"\ncount = 2\n";
+
+fn validate_error(body: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_scenario(dir.path(), body);
+    let out = stampede(&["validate", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    text(&out)
+}
+
+#[test]
+fn the_minimal_scenario_validates() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_scenario(dir.path(), MINIMAL);
+    let out = stampede(&["validate", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
+
+#[test]
+fn unknown_key_is_named_with_its_line() {
+    let msg = validate_error(&MINIMAL.replace("count = 2", "count = 2\ncuont = 3"));
+    assert!(msg.contains("bad.toml:16"), "{msg}");
+    assert!(
+        msg.contains("workload.0.cuont") && msg.contains("unknown field"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn wrong_type_is_named_with_its_line() {
+    let msg = validate_error(&MINIMAL.replace("count = 2", "count = \"two\""));
+    assert!(
+        msg.contains("bad.toml:15") && msg.contains("workload.0.count"),
+        "{msg}"
+    );
+    assert!(msg.contains("invalid type"), "{msg}");
+}
+
+#[test]
+fn bad_duration_says_how_to_write_one() {
+    let msg = validate_error(&MINIMAL.replace("duration = \"1m\"", "duration = \"one minute\""));
+    assert!(
+        msg.contains("bad.toml:2") && msg.contains("key `duration`"),
+        "{msg}"
+    );
+    assert!(msg.contains("\"500ms\""), "{msg}");
+}
+
+#[test]
+fn unknown_preset_lists_the_valid_ones() {
+    let msg = validate_error(&format!("{MINIMAL}\n[client]\npreset = \"polite\"\n"));
+    assert!(
+        msg.contains("client.preset") && msg.contains("naive") && msg.contains("full-jitter"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn expect_key_that_is_not_a_summary_figure_is_refused() {
+    let msg = validate_error(&format!("{MINIMAL}\n[expect]\nduplicate_writes = 0\n"));
+    assert!(
+        msg.contains("expect.duplicate_writes") && msg.contains("duplicates"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn set_on_a_missing_path_names_the_path_and_the_keys_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        "scenarios/quickstart.toml",
+        dir.path(),
+        &["--set", "client.wrokers=8"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let msg = text(&out);
+    assert!(
+        msg.contains("client.wrokers") && msg.contains("workers"),
+        "{msg}"
+    );
+    let out = run(
+        "scenarios/quickstart.toml",
+        dir.path(),
+        &["--set", "provider.scopes.5.rpm=1"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out).contains("provider.scopes") && text(&out).contains("1 entries"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn set_with_a_wrong_type_is_refused_like_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        "scenarios/quickstart.toml",
+        dir.path(),
+        &["--set", "client.workers=many"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let msg = text(&out);
+    assert!(
+        msg.contains("--set client.workers=many") && msg.contains("invalid type"),
+        "{msg}"
+    );
+}
