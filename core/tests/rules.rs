@@ -1092,3 +1092,35 @@ fn delayed_submission_is_not_dispatched_before_not_before() {
     assert_eq!(s.next_wakeup(), Some(2_000));
     assert_eq!(sends(&drain(&mut s, 2_000)).len(), 1);
 }
+
+#[test]
+fn uncertain_write_out_of_time_before_its_lookup_stays_reconciliation_required() {
+    let mut policy = Policy::default();
+    policy.execution_budget = Some(Duration::from_secs(5));
+    let mut s = scheduler(policy);
+    s.submit(job(1, "uncertain_write"), 0).unwrap();
+    let first = sends(&drain(&mut s, 0)).remove(0);
+    // The look-up is throttled by the scope (Retry-After) past the run's end.
+    s.on_outcome(first.attempt, response(502, &[]), 10);
+    s.submit(job(2, "read"), 10).unwrap();
+    let read = sends(&drain(&mut s, 10))
+        .into_iter()
+        .find(|x| x.job == 2)
+        .unwrap();
+    s.on_outcome(read.attempt, response(429, &[("retry-after", "60")]), 20);
+    let done = finishes(&drain(&mut s, 5_000));
+    let write = done
+        .iter()
+        .find(|d| d.job == 1)
+        .expect("job 1 ends at the budget");
+    assert_eq!(
+        write.status,
+        TerminalStatus::ReconciliationRequired,
+        "its fate is unknown, not failed"
+    );
+    assert_eq!(
+        s.ledger().get(1).unwrap().state,
+        ActionState::ReconciliationRequired
+    );
+    assert!(write.next_actions.contains(&NextAction::QueryStatus));
+}

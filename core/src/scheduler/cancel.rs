@@ -50,12 +50,8 @@ impl<L: Ledger> Scheduler<L> {
         self.execution_spent = true;
         let ids = self.jobs.ids();
         for id in ids {
-            self.finish(
-                id,
-                TerminalStatus::Failed,
-                Reason::ExecutionBudgetExhausted,
-                now,
-            );
+            let status = self.give_up_status(id);
+            self.finish(id, status, Reason::ExecutionBudgetExhausted, now);
         }
     }
 }

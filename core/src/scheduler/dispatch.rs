@@ -96,12 +96,9 @@ impl<L: Ledger> Scheduler<L> {
                 .is_some_and(|deadline| now >= deadline)
             {
                 self.lanes.pop(lane, rank);
-                return LaneTurn::Command(self.finish_now(
-                    id,
-                    TerminalStatus::Failed,
-                    Reason::DeadlineExceeded,
-                    now,
-                ));
+                let status = self.give_up_status(id);
+                let reason = Reason::DeadlineExceeded;
+                return LaneTurn::Command(self.finish_now(id, status, reason, now));
             }
             let is_action = job.next_send == NextSend::Action;
             if is_action && self.policy.coalesce_reads && job.entry.job.coalescable {
@@ -143,13 +140,9 @@ impl<L: Ledger> Scheduler<L> {
                     if job.entry.job.deadline.is_some_and(|deadline| at > deadline) {
                         // It cannot be sent before its deadline: fail now, not at the deadline.
                         self.lanes.pop(lane, rank);
+                        let status = self.give_up_status(id);
                         let reason = Reason::DeadlineExceeded;
-                        return LaneTurn::Command(self.finish_now(
-                            id,
-                            TerminalStatus::Failed,
-                            reason,
-                            now,
-                        ));
+                        return LaneTurn::Command(self.finish_now(id, status, reason, now));
                     }
                     self.rate_wakeup = Some(self.rate_wakeup.map_or(at, |w| w.min(at)));
                     return LaneTurn::Blocked;

@@ -13,6 +13,17 @@ use crate::ledger::{ActionState, Ledger};
 use crate::time::Millis;
 
 impl<L: Ledger> Scheduler<L> {
+    /// The status an action gives up with: an uncertain write whose look-up has not
+    /// answered stays `reconciliation_required` (its fate is unknown), anything else fails.
+    pub(super) fn give_up_status(&self, id: JobId) -> TerminalStatus {
+        match self.jobs.get(&id) {
+            Some(job) if matches!(job.next_send, NextSend::Lookup(_)) => {
+                TerminalStatus::ReconciliationRequired
+            }
+            _ => TerminalStatus::Failed,
+        }
+    }
+
     /// Ends an action and returns its `Finish` command directly (the outbox was empty).
     pub(super) fn finish_now(
         &mut self,
