@@ -5,7 +5,7 @@
 //! ```
 //!
 //! With no scenarios it measures the standard set: `backlog-38k` under the `stampede` and
-//! `naive` presets and `bench-1m` (one million requests). Each is run RUNS times (default 3)
+//! `naive` presets and `sim/examples/bench-1m.toml` (one million requests). Each is run RUNS times (default 3)
 //! and the median is reported. Peak memory is the process's VmHWM (Linux) after the runs of
 //! one scenario, so run one scenario per process for a clean per-scenario figure.
 
@@ -40,7 +40,7 @@ fn main() {
         args = vec![
             "scenarios/backlog-38k.toml".into(),
             "scenarios/backlog-38k.toml@client.preset=naive".into(),
-            "scenarios/bench-1m.toml".into(),
+            "sim/examples/bench-1m.toml".into(),
         ];
     }
     println!(
