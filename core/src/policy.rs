@@ -136,6 +136,11 @@ pub struct RetryAfterPolicy {
     /// tight loop.
     #[serde(with = "humantime_serde_compat")]
     pub past_date_floor: Duration,
+    /// A retry that waits for a provider's wait (its own Retry-After or the scope's
+    /// `next_allowed_at`) goes at a uniform random point of this window after it, so the jobs
+    /// held by one 429 do not come back as one synchronized wave. Zero: exactly at the end.
+    #[serde(with = "humantime_serde_compat")]
+    pub spread: Duration,
 }
 
 impl Default for RetryAfterPolicy {
@@ -143,6 +148,7 @@ impl Default for RetryAfterPolicy {
         Self {
             honour: true,
             past_date_floor: Duration::from_secs(1),
+            spread: Duration::from_secs(1),
         }
     }
 }

@@ -94,7 +94,8 @@ fn retry_after_wins_over_a_shorter_backoff() {
     let send = sends(&drain(&mut s, 0)).remove(0);
     s.on_outcome(send.attempt, response(503, &[("retry-after", "5")]), 0);
     assert!(sends(&drain(&mut s, 4_999)).is_empty());
-    assert_eq!(sends(&drain(&mut s, 5_000)).len(), 1);
+    // Within the spread window (1 s by default) after the provider's wait.
+    assert_eq!(sends(&drain(&mut s, 6_000)).len(), 1);
 }
 
 #[test]
@@ -525,7 +526,7 @@ fn quota_exhausted_waits_for_the_reset_not_a_burst_backoff() {
         Some(ScopeSource::QuotaReset)
     );
     assert!(sends(&drain(&mut s, 29_999)).is_empty());
-    assert_eq!(sends(&drain(&mut s, 30_000)).len(), 1);
+    assert_eq!(sends(&drain(&mut s, 31_000)).len(), 1);
 }
 
 #[test]
@@ -935,9 +936,11 @@ fn delayed_work_wakes_at_its_not_before_time() {
     let send = sends(&drain(&mut s, 0)).remove(0);
     s.on_outcome(send.attempt, response(503, &[("retry-after", "3")]), 0);
     assert!(drain(&mut s, 0).is_empty());
-    assert_eq!(s.next_wakeup(), Some(3_000));
+    let wake = s.next_wakeup().expect("a timer is set");
+    assert!((3_000..=4_000).contains(&wake), "{wake}");
     assert_eq!(s.gauges().delayed, 1);
-    assert_eq!(sends(&drain(&mut s, 3_000)).len(), 1);
+    assert!(drain(&mut s, wake - 1).is_empty());
+    assert_eq!(sends(&drain(&mut s, wake)).len(), 1);
 }
 
 #[test]
@@ -1123,4 +1126,32 @@ fn uncertain_write_out_of_time_before_its_lookup_stays_reconciliation_required()
         ActionState::ReconciliationRequired
     );
     assert!(write.next_actions.contains(&NextAction::QueryStatus));
+}
+
+#[test]
+fn retries_released_by_one_retry_after_are_spread_not_a_wave() {
+    let mut policy = Policy::default();
+    policy.retry_budgets.per_scope.enabled = false;
+    let mut s = scheduler(policy);
+    for id in 1..=30 {
+        s.submit(job(id, "read"), 0).unwrap();
+    }
+    for send in sends(&drain(&mut s, 0)) {
+        s.on_outcome(send.attempt, response(429, &[("retry-after", "2")]), 0);
+    }
+    let mut times = Vec::new();
+    for t in 0..=3_000 {
+        times.extend(sends(&drain(&mut s, t)).iter().map(|_| t));
+    }
+    assert_eq!(times.len(), 30);
+    assert!(
+        times.iter().all(|&t| (2_000..=3_000).contains(&t)),
+        "never before the wait, within the spread"
+    );
+    times.dedup();
+    assert!(
+        times.len() > 15,
+        "only {} distinct retry times: a wave",
+        times.len()
+    );
 }

@@ -19,6 +19,7 @@ use crate::policy::FailureGroup;
 use crate::rate_headers::rate_hint;
 use crate::retry_after::retry_after_delay;
 use crate::time::Millis;
+use rand::Rng;
 
 impl<L: Ledger> Scheduler<L> {
     pub(super) fn settle(&mut self, attempt: AttemptId, outcome: Outcome, now: Millis) {
@@ -324,19 +325,20 @@ impl<L: Ledger> Scheduler<L> {
         self.schedule_retry(id, delay, reset, "quota_exhausted", now);
     }
 
-    /// The wait before the next attempt: the local delay, raised to the scope's shared
-    /// `next_allowed_at` and to the provider's own wait for this job.
+    /// The wait before the next attempt: the local delay, raised to the provider's wait
+    /// (the scope's shared `next_allowed_at`, the job's own Retry-After) plus a random point
+    /// of the spread window, so jobs released by one wait do not return in lockstep.
     fn delay_with_waits(
-        &self,
+        &mut self,
         id: JobId,
         local: Millis,
         told: Option<Millis>,
         now: Millis,
     ) -> Millis {
         let job = &self.jobs[&id];
-        let mut delay = local;
+        let mut wait = told.unwrap_or(0);
         if self.policy.share_scope_state {
-            delay = delay.max(
+            wait = wait.max(
                 self.scopes
                     .get(job.scope)
                     .record
@@ -344,7 +346,11 @@ impl<L: Ledger> Scheduler<L> {
                     .saturating_sub(now),
             );
         }
-        delay.max(told.unwrap_or(0))
+        let spread = millis(self.policy.retry_after.spread);
+        if wait > 0 && wait >= local && spread > 0 {
+            wait = wait.saturating_add(self.rng.gen_range(0..=spread));
+        }
+        local.max(wait)
     }
 
     /// Whether waiting `delay` more fits the class wait budget, the deadline and the run.
