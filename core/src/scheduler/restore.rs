@@ -6,6 +6,7 @@
 use super::admission::DEFAULT_SCOPE;
 use super::state::Tracked;
 use super::{CoreError, Scheduler};
+use crate::backoff::backoff_delay;
 use crate::command::{Reason, TerminalStatus};
 use crate::idempotency::derive_key;
 use crate::ledger::{ActionState, Ledger};
@@ -48,6 +49,7 @@ impl<L: Ledger> Scheduler<L> {
             let tracked = Tracked::new(entry, scope, class, tenant, lane);
             let reconcile = self.classes[class].reconcile;
             let spent = tracked.action_attempts >= self.classes[class].max_attempts;
+            let attempted = tracked.action_attempts > 0;
             self.jobs.insert(id, tracked);
             match state {
                 ActionState::ReconciliationRequired => self.start_reconciliation(id, now),
@@ -55,6 +57,13 @@ impl<L: Ledger> Scheduler<L> {
                 ActionState::InFlight if spent => {
                     self.jobs.get_mut(&id).expect("just restored").uncertain = true;
                     self.finish(id, TerminalStatus::Failed, Reason::AttemptsExhausted, now);
+                }
+                _ if attempted => {
+                    // It was sent before the crash: come back after a backoff, not all at
+                    // once with every other restored action (the scope record was lost).
+                    let job = &self.jobs[&id];
+                    let delay = backoff_delay(&self.policy.backoff, job.retries, 0, &mut self.rng);
+                    self.delay_until(id, now.saturating_add(delay));
                 }
                 _ => self.make_ready(id, false),
             }
