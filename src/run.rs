@@ -1,5 +1,5 @@
 //! `stampede run SCENARIO [--seed N] [--out DIR] [--set KEY=VALUE]... [--live [--provider URL]
-//! [--time-scale SCALE]]`
+//! [--time-scale SCALE] [--ledger FILE]]`
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -45,6 +45,15 @@ pub struct RunArgs {
     /// else 30, a scenario minute in two real seconds).
     #[arg(long, value_name = "SCALE", requires = "live")]
     time_scale: Option<f64>,
+    /// With --live: persist every logical action to this SQLite ledger (written before the
+    /// first send and at every state change) and the audit trail to audit.jsonl in the run
+    /// directory. If FILE already holds actions, the run is a restart of a runner that died:
+    /// the provider (give the same --provider URL and --time-scale) is not reset, in-flight
+    /// uncertain writes are looked up with their original idempotency key before anything is
+    /// re-sent, actions already in the ledger are not submitted again, and the audit trail is
+    /// continued. Use a new FILE for a fresh run.
+    #[arg(long, value_name = "FILE", requires = "live")]
+    ledger: Option<PathBuf>,
 }
 
 pub fn main(args: RunArgs) -> ExitCode {
@@ -78,10 +87,16 @@ pub fn main(args: RunArgs) -> ExitCode {
         let live = LiveOptions {
             provider: args.provider.clone(),
             time_scale: args.time_scale,
+            ledger: args.ledger.clone(),
             ..LiveOptions::default()
         };
         match run_live(&scenario, &live, &opts) {
-            Ok((o, _)) => o,
+            Ok((o, run)) => {
+                if let Some(restart) = &run.restart {
+                    println!("{restart}");
+                }
+                o
+            }
             Err(e) => return exit::bad_input(e),
         }
     } else {

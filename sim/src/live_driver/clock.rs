@@ -28,6 +28,19 @@ impl LiveClock {
         }
     }
 
+    /// A clock that reads `at` scenario ms now and runs `scale` scenario ms per real ms: a
+    /// restarted runner resumes the scenario's time where the provider's clock stands.
+    pub fn starting_at(scale: f64, at: Millis) -> Self {
+        let now = Instant::now();
+        let back = Duration::from_secs_f64((at as f64 / 1_000.0 / scale).max(0.0));
+        Self {
+            // An origin before the host's boot cannot be represented; start there instead
+            // (the clock then reads less than `at`, which only delays the runner).
+            start: now.checked_sub(back).unwrap_or(now),
+            scale,
+        }
+    }
+
     /// Scenario ms per real ms.
     pub fn scale(&self) -> f64 {
         self.scale
@@ -72,5 +85,16 @@ mod tests {
         assert_eq!(c.real(1), Duration::from_micros(17));
         assert_eq!(c.scale(), 60.0);
         assert!(c.instant_at(120_000) >= c.instant_at(60_000) + Duration::from_secs(1));
+    }
+
+    #[test]
+    fn a_resumed_clock_reads_where_it_was_started() {
+        let c = LiveClock::starting_at(10.0, 5_000);
+        let now = c.now();
+        // 5 s of scenario time at scale 10 puts the origin half a real second back; the
+        // upper bound only rules out an origin moved far too far back.
+        assert!(now >= 5_000, "{now}");
+        assert!(now < 5_000 + 600_000, "{now}");
+        assert!(c.real_elapsed_ms() >= 500);
     }
 }

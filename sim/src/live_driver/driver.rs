@@ -7,13 +7,16 @@
 //! cancellations, then outcomes, then the core's commands) so both drivers differ only
 //! where real I/O adds something: latency noise, timer granularity, and a reset that HTTP
 //! cannot place before or after the write (see `transport`).
+//!
+//! [`play_from`] is the same loop on any ledger, and resumed when its [`Start`] says so
+//! (see `resume`); [`play`] is a first life on the in-memory ledger.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Instant;
 
 use stampede_core::{
-    AttemptId, AuditEvent, Command, InMemoryLedger, JobId, Millis, Outcome, Scheduler, Terminal,
-    TerminalStatus,
+    AttemptId, AuditEvent, Command, InMemoryLedger, JobId, Ledger, Millis, Outcome, Scheduler,
+    Terminal, TerminalStatus,
 };
 use stampede_provider::model::JournalEntry;
 use tokio::task::JoinSet;
@@ -22,13 +25,14 @@ use super::clock::LiveClock;
 use super::dilate::Dilation;
 use super::provider::Provider;
 use super::request::http_request;
+use super::resume::{self, Restart, Start};
 use super::transport::Transport;
 use super::{AttemptTiming, LiveError, LiveOptions, LiveRun};
 use crate::measure::Measurement;
 use crate::rng;
 use crate::scenario::Scenario;
 use crate::virtual_driver::translate::{self, ActionFacts};
-use crate::virtual_driver::{AttemptSink, VIRTUAL_EPOCH_UNIX_MS};
+use crate::virtual_driver::{AttemptSink, AuditSink, NoAudit, VIRTUAL_EPOCH_UNIX_MS};
 use crate::workload::{self, Arrival, Arrivals};
 
 struct Live {
@@ -58,18 +62,52 @@ pub async fn play(
     opts: &LiveOptions,
     sink: &mut dyn AttemptSink,
 ) -> Result<LiveRun, LiveError> {
+    let start = Start {
+        ledger: InMemoryLedger::forgetting_terminal(),
+        restart: None,
+        audit: &mut NoAudit,
+    };
+    play_from(scenario, provider, scale, opts, sink, start).await
+}
+
+/// Plays `scenario` against `provider` with the core persisting to `start.ledger`: a
+/// first life (the provider is reset and the clock starts at 0), or the restart of a dead
+/// one (`start.restart`: the provider is left as it is, the clock resumes at the
+/// provider's time, the core is restored from the ledger and the actions it holds are not
+/// submitted again). Audit events go to `start.audit`, each `Send`'s before it leaves.
+pub async fn play_from<L: Ledger>(
+    scenario: &Scenario,
+    provider: &Provider,
+    scale: f64,
+    opts: &LiveOptions,
+    sink: &mut dyn AttemptSink,
+    start: Start<'_, L>,
+) -> Result<LiveRun, LiveError> {
+    let Start {
+        ledger,
+        restart,
+        audit: audit_sink,
+    } = start;
     let mut policy = scenario.policy.clone();
     policy.wall_epoch_unix_ms = VIRTUAL_EPOCH_UNIX_MS;
     let audit = policy.audit;
-    let mut core = Scheduler::new(
-        policy,
-        InMemoryLedger::forgetting_terminal(),
-        rng::stream(scenario.seed, "client"),
-    )?;
+    let mut core = match &restart {
+        None => Scheduler::new(policy, ledger, rng::stream(scenario.seed, "client"))?,
+        Some(r) => Scheduler::restore(
+            policy,
+            ledger,
+            rng::stream(scenario.seed, &r.rng_stream()),
+            r.at,
+        )?,
+    };
     let mut arrivals = Arrivals::new(scenario);
     let mut held: Option<(Arrival, Millis)> = None;
     let cancels = workload::cancellations(scenario);
-    let mut next_cancel = 0usize;
+    let mut next_cancel = restart
+        .as_ref()
+        .map_or(0, |r| r.cancellations_done(&cancels));
+    // Actions a dead process already submitted: the workload replays them, they are skipped.
+    let restored: BTreeSet<JobId> = restart.as_ref().map(Restart::ids).unwrap_or_default();
     let mut live: HashMap<JobId, Live> = HashMap::new();
     let mut measure = Measurement::new(scenario.bucket_ms);
     let bucket = scenario.bucket_ms.max(1);
@@ -85,12 +123,28 @@ pub async fn play(
     let mut sends: u64 = 0;
     let mut events: u64 = 0;
     let mut next_sample: Millis = bucket;
+    if let Some(r) = &restart {
+        adopt_restored(r, &mut live, &mut measure);
+        next_sample = (r.at / bucket + 1) * bucket;
+    }
 
-    provider.reset().await?;
-    let real_start_unix_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    let clock = LiveClock::start(scale);
+    let unix_now_ms = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+    };
+    let (clock, real_start_unix_ms) = match &restart {
+        None => {
+            provider.reset().await?;
+            (LiveClock::start(scale), unix_now_ms())
+        }
+        // The provider keeps its clock and its records; this life's clock resumes there,
+        // and scenario time 0 lies that far back in real time.
+        Some(r) => (
+            LiveClock::starting_at(scale, r.at),
+            unix_now_ms().saturating_sub((r.at as f64 / scale) as u64),
+        ),
+    };
     let transport = Transport::new(
         opts.connect_timeout_ms,
         Dilation {
@@ -128,6 +182,8 @@ pub async fn play(
                     break;
                 }
                 None if arrivals.peek_time().is_some_and(|t| t <= now) => match arrivals.next() {
+                    // Submitted by a dead process: restored from the ledger instead.
+                    Some(a) if restored.contains(&a.job.id) => continue,
                     Some(a) => {
                         measure.on_submit();
                         a
@@ -206,6 +262,11 @@ pub async fn play(
                     let stream = request.stream;
                     let timeout = clock.real(send.timeout_ms);
                     let transport = transport.clone();
+                    // The trail records the attempt before it leaves (a killed process
+                    // must not have sent what its trail does not show).
+                    if audit {
+                        record_audit(&mut core, opts.keep_audit, &mut audit_events, audit_sink)?;
+                    }
                     sends += 1;
                     inflight.spawn(async move {
                         let sent_us = clock.real_elapsed_us();
@@ -241,10 +302,7 @@ pub async fn play(
             }
         }
         if audit {
-            let drained = core.drain_audit();
-            if opts.keep_audit {
-                audit_events.extend(drained);
-            }
+            record_audit(&mut core, opts.keep_audit, &mut audit_events, audit_sink)?;
         }
 
         let arrival_time = match &held {
@@ -342,5 +400,55 @@ pub async fn play(
         attempts: timings,
         audit: audit_events,
         scale,
+        restart: None,
     })
+}
+
+/// Hands the core's audit events to the run's trail (and keeps them when asked).
+fn record_audit<L: Ledger>(
+    core: &mut Scheduler<L>,
+    keep: bool,
+    kept: &mut Vec<AuditEvent>,
+    sink: &mut dyn AuditSink,
+) -> Result<(), LiveError> {
+    let drained = core.drain_audit();
+    sink.record(&drained).map_err(LiveError::Output)?;
+    if keep {
+        kept.extend(drained);
+    }
+    Ok(())
+}
+
+/// Takes over what a dead process persisted: every action counts as a logical request of
+/// this run; unfinished ones are live again (the restored core works on them), finished
+/// ones are measured with the outcome the ledger recorded.
+fn adopt_restored(restart: &Restart, live: &mut HashMap<JobId, Live>, measure: &mut Measurement) {
+    for entry in &restart.entries {
+        measure.on_submit();
+        let arrived = restart.arrived_at(entry);
+        match resume::persisted_terminal(entry) {
+            Some(terminal) => {
+                let late = terminal.status != TerminalStatus::Cancelled
+                    && entry.job.deadline.is_some_and(|d| entry.updated_at > d);
+                measure.on_terminal(
+                    entry.updated_at,
+                    &entry.job.tenant,
+                    &terminal,
+                    entry.updated_at.saturating_sub(arrived),
+                    late,
+                );
+            }
+            None => {
+                live.insert(
+                    entry.job.id,
+                    Live {
+                        facts: resume::facts_of(&entry.job),
+                        submitted_at: arrived,
+                        deadline: entry.job.deadline,
+                        dispatched: entry.attempts > 0,
+                    },
+                );
+            }
+        }
+    }
 }

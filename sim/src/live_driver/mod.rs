@@ -11,13 +11,17 @@
 //!
 //! Files: `clock` (the dilated clock), `dilate` (headers into scenario time), `request`
 //! (an attempt as HTTP), `transport` (HTTP and its failures into outcomes), `provider`
-//! (starting or reaching the provider, its journal), `driver` (the loop).
+//! (starting or reaching the provider, its journal), `driver` (the loop), `resume` (a run
+//! on a durable ledger, and its restart after the runner died), `audit_trail` (the
+//! hash-chained audit file of such a run).
 
+pub mod audit_trail;
 pub mod clock;
 pub mod dilate;
 pub mod driver;
 pub mod provider;
 pub mod request;
+pub mod resume;
 pub mod transport;
 
 use std::fs::{self, File};
@@ -57,6 +61,10 @@ pub struct LiveOptions {
     pub connect_timeout_ms: u64,
     /// Keep the core's audit events in [`LiveRun::audit`] (when the policy records them).
     pub keep_audit: bool,
+    /// A SQLite ledger file the run persists its logical actions to (see [`resume`]). When
+    /// it already holds entries the run is a restart: the provider is not reset and the
+    /// scheduler is restored from the ledger.
+    pub ledger: Option<PathBuf>,
 }
 
 impl Default for LiveOptions {
@@ -66,6 +74,7 @@ impl Default for LiveOptions {
             time_scale: None,
             connect_timeout_ms: DEFAULT_CONNECT_TIMEOUT_MS,
             keep_audit: false,
+            ledger: None,
         }
     }
 }
@@ -87,6 +96,8 @@ pub enum LiveError {
     Output(String),
     #[error(transparent)]
     Run(#[from] RunError),
+    #[error("{0}")]
+    Durable(String),
 }
 
 /// What a live run produced.
@@ -111,6 +122,8 @@ pub struct LiveRun {
     pub audit: Vec<AuditEvent>,
     /// The time scale used (scenario ms per real ms).
     pub scale: f64,
+    /// What a run on a ledger file resumed from (`None` for a first life or no ledger).
+    pub restart: Option<resume::RestartReport>,
 }
 
 /// When one attempt left and came back, as the client saw it.
@@ -147,6 +160,9 @@ pub async fn play(
     opts: &LiveOptions,
     sink: &mut dyn AttemptSink,
 ) -> Result<LiveRun, LiveError> {
+    if let Some(ledger) = &opts.ledger {
+        return resume::play_durable(scenario, opts, ledger, None, sink).await;
+    }
     let scale = resolve_time_scale(scenario, opts.time_scale)?;
     if !scenario.crashes.is_empty() {
         return Err(LiveError::Unsupported(format!(
@@ -187,10 +203,26 @@ pub fn run_live(
             fs::create_dir_all(dir).map_err(|e| output(dir, &e))?;
             let path = dir.join("attempts.csv");
             let file = File::create(&path).map_err(|e| output(&path, &e))?;
-            let mut sink = csv::Writer::from_writer(BufWriter::with_capacity(1 << 16, file));
-            let run = runtime.block_on(play(scenario, live, &mut sink as &mut dyn AttemptSink))?;
-            sink.flush().map_err(|e| output(&path, &e))?;
+            let mut csv_sink = csv::Writer::from_writer(BufWriter::with_capacity(1 << 16, file));
+            let sink = &mut csv_sink as &mut dyn AttemptSink;
+            let (run, audit) = match &live.ledger {
+                // A run on a ledger keeps its audit trail beside its report.
+                Some(ledger) => {
+                    let audit = dir.join("audit.jsonl");
+                    let run = runtime.block_on(resume::play_durable(
+                        scenario,
+                        live,
+                        ledger,
+                        Some(&audit),
+                        sink,
+                    ))?;
+                    (run, Some(audit))
+                }
+                None => (runtime.block_on(play(scenario, live, sink))?, None),
+            };
+            csv_sink.flush().map_err(|e| output(&path, &e))?;
             files.push(path);
+            files.extend(audit);
             run
         }
         None => runtime.block_on(play(scenario, live, &mut NoAttempts))?,

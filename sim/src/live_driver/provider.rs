@@ -50,6 +50,38 @@ impl Provider {
         Ok(p)
     }
 
+    /// A provider already running at `url`, left exactly as it is (no new config, no reset):
+    /// a restarted runner resumes against the provider its dead process talked to, whose
+    /// records and journal hold what that process did.
+    pub fn attach(url: &str) -> Self {
+        Self {
+            base: url.trim_end_matches('/').to_string(),
+            server: None,
+            control: control_client(),
+        }
+    }
+
+    /// The provider's clock: model ms since its last reset, and its time scale (model ms
+    /// per real ms), from `GET /_stampede/stats`.
+    pub async fn clock(&self) -> Result<(u64, f64), LiveError> {
+        let text = self
+            .call(Method::GET, "/_stampede/stats", Vec::new())
+            .await?;
+        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+            LiveError::Provider(format!("{}/_stampede/stats is not JSON: {e}", self.base))
+        })?;
+        let now = v.get("model_time_ms").and_then(serde_json::Value::as_u64);
+        let scale = v.get("time_scale").and_then(serde_json::Value::as_f64);
+        match now.zip(scale) {
+            Some(clock) => Ok(clock),
+            None => Err(LiveError::Provider(format!(
+                "{}/_stampede/stats has no model_time_ms and time_scale; is it a stampede \
+                 provider (`stampede serve`)?",
+                self.base
+            ))),
+        }
+    }
+
     /// Restarts the provider's clock at 0 with a fresh model and an empty journal, right
     /// before the run's own clock starts (so the provider's clock is never behind it).
     pub async fn reset(&self) -> Result<(), LiveError> {

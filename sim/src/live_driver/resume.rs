@@ -1,0 +1,333 @@
+//! A live run on a durable ledger (`stampede run --live --ledger FILE`), and its restart
+//! after the runner process died.
+//!
+//! First life: the ledger file is empty. The run goes as any live run (the provider is
+//! given the scenario and reset), except that the core persists every logical action to
+//! the [`SqliteLedger`] (before its first send and at every state change) and the audit
+//! trail goes to `audit.jsonl` in the run directory.
+//!
+//! Restart: the ledger file holds entries, so a process died mid-run (or finished) on it.
+//! The new process
+//! - attaches to the provider the dead one talked to without resetting it: its records
+//!   are what reconciliation looks up, its journal holds both lives for measurement;
+//! - resumes the scenario clock where the provider's clock stands (`GET /_stampede/stats`),
+//!   so times in the ledger, the journal and the audit trail stay on one axis;
+//! - rebuilds the core with `Scheduler::restore`: uncertain writes that were in flight
+//!   are looked up with their original idempotency key, planned actions are queued again,
+//!   terminal ones stay terminal;
+//! - replays the workload generator (deterministic from the seed, so job ids are stable)
+//!   and skips the actions already in the ledger, submitting the later ones;
+//! - takes cancellations up to the last time the dead process wrote to its ledger as
+//!   already applied, since that process reached at least that time;
+//! - continues the audit chain with `open_append` (reporting a repaired torn tail).
+//!
+//! Actions the dead process finished count in this run's summary with the outcome its
+//! ledger recorded, so a resumed run's summary covers both lives, like its journal.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use stampede_core::{
+    ActionState, Job, JobId, LedgerEntry, Millis, Reason, Terminal, TerminalStatus,
+};
+use stampede_durable::SqliteLedger;
+
+use super::audit_trail::LiveAuditTrail;
+use super::provider::Provider;
+use super::{driver, resolve_time_scale, LiveError, LiveOptions, LiveRun};
+use crate::rng;
+use crate::scenario::Scenario;
+use crate::virtual_driver::translate::ActionFacts;
+use crate::virtual_driver::{AttemptSink, AuditSink, NoAudit};
+use crate::workload::{Arrivals, Cancellation};
+
+/// What a live loop starts from: the ledger the core persists to, whether this life
+/// resumes a dead one, and where audit events go.
+pub struct Start<'a, L> {
+    pub ledger: L,
+    /// `None`: a first life (the provider is reset, the clock starts at 0).
+    pub restart: Option<Restart>,
+    pub audit: &'a mut dyn AuditSink,
+}
+
+/// What a restarted runner knows when it comes up.
+#[derive(Debug, Clone)]
+pub struct Restart {
+    /// Scenario ms the clock resumes at: the provider's clock when the runner came up.
+    pub at: Millis,
+    /// What the dead process persisted, in job-id order.
+    pub entries: Vec<LedgerEntry>,
+    /// When each of those actions arrived (scenario ms), from the replayed workload.
+    pub arrived: BTreeMap<JobId, Millis>,
+    /// The latest time the dead process wrote to its ledger (scenario ms): it had reached
+    /// at least that time.
+    pub reached: Millis,
+}
+
+impl Restart {
+    /// The restart of `scenario` at `at` from the ledger `entries`.
+    pub fn new(scenario: &Scenario, entries: Vec<LedgerEntry>, at: Millis) -> Self {
+        let reached = entries.iter().map(|e| e.updated_at).max().unwrap_or(0);
+        let mut wanted: BTreeSet<JobId> = entries.iter().map(|e| e.job.id).collect();
+        let mut arrived = BTreeMap::new();
+        // Every persisted action arrived before the dead process's last write, hence before
+        // `at`: replaying the arrivals up to `at` finds them all (bounded by the workload).
+        let mut arrivals = Arrivals::new(scenario);
+        while !wanted.is_empty() && arrivals.peek_time().is_some_and(|t| t <= at) {
+            let Some(arrival) = arrivals.next() else {
+                break;
+            };
+            if wanted.remove(&arrival.job.id) {
+                arrived.insert(arrival.job.id, arrival.at);
+            }
+        }
+        Self {
+            at,
+            entries,
+            arrived,
+            reached,
+        }
+    }
+
+    /// Ids of the actions the ledger holds: the workload must not submit them again.
+    pub fn ids(&self) -> BTreeSet<JobId> {
+        self.entries.iter().map(|e| e.job.id).collect()
+    }
+
+    /// When `entry`'s action arrived (its last ledger write when the workload does not
+    /// produce it, e.g. after the scenario was edited).
+    pub fn arrived_at(&self, entry: &LedgerEntry) -> Millis {
+        self.arrived
+            .get(&entry.job.id)
+            .copied()
+            .unwrap_or(entry.updated_at)
+    }
+
+    /// How many of `cancels` (in time order) the dead process had already applied.
+    pub fn cancellations_done(&self, cancels: &[Cancellation]) -> usize {
+        cancels.iter().take_while(|c| c.at <= self.reached).count()
+    }
+
+    /// The client random stream of this life: each life draws its own, so a restart does
+    /// not replay the jitter of the life before.
+    pub fn rng_stream(&self) -> String {
+        format!("client-resumed-at-{}", self.at)
+    }
+
+    /// Entries not terminal: what the restored core still works on.
+    pub fn unfinished(&self) -> u64 {
+        self.entries
+            .iter()
+            .filter(|e| !e.state.is_terminal())
+            .count() as u64
+    }
+}
+
+/// The terminal outcome a dead process persisted for `entry`, if it is terminal.
+pub fn persisted_terminal(entry: &LedgerEntry) -> Option<Terminal> {
+    let (status, reason) = match entry.state {
+        ActionState::Completed => (TerminalStatus::Completed, Reason::Succeeded),
+        ActionState::Failed => (TerminalStatus::Failed, Reason::AttemptsExhausted),
+        ActionState::Escalated => (TerminalStatus::Escalated, Reason::ReconciliationUnavailable),
+        ActionState::Cancelled => (TerminalStatus::Cancelled, Reason::Cancelled),
+        ActionState::Planned | ActionState::InFlight | ActionState::ReconciliationRequired => {
+            return None
+        }
+    };
+    Some(Terminal {
+        job: entry.job.id,
+        status,
+        reason,
+        sent: entry.attempts > 0,
+        last_status: None,
+        attempts: entry.attempts,
+        waited_ms: entry.waited_ms,
+        operation_id: entry.operation_id.clone(),
+        next_actions: Vec::new(),
+    })
+}
+
+/// The facts the driver needs to put a restored action's attempts on the wire.
+pub fn facts_of(job: &Job) -> ActionFacts {
+    ActionFacts {
+        tenant: job.tenant.clone(),
+        class: job.class.clone(),
+        resource: job.resource.clone(),
+        prompt_tokens: job.prompt_tokens,
+        max_output_tokens: job.max_output_tokens,
+        external_ref: job.external_ref.clone(),
+        stream: job.stream,
+        payload_hash: job.payload_hash,
+    }
+}
+
+/// What a restarted run resumed from, for the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestartReport {
+    /// The ledger file.
+    pub ledger: PathBuf,
+    /// Scenario ms the run resumed at.
+    pub resumed_at_ms: Millis,
+    /// Actions the ledger held.
+    pub actions: u64,
+    /// Of those, not terminal (restored into the core).
+    pub unfinished: u64,
+    /// How the audit trail was continued (appended, repaired, or started anew).
+    pub audit: Option<String>,
+}
+
+impl fmt::Display for RestartReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "resumed from ledger {} at scenario {} ms: {} actions persisted, {} not finished \
+             (in-flight uncertain writes are looked up by their original key)",
+            self.ledger.display(),
+            self.resumed_at_ms,
+            self.actions,
+            self.unfinished
+        )?;
+        if let Some(audit) = &self.audit {
+            write!(f, "; audit trail: {audit}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Plays `scenario` live on the ledger at `ledger_path`, resuming a dead run when the file
+/// holds entries; audit events go to `audit_path` when given.
+pub async fn play_durable(
+    scenario: &Scenario,
+    opts: &LiveOptions,
+    ledger_path: &Path,
+    audit_path: Option<&Path>,
+    sink: &mut dyn AttemptSink,
+) -> Result<LiveRun, LiveError> {
+    let scale = resolve_time_scale(scenario, opts.time_scale)?;
+    if !scenario.crashes.is_empty() {
+        return Err(LiveError::Unsupported(format!(
+            "scenario {:?} has [[crashes]]: simulated crashes need the virtual driver; a live \
+             run on --ledger is crashed for real (kill the process and run the same command \
+             again)",
+            scenario.name
+        )));
+    }
+    let ledger = SqliteLedger::open(ledger_path)
+        .map_err(|e| LiveError::Durable(format!("--ledger: {e}")))?;
+    let entries = ledger
+        .all_entries()
+        .map_err(|e| LiveError::Durable(format!("--ledger: {e}")))?;
+    if entries.is_empty() {
+        return first_life(scenario, opts, scale, ledger, audit_path, sink).await;
+    }
+
+    let Some(url) = &opts.provider else {
+        return Err(LiveError::Unsupported(format!(
+            "the ledger {} holds {} actions of an earlier run: resuming needs the provider that \
+             run talked to (its records answer the reconciliation look-ups), so pass \
+             --provider URL of that `stampede serve`; an in-process provider would start \
+             empty. To start afresh instead, use a new --ledger file",
+            ledger_path.display(),
+            entries.len()
+        )));
+    };
+    let provider = Provider::attach(url);
+    let (at, provider_scale) = provider.clock().await?;
+    if (provider_scale - scale).abs() > 1e-9 * scale {
+        return Err(LiveError::Unsupported(format!(
+            "the provider at {url} runs at time scale {provider_scale} but this run asks for \
+             {scale}: resume with the --time-scale the interrupted run used"
+        )));
+    }
+    let restart = Restart::new(scenario, entries, at);
+    if at < restart.reached {
+        return Err(LiveError::Durable(format!(
+            "the provider at {url} reads {at} ms but the ledger {} was last written at {} ms: \
+             the provider was reset or restarted since the run this ledger belongs to, so its \
+             records no longer show what that run did. Start afresh with a new --ledger file",
+            ledger_path.display(),
+            restart.reached
+        )));
+    }
+    let (mut trail, audit_note) = match audit_path {
+        Some(path) if path.exists() => {
+            let (trail, repair) = LiveAuditTrail::resume(path).map_err(LiveError::Output)?;
+            let note = match repair {
+                Some(repair) => format!("continued {}; {repair}", path.display()),
+                None => format!("continued {}", path.display()),
+            };
+            (Some(trail), Some(note))
+        }
+        Some(path) => {
+            let trail = LiveAuditTrail::create(path).map_err(LiveError::Output)?;
+            let note = format!(
+                "{} did not exist, so the trail of the interrupted life is not in it; started \
+                 a new one",
+                path.display()
+            );
+            (Some(trail), Some(note))
+        }
+        None => (None, None),
+    };
+    let report = RestartReport {
+        ledger: ledger_path.to_path_buf(),
+        resumed_at_ms: at,
+        actions: restart.entries.len() as u64,
+        unfinished: restart.unfinished(),
+        audit: audit_note,
+    };
+    let mut none = NoAudit;
+    let audit: &mut dyn AuditSink = match trail.as_mut() {
+        Some(t) => t,
+        None => &mut none,
+    };
+    let start = Start {
+        ledger,
+        restart: Some(restart),
+        audit,
+    };
+    let run = driver::play_from(scenario, &provider, scale, opts, sink, start).await;
+    let closed = trail.map_or(Ok(()), LiveAuditTrail::close);
+    let mut run = run?;
+    closed.map_err(LiveError::Output)?;
+    run.restart = Some(report);
+    Ok(run)
+}
+
+/// The first life on an empty ledger: a live run as usual, persisted and audited.
+async fn first_life(
+    scenario: &Scenario,
+    opts: &LiveOptions,
+    scale: f64,
+    ledger: SqliteLedger,
+    audit_path: Option<&Path>,
+    sink: &mut dyn AttemptSink,
+) -> Result<LiveRun, LiveError> {
+    let mut config = scenario.provider.clone();
+    config.time_scale = scale;
+    let provider = match &opts.provider {
+        Some(url) => Provider::remote(url, &config).await?,
+        None => Provider::in_process(config, rng::stream_u64(scenario.seed, "provider")).await?,
+    };
+    let mut trail = match audit_path {
+        Some(path) => Some(LiveAuditTrail::create(path).map_err(LiveError::Output)?),
+        None => None,
+    };
+    let mut none = NoAudit;
+    let audit: &mut dyn AuditSink = match trail.as_mut() {
+        Some(t) => t,
+        None => &mut none,
+    };
+    let start = Start {
+        ledger,
+        restart: None,
+        audit,
+    };
+    let run = driver::play_from(scenario, &provider, scale, opts, sink, start).await;
+    provider.stop().await;
+    let closed = trail.map_or(Ok(()), LiveAuditTrail::close);
+    let run = run?;
+    closed.map_err(LiveError::Output)?;
+    Ok(run)
+}
