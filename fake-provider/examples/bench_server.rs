@@ -27,6 +27,7 @@ fn config(rpm: Option<u64>) -> ProviderConfig {
             rpd: None,
             tpd: None,
             concurrency: None,
+            count_rejected: false,
         }],
         credentials: vec![CredentialConfig {
             key: "sk-bench".into(),

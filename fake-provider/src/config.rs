@@ -99,6 +99,21 @@ pub struct ScopeLimits {
     /// Concurrent requests in flight.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrency: Option<u64>,
+    /// Whether attempts this scope refuses with a 429 rate limit still use up one request of
+    /// the current minute window (default false: only admitted attempts count).
+    ///
+    /// OpenAI documents that "unsuccessful requests contribute to your per-minute limit, so
+    /// continuously resending a request won't work": a client that retries on a fixed sleep
+    /// burns the quota with its own refusals and goodput collapses. When true, a refusal for
+    /// requests or tokens per minute, or for concurrency, adds one request (not its tokens:
+    /// a refused request is never run, so the token estimate is not charged) to the minute
+    /// window. Daily-quota refusals (`insufficient_quota`) and injected faults never count.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub count_rejected: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// A bearer key and the scope it is limited on.
@@ -398,6 +413,7 @@ ignored = true
             rpd: None,
             tpd: None,
             concurrency: None,
+            count_rejected: false,
         });
         let e = c.validate().unwrap_err().to_string();
         assert!(e.starts_with("provider.scopes.1.rpm:"), "{e}");
@@ -423,6 +439,28 @@ ignored = true
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("provider.latency:"), "{e}");
+    }
+
+    #[test]
+    fn count_rejected_defaults_off_and_a_wrong_type_names_the_key() {
+        let c = ProviderConfig::from_scenario_toml(SAMPLE, "x.toml").unwrap();
+        assert!(!c.scopes[0].count_rejected);
+        let on = SAMPLE.replace(
+            "concurrency = 50",
+            "concurrency = 50\ncount_rejected = true",
+        );
+        let c = ProviderConfig::from_scenario_toml(&on, "x.toml").unwrap();
+        assert!(c.scopes[0].count_rejected);
+        let json = serde_json::to_string(&c).unwrap();
+        assert_eq!(serde_json::from_str::<ProviderConfig>(&json).unwrap(), c);
+        let bad = SAMPLE.replace(
+            "concurrency = 50",
+            "concurrency = 50\ncount_rejected = \"yes\"",
+        );
+        let e = ProviderConfig::from_scenario_toml(&bad, "x.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("count_rejected"), "{e}");
     }
 
     #[test]

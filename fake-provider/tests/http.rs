@@ -17,6 +17,7 @@ fn scope(id: &str, rpm: Option<u64>) -> ScopeLimits {
         rpd: None,
         tpd: None,
         concurrency: None,
+        count_rejected: false,
     }
 }
 

@@ -17,6 +17,15 @@ pub(crate) struct ClientClock {
     pub(crate) wall_epoch_unix_ms: u64,
 }
 
+/// Whether the answer to attempt `seq` writes `Retry-After` as an HTTP-date.
+pub(crate) fn as_http_date(format: RetryAfterFormat, seq: u64) -> bool {
+    match format {
+        RetryAfterFormat::Seconds => false,
+        RetryAfterFormat::HttpDate => true,
+        RetryAfterFormat::Both => seq % 2 == 1,
+    }
+}
+
 impl ClientClock {
     /// A model duration in client ms, rounded up.
     pub(crate) fn client_ms(&self, model_ms: u64) -> u64 {
@@ -37,12 +46,7 @@ impl ClientClock {
         out: &mut Vec<(String, String)>,
     ) {
         let delay = self.client_ms(delay_ms);
-        let as_date = match format {
-            RetryAfterFormat::Seconds => false,
-            RetryAfterFormat::HttpDate => true,
-            RetryAfterFormat::Both => seq % 2 == 1,
-        };
-        let value = if as_date {
+        let value = if as_http_date(format, seq) {
             let until_ms = self.wall_epoch_unix_ms + self.client_ms(now) + delay;
             let secs = until_ms.div_ceil(1_000);
             httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(secs))

@@ -1,11 +1,16 @@
 //! Per-scope limits: requests and tokens per minute and per day, and concurrency.
 //!
 //! Windows are FIXED and aligned to model time 0 (minute k covers [60k s, 60(k+1) s)), the
-//! way many providers reset counters, which also makes `x-ratelimit-reset-*` exact. Only
-//! admitted attempts count; tokens are charged at admission as `prompt_tokens + max_tokens`
-//! (the provider's estimate, as OpenAI does), never reconciled.
+//! way many providers reset counters, which also makes `x-ratelimit-reset-*` exact. Admitted
+//! attempts count; tokens are charged at admission as `prompt_tokens + max_tokens` (the
+//! provider's estimate, as OpenAI does), never reconciled. A scope with `count_rejected`
+//! also counts each attempt it refuses for a rate limit as one request of the minute window
+//! (OpenAI: "unsuccessful requests contribute to your per-minute limit"), so a client that
+//! keeps re-sending into a refusal uses up the quota its own later requests needed.
 
 use crate::config::ScopeLimits;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 /// Length of the per-minute window, ms.
 pub(crate) const MINUTE_MS: u64 = 60_000;
@@ -70,6 +75,16 @@ impl Refusal {
         matches!(self, Refusal::RequestsPerDay | Refusal::TokensPerDay)
     }
 
+    /// Whether a refusal of this kind uses up a request of the minute window on a scope with
+    /// `count_rejected`: every rate-limit refusal does, concurrency included (it is an
+    /// unsuccessful request like any other); the daily quota does not (a billing stop, not a
+    /// per-minute limit). In a fixed window a refusal for requests per minute only comes once
+    /// the window is full, so counting it changes nothing; the quota burns when refusals for
+    /// concurrency or tokens land while the window still has requests to give.
+    pub(crate) fn counts_when_rejected(self) -> bool {
+        !self.is_quota()
+    }
+
     /// A message in the style of the provider's.
     pub(crate) fn describe(self, limit: u64, used: u64) -> String {
         let what = match self {
@@ -91,8 +106,11 @@ pub(crate) struct ScopeState {
     pub(crate) day: Window,
     /// Admitted attempts not yet departed.
     pub(crate) in_flight: u64,
-    /// The latest time (model ms) a Retry-After told a client of this scope to wait until.
-    pub(crate) retry_after_until: u64,
+    /// Until when (model ms) a Retry-After whose answer has already left binds the scope.
+    retry_after_until: u64,
+    /// Retry-Afters whose answers have not left yet, as `(leaves at, binds until)` model ms,
+    /// soonest departure first. They hold only for an answer's latency, so few are kept.
+    retry_after_pending: BinaryHeap<Reverse<(u64, u64)>>,
 }
 
 impl ScopeState {
@@ -103,14 +121,70 @@ impl ScopeState {
             day: Window::new(DAY_MS),
             in_flight: 0,
             retry_after_until: 0,
+            retry_after_pending: BinaryHeap::new(),
         }
     }
 
+    /// Remembers a Retry-After whose answer leaves at `leaves_ms` and binds the scope until
+    /// `until_ms` (model ms). Before the answer left no client could know of it, so the span
+    /// starts then.
+    pub(crate) fn told_retry_after(&mut self, leaves_ms: u64, until_ms: u64) {
+        if until_ms > leaves_ms {
+            self.retry_after_pending
+                .push(Reverse((leaves_ms, until_ms)));
+        }
+    }
+
+    /// Whether an attempt arriving at `now` comes back before a Retry-After already
+    /// delivered on this scope has passed. Arrivals come in time order, so every span that
+    /// has started by `now` is folded into one `until`.
+    pub(crate) fn violates_retry_after(&mut self, now: u64) -> bool {
+        while let Some(&Reverse((leaves, until))) = self.retry_after_pending.peek() {
+            if leaves > now {
+                break;
+            }
+            self.retry_after_pending.pop();
+            self.retry_after_until = self.retry_after_until.max(until);
+        }
+        now < self.retry_after_until
+    }
+
+    /// The latest time (model ms) a Retry-After given on this scope binds it until, whether
+    /// or not its answer has left yet.
+    pub(crate) fn retry_after_latest(&self) -> u64 {
+        self.retry_after_pending
+            .iter()
+            .map(|Reverse((_, until))| *until)
+            .fold(self.retry_after_until, u64::max)
+    }
+
     /// Admits an attempt charging `tokens`, or says which limit refuses it (with the limit
-    /// and the amount used). Admission counts the request and tokens and takes a slot.
+    /// and the amount used before this attempt). Admission counts the request and tokens and
+    /// takes a slot; a rate-limit refusal counts one request of the minute window when the
+    /// scope has `count_rejected`.
     pub(crate) fn admit(&mut self, now: u64, tokens: u64) -> Result<(), (Refusal, u64, u64)> {
         self.minute.roll(now);
         self.day.roll(now);
+        let refused = self.check(tokens);
+        match refused {
+            Ok(()) => {
+                self.minute.requests += 1;
+                self.minute.tokens += tokens;
+                self.day.requests += 1;
+                self.day.tokens += tokens;
+                self.in_flight += 1;
+            }
+            Err((refusal, _, _)) => {
+                if self.limits.count_rejected && refusal.counts_when_rejected() {
+                    self.minute.requests += 1;
+                }
+            }
+        }
+        refused
+    }
+
+    /// Which limit, if any, refuses an attempt charging `tokens` (windows already rolled).
+    fn check(&self, tokens: u64) -> Result<(), (Refusal, u64, u64)> {
         let l = &self.limits;
         if let Some(c) = l.concurrency {
             if self.in_flight >= c {
@@ -137,11 +211,6 @@ impl ScopeState {
                 return Err((Refusal::TokensPerMinute, tpm, self.minute.tokens));
             }
         }
-        self.minute.requests += 1;
-        self.minute.tokens += tokens;
-        self.day.requests += 1;
-        self.day.tokens += tokens;
-        self.in_flight += 1;
         Ok(())
     }
 
@@ -182,6 +251,7 @@ mod tests {
             rpd: None,
             tpd: None,
             concurrency: None,
+            count_rejected: false,
         };
         f(&mut l);
         ScopeState::new(l)
@@ -219,6 +289,73 @@ mod tests {
         let mut t = scope(|l| l.tpd = Some(10));
         assert!(t.admit(0, 8).is_ok());
         assert_eq!(t.admit(0, 3).unwrap_err().0, Refusal::TokensPerDay);
+    }
+
+    #[test]
+    fn refusals_cost_nothing_without_count_rejected() {
+        let mut s = scope(|l| {
+            l.rpm = Some(2);
+            l.tpm = Some(100);
+            l.concurrency = Some(1);
+        });
+        assert!(s.admit(0, 80).is_ok());
+        assert_eq!(s.admit(0, 10).unwrap_err().0, Refusal::Concurrency);
+        s.release();
+        assert_eq!(s.admit(0, 50).unwrap_err().0, Refusal::TokensPerMinute);
+        assert_eq!((s.minute.requests, s.minute.tokens), (1, 80));
+        assert!(s.admit(0, 10).is_ok(), "the second request is still there");
+    }
+
+    #[test]
+    fn count_rejected_charges_a_request_but_not_tokens_for_each_refusal() {
+        let mut s = scope(|l| {
+            l.rpm = Some(3);
+            l.tpm = Some(100);
+            l.concurrency = Some(1);
+            l.count_rejected = true;
+        });
+        assert!(s.admit(0, 80).is_ok());
+        assert_eq!(s.admit(0, 10).unwrap_err().0, Refusal::Concurrency);
+        s.release();
+        let (r, _, used) = s.admit(0, 50).unwrap_err();
+        assert_eq!((r, used), (Refusal::TokensPerMinute, 80), "used before it");
+        assert_eq!((s.minute.requests, s.minute.tokens), (3, 80));
+        // 10 tokens fit the TPM, but the refusals took the window's requests.
+        let (r, limit, used) = s.admit(1_000, 10).unwrap_err();
+        assert_eq!((r, limit, used), (Refusal::RequestsPerMinute, 3, 3));
+        assert_eq!(s.minute.requests, 4, "an RPM refusal counts too");
+        assert_eq!(s.day.requests, 1, "only the per-minute window pays");
+        assert!(s.admit(60_000, 10).is_ok(), "new window");
+    }
+
+    #[test]
+    fn count_rejected_leaves_the_daily_quota_alone() {
+        let mut s = scope(|l| {
+            l.rpm = Some(5);
+            l.rpd = Some(1);
+            l.count_rejected = true;
+        });
+        assert!(s.admit(0, 0).is_ok());
+        for t in 1..4 {
+            assert!(s.admit(t, 0).unwrap_err().0.is_quota());
+        }
+        assert_eq!(s.minute.requests, 1);
+    }
+
+    #[test]
+    fn a_retry_after_binds_from_when_its_answer_leaves() {
+        let mut s = scope(|_| {});
+        s.told_retry_after(100, 1_100);
+        assert!(!s.violates_retry_after(50), "answer not out yet");
+        assert!(s.violates_retry_after(100));
+        assert!(s.violates_retry_after(1_099));
+        assert!(!s.violates_retry_after(1_100));
+        s.told_retry_after(2_000, 2_500);
+        s.told_retry_after(1_500, 1_600);
+        assert_eq!(s.retry_after_latest(), 2_500);
+        assert!(s.violates_retry_after(1_550));
+        assert!(!s.violates_retry_after(1_700));
+        assert!(s.violates_retry_after(2_000));
     }
 
     #[test]

@@ -178,7 +178,7 @@ impl ProviderModel {
         for (i, scope) in self.scopes.iter().enumerate() {
             let mut ss = self.scope_stats[i].clone();
             ss.in_flight = scope.in_flight;
-            ss.retry_after_until_ms = scope.retry_after_until;
+            ss.retry_after_until_ms = scope.retry_after_latest();
             s.scopes.insert(scope.limits.id.clone(), ss);
         }
         s
@@ -309,8 +309,8 @@ impl ProviderModel {
         entry.scope = Some(scope_id.clone());
         self.scope_stats[scope_idx].attempts += 1;
 
-        // 2. Did it come back before the scope's Retry-After passed?
-        if now < self.scopes[scope_idx].retry_after_until {
+        // 2. Did it come back before a Retry-After already delivered on the scope passed?
+        if self.scopes[scope_idx].violates_retry_after(now) {
             entry.retry_after_violation = true;
             self.scope_stats[scope_idx].retry_after_violations += 1;
         }
@@ -343,10 +343,16 @@ impl ProviderModel {
                 code,
                 retry_after_ms,
             }) => {
-                return (
+                let answer = self.injected_status(
+                    scope_idx,
+                    seq,
+                    now,
                     reject_ms,
-                    self.injected_status(scope_idx, seq, now, status, code, retry_after_ms),
+                    status,
+                    code,
+                    retry_after_ms,
                 );
+                return (reject_ms, answer);
             }
             Some(Injection::Connection {
                 fault: ConnectionFault::DropBeforeCommit,
@@ -401,9 +407,10 @@ impl ProviderModel {
                 refusal.describe(limit, used),
                 headers::go_duration(self.clock.client_ms(wait))
             );
+            let body = error_body(&message, kind, code);
             return (
                 reject_ms,
-                self.rate_limited(scope_idx, seq, now, wait, error_body(&message, kind, code)),
+                self.rate_limited(scope_idx, seq, now, reject_ms, wait, body),
             );
         }
         self.scope_stats[scope_idx].admitted += 1;
@@ -627,12 +634,14 @@ impl ProviderModel {
         (latency, respond(200, headers, record.to_json()))
     }
 
-    /// An injected error status.
+    /// An injected error status, answered `latency` model ms after `now`.
+    #[allow(clippy::too_many_arguments)]
     fn injected_status(
         &mut self,
         scope_idx: usize,
         seq: u64,
         now: Millis,
+        latency: u64,
         status: u16,
         code: Option<String>,
         retry_after_ms: Option<u64>,
@@ -700,10 +709,9 @@ impl ProviderModel {
             _ => retry_after_ms,
         };
         match wait {
-            Some(w) if status == 429 => self.rate_limited(scope_idx, seq, now, w, body),
+            Some(w) if status == 429 => self.rate_limited(scope_idx, seq, now, latency, w, body),
             Some(w) => {
-                self.scopes[scope_idx].retry_after_until =
-                    self.scopes[scope_idx].retry_after_until.max(now + w);
+                self.tell_retry_after(scope_idx, seq, now, latency, w);
                 let mut headers = self.headers(scope_idx, seq, now);
                 self.clock
                     .retry_after(self.config.retry_after_format, seq, now, w, &mut headers);
@@ -713,22 +721,45 @@ impl ProviderModel {
         }
     }
 
-    /// A 429 telling the scope to wait `wait` model ms, remembered for violation checks.
+    /// A 429 answered `latency` model ms after `now` telling the scope to wait `wait` model
+    /// ms, remembered for violation checks.
     fn rate_limited(
         &mut self,
         scope_idx: usize,
         seq: u64,
         now: Millis,
+        latency: u64,
         wait: u64,
         body: Value,
     ) -> Answer {
-        let scope = &mut self.scopes[scope_idx];
-        scope.retry_after_until = scope.retry_after_until.max(now + wait);
+        self.tell_retry_after(scope_idx, seq, now, latency, wait);
         self.scope_stats[scope_idx].rate_limited += 1;
         let mut headers = self.headers(scope_idx, seq, now);
         self.clock
             .retry_after(self.config.retry_after_format, seq, now, wait, &mut headers);
         respond(429, headers, body)
+    }
+
+    /// Remembers, for violation checks, a Retry-After of `wait` model ms on an answer decided
+    /// at `now` that leaves `latency` model ms later. `Retry-After: 12` and `retry-after-ms`
+    /// count from when the client receives the answer, so the scope is bound until
+    /// `now + latency + wait`; an HTTP-date names the moment itself, `now + wait` (rounded
+    /// up), so a client that honours the date is never flagged.
+    fn tell_retry_after(
+        &mut self,
+        scope_idx: usize,
+        seq: u64,
+        now: Millis,
+        latency: u64,
+        wait: u64,
+    ) {
+        let leaves = now + latency;
+        let until = if headers::as_http_date(self.config.retry_after_format, seq) {
+            now + wait
+        } else {
+            leaves + wait
+        };
+        self.scopes[scope_idx].told_retry_after(leaves, until);
     }
 
     /// Headers every answer on a scope carries.

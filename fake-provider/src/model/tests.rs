@@ -16,6 +16,7 @@ fn scope(id: &str) -> ScopeLimits {
         rpd: None,
         tpd: None,
         concurrency: None,
+        count_rejected: false,
     }
 }
 
@@ -207,12 +208,128 @@ fn retry_before_retry_after_is_a_violation_and_after_is_not() {
     m.arrive(&chat("a"), 59_000);
     let d = m.arrive(&chat("a"), 59_000);
     assert_eq!(d.answer.retry_after_ms(), Some(1_000));
+    // The 429 leaves after the default reject latency (5 ms): at 59_005, binding to 60_005.
     m.arrive(&chat("a"), 59_500); // too early
-    m.arrive(&chat("a"), 60_000); // on time
+    m.arrive(&chat("a"), 60_005); // on time
     let j = m.drain_journal();
     let flags: Vec<bool> = j.iter().map(|e| e.retry_after_violation).collect();
     assert_eq!(flags, vec![false, false, true, false]);
     assert_eq!(m.stats().retry_after_violations, 1);
+}
+
+#[test]
+fn retry_after_binds_from_when_the_answer_left_not_from_the_decision() {
+    let mut s = scope("a");
+    s.rpm = Some(1);
+    let mut c = config(vec![s], vec![]);
+    c.reject_latency = DurationMs(100);
+    let mut m = model(c);
+    m.arrive(&chat("a"), 0);
+    let d = m.arrive(&chat("a"), 10_000);
+    assert_eq!(d.answer.retry_after_ms(), Some(50_000));
+    assert_eq!(d.latency_ms, 100, "the 429 leaves at 10_100");
+    assert_eq!(m.stats().scopes["a"].retry_after_until_ms, 60_100);
+    m.arrive(&chat("a"), 10_050); // sent before anyone could know: not a violation
+    m.arrive(&chat("a"), 60_050); // 49.95 s after the answer arrived: too early
+    m.arrive(&chat("a"), 60_100); // 50 s after it arrived: on time
+    let j = m.drain_journal();
+    let flags: Vec<bool> = j.iter().map(|e| e.retry_after_violation).collect();
+    assert_eq!(flags, vec![false, false, false, true, false]);
+    assert_eq!(j[1].done_ms, 10_100);
+    assert_eq!(m.stats().retry_after_violations, 1);
+}
+
+#[test]
+fn an_http_date_retry_after_binds_until_the_date_itself() {
+    let mut s = scope("a");
+    s.rpm = Some(1);
+    let mut c = config(vec![s], vec![]);
+    c.reject_latency = DurationMs(100);
+    c.retry_after_format = RetryAfterFormat::HttpDate;
+    let mut m = model(c);
+    m.arrive(&chat("a"), 0);
+    let d = m.arrive(&chat("a"), 10_000);
+    let date = httpdate::parse_http_date(d.answer.header("retry-after").unwrap()).unwrap();
+    let date_ms = date
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    assert_eq!(date_ms, EPOCH + 60_000);
+    m.arrive(&chat("a"), 59_999); // before the date
+    m.arrive(&chat("a"), 60_000); // at the date: honoured, though the answer left at 10_100
+    let flags: Vec<bool> = m
+        .drain_journal()
+        .iter()
+        .map(|e| e.retry_after_violation)
+        .collect();
+    assert_eq!(flags, vec![false, false, true, false]);
+}
+
+/// Attempts at 0 (admitted), 1 and 2 (refused: one slot, still held), then the slot frees
+/// and attempts come at 10 s and 20 s: returns the statuses.
+fn concurrency_storm(count_rejected: bool) -> Vec<Option<u16>> {
+    let mut s = scope("a");
+    s.rpm = Some(3);
+    s.concurrency = Some(1);
+    s.count_rejected = count_rejected;
+    let mut m = model(config(vec![s], vec![]));
+    let first = m.arrive(&chat("a"), 0);
+    let mut out = vec![status(&first)];
+    out.push(status(&m.arrive(&chat("a"), 1)));
+    out.push(status(&m.arrive(&chat("a"), 2)));
+    m.depart(first.seq, 50);
+    let d = m.arrive(&chat("a"), 10_000);
+    out.push(status(&d));
+    m.depart(d.seq, 10_050);
+    out.push(status(&m.arrive(&chat("a"), 20_000)));
+    out
+}
+
+#[test]
+fn refused_attempts_use_up_the_minute_only_with_count_rejected() {
+    let ok = Some(200);
+    let limited = Some(429);
+    // Only admitted attempts count: three of the window's three requests are served.
+    assert_eq!(concurrency_storm(false), vec![ok, limited, limited, ok, ok]);
+    // The two refusals used two of the three requests: the window is spent after one answer.
+    assert_eq!(
+        concurrency_storm(true),
+        vec![ok, limited, limited, limited, limited]
+    );
+}
+
+#[test]
+fn with_count_rejected_the_refusal_says_the_window_is_spent_until_it_resets() {
+    let mut s = scope("a");
+    s.rpm = Some(2);
+    s.concurrency = Some(1);
+    s.count_rejected = true;
+    let mut m = model(config(vec![s], vec![]));
+    let first = m.arrive(&chat("a"), 0);
+    let refused = m.arrive(&chat("a"), 1);
+    assert_eq!(
+        refused.answer.header("x-ratelimit-remaining-requests"),
+        Some("0"),
+        "the refused attempt counted"
+    );
+    m.depart(first.seq, 50);
+    let d = m.arrive(&chat("a"), 30_000);
+    let Answer::Respond { body, .. } = &d.answer else {
+        panic!("{d:?}")
+    };
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("requests per min (RPM): Limit 2, Used 2"),
+        "{body}"
+    );
+    assert_eq!(d.answer.retry_after_ms(), Some(30_000));
+    assert_eq!(
+        status(&m.arrive(&chat("a"), 60_000)),
+        Some(200),
+        "new window"
+    );
 }
 
 #[test]
@@ -551,7 +668,9 @@ fn time_scale_shrinks_emitted_retry_after_but_not_model_state() {
     m.arrive(&chat("a"), 0);
     let d = m.arrive(&chat("a"), 0);
     assert_eq!(d.answer.retry_after_ms(), Some(1_000));
-    assert_eq!(m.stats().scopes["a"].retry_after_until_ms, 60_000);
+    // Model state stays in model ms: the window resets at 60_000 and the answer left 5 ms
+    // after the decision.
+    assert_eq!(m.stats().scopes["a"].retry_after_until_ms, 60_005);
 }
 
 #[test]

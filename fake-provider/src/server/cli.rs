@@ -16,6 +16,7 @@ pub fn demo_config() -> ProviderConfig {
             rpd: None,
             tpd: None,
             concurrency: Some(50),
+            count_rejected: false,
         }],
         credentials: vec![CredentialConfig {
             key: "sk-demo".into(),
