@@ -1,0 +1,255 @@
+//! A real runner process killed with SIGKILL right after its first uncertain write reached
+//! the provider (committed, never answered), restarted on the same ledger file: the
+//! provider's journal must show a reconciliation look-up by idempotency key for that
+//! action and no second create, every action must end terminal in the ledger, and the
+//! audit trail the two lives wrote must verify as one whole chain.
+//!
+//! The provider runs in this test process (127.0.0.1, ephemeral port) so it outlives the
+//! runner, as a real provider outlives a crashed client. tests/live/restart.toml makes it
+//! commit the first create and never answer it, so the kill always lands between the
+//! commit and the answer.
+
+#![cfg(unix)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use stampede_core::{ActionState, LedgerEntry};
+use stampede_durable::SqliteLedger;
+use stampede_provider::model::JournalEntry;
+use stampede_provider::spawn_ephemeral;
+use stampede_sim::live_driver::provider::Provider;
+use stampede_sim::scenario;
+
+/// Scenario ms per real ms for both lives.
+const SCALE: &str = "10";
+/// Polls of the journal while waiting for the first commit, and their spacing.
+const POLLS: u32 = 200;
+const POLL_EVERY: Duration = Duration::from_millis(25);
+/// The most a restarted run may take (real time) before the test kills it and fails.
+const RESTART_TIMEOUT: Duration = Duration::from_secs(20);
+
+fn scenario_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/live/restart.toml")
+}
+
+fn runner(url: &str, ledger: &Path, out: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_stampede"));
+    cmd.arg("run")
+        .arg(scenario_path())
+        .args(["--live", "--provider", url, "--time-scale", SCALE])
+        .arg("--ledger")
+        .arg(ledger)
+        .arg("--out")
+        .arg(out)
+        .arg("--no-render");
+    cmd
+}
+
+fn is_create(e: &JournalEntry) -> bool {
+    e.method == "POST" && e.route == "/v1/records"
+}
+
+/// Waits for `child` at most `timeout`; kills it and fails the test when it takes longer.
+fn wait_bounded(mut child: Child, timeout: Duration) -> Output {
+    let started = Instant::now();
+    loop {
+        match child.try_wait().expect("poll the restarted runner") {
+            Some(_) => return child.wait_with_output().expect("collect its output"),
+            None if started.elapsed() > timeout => {
+                let _ = child.kill();
+                let out = child.wait_with_output().expect("collect its output");
+                panic!(
+                    "the restarted runner did not finish within {timeout:?}; stdout:\n{}\nstderr:\n{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            None => sleep(POLL_EVERY),
+        }
+    }
+}
+
+fn ledger_entries(path: &Path) -> Vec<LedgerEntry> {
+    SqliteLedger::open(path)
+        .expect("the ledger opens")
+        .all_entries()
+        .expect("the ledger reads")
+}
+
+#[test]
+fn a_runner_killed_after_the_provider_committed_looks_the_write_up_after_restart() {
+    let scenario = scenario::load(&scenario_path(), None, &[]).expect("the test scenario loads");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime for the provider");
+    let (addr, server) = runtime
+        .block_on(spawn_ephemeral(scenario.provider.clone(), 21))
+        .expect("the provider starts on 127.0.0.1");
+    let url = format!("http://{addr}");
+    let provider = Provider::attach(&url);
+    let journal = |since: u64| {
+        runtime
+            .block_on(provider.journal(since))
+            .expect("the provider's journal")
+    };
+
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let ledger = dir.path().join("ledger.db");
+    let out = dir.path().join("run");
+
+    // First life: killed as soon as the provider has committed its first create.
+    let mut first = runner(&url, &ledger, &out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the runner");
+    let mut committed = None;
+    for _ in 0..POLLS {
+        committed = journal(0).into_iter().find(|e| is_create(e) && e.committed);
+        if committed.is_some() {
+            break;
+        }
+        if let Some(status) = first.try_wait().expect("poll the runner") {
+            panic!("the runner exited ({status}) before its first create was committed");
+        }
+        sleep(POLL_EVERY);
+    }
+    // Child::kill sends SIGKILL on Unix: no destructor, no flush, no goodbye.
+    first.kill().expect("SIGKILL the runner");
+    first.wait().expect("reap the killed runner");
+    let killed = committed.unwrap_or_else(|| {
+        panic!(
+            "no create was committed within {POLLS} polls of {POLL_EVERY:?}; journal: {:?}",
+            journal(0)
+        )
+    });
+    let action = killed.action.expect("the create names its action");
+    let key = killed
+        .idempotency_key
+        .clone()
+        .expect("an uncertain write carries an Idempotency-Key");
+
+    // What the dead process left: the action persisted with the key it sent, in flight (its
+    // answer never came), and the provider holding the one record it committed.
+    let before = ledger_entries(&ledger);
+    let entry = before
+        .iter()
+        .find(|e| e.job.id == action)
+        .expect("the killed action is in the ledger");
+    assert_eq!(entry.job.idempotency_key.as_deref(), Some(key.as_str()));
+    assert_eq!(
+        entry.state,
+        ActionState::InFlight,
+        "the kill landed between the commit and the answer"
+    );
+    let last_seq_of_first_life = journal(0).last().map_or(0, |e| e.seq);
+
+    // Second life: the same command on the same ledger.
+    let second = runner(&url, &ledger, &out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("restart the runner");
+    let output = wait_bounded(second, RESTART_TIMEOUT);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the restarted run passes its expectations; stdout:\n{stdout}\nstderr:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("resumed from ledger"),
+        "the run says it resumed: {stdout}"
+    );
+
+    let after = journal(last_seq_of_first_life);
+    assert!(!after.is_empty(), "the second life reached the provider");
+    // A reconciliation look-up for the killed action, by its idempotency key...
+    let lookups: Vec<&JournalEntry> = after
+        .iter()
+        .filter(|e| e.action == Some(action) && e.method == "GET")
+        .collect();
+    assert_eq!(
+        lookups.len(),
+        1,
+        "one look-up of the killed action: {after:?}"
+    );
+    assert_eq!(lookups[0].route, "/v1/records?idempotency_key");
+    assert_eq!(lookups[0].status, Some(200));
+    // ...and no second create for it, under its key or its external reference.
+    let again: Vec<&JournalEntry> = after
+        .iter()
+        .filter(|e| {
+            is_create(e)
+                && (e.action == Some(action)
+                    || e.idempotency_key.as_deref() == Some(key.as_str())
+                    || (killed.external_ref.is_some() && e.external_ref == killed.external_ref))
+        })
+        .collect();
+    assert!(
+        again.is_empty(),
+        "no second create after the restart: {again:?}"
+    );
+    let whole = journal(0);
+    assert!(
+        whole.iter().all(|e| !e.duplicate),
+        "no record committed twice: {whole:?}"
+    );
+
+    // Every action ends terminal. The killed one completed by reconciliation: it knows the
+    // id of the record committed under the ORIGINAL key, which only the look-up by key can
+    // have told it (the answer to the create never came; a look-up by any other key finds
+    // nothing and would have led to a second create).
+    let entries = ledger_entries(&ledger);
+    assert_eq!(entries.len() as u64, scenario.workloads[0].count);
+    for e in &entries {
+        assert!(
+            e.state.is_terminal(),
+            "action {} ends {:?}",
+            e.job.id,
+            e.state
+        );
+    }
+    let resolved = entries
+        .iter()
+        .find(|e| e.job.id == action)
+        .expect("the killed action is still in the ledger");
+    assert_eq!(resolved.state, ActionState::Completed);
+    assert_eq!(resolved.job.idempotency_key.as_deref(), Some(key.as_str()));
+    let creates_of_action: Vec<&JournalEntry> = whole
+        .iter()
+        .filter(|e| is_create(e) && e.action == Some(action))
+        .collect();
+    assert_eq!(creates_of_action.len(), 1, "{creates_of_action:?}");
+    let record = killed
+        .record_id
+        .as_deref()
+        .expect("the committed create names its record");
+    assert_eq!(
+        resolved.operation_id.as_deref(),
+        Some(record),
+        "the look-up by key found the record the killed process created"
+    );
+
+    // One audit chain across both lives.
+    let trail = out.join("audit.jsonl");
+    let verify = Command::new(env!("CARGO_BIN_EXE_stampede"))
+        .args(["audit", "verify"])
+        .arg(&trail)
+        .output()
+        .expect("run stampede audit verify");
+    assert!(
+        verify.status.success(),
+        "audit verify {}: {}{}",
+        trail.display(),
+        String::from_utf8_lossy(&verify.stdout),
+        String::from_utf8_lossy(&verify.stderr)
+    );
+
+    runtime.block_on(async { server.shutdown().await.expect("the provider stops") });
+}
