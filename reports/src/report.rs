@@ -9,6 +9,7 @@ use crate::error::ReportError;
 use crate::html::render_html;
 use crate::junit::junit_suite;
 use crate::markdown::render_markdown;
+use crate::plots::fine_retries::FineRetries;
 use crate::plots::run_plots::run_plots;
 use crate::schema::{Summary, TenantRow, TimeseriesRow};
 
@@ -67,7 +68,9 @@ fn write(path: PathBuf, contents: &str, files: &mut Vec<PathBuf>) -> Result<(), 
 /// Writes the plots (`attempts.svg`, `queue.svg`, `tokens.svg`, `latency.svg`, and
 /// `tenants.svg` for several tenants), `index.html`, `junit.xml` and `summary.md` into `dir`
 /// (created if missing), and appends the markdown to `opts.github_step_summary` if set.
-/// Same input, same bytes.
+/// When `dir` already holds the run's `attempts.csv` (the run writes it before rendering; a
+/// file whose row count is not `summary.outbound_attempts` is ignored), `attempts.svg` gets
+/// a panel of retries per 100 ms. Same report and same `attempts.csv`, same bytes.
 pub fn render(
     dir: &Path,
     report: &RunReport,
@@ -76,7 +79,11 @@ pub fn render(
     fs::create_dir_all(dir).map_err(|e| ReportError::io("creating folder", dir, e))?;
     let mut files = Vec::new();
     let plots = if opts.plots {
-        run_plots(report)?
+        let fine = FineRetries::from_attempts_csv(
+            &dir.join("attempts.csv"),
+            report.summary.outbound_attempts,
+        );
+        run_plots(report, fine.as_ref())?
     } else {
         Vec::new()
     };

@@ -27,7 +27,7 @@ fn attempts_plot_shows_attempts_retries_429_and_503() {
     let doc = parse("attempts.svg", &svg);
 
     let labels = texts(&doc);
-    for legend in ["attempts/s", "retries/s", "429/s", "503/s"] {
+    for legend in ["attempts/s", "retries/s", "2xx/s", "429/s", "503/s"] {
         assert!(
             labels.iter().any(|t| t == legend),
             "legend {legend} missing in {labels:?}"
@@ -44,8 +44,10 @@ fn attempts_plot_shows_attempts_retries_429_and_503() {
     assert_eq!(attempts.len(), 1);
     assert_eq!(points(&attempts[0]).len(), report.timeseries.len());
 
-    // 429s and 503s: one marker per bucket that had any.
-    for (class, count) in [
+    // 429s and 503s are bands of the attempts' breakdown by answer. A rare one (the 6
+    // buckets of 429s) also gets one marker per bucket; a dense one (60 buckets of 503s)
+    // gets none, since markers in every bucket would wall off the plot.
+    for (class, buckets) in [
         (
             "series-429",
             report
@@ -63,12 +65,15 @@ fn attempts_plot_shows_attempts_retries_429_and_503() {
                 .count(),
         ),
     ] {
-        let dots = with_class(&doc, class)
-            .into_iter()
-            .filter(|n| n.has_tag_name("circle"))
-            .count();
-        assert!(count > 0, "the synthetic run has {class} buckets");
-        assert_eq!(dots, count, "{class} markers");
+        let nodes = with_class(&doc, class);
+        let dots = nodes.iter().filter(|n| n.has_tag_name("circle")).count();
+        assert!(buckets > 0, "the synthetic run has {class} buckets");
+        assert!(
+            nodes.iter().any(|n| n.has_tag_name("polygon")),
+            "{class} band"
+        );
+        let expected = if buckets <= 40 { buckets } else { 0 };
+        assert_eq!(dots, expected, "{class} markers for {buckets} buckets");
     }
 
     // Retry waves stand out: the retries line's peaks rise far above its baseline (SVG y grows
@@ -391,4 +396,146 @@ fn plots_can_be_left_out() {
         .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
     assert_eq!(names, ["index.html", "junit.xml", "summary.md"]);
+}
+
+/// Index in document order of the first element with `class` and tag `tag`.
+fn first_index(doc: &roxmltree::Document, class: &str, tag: &str) -> usize {
+    doc.descendants()
+        .position(|n| {
+            n.has_tag_name(tag)
+                && n.attribute("class")
+                    .is_some_and(|c| c.split_whitespace().any(|c| c == class))
+        })
+        .unwrap_or_else(|| panic!("no <{tag}> with class {class}"))
+}
+
+#[test]
+fn a_storm_of_429s_is_a_band_under_the_attempts_line_not_a_wall_of_markers() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut report = synthetic_report(7);
+    for r in &mut report.timeseries {
+        // Most attempts refused in every bucket, as under the naive preset.
+        let refused = r.attempts * 3 / 4;
+        r.status_429 = refused;
+        r.status_503 = 0;
+        r.status_2xx = r.attempts - refused;
+    }
+    render_to(dir.path(), &report);
+    let svg = read(dir.path(), "attempts.svg");
+    let doc = parse("attempts.svg", &svg);
+    let nodes = with_class(&doc, "series-429");
+    assert_eq!(nodes.iter().filter(|n| n.has_tag_name("circle")).count(), 0);
+    assert!(nodes.iter().any(|n| n.has_tag_name("polygon")));
+    // The attempts line is drawn after (over) the bands, and the retries keep their panel.
+    assert!(
+        first_index(&doc, "series-attempts", "polyline")
+            > first_index(&doc, "series-429", "polygon")
+    );
+    assert!(with_class(&doc, "series-retries")
+        .iter()
+        .any(|n| n.has_tag_name("polygon")));
+}
+
+#[test]
+fn an_hour_of_one_second_buckets_is_thinned_without_losing_its_peaks() {
+    let (short, long) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    render_to(short.path(), &common::synthetic_report_of(7, 300));
+    render_to(long.path(), &common::synthetic_report_of(7, 3600));
+    let retries_peak = |dir: &Path| {
+        let svg = read(dir, "attempts.svg");
+        let doc = parse("attempts.svg", &svg);
+        let line = with_class(&doc, "series-retries")
+            .into_iter()
+            .find(|n| n.has_tag_name("polyline") && points(n).len() > 2)
+            .map(|n| points(&n))
+            .expect("retries line");
+        (
+            line.len(),
+            line.iter().map(|p| p.1).fold(f64::MAX, f64::min),
+        )
+    };
+    let (n_short, top_short) = retries_peak(short.path());
+    let (n_long, top_long) = retries_peak(long.path());
+    assert_eq!(n_short, 300);
+    assert!(n_long <= 600, "{n_long} points for 3600 buckets");
+    // Same retries, same y scale: the highest wave reaches the same pixel row.
+    assert_eq!(top_short, top_long);
+    for file in [
+        "attempts.svg",
+        "queue.svg",
+        "tokens.svg",
+        "latency.svg",
+        "tenants.svg",
+    ] {
+        let svg = read(long.path(), file);
+        let doc = parse(file, &svg);
+        for line in doc.descendants().filter(|n| n.has_tag_name("polyline")) {
+            assert!(
+                points(&line).len() <= 700,
+                "{file}: a line of {} points",
+                points(&line).len()
+            );
+        }
+    }
+}
+
+/// Writes an attempts.csv matching `report`: in each bucket the first attempts spread
+/// evenly and the retries all in the bucket's first 100 ms (a fixed-sleep wave).
+fn write_attempts_csv(dir: &Path, report: &RunReport) -> u64 {
+    let mut text = String::from("seq,at_ms,attempt_no\n");
+    let mut seq = 0u64;
+    for r in &report.timeseries {
+        for k in 0..r.attempts {
+            seq += 1;
+            let (at, no) = if k < r.retries {
+                (r.t_ms + k % 100, 2)
+            } else {
+                (r.t_ms + 100 + (k * 37) % 900, 1)
+            };
+            text.push_str(&format!("{seq},{at},{no}\n"));
+        }
+    }
+    fs::write(dir.join("attempts.csv"), text).unwrap();
+    seq
+}
+
+#[test]
+fn the_run_s_attempts_csv_adds_a_panel_of_retries_per_100_ms() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = synthetic_report(7);
+    let rows = write_attempts_csv(dir.path(), &report);
+    assert_eq!(rows, report.summary.outbound_attempts);
+    render_to(dir.path(), &report);
+    let svg = read(dir.path(), "attempts.svg");
+    let doc = parse("attempts.svg", &svg);
+    assert!(texts(&doc).iter().any(|t| t == "retries per 100 ms"));
+    let fine = with_class(&doc, "series-retries_100ms")
+        .into_iter()
+        .find(|n| n.has_tag_name("polyline") && points(n).len() > 2)
+        .map(|n| points(&n))
+        .expect("retries per 100 ms line");
+    // The biggest wave (40 retries at 74 s) is in the window; one 100 ms bin per second is
+    // high and the nine after it are at zero, so the line sits at its baseline most of the time.
+    let base = fine.iter().map(|p| p.1).fold(f64::MIN, f64::max);
+    let top = fine.iter().map(|p| p.1).fold(f64::MAX, f64::min);
+    assert!(base - top > 420.0 / 3.0, "waves span {} px", base - top);
+    let at_base = fine.iter().filter(|p| p.1 == base).count();
+    assert!(
+        at_base * 10 > fine.len() * 8,
+        "{at_base} of {} points at zero",
+        fine.len()
+    );
+
+    // Same inputs, same bytes; without attempts.csv, or with one from another run, no panel.
+    let again = tempfile::tempdir().unwrap();
+    write_attempts_csv(again.path(), &report);
+    render_to(again.path(), &report);
+    assert_eq!(svg, read(again.path(), "attempts.svg"));
+    let stale = tempfile::tempdir().unwrap();
+    let mut other_run = report.clone();
+    other_run.summary.outbound_attempts += 1;
+    write_attempts_csv(stale.path(), &report);
+    render_to(stale.path(), &other_run);
+    let doc_stale = read(stale.path(), "attempts.svg");
+    assert!(!doc_stale.contains("series-retries_100ms"));
 }

@@ -26,12 +26,17 @@ pub(crate) enum Style {
     Line,
     /// A line with the area under it filled lightly: for the series the eye should find first.
     Area,
-    /// A stick from zero with a dot on top at every point above zero, nothing elsewhere:
-    /// events that must not be missed (429s, 503s) and must not hide under a zero line.
-    Marked,
     /// A line with a dot at every point (few points, e.g. sweep values).
     Dotted,
+    /// A filled band stacked on the `Stacked` series before it (they must share x points):
+    /// a breakdown of a total. Buckets above zero also get a dot on the band's top while
+    /// there are at most `SPARSE_MARKS` of them, so a rare event is not a hairline.
+    Stacked,
 }
+
+/// Most buckets above zero for which a `Stacked` series still draws dots; beyond this the
+/// dots merge into a wall that hides everything under it.
+pub(crate) const SPARSE_MARKS: usize = 40;
 
 /// One series of a chart.
 pub(crate) struct Series {
@@ -100,13 +105,14 @@ fn plot_err(file: &str) -> impl Fn(String) -> ReportError + '_ {
 /// Top of a y axis: headroom above the highest value that grows with the legend's entries
 /// (so the legend, upper right, does not sit on a peak), and at least 1 so an all-zero series
 /// still gets an axis.
-fn y_top(series: &[&Series], legend_entries: usize) -> f64 {
+fn y_top(series: &[(&Series, &[f64])], legend_entries: usize) -> f64 {
     let max = series
         .iter()
-        .flat_map(|s| {
+        .flat_map(|(s, base)| {
             s.points
                 .iter()
-                .map(|p| p.1)
+                .enumerate()
+                .map(|(i, p)| p.1 + base.get(i).copied().unwrap_or(0.0))
                 .chain(s.band.iter().map(|b| b.2))
         })
         .filter(|v| v.is_finite())
@@ -127,15 +133,31 @@ fn tick_decimals(top: f64) -> usize {
 
 /// Draws `spec` and returns the SVG. `file` names the plot in errors.
 pub(crate) fn draw(file: &str, spec: &ChartSpec) -> Result<String, ReportError> {
+    draw_panels(file, &[(PLOT_SIZE.1, spec)])
+}
+
+/// Draws several charts stacked top to bottom in one SVG, `PLOT_SIZE.0` wide, each
+/// `(height px, chart)`. Series colours must be distinct across all panels unless they share
+/// a class, since the colour is what tags a shape with its series.
+pub(crate) fn draw_panels(file: &str, panels: &[(u32, &ChartSpec)]) -> Result<String, ReportError> {
+    let height: u32 = panels.iter().map(|p| p.0).sum();
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, PLOT_SIZE).into_drawing_area();
-        draw_on(&root, spec).map_err(plot_err(file))?;
+        let root =
+            SVGBackend::with_string(&mut svg, (PLOT_SIZE.0, height.max(1))).into_drawing_area();
+        root.fill(&WHITE)
+            .map_err(|e| plot_err(file)(e.to_string()))?;
+        let mut rest = root.clone();
+        for (h, spec) in panels {
+            let (area, below) = rest.split_vertically(*h);
+            draw_on(&area, spec).map_err(plot_err(file))?;
+            rest = below;
+        }
         root.present().map_err(|e| plot_err(file)(e.to_string()))?;
     }
-    let colours: Vec<SeriesColour> = spec
-        .series
+    let colours: Vec<SeriesColour> = panels
         .iter()
+        .flat_map(|p| p.1.series.iter())
         .map(|s| SeriesColour {
             hex: hex((s.colour.0, s.colour.1, s.colour.2)),
             class: s.class.clone(),
@@ -144,21 +166,46 @@ pub(crate) fn draw(file: &str, spec: &ChartSpec) -> Result<String, ReportError> 
     Ok(tag_series(&svg, &colours))
 }
 
+/// Each point's stack base: the sum of the `Stacked` series drawn before it (by index),
+/// per series, empty for unstacked series.
+fn stack_bases(series: &[Series]) -> Vec<Vec<f64>> {
+    let mut running: Vec<f64> = Vec::new();
+    series
+        .iter()
+        .map(|s| {
+            if s.style != Style::Stacked {
+                return Vec::new();
+            }
+            running.resize(running.len().max(s.points.len()), 0.0);
+            let base = running[..s.points.len()].to_vec();
+            for (r, p) in running.iter_mut().zip(&s.points) {
+                *r += p.1;
+            }
+            base
+        })
+        .collect()
+}
+
 fn draw_on<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     spec: &ChartSpec,
 ) -> Result<(), String> {
     let e = |err: DrawingAreaErrorKind<DB::ErrorType>| err.to_string();
     root.fill(&WHITE).map_err(e)?;
-    let left: Vec<&Series> = spec
+    let bases = stack_bases(&spec.series);
+    let left: Vec<(&Series, &[f64])> = spec
         .series
         .iter()
-        .filter(|s| s.axis == Axis::Left)
+        .zip(&bases)
+        .filter(|(s, _)| s.axis == Axis::Left)
+        .map(|(s, b)| (s, b.as_slice()))
         .collect();
-    let right: Vec<&Series> = spec
+    let right: Vec<(&Series, &[f64])> = spec
         .series
         .iter()
-        .filter(|s| s.axis == Axis::Right)
+        .zip(&bases)
+        .filter(|(s, _)| s.axis == Axis::Right)
+        .map(|(s, b)| (s, b.as_slice()))
         .collect();
     let (x0, mut x1) = spec.x_range;
     if x1 <= x0 {
@@ -220,9 +267,13 @@ fn draw_on<DB: DrawingBackend>(
             .map_err(e)?;
     }
 
-    for s in &spec.series {
+    for (s, base) in spec.series.iter().zip(&bases) {
         let colour = s.colour;
         let line = colour.stroke_width(2);
+        if s.style == Style::Stacked {
+            draw_stacked(&mut chart, s, base).map_err(e)?;
+            continue;
+        }
         // Bands and areas first, so lines stay on top.
         if !s.band.is_empty() {
             let mut outline: Vec<(f64, f64)> = s.band.iter().map(|b| (b.0, b.1)).collect();
@@ -242,31 +293,17 @@ fn draw_on<DB: DrawingBackend>(
                 Axis::Right => chart.draw_secondary_series(area).map_err(e)?,
             };
         }
-        let anno = if s.style == Style::Marked {
-            let sticks: Vec<PathElement<(f64, f64)>> = s
-                .points
-                .iter()
-                .filter(|p| p.1 > 0.0)
-                .map(|p| PathElement::new(vec![(p.0, 0.0), *p], line))
-                .collect();
-            match s.axis {
-                Axis::Left => chart.draw_series(sticks).map_err(e)?,
-                Axis::Right => chart.draw_secondary_series(sticks).map_err(e)?,
-            }
-        } else {
-            let lines = LineSeries::new(s.points.iter().copied(), line);
-            match s.axis {
-                Axis::Left => chart.draw_series(lines).map_err(e)?,
-                Axis::Right => chart.draw_secondary_series(lines).map_err(e)?,
-            }
+        let lines = LineSeries::new(s.points.iter().copied(), line);
+        let anno = match s.axis {
+            Axis::Left => chart.draw_series(lines).map_err(e)?,
+            Axis::Right => chart.draw_secondary_series(lines).map_err(e)?,
         };
         anno.label(s.label.as_str()).legend(move |(x, y)| {
             PathElement::new(vec![(x, y), (x + 22, y)], colour.stroke_width(3))
         });
         let dots: Vec<(f64, f64)> = match s.style {
-            Style::Marked => s.points.iter().copied().filter(|p| p.1 > 0.0).collect(),
             Style::Dotted => s.points.clone(),
-            Style::Line | Style::Area => Vec::new(),
+            Style::Line | Style::Area | Style::Stacked => Vec::new(),
         };
         if !dots.is_empty() {
             let circles = dots.into_iter().map(|p| Circle::new(p, 3, colour.filled()));
@@ -301,6 +338,58 @@ fn draw_on<DB: DrawingBackend>(
             .label_font(("sans-serif", 14))
             .draw()
             .map_err(e)?;
+    }
+    Ok(())
+}
+
+/// One `Stacked` series: the band from `base` to `base + y`, a filled square in the legend,
+/// and dots on the band's top where it is above zero while that is rare.
+fn draw_stacked<DB: DrawingBackend>(
+    chart: &mut plotters::chart::DualCoordChartContext<
+        '_,
+        DB,
+        plotters::coord::cartesian::Cartesian2d<
+            plotters::coord::types::RangedCoordf64,
+            plotters::coord::types::RangedCoordf64,
+        >,
+        plotters::coord::cartesian::Cartesian2d<
+            plotters::coord::types::RangedCoordf64,
+            plotters::coord::types::RangedCoordf64,
+        >,
+    >,
+    s: &Series,
+    base: &[f64],
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let colour = s.colour;
+    let at = |i: usize| base.get(i).copied().unwrap_or(0.0);
+    let mut outline: Vec<(f64, f64)> = s
+        .points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.0, at(i) + p.1))
+        .collect();
+    outline.extend(s.points.iter().enumerate().rev().map(|(i, p)| (p.0, at(i))));
+    let band = Polygon::new(outline, colour.mix(0.55).filled());
+    let anno = match s.axis {
+        Axis::Left => chart.draw_series(std::iter::once(band))?,
+        Axis::Right => chart.draw_secondary_series(std::iter::once(band))?,
+    };
+    anno.label(s.label.as_str()).legend(move |(x, y)| {
+        Rectangle::new([(x, y - 5), (x + 22, y + 5)], colour.mix(0.55).filled())
+    });
+    let tops: Vec<(f64, f64)> = s
+        .points
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.1 > 0.0)
+        .map(|(i, p)| (p.0, at(i) + p.1))
+        .collect();
+    if !tops.is_empty() && tops.len() <= SPARSE_MARKS {
+        let dots = tops.into_iter().map(|p| Circle::new(p, 3, colour.filled()));
+        match s.axis {
+            Axis::Left => chart.draw_series(dots)?,
+            Axis::Right => chart.draw_secondary_series(dots)?,
+        };
     }
     Ok(())
 }

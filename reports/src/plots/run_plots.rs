@@ -1,12 +1,15 @@
-//! The plots of one run, from its time buckets: attempts and retries (with 429s and 503s
-//! marked), queue depth and in-flight, tokens reserved against used, latency percentiles, and
+//! The plots of one run, from its time buckets: attempts and retries (see `attempts_plot`),
+//! queue depth and in-flight, tokens reserved against used, latency percentiles, and
 //! per-tenant goodput.
 
 use std::collections::BTreeMap;
 
 use plotters::style::RGBColor;
 
+use super::attempts_plot::{attempts_plot, AttemptsInput};
 use super::chart::{draw, Axis, ChartSpec, Series, Style, XLabels};
+use super::downsample::{envelope, MAX_POINTS};
+use super::fine_retries::FineRetries;
 use crate::error::ReportError;
 use crate::report::RunReport;
 use crate::schema::TimeseriesRow;
@@ -43,11 +46,11 @@ pub(crate) struct Plot {
 }
 
 /// How virtual time is shown on the x axis: seconds for short runs, minutes for long ones.
-struct TimeAxis {
+pub(crate) struct TimeAxis {
     ms_per_unit: f64,
-    desc: &'static str,
+    pub desc: &'static str,
     /// Tick decimals: a short span needs fractions to tell its ticks apart.
-    decimals: usize,
+    pub decimals: usize,
 }
 
 impl TimeAxis {
@@ -68,7 +71,7 @@ impl TimeAxis {
             decimals,
         }
     }
-    fn x(&self, t_ms: u64) -> f64 {
+    pub(crate) fn x(&self, t_ms: u64) -> f64 {
         t_ms as f64 / self.ms_per_unit
     }
 }
@@ -88,7 +91,11 @@ pub(crate) fn bucket_ms(report: &RunReport) -> u64 {
 }
 
 /// Every plot of the run, in page order. `tenants.svg` only when there are several tenants.
-pub(crate) fn run_plots(report: &RunReport) -> Result<Vec<Plot>, ReportError> {
+/// `fine` (retries per 100 ms, from `attempts.csv`) adds a panel to `attempts.svg`.
+pub(crate) fn run_plots(
+    report: &RunReport,
+    fine: Option<&FineRetries>,
+) -> Result<Vec<Plot>, ReportError> {
     let mut rows: Vec<&TimeseriesRow> = report.timeseries.iter().collect();
     rows.sort_by_key(|r| r.t_ms);
     let bucket = bucket_ms(report);
@@ -101,8 +108,10 @@ pub(crate) fn run_plots(report: &RunReport) -> Result<Vec<Plot>, ReportError> {
         .then(|| "no time buckets in this run".to_string());
     let name = &report.summary.scenario;
 
+    // Each line thinned to its envelope on its own: long runs stay readable, spikes stay.
     let series_of = |f: &dyn Fn(&TimeseriesRow) -> f64| -> Vec<(f64, f64)> {
-        rows.iter().map(|r| (axis.x(r.t_ms), f(r))).collect()
+        let all: Vec<(f64, f64)> = rows.iter().map(|r| (axis.x(r.t_ms), f(r))).collect();
+        envelope(&all, MAX_POINTS)
     };
     let spec = |title: String, y_desc: &str, series: Vec<Series>| ChartSpec {
         title,
@@ -117,41 +126,16 @@ pub(crate) fn run_plots(report: &RunReport) -> Result<Vec<Plot>, ReportError> {
 
     let mut plots = Vec::new();
 
-    let attempts = spec(
-        format!("{name}: attempts and retries per second"),
-        "attempts per second (1/s)",
-        vec![
-            Series::new(
-                "attempts/s",
-                "attempts",
-                BLUE,
-                Style::Line,
-                series_of(&|r| r.attempts as f64 * per_s),
-            ),
-            Series::new(
-                "retries/s",
-                "retries",
-                ORANGE,
-                Style::Area,
-                series_of(&|r| r.retries as f64 * per_s),
-            ),
-            Series::new(
-                "429/s",
-                "429",
-                RED,
-                Style::Marked,
-                series_of(&|r| r.status_429 as f64 * per_s),
-            ),
-            Series::new(
-                "503/s",
-                "503",
-                PURPLE,
-                Style::Marked,
-                series_of(&|r| r.status_503 as f64 * per_s),
-            ),
-        ],
-    );
-    plots.push(plot("attempts.svg", "Attempts and retries", &attempts)?);
+    plots.push(attempts_plot(&AttemptsInput {
+        name,
+        rows: &rows,
+        axis: &axis,
+        x_range,
+        bucket_ms: bucket,
+        last_ms,
+        empty_note: &empty_note,
+        fine,
+    })?);
 
     let queue = spec(
         format!("{name}: queue depth and in-flight"),
@@ -235,10 +219,11 @@ fn latency_plot(
         (1.0, "ms")
     };
     let pts = |f: &dyn Fn(&TimeseriesRow) -> u64| -> Vec<(f64, f64)> {
-        ended
+        let all: Vec<(f64, f64)> = ended
             .iter()
             .map(|r| (axis.x(r.t_ms), f(r) as f64 / div))
-            .collect()
+            .collect();
+        envelope(&all, MAX_POINTS)
     };
     let spec = ChartSpec {
         title: format!("{name}: latency, submit to outcome, per bucket"),
@@ -247,20 +232,22 @@ fn latency_plot(
         y2_desc: String::new(),
         x_range,
         x_labels: XLabels::Numeric(axis.decimals),
+        // p99 first so p50 stays visible on top where the two meet (a backlog whose
+        // latency is all queueing has them on one line).
         series: vec![
-            Series::new(
-                "p50",
-                "latency_p50",
-                BLUE,
-                Style::Line,
-                pts(&|r| r.latency_p50_ms),
-            ),
             Series::new(
                 "p99",
                 "latency_p99",
                 RED,
                 Style::Line,
                 pts(&|r| r.latency_p99_ms),
+            ),
+            Series::new(
+                "p50",
+                "latency_p50",
+                BLUE,
+                Style::Line,
+                pts(&|r| r.latency_p50_ms),
             ),
         ],
         empty_note: empty_note.clone(),
@@ -322,13 +309,14 @@ fn tenants_plot(
     let mut used_classes = Vec::new();
     for (i, (tenant, _)) in order.iter().take(shown).enumerate() {
         let counts = &by_tenant[tenant];
-        let pts = buckets
+        let pts: Vec<(f64, f64)> = buckets
             .iter()
             .map(|t| {
                 let n = counts.get(t).copied().unwrap_or(0);
                 (axis.x(*t), n as f64 * per_min)
             })
             .collect();
+        let pts = envelope(&pts, MAX_POINTS);
         let mut class = format!("tenant-{}", class_of(tenant));
         if used_classes.contains(&class) {
             class = format!("{class}-{i}");
@@ -353,7 +341,8 @@ fn tenants_plot(
                     .sum();
                 (axis.x(*t), n as f64 * per_min)
             })
-            .collect();
+            .collect::<Vec<(f64, f64)>>();
+        let pts = envelope(&pts, MAX_POINTS);
         series.push(Series::new(
             format!("{} other tenants", rest.len()),
             "tenant-others",
