@@ -17,8 +17,10 @@ pub const PRESETS: &[&str] = &["naive", "exponential", "full-jitter", "stampede"
 ///   `Retry-After` ignored, no reconciliation (blind re-send), no breaker, no keys.
 /// - `exponential`: exponential backoff without jitter, each job on its own, `Retry-After`
 ///   ignored.
-/// - `full-jitter`: capped full-jitter backoff honouring the job's own `Retry-After`, but no
-///   shared scope record and no scope budgets.
+/// - `full-jitter`: capped full-jitter backoff, each job on its own: `Retry-After` ignored (the
+///   client computes its own delays, as the classic full-jitter recipe does), no shared scope
+///   record and no scope budgets. Its retries are spread out, so it shows no retry waves, but
+///   it keeps knocking on a scope the provider asked it to leave alone.
 /// - `stampede`: every rule on ([`Policy::default`]).
 pub fn preset(name: &str) -> Option<Policy> {
     match name {
@@ -76,6 +78,9 @@ fn exponential() -> Policy {
 fn full_jitter() -> Policy {
     let mut policy = isolated(Policy::default());
     policy.backoff.jitter = Jitter::Full;
+    // Honouring one identical Retry-After per window would bring every job back at the same
+    // instant; without the shared scope record that is a wave, not a spread.
+    policy.retry_after.honour = false;
     policy
 }
 
@@ -110,6 +115,15 @@ mod tests {
         );
         let write = &policy.classes["uncertain_write"];
         assert!(!write.reconcile && write.retry_on.contains(&FailureGroup::MayHaveExecuted));
+    }
+
+    #[test]
+    fn full_jitter_preset_draws_its_own_spread_delays_and_shares_nothing() {
+        let policy = preset("full-jitter").unwrap();
+        assert_eq!(policy.backoff.jitter, Jitter::Full);
+        assert!(!policy.retry_after.honour && !policy.share_scope_state && !policy.token_budget);
+        // Writes keep the safe classification: jitter is the only thing it lacks in sharing.
+        assert!(policy.classes["uncertain_write"].reconcile);
     }
 
     #[test]
