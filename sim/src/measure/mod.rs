@@ -5,7 +5,6 @@
 
 pub mod blind_resends;
 pub mod percentiles;
-pub mod retry_after;
 pub mod waves;
 
 use std::collections::{BTreeMap, HashMap};
@@ -35,8 +34,6 @@ pub struct Measurement {
     last_terminal_ms: u64,
     /// Uncertain writes re-sent without a look-up showing absence (from the journal).
     blind: blind_resends::BlindResends,
-    /// Retry-After spans per scope, for violations.
-    retry_after: retry_after::RetryAfterSpans,
     /// The last action pushed back (the driver holds one at a time).
     last_pushed_back: Option<u64>,
 }
@@ -74,7 +71,6 @@ impl Measurement {
             last_terminal_ms: 0,
             blind: blind_resends::BlindResends::default(),
             last_pushed_back: None,
-            retry_after: retry_after::RetryAfterSpans::default(),
         }
     }
 
@@ -217,7 +213,9 @@ impl Measurement {
             s.retries += 1;
             self.retry_bins.record(e.at_ms);
         }
-        let violation = self.retry_after.observe(e);
+        // The provider flags an attempt that reached a scope before a Retry-After it had
+        // already delivered there (from when that answer left) had passed: ground truth.
+        let violation = e.retry_after_violation;
         if violation {
             s.retry_after_violations += 1;
         }
@@ -308,5 +306,73 @@ impl Measurement {
             timeseries: self.rows,
             tenants: self.tenants.into_values().collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stampede_provider::config::{CredentialConfig, DurationMs, ScopeLimits};
+    use stampede_provider::{ProviderConfig, ProviderModel, Request, RequestRoute};
+
+    /// A provider with one scope of 1 request a minute whose 429s leave 100 ms after the
+    /// decision.
+    fn provider() -> ProviderModel {
+        let config = ProviderConfig {
+            reject_latency: DurationMs(100),
+            scopes: vec![ScopeLimits {
+                id: "s".into(),
+                rpm: Some(1),
+                tpm: None,
+                rpd: None,
+                tpd: None,
+                concurrency: None,
+                count_rejected: false,
+            }],
+            credentials: vec![CredentialConfig {
+                key: "sk-s".into(),
+                scope: "s".into(),
+            }],
+            ..ProviderConfig::default()
+        };
+        ProviderModel::new(config, 1, 0).unwrap()
+    }
+
+    fn chat(attempt_no: u32) -> Request {
+        Request {
+            route: RequestRoute::ChatCompletions,
+            credential: Some("sk-s".into()),
+            prompt_tokens: 10,
+            max_tokens: 5,
+            attempt_no: Some(attempt_no),
+            ..Request::default()
+        }
+    }
+
+    #[test]
+    fn retry_after_violations_are_the_providers_own_flags() {
+        let mut m = provider();
+        m.arrive(&chat(1), 0);
+        // 429 decided at 10_000, answer left at 10_100: Retry-After 50 s binds to 60_100.
+        m.arrive(&chat(1), 10_000);
+        m.arrive(&chat(1), 10_050); // in flight before the answer left: no violation
+        m.arrive(&chat(2), 30_000); // too early
+        m.arrive(&chat(2), 60_050); // still too early, though the window reset
+        m.arrive(&chat(2), 60_100); // on time
+        let mut measure = Measurement::new(1_000);
+        let rows: Vec<AttemptRow> = m
+            .drain_journal()
+            .iter()
+            .map(|e| measure.on_journal(e, None))
+            .collect();
+        let flags: Vec<bool> = rows.iter().map(|r| r.retry_after_violation).collect();
+        assert_eq!(flags, vec![false, false, false, true, true, false]);
+        let measured = measure.finish(60_100, 0, 0);
+        assert_eq!(measured.summary.retry_after_violations, 2);
+        assert_eq!(
+            measured.summary.retry_after_violations,
+            m.stats().retry_after_violations,
+            "the summary counts what the provider flagged"
+        );
     }
 }
