@@ -331,3 +331,189 @@ async fn first_life(
     closed.map_err(LiveError::Output)?;
     Ok(run)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario;
+    use crate::virtual_driver::NoAttempts;
+    use crate::workload::cancellations;
+    use stampede_core::Ledger;
+
+    const SCENARIO: &str = r#"
+name = "resume-unit"
+seed = 3
+duration = "1m"
+
+[[provider.scopes]]
+id = "account:acme"
+rpm = 600
+
+[[provider.credentials]]
+key = "sk-acme"
+scope = "account:acme"
+
+[[workload]]
+tenant = "acme"
+credential = "sk-acme"
+class = "uncertain_write"
+count = 6
+tasks = 3
+arrival = { rate = "1/s" }
+cancel_at = "2500ms"
+cancel_tasks = [1]
+
+[[workload]]
+tenant = "acme"
+credential = "sk-acme"
+class = "uncertain_write"
+count = 2
+arrival = "backlog"
+cancel_at = "40s"
+"#;
+
+    fn scenario() -> Scenario {
+        scenario::parse(SCENARIO, "resume-unit.toml", &[]).expect("the unit scenario parses")
+    }
+
+    /// Ledger entries for the first `n` arrivals of `scenario`, last written at `at`.
+    fn persisted(
+        scenario: &Scenario,
+        n: usize,
+        state: ActionState,
+        at: Millis,
+    ) -> Vec<LedgerEntry> {
+        Arrivals::new(scenario)
+            .take(n)
+            .map(|a| LedgerEntry {
+                job: a.job,
+                state,
+                attempts: 1,
+                waited_ms: 0,
+                operation_id: None,
+                updated_at: at,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_restart_finds_when_each_persisted_action_arrived() {
+        let s = scenario();
+        let expected: BTreeMap<JobId, Millis> = Arrivals::new(&s)
+            .take(4)
+            .map(|a| (a.job.id, a.at))
+            .collect();
+        let restart = Restart::new(&s, persisted(&s, 4, ActionState::InFlight, 2_000), 3_000);
+        assert_eq!(restart.arrived, expected);
+        assert_eq!(restart.ids(), expected.keys().copied().collect());
+        assert_eq!(restart.reached, 2_000);
+        assert_eq!(restart.unfinished(), 4);
+        // An action the workload does not produce (the scenario was edited) falls back to
+        // its last ledger write.
+        let mut stray = restart.entries[0].clone();
+        stray.job.id = 999;
+        stray.updated_at = 1_234;
+        assert_eq!(restart.arrived_at(&stray), 1_234);
+    }
+
+    #[test]
+    fn cancellations_before_the_dead_process_last_wrote_count_as_applied() {
+        let s = scenario();
+        let cancels = cancellations(&s);
+        assert_eq!(cancels.len(), 3, "{cancels:?}");
+        let early = Restart::new(&s, persisted(&s, 2, ActionState::Planned, 1_000), 1_500);
+        assert_eq!(early.cancellations_done(&cancels), 0);
+        let later = Restart::new(&s, persisted(&s, 2, ActionState::Planned, 2_500), 3_000);
+        assert_eq!(later.cancellations_done(&cancels), 1);
+    }
+
+    #[test]
+    fn only_terminal_ledger_states_give_a_persisted_outcome() {
+        let s = scenario();
+        let mut entry = persisted(&s, 1, ActionState::Completed, 10).remove(0);
+        entry.operation_id = Some("rec_1".into());
+        let done = persisted_terminal(&entry).expect("completed is terminal");
+        assert_eq!(done.status, TerminalStatus::Completed);
+        assert_eq!(done.operation_id.as_deref(), Some("rec_1"));
+        assert!(done.sent);
+        for state in [
+            ActionState::Planned,
+            ActionState::InFlight,
+            ActionState::ReconciliationRequired,
+        ] {
+            entry.state = state;
+            assert!(persisted_terminal(&entry).is_none(), "{state:?}");
+        }
+        entry.state = ActionState::Cancelled;
+        assert_eq!(
+            persisted_terminal(&entry).map(|t| t.status),
+            Some(TerminalStatus::Cancelled)
+        );
+    }
+
+    fn ledger_with(path: &Path, entries: &[LedgerEntry]) {
+        let mut ledger = SqliteLedger::open(path).expect("a ledger file");
+        for e in entries {
+            ledger.put(e).expect("put");
+        }
+    }
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime")
+    }
+
+    #[test]
+    fn resuming_without_the_providers_url_is_refused() {
+        let s = scenario();
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("ledger.db");
+        ledger_with(&path, &persisted(&s, 2, ActionState::InFlight, 500));
+        let opts = LiveOptions {
+            time_scale: Some(10.0),
+            ledger: Some(path.clone()),
+            ..LiveOptions::default()
+        };
+        let err = runtime()
+            .block_on(play_durable(&s, &opts, &path, None, &mut NoAttempts))
+            .expect_err("an in-process provider knows nothing of the dead run");
+        let message = err.to_string();
+        assert!(message.contains("--provider URL"), "{message}");
+        assert!(message.contains("holds 2 actions"), "{message}");
+    }
+
+    #[test]
+    fn resuming_against_a_provider_reset_since_is_refused() {
+        let s = scenario();
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("ledger.db");
+        // The dead process wrote at scenario minute 10; the provider's clock reads ~0.
+        ledger_with(&path, &persisted(&s, 1, ActionState::InFlight, 600_000));
+        let rt = runtime();
+        let (addr, server) = rt
+            .block_on(stampede_provider::spawn_ephemeral(s.provider.clone(), 1))
+            .expect("a provider on 127.0.0.1");
+        let opts = LiveOptions {
+            provider: Some(format!("http://{addr}")),
+            time_scale: Some(1.0),
+            ledger: Some(path.clone()),
+            ..LiveOptions::default()
+        };
+        let err = rt
+            .block_on(play_durable(&s, &opts, &path, None, &mut NoAttempts))
+            .expect_err("the provider no longer holds the dead run's records");
+        assert!(err.to_string().contains("reset or restarted"), "{err}");
+        // A different time scale is refused before that.
+        let other = LiveOptions {
+            time_scale: Some(10.0),
+            ..opts
+        };
+        let err = rt
+            .block_on(play_durable(&s, &other, &path, None, &mut NoAttempts))
+            .expect_err("the scale must match the provider's");
+        assert!(err.to_string().contains("time scale"), "{err}");
+        rt.block_on(server.shutdown()).expect("the provider stops");
+    }
+}
