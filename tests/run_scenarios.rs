@@ -69,7 +69,7 @@ fn quickstart_runs_and_writes_the_run_directory() {
 }
 
 #[test]
-fn backlog_38k_naive_storms_and_fails_while_stampede_passes() {
+fn backlog_38k_naive_storms_and_misses_deadlines_while_stampede_passes() {
     let good = tempfile::tempdir().unwrap();
     let out = run("scenarios/backlog-38k.toml", good.path(), &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
@@ -94,6 +94,25 @@ fn backlog_38k_naive_storms_and_fails_while_stampede_passes() {
         s["retry_waves"]
     );
     assert!(num(&n, "attempts_per_logical") > 3.0 * num(&s, "attempts_per_logical"));
+    // The provider counts refused requests against the minute (count_rejected), so the
+    // storm burns the quota: goodput collapses and the backlog misses its deadline.
+    assert!(
+        num(&n, "goodput_per_min") < 0.5 * num(&s, "goodput_per_min"),
+        "goodput {} vs {}",
+        n["goodput_per_min"],
+        s["goodput_per_min"]
+    );
+    assert!(
+        num(&n, "deadline_misses") > 1_000.0,
+        "the storm misses deadlines: {}",
+        n["deadline_misses"]
+    );
+    assert!(
+        text(&out).contains("FAIL deadline_misses"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(num(&s, "deadline_misses"), 0.0);
     assert!(
         num(&n, "failed") > 1_000.0,
         "the storm fails work: {}",
