@@ -43,6 +43,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    restore_default_sigpipe();
     let cli = Cli::parse();
     match cli.command {
         Command::Run(args) => run::main(args),
@@ -52,5 +53,16 @@ fn main() -> ExitCode {
         Command::Sweep(args) => sweep::main(args),
         Command::Diff(args) => diff::main(args),
         Command::Serve(args) => serve::main(args),
+    }
+}
+
+/// Rust ignores SIGPIPE, so a closed stdout (`stampede check scenarios/ | head`) makes the next
+/// `println!` panic. A command-line filter should simply end, as every Unix tool does.
+fn restore_default_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in main, before any other thread exists; SIG_DFL is a valid
+    // disposition for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
