@@ -180,6 +180,11 @@ fn a_runner_killed_after_the_provider_committed_looks_the_write_up_after_restart
         "one look-up of the killed action: {after:?}"
     );
     assert_eq!(lookups[0].route, "/v1/records?idempotency_key");
+    assert_eq!(
+        lookups[0].lookup.as_deref(),
+        Some(format!("idempotency_key={key}").as_str()),
+        "the look-up asks for the ORIGINAL key of the killed create"
+    );
     assert_eq!(lookups[0].status, Some(200));
     // ...and no second create for it, under its key or its external reference.
     let again: Vec<&JournalEntry> = after

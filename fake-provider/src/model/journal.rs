@@ -28,6 +28,10 @@ pub struct JournalEntry {
     pub idempotency_key: Option<String>,
     /// External reference of a record write.
     pub external_ref: Option<String>,
+    /// What a record look-up asked for (`id=..`, `external_ref=..`, `idempotency_key=..`), so
+    /// reconciliation by the original key can be read off the journal.
+    #[serde(default)]
+    pub lookup: Option<String>,
     /// Request fingerprint without secrets: method, route template and body hash.
     pub fingerprint: String,
     /// `x-stampede-tenant`.

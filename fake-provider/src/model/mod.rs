@@ -233,6 +233,7 @@ impl ProviderModel {
             method: req.route.method().to_string(),
             idempotency_key: req.idempotency_key.clone(),
             external_ref: req.external_ref.clone(),
+            lookup: req.route.lookup(),
             fingerprint: format!(
                 "{} {} {:016x}",
                 req.route.method(),

@@ -72,6 +72,21 @@ pub enum FindBy {
 }
 
 impl RequestRoute {
+    /// What a record look-up asked for (`id=rec_000001`, `external_ref=..`,
+    /// `idempotency_key=..`), for the journal; `None` for other routes.
+    pub fn lookup(&self) -> Option<String> {
+        match self {
+            RequestRoute::GetRecord { id } => Some(format!("id={id}")),
+            RequestRoute::FindRecords {
+                by: FindBy::ExternalRef(r),
+            } => Some(format!("external_ref={r}")),
+            RequestRoute::FindRecords {
+                by: FindBy::IdempotencyKey(k),
+            } => Some(format!("idempotency_key={k}")),
+            _ => None,
+        }
+    }
+
     /// The route's name as used by fault filters.
     pub fn name(&self) -> RouteName {
         match self {

@@ -96,6 +96,7 @@ mod tests {
             method: method.into(),
             idempotency_key: None,
             external_ref: None,
+            lookup: None,
             fingerprint: String::new(),
             tenant: None,
             action: Some(7),
