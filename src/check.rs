@@ -36,6 +36,9 @@ pub struct CheckArgs {
     /// Write only the data files in each run directory, no plots or HTML page.
     #[arg(long)]
     no_render: bool,
+    /// Also write every plot as PNG beside its SVG in each run directory.
+    #[arg(long, conflicts_with_all = ["no_render", "no_write"])]
+    png: bool,
     /// Override a key in every scenario, as `stampede run --set` does. Repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
@@ -89,6 +92,7 @@ pub fn main(args: CheckArgs) -> ExitCode {
                 let opts = RunOptions {
                     out_dir: out_dir.clone(),
                     render,
+                    png: args.png,
                     github_step_summary: None,
                 };
                 run_virtual(scenario, &opts)

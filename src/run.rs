@@ -30,6 +30,10 @@ pub struct RunArgs {
     /// Write only the data files (summary.json and the CSVs), no plots or HTML page.
     #[arg(long)]
     no_render: bool,
+    /// Also write every plot as PNG beside its SVG (text in an embedded font, so a machine
+    /// without fonts draws the same image).
+    #[arg(long, conflicts_with = "no_render")]
+    png: bool,
     /// An earlier run directory (or its summary.json): print each figure's change against it.
     #[arg(long, value_name = "DIR")]
     baseline: Option<PathBuf>,
@@ -80,6 +84,7 @@ pub fn main(args: RunArgs) -> ExitCode {
     let opts = RunOptions {
         out_dir: Some(out_dir.clone()),
         render: !args.no_render,
+        png: args.png,
         // The library never reads the environment; the command passes CI's summary file in.
         github_step_summary: std::env::var_os("GITHUB_STEP_SUMMARY").map(PathBuf::from),
     };

@@ -16,7 +16,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use stampede_reports::number::median;
 use stampede_reports::{
-    fmt_num, recommend, render_sweep_plots, write_sweep_csv, Summary, SweepRow,
+    fmt_num, recommend, render_sweep_plots_with, write_sweep_csv, RenderOptions, Summary, SweepRow,
 };
 use stampede_sim::run::{default_out_dir, run_virtual, RunOptions};
 use stampede_sim::scenario::{self, parse_override, Override, Scenario};
@@ -48,6 +48,9 @@ pub struct SweepArgs {
     /// Runs at once (default: the machine's cores).
     #[arg(long, short = 'j', value_name = "N")]
     jobs: Option<NonZeroUsize>,
+    /// Also write every sweep plot as PNG beside its SVG.
+    #[arg(long)]
+    png: bool,
 }
 
 /// One `--vary`: the key and its values as written.
@@ -188,7 +191,7 @@ pub fn main(args: SweepArgs) -> ExitCode {
     print_configs(&loaded, &rows);
     let keys: Vec<String> = varied.iter().map(|v| v.key.clone()).collect();
     let recommendation = recommend(&rows).line();
-    if let Err(message) = write_outputs(&out_dir, &rows, &keys, &recommendation) {
+    if let Err(message) = write_outputs(&out_dir, &rows, &keys, &recommendation, args.png) {
         return exit::bad_input(message);
     }
     println!("wrote {}", out_dir.display());
@@ -311,11 +314,16 @@ fn write_outputs(
     rows: &[SweepRow],
     keys: &[String],
     recommendation: &str,
+    png: bool,
 ) -> Result<(), String> {
     std::fs::create_dir_all(dir)
         .map_err(|e| format!("cannot create the sweep folder {}: {e}", dir.display()))?;
     write_sweep_csv(&dir.join("sweep.csv"), rows).map_err(|e| e.to_string())?;
-    render_sweep_plots(dir, rows, keys).map_err(|e| e.to_string())?;
+    let opts = RenderOptions {
+        png,
+        ..RenderOptions::default()
+    };
+    render_sweep_plots_with(dir, rows, keys, &opts).map_err(|e| e.to_string())?;
     let path = dir.join("recommendation.txt");
     std::fs::write(&path, format!("{recommendation}\n"))
         .map_err(|e| format!("cannot write {}: {e}", path.display()))

@@ -1,5 +1,5 @@
 //! stampede-reports: the run report schema that `stampede-sim` fills, and its renderers:
-//! plots (SVG), `index.html`, `junit.xml`, the markdown summary, run comparison, and sweep
+//! plots (SVG, and PNG on request), `index.html`, `junit.xml`, the markdown summary, run comparison, and sweep
 //! outputs. Every output is a pure function of its input: same input, same bytes.
 
 pub mod compare;
@@ -27,4 +27,7 @@ pub use markdown::{render_markdown, verdict_line};
 pub use number::{fmt_figure, fmt_num};
 pub use report::{render, RenderOptions, Rendered, RunReport};
 pub use schema::{AttemptRow, Expectation, Percentiles, Summary, TenantRow, TimeseriesRow};
-pub use sweep::{recommend, render_sweep_plots, write_sweep_csv, Recommendation, SweepRow};
+pub use sweep::{
+    recommend, render_sweep_plots, render_sweep_plots_with, write_sweep_csv, Recommendation,
+    SweepRow,
+};

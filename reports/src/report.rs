@@ -10,6 +10,7 @@ use crate::html::render_html;
 use crate::junit::junit_suite;
 use crate::markdown::render_markdown;
 use crate::plots::fine_retries::FineRetries;
+use crate::plots::raster::svg_to_png;
 use crate::plots::run_plots::run_plots;
 use crate::schema::{Summary, TenantRow, TimeseriesRow};
 
@@ -36,6 +37,10 @@ pub struct RunReport {
 pub struct RenderOptions {
     /// Draw the plots (SVG) and inline them in the page. Default true.
     pub plots: bool,
+    /// Also write every plot as PNG beside its SVG (`attempts.png` next to `attempts.svg`),
+    /// for places that show no SVG. Text uses the embedded font, never the machine's, so a
+    /// fresh machine gives the same bytes. Default false: rasterising costs time.
+    pub png: bool,
     /// Append the markdown summary to this file. The CLI fills it from `$GITHUB_STEP_SUMMARY`
     /// (the library never reads the environment itself).
     pub github_step_summary: Option<PathBuf>,
@@ -45,6 +50,7 @@ impl Default for RenderOptions {
     fn default() -> Self {
         RenderOptions {
             plots: true,
+            png: false,
             github_step_summary: None,
         }
     }
@@ -59,14 +65,41 @@ pub struct Rendered {
     pub markdown: String,
 }
 
-fn write(path: PathBuf, contents: &str, files: &mut Vec<PathBuf>) -> Result<(), ReportError> {
+fn write(
+    path: PathBuf,
+    contents: impl AsRef<[u8]>,
+    files: &mut Vec<PathBuf>,
+) -> Result<(), ReportError> {
     fs::write(&path, contents).map_err(|e| ReportError::io("writing", &path, e))?;
     files.push(path);
     Ok(())
 }
 
+/// Writes `svg` as `dir/file`, and with `png` also its rasterisation beside it (same base
+/// name, `.png`).
+pub(crate) fn write_plot(
+    dir: &Path,
+    file: &str,
+    svg: &str,
+    png: bool,
+    files: &mut Vec<PathBuf>,
+) -> Result<(), ReportError> {
+    let path = dir.join(file);
+    if png {
+        let png_path = path.with_extension("png");
+        let name = png_path
+            .file_name()
+            .map_or_else(|| file.to_string(), |n| n.to_string_lossy().into_owned());
+        let bytes = svg_to_png(&name, svg)?;
+        write(path, svg, files)?;
+        write(png_path, bytes, files)
+    } else {
+        write(path, svg, files)
+    }
+}
+
 /// Writes the plots (`attempts.svg`, `queue.svg`, `tokens.svg`, `latency.svg`, and
-/// `tenants.svg` for several tenants), `index.html`, `junit.xml` and `summary.md` into `dir`
+/// `tenants.svg` for several tenants; with `opts.png` each also as `.png`), `index.html`, `junit.xml` and `summary.md` into `dir`
 /// (created if missing), and appends the markdown to `opts.github_step_summary` if set.
 /// When `dir` already holds the run's `attempts.csv` (the run writes it before rendering; a
 /// file whose row count is not `summary.outbound_attempts` is ignored), `attempts.svg` gets
@@ -88,11 +121,11 @@ pub fn render(
         Vec::new()
     };
     for p in &plots {
-        write(dir.join(&p.file), &p.svg, &mut files)?;
+        write_plot(dir, &p.file, &p.svg, opts.png, &mut files)?;
     }
     write(
         dir.join("index.html"),
-        &render_html(report, &plots),
+        render_html(report, &plots),
         &mut files,
     )?;
     let junit = junit_suite(&[(

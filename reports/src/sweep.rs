@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::error::ReportError;
 use crate::figures::figure;
 use crate::number::{fmt_figure, fmt_num, median};
+use crate::report::{write_plot, RenderOptions};
 use crate::schema::Summary;
 
 /// One run of a sweep: one configuration of the varied keys, one seed.
@@ -89,18 +90,31 @@ pub fn write_sweep_csv(path: &Path, rows: &[SweepRow]) -> Result<(), ReportError
 /// Draws `sweep-<figure>.svg` into `dir` for attempts_per_logical, goodput_per_min,
 /// deadline_misses, outbound_attempts and duplicates, against the first of `varied_keys`
 /// (one line per value of the others), median over seeds with a min-max band. Returns the
-/// files written.
+/// files written. SVG only: `render_sweep_plots_with` also writes PNG.
 pub fn render_sweep_plots(
     dir: &Path,
     rows: &[SweepRow],
     varied_keys: &[String],
 ) -> Result<Vec<PathBuf>, ReportError> {
-    std::fs::create_dir_all(dir).map_err(|e| ReportError::io("creating folder", dir, e))?;
+    render_sweep_plots_with(dir, rows, varied_keys, &RenderOptions::default())
+}
+
+/// `render_sweep_plots` as `opts` asks: nothing when `opts.plots` is false, and with
+/// `opts.png` every `sweep-<figure>.svg` also as `sweep-<figure>.png`
+/// (`opts.github_step_summary` is not used here). Returns the files written, in order.
+pub fn render_sweep_plots_with(
+    dir: &Path,
+    rows: &[SweepRow],
+    varied_keys: &[String],
+    opts: &RenderOptions,
+) -> Result<Vec<PathBuf>, ReportError> {
     let mut files = Vec::new();
+    if !opts.plots {
+        return Ok(files);
+    }
+    std::fs::create_dir_all(dir).map_err(|e| ReportError::io("creating folder", dir, e))?;
     for plot in crate::plots::sweep_plots::sweep_plots(rows, varied_keys)? {
-        let path = dir.join(&plot.file);
-        std::fs::write(&path, &plot.svg).map_err(|e| ReportError::io("writing", &path, e))?;
-        files.push(path);
+        write_plot(dir, &plot.file, &plot.svg, opts.png, &mut files)?;
     }
     Ok(files)
 }

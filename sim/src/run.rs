@@ -20,6 +20,8 @@ pub struct RunOptions {
     pub out_dir: Option<PathBuf>,
     /// Draw plots and the HTML page (off: data files only).
     pub render: bool,
+    /// With `render`: also write every plot as PNG beside its SVG.
+    pub png: bool,
     /// Append the markdown summary here (`$GITHUB_STEP_SUMMARY`, passed in by the command).
     pub github_step_summary: Option<PathBuf>,
 }
@@ -156,6 +158,7 @@ pub fn finish_run(
         if opts.render {
             let render_opts = RenderOptions {
                 plots: true,
+                png: opts.png,
                 github_step_summary: opts.github_step_summary.clone(),
             };
             let rendered = stampede_reports::render(dir, &report, &render_opts)
