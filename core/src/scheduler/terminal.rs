@@ -64,14 +64,16 @@ impl<L: Ledger> Scheduler<L> {
         };
         self.persist_terminal(&mut job, status, now);
         self.record_terminal(&terminal, now);
-        self.outbox.push_back(Command::Finish(terminal.clone()));
-        if !job.entry.job.coalescable {
+        let followers = match job.entry.job.resource.as_deref() {
+            Some(resource) if job.entry.job.coalescable => self.coalescing.disband(resource, id),
+            _ => Vec::new(),
+        };
+        if followers.is_empty() {
+            // The common case: the terminal goes out as it is, without a copy.
+            self.outbox.push_back(Command::Finish(terminal));
             return;
         }
-        let Some(resource) = job.entry.job.resource.as_deref() else {
-            return;
-        };
-        let followers = self.coalescing.disband(resource, id);
+        self.outbox.push_back(Command::Finish(terminal.clone()));
         for follower in followers {
             if status == TerminalStatus::Cancelled {
                 // The leader's cancellation is not the readers': one of them sends instead.
