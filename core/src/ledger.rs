@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use crate::id_hash::IdHash;
+use crate::stored_entry::StoredEntry;
 
 use serde::{Deserialize, Serialize};
 
@@ -81,8 +82,9 @@ pub trait Ledger {
 /// The in-memory ledger: what a process without persistence has.
 #[derive(Debug, Default, Clone)]
 pub struct InMemoryLedger {
-    /// Hashed by job id for one-probe updates; `entries()` sorts, so no order leaks.
-    entries: HashMap<JobId, LedgerEntry, IdHash>,
+    /// Hashed by job id for one-probe updates; `entries()` sorts, so no order leaks. Stored
+    /// compact (short texts inline): a put copies no strings to the heap.
+    entries: HashMap<JobId, StoredEntry, IdHash>,
     /// Drop entries once they are terminal, so long runs do not grow memory with the total
     /// number of requests (only live actions and those left `reconciliation_required` stay).
     forget_terminal: bool,
@@ -102,9 +104,9 @@ impl InMemoryLedger {
         }
     }
 
-    /// The entry for one job, if any.
-    pub fn get(&self, id: JobId) -> Option<&LedgerEntry> {
-        self.entries.get(&id)
+    /// The entry for one job, if any (a copy).
+    pub fn get(&self, id: JobId) -> Option<LedgerEntry> {
+        self.entries.get(&id).map(StoredEntry::to_entry)
     }
 
     /// Number of entries.
@@ -124,23 +126,18 @@ impl Ledger for InMemoryLedger {
             return Ok(());
         }
         match self.entries.get_mut(&entry.job.id) {
-            // A state change of a known action: update in place instead of cloning the job.
-            Some(known) if known.job == entry.job => {
-                known.state = entry.state;
-                known.attempts = entry.attempts;
-                known.waited_ms = entry.waited_ms;
-                known.operation_id.clone_from(&entry.operation_id);
-                known.updated_at = entry.updated_at;
-            }
+            // A state change of a known action: update in place instead of copying the job.
+            Some(known) if known.holds_job(&entry.job) => known.set_progress(entry),
             _ => {
-                self.entries.insert(entry.job.id, entry.clone());
+                self.entries.insert(entry.job.id, StoredEntry::new(entry));
             }
         }
         Ok(())
     }
 
     fn entries(&self) -> Result<Vec<LedgerEntry>, LedgerError> {
-        let mut entries: Vec<LedgerEntry> = self.entries.values().cloned().collect();
+        let mut entries: Vec<LedgerEntry> =
+            self.entries.values().map(StoredEntry::to_entry).collect();
         entries.sort_unstable_by_key(|entry| entry.job.id);
         Ok(entries)
     }
@@ -148,11 +145,7 @@ impl Ledger for InMemoryLedger {
     fn put_progress(&mut self, entry: &LedgerEntry) -> Result<(), LedgerError> {
         match self.entries.get_mut(&entry.job.id) {
             Some(known) if !(self.forget_terminal && entry.state.is_terminal()) => {
-                known.state = entry.state;
-                known.attempts = entry.attempts;
-                known.waited_ms = entry.waited_ms;
-                known.operation_id.clone_from(&entry.operation_id);
-                known.updated_at = entry.updated_at;
+                known.set_progress(entry);
                 Ok(())
             }
             _ => self.put(entry),

@@ -36,3 +36,4 @@ mod id_hash;
 pub mod idempotency;
 pub mod rate_headers;
 pub mod retry_after;
+mod stored_entry;

@@ -1,0 +1,252 @@
+//! How the in-memory ledger holds a logical action: the job's short texts (tenant, task,
+//! credential, scope, class, idempotency key...) are kept inline rather than as separate
+//! heap strings. The ledger takes a copy of every admitted action and drops it when the
+//! action ends; with `String`s that was a dozen allocations and frees per action, the
+//! largest cost of the core's submit-to-terminal cycle. Texts too long for their slot fall
+//! back to the heap, so nothing is ever truncated.
+
+use crate::job::{Job, JobId, Priority, Route};
+use crate::ledger::{ActionState, LedgerEntry};
+use crate::time::Millis;
+
+/// A text of up to `N` bytes stored in place (`N` < 256), or a longer one on the heap.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Text<const N: usize> {
+    Inline { len: u8, bytes: [u8; N] },
+    Heap(Box<str>),
+}
+
+impl<const N: usize> Text<N> {
+    fn new(text: &str) -> Self {
+        if text.len() <= N && N <= usize::from(u8::MAX) {
+            let mut bytes = [0u8; N];
+            bytes[..text.len()].copy_from_slice(text.as_bytes());
+            Self::Inline {
+                len: text.len() as u8,
+                bytes,
+            }
+        } else {
+            Self::Heap(text.into())
+        }
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            Self::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            Self::Heap(text) => text.as_bytes(),
+        }
+    }
+
+    fn text_string(&self) -> String {
+        // The bytes were copied whole from a `&str`: always valid UTF-8.
+        String::from_utf8_lossy(self.as_bytes()).into_owned()
+    }
+
+    fn holds(&self, text: &str) -> bool {
+        self.as_bytes() == text.as_bytes()
+    }
+}
+
+fn text<const N: usize>(value: &Option<String>) -> Option<Text<N>> {
+    value.as_deref().map(Text::new)
+}
+
+fn same<const N: usize>(stored: &Option<Text<N>>, value: &Option<String>) -> bool {
+    match (stored, value) {
+        (Some(stored), Some(value)) => stored.holds(value),
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+fn owned<const N: usize>(stored: &Option<Text<N>>) -> Option<String> {
+    stored.as_ref().map(Text::text_string)
+}
+
+/// One ledger entry in compact form; converts to and from [`LedgerEntry`] without loss.
+#[derive(Debug, Clone)]
+pub(crate) struct StoredEntry {
+    id: JobId,
+    tenant: Text<22>,
+    task: Text<30>,
+    credential: Text<22>,
+    scope: Option<Text<30>>,
+    class: Text<22>,
+    route: Route,
+    resource: Option<Text<30>>,
+    priority: Priority,
+    prompt_tokens: u32,
+    max_output_tokens: u32,
+    deadline: Option<Millis>,
+    /// Derived keys are `stk_` and 32 hex digits: 36 bytes.
+    idempotency_key: Option<Text<38>>,
+    payload_hash: u64,
+    external_ref: Option<Text<30>>,
+    coalescable: bool,
+    stream: bool,
+    pub state: ActionState,
+    attempts: u32,
+    waited_ms: Millis,
+    operation_id: Option<Text<30>>,
+    updated_at: Millis,
+}
+
+impl StoredEntry {
+    pub fn new(entry: &LedgerEntry) -> Self {
+        let job = &entry.job;
+        Self {
+            id: job.id,
+            tenant: Text::new(&job.tenant),
+            task: Text::new(&job.task),
+            credential: Text::new(&job.credential),
+            scope: text(&job.scope),
+            class: Text::new(&job.class),
+            route: job.route,
+            resource: text(&job.resource),
+            priority: job.priority,
+            prompt_tokens: job.prompt_tokens,
+            max_output_tokens: job.max_output_tokens,
+            deadline: job.deadline,
+            idempotency_key: text(&job.idempotency_key),
+            payload_hash: job.payload_hash,
+            external_ref: text(&job.external_ref),
+            coalescable: job.coalescable,
+            stream: job.stream,
+            state: entry.state,
+            attempts: entry.attempts,
+            waited_ms: entry.waited_ms,
+            operation_id: text(&entry.operation_id),
+            updated_at: entry.updated_at,
+        }
+    }
+
+    /// Whether `job` is the job stored here, field for field.
+    pub fn holds_job(&self, job: &Job) -> bool {
+        self.id == job.id
+            && self.tenant.holds(&job.tenant)
+            && self.task.holds(&job.task)
+            && self.credential.holds(&job.credential)
+            && same(&self.scope, &job.scope)
+            && self.class.holds(&job.class)
+            && self.route == job.route
+            && same(&self.resource, &job.resource)
+            && self.priority == job.priority
+            && self.prompt_tokens == job.prompt_tokens
+            && self.max_output_tokens == job.max_output_tokens
+            && self.deadline == job.deadline
+            && same(&self.idempotency_key, &job.idempotency_key)
+            && self.payload_hash == job.payload_hash
+            && same(&self.external_ref, &job.external_ref)
+            && self.coalescable == job.coalescable
+            && self.stream == job.stream
+    }
+
+    /// Takes the progress of an entry whose job is the one stored here.
+    pub fn set_progress(&mut self, entry: &LedgerEntry) {
+        self.state = entry.state;
+        self.attempts = entry.attempts;
+        self.waited_ms = entry.waited_ms;
+        if !same(&self.operation_id, &entry.operation_id) {
+            self.operation_id = text(&entry.operation_id);
+        }
+        self.updated_at = entry.updated_at;
+    }
+
+    /// The entry as the ledger was given it.
+    pub fn to_entry(&self) -> LedgerEntry {
+        LedgerEntry {
+            job: Job {
+                id: self.id,
+                tenant: self.tenant.text_string(),
+                task: self.task.text_string(),
+                credential: self.credential.text_string(),
+                scope: owned(&self.scope),
+                class: self.class.text_string(),
+                route: self.route,
+                resource: owned(&self.resource),
+                priority: self.priority,
+                prompt_tokens: self.prompt_tokens,
+                max_output_tokens: self.max_output_tokens,
+                deadline: self.deadline,
+                idempotency_key: owned(&self.idempotency_key),
+                payload_hash: self.payload_hash,
+                external_ref: owned(&self.external_ref),
+                coalescable: self.coalescable,
+                stream: self.stream,
+            },
+            state: self.state,
+            attempts: self.attempts,
+            waited_ms: self.waited_ms,
+            operation_id: owned(&self.operation_id),
+            updated_at: self.updated_at,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(long: bool) -> LedgerEntry {
+        let text = |short: &str| {
+            if long {
+                format!("{short}-{}", "é".repeat(40))
+            } else {
+                short.to_string()
+            }
+        };
+        LedgerEntry {
+            job: Job {
+                id: 9,
+                tenant: text("acme"),
+                task: text("task-1"),
+                credential: text("sk-acme"),
+                scope: Some(text("account:acme")),
+                class: text("llm"),
+                route: Route::CreateRecord,
+                resource: None,
+                priority: Priority::Bulk,
+                prompt_tokens: 10,
+                max_output_tokens: 20,
+                deadline: Some(5_000),
+                idempotency_key: Some(text("stk_0123456789abcdef0123456789abcdef")),
+                payload_hash: 77,
+                external_ref: Some(String::new()),
+                coalescable: true,
+                stream: false,
+            },
+            state: ActionState::InFlight,
+            attempts: 2,
+            waited_ms: 300,
+            operation_id: Some(text("rec_1")),
+            updated_at: 1_234,
+        }
+    }
+
+    #[test]
+    fn short_and_long_texts_come_back_unchanged() {
+        for long in [false, true] {
+            let original = entry(long);
+            let stored = StoredEntry::new(&original);
+            assert_eq!(stored.to_entry(), original);
+            assert!(stored.holds_job(&original.job));
+        }
+    }
+
+    #[test]
+    fn a_different_job_is_told_apart_and_progress_is_taken() {
+        let original = entry(false);
+        let mut stored = StoredEntry::new(&original);
+        let mut other = original.clone();
+        other.job.external_ref = None;
+        assert!(!stored.holds_job(&other.job));
+        other.job.external_ref = Some("x".into());
+        assert!(!stored.holds_job(&other.job));
+        let mut later = original.clone();
+        later.state = ActionState::Completed;
+        later.attempts = 3;
+        later.operation_id = None;
+        stored.set_progress(&later);
+        assert_eq!(stored.to_entry(), later);
+    }
+}
