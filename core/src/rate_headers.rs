@@ -43,45 +43,48 @@ pub fn rate_hint(headers: &[(String, String)]) -> Option<RateHint> {
     let mut openai = RateHint::default();
     let mut ietf = RateHint::default();
     for (name, value) in headers {
-        let name = name.as_str();
-        // Most headers are not rate-limit headers: reject them with one prefix check.
-        let prefix = |p: &str| {
-            name.get(..p.len())
-                .is_some_and(|head| head.eq_ignore_ascii_case(p))
-        };
-        if !prefix("x-ratelimit-") && !prefix("ratelimit") {
+        // Most headers are not rate-limit headers: reject them with one prefix check, then
+        // match the lower-cased name once (on the stack) instead of comparing it with each
+        // known name in turn: this runs for every header of every answer.
+        let Some(lower) = rate_header_name(name) else {
             continue;
-        }
-        let value = value.trim();
-        let is = |expected: &str| name.eq_ignore_ascii_case(expected);
-        if is("x-ratelimit-limit-requests") {
-            set(&mut openai.limit_requests, parse_count(value));
-        } else if is("x-ratelimit-remaining-requests") {
-            set(&mut openai.remaining_requests, parse_count(value));
-        } else if is("x-ratelimit-reset-requests") {
-            set(&mut openai.reset_requests_ms, parse_duration_ms(value));
-        } else if is("x-ratelimit-limit-tokens") {
-            set(&mut openai.limit_tokens, parse_count(value));
-        } else if is("x-ratelimit-remaining-tokens") {
-            set(&mut openai.remaining_tokens, parse_count(value));
-        } else if is("x-ratelimit-reset-tokens") {
-            set(&mut openai.reset_tokens_ms, parse_duration_ms(value));
-        } else if is("ratelimit-limit") {
-            set(&mut ietf.limit_requests, parse_count(leading_item(value)));
-        } else if is("ratelimit-remaining") {
-            set(
-                &mut ietf.remaining_requests,
-                parse_count(leading_item(value)),
-            );
-        } else if is("ratelimit-reset") {
-            set(
-                &mut ietf.reset_requests_ms,
-                parse_seconds_ms(leading_item(value)),
-            );
-        } else if is("ratelimit") {
-            parse_combined(value, &mut ietf);
-        } else if is("ratelimit-policy") {
-            parse_policy(value, &mut ietf);
+        };
+        let value = trimmed(value);
+        // A field keeps its first usable value, so a header whose fields are all known
+        // already is not parsed; the IETF family only fills request fields OpenAI's left open.
+        let requests_known = openai.limit_requests.is_some()
+            && openai.remaining_requests.is_some()
+            && openai.reset_requests_ms.is_some();
+        match lower.as_bytes() {
+            b"x-ratelimit-limit-requests" => {
+                first(&mut openai.limit_requests, || parse_count(value))
+            }
+            b"x-ratelimit-remaining-requests" => {
+                first(&mut openai.remaining_requests, || parse_count(value))
+            }
+            b"x-ratelimit-reset-requests" => {
+                first(&mut openai.reset_requests_ms, || parse_duration_ms(value))
+            }
+            b"x-ratelimit-limit-tokens" => first(&mut openai.limit_tokens, || parse_count(value)),
+            b"x-ratelimit-remaining-tokens" => {
+                first(&mut openai.remaining_tokens, || parse_count(value))
+            }
+            b"x-ratelimit-reset-tokens" => {
+                first(&mut openai.reset_tokens_ms, || parse_duration_ms(value))
+            }
+            _ if requests_known => {}
+            b"ratelimit-limit" => first(&mut ietf.limit_requests, || {
+                parse_count(leading_item(value))
+            }),
+            b"ratelimit-remaining" => first(&mut ietf.remaining_requests, || {
+                parse_count(leading_item(value))
+            }),
+            b"ratelimit-reset" => first(&mut ietf.reset_requests_ms, || {
+                parse_seconds_ms(leading_item(value))
+            }),
+            b"ratelimit" => parse_combined(value, &mut ietf),
+            b"ratelimit-policy" => parse_policy(value, &mut ietf),
+            _ => {}
         }
     }
     let hint = RateHint {
@@ -93,6 +96,43 @@ pub fn rate_hint(headers: &[(String, String)]) -> Option<RateHint> {
     (!hint.is_empty()).then_some(hint)
 }
 
+/// The longest rate-limit header name read (`x-ratelimit-remaining-requests`).
+const LONGEST_NAME: usize = 30;
+
+/// A header name lower-cased into a stack buffer, when it can be a rate-limit header (starts
+/// with `x-ratelimit-` or `ratelimit`, any ASCII case, and is no longer than the longest one).
+fn rate_header_name(name: &str) -> Option<LowerName> {
+    let bytes = name.as_bytes();
+    let prefix = |p: &[u8]| {
+        bytes
+            .get(..p.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(p))
+    };
+    if bytes.len() > LONGEST_NAME || !(prefix(b"x-ratelimit-") || prefix(b"ratelimit")) {
+        return None;
+    }
+    let mut lower = LowerName {
+        bytes: [0; LONGEST_NAME],
+        len: bytes.len(),
+    };
+    lower.bytes[..bytes.len()].copy_from_slice(bytes);
+    lower.bytes[..bytes.len()].make_ascii_lowercase();
+    Some(lower)
+}
+
+/// A short ASCII-lower-cased header name (non-ASCII bytes are kept as they are, so they
+/// match no known name, as with `eq_ignore_ascii_case`).
+struct LowerName {
+    bytes: [u8; LONGEST_NAME],
+    len: usize,
+}
+
+impl LowerName {
+    fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
 /// Keeps the first usable value of a field.
 fn set<T>(slot: &mut Option<T>, value: Option<T>) {
     if slot.is_none() {
@@ -100,8 +140,24 @@ fn set<T>(slot: &mut Option<T>, value: Option<T>) {
     }
 }
 
+/// Like `set`, parsing only when the field has no value yet.
+fn first<T>(slot: &mut Option<T>, parse: impl FnOnce() -> Option<T>) {
+    if slot.is_none() {
+        *slot = parse();
+    }
+}
+
+/// `text.trim()`, skipping the Unicode scan when both ends are visible ASCII (which is never
+/// whitespace), as header values nearly always are.
+fn trimmed(text: &str) -> &str {
+    match (text.as_bytes().first(), text.as_bytes().last()) {
+        (Some(head), Some(tail)) if head.is_ascii_graphic() && tail.is_ascii_graphic() => text,
+        _ => text.trim(),
+    }
+}
+
 fn parse_count(text: &str) -> Option<u64> {
-    let text = text.trim();
+    let text = trimmed(text);
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -115,7 +171,7 @@ fn parse_seconds_ms(text: &str) -> Option<Millis> {
 
 /// `"100, 100;w=60"` (a limit followed by its policies) reads as `"100"`.
 fn leading_item(text: &str) -> &str {
-    text.split([',', ';']).next().unwrap_or("").trim()
+    trimmed(text.split([',', ';']).next().unwrap_or(""))
 }
 
 /// `limit=100, remaining=50, reset=30` (older draft) or `"default";r=50;t=30` (newer draft).
@@ -126,11 +182,14 @@ fn parse_combined(value: &str, hint: &mut RateHint) {
             let Some((key, figure)) = parameter.split_once('=') else {
                 continue;
             };
-            match key.trim().to_ascii_lowercase().as_str() {
-                "limit" => set(&mut hint.limit_requests, parse_count(figure)),
-                "remaining" | "r" => set(&mut hint.remaining_requests, parse_count(figure)),
-                "reset" | "t" => set(&mut hint.reset_requests_ms, parse_seconds_ms(figure)),
-                _ => {}
+            let key = trimmed(key);
+            let is = |name: &str| key.eq_ignore_ascii_case(name);
+            if is("limit") {
+                set(&mut hint.limit_requests, parse_count(figure));
+            } else if is("remaining") || is("r") {
+                set(&mut hint.remaining_requests, parse_count(figure));
+            } else if is("reset") || is("t") {
+                set(&mut hint.reset_requests_ms, parse_seconds_ms(figure));
             }
         }
     }
@@ -140,7 +199,7 @@ fn parse_combined(value: &str, hint: &mut RateHint) {
 fn parse_policy(value: &str, hint: &mut RateHint) {
     for parameter in value.split([',', ';']) {
         if let Some((key, figure)) = parameter.split_once('=') {
-            if key.trim().eq_ignore_ascii_case("q") {
+            if trimmed(key).eq_ignore_ascii_case("q") {
                 set(&mut hint.limit_requests, parse_count(figure));
             }
         }
@@ -151,7 +210,7 @@ fn parse_policy(value: &str, hint: &mut RateHint) {
 /// units `h`, `m`, `s`, `ms`, `us`/`µs`, `ns` (`"6m0s"`, `"1.5s"`, `"20ms"`). A bare number
 /// is taken as seconds. Rounded up to a whole ms, saturating; integer arithmetic only.
 pub fn parse_duration_ms(text: &str) -> Option<Millis> {
-    let text = text.trim();
+    let text = trimmed(text);
     if text.is_empty() {
         return None;
     }
@@ -361,5 +420,19 @@ mod tests {
                 ..RateHint::default()
             })
         );
+    }
+
+    #[test]
+    fn header_names_match_in_any_ascii_case_and_only_whole() {
+        let hint = rate_hint(&headers(&[
+            ("X-RateLimit-Remaining-Requests", " 7 "),
+            ("x-ratelimit-remaining-requests-extra", "9"),
+            ("x-ratelimit-reset-tokenS", "1.5s"),
+            ("RATELIMIT", "Limit=100, REMAINING=1"),
+        ]))
+        .expect("recognised headers");
+        assert_eq!(hint.remaining_requests, Some(7));
+        assert_eq!(hint.reset_tokens_ms, Some(1_500));
+        assert_eq!(hint.limit_requests, Some(100));
     }
 }
