@@ -13,6 +13,11 @@ pub trait AuditSink {
     fn record(&mut self, events: &[AuditEvent]) -> Result<(), String>;
     /// The runner died and a new process starts: it reopens the trail.
     fn restart(&mut self) -> Result<(), String>;
+    /// Whether events are kept at all. A sink that drops them says so, and the driver then
+    /// turns the core's audit off: recording events nobody reads costs a string per event.
+    fn keeps_events(&self) -> bool {
+        true
+    }
 }
 
 /// Discards events (runs without a directory, benchmarks).
@@ -25,6 +30,10 @@ impl AuditSink for NoAudit {
 
     fn restart(&mut self) -> Result<(), String> {
         Ok(())
+    }
+
+    fn keeps_events(&self) -> bool {
+        false
     }
 }
 
