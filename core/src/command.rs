@@ -84,12 +84,19 @@ pub enum Reason {
     TaskBudgetExhausted,
     ScopeBudgetExhausted,
     /// A failure that retrying will not fix (status code and provider error code).
-    WontImprove { status: u16, code: Option<String> },
+    WontImprove {
+        status: u16,
+        code: Option<String>,
+    },
     /// Daily or billing quota exhausted.
     QuotaExhausted,
     /// 409 that is not retryable (duplicate, version conflict).
-    Conflict { code: Option<String> },
-    CircuitOpen { fingerprint: String },
+    Conflict {
+        code: Option<String>,
+    },
+    CircuitOpen {
+        fingerprint: String,
+    },
     Cancelled,
     /// A stream that had delivered tokens was cut; it is not retried.
     StreamInterrupted,
@@ -104,13 +111,17 @@ pub enum Reason {
 #[serde(rename_all = "snake_case")]
 pub enum NextAction {
     /// Wait this long (ms), then try again.
-    Wait { ms: Millis },
+    Wait {
+        ms: Millis,
+    },
     QueryStatus,
     RetryWithSameKey,
     RaiseQuota,
     Cancel,
     /// Send a new operation; it can duplicate the side effect.
-    SendNewOperation { may_duplicate: bool },
+    SendNewOperation {
+        may_duplicate: bool,
+    },
 }
 
 /// A terminal outcome with its context. Sanitized: no bodies, no credentials.

@@ -9,7 +9,9 @@ use crate::time::Millis;
 pub type JobId = u64;
 
 /// Admission priority. Queues are bounded per tenant and priority; critical drains first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Priority {
     Critical,
