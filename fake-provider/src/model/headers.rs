@@ -64,16 +64,27 @@ impl ClientClock {
         let day_reset = self.client_ms(scope.day.reset_at().saturating_sub(now));
         let minute_w = self.client_ms(60_000).div_ceil(1_000);
         let day_w = self.client_ms(86_400_000).div_ceil(1_000);
-        let mut policy = Vec::new();
-        let mut current = Vec::new();
+        // Built in place, one string per header: this runs for every answer.
+        let mut policy = String::new();
+        let mut current = String::new();
         let mut add = |name: &str, limit: Option<u64>, used: u64, w: u64, reset_ms: u64| {
             if let Some(q) = limit {
-                policy.push(format!("\"{name}\";q={q};w={w}"));
-                current.push(format!(
-                    "\"{name}\";r={};t={}",
-                    q.saturating_sub(used),
-                    reset_ms.div_ceil(1_000)
-                ));
+                if !policy.is_empty() {
+                    policy.push_str(", ");
+                    current.push_str(", ");
+                }
+                policy.push('"');
+                policy.push_str(name);
+                policy.push_str("\";q=");
+                push_number(&mut policy, q);
+                policy.push_str(";w=");
+                push_number(&mut policy, w);
+                current.push('"');
+                current.push_str(name);
+                current.push_str("\";r=");
+                push_number(&mut current, q.saturating_sub(used));
+                current.push_str(";t=");
+                push_number(&mut current, reset_ms.div_ceil(1_000));
             }
         };
         add("rpm", l.rpm, scope.minute.requests, minute_w, minute_reset);
@@ -87,10 +98,10 @@ impl ClientClock {
             .map(|q| (q, scope.minute.requests, minute_reset))
             .or(l.rpd.map(|q| (q, scope.day.requests, day_reset)));
         if let Some((q, used, reset)) = requests {
-            out.push(("x-ratelimit-limit-requests".into(), q.to_string()));
+            out.push(("x-ratelimit-limit-requests".into(), number(q)));
             out.push((
                 "x-ratelimit-remaining-requests".into(),
-                q.saturating_sub(used).to_string(),
+                number(q.saturating_sub(used)),
             ));
             out.push(("x-ratelimit-reset-requests".into(), go_duration(reset)));
         }
@@ -99,44 +110,119 @@ impl ClientClock {
             .map(|q| (q, scope.minute.tokens, minute_reset))
             .or(l.tpd.map(|q| (q, scope.day.tokens, day_reset)));
         if let Some((q, used, reset)) = tokens {
-            out.push(("x-ratelimit-limit-tokens".into(), q.to_string()));
+            out.push(("x-ratelimit-limit-tokens".into(), number(q)));
             out.push((
                 "x-ratelimit-remaining-tokens".into(),
-                q.saturating_sub(used).to_string(),
+                number(q.saturating_sub(used)),
             ));
             out.push(("x-ratelimit-reset-tokens".into(), go_duration(reset)));
         }
         if !policy.is_empty() {
-            out.push(("ratelimit-policy".into(), policy.join(", ")));
-            out.push(("ratelimit".into(), current.join(", ")));
+            out.push(("ratelimit-policy".into(), policy));
+            out.push(("ratelimit".into(), current));
         }
     }
 }
 
+/// Appends `value` in decimal (what `to_string` writes), without the formatting machinery.
+fn push_number(out: &mut String, value: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = value;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    for &digit in &digits[at..] {
+        out.push(char::from(digit));
+    }
+}
+
+/// `value` in decimal.
+fn number(value: u64) -> String {
+    let mut out = String::with_capacity(20);
+    push_number(&mut out, value);
+    out
+}
+
 /// OpenAI's reset format: "250ms", "12.5s", "6m0s", "2h3m4s".
 pub(crate) fn go_duration(ms: u64) -> String {
+    let mut out = String::with_capacity(16);
     if ms < 1_000 {
-        return format!("{ms}ms");
+        push_number(&mut out, ms);
+        out.push_str("ms");
+        return out;
     }
     let h = ms / 3_600_000;
     let m = (ms % 3_600_000) / 60_000;
     let s_ms = ms % 60_000;
-    let secs = if s_ms % 1_000 == 0 {
-        format!("{}s", s_ms / 1_000)
-    } else {
-        let text = format!("{}.{:03}", s_ms / 1_000, s_ms % 1_000);
-        format!("{}s", text.trim_end_matches('0'))
-    };
-    match (h, m) {
-        (0, 0) => secs,
-        (0, m) => format!("{m}m{secs}"),
-        (h, m) => format!("{h}h{m}m{secs}"),
+    if h > 0 {
+        push_number(&mut out, h);
+        out.push('h');
     }
+    if h > 0 || m > 0 {
+        push_number(&mut out, m);
+        out.push('m');
+    }
+    push_number(&mut out, s_ms / 1_000);
+    let fraction = s_ms % 1_000;
+    if fraction != 0 {
+        // Three digits with the trailing zeros dropped: 500 -> ".5", 250 -> ".25".
+        let digits = [fraction / 100, fraction / 10 % 10, fraction % 10];
+        let kept = if digits[2] != 0 {
+            3
+        } else if digits[1] != 0 {
+            2
+        } else {
+            1
+        };
+        out.push('.');
+        for digit in &digits[..kept] {
+            out.push(char::from(b'0' + *digit as u8));
+        }
+    }
+    out.push('s');
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The formatting-free writers give what `format!` gave, across every shape of value.
+    #[test]
+    fn go_duration_and_numbers_match_their_format_definitions() {
+        fn reference(ms: u64) -> String {
+            if ms < 1_000 {
+                return format!("{ms}ms");
+            }
+            let h = ms / 3_600_000;
+            let m = (ms % 3_600_000) / 60_000;
+            let s_ms = ms % 60_000;
+            let secs = if s_ms % 1_000 == 0 {
+                format!("{}s", s_ms / 1_000)
+            } else {
+                let text = format!("{}.{:03}", s_ms / 1_000, s_ms % 1_000);
+                format!("{}s", text.trim_end_matches('0'))
+            };
+            match (h, m) {
+                (0, 0) => secs,
+                (0, m) => format!("{m}m{secs}"),
+                (h, m) => format!("{h}h{m}m{secs}"),
+            }
+        }
+        let mut values: Vec<u64> = (0..130_000).collect();
+        values.extend((0..2_000).map(|i| i * 7_919_993));
+        values.extend([3_600_000, 3_600_001, 86_400_000, u64::MAX]);
+        for ms in values {
+            assert_eq!(go_duration(ms), reference(ms), "{ms}");
+            assert_eq!(number(ms), ms.to_string());
+        }
+    }
 
     #[test]
     fn go_durations() {
