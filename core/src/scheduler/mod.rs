@@ -22,7 +22,7 @@ mod state;
 mod terminal;
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
 
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -95,8 +95,10 @@ pub struct Scheduler<L: Ledger = InMemoryLedger> {
     delayed: BinaryHeap<Reverse<(Millis, u64, JobId, u64)>>,
     in_flight: BTreeMap<AttemptId, state::Flight>,
     scopes: scope::Scopes,
-    /// Live tasks by tenant id and task name.
-    tasks: BTreeMap<u32, BTreeMap<String, state::TaskState>>,
+    /// Live tasks by tenant id and task name. Hashed by name: a workload can have a task per
+    /// action (a hundred thousand live names), and these maps are only looked up, never
+    /// iterated, so no order can leak into an output.
+    tasks: BTreeMap<u32, HashMap<String, state::TaskState>>,
     coalescing: coalesce::Coalescing,
     breaker: Breaker,
     /// Breaker paths (route, class, payload hash) that opened, with the fingerprint that
