@@ -75,6 +75,8 @@ pub struct ProviderModel {
     holding: HashMap<u64, Holding>,
     next_seq: u64,
     stats: ProviderStats,
+    /// Completion bodies carry only their `id` (see `set_lean_bodies`).
+    lean_bodies: bool,
 }
 
 impl ProviderModel {
@@ -116,6 +118,7 @@ impl ProviderModel {
             holding: HashMap::new(),
             next_seq: 0,
             stats: ProviderStats::default(),
+            lean_bodies: false,
             config,
         })
     }
@@ -127,6 +130,15 @@ impl ProviderModel {
         if scale.is_finite() && scale > 0.0 {
             self.clock.scale = scale;
         }
+    }
+
+    /// Completion bodies with only their `id` when `lean` (off by default): for an in-process
+    /// driver that reads nothing else from a success (the simulator), building the whole
+    /// OpenAI-shaped body for every completion and dropping it unread is most of the cost of
+    /// a completion. Error bodies, look-up bodies, headers, usage, latency and the journal
+    /// are the same either way; the HTTP server never sets it.
+    pub fn set_lean_bodies(&mut self, lean: bool) {
+        self.lean_bodies = lean;
     }
 
     /// Caps the undrained journal at `capacity` entries (older ones are evicted and counted).
@@ -149,10 +161,11 @@ impl ProviderModel {
     }
 
     /// Back to the state right after `new` (same config, seed and streams); the emit time
-    /// scale and journal capacity are kept.
+    /// scale, journal capacity and lean bodies are kept.
     pub fn reset(&mut self) {
         let scale = self.clock.scale;
         let capacity = self.journal.capacity();
+        let lean_bodies = self.lean_bodies;
         if let Ok(mut fresh) = ProviderModel::new(
             self.config.clone(),
             self.seed,
@@ -160,6 +173,7 @@ impl ProviderModel {
         ) {
             fresh.clock.scale = scale;
             fresh.journal = JournalBuffer::new(capacity);
+            fresh.lean_bodies = lean_bodies;
             *self = fresh;
         }
     }
@@ -517,22 +531,26 @@ impl ProviderModel {
         entry.tokens_used = total;
         self.scope_stats[scope_idx].tokens_used += total;
         let created = (self.clock.wall_epoch_unix_ms + self.clock.client_ms(now)) / 1_000;
-        let body = json!({
-            "id": format!("chatcmpl-{seq}"),
-            "object": "chat.completion",
-            "created": created,
-            "model": "stampede-fake",
-            "choices": [{
-                "index": 0,
-                "message": { "role": "assistant", "content": format!("stampede fake completion #{seq} ({completion} tokens)") },
-                "finish_reason": if completion == req.max_tokens { "length" } else { "stop" },
-            }],
-            "usage": {
-                "prompt_tokens": req.prompt_tokens,
-                "completion_tokens": completion,
-                "total_tokens": total,
-            },
-        });
+        let body = if self.lean_bodies {
+            json!({ "id": format!("chatcmpl-{seq}") })
+        } else {
+            json!({
+                "id": format!("chatcmpl-{seq}"),
+                "object": "chat.completion",
+                "created": created,
+                "model": "stampede-fake",
+                "choices": [{
+                    "index": 0,
+                    "message": { "role": "assistant", "content": format!("stampede fake completion #{seq} ({completion} tokens)") },
+                    "finish_reason": if completion == req.max_tokens { "length" } else { "stop" },
+                }],
+                "usage": {
+                    "prompt_tokens": req.prompt_tokens,
+                    "completion_tokens": completion,
+                    "total_tokens": total,
+                },
+            })
+        };
         let answer = Answer::Respond {
             status: 200,
             headers: self.headers(scope_idx, seq, now),

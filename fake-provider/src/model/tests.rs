@@ -731,3 +731,45 @@ fn journal_is_bounded_and_reset_restarts() {
     m.reset();
     assert_eq!(m.arrive(&chat("a"), 0).seq, 1);
 }
+
+#[test]
+fn lean_bodies_keep_the_id_and_change_nothing_else() {
+    let mut s = scope("a");
+    s.rpm = Some(3);
+    let c = config(vec![s], vec![]);
+    let (mut full, mut lean) = (model(c.clone()), model(c));
+    lean.set_lean_bodies(true);
+    lean.reset();
+    for i in 0..5 {
+        let (f, l) = (full.arrive(&chat("a"), i * 10), lean.arrive(&chat("a"), i * 10));
+        assert_eq!((f.seq, f.latency_ms), (l.seq, l.latency_ms));
+        match (f.answer, l.answer) {
+            (
+                Answer::Respond {
+                    status: fs,
+                    headers: fh,
+                    body: fb,
+                    usage: fu,
+                    ..
+                },
+                Answer::Respond {
+                    status: ls,
+                    headers: lh,
+                    body: lb,
+                    usage: lu,
+                    ..
+                },
+            ) => {
+                assert_eq!((fs, &fh, fu), (ls, &lh, lu));
+                if fs == 200 {
+                    assert_eq!(lb, json!({ "id": fb["id"].clone() }));
+                    assert!(fb.get("choices").is_some());
+                } else {
+                    assert_eq!(fb, lb, "error bodies are whole");
+                }
+            }
+            other => panic!("both answer: {other:?}"),
+        }
+    }
+    assert_eq!(full.drain_journal(), lean.drain_journal());
+}

@@ -107,6 +107,8 @@ pub fn run_with_audit(
         rng::stream_u64(scenario.seed, "provider"),
         VIRTUAL_EPOCH_UNIX_MS,
     )?;
+    // The driver reads only a completion's id from its body (translate::answered).
+    provider.set_lean_bodies(true);
     let mut policy = scenario.policy.clone();
     policy.wall_epoch_unix_ms = VIRTUAL_EPOCH_UNIX_MS;
     // Audit events change no decision of the core: skip them when the sink drops them.
