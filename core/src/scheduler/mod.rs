@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 use crate::audit::AuditEvent;
 use crate::breaker::Breaker;
 use crate::command::{AttemptId, Command};
+use crate::id_hash::IdHash;
 use crate::job::{Job, JobId, Route};
 use crate::ledger::{InMemoryLedger, Ledger, LedgerError};
 use crate::outcome::Outcome;
@@ -98,7 +99,7 @@ pub struct Scheduler<L: Ledger = InMemoryLedger> {
     /// Live tasks by tenant id and task name. Hashed by name: a workload can have a task per
     /// action (a hundred thousand live names), and these maps are only looked up, never
     /// iterated, so no order can leak into an output.
-    tasks: BTreeMap<u32, HashMap<String, state::TaskState>>,
+    tasks: BTreeMap<u32, HashMap<String, state::TaskState, IdHash>>,
     coalescing: coalesce::Coalescing,
     breaker: Breaker,
     /// Breaker paths (route, class, payload hash) that opened, with the fingerprint that
