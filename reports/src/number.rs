@@ -20,6 +20,33 @@ pub fn fmt_num(x: f64, decimals: usize) -> String {
     s
 }
 
+/// Formats `x` like `fmt_num`, with a comma between each group of three digits before the
+/// point (`10,611`, `1,234.5`), for numbers a reader takes in at a glance.
+pub fn fmt_grouped(x: f64, decimals: usize) -> String {
+    let plain = fmt_num(x, decimals);
+    let (sign, rest) = match plain.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", plain.as_str()),
+    };
+    let (whole, fraction) = match rest.find('.') {
+        Some(dot) => rest.split_at(dot),
+        None => (rest, ""),
+    };
+    if !whole.bytes().all(|b| b.is_ascii_digit()) {
+        return plain;
+    }
+    let mut grouped = String::with_capacity(plain.len() + whole.len() / 3);
+    grouped.push_str(sign);
+    for (i, digit) in whole.chars().enumerate() {
+        if i > 0 && (whole.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(digit);
+    }
+    grouped.push_str(fraction);
+    grouped
+}
+
 /// Formats a figure that may be a count or a ratio: whole numbers without decimals, others
 /// with three (e.g. `12`, `1.125`).
 pub fn fmt_figure(x: f64) -> String {
@@ -57,6 +84,16 @@ mod tests {
         assert_eq!(fmt_num(-1.5, 1), "-1.5");
         assert_eq!(fmt_num(f64::NAN, 2), "n/a");
         assert_eq!(fmt_num(f64::NEG_INFINITY, 2), "-inf");
+    }
+
+    #[test]
+    fn grouped_numbers_have_a_comma_every_three_digits() {
+        assert_eq!(fmt_grouped(10_611.0, 0), "10,611");
+        assert_eq!(fmt_grouped(999.0, 0), "999");
+        assert_eq!(fmt_grouped(1_234_567.4, 1), "1,234,567.4");
+        assert_eq!(fmt_grouped(-4_501.5, 1), "-4,501.5");
+        assert_eq!(fmt_grouped(0.5, 2), "0.50");
+        assert_eq!(fmt_grouped(f64::NAN, 0), "n/a");
     }
 
     #[test]

@@ -12,7 +12,7 @@
 
 use plotters::style::RGBColor;
 
-use super::chart::{draw_panels, ChartSpec, Series, Style, XLabels, SPARSE_MARKS};
+use super::chart::{draw_panels, ChartSpec, Series, Style, XLabels, XUnit, SPARSE_MARKS};
 use super::downsample::{envelope, envelope_indices, merge_indices, MAX_POINTS};
 use super::fine_retries::{FineRetries, FINE_BIN_MS};
 use super::run_plots::{Plot, TimeAxis, BLUE, GREEN, GREY, ORANGE, PURPLE, RED};
@@ -113,6 +113,9 @@ pub(crate) fn attempts_plot(input: &AttemptsInput) -> Result<Plot, ReportError> 
         y2_desc: String::new(),
         x_range: input.x_range,
         x_labels: XLabels::Numeric(axis.decimals),
+        x_unit: axis.unit,
+        y_unit: "/s".to_string(),
+        y2_unit: String::new(),
         series: breakdown,
         empty_note: input.empty_note.clone(),
     };
@@ -131,6 +134,9 @@ pub(crate) fn attempts_plot(input: &AttemptsInput) -> Result<Plot, ReportError> 
         y2_desc: String::new(),
         x_range: input.x_range,
         x_labels: XLabels::Numeric(axis.decimals),
+        x_unit: axis.unit,
+        y_unit: " retries/s".to_string(),
+        y2_unit: String::new(),
         series: vec![Series::new(
             "retries/s",
             "retries",
@@ -183,6 +189,9 @@ fn fine_panel(fine: &FineRetries, last_ms: u64) -> ChartSpec {
         y2_desc: String::new(),
         x_range: (start as f64 / 1000.0, end as f64 / 1000.0),
         x_labels: XLabels::Numeric(0),
+        x_unit: XUnit::Seconds,
+        y_unit: " retries per 100 ms".to_string(),
+        y2_unit: String::new(),
         series: vec![Series::new(
             "retries per 100 ms",
             "retries_100ms",

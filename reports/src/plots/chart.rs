@@ -1,13 +1,18 @@
 //! One chart frame for every plot: white background, title, labelled axes (with units), an
 //! optional right-hand axis, lines, filled areas, markers and min/max bands, a legend, and the
 //! series classes (see `series_tag`). Returns the SVG document as a string.
+//!
+//! A y axis fits the bulk of its data, not a few points far above it (see `y_scale`): those
+//! are drawn at the top edge with a black triangle each, and a note in the plot's upper left
+//! names the highest (`peak 10,611/s at 74:59 (clipped)`), so nothing is hidden.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::series_tag::{hex, tag_series, SeriesColour};
+use super::y_scale::{y_scale, YScale};
 use crate::error::ReportError;
-use crate::number::fmt_num;
+use crate::number::{fmt_grouped, fmt_num};
 
 /// Plot size (px). Wide enough to see retry waves second by second over several minutes.
 pub(crate) const PLOT_SIZE: (u32, u32) = (960, 420);
@@ -81,6 +86,17 @@ pub(crate) enum XLabels {
     Categories(Vec<String>),
 }
 
+/// What a numeric x value is, for naming a point in a note ("at 74:59").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum XUnit {
+    /// Minutes, named as minutes:seconds.
+    Minutes,
+    /// Seconds, named with an `s`.
+    Seconds,
+    /// Anything else, named with the tick labels' decimals.
+    Plain,
+}
+
 /// A whole chart.
 pub(crate) struct ChartSpec {
     pub title: String,
@@ -90,6 +106,12 @@ pub(crate) struct ChartSpec {
     pub y2_desc: String,
     pub x_range: (f64, f64),
     pub x_labels: XLabels,
+    pub x_unit: XUnit,
+    /// What follows a left-axis value in a note, with its space if it needs one (`/s`,
+    /// ` jobs`).
+    pub y_unit: String,
+    /// The same for the right axis.
+    pub y2_unit: String,
     pub series: Vec<Series>,
     /// Text drawn in the middle when there is nothing to plot.
     pub empty_note: Option<String>,
@@ -102,22 +124,88 @@ fn plot_err(file: &str) -> impl Fn(String) -> ReportError + '_ {
     }
 }
 
-/// Top of a y axis: headroom above the highest value that grows with the legend's entries
-/// (so the legend, upper right, does not sit on a peak), and at least 1 so an all-zero series
-/// still gets an axis.
-fn y_top(series: &[(&Series, &[f64])], legend_entries: usize) -> f64 {
-    let max = series
+/// A y axis (see `y_scale`) with headroom above its top value that grows with the legend's
+/// entries (so the legend, upper right, does not sit on a peak), and at least 1 so an all-zero
+/// series still gets an axis.
+fn y_axis(series: &[(&Series, &[f64])], legend_entries: usize) -> YScale {
+    let drawn: Vec<Vec<(f64, f64)>> = series
         .iter()
-        .flat_map(|(s, base)| {
+        .map(|(s, base)| {
             s.points
                 .iter()
                 .enumerate()
-                .map(|(i, p)| p.1 + base.get(i).copied().unwrap_or(0.0))
-                .chain(s.band.iter().map(|b| b.2))
+                .map(|(i, p)| (p.0, p.1 + base.get(i).copied().unwrap_or(0.0)))
+                .chain(s.band.iter().map(|b| (b.0, b.2)))
+                .collect()
         })
-        .filter(|v| v.is_finite())
-        .fold(0.0f64, f64::max);
-    (max * (1.1 + 0.08 * legend_entries as f64)).max(1.0)
+        .collect();
+    y_scale(&drawn, 1.1 + 0.08 * legend_entries as f64)
+}
+
+/// `y` drawn on an axis that ends at `top`: clipped points sit on the top edge. NaN stays NaN.
+fn at_most(y: f64, top: f64) -> f64 {
+    if y > top {
+        top
+    } else {
+        y
+    }
+}
+
+/// Names a point's x in a note: `74:59`, `12.5 s`, a category, or a plain number.
+fn x_text(spec: &ChartSpec, x: f64) -> String {
+    match (&spec.x_labels, spec.x_unit) {
+        (XLabels::Categories(names), _) => {
+            let i = x.round();
+            if i >= 0.0 && (i as usize) < names.len() {
+                names[i as usize].clone()
+            } else {
+                fmt_num(x, 2)
+            }
+        }
+        (XLabels::Numeric(_), XUnit::Minutes) => {
+            let s = (x * 60.0).round().max(0.0) as u64;
+            format!("{}:{:02}", s / 60, s % 60)
+        }
+        (XLabels::Numeric(_), XUnit::Seconds) => {
+            let tenths = (x * 10.0).round();
+            let decimals = if tenths % 10.0 == 0.0 { 0 } else { 1 };
+            format!("{} s", fmt_num(x, decimals))
+        }
+        (XLabels::Numeric(d), XUnit::Plain) => fmt_num(x, *d),
+    }
+}
+
+/// The note for an axis with clipped points: the highest, where, and how many others.
+fn clipped_note(spec: &ChartSpec, scale: &YScale, unit: &str) -> Option<String> {
+    let (x, y) = scale.peak()?;
+    let decimals = if y >= 100.0 {
+        0
+    } else if y >= 10.0 {
+        1
+    } else {
+        2
+    };
+    let mut note = format!(
+        "peak {}{unit} at {} (clipped",
+        fmt_grouped(y, decimals),
+        x_text(spec, x)
+    );
+    match scale.clipped.len() - 1 {
+        0 => {}
+        1 => note.push_str("; 1 more point above the axis"),
+        n => note.push_str(&format!("; {n} more points above the axis")),
+    }
+    note.push(')');
+    Some(note)
+}
+
+/// Colour of the clipped-point markers and their note: black, which no series uses.
+const CLIPPED_MARK: RGBColor = BLACK;
+
+/// A clipped point's marker, in pixels from the point on the top edge: a triangle pointing up
+/// out of the plot.
+fn clipped_marker() -> Vec<(i32, i32)> {
+    vec![(0, -4), (-6, 7), (6, 7)]
 }
 
 /// Decimals for tick labels: whole numbers unless the axis spans only a few units.
@@ -211,8 +299,9 @@ fn draw_on<DB: DrawingBackend>(
     if x1 <= x0 {
         x1 = x0 + 1.0;
     }
-    let y1 = y_top(&left, spec.series.len());
-    let y2 = y_top(&right, spec.series.len());
+    let left_scale = y_axis(&left, spec.series.len());
+    let right_scale = y_axis(&right, spec.series.len());
+    let (y1, y2) = (left_scale.top, right_scale.top);
 
     let mut builder = ChartBuilder::on(root);
     builder
@@ -270,14 +359,20 @@ fn draw_on<DB: DrawingBackend>(
     for (s, base) in spec.series.iter().zip(&bases) {
         let colour = s.colour;
         let line = colour.stroke_width(2);
+        let top = match s.axis {
+            Axis::Left => y1,
+            Axis::Right => y2,
+        };
         if s.style == Style::Stacked {
-            draw_stacked(&mut chart, s, base).map_err(e)?;
+            draw_stacked(&mut chart, s, base, top).map_err(e)?;
             continue;
         }
+        let points: Vec<(f64, f64)> = s.points.iter().map(|p| (p.0, at_most(p.1, top))).collect();
         // Bands and areas first, so lines stay on top.
         if !s.band.is_empty() {
-            let mut outline: Vec<(f64, f64)> = s.band.iter().map(|b| (b.0, b.1)).collect();
-            outline.extend(s.band.iter().rev().map(|b| (b.0, b.2)));
+            let mut outline: Vec<(f64, f64)> =
+                s.band.iter().map(|b| (b.0, at_most(b.1, top))).collect();
+            outline.extend(s.band.iter().rev().map(|b| (b.0, at_most(b.2, top))));
             let band = Polygon::new(outline, colour.mix(0.18).filled());
             match s.axis {
                 Axis::Left => chart.draw_series(std::iter::once(band)).map_err(e)?,
@@ -286,14 +381,14 @@ fn draw_on<DB: DrawingBackend>(
                     .map_err(e)?,
             };
         }
-        if s.style == Style::Area && s.points.len() > 1 {
-            let area = AreaSeries::new(s.points.iter().copied(), 0.0, colour.mix(0.25));
+        if s.style == Style::Area && points.len() > 1 {
+            let area = AreaSeries::new(points.iter().copied(), 0.0, colour.mix(0.25));
             match s.axis {
                 Axis::Left => chart.draw_series(area).map_err(e)?,
                 Axis::Right => chart.draw_secondary_series(area).map_err(e)?,
             };
         }
-        let lines = LineSeries::new(s.points.iter().copied(), line);
+        let lines = LineSeries::new(points.iter().copied(), line);
         let anno = match s.axis {
             Axis::Left => chart.draw_series(lines).map_err(e)?,
             Axis::Right => chart.draw_secondary_series(lines).map_err(e)?,
@@ -302,7 +397,7 @@ fn draw_on<DB: DrawingBackend>(
             PathElement::new(vec![(x, y), (x + 22, y)], colour.stroke_width(3))
         });
         let dots: Vec<(f64, f64)> = match s.style {
-            Style::Dotted => s.points.clone(),
+            Style::Dotted => points,
             Style::Line | Style::Area | Style::Stacked => Vec::new(),
         };
         if !dots.is_empty() {
@@ -339,6 +434,45 @@ fn draw_on<DB: DrawingBackend>(
             .draw()
             .map_err(e)?;
     }
+
+    // Clipped points last, over the legend: a marker on the top edge at each, and a note
+    // per axis in the upper left, keyed by the same marker.
+    let marker_style = CLIPPED_MARK.filled();
+    let markers = |scale: &YScale| -> Vec<_> {
+        scale
+            .clipped
+            .iter()
+            .map(|p| {
+                EmptyElement::at((p.0, scale.top)) + Polygon::new(clipped_marker(), marker_style)
+            })
+            .collect()
+    };
+    chart.draw_series(markers(&left_scale)).map_err(e)?;
+    chart
+        .draw_secondary_series(markers(&right_scale))
+        .map_err(e)?;
+    let notes = [
+        clipped_note(spec, &left_scale, &spec.y_unit),
+        clipped_note(spec, &right_scale, &spec.y2_unit),
+    ];
+    let font = ("sans-serif", 13).into_font().color(&CLIPPED_MARK);
+    for (row, note) in notes.iter().flatten().enumerate() {
+        let dy = 6 + 20 * row as i32;
+        // About 7 px a character at 13 px: a white backing so a line under the note does
+        // not run through its text.
+        let width = 28 + 7 * note.chars().count() as i32;
+        let element = EmptyElement::at((x0, y1))
+            + Rectangle::new([(4, dy - 2), (width, dy + 16)], WHITE.mix(0.85).filled())
+            + Polygon::new(
+                clipped_marker()
+                    .into_iter()
+                    .map(|(x, y)| (x + 14, y + dy + 5))
+                    .collect::<Vec<_>>(),
+                marker_style,
+            )
+            + Text::new(note.clone(), (26, dy), font.clone());
+        chart.plotting_area().draw(&element).map_err(e)?;
+    }
     Ok(())
 }
 
@@ -359,6 +493,7 @@ fn draw_stacked<DB: DrawingBackend>(
     >,
     s: &Series,
     base: &[f64],
+    top: f64,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let colour = s.colour;
     let at = |i: usize| base.get(i).copied().unwrap_or(0.0);
@@ -366,9 +501,15 @@ fn draw_stacked<DB: DrawingBackend>(
         .points
         .iter()
         .enumerate()
-        .map(|(i, p)| (p.0, at(i) + p.1))
+        .map(|(i, p)| (p.0, at_most(at(i) + p.1, top)))
         .collect();
-    outline.extend(s.points.iter().enumerate().rev().map(|(i, p)| (p.0, at(i))));
+    outline.extend(
+        s.points
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(i, p)| (p.0, at_most(at(i), top))),
+    );
     let band = Polygon::new(outline, colour.mix(0.55).filled());
     let anno = match s.axis {
         Axis::Left => chart.draw_series(std::iter::once(band))?,
@@ -382,7 +523,7 @@ fn draw_stacked<DB: DrawingBackend>(
         .iter()
         .enumerate()
         .filter(|(_, p)| p.1 > 0.0)
-        .map(|(i, p)| (p.0, at(i) + p.1))
+        .map(|(i, p)| (p.0, at_most(at(i) + p.1, top)))
         .collect();
     if !tops.is_empty() && tops.len() <= SPARSE_MARKS {
         let dots = tops.into_iter().map(|p| Circle::new(p, 3, colour.filled()));

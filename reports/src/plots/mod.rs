@@ -9,3 +9,4 @@ pub(crate) mod raster;
 pub(crate) mod run_plots;
 pub(crate) mod series_tag;
 pub(crate) mod sweep_plots;
+pub(crate) mod y_scale;

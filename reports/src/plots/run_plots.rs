@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use plotters::style::RGBColor;
 
 use super::attempts_plot::{attempts_plot, AttemptsInput};
-use super::chart::{draw, Axis, ChartSpec, Series, Style, XLabels};
+use super::chart::{draw, Axis, ChartSpec, Series, Style, XLabels, XUnit};
 use super::downsample::{envelope, MAX_POINTS};
 use super::fine_retries::FineRetries;
 use crate::error::ReportError;
@@ -51,14 +51,16 @@ pub(crate) struct TimeAxis {
     pub desc: &'static str,
     /// Tick decimals: a short span needs fractions to tell its ticks apart.
     pub decimals: usize,
+    /// Minutes or seconds, for naming a point's time.
+    pub unit: XUnit,
 }
 
 impl TimeAxis {
     fn for_span(last_ms: u64) -> Self {
-        let (ms_per_unit, desc) = if last_ms > 20 * 60_000 {
-            (60_000.0, "virtual time (min)")
+        let (ms_per_unit, desc, unit) = if last_ms > 20 * 60_000 {
+            (60_000.0, "virtual time (min)", XUnit::Minutes)
         } else {
-            (1000.0, "virtual time (s)")
+            (1000.0, "virtual time (s)", XUnit::Seconds)
         };
         let decimals = if (last_ms as f64) / ms_per_unit <= 10.0 {
             1
@@ -69,6 +71,7 @@ impl TimeAxis {
             ms_per_unit,
             desc,
             decimals,
+            unit,
         }
     }
     pub(crate) fn x(&self, t_ms: u64) -> f64 {
@@ -113,13 +116,16 @@ pub(crate) fn run_plots(
         let all: Vec<(f64, f64)> = rows.iter().map(|r| (axis.x(r.t_ms), f(r))).collect();
         envelope(&all, MAX_POINTS)
     };
-    let spec = |title: String, y_desc: &str, series: Vec<Series>| ChartSpec {
+    let spec = |title: String, y_desc: &str, y_unit: &str, series: Vec<Series>| ChartSpec {
         title,
         x_desc: axis.desc.to_string(),
         y_desc: y_desc.to_string(),
         y2_desc: String::new(),
         x_range,
         x_labels: XLabels::Numeric(axis.decimals),
+        x_unit: axis.unit,
+        y_unit: y_unit.to_string(),
+        y2_unit: String::new(),
         series,
         empty_note: empty_note.clone(),
     };
@@ -140,6 +146,7 @@ pub(crate) fn run_plots(
     let queue = spec(
         format!("{name}: queue depth and in-flight"),
         "jobs",
+        " jobs",
         vec![
             Series::new(
                 "queue depth",
@@ -170,6 +177,7 @@ pub(crate) fn run_plots(
     let mut tokens = spec(
         format!("{name}: tokens reserved and used"),
         "tokens reserved, outstanding (tokens)",
+        " tokens",
         vec![
             Series::new(
                 "tokens reserved (left axis)",
@@ -182,6 +190,7 @@ pub(crate) fn run_plots(
         ],
     );
     tokens.y2_desc = "tokens used (tokens/s)".to_string();
+    tokens.y2_unit = " tokens/s".to_string();
     plots.push(plot("tokens.svg", "Tokens reserved and used", &tokens)?);
 
     plots.push(latency_plot(&rows, &axis, x_range, name, &empty_note)?);
@@ -232,6 +241,9 @@ fn latency_plot(
         y2_desc: String::new(),
         x_range,
         x_labels: XLabels::Numeric(axis.decimals),
+        x_unit: axis.unit,
+        y_unit: format!(" {unit}"),
+        y2_unit: String::new(),
         // p99 first so p50 stays visible on top where the two meet (a backlog whose
         // latency is all queueing has them on one line).
         series: vec![
@@ -358,6 +370,9 @@ fn tenants_plot(
         y2_desc: String::new(),
         x_range,
         x_labels: XLabels::Numeric(axis.decimals),
+        x_unit: axis.unit,
+        y_unit: "/min".to_string(),
+        y2_unit: String::new(),
         series,
         empty_note: None,
     };

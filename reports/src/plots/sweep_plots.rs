@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::chart::{draw, ChartSpec, Series, Style, XLabels};
+use super::chart::{draw, ChartSpec, Series, Style, XLabels, XUnit};
 use super::run_plots::{Plot, PALETTE};
 use crate::error::ReportError;
 use crate::figures::figure;
@@ -155,6 +155,10 @@ pub(crate) fn sweep_plots(
                 XLabels::Numeric(d) => XLabels::Numeric(*d),
                 XLabels::Categories(c) => XLabels::Categories(c.clone()),
             },
+            x_unit: XUnit::Plain,
+            // Sweeps have a few points per line, too few for the outlier rule to clip.
+            y_unit: String::new(),
+            y2_unit: String::new(),
             series,
             empty_note: rows.is_empty().then(|| "no runs in this sweep".to_string()),
         };
