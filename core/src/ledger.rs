@@ -82,9 +82,15 @@ pub trait Ledger {
 /// The in-memory ledger: what a process without persistence has.
 #[derive(Debug, Default, Clone)]
 pub struct InMemoryLedger {
-    /// Hashed by job id for one-probe updates; `entries()` sorts, so no order leaks. Stored
-    /// compact (short texts inline): a put copies no strings to the heap.
-    entries: HashMap<JobId, StoredEntry, IdHash>,
+    /// Slot of each job id's entry, hashed for one-probe updates; `entries()` sorts, so no
+    /// order leaks.
+    index: HashMap<JobId, u32, IdHash>,
+    /// Entries stored compact (short texts inline: a put copies no strings to the heap) in
+    /// a slab, so a hash table of large values never sits half empty and nothing moves on
+    /// insert or removal.
+    slots: Vec<Option<StoredEntry>>,
+    /// Slots freed by removals, reused first.
+    free: Vec<u32>,
     /// Drop entries once they are terminal, so long runs do not grow memory with the total
     /// number of requests (only live actions and those left `reconciliation_required` stay).
     forget_terminal: bool,
@@ -99,52 +105,91 @@ impl InMemoryLedger {
     /// number of live actions, not the total submitted.
     pub fn forgetting_terminal() -> Self {
         Self {
-            entries: HashMap::default(),
             forget_terminal: true,
+            ..Self::default()
         }
     }
 
     /// The entry for one job, if any (a copy).
     pub fn get(&self, id: JobId) -> Option<LedgerEntry> {
-        self.entries.get(&id).map(StoredEntry::to_entry)
+        self.stored(id).map(StoredEntry::to_entry)
     }
 
     /// Number of entries.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.index.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.index.is_empty()
+    }
+
+    fn stored(&self, id: JobId) -> Option<&StoredEntry> {
+        let slot = *self.index.get(&id)?;
+        self.slots[slot as usize].as_ref()
+    }
+
+    fn stored_mut(&mut self, id: JobId) -> Option<&mut StoredEntry> {
+        let slot = *self.index.get(&id)?;
+        self.slots[slot as usize].as_mut()
+    }
+
+    fn remove(&mut self, id: JobId) {
+        if let Some(slot) = self.index.remove(&id) {
+            self.slots[slot as usize] = None;
+            self.free.push(slot);
+        }
+    }
+
+    fn insert(&mut self, id: JobId, entry: StoredEntry) {
+        if let Some(&slot) = self.index.get(&id) {
+            self.slots[slot as usize] = Some(entry);
+            return;
+        }
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot as usize] = Some(entry);
+                slot
+            }
+            None => {
+                self.slots.push(Some(entry));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.index.insert(id, slot);
     }
 }
 
 impl Ledger for InMemoryLedger {
     fn put(&mut self, entry: &LedgerEntry) -> Result<(), LedgerError> {
+        let id = entry.job.id;
         if self.forget_terminal && entry.state.is_terminal() {
-            self.entries.remove(&entry.job.id);
+            self.remove(id);
             return Ok(());
         }
-        match self.entries.get_mut(&entry.job.id) {
+        match self.stored_mut(id) {
             // A state change of a known action: update in place instead of copying the job.
             Some(known) if known.holds_job(&entry.job) => known.set_progress(entry),
-            _ => {
-                self.entries.insert(entry.job.id, StoredEntry::new(entry));
-            }
+            _ => self.insert(id, StoredEntry::new(entry)),
         }
         Ok(())
     }
 
     fn entries(&self) -> Result<Vec<LedgerEntry>, LedgerError> {
-        let mut entries: Vec<LedgerEntry> =
-            self.entries.values().map(StoredEntry::to_entry).collect();
+        let mut entries: Vec<LedgerEntry> = self
+            .slots
+            .iter()
+            .flatten()
+            .map(StoredEntry::to_entry)
+            .collect();
         entries.sort_unstable_by_key(|entry| entry.job.id);
         Ok(entries)
     }
 
     fn put_progress(&mut self, entry: &LedgerEntry) -> Result<(), LedgerError> {
-        match self.entries.get_mut(&entry.job.id) {
-            Some(known) if !(self.forget_terminal && entry.state.is_terminal()) => {
+        let forget = self.forget_terminal && entry.state.is_terminal();
+        match self.stored_mut(entry.job.id) {
+            Some(known) if !forget => {
                 known.set_progress(entry);
                 Ok(())
             }
