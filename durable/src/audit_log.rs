@@ -6,13 +6,24 @@
 //!
 //! # When it reaches the disk
 //!
-//! Every append is one `write` of the whole line to an unbuffered, append-only file, so a
+//! Under [`SyncPolicy::BeforeSideEffects`] (the default) and [`SyncPolicy::EveryRecord`],
+//! every append is one `write` of the whole line straight to the append-only file, so a
 //! crash loses at most the line being written (a torn tail, handled below) and never
-//! interleaves records. Whether the line is also fsynced depends on [`SyncPolicy`]; the
-//! default, [`SyncPolicy::BeforeSideEffects`], fsyncs every record except `action_requested`
-//! and `retry_scheduled`: those always precede an `action_sent` (recorded before dispatch) of
-//! the same action, whose fsync makes them durable too. So whatever left the process is on
-//! disk first, at one fsync per attempt rather than one per record.
+//! interleaves records. Whether the line is also fsynced depends on the policy: the
+//! default fsyncs every record except `action_requested` and `retry_scheduled`: those always
+//! precede an `action_sent` (recorded before dispatch) of the same action, whose fsync makes
+//! them durable too. So whatever left the process is on disk first, at one fsync per attempt
+//! rather than one per record.
+//!
+//! Under [`SyncPolicy::OnRequest`] (the virtual driver, whose durability is modelled, not
+//! real) lines are collected in a 256 KiB buffer and written in large chunks: a
+//! `write` system call per record was most of the cost of writing a large run's trail. The
+//! buffer is written out by [`AuditWriter::sync`], [`AuditWriter::close`], when it fills, and
+//! (best effort, errors ignored) when the writer is dropped. A dropped writer therefore
+//! leaves every record it accepted in the file, as long as that last write succeeds; call
+//! `close` to learn whether it did. A chunk may end mid-line, so a real crash under this
+//! policy can lose up to a buffer's worth of records and leave a torn tail, which
+//! [`AuditWriter::open_append`] repairs like any other.
 //!
 //! # Resuming after a crash
 //!
@@ -29,7 +40,7 @@
 //! redacted is returned in [`Appended::redactions`].
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use stampede_core::{AuditEvent, AuditKind};
@@ -39,7 +50,11 @@ use crate::error::DurableError;
 use crate::redact::{sanitize_detail, Redaction};
 use crate::verify::{walk, Problem, VerifyReport};
 
-/// When the writer fsyncs.
+/// Bytes of audit lines [`SyncPolicy::OnRequest`] collects before writing them out: large
+/// enough that a run of hundreds of MB makes few system calls, small next to a run's memory.
+const BUFFER_BYTES: usize = 256 * 1024;
+
+/// When the writer fsyncs (and, for [`SyncPolicy::OnRequest`], when it writes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SyncPolicy {
     /// fsync after every record except `action_requested` and `retry_scheduled` (see the
@@ -49,7 +64,8 @@ pub enum SyncPolicy {
     /// fsync after every record.
     EveryRecord,
     /// Only on [`AuditWriter::sync`] and [`AuditWriter::close`]: for the virtual driver, whose
-    /// crashes are simulated and whose process does not die.
+    /// crashes are simulated and whose process does not die. Records are also buffered, not
+    /// written one by one (see the module docs).
     OnRequest,
 }
 
@@ -62,6 +78,13 @@ impl SyncPolicy {
                 !matches!(kind, AuditKind::ActionRequested | AuditKind::RetryScheduled)
             }
         }
+    }
+
+    /// Whether records may wait in memory. Only a policy that never fsyncs on its own may:
+    /// the others must have written (and, where they say so, fsynced) a record when
+    /// `append` returns.
+    fn buffers(self) -> bool {
+        matches!(self, Self::OnRequest)
     }
 }
 
@@ -119,9 +142,14 @@ pub struct Resumed {
 }
 
 /// Appends hash-chained audit records to one file.
+///
+/// Dropping it writes out what [`SyncPolicy::OnRequest`] buffered, ignoring errors, and
+/// fsyncs nothing: use [`close`](Self::close) to know the trail reached the disk.
 #[derive(Debug)]
 pub struct AuditWriter {
-    file: File,
+    /// The file behind a buffer that only [`SyncPolicy::OnRequest`] fills; other policies
+    /// write each line to the file itself, once the buffer is empty.
+    out: BufWriter<File>,
     path: PathBuf,
     head: ChainHead,
     sync: SyncPolicy,
@@ -149,7 +177,7 @@ impl AuditWriter {
         };
         sync_parent_dir(&path)?;
         Ok(Self {
-            file,
+            out: BufWriter::with_capacity(BUFFER_BYTES, file),
             path,
             head: ChainHead::genesis(),
             sync: SyncPolicy::default(),
@@ -219,7 +247,7 @@ impl AuditWriter {
             },
         };
         let writer = Self {
-            file,
+            out: BufWriter::with_capacity(BUFFER_BYTES, file),
             path,
             head,
             sync: SyncPolicy::default(),
@@ -231,13 +259,16 @@ impl AuditWriter {
         })
     }
 
-    /// The same writer with another fsync policy.
+    /// The same writer with another fsync policy. Lines buffered under
+    /// [`SyncPolicy::OnRequest`] are written out before the first record appended under a
+    /// policy that does not buffer.
     pub fn with_sync(mut self, sync: SyncPolicy) -> Self {
         self.sync = sync;
         self
     }
 
-    /// The last record written (seq 0 and 64 zeros before the first). Keep it elsewhere to
+    /// The last record appended (seq 0 and 64 zeros before the first), possibly still in
+    /// the buffer under [`SyncPolicy::OnRequest`]. Keep it elsewhere to
     /// catch a cut tail with [`verify_with_head`](crate::verify_with_head).
     pub fn head(&self) -> &ChainHead {
         &self.head
@@ -271,7 +302,18 @@ impl AuditWriter {
         let seq = self.head.seq + 1;
         let hash = record_hash(seq, &self.head.hash, &canonical_event);
         let line = format_line(seq, &self.head.hash, &canonical_event, &hash);
-        if let Err(source) = self.file.write_all(line.as_bytes()) {
+        let written = if self.sync.buffers() {
+            self.out.write_all(line.as_bytes())
+        } else {
+            // One write of the whole line straight to the file: these policies promise the
+            // record is there when append returns. Lines buffered under an earlier
+            // OnRequest go first, so the order holds.
+            self.out
+                .flush()
+                .and_then(|()| self.out.get_mut().write_all(line.as_bytes()))
+        };
+        if let Err(source) = written {
+            // The file may now end in part of a line (this one or a buffered one).
             self.poisoned = true;
             return Err(DurableError::AuditIo {
                 path: self.path.clone(),
@@ -293,9 +335,19 @@ impl AuditWriter {
         })
     }
 
-    /// fsyncs everything written so far.
+    /// Writes out what is buffered and fsyncs everything appended so far.
     pub fn sync(&mut self) -> Result<(), DurableError> {
-        self.file
+        if let Err(source) = self.out.flush() {
+            // Part of the buffer may have reached the file, ending it mid-line.
+            self.poisoned = true;
+            return Err(DurableError::AuditIo {
+                path: self.path.clone(),
+                action: "write out buffered records",
+                source,
+            });
+        }
+        self.out
+            .get_ref()
             .sync_data()
             .map_err(|source| DurableError::AuditIo {
                 path: self.path.clone(),
@@ -304,10 +356,19 @@ impl AuditWriter {
             })
     }
 
-    /// fsyncs and closes the trail, returning its head.
+    /// Writes out what is buffered, fsyncs and closes the trail, returning its head.
     pub fn close(mut self) -> Result<ChainHead, DurableError> {
         self.sync()?;
-        Ok(self.head)
+        Ok(std::mem::replace(&mut self.head, ChainHead::genesis()))
+    }
+}
+
+impl Drop for AuditWriter {
+    /// Best effort: writes out the buffered lines so that a simulated crash (which drops the
+    /// writer, as the virtual driver's restart does) loses nothing the page cache would
+    /// keep. An error cannot be reported here; `open_append` repairs a tail it left torn.
+    fn drop(&mut self) {
+        let _ = self.out.flush();
     }
 }
 
