@@ -1155,3 +1155,34 @@ fn retries_released_by_one_retry_after_are_spread_not_a_wave() {
         times.len()
     );
 }
+
+#[test]
+fn scope_reopened_after_retry_after_drains_paced_not_as_a_burst() {
+    // 60 requests a minute on the scope: once reopened, one a second.
+    let mut policy = scoped(Some(60), None);
+    policy.workers = 64;
+    policy.retry_after.spread = Duration::ZERO;
+    let mut s = scheduler(policy);
+    s.submit(job(1, "llm"), 0).unwrap();
+    let first = sends(&drain(&mut s, 0)).remove(0);
+    s.on_outcome(first.attempt, response(429, &[("retry-after", "30")]), 100);
+    for id in 2..=41 {
+        s.submit(job(id, "llm"), 100).unwrap();
+    }
+    assert!(sends(&drain(&mut s, 30_099)).is_empty(), "the scope is closed");
+    // The budget that would have built up while the scope was closed is not spent at once.
+    let mut sent = 0;
+    let mut at_reopening = 0;
+    for now in (30_100..=40_100).step_by(100) {
+        let n = sends(&drain(&mut s, now)).len();
+        if now == 30_100 {
+            at_reopening = n;
+        }
+        sent += n;
+    }
+    assert!(at_reopening <= 1, "{at_reopening} sent the moment the scope reopened");
+    assert!(
+        (9..=12).contains(&sent),
+        "{sent} sent in the 10 s after reopening: paced at one a second, not a burst"
+    );
+}

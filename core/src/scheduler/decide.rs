@@ -109,10 +109,11 @@ impl<L: Ledger> Scheduler<L> {
         );
         if policy.share_scope_state {
             match (failure.kind, told) {
-                (FailureKind::RateLimited, Some(told)) => state.publish_wait(
-                    now.saturating_add(told.delay_ms),
-                    ScopeSource::RateLimitedRetryAfter,
-                ),
+                (FailureKind::RateLimited, Some(told)) => {
+                    let until = now.saturating_add(told.delay_ms);
+                    state.publish_wait(until, ScopeSource::RateLimitedRetryAfter);
+                    state.hold_requests_until(until, now);
+                }
                 (FailureKind::RateLimited, None) => {
                     state.publish_wait(now + millis(policy.backoff.base), ScopeSource::RateLimited)
                 }

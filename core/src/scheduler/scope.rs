@@ -155,6 +155,16 @@ impl ScopeState {
         }
     }
 
+    /// A 429 closed the scope until `until`: the request budget that would have built up
+    /// meanwhile is not there to spend when it reopens (the provider just said there is
+    /// none), so the queue drains at the paced rate instead of as one burst the moment the
+    /// wait ends.
+    pub fn hold_requests_until(&mut self, until: Millis, now: Millis) {
+        if let Some(bucket) = &mut self.requests {
+            bucket.pace(0, until.saturating_sub(now), now);
+        }
+    }
+
     /// Takes in what rate-limit headers said: the record's remaining and reset, the buckets'
     /// pace (learning a bucket from the advertised limit when none is configured), and a
     /// pause until the reset when nothing is left.
