@@ -1169,7 +1169,10 @@ fn scope_reopened_after_retry_after_drains_paced_not_as_a_burst() {
     for id in 2..=41 {
         s.submit(job(id, "llm"), 100).unwrap();
     }
-    assert!(sends(&drain(&mut s, 30_099)).is_empty(), "the scope is closed");
+    assert!(
+        sends(&drain(&mut s, 30_099)).is_empty(),
+        "the scope is closed"
+    );
     // The budget that would have built up while the scope was closed is not spent at once.
     let mut sent = 0;
     let mut at_reopening = 0;
@@ -1180,7 +1183,10 @@ fn scope_reopened_after_retry_after_drains_paced_not_as_a_burst() {
         }
         sent += n;
     }
-    assert!(at_reopening <= 1, "{at_reopening} sent the moment the scope reopened");
+    assert!(
+        at_reopening <= 1,
+        "{at_reopening} sent the moment the scope reopened"
+    );
     assert!(
         (9..=12).contains(&sent),
         "{sent} sent in the 10 s after reopening: paced at one a second, not a burst"
