@@ -11,7 +11,7 @@
 //! [`play_from`] is the same loop on any ledger, and resumed when its [`Start`] says so
 //! (see `resume`); [`play`] is a first life on the in-memory ledger.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use stampede_core::{
@@ -28,19 +28,15 @@ use super::request::http_request;
 use super::resume::{self, Restart, Start};
 use super::transport::Transport;
 use super::{AttemptTiming, LiveError, LiveOptions, LiveRun};
+use crate::driver_common::admission::Admission;
+use crate::driver_common::gauges::GaugeSampler;
+use crate::driver_common::live_actions::{LiveAction, LiveActions};
 use crate::measure::Measurement;
 use crate::rng;
 use crate::scenario::Scenario;
-use crate::virtual_driver::translate::{self, ActionFacts};
+use crate::virtual_driver::translate::ActionFacts;
 use crate::virtual_driver::{AttemptSink, AuditSink, NoAudit, VIRTUAL_EPOCH_UNIX_MS};
-use crate::workload::{self, Arrival, Arrivals};
-
-struct Live {
-    facts: ActionFacts,
-    submitted_at: Millis,
-    deadline: Option<Millis>,
-    dispatched: bool,
-}
+use crate::workload;
 
 /// What an attempt task hands back.
 struct Finished {
@@ -100,17 +96,18 @@ pub async fn play_from<L: Ledger>(
             r.at,
         )?,
     };
-    let mut arrivals = Arrivals::new(scenario);
-    let mut held: Option<(Arrival, Millis)> = None;
+    // Actions a dead process already submitted: the workload replays them, they are skipped.
+    let mut admission = Admission::new(
+        scenario,
+        restart.as_ref().map(Restart::ids).unwrap_or_default(),
+    );
     let cancels = workload::cancellations(scenario);
     let mut next_cancel = restart
         .as_ref()
         .map_or(0, |r| r.cancellations_done(&cancels));
-    // Actions a dead process already submitted: the workload replays them, they are skipped.
-    let restored: BTreeSet<JobId> = restart.as_ref().map(Restart::ids).unwrap_or_default();
-    let mut live: HashMap<JobId, Live> = HashMap::new();
+    let mut live = LiveActions::default();
     let mut measure = Measurement::new(scenario.bucket_ms);
-    let bucket = scenario.bucket_ms.max(1);
+    let mut gauges = GaugeSampler::new(scenario.bucket_ms);
     let cap = scenario.duration_ms;
     // When the client heard how each attempt ended (scenario ms), by (action, attempt_no):
     // the end of a hang in attempts.csv, which only the client's timeout knows.
@@ -122,10 +119,9 @@ pub async fn play_from<L: Ledger>(
     let mut ready: Vec<Finished> = Vec::new();
     let mut sends: u64 = 0;
     let mut events: u64 = 0;
-    let mut next_sample: Millis = bucket;
     if let Some(r) = &restart {
         adopt_restored(r, &mut live, &mut measure);
-        next_sample = (r.at / bucket + 1) * bucket;
+        gauges.resume_at(r.at);
     }
 
     let unix_now_ms = || {
@@ -158,72 +154,14 @@ pub async fn play_from<L: Ledger>(
 
     loop {
         now = clock.now();
-        while next_sample <= now.min(cap) {
-            let g = core.gauges();
-            measure.on_gauges(
-                next_sample - 1,
-                g.queued + g.delayed,
-                g.in_flight,
-                g.tokens_reserved,
-            );
-            next_sample += bucket;
-        }
+        gauges.sample_until(now.min(cap), &core, &mut measure);
         if now > cap {
             now = cap;
             break;
         }
         let before = events;
 
-        loop {
-            let arrival = match held.take() {
-                Some((arrival, retry_at)) if retry_at <= now => arrival,
-                Some(waiting) => {
-                    held = Some(waiting);
-                    break;
-                }
-                None if arrivals.peek_time().is_some_and(|t| t <= now) => match arrivals.next() {
-                    // Submitted by a dead process: restored from the ledger instead.
-                    Some(a) if restored.contains(&a.job.id) => continue,
-                    Some(a) => {
-                        measure.on_submit();
-                        a
-                    }
-                    None => break,
-                },
-                None => break,
-            };
-            events += 1;
-            let job = arrival.job.clone();
-            let facts = ActionFacts {
-                tenant: job.tenant.clone(),
-                class: job.class.clone(),
-                resource: job.resource.clone(),
-                prompt_tokens: job.prompt_tokens,
-                max_output_tokens: job.max_output_tokens,
-                external_ref: job.external_ref.clone(),
-                stream: job.stream,
-                payload_hash: job.payload_hash,
-            };
-            let (id, deadline) = (job.id, job.deadline);
-            match core.submit(job, now) {
-                Ok(()) => {
-                    live.insert(
-                        id,
-                        Live {
-                            facts,
-                            submitted_at: arrival.at,
-                            deadline,
-                            dispatched: false,
-                        },
-                    );
-                }
-                Err(rejection) => {
-                    measure.on_pushed_back(id);
-                    held = Some((arrival, now + rejection.retry_after_ms.max(1)));
-                    break;
-                }
-            }
-        }
+        events += admission.admit(now, true, &mut core, &mut live, &mut measure);
         while let Some(c) = cancels.get(next_cancel).filter(|c| c.at <= now) {
             events += 1;
             core.cancel_task(&c.tenant, &c.task, now);
@@ -245,18 +183,9 @@ pub async fn play_from<L: Ledger>(
             events += 1;
             match command {
                 Command::Send(send) => {
-                    let Some(action) = live.get_mut(&send.job) else {
-                        return Err(LiveError::Provider(format!(
-                            "the core sent for unknown action {}",
-                            send.job
-                        )));
-                    };
-                    if !action.dispatched {
-                        action.dispatched = true;
-                        measure.on_first_dispatch(now.saturating_sub(action.submitted_at));
-                    }
-                    measure.on_reserved(send.reserved_tokens);
-                    let request = translate::request(&send, &action.facts);
+                    let request = live
+                        .dispatch(&send, now, &mut measure)
+                        .map_err(LiveError::Provider)?;
                     let http =
                         http_request(&provider.base, &request).map_err(LiveError::Provider)?;
                     let stream = request.stream;
@@ -282,22 +211,10 @@ pub async fn play_from<L: Ledger>(
                     });
                 }
                 Command::Finish(terminal) => {
-                    let Some(action) = live.remove(&terminal.job) else {
-                        continue;
-                    };
-                    let late = terminal.status != TerminalStatus::Cancelled
-                        && action.deadline.is_some_and(|d| now > d);
-                    measure.on_terminal(
-                        now,
-                        &action.facts.tenant,
-                        &terminal,
-                        now.saturating_sub(action.submitted_at),
-                        late,
-                    );
-                    if let Some((_, retry_at)) = &mut held {
-                        *retry_at = now;
+                    if live.finish(&terminal, now, &mut measure) {
+                        admission.capacity_freed(now);
+                        terminals.push(terminal);
                     }
-                    terminals.push(terminal);
                 }
             }
         }
@@ -305,10 +222,7 @@ pub async fn play_from<L: Ledger>(
             record_audit(&mut core, opts.keep_audit, &mut audit_events, audit_sink)?;
         }
 
-        let arrival_time = match &held {
-            Some((_, retry_at)) => Some(*retry_at),
-            None => arrivals.peek_time(),
-        };
+        let arrival_time = admission.next_time();
         let cancel_time = cancels.get(next_cancel).map(|c| c.at);
         let wake = core.next_wakeup();
         if inflight.is_empty() && arrival_time.is_none() && cancel_time.is_none() && wake.is_none()
@@ -321,7 +235,7 @@ pub async fn play_from<L: Ledger>(
             arrival_time,
             cancel_time,
             wake,
-            Some(next_sample),
+            Some(gauges.next_time()),
             Some(cap + 1),
         ]
         .into_iter()
@@ -347,27 +261,10 @@ pub async fn play_from<L: Ledger>(
     while inflight.join_next().await.is_some() {}
     let real_ms = u64::try_from(wall_started.elapsed().as_millis()).unwrap_or(u64::MAX);
 
-    if next_sample.saturating_sub(bucket) <= now {
-        let g = core.gauges();
-        measure.on_gauges(now, g.queued + g.delayed, g.in_flight, g.tokens_reserved);
-    }
-    let mut unfinished = live.len() as u64;
-    let mut late = live
-        .values()
-        .filter(|a| a.deadline.is_some_and(|d| d < now))
-        .count() as u64;
-    if let Some((arrival, _)) = &held {
-        unfinished += 1;
-        late += u64::from(arrival.job.deadline.is_some_and(|d| d < now));
-    }
-    while arrivals.peek_time().is_some_and(|t| t <= now) {
-        let Some(arrival) = arrivals.next() else {
-            break;
-        };
-        measure.on_submit();
-        unfinished += 1;
-        late += u64::from(arrival.job.deadline.is_some_and(|d| d < now));
-    }
+    gauges.finish(now, &core, &mut measure);
+    let (live_left, live_late) = live.unfinished(now);
+    let (held_left, held_late) = admission.unfinished(now, &mut measure);
+    let (unfinished, late) = (live_left + held_left, live_late + held_late);
 
     // Ground truth: what reached the provider's edge, from its own journal.
     let journal: Vec<JournalEntry> = provider.journal(0).await?;
@@ -422,7 +319,7 @@ fn record_audit<L: Ledger>(
 /// Takes over what a dead process persisted: every action counts as a logical request of
 /// this run; unfinished ones are live again (the restored core works on them), finished
 /// ones are measured with the outcome the ledger recorded.
-fn adopt_restored(restart: &Restart, live: &mut HashMap<JobId, Live>, measure: &mut Measurement) {
+fn adopt_restored(restart: &Restart, live: &mut LiveActions, measure: &mut Measurement) {
     for entry in &restart.entries {
         measure.on_submit();
         let arrived = restart.arrived_at(entry);
@@ -441,8 +338,8 @@ fn adopt_restored(restart: &Restart, live: &mut HashMap<JobId, Live>, measure: &
             None => {
                 live.insert(
                     entry.job.id,
-                    Live {
-                        facts: resume::facts_of(&entry.job),
+                    LiveAction {
+                        facts: ActionFacts::of(&entry.job),
                         submitted_at: arrived,
                         deadline: entry.job.deadline,
                         dispatched: entry.attempts > 0,

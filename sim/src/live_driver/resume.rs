@@ -28,17 +28,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use stampede_core::{
-    ActionState, Job, JobId, LedgerEntry, Millis, Reason, Terminal, TerminalStatus,
-};
+use stampede_core::{JobId, LedgerEntry, Millis};
 use stampede_durable::SqliteLedger;
 
 use super::audit_trail::LiveAuditTrail;
 use super::provider::Provider;
 use super::{driver, resolve_time_scale, LiveError, LiveOptions, LiveRun};
+pub use crate::driver_common::persisted::persisted_terminal;
 use crate::rng;
 use crate::scenario::Scenario;
-use crate::virtual_driver::translate::ActionFacts;
 use crate::virtual_driver::{AttemptSink, AuditSink, NoAudit};
 use crate::workload::{Arrivals, Cancellation};
 
@@ -121,44 +119,6 @@ impl Restart {
             .iter()
             .filter(|e| !e.state.is_terminal())
             .count() as u64
-    }
-}
-
-/// The terminal outcome a dead process persisted for `entry`, if it is terminal.
-pub fn persisted_terminal(entry: &LedgerEntry) -> Option<Terminal> {
-    let (status, reason) = match entry.state {
-        ActionState::Completed => (TerminalStatus::Completed, Reason::Succeeded),
-        ActionState::Failed => (TerminalStatus::Failed, Reason::AttemptsExhausted),
-        ActionState::Escalated => (TerminalStatus::Escalated, Reason::ReconciliationUnavailable),
-        ActionState::Cancelled => (TerminalStatus::Cancelled, Reason::Cancelled),
-        ActionState::Planned | ActionState::InFlight | ActionState::ReconciliationRequired => {
-            return None
-        }
-    };
-    Some(Terminal {
-        job: entry.job.id,
-        status,
-        reason,
-        sent: entry.attempts > 0,
-        last_status: None,
-        attempts: entry.attempts,
-        waited_ms: entry.waited_ms,
-        operation_id: entry.operation_id.clone(),
-        next_actions: Vec::new(),
-    })
-}
-
-/// The facts the driver needs to put a restored action's attempts on the wire.
-pub fn facts_of(job: &Job) -> ActionFacts {
-    ActionFacts {
-        tenant: job.tenant.clone(),
-        class: job.class.clone(),
-        resource: job.resource.clone(),
-        prompt_tokens: job.prompt_tokens,
-        max_output_tokens: job.max_output_tokens,
-        external_ref: job.external_ref.clone(),
-        stream: job.stream,
-        payload_hash: job.payload_hash,
     }
 }
 
@@ -338,7 +298,7 @@ mod tests {
     use crate::scenario;
     use crate::virtual_driver::NoAttempts;
     use crate::workload::cancellations;
-    use stampede_core::Ledger;
+    use stampede_core::{ActionState, Ledger, TerminalStatus};
 
     const SCENARIO: &str = r#"
 name = "resume-unit"

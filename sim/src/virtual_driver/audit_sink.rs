@@ -1,11 +1,13 @@
 //! Where the runner's audit events go: `audit.jsonl` in the run directory, hash-chained by
-//! stampede-durable's [`AuditWriter`], resumed with `open_append` after each simulated
+//! stampede-durable's [`AuditWriter`](stampede_durable::AuditWriter), resumed with `open_append` after each simulated
 //! restart as a restarted process would.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use stampede_core::AuditEvent;
-use stampede_durable::{AuditWriter, SyncPolicy};
+use stampede_durable::SyncPolicy;
+
+use crate::driver_common::audit_trail::ChainedTrail;
 
 /// Receives the audit events the core records, in order.
 pub trait AuditSink {
@@ -40,62 +42,33 @@ impl AuditSink for NoAudit {
 /// The audit trail file of a virtual run. fsync only on request: the simulated process dies
 /// but the real one does not, so the page cache survives every simulated crash.
 pub struct AuditFile {
-    path: PathBuf,
-    writer: Option<AuditWriter>,
-    records: u64,
+    trail: ChainedTrail,
 }
 
 impl AuditFile {
     /// Starts a new trail at `path`, replacing a trail left by an earlier run there.
     pub fn create(path: &Path) -> Result<Self, String> {
-        if path.exists() {
-            std::fs::remove_file(path)
-                .map_err(|e| format!("cannot replace {}: {e}", path.display()))?;
-        }
-        let writer = AuditWriter::create(path)
-            .map_err(|e| e.to_string())?
-            .with_sync(SyncPolicy::OnRequest);
-        Ok(Self {
-            path: path.to_path_buf(),
-            writer: Some(writer),
-            records: 0,
-        })
+        let trail = ChainedTrail::create(path, SyncPolicy::OnRequest)?;
+        Ok(Self { trail })
     }
 
     /// Records written so far.
     pub fn records(&self) -> u64 {
-        self.records
+        self.trail.records()
     }
 
     /// Flushes the trail to disk.
-    pub fn close(mut self) -> Result<(), String> {
-        match self.writer.take() {
-            Some(w) => w.close().map(|_| ()).map_err(|e| e.to_string()),
-            None => Ok(()),
-        }
+    pub fn close(self) -> Result<(), String> {
+        self.trail.close()
     }
 }
 
 impl AuditSink for AuditFile {
     fn record(&mut self, events: &[AuditEvent]) -> Result<(), String> {
-        let Some(writer) = self.writer.as_mut() else {
-            return Err(format!(
-                "{}: the audit trail is closed",
-                self.path.display()
-            ));
-        };
-        for event in events {
-            writer.append(event).map_err(|e| e.to_string())?;
-            self.records += 1;
-        }
-        Ok(())
+        self.trail.append(events)
     }
 
     fn restart(&mut self) -> Result<(), String> {
-        // The dead process's writer goes away unsynced, as a killed process's would.
-        drop(self.writer.take());
-        let resumed = AuditWriter::open_append(&self.path).map_err(|e| e.to_string())?;
-        self.writer = Some(resumed.writer.with_sync(SyncPolicy::OnRequest));
-        Ok(())
+        self.trail.reopen()
     }
 }

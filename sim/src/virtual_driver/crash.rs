@@ -15,16 +15,15 @@
 //! Terminal outcomes the dead process persisted but never reported (its outbox died with it)
 //! are read back from the ledger at the crash: that is what the outside world can learn.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
-use stampede_core::{
-    ActionState, AttemptId, InMemoryLedger, JobId, Millis, Policy, Reason, Scheduler, Send,
-    Terminal, TerminalStatus,
-};
+use stampede_core::{AttemptId, InMemoryLedger, JobId, Millis, Policy, Scheduler, Send};
 use stampede_provider::model::JournalEntry;
 
 use super::audit_sink::AuditSink;
-use super::{DriverError, Live};
+use super::DriverError;
+use crate::driver_common::live_actions::LiveActions;
+use crate::driver_common::persisted::persisted_terminal;
 use crate::measure::Measurement;
 use crate::rng;
 use crate::scenario::{CrashPoint, CrashSpec, CrashTrigger, Scenario};
@@ -207,7 +206,7 @@ impl Crashes {
         &mut self,
         now: Millis,
         core: &mut Scheduler<InMemoryLedger>,
-        live: &mut HashMap<JobId, Live>,
+        live: &mut LiveActions,
         measure: &mut Measurement,
         audit: &mut dyn AuditSink,
     ) -> Result<(), DriverError> {
@@ -237,7 +236,7 @@ impl Crashes {
         &mut self,
         now: Millis,
         core: &mut Scheduler<InMemoryLedger>,
-        live: &mut HashMap<JobId, Live>,
+        live: &mut LiveActions,
         measure: &mut Measurement,
         audit: &mut dyn AuditSink,
     ) -> Result<(), DriverError> {
@@ -291,47 +290,12 @@ impl Crashes {
 fn report_persisted_terminals(
     now: Millis,
     ledger: &InMemoryLedger,
-    live: &mut HashMap<JobId, Live>,
+    live: &mut LiveActions,
     measure: &mut Measurement,
 ) {
-    let mut ids: Vec<JobId> = live.keys().copied().collect();
-    ids.sort_unstable();
-    for id in ids {
-        let Some(entry) = ledger.get(id) else {
-            continue;
-        };
-        let (status, reason) = match entry.state {
-            ActionState::Completed => (TerminalStatus::Completed, Reason::Succeeded),
-            ActionState::Failed => (TerminalStatus::Failed, Reason::AttemptsExhausted),
-            ActionState::Escalated => {
-                (TerminalStatus::Escalated, Reason::ReconciliationUnavailable)
-            }
-            ActionState::Cancelled => (TerminalStatus::Cancelled, Reason::Cancelled),
-            ActionState::Planned | ActionState::InFlight | ActionState::ReconciliationRequired => {
-                continue
-            }
-        };
-        let Some(action) = live.remove(&id) else {
-            continue;
-        };
-        let terminal = Terminal {
-            job: id,
-            status,
-            reason,
-            sent: entry.attempts > 0,
-            last_status: None,
-            attempts: entry.attempts,
-            waited_ms: entry.waited_ms,
-            operation_id: entry.operation_id.clone(),
-            next_actions: Vec::new(),
-        };
-        let late = status != TerminalStatus::Cancelled && action.deadline.is_some_and(|d| now > d);
-        measure.on_terminal(
-            now,
-            &action.facts.tenant,
-            &terminal,
-            now - action.submitted_at,
-            late,
-        );
+    for id in live.sorted_ids() {
+        if let Some(terminal) = ledger.get(id).as_ref().and_then(persisted_terminal) {
+            live.finish(&terminal, now, measure);
+        }
     }
 }

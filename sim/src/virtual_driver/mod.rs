@@ -9,32 +9,29 @@
 //! model at once and its answer is queued at `now + latency`; a `Finish` is measured. Memory
 //! holds live actions and attempts in flight only; attempts stream to the sink.
 //!
-//! Backpressure: when the core's admission refuses an action (its queue for that tenant and
-//! priority is full), the driver stops pulling arrivals, like a producer that honours the
-//! refusal, and offers the same action again when an action finishes or the refusal's
-//! retry-after has passed. The action's latency, queue wait and deadline still count from
-//! its arrival. One refused action holds back the arrivals behind it (head of line).
+//! Backpressure on arrivals the core refuses is the live driver's too (see
+//! `driver_common::admission`).
 
 pub mod audit_sink;
 pub mod crash;
 pub mod events;
 pub mod translate;
 
-use std::collections::HashMap;
-
-use stampede_core::{Command, JobId, Millis, Scheduler, TerminalStatus};
+use stampede_core::{Command, Millis, Scheduler};
 use stampede_provider::config::ConfigError;
 use stampede_provider::model::ProviderModel;
 use stampede_reports::AttemptRow;
 
+use crate::driver_common::admission::Admission;
+use crate::driver_common::gauges::GaugeSampler;
+use crate::driver_common::live_actions::LiveActions;
 use crate::measure::{Measured, Measurement};
 use crate::rng;
 use crate::scenario::Scenario;
-use crate::workload::{self, Arrival, Arrivals};
+use crate::workload;
 pub use audit_sink::{AuditFile, AuditSink, NoAudit};
 use crash::{Crashes, Delivery};
 use events::{Event, EventQueue};
-use translate::ActionFacts;
 
 /// Wall-clock time of virtual t = 0 (2026-01-01T00:00:00Z, ms since the Unix epoch): fixed,
 /// so HTTP-date Retry-After values are the same on every run.
@@ -82,14 +79,6 @@ pub struct VirtualRun {
     pub end_ms: Millis,
 }
 
-/// A live action as the driver tracks it.
-struct Live {
-    facts: ActionFacts,
-    submitted_at: Millis,
-    deadline: Option<Millis>,
-    dispatched: bool,
-}
-
 /// Plays a scenario in virtual time.
 pub fn run(scenario: &Scenario, sink: &mut dyn AttemptSink) -> Result<VirtualRun, DriverError> {
     run_with_audit(scenario, sink, &mut NoAudit)
@@ -121,19 +110,16 @@ pub fn run_with_audit(
         rng::stream(scenario.seed, "client"),
     )?;
 
-    let mut arrivals = Arrivals::new(scenario);
-    // An arrival the core refused, and when to offer it again.
-    let mut held: Option<(Arrival, Millis)> = None;
+    let mut admission = Admission::new(scenario, Default::default());
     let cancels = workload::cancellations(scenario);
     let mut next_cancel = 0usize;
     let mut queue = EventQueue::default();
-    let mut live: HashMap<JobId, Live> = HashMap::new();
+    let mut live = LiveActions::default();
     let mut measure = Measurement::new(scenario.bucket_ms);
-    let bucket = scenario.bucket_ms.max(1);
+    let mut gauges = GaugeSampler::new(scenario.bucket_ms);
     let cap = scenario.duration_ms;
 
     let mut now: Millis = 0;
-    let mut next_sample: Millis = bucket;
     let mut events: u64 = 0;
     // Set when a turn changed nothing: the core's wake-up is then taken as at least `now + 1`,
     // so a wake-up that is due but yields nothing cannot spin the loop.
@@ -143,13 +129,9 @@ pub fn run_with_audit(
         let wake = core
             .next_wakeup()
             .map(|w| if stalled { w.max(now + 1) } else { w });
-        let arrival_time = match &held {
-            Some((_, retry_at)) => Some(*retry_at),
-            None => arrivals.peek_time(),
-        };
         let candidates = [
             queue.peek_time(),
-            arrival_time.filter(|_| crashes.accepting()),
+            admission.next_time().filter(|_| crashes.accepting()),
             cancels
                 .get(next_cancel)
                 .map(|c| c.at)
@@ -161,16 +143,7 @@ pub fn run_with_audit(
             break;
         };
         let t = t.max(now);
-        while next_sample <= t.min(cap) {
-            let g = core.gauges();
-            measure.on_gauges(
-                next_sample - 1,
-                g.queued + g.delayed,
-                g.in_flight,
-                g.tokens_reserved,
-            );
-            next_sample += bucket;
-        }
+        gauges.sample_until(t.min(cap), &core, &mut measure);
         if t > cap {
             now = cap;
             break;
@@ -180,56 +153,7 @@ pub fn run_with_audit(
         // A restart or a crash at a time comes first; while down, only answers move.
         crashes.turn(now, &mut core, &mut live, &mut measure, audit_sink)?;
 
-        loop {
-            let arrival = match held.take() {
-                Some((arrival, retry_at)) if retry_at <= now && crashes.accepting() => arrival,
-                Some(waiting) => {
-                    held = Some(waiting);
-                    break;
-                }
-                None if crashes.accepting() && arrivals.peek_time().is_some_and(|t| t <= now) => {
-                    match arrivals.next() {
-                        Some(a) => {
-                            measure.on_submit();
-                            a
-                        }
-                        None => break,
-                    }
-                }
-                None => break,
-            };
-            events += 1;
-            let job = arrival.job.clone();
-            let facts = ActionFacts {
-                tenant: job.tenant.clone(),
-                class: job.class.clone(),
-                resource: job.resource.clone(),
-                prompt_tokens: job.prompt_tokens,
-                max_output_tokens: job.max_output_tokens,
-                external_ref: job.external_ref.clone(),
-                stream: job.stream,
-                payload_hash: job.payload_hash,
-            };
-            let (id, deadline) = (job.id, job.deadline);
-            match core.submit(job, now) {
-                Ok(()) => {
-                    live.insert(
-                        id,
-                        Live {
-                            facts,
-                            submitted_at: arrival.at,
-                            deadline,
-                            dispatched: false,
-                        },
-                    );
-                }
-                Err(rejection) => {
-                    measure.on_pushed_back(id);
-                    held = Some((arrival, now + rejection.retry_after_ms.max(1)));
-                    break;
-                }
-            }
-        }
+        events += admission.admit(now, crashes.accepting(), &mut core, &mut live, &mut measure);
         while let Some(c) = cancels
             .get(next_cancel)
             .filter(|c| c.at <= now && crashes.accepting())
@@ -263,19 +187,9 @@ pub fn run_with_audit(
                         crashes.crash(now, &mut core, &mut live, &mut measure, audit_sink)?;
                         break;
                     }
-                    let Some(action) = live.get_mut(&send.job) else {
-                        // The core sends only for actions it admitted, which are all live here.
-                        return Err(DriverError::Output(format!(
-                            "the core sent for unknown action {}",
-                            send.job
-                        )));
-                    };
-                    if !action.dispatched {
-                        action.dispatched = true;
-                        measure.on_first_dispatch(now - action.submitted_at);
-                    }
-                    measure.on_reserved(send.reserved_tokens);
-                    let request = translate::request(&send, &action.facts);
+                    let request = live
+                        .dispatch(&send, now, &mut measure)
+                        .map_err(DriverError::Output)?;
                     let decision = provider.arrive(&request, now);
                     let seq = decision.seq;
                     let (after, outcome) = translate::outcome(&send, decision);
@@ -299,21 +213,8 @@ pub fn run_with_audit(
                     }
                 }
                 Command::Finish(terminal) => {
-                    let Some(action) = live.remove(&terminal.job) else {
-                        continue;
-                    };
-                    let late = terminal.status != TerminalStatus::Cancelled
-                        && action.deadline.is_some_and(|d| now > d);
-                    measure.on_terminal(
-                        now,
-                        &action.facts.tenant,
-                        &terminal,
-                        now - action.submitted_at,
-                        late,
-                    );
-                    // Capacity freed: offer a refused arrival again at once.
-                    if let Some((_, retry_at)) = &mut held {
-                        *retry_at = now;
+                    if live.finish(&terminal, now, &mut measure) {
+                        admission.capacity_freed(now);
                     }
                 }
             }
@@ -325,30 +226,11 @@ pub fn run_with_audit(
         stalled = events == before;
     }
     // The last, partial bucket.
-    if next_sample.saturating_sub(bucket) <= now {
-        let g = core.gauges();
-        measure.on_gauges(now, g.queued + g.delayed, g.in_flight, g.tokens_reserved);
-    }
+    gauges.finish(now, &core, &mut measure);
     // Actions still live, the one held back and those never pulled did not finish in time.
-    let mut unfinished = live.len() as u64;
-    let mut late = live
-        .values()
-        .filter(|a| a.deadline.is_some_and(|d| d < now))
-        .count() as u64;
-    if let Some((arrival, _)) = &held {
-        unfinished += 1;
-        late += u64::from(arrival.job.deadline.is_some_and(|d| d < now));
-    }
-    // Arrivals due by the cap but never offered (held back behind a refusal) count as
-    // unfinished logical requests; those due after the cap were never part of the run.
-    while arrivals.peek_time().is_some_and(|t| t <= now) {
-        let Some(arrival) = arrivals.next() else {
-            break;
-        };
-        measure.on_submit();
-        unfinished += 1;
-        late += u64::from(arrival.job.deadline.is_some_and(|d| d < now));
-    }
+    let (live_left, live_late) = live.unfinished(now);
+    let (held_left, held_late) = admission.unfinished(now, &mut measure);
+    let (unfinished, late) = (live_left + held_left, live_late + held_late);
     let mut measured = measure.finish(now, unfinished, late);
     measured.summary.crashes = crashes.count();
     Ok(VirtualRun {

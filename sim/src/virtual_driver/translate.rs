@@ -2,8 +2,8 @@
 //! and the model's `Decision` becomes the `Outcome` the core hears, at the time it hears it.
 
 use stampede_core::{
-    LookupBy, LookupResult, Millis, Outcome, Response, Route, Send, SendKind, TransportFailure,
-    Usage,
+    Job, LookupBy, LookupResult, Millis, Outcome, Response, Route, Send, SendKind,
+    TransportFailure, Usage,
 };
 use stampede_provider::model::{Answer, Decision, FindBy, Request, RequestRoute};
 
@@ -18,6 +18,22 @@ pub struct ActionFacts {
     pub external_ref: Option<String>,
     pub stream: bool,
     pub payload_hash: u64,
+}
+
+impl ActionFacts {
+    /// The facts of `job`, taken when it is admitted (or restored from a ledger).
+    pub fn of(job: &Job) -> Self {
+        Self {
+            tenant: job.tenant.clone(),
+            class: job.class.clone(),
+            resource: job.resource.clone(),
+            prompt_tokens: job.prompt_tokens,
+            max_output_tokens: job.max_output_tokens,
+            external_ref: job.external_ref.clone(),
+            stream: job.stream,
+            payload_hash: job.payload_hash,
+        }
+    }
 }
 
 /// The provider request for one attempt, with `x-stampede-*` attribution.
