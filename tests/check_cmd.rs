@@ -1,25 +1,10 @@
 //! `stampede check`: the shipped scenarios pass, a failing expectation makes the check exit 1
 //! with a JUnit failure, and a malformed file exits 2 while the good ones still run.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
 
-fn stampede(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_stampede"))
-        .args(args)
-        // A test must not write into CI's step summary.
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .output()
-        .expect("the stampede binary runs")
-}
-
-fn text(out: &[u8]) -> String {
-    String::from_utf8_lossy(out).into_owned()
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+mod common;
+use common::{a_str, repo, stampede, text};
 
 /// A small scenario (`count` LLM calls against a 300 rpm account), with `expect` as the
 /// `[expect]` table's lines.
@@ -60,10 +45,6 @@ workers = 8
 {expect}
 "#
     )
-}
-
-fn a_str(p: &Path) -> &str {
-    p.to_str().expect("temp paths are UTF-8")
 }
 
 /// `(suite name, [(testcase name, has a <failure>)])` for every `<testsuite>`.

@@ -1,32 +1,11 @@
 //! Comparing runs: `stampede diff BEFORE AFTER` and `stampede run ... --baseline DIR` print
 //! each figure's change and the expectations whose verdict changed.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 
-fn stampede(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_stampede"))
-        .args(args)
-        // A test must not write into CI's step summary.
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .output()
-        .expect("the stampede binary runs")
-}
-
-fn text(out: &[u8]) -> String {
-    String::from_utf8_lossy(out).into_owned()
-}
-
-fn a_str(p: &Path) -> &str {
-    p.to_str().expect("temp paths are UTF-8")
-}
-
-fn quickstart() -> String {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("scenarios")
-        .join("quickstart.toml");
-    p.to_str().expect("UTF-8 path").to_string()
-}
+mod common;
+use common::{a_str, quickstart, stampede, text};
 
 /// Runs the quickstart on 16 workers (enough to overrun its 300 rpm), under `preset` into `out` (plus any
 /// `extra` arguments); returns its output and its summary.json.

@@ -3,32 +3,11 @@
 //! count, and a bad `--vary` refused before any run.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 
-fn stampede(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_stampede"))
-        .args(args)
-        // A test must not write into CI's step summary.
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .output()
-        .expect("the stampede binary runs")
-}
-
-fn text(out: &[u8]) -> String {
-    String::from_utf8_lossy(out).into_owned()
-}
-
-fn quickstart() -> String {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("scenarios")
-        .join("quickstart.toml");
-    p.to_str().expect("UTF-8 path").to_string()
-}
-
-fn a_str(p: &Path) -> &str {
-    p.to_str().expect("temp paths are UTF-8")
-}
+mod common;
+use common::{a_str, quickstart, stampede, text};
 
 fn sweep(out: &Path, jobs: &str) -> Output {
     let qs = quickstart();

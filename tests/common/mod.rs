@@ -1,0 +1,39 @@
+//! What the command tests (`check_cmd`, `sweep_cmd`, `diff_cmd`) share: running the
+//! `stampede` binary and finding the repository's scenarios.
+
+// Each test binary compiles this module for itself and uses only some of it.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Runs the `stampede` binary built for these tests with `args`, and waits for it.
+pub fn stampede(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_stampede"))
+        .args(args)
+        // A test must not write into CI's step summary.
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .expect("the stampede binary runs")
+}
+
+/// A process's stdout or stderr as text.
+pub fn text(out: &[u8]) -> String {
+    String::from_utf8_lossy(out).into_owned()
+}
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The path of the shipped quickstart scenario, as an argument.
+pub fn quickstart() -> String {
+    let p = repo().join("scenarios").join("quickstart.toml");
+    p.to_str().expect("UTF-8 path").to_string()
+}
+
+/// `p` as an argument (temporary paths are UTF-8).
+pub fn a_str(p: &Path) -> &str {
+    p.to_str().expect("temp paths are UTF-8")
+}
