@@ -741,7 +741,10 @@ fn lean_bodies_keep_the_id_and_change_nothing_else() {
     lean.set_lean_bodies(true);
     lean.reset();
     for i in 0..5 {
-        let (f, l) = (full.arrive(&chat("a"), i * 10), lean.arrive(&chat("a"), i * 10));
+        let (f, l) = (
+            full.arrive(&chat("a"), i * 10),
+            lean.arrive(&chat("a"), i * 10),
+        );
         assert_eq!((f.seq, f.latency_ms), (l.seq, l.latency_ms));
         match (f.answer, l.answer) {
             (
