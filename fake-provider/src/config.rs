@@ -39,6 +39,10 @@ pub struct ProviderConfig {
     /// `context_length_exceeded`. Absent: no limit.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u32>,
+    /// How long the provider remembers a logical request after its last attempt: an attempt
+    /// with the same credential, route and body within this window is a retry of it (see
+    /// `model::identity`). Default 15 minutes.
+    pub identity_window: DurationMs,
     /// What the provider limits on.
     pub scopes: Vec<ScopeLimits>,
     /// Bearer keys and their scopes.
@@ -58,6 +62,7 @@ impl Default for ProviderConfig {
             idempotency: true,
             time_scale: 1.0,
             context_window: None,
+            identity_window: DurationMs(crate::model::DEFAULT_IDENTITY_WINDOW_MS),
             scopes: Vec::new(),
             credentials: Vec::new(),
             faults: Vec::new(),
@@ -172,6 +177,12 @@ impl ProviderConfig {
             return Err(invalid(
                 "provider.time_scale",
                 format!("must be a number above 0 (got {})", self.time_scale),
+            ));
+        }
+        if self.identity_window.ms() == 0 {
+            return Err(invalid(
+                "provider.identity_window",
+                "must be longer than 0s (it is how long a request is remembered between its attempts)",
             ));
         }
         if self.context_window == Some(0) {

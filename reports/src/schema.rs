@@ -47,31 +47,39 @@ pub struct Summary {
     pub attempts_per_logical: f64,
     /// `{"200": n, "429": n, "503": n, "dropped": n, ...}` from the journal.
     pub status_counts: BTreeMap<String, u64>,
-    /// Outbound attempts after the first for their logical action (journal).
+    /// Outbound attempts after the first of their logical request, the request as the
+    /// provider identified it (Idempotency-Key, else the fingerprint within the identity
+    /// window; record writes also by external reference). Look-ups are not retries.
     pub retries: u64,
     /// Synchronized retry bursts (definition in the README).
     pub retry_waves: u64,
     pub peak_retries_per_100ms: u64,
-    /// Side effects committed more than once for one logical action (journal).
+    /// Side effects (records created, completions billed) committed more than once for one
+    /// logical request, as the provider identified it: the second and later commits.
     pub duplicates: u64,
     /// Reconciliation look-ups that reached the provider.
     pub reconciliations: u64,
     /// Uncertain writes left unresolved (`reconciliation_required`).
     pub reconciliation_required: u64,
     pub deadline_misses: u64,
-    /// Attempts that reached a scope before the Retry-After it was given had passed.
+    /// Attempts of a logical request that had itself been told to wait (a Retry-After on an
+    /// earlier attempt of it) and came back before that wait had passed: a client that
+    /// ignored what it was told. No transit ambiguity: it had heard the answer.
     pub retry_after_violations: u64,
     /// Virtual time from start to the last terminal outcome (ms).
     pub virtual_duration_ms: u64,
     /// Wall time of the run (ms). Not deterministic; the determinism check ignores it.
     pub wall_ms: u64,
-    /// Submit to terminal outcome (ms).
+    /// Submit to a completed answer (ms), over every logical request not cancelled: one that
+    /// did not complete counts as unanswered until its deadline (the scenario's duration
+    /// when it has none), so a client that fails fast cannot look fast.
     pub latency_ms: Percentiles,
     /// Submit to first dispatch (ms).
     pub queue_wait_ms: Percentiles,
     pub tokens_reserved: u64,
     pub tokens_used: u64,
-    /// Completed logical requests per minute of virtual time.
+    /// Completed logical requests per minute of the service window (`goodput_window_ms`),
+    /// which an early end through failures cannot shorten.
     pub goodput_per_min: f64,
     pub expectations: Vec<Expectation>,
     /// Simulated runner crashes (scenario `[[crashes]]`) that happened during the run.
@@ -82,6 +90,56 @@ pub struct Summary {
     /// the write, 500/502/504), with no look-up for it in between that answered absent.
     #[serde(default)]
     pub blind_resends: u64,
+    /// Attempts on a scope that a Retry-After told to *another* request still bound (from
+    /// when that answer left, plus the transit allowance of a live run): a coordination gap
+    /// between requests that share the scope, not one request ignoring its own answer.
+    #[serde(default)]
+    pub scope_wait_violations: u64,
+    /// Of `duplicates`, records created again: a side effect in the world (a second
+    /// ticket, a second charge).
+    #[serde(default)]
+    pub duplicate_writes: u64,
+    /// Of `duplicates`, completions billed again: money, not a second effect.
+    #[serde(default)]
+    pub duplicate_completions: u64,
+    /// Tokens billed by duplicate completions (a logical request billed again).
+    #[serde(default)]
+    pub duplicate_tokens: u64,
+    /// Tokens billed whose answer never reached the client (dropped or hung after commit,
+    /// stream cut or ended by an error event).
+    #[serde(default)]
+    pub undelivered_tokens: u64,
+    /// Logical requests as the provider identified them (distinct first attempts).
+    #[serde(default)]
+    pub provider_logical_requests: u64,
+    /// Attempts whose `x-stampede-attempt` claim disagrees with the provider's count (a
+    /// retry layer under the client re-sending the same headers shows here).
+    #[serde(default)]
+    pub claim_mismatches: u64,
+    /// Submit to terminal outcome (ms) of logical requests that did not complete (failed,
+    /// escalated, left for reconciliation; cancelled ones excluded).
+    #[serde(default)]
+    pub failed_latency_ms: Percentiles,
+    /// Submit to completion (ms), completed logical requests only: what the survivors saw.
+    #[serde(default)]
+    pub completed_latency_ms: Percentiles,
+    /// Logical requests still open when the run hit its duration cap: neither completed
+    /// nor failed (they are not in `failed`).
+    #[serde(default)]
+    pub unfinished: u64,
+    /// Of those, ones with an attempt sent: they may have executed (in flight, or awaiting
+    /// reconciliation), so the next safe action is a look-up, never a blind re-run.
+    #[serde(default)]
+    pub unfinished_sent: u64,
+    /// First attempt sent to completion (ms), completed logical requests: service time
+    /// without the queue wait before it.
+    #[serde(default)]
+    pub service_ms: Percentiles,
+    /// The service window goodput is divided by (ms): from 0 until every logical request
+    /// was completed, cancelled, or given up for good, a request that did not complete
+    /// counting until its deadline (the scenario's duration when it has none).
+    #[serde(default)]
+    pub goodput_window_ms: u64,
 }
 
 /// One row of `timeseries.csv`: one time bucket.
@@ -91,7 +149,8 @@ pub struct TimeseriesRow {
     pub t_ms: u64,
     /// Attempts that reached the provider in the bucket.
     pub attempts: u64,
-    /// Of those, retries (not the first attempt of their action).
+    /// Of those, retries (not the first attempt of their logical request, as the provider
+    /// identified it).
     pub retries: u64,
     pub status_2xx: u64,
     pub status_429: u64,
@@ -110,7 +169,7 @@ pub struct TimeseriesRow {
     pub completed: u64,
     /// Failures (failed, escalated, cancelled) in the bucket.
     pub failed: u64,
-    /// Median submit-to-terminal latency of actions that ended in the bucket (ms, 0 if none).
+    /// Median submit-to-completion latency of actions completed in the bucket (ms, 0 if none).
     pub latency_p50_ms: u64,
     /// 99th percentile of the same (ms, 0 if none).
     pub latency_p99_ms: u64,
@@ -140,9 +199,9 @@ pub struct AttemptRow {
     pub tenant: String,
     pub scope: String,
     pub route: String,
-    /// Logical action id (0 when the provider could not tell).
+    /// Logical action id the client claimed (`x-stampede-action`; 0 when none was sent).
     pub action: u64,
-    /// 1-based attempt number of the action as sent by the client.
+    /// 1-based attempt number the client claimed (`x-stampede-attempt`; 0 when none).
     pub attempt_no: u32,
     /// HTTP status, or `dropped`, `hang`, `stream_cut`.
     pub outcome: String,
@@ -150,7 +209,19 @@ pub struct AttemptRow {
     pub error_code: String,
     /// Whether a side effect was committed.
     pub committed: bool,
-    /// Whether the attempt arrived before a Retry-After given on its scope had passed.
+    /// Whether its logical request had been told to wait and it came back early.
     pub retry_after_violation: bool,
     pub idempotency_key: String,
+    /// The logical request the provider attached it to (0: a look-up of an unknown write).
+    #[serde(default)]
+    pub logical: u64,
+    /// Its ordinal within that logical request (1 = first; 0 for look-ups).
+    #[serde(default)]
+    pub logical_attempt: u32,
+    /// Whether it committed a second side effect for its logical request.
+    #[serde(default)]
+    pub duplicate: bool,
+    /// Whether it reached a scope another request's Retry-After still bound.
+    #[serde(default)]
+    pub scope_wait_violation: bool,
 }

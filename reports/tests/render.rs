@@ -482,7 +482,7 @@ fn an_hour_of_one_second_buckets_is_thinned_without_losing_its_peaks() {
 /// Writes an attempts.csv matching `report`: in each bucket the first attempts spread
 /// evenly and the retries all in the bucket's first 100 ms (a fixed-sleep wave).
 fn write_attempts_csv(dir: &Path, report: &RunReport) -> u64 {
-    let mut text = String::from("seq,at_ms,attempt_no\n");
+    let mut text = String::from("seq,at_ms,logical_attempt\n");
     let mut seq = 0u64;
     for r in &report.timeseries {
         for k in 0..r.attempts {

@@ -91,8 +91,9 @@ pub struct SequenceStep {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum SequenceKey {
-    /// The logical action: `x-stampede-action` when sent, else the idempotency key, else the
-    /// external reference, else the request body hash.
+    /// The logical request as the provider identifies it (Idempotency-Key, else the
+    /// fingerprint within the identity window; record writes also by external reference;
+    /// a look-up counts with the write it asks about). See `model::identity`.
     #[default]
     Action,
     /// The idempotency key (else the body hash).

@@ -1,6 +1,8 @@
 //! The journal: every attempt that reached the edge, the ground truth of a run.
 
 use serde::{Deserialize, Serialize};
+
+use super::identity::IdentifiedBy;
 use std::collections::VecDeque;
 
 /// One attempt as the provider saw it.
@@ -50,10 +52,12 @@ pub struct JournalEntry {
     pub error_code: Option<String>,
     /// Whether this attempt committed a side effect (a completion or a record).
     pub committed: bool,
-    /// Whether this commit is a second side effect for the same logical action (a record
-    /// with an `external_ref` that already had a committed record). Completions never are.
+    /// Whether this commit is a second (or later) side effect for its logical request, as
+    /// the provider identifies it (`logical`): a record created again, or a completion
+    /// billed again. Idempotent replays are not commits.
     pub duplicate: bool,
-    /// Whether it arrived on a scope before a Retry-After given on that scope had passed.
+    /// Whether its logical request had itself been told to wait (a Retry-After given to an
+    /// earlier attempt of it) and this attempt came back before that wait had passed.
     pub retry_after_violation: bool,
     /// Retry-After given with this answer, model ms.
     pub retry_after_ms: Option<u64>,
@@ -63,6 +67,33 @@ pub struct JournalEntry {
     pub record_id: Option<String>,
     /// Tokens used (prompt + completion) by a committed completion.
     pub tokens_used: u64,
+    /// The logical request the provider attached this attempt to (1-based, in order of
+    /// first arrival; 0 for a look-up of a write it does not know). See `model::identity`.
+    #[serde(default)]
+    pub logical: u64,
+    /// This attempt's ordinal within its logical request (1 = first; 0 for look-ups).
+    #[serde(default)]
+    pub logical_attempt: u32,
+    /// How the provider attached it (`new`, `idempotency_key`, `external_ref`,
+    /// `fingerprint`, `lookup`).
+    #[serde(default)]
+    pub identified_by: IdentifiedBy,
+    /// Whether it reached its scope while a Retry-After told to another request there still
+    /// bound it (from when that answer left, plus the transit allowance).
+    #[serde(default)]
+    pub scope_wait_violation: bool,
+    /// Tokens billed by this commit because it is a duplicate (`tokens_used` when
+    /// `duplicate`, else 0).
+    #[serde(default)]
+    pub duplicate_tokens: u64,
+    /// Whether it committed but its answer never reached the client (dropped or hung after
+    /// the commit, a stream cut or ended by an error event).
+    #[serde(default)]
+    pub undelivered: bool,
+    /// Whether the client's `x-stampede-attempt` claim disagrees with the provider's own
+    /// count (a first attempt claimed as a retry, or a retry claimed as a first).
+    #[serde(default)]
+    pub claim_mismatch: bool,
 }
 
 /// A bounded buffer of entries not yet drained: the oldest are dropped (and counted) past

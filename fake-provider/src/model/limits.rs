@@ -111,6 +111,8 @@ pub(crate) struct ScopeState {
     /// Retry-Afters whose answers have not left yet, as `(leaves at, binds until)` model ms,
     /// soonest departure first. They hold only for an answer's latency, so few are kept.
     retry_after_pending: BinaryHeap<Reverse<(u64, u64)>>,
+    /// Model ms after an answer left during which arrivals are taken as already on the wire.
+    transit_allowance: u64,
 }
 
 impl ScopeState {
@@ -122,6 +124,7 @@ impl ScopeState {
             in_flight: 0,
             retry_after_until: 0,
             retry_after_pending: BinaryHeap::new(),
+            transit_allowance: 0,
         }
     }
 
@@ -135,12 +138,18 @@ impl ScopeState {
         }
     }
 
+    /// Model ms after a Retry-After's answer left during which arrivals are excused.
+    pub(crate) fn set_transit_allowance(&mut self, model_ms: u64) {
+        self.transit_allowance = model_ms;
+    }
+
     /// Whether an attempt arriving at `now` comes back before a Retry-After already
     /// delivered on this scope has passed. Arrivals come in time order, so every span that
-    /// has started by `now` is folded into one `until`.
+    /// has started by `now` is folded into one `until`. A span starts when its answer left
+    /// plus the transit allowance: an attempt arriving sooner may have been on the wire.
     pub(crate) fn violates_retry_after(&mut self, now: u64) -> bool {
         while let Some(&Reverse((leaves, until))) = self.retry_after_pending.peek() {
-            if leaves > now {
+            if leaves.saturating_add(self.transit_allowance) > now {
                 break;
             }
             self.retry_after_pending.pop();

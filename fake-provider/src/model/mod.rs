@@ -14,6 +14,7 @@
 mod decision;
 mod faults;
 mod headers;
+mod identity;
 mod journal;
 mod latency;
 mod limits;
@@ -23,6 +24,7 @@ mod stats;
 mod streams;
 
 pub use decision::{Answer, Decision};
+pub use identity::{IdentifiedBy, Identity, DEFAULT_IDENTITY_WINDOW_MS};
 pub use journal::{JournalBuffer, JournalEntry};
 pub use records::Record;
 pub use request::{body_hash, mask_credential, FindBy, Request, RequestRoute};
@@ -77,6 +79,14 @@ pub struct ProviderModel {
     stats: ProviderStats,
     /// Completion bodies carry only their `id` (see `set_lean_bodies`).
     lean_bodies: bool,
+    /// Which attempts are one logical request.
+    identity: Identity,
+    /// Model ms after a Retry-After's answer left during which an attempt on its scope is
+    /// taken as already on the wire (see `set_transit_allowance`).
+    transit_allowance_ms: u64,
+    /// The Retry-After the attempt being decided was given: (its answer leaves, it binds
+    /// until), model ms.
+    told_until: Option<(u64, u64)>,
 }
 
 impl ProviderModel {
@@ -119,6 +129,9 @@ impl ProviderModel {
             next_seq: 0,
             stats: ProviderStats::default(),
             lean_bodies: false,
+            identity: Identity::new(config.identity_window.ms()),
+            transit_allowance_ms: 0,
+            told_until: None,
             config,
         })
     }
@@ -139,6 +152,17 @@ impl ProviderModel {
     /// are the same either way; the HTTP server never sets it.
     pub fn set_lean_bodies(&mut self, lean: bool) {
         self.lean_bodies = lean;
+    }
+
+    /// Sets how long (model ms) after a Retry-After's answer left an attempt reaching its
+    /// scope is excused from `scope_wait_violation`, as possibly sent before the client
+    /// could have heard: 0 in the simulator, where transit takes no time; the live server
+    /// sets it from real transit and scheduling noise (see `server::ServerOptions`).
+    pub fn set_transit_allowance(&mut self, model_ms: u64) {
+        self.transit_allowance_ms = model_ms;
+        for scope in &mut self.scopes {
+            scope.set_transit_allowance(model_ms);
+        }
     }
 
     /// Caps the undrained journal at `capacity` entries (older ones are evicted and counted).
@@ -166,6 +190,7 @@ impl ProviderModel {
         let scale = self.clock.scale;
         let capacity = self.journal.capacity();
         let lean_bodies = self.lean_bodies;
+        let allowance = self.transit_allowance_ms;
         if let Ok(mut fresh) = ProviderModel::new(
             self.config.clone(),
             self.seed,
@@ -174,6 +199,7 @@ impl ProviderModel {
             fresh.clock.scale = scale;
             fresh.journal = JournalBuffer::new(capacity);
             fresh.lean_bodies = lean_bodies;
+            fresh.set_transit_allowance(allowance);
             *self = fresh;
         }
     }
@@ -237,6 +263,16 @@ impl ProviderModel {
     pub fn arrive(&mut self, req: &Request, now: Millis) -> Decision {
         self.next_seq += 1;
         let seq = self.next_seq;
+        let scope_of_key = req
+            .credential
+            .as_deref()
+            .and_then(|c| self.credentials.get(c))
+            .map_or("", |&i| self.scopes[i].limits.id.as_str());
+        let who = self.identity.attribute(req, scope_of_key, now);
+        let claim_mismatch = who.ordinal > 0
+            && req
+                .attempt_no
+                .is_some_and(|claimed| (claimed <= 1) != (who.ordinal == 1));
         let mut entry = JournalEntry {
             seq,
             at_ms: now,
@@ -263,13 +299,43 @@ impl ProviderModel {
             error_code: None,
             committed: false,
             duplicate: false,
-            retry_after_violation: false,
+            retry_after_violation: who.early,
             retry_after_ms: None,
             replayed: false,
             record_id: None,
             tokens_used: 0,
+            logical: who.logical,
+            logical_attempt: who.ordinal,
+            identified_by: who.by,
+            scope_wait_violation: false,
+            duplicate_tokens: 0,
+            undelivered: false,
+            claim_mismatch,
         };
+        self.told_until = None;
         let (latency_ms, answer) = self.decide(req, now, seq, &mut entry);
+        if let Some((leaves, until)) = self.told_until.take() {
+            if who.ordinal > 0 {
+                self.identity.told_wait(who.logical, leaves, until);
+            }
+        }
+        if entry.committed && !entry.replayed && who.ordinal > 0 {
+            entry.duplicate = self.identity.committed(who.logical);
+            if entry.duplicate {
+                entry.duplicate_tokens = entry.tokens_used;
+            }
+            if let (Some(id), Some(scope)) = (&entry.record_id, &entry.scope) {
+                self.identity.record_created(who.logical, scope, id);
+            }
+        }
+        entry.undelivered = entry.committed
+            && matches!(
+                answer,
+                Answer::Drop { committed: true }
+                    | Answer::Hang { committed: true }
+                    | Answer::StreamCut { .. }
+                    | Answer::StreamError { .. }
+            );
         entry.status = answer.status();
         entry.outcome = answer.label();
         entry.error_code = answer.error_code().map(str::to_string);
@@ -295,7 +361,12 @@ impl ProviderModel {
         s.committed += u64::from(e.committed);
         s.duplicates += u64::from(e.duplicate);
         s.retry_after_violations += u64::from(e.retry_after_violation);
+        s.scope_wait_violations += u64::from(e.scope_wait_violation);
         s.tokens_used += e.tokens_used;
+        s.duplicate_tokens += e.duplicate_tokens;
+        if e.undelivered {
+            s.undelivered_tokens += e.tokens_used;
+        }
     }
 
     fn decide(
@@ -324,18 +395,26 @@ impl ProviderModel {
         entry.scope = Some(scope_id.clone());
         self.scope_stats[scope_idx].attempts += 1;
 
-        // 2. Did it come back before a Retry-After already delivered on the scope passed?
-        if self.scopes[scope_idx].violates_retry_after(now) {
-            entry.retry_after_violation = true;
+        // 2. Did it reach the scope while a Retry-After already delivered there binds it?
+        // An attempt of a request that was itself told to wait and came back early is that
+        // request's violation (set from the identity); otherwise the scope's wait, told to
+        // another request, was not heeded: a coordination gap.
+        if self.scopes[scope_idx].violates_retry_after(now) && !entry.retry_after_violation {
+            entry.scope_wait_violation = true;
+            self.scope_stats[scope_idx].scope_wait_violations += 1;
+        }
+        if entry.retry_after_violation {
             self.scope_stats[scope_idx].retry_after_violations += 1;
         }
 
         // 3. The fault schedule.
-        let action_key = match (&req.action, &req.idempotency_key, &req.external_ref) {
-            (Some(a), _, _) => format!("a:{a}"),
-            (None, Some(k), _) => format!("k:{k}"),
-            (None, None, Some(r)) => format!("r:{r}"),
-            (None, None, None) => format!("b:{:016x}", req.body_hash),
+        // Scripted sequences count attempts of the logical request the provider identified
+        // (a look-up counts with the write it asks about), never the client's own claim.
+        let action_key = match (entry.logical, &req.idempotency_key, &req.external_ref) {
+            (l, _, _) if l != 0 => format!("l:{l}"),
+            (_, Some(k), _) => format!("k:{k}"),
+            (_, None, Some(r)) => format!("r:{r}"),
+            (_, None, None) => format!("b:{:016x}", req.body_hash),
         };
         let facts = AttemptFacts {
             now,
@@ -779,6 +858,7 @@ impl ProviderModel {
             leaves + wait
         };
         self.scopes[scope_idx].told_retry_after(leaves, until);
+        self.told_until = Some((leaves, until));
     }
 
     /// Headers every answer on a scope carries.

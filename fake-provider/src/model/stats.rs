@@ -14,10 +14,19 @@ pub struct ProviderStats {
     pub committed: u64,
     /// Commits that duplicated an earlier one (same `external_ref`).
     pub duplicates: u64,
-    /// Attempts that arrived on a scope before its Retry-After had passed.
+    /// Attempts of a request that had itself been told to wait, early.
     pub retry_after_violations: u64,
+    /// Attempts on a scope that another request had been told to leave alone.
+    #[serde(default)]
+    pub scope_wait_violations: u64,
     /// Tokens used by committed completions.
     pub tokens_used: u64,
+    /// Tokens billed again for a logical request already billed.
+    #[serde(default)]
+    pub duplicate_tokens: u64,
+    /// Tokens billed whose answer never reached the client.
+    #[serde(default)]
+    pub undelivered_tokens: u64,
     /// Records in the store.
     pub records: u64,
     /// Admitted attempts not yet departed.
@@ -39,6 +48,9 @@ pub struct ScopeStats {
     pub rate_limited: u64,
     /// Retry-After violations on this scope.
     pub retry_after_violations: u64,
+    /// Scope-wait violations on this scope.
+    #[serde(default)]
+    pub scope_wait_violations: u64,
     /// Tokens used by committed completions.
     pub tokens_used: u64,
     /// Admitted attempts in flight now.

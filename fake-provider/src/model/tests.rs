@@ -50,6 +50,14 @@ fn chat(scope: &str) -> Request {
     }
 }
 
+/// A chat completion with its own body: another logical request than `chat_body(scope, b')`.
+fn chat_body(scope: &str, body: u64) -> Request {
+    Request {
+        body_hash: body,
+        ..chat(scope)
+    }
+}
+
 fn write(scope: &str, key: Option<&str>, external_ref: &str, body_hash: u64) -> Request {
     Request {
         route: RequestRoute::CreateRecord,
@@ -205,16 +213,20 @@ fn retry_before_retry_after_is_a_violation_and_after_is_not() {
     let mut s = scope("a");
     s.rpm = Some(1);
     let mut m = model(config(vec![s], vec![]));
-    m.arrive(&chat("a"), 59_000);
-    let d = m.arrive(&chat("a"), 59_000);
+    m.arrive(&chat_body("a", 1), 59_000);
+    let d = m.arrive(&chat_body("a", 2), 59_000);
     assert_eq!(d.answer.retry_after_ms(), Some(1_000));
     // The 429 leaves after the default reject latency (5 ms): at 59_005, binding to 60_005.
-    m.arrive(&chat("a"), 59_500); // too early
-    m.arrive(&chat("a"), 60_005); // on time
+    m.arrive(&chat_body("a", 2), 59_500); // the request told to wait, too early
+    m.arrive(&chat_body("a", 3), 59_600); // another request on the bound scope
+    m.arrive(&chat_body("a", 2), 60_005); // on time
     let j = m.drain_journal();
-    let flags: Vec<bool> = j.iter().map(|e| e.retry_after_violation).collect();
-    assert_eq!(flags, vec![false, false, true, false]);
+    let own: Vec<bool> = j.iter().map(|e| e.retry_after_violation).collect();
+    let scope: Vec<bool> = j.iter().map(|e| e.scope_wait_violation).collect();
+    assert_eq!(own, vec![false, false, true, false, false]);
+    assert_eq!(scope, vec![false, false, false, true, false]);
     assert_eq!(m.stats().retry_after_violations, 1);
+    assert_eq!(m.stats().scope_wait_violations, 1);
 }
 
 #[test]
@@ -224,17 +236,19 @@ fn retry_after_binds_from_when_the_answer_left_not_from_the_decision() {
     let mut c = config(vec![s], vec![]);
     c.reject_latency = DurationMs(100);
     let mut m = model(c);
-    m.arrive(&chat("a"), 0);
-    let d = m.arrive(&chat("a"), 10_000);
+    m.arrive(&chat_body("a", 1), 0);
+    let d = m.arrive(&chat_body("a", 2), 10_000);
     assert_eq!(d.answer.retry_after_ms(), Some(50_000));
     assert_eq!(d.latency_ms, 100, "the 429 leaves at 10_100");
     assert_eq!(m.stats().scopes["a"].retry_after_until_ms, 60_100);
-    m.arrive(&chat("a"), 10_050); // sent before anyone could know: not a violation
-    m.arrive(&chat("a"), 60_050); // 49.95 s after the answer arrived: too early
-    m.arrive(&chat("a"), 60_100); // 50 s after it arrived: on time
+    m.arrive(&chat_body("a", 3), 10_050); // sent before anyone could know: no violation
+    m.arrive(&chat_body("a", 2), 60_050); // 49.95 s after its answer arrived: too early
+    m.arrive(&chat_body("a", 2), 60_100); // 50 s after it arrived: on time
     let j = m.drain_journal();
-    let flags: Vec<bool> = j.iter().map(|e| e.retry_after_violation).collect();
-    assert_eq!(flags, vec![false, false, false, true, false]);
+    let own: Vec<bool> = j.iter().map(|e| e.retry_after_violation).collect();
+    let scope: Vec<bool> = j.iter().map(|e| e.scope_wait_violation).collect();
+    assert_eq!(own, vec![false, false, false, true, false]);
+    assert_eq!(scope, vec![false; 5]);
     assert_eq!(j[1].done_ms, 10_100);
     assert_eq!(m.stats().retry_after_violations, 1);
 }
@@ -489,10 +503,12 @@ fn scripted_sequence_per_action_429_then_success() {
             r.per = SequenceKey::Action;
         })],
     ));
-    let mut a1 = chat("a");
+    // Two logical requests as the provider tells them apart (by body); the client's
+    // `x-stampede-action` claims play no part (a2 even claims a1's id).
+    let mut a1 = chat_body("a", 1);
     a1.action = Some(1);
-    let mut a2 = chat("a");
-    a2.action = Some(2);
+    let mut a2 = chat_body("a", 2);
+    a2.action = Some(1);
     let d = m.arrive(&a1, 0);
     assert_eq!(status(&d), Some(429));
     assert_eq!(d.answer.header("retry-after"), Some("10"));

@@ -14,7 +14,7 @@ mod routes;
 mod state;
 
 pub use cli::serve_cli;
-pub use state::DEFAULT_JOURNAL_RING;
+pub use state::{DEFAULT_JOURNAL_RING, TRANSIT_ALLOWANCE_REAL_MS};
 
 use crate::config::ProviderConfig;
 use crate::ConfigError;

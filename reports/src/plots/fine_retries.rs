@@ -18,7 +18,8 @@ pub(crate) const WINDOW_MS: u64 = 30_000;
 /// Retries per 100 ms over a whole run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct FineRetries {
-    /// Retries (attempts after the first of their action) in bin `i` = [i*100, (i+1)*100) ms.
+    /// Retries (attempts after the first of their logical request, as the provider
+    /// identified it: the `logical_attempt` column) in bin `i` = [i*100, (i+1)*100) ms.
     pub bins: Vec<u64>,
 }
 
@@ -26,7 +27,7 @@ pub(crate) struct FineRetries {
 #[derive(Deserialize)]
 struct AttemptTime {
     at_ms: u64,
-    attempt_no: u32,
+    logical_attempt: u32,
 }
 
 impl FineRetries {
@@ -40,7 +41,7 @@ impl FineRetries {
         for row in reader.deserialize::<AttemptTime>() {
             let row = row.ok()?;
             rows += 1;
-            if row.attempt_no > 1 {
+            if row.logical_attempt > 1 {
                 let i = usize::try_from(row.at_ms / FINE_BIN_MS).ok()?;
                 if i >= bins.len() {
                     bins.resize(i + 1, 0);
@@ -99,7 +100,7 @@ mod tests {
 
     fn write(dir: &Path, rows: &[(u64, u32)]) -> std::path::PathBuf {
         let path = dir.join("attempts.csv");
-        let mut text = String::from("seq,at_ms,done_ms,tenant,attempt_no,outcome\n");
+        let mut text = String::from("seq,at_ms,done_ms,tenant,logical_attempt,outcome\n");
         for (i, (at, no)) in rows.iter().enumerate() {
             text.push_str(&format!("{i},{at},{at},t,{no},429\n"));
         }

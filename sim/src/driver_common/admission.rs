@@ -88,7 +88,7 @@ impl Admission {
                         facts,
                         submitted_at: arrival.at,
                         deadline,
-                        dispatched: false,
+                        first_sent_at: None,
                     },
                 ),
                 Err(rejection) => {
@@ -108,24 +108,23 @@ impl Admission {
         }
     }
 
-    /// When a run stops at `now` (ms): the logical requests never admitted (the refused
-    /// one, and those due by `now` but held back behind it, each counted as submitted), and
-    /// how many of them are past their deadline. Arrivals due after `now` were never part
+    /// When a run stops at `now` (ms): measures the logical requests never admitted (the
+    /// refused one, and those due by `now` but held back behind it, each counted as
+    /// submitted) as unfinished and never sent. Arrivals due after `now` were never part
     /// of the run.
-    pub fn unfinished(&mut self, now: Millis, measure: &mut Measurement) -> (u64, u64) {
-        let (mut unfinished, mut late) = (0, 0);
-        if let Some((arrival, _)) = &self.held {
-            unfinished += 1;
-            late += u64::from(arrival.job.deadline.is_some_and(|d| d < now));
+    pub fn unfinished(&mut self, now: Millis, measure: &mut Measurement) {
+        if let Some((arrival, _)) = self.held.take() {
+            measure.on_unfinished(now, arrival.at, arrival.job.deadline, false);
         }
         while self.arrivals.peek_time().is_some_and(|t| t <= now) {
             let Some(arrival) = self.arrivals.next() else {
                 break;
             };
+            if self.restored.contains(&arrival.job.id) {
+                continue;
+            }
             measure.on_submit();
-            unfinished += 1;
-            late += u64::from(arrival.job.deadline.is_some_and(|d| d < now));
+            measure.on_unfinished(now, arrival.at, arrival.job.deadline, false);
         }
-        (unfinished, late)
     }
 }

@@ -4,10 +4,10 @@
 
 use std::collections::HashMap;
 
-use stampede_core::{JobId, Millis, Send, Terminal, TerminalStatus};
+use stampede_core::{JobId, Millis, Send, Terminal};
 use stampede_provider::model::Request;
 
-use crate::measure::Measurement;
+use crate::measure::{Ended, Measurement};
 use crate::virtual_driver::translate::{self, ActionFacts};
 
 /// A live action.
@@ -17,8 +17,9 @@ pub struct LiveAction {
     pub submitted_at: Millis,
     /// Deadline (ms), if it has one.
     pub deadline: Option<Millis>,
-    /// Whether an attempt of it has been sent.
-    pub dispatched: bool,
+    /// When its first attempt was sent (ms), if one has been. A restored action that a dead
+    /// process had sent has its restart time here (its first send is not known).
+    pub first_sent_at: Option<Millis>,
 }
 
 /// Live actions by id. Looked up, never iterated into an output: only counted, or walked
@@ -26,9 +27,17 @@ pub struct LiveAction {
 #[derive(Default)]
 pub struct LiveActions {
     by_id: HashMap<JobId, LiveAction>,
+    /// Whether requests carry the client's `x-stampede-*` claims (`client.claims`).
+    silent: bool,
 }
 
 impl LiveActions {
+    /// Whether the requests it builds carry the client's `x-stampede-*` claims (on by
+    /// default; off plays a client that says nothing about itself).
+    pub fn set_claims(&mut self, claims: bool) {
+        self.silent = !claims;
+    }
+
     /// Tracks `action` under `id`.
     pub fn insert(&mut self, id: JobId, action: LiveAction) {
         self.by_id.insert(id, action);
@@ -54,12 +63,19 @@ impl LiveActions {
         let Some(action) = self.by_id.get_mut(&send.job) else {
             return Err(format!("the core sent for unknown action {}", send.job));
         };
-        if !action.dispatched {
-            action.dispatched = true;
+        if action.first_sent_at.is_none() {
+            action.first_sent_at = Some(now);
             measure.on_first_dispatch(now.saturating_sub(action.submitted_at));
         }
         measure.on_reserved(send.reserved_tokens);
-        Ok(translate::request(send, &action.facts))
+        let mut request = translate::request(send, &action.facts);
+        if self.silent {
+            request.tenant = None;
+            request.class = None;
+            request.action = None;
+            request.attempt_no = None;
+        }
+        Ok(request)
     }
 
     /// Measures `terminal` at `now` (ms) and stops tracking its action. `false` when the
@@ -68,26 +84,24 @@ impl LiveActions {
         let Some(action) = self.by_id.remove(&terminal.job) else {
             return false;
         };
-        let late = terminal.status != TerminalStatus::Cancelled
-            && action.deadline.is_some_and(|d| now > d);
-        measure.on_terminal(
-            now,
-            &action.facts.tenant,
+        measure.on_terminal(Ended {
+            at: now,
+            tenant: &action.facts.tenant,
             terminal,
-            now.saturating_sub(action.submitted_at),
-            late,
-        );
+            submitted_at: action.submitted_at,
+            first_sent_at: action.first_sent_at,
+            deadline: action.deadline,
+        });
         true
     }
 
-    /// When a run stops at `now` (ms): how many actions are still live, and how many of
-    /// them are past their deadline.
-    pub fn unfinished(&self, now: Millis) -> (u64, u64) {
-        let late = self
-            .by_id
-            .values()
-            .filter(|a| a.deadline.is_some_and(|d| d < now))
-            .count();
-        (self.by_id.len() as u64, late as u64)
+    /// When a run stops at `now` (ms): measures every action still live as unfinished, in
+    /// id order (sent or not: one with an attempt out may have executed).
+    pub fn unfinished(&self, now: Millis, measure: &mut Measurement) {
+        for id in self.sorted_ids() {
+            if let Some(a) = self.by_id.get(&id) {
+                measure.on_unfinished(now, a.submitted_at, a.deadline, a.first_sent_at.is_some());
+            }
+        }
     }
 }

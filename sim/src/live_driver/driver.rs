@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use stampede_core::{
     AttemptId, AuditEvent, Command, InMemoryLedger, JobId, Ledger, Millis, Outcome, Scheduler,
-    Terminal, TerminalStatus,
+    Terminal,
 };
 use stampede_provider::model::JournalEntry;
 use tokio::task::JoinSet;
@@ -31,10 +31,10 @@ use super::{AttemptTiming, LiveError, LiveOptions, LiveRun};
 use crate::driver_common::admission::Admission;
 use crate::driver_common::gauges::GaugeSampler;
 use crate::driver_common::live_actions::{LiveAction, LiveActions};
-use crate::measure::Measurement;
+use crate::measure::{Ended, Measurement};
 use crate::rng;
 use crate::scenario::Scenario;
-use crate::virtual_driver::translate::ActionFacts;
+use crate::virtual_driver::translate::{self, ActionFacts};
 use crate::virtual_driver::{AttemptSink, AuditSink, NoAudit, VIRTUAL_EPOCH_UNIX_MS};
 use crate::workload;
 
@@ -106,7 +106,9 @@ pub async fn play_from<L: Ledger>(
         .as_ref()
         .map_or(0, |r| r.cancellations_done(&cancels));
     let mut live = LiveActions::default();
-    let mut measure = Measurement::new(scenario.bucket_ms);
+    live.set_claims(scenario.client.claims);
+    let hidden_retries = scenario.client.transport_retries;
+    let mut measure = Measurement::new(scenario.bucket_ms, scenario.duration_ms);
     let mut gauges = GaugeSampler::new(scenario.bucket_ms);
     let cap = scenario.duration_ms;
     // When the client heard how each attempt ended (scenario ms), by (action, attempt_no):
@@ -189,6 +191,10 @@ pub async fn play_from<L: Ledger>(
                     let http =
                         http_request(&provider.base, &request).map_err(LiveError::Provider)?;
                     let stream = request.stream;
+                    // A retry layer under the client (`client.transport_retries`) sends the
+                    // same request again after a connection error, and the core never hears.
+                    let hidden = (hidden_retries > 0)
+                        .then(|| (provider.base.clone(), request.clone(), hidden_retries));
                     let timeout = clock.real(send.timeout_ms);
                     let transport = transport.clone();
                     // The trail records the attempt before it leaves (a killed process
@@ -199,7 +205,16 @@ pub async fn play_from<L: Ledger>(
                     sends += 1;
                     inflight.spawn(async move {
                         let sent_us = clock.real_elapsed_us();
-                        let outcome = transport.attempt(&send, http, stream, timeout).await;
+                        let mut outcome = transport.attempt(&send, http, stream, timeout).await;
+                        if let Some((base, request, mut left)) = hidden {
+                            while left > 0 && translate::hidden_layer_retries(&outcome) {
+                                left -= 1;
+                                let Ok(again) = http_request(&base, &request) else {
+                                    break;
+                                };
+                                outcome = transport.attempt(&send, again, stream, timeout).await;
+                            }
+                        }
                         Finished {
                             attempt: send.attempt,
                             job: send.job,
@@ -262,9 +277,8 @@ pub async fn play_from<L: Ledger>(
     let real_ms = u64::try_from(wall_started.elapsed().as_millis()).unwrap_or(u64::MAX);
 
     gauges.finish(now, &core, &mut measure);
-    let (live_left, live_late) = live.unfinished(now);
-    let (held_left, held_late) = admission.unfinished(now, &mut measure);
-    let (unfinished, late) = (live_left + held_left, live_late + held_late);
+    live.unfinished(now, &mut measure);
+    admission.unfinished(now, &mut measure);
 
     // Ground truth: what reached the provider's edge, from its own journal.
     let journal: Vec<JournalEntry> = provider.journal(0).await?;
@@ -284,7 +298,7 @@ pub async fn play_from<L: Ledger>(
         let row = measure.on_journal(entry, done);
         sink.attempt(&row).map_err(LiveError::Output)?;
     }
-    let mut measured = measure.finish(now, unfinished, late);
+    let mut measured = measure.finish(now);
     measured.summary.mode = "live".to_string();
     Ok(LiveRun {
         measured,
@@ -325,15 +339,14 @@ fn adopt_restored(restart: &Restart, live: &mut LiveActions, measure: &mut Measu
         let arrived = restart.arrived_at(entry);
         match resume::persisted_terminal(entry) {
             Some(terminal) => {
-                let late = terminal.status != TerminalStatus::Cancelled
-                    && entry.job.deadline.is_some_and(|d| entry.updated_at > d);
-                measure.on_terminal(
-                    entry.updated_at,
-                    &entry.job.tenant,
-                    &terminal,
-                    entry.updated_at.saturating_sub(arrived),
-                    late,
-                );
+                measure.on_terminal(Ended {
+                    at: entry.updated_at,
+                    tenant: &entry.job.tenant,
+                    terminal: &terminal,
+                    submitted_at: arrived,
+                    first_sent_at: None,
+                    deadline: entry.job.deadline,
+                });
             }
             None => {
                 live.insert(
@@ -342,7 +355,7 @@ fn adopt_restored(restart: &Restart, live: &mut LiveActions, measure: &mut Measu
                         facts: ActionFacts::of(&entry.job),
                         submitted_at: arrived,
                         deadline: entry.job.deadline,
-                        dispatched: entry.attempts > 0,
+                        first_sent_at: (entry.attempts > 0).then_some(restart.at),
                     },
                 );
             }

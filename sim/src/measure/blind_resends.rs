@@ -8,6 +8,10 @@
 //! absence). A 429 or 503 refusal, or a drop before the write, executed nothing, so it leaves
 //! the action as certain or uncertain as it was.
 //!
+//! Writes and look-ups are tied together by the provider's identity (the journal's
+//! `logical`), never by what the client says about itself. Memory holds one small entry per
+//! record write seen.
+//!
 //! Counted per create, not per action: two blind re-sends of one action count two. An
 //! idempotency key makes a blind re-send harmless to the side effect, but it is still blind:
 //! the point of the figure is the client's discipline, which keys must not hide.
@@ -41,9 +45,12 @@ impl BlindResends {
 
     /// Looks at one journal entry. Returns whether it was a blind re-send.
     pub fn observe(&mut self, e: &JournalEntry) -> bool {
-        let Some(action) = e.action else {
+        // The logical request as the provider identified it; a look-up carries the write
+        // it asked about (0 when the provider knows no such write).
+        let action = e.logical;
+        if action == 0 {
             return false;
-        };
+        }
         if e.method == "POST" && e.route == "/v1/records" {
             let fate = self.actions.entry(action).or_default();
             let blind = fate.uncertain;
@@ -63,11 +70,6 @@ impl BlindResends {
             }
         }
         false
-    }
-
-    /// Forgets an action that reached a final state (memory follows live actions).
-    pub fn forget(&mut self, action: u64) {
-        self.actions.remove(&action);
     }
 }
 
@@ -99,7 +101,7 @@ mod tests {
             lookup: None,
             fingerprint: String::new(),
             tenant: None,
-            action: Some(7),
+            action: None,
             attempt_no: None,
             class: None,
             status,
@@ -112,6 +114,13 @@ mod tests {
             replayed: false,
             record_id: None,
             tokens_used: 0,
+            logical: 7,
+            logical_attempt: if method == "GET" { 0 } else { 1 },
+            identified_by: Default::default(),
+            scope_wait_violation: false,
+            duplicate_tokens: 0,
+            undelivered: false,
+            claim_mismatch: false,
         }
     }
 

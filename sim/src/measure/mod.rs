@@ -7,9 +7,9 @@ pub mod blind_resends;
 pub mod percentiles;
 pub mod waves;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
-use stampede_core::{Reason, Terminal, TerminalStatus};
+use stampede_core::{Millis, Reason, Terminal, TerminalStatus};
 use stampede_provider::model::JournalEntry;
 use stampede_reports::{AttemptRow, Summary, TenantRow, TimeseriesRow};
 
@@ -22,20 +22,43 @@ use waves::RetryBins;
 pub struct Measurement {
     bucket_ms: u64,
     summary: Summary,
+    /// Submit to completion of every logical request not cancelled, one that did not
+    /// complete counted as unanswered (see `unanswered_ms`).
     latency: Distribution,
+    completed_latency: Distribution,
     queue_wait: Distribution,
+    failed_latency: Distribution,
+    service: Distribution,
     retry_bins: RetryBins,
-    /// Record writes committed so far per live logical action.
-    write_commits: HashMap<u64, u32>,
     rows: Vec<TimeseriesRow>,
     /// Terminal latencies of the bucket being filled: (bucket index, values).
     bucket_latency: Option<(usize, Distribution)>,
     tenants: BTreeMap<(u64, String), TenantRow>,
     last_terminal_ms: u64,
+    /// The scenario's duration cap (ms): how long a request without a deadline that did not
+    /// complete keeps the service window open.
+    cap_ms: u64,
+    /// End of the service window so far (ms): see `Summary::goodput_window_ms`.
+    window_end_ms: u64,
     /// Uncertain writes re-sent without a look-up showing absence (from the journal).
     blind: blind_resends::BlindResends,
     /// The last action pushed back (the driver holds one at a time).
     last_pushed_back: Option<u64>,
+}
+
+/// What a driver knows when an action reaches its terminal outcome.
+#[derive(Debug, Clone, Copy)]
+pub struct Ended<'a> {
+    /// When it ended (ms).
+    pub at: Millis,
+    pub tenant: &'a str,
+    pub terminal: &'a Terminal,
+    /// When it arrived (ms): latency counts from here, admission refusals included.
+    pub submitted_at: Millis,
+    /// When its first attempt left (ms), if one did.
+    pub first_sent_at: Option<Millis>,
+    /// Its deadline (ms), if it has one.
+    pub deadline: Option<Millis>,
 }
 
 /// What a finished measurement hands to the report.
@@ -56,19 +79,23 @@ pub fn round4(x: f64) -> f64 {
 }
 
 impl Measurement {
-    /// A measurement with timeseries buckets of `bucket_ms`.
-    pub fn new(bucket_ms: u64) -> Self {
+    /// A measurement with timeseries buckets of `bucket_ms`, for a run capped at `cap_ms`.
+    pub fn new(bucket_ms: u64, cap_ms: u64) -> Self {
         Self {
             bucket_ms: bucket_ms.max(1),
             summary: Summary::default(),
             latency: Distribution::default(),
+            completed_latency: Distribution::default(),
             queue_wait: Distribution::default(),
+            failed_latency: Distribution::default(),
+            service: Distribution::default(),
             retry_bins: RetryBins::default(),
-            write_commits: HashMap::new(),
             rows: Vec::new(),
             bucket_latency: None,
             tenants: BTreeMap::new(),
             last_terminal_ms: 0,
+            cap_ms,
+            window_end_ms: 0,
             blind: blind_resends::BlindResends::default(),
             last_pushed_back: None,
         }
@@ -131,16 +158,17 @@ impl Measurement {
         self.summary.tokens_reserved += u64::from(tokens);
     }
 
-    /// An action reached its terminal outcome at `at`, `latency_ms` after submission.
-    /// `missed_deadline`: it ended after its deadline or because of it.
-    pub fn on_terminal(
-        &mut self,
-        at: u64,
-        tenant: &str,
-        terminal: &Terminal,
-        latency_ms: u64,
-        missed_deadline: bool,
-    ) {
+    /// An action reached its terminal outcome (see [`Ended`]).
+    pub fn on_terminal(&mut self, ended: Ended<'_>) {
+        let Ended {
+            at,
+            tenant,
+            terminal,
+            submitted_at,
+            first_sent_at,
+            deadline,
+        } = ended;
+        let latency_ms = at.saturating_sub(submitted_at);
         match terminal.status {
             TerminalStatus::Completed => self.summary.completed += 1,
             TerminalStatus::Failed => self.summary.failed += 1,
@@ -152,12 +180,32 @@ impl Measurement {
                 self.summary.reconciliation_required += 1;
             }
         }
+        let cancelled = terminal.status == TerminalStatus::Cancelled;
+        let missed_deadline = !cancelled && deadline.is_some_and(|d| at > d);
         if missed_deadline || terminal.reason == Reason::DeadlineExceeded {
             self.summary.deadline_misses += 1;
         }
-        self.latency.record(latency_ms);
-        self.last_terminal_ms = self.last_terminal_ms.max(at);
         let completed = terminal.status == TerminalStatus::Completed;
+        // The service window: a request that did not complete is unserved until its deadline
+        // (or the cap), however early the client gave up on it.
+        let served_until = if completed || cancelled {
+            at
+        } else {
+            deadline.unwrap_or(self.cap_ms).min(self.cap_ms).max(at)
+        };
+        self.window_end_ms = self.window_end_ms.max(served_until);
+        if completed {
+            self.latency.record(latency_ms);
+            self.completed_latency.record(latency_ms);
+            if let Some(sent) = first_sent_at {
+                self.service.record(at.saturating_sub(sent));
+            }
+        } else if !cancelled {
+            self.failed_latency.record(latency_ms);
+            self.latency
+                .record(self.unanswered_ms(submitted_at, deadline).max(latency_ms));
+        }
+        self.last_terminal_ms = self.last_terminal_ms.max(at);
         let row = self.row(at);
         if completed {
             row.completed += 1;
@@ -166,22 +214,47 @@ impl Measurement {
         }
         if completed {
             self.tenant_row(at, tenant).completed += 1;
-        }
-        let b = self.bucket(at);
-        match &mut self.bucket_latency {
-            Some((idx, dist)) if *idx == b => dist.record(latency_ms),
-            _ => {
-                self.flush_bucket_latency();
-                let mut dist = Distribution::default();
-                dist.record(latency_ms);
-                self.bucket_latency = Some((b, dist));
+            let b = self.bucket(at);
+            match &mut self.bucket_latency {
+                Some((idx, dist)) if *idx == b => dist.record(latency_ms),
+                _ => {
+                    self.flush_bucket_latency();
+                    let mut dist = Distribution::default();
+                    dist.record(latency_ms);
+                    self.bucket_latency = Some((b, dist));
+                }
             }
         }
-        self.write_commits.remove(&terminal.job);
-        // An action left reconciliation_required can be resumed by a restarted runner.
-        if terminal.status != TerminalStatus::ReconciliationRequired {
-            self.blind.forget(terminal.job);
+    }
+
+    /// The latency a request that never completed counts with: it was unanswered until its
+    /// deadline, or the scenario's cap when it has none (ms from arrival).
+    fn unanswered_ms(&self, submitted_at: Millis, deadline: Option<Millis>) -> u64 {
+        deadline
+            .unwrap_or(self.cap_ms)
+            .min(self.cap_ms)
+            .saturating_sub(submitted_at)
+    }
+
+    /// An action still open when the run stopped at `now` (ms): never finished, so neither
+    /// completed nor failed. `sent`: an attempt of it left, so it may have executed (in
+    /// flight or awaiting reconciliation): look it up before running it again.
+    pub fn on_unfinished(
+        &mut self,
+        now: Millis,
+        submitted_at: Millis,
+        deadline: Option<Millis>,
+        sent: bool,
+    ) {
+        self.summary.unfinished += 1;
+        self.summary.unfinished_sent += u64::from(sent);
+        if deadline.is_some_and(|d| d < now) {
+            self.summary.deadline_misses += 1;
         }
+        let waited = now.saturating_sub(submitted_at);
+        self.latency
+            .record(self.unanswered_ms(submitted_at, deadline).max(waited));
+        self.window_end_ms = self.window_end_ms.max(now);
     }
 
     fn flush_bucket_latency(&mut self) {
@@ -203,38 +276,40 @@ impl Measurement {
 
     /// One journal entry: an attempt at the provider's edge. Returns its attempts.csv row.
     /// `client_done_ms` fills the end of a hang, which only the client's timeout knows.
+    ///
+    /// Every figure here is the provider's: which attempts are one logical request, which
+    /// commit is a duplicate, who came back early. The client's `x-stampede-*` claims are
+    /// copied into the row as claims and counted only where they disagree.
     pub fn on_journal(&mut self, e: &JournalEntry, client_done_ms: Option<u64>) -> AttemptRow {
         self.summary.blind_resends += u64::from(self.blind.observe(e));
         let s = &mut self.summary;
         s.outbound_attempts += 1;
         *s.status_counts.entry(e.outcome.clone()).or_insert(0) += 1;
-        let retry = e.attempt_no.is_some_and(|n| n > 1);
+        let retry = e.logical_attempt > 1;
         if retry {
             s.retries += 1;
             self.retry_bins.record(e.at_ms);
         }
-        // The provider flags an attempt that reached a scope before a Retry-After it had
-        // already delivered there (from when that answer left) had passed: ground truth.
-        let violation = e.retry_after_violation;
-        if violation {
-            s.retry_after_violations += 1;
-        }
+        s.provider_logical_requests += u64::from(e.logical_attempt == 1);
+        s.retry_after_violations += u64::from(e.retry_after_violation);
+        s.scope_wait_violations += u64::from(e.scope_wait_violation);
+        s.claim_mismatches += u64::from(e.claim_mismatch);
         let lookup = e.method == "GET" && e.route.starts_with("/v1/records");
         if lookup {
             s.reconciliations += 1;
         }
         s.tokens_used += e.tokens_used;
-        let is_write = e.method == "POST" && e.route == "/v1/records";
-        let mut duplicate = e.duplicate;
-        if is_write && e.committed {
-            if let Some(action) = e.action {
-                let n = self.write_commits.entry(action).or_insert(0);
-                *n += 1;
-                duplicate |= *n > 1;
+        if e.duplicate {
+            s.duplicates += 1;
+            if e.route == "/v1/records" {
+                s.duplicate_writes += 1;
+            } else {
+                s.duplicate_completions += 1;
             }
         }
-        if duplicate {
-            self.summary.duplicates += 1;
+        s.duplicate_tokens += e.duplicate_tokens;
+        if e.undelivered {
+            s.undelivered_tokens += e.tokens_used;
         }
         let row = self.row(e.at_ms);
         row.attempts += 1;
@@ -269,37 +344,50 @@ impl Measurement {
             outcome: e.outcome.clone(),
             error_code: e.error_code.clone().unwrap_or_default(),
             committed: e.committed,
-            retry_after_violation: violation,
+            retry_after_violation: e.retry_after_violation,
             idempotency_key: e.idempotency_key.clone().unwrap_or_default(),
+            logical: e.logical,
+            logical_attempt: e.logical_attempt,
+            duplicate: e.duplicate,
+            scope_wait_violation: e.scope_wait_violation,
         }
     }
 
-    /// Closes the run at `end_ms` with `unfinished` actions still open when the virtual-time
-    /// cap hit (counted as failed; `unfinished_late` of them were past their deadline).
-    pub fn finish(mut self, end_ms: u64, unfinished: u64, unfinished_late: u64) -> Measured {
+    /// Closes the run at `end_ms`, after every action still open was reported with
+    /// [`Measurement::on_unfinished`].
+    pub fn finish(mut self, end_ms: u64) -> Measured {
         self.flush_bucket_latency();
         let mut s = self.summary;
-        s.failed += unfinished;
-        s.deadline_misses += unfinished_late;
+        let unfinished = s.unfinished;
         s.mode = "virtual".to_string();
         s.virtual_duration_ms = if unfinished > 0 {
             end_ms
         } else {
             self.last_terminal_ms
         };
+        // Unfinished requests were not served by the end of the run.
+        let window = if unfinished > 0 {
+            self.window_end_ms.max(end_ms)
+        } else {
+            self.window_end_ms
+        };
+        s.goodput_window_ms = window;
         s.attempts_per_logical = round4(if s.logical_requests == 0 {
             0.0
         } else {
             s.outbound_attempts as f64 / s.logical_requests as f64
         });
-        s.goodput_per_min = round4(if s.virtual_duration_ms == 0 {
+        s.goodput_per_min = round4(if window == 0 {
             0.0
         } else {
-            s.completed as f64 * 60_000.0 / s.virtual_duration_ms as f64
+            s.completed as f64 * 60_000.0 / window as f64
         });
         s.retry_waves = self.retry_bins.waves();
         s.peak_retries_per_100ms = self.retry_bins.peak();
         s.latency_ms = self.latency.percentiles();
+        s.completed_latency_ms = self.completed_latency.percentiles();
+        s.failed_latency_ms = self.failed_latency.percentiles();
+        s.service_ms = self.service.percentiles();
         s.queue_wait_ms = self.queue_wait.percentiles();
         Measured {
             summary: s,
@@ -359,7 +447,7 @@ mod tests {
         m.arrive(&chat(2), 30_000); // too early
         m.arrive(&chat(2), 60_050); // still too early, though the window reset
         m.arrive(&chat(2), 60_100); // on time
-        let mut measure = Measurement::new(1_000);
+        let mut measure = Measurement::new(1_000, 600_000);
         let rows: Vec<AttemptRow> = m
             .drain_journal()
             .iter()
@@ -367,7 +455,7 @@ mod tests {
             .collect();
         let flags: Vec<bool> = rows.iter().map(|r| r.retry_after_violation).collect();
         assert_eq!(flags, vec![false, false, false, true, true, false]);
-        let measured = measure.finish(60_100, 0, 0);
+        let measured = measure.finish(60_100);
         assert_eq!(measured.summary.retry_after_violations, 2);
         assert_eq!(
             measured.summary.retry_after_violations,

@@ -23,7 +23,23 @@ pub struct ClientSpec {
     /// Overrides of any policy key, merged onto the preset (`classes.llm.max_attempts = 5`).
     #[serde(default)]
     pub policy: Option<toml::Table>,
+    /// Re-sends that a retry layer *under* the client makes after a connection error (a
+    /// drop, a reset, a cut stream), with the same request and headers and without telling
+    /// the client: what urllib3 or an SDK's own retries do under an agent framework. 0 (the
+    /// default): the client's own retries are the only layer. The provider counts every
+    /// re-send; the client's figures never see them. At most 10.
+    #[serde(default)]
+    pub transport_retries: u32,
+    /// Whether the client sends its `x-stampede-*` attribution headers (tenant, class,
+    /// action, attempt). `false` plays a client that says nothing about itself, as the
+    /// official SDKs do: every figure is the same, since the provider identifies requests
+    /// on its own.
+    #[serde(default = "yes")]
+    pub claims: bool,
 }
+
+/// Most hidden transport re-sends a scenario may ask for.
+pub const MAX_TRANSPORT_RETRIES: u32 = 10;
 
 impl Default for ClientSpec {
     fn default() -> Self {
@@ -32,6 +48,8 @@ impl Default for ClientSpec {
             workers: None,
             know_provider_limits: true,
             policy: None,
+            transport_retries: 0,
+            claims: true,
         }
     }
 }
@@ -66,6 +84,16 @@ pub fn resolve_policy(
             ),
         )
     })?;
+    if spec.transport_retries > MAX_TRANSPORT_RETRIES {
+        return Err((
+            "client.transport_retries".to_string(),
+            format!(
+                "{} hidden re-sends per attempt is more than the {MAX_TRANSPORT_RETRIES} allowed; \
+                 real HTTP libraries retry 0 to 5 times",
+                spec.transport_retries
+            ),
+        ));
+    }
     let mut policy = match &spec.policy {
         None => base,
         Some(overrides) => merge(base, overrides)?,

@@ -98,8 +98,22 @@ fn walk(
         } else {
             format!("{prefix}.{k}")
         };
-        let is_leaf =
-            leaves.contains(&key) || maps.iter().any(|m| key.starts_with(&format!("{m}.")));
+        let in_map = maps
+            .iter()
+            .find_map(|m| key.strip_prefix(&format!("{m}.")).map(|sub| (m, sub)));
+        if let Some((map, sub)) = in_map {
+            if map == "status_counts" && !is_status_label(sub) {
+                return Err((
+                    format!("expect.{key}"),
+                    format!(
+                        "`{sub}` is not an answer the provider journals; status_counts takes an \
+                         HTTP status (`429`, `503`, `200`, ...) or one of: {}",
+                        OUTCOME_LABELS.join(", ")
+                    ),
+                ));
+            }
+        }
+        let is_leaf = leaves.contains(&key) || in_map.is_some();
         if is_leaf {
             out.push(parse_limit(&key, v)?);
             continue;
@@ -123,6 +137,17 @@ fn walk(
         }
     }
     Ok(())
+}
+
+/// The journal's outcome labels that are not HTTP statuses.
+pub const OUTCOME_LABELS: [&str; 4] = ["dropped", "hang", "stream_cut", "stream_error"];
+
+/// Whether `label` can appear in `status_counts`: a three-digit HTTP status or an outcome.
+fn is_status_label(label: &str) -> bool {
+    let status = label.len() == 3
+        && label.bytes().all(|b| b.is_ascii_digit())
+        && (b'1'..=b'5').contains(&label.as_bytes()[0]);
+    status || OUTCOME_LABELS.contains(&label)
 }
 
 fn as_number(v: &toml::Value) -> Option<f64> {
@@ -246,6 +271,15 @@ mod tests {
         let verdict = evaluate(&specs, &Summary::default());
         assert!(verdict[0].pass);
         assert_eq!(verdict[0].actual, 0.0);
+    }
+
+    #[test]
+    fn a_misspelt_status_is_refused_with_the_valid_ones() {
+        let (key, msg) = parse("status_counts.dropepd = 0").unwrap_err();
+        assert_eq!(key, "expect.status_counts.dropepd");
+        assert!(msg.contains("dropped") && msg.contains("429"), "{msg}");
+        assert!(parse("status_counts.dropped = 0\nstatus_counts.503 = 1").is_ok());
+        assert!(parse("status_counts.4290 = 0").is_err());
     }
 
     #[test]

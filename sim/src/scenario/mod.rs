@@ -262,6 +262,14 @@ fn resolve(raw: ScenarioFile) -> Result<Scenario, (String, String)> {
     }
     let expectations = expect::parse_expect(&raw.expect)?;
     let crashes = crashes::resolve(raw.crashes)?;
+    if !crashes.is_empty() && raw.client.transport_retries > 0 {
+        return Err((
+            "client.transport_retries".into(),
+            "a hidden retry layer cannot be combined with [[crashes]] yet (a crash would have \
+             to kill its pending re-sends); remove one of the two"
+                .into(),
+        ));
+    }
     Ok(Scenario {
         name: raw.name,
         seed: raw.seed,

@@ -4,7 +4,8 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use stampede_core::{AttemptId, Millis, Outcome};
+use stampede_core::{AttemptId, Millis, Outcome, Send};
+use stampede_provider::model::Request;
 
 /// Something that happens at a virtual time.
 #[derive(Debug, Clone, PartialEq)]
@@ -14,6 +15,16 @@ pub enum Event {
         attempt: AttemptId,
         seq: u64,
         outcome: Outcome,
+    },
+    /// A retry layer under the client (`client.transport_retries`) sends `request` again
+    /// after the connection of `seq` failed; `left` re-sends remain after this one. The
+    /// client is not told.
+    HiddenResend {
+        attempt: AttemptId,
+        seq: u64,
+        send: Box<Send>,
+        request: Box<Request>,
+        left: u32,
     },
 }
 

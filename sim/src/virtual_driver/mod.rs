@@ -115,7 +115,9 @@ pub fn run_with_audit(
     let mut next_cancel = 0usize;
     let mut queue = EventQueue::default();
     let mut live = LiveActions::default();
-    let mut measure = Measurement::new(scenario.bucket_ms);
+    live.set_claims(scenario.client.claims);
+    let hidden_retries = scenario.client.transport_retries;
+    let mut measure = Measurement::new(scenario.bucket_ms, scenario.duration_ms);
     let mut gauges = GaugeSampler::new(scenario.bucket_ms);
     let cap = scenario.duration_ms;
 
@@ -162,20 +164,55 @@ pub fn run_with_audit(
             core.cancel_task(&c.tenant, &c.task, now);
             next_cancel += 1;
         }
-        while let Some(Event::Answer {
-            attempt,
-            seq,
-            outcome,
-        }) = queue.pop_due(now)
-        {
+        while let Some(event) = queue.pop_due(now) {
             events += 1;
-            provider.depart(seq, now);
-            match crashes.deliver(attempt) {
-                Delivery::Deliver(attempt) => core.on_outcome(attempt, outcome, now),
-                // Its process died: the answer reaches no one.
-                Delivery::Dead => {}
-                Delivery::Crash => {
-                    crashes.crash(now, &mut core, &mut live, &mut measure, audit_sink)?
+            match event {
+                Event::Answer {
+                    attempt,
+                    seq,
+                    outcome,
+                } => {
+                    provider.depart(seq, now);
+                    match crashes.deliver(attempt) {
+                        Delivery::Deliver(attempt) => core.on_outcome(attempt, outcome, now),
+                        // Its process died: the answer reaches no one.
+                        Delivery::Dead => {}
+                        Delivery::Crash => {
+                            crashes.crash(now, &mut core, &mut live, &mut measure, audit_sink)?
+                        }
+                    }
+                }
+                Event::HiddenResend {
+                    attempt,
+                    seq,
+                    send,
+                    request,
+                    left,
+                } => {
+                    provider.depart(seq, now);
+                    let decision = provider.arrive(&request, now);
+                    let seq = decision.seq;
+                    let (after, outcome) = translate::outcome(&send, decision);
+                    for entry in provider.drain_journal() {
+                        let row = measure.on_journal(&entry, Some(now + after));
+                        sink.attempt(&row).map_err(DriverError::Output)?;
+                    }
+                    let event = if left > 0 && translate::hidden_layer_retries(&outcome) {
+                        Event::HiddenResend {
+                            attempt,
+                            seq,
+                            send,
+                            request,
+                            left: left - 1,
+                        }
+                    } else {
+                        Event::Answer {
+                            attempt,
+                            seq,
+                            outcome,
+                        }
+                    };
+                    queue.push(now + after, event);
                 }
             }
         }
@@ -199,14 +236,22 @@ pub fn run_with_audit(
                         sink.attempt(&row).map_err(DriverError::Output)?;
                     }
                     let global = crashes.global(send.attempt);
-                    queue.push(
-                        now + after,
+                    let event = if hidden_retries > 0 && translate::hidden_layer_retries(&outcome) {
+                        Event::HiddenResend {
+                            attempt: global,
+                            seq,
+                            send: Box::new(send.clone()),
+                            request: Box::new(request),
+                            left: hidden_retries - 1,
+                        }
+                    } else {
                         Event::Answer {
                             attempt: global,
                             seq,
                             outcome,
-                        },
-                    );
+                        }
+                    };
+                    queue.push(now + after, event);
                     if crashes.after_send(&send, global) {
                         crashes.crash(now, &mut core, &mut live, &mut measure, audit_sink)?;
                         break;
@@ -228,10 +273,9 @@ pub fn run_with_audit(
     // The last, partial bucket.
     gauges.finish(now, &core, &mut measure);
     // Actions still live, the one held back and those never pulled did not finish in time.
-    let (live_left, live_late) = live.unfinished(now);
-    let (held_left, held_late) = admission.unfinished(now, &mut measure);
-    let (unfinished, late) = (live_left + held_left, live_late + held_late);
-    let mut measured = measure.finish(now, unfinished, late);
+    live.unfinished(now, &mut measure);
+    admission.unfinished(now, &mut measure);
+    let mut measured = measure.finish(now);
     measured.summary.crashes = crashes.count();
     Ok(VirtualRun {
         measured,

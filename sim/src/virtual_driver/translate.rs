@@ -80,6 +80,20 @@ pub fn request(send: &Send, facts: &ActionFacts) -> Request {
     }
 }
 
+/// Whether a retry layer under the client re-sends after this outcome: a connection
+/// dropped (before or after the write) or a read that timed out, the failures HTTP libraries
+/// and SDKs retry on their own.
+pub fn hidden_layer_retries(outcome: &Outcome) -> bool {
+    matches!(
+        outcome,
+        Outcome::Transport(
+            TransportFailure::ResetBeforeWrite
+                | TransportFailure::ResetAfterWrite
+                | TransportFailure::ReadTimeout
+        )
+    )
+}
+
 /// When (ms after arrival) the client hears about the attempt, and what it hears.
 pub fn outcome(send: &Send, decision: Decision) -> (Millis, Outcome) {
     let latency = decision.latency_ms;

@@ -1,0 +1,431 @@
+//! Which attempts are one logical request, decided at the edge from what arrives.
+//!
+//! The provider, not the client, says which attempts belong together, so retries added by a
+//! library under the client, or by a client that sends no attribution at all, are counted
+//! the same as the client's own. An attempt is attached to a logical request by the first
+//! of these that names one already seen:
+//!
+//! 1. a record write's `external_ref` (the business object it creates), within its scope;
+//! 2. the `Idempotency-Key`, within its scope; a key names its request outright, so a keyed
+//!    attempt whose key is new starts a new logical request even if its body was seen;
+//! 3. otherwise the request's fingerprint: credential, route and canonical body hash, while
+//!    the last attempt with that fingerprint arrived less than the identity window ago.
+//!
+//! The limit of rule 3: two different requests with byte-identical bodies on one credential
+//! are one logical request to the provider. The simulator's workload makes every body
+//! distinct; a real client tells such requests apart with an `Idempotency-Key`.
+//!
+//! Record look-ups (`GET /v1/records...`) reconcile a write: they are attached to the write
+//! they ask about (by key, external reference or record id) but are not attempts of it.
+//!
+//! Memory: a logical request is forgotten once no attempt has reached it for the identity
+//! window; its aliases go with it. Aliases are 64-bit FNV-1a hashes of a tagged string (a
+//! collision among a million live requests has a probability near 3e-8).
+
+use std::collections::{HashMap, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use super::request::{body_hash, FindBy, Request, RequestRoute};
+use super::Millis;
+
+/// Default identity window: 15 minutes of model time.
+pub const DEFAULT_IDENTITY_WINDOW_MS: u64 = 15 * 60_000;
+
+/// How an attempt was attached to its logical request (journaled).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum IdentifiedBy {
+    /// The first attempt of a new logical request.
+    #[default]
+    New,
+    /// A record write with an `external_ref` already seen.
+    ExternalRef,
+    /// An `Idempotency-Key` already seen.
+    IdempotencyKey,
+    /// The same fingerprint within the identity window.
+    Fingerprint,
+    /// A record look-up, attached to the write it asks about (`logical` 0 when unknown).
+    Lookup,
+}
+
+/// One logical request as the provider tracks it.
+#[derive(Debug, Clone)]
+struct Logical {
+    /// Attempts of it so far (look-ups excluded).
+    attempts: u32,
+    /// Side effects it committed so far (completions billed, records created; idempotent
+    /// replays excluded).
+    commits: u32,
+    /// From when (model ms: when that answer left) and until when a Retry-After given to
+    /// one of its attempts binds it.
+    told_from: Millis,
+    told_until: Millis,
+    /// Model ms of the last attempt (or look-up) that reached it.
+    last_at: Millis,
+    /// Its alias hashes, removed with it.
+    aliases: Vec<u64>,
+}
+
+/// Where one attempt belongs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attribution {
+    /// The logical request (1-based, in order of first arrival); 0 for a look-up whose
+    /// write the provider does not know.
+    pub logical: u64,
+    /// This attempt's ordinal within it (1 = first); 0 for look-ups.
+    pub ordinal: u32,
+    /// How it was attached.
+    pub by: IdentifiedBy,
+    /// Whether a Retry-After given to an earlier attempt of the same logical request had
+    /// not yet passed when this one arrived.
+    pub early: bool,
+}
+
+/// The identity index.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    window_ms: Millis,
+    next: u64,
+    logicals: HashMap<u64, Logical>,
+    aliases: HashMap<u64, u64>,
+    /// `(expires at, logical)` in touch order: arrivals come in time order, so expiries are
+    /// non-decreasing and forgetting pops from the front.
+    expiry: VecDeque<(Millis, u64)>,
+}
+
+fn alias(tag: &str, scope: &str, value: &str) -> u64 {
+    let mut bytes = Vec::with_capacity(tag.len() + scope.len() + value.len() + 2);
+    bytes.extend_from_slice(tag.as_bytes());
+    bytes.push(0);
+    bytes.extend_from_slice(scope.as_bytes());
+    bytes.push(0);
+    bytes.extend_from_slice(value.as_bytes());
+    body_hash(&bytes)
+}
+
+fn fingerprint_alias(req: &Request) -> u64 {
+    let credential = req.credential.as_deref().unwrap_or("");
+    alias(
+        "fp",
+        credential,
+        &format!("{} {:016x}", req.route.template(), req.body_hash),
+    )
+}
+
+impl Identity {
+    /// An index that remembers a logical request for `window_ms` after its last attempt.
+    pub fn new(window_ms: Millis) -> Self {
+        Identity {
+            window_ms: window_ms.max(1),
+            next: 0,
+            logicals: HashMap::new(),
+            aliases: HashMap::new(),
+            expiry: VecDeque::new(),
+        }
+    }
+
+    /// Logical requests remembered now.
+    pub fn remembered(&self) -> usize {
+        self.logicals.len()
+    }
+
+    fn forget_idle(&mut self, now: Millis) {
+        while let Some(&(expires, id)) = self.expiry.front() {
+            if expires > now {
+                break;
+            }
+            self.expiry.pop_front();
+            let idle = self
+                .logicals
+                .get(&id)
+                .is_some_and(|l| l.last_at + self.window_ms <= now);
+            if idle {
+                if let Some(l) = self.logicals.remove(&id) {
+                    for a in l.aliases {
+                        if self.aliases.get(&a) == Some(&id) {
+                            self.aliases.remove(&a);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn touch(&mut self, id: u64, now: Millis) {
+        if let Some(l) = self.logicals.get_mut(&id) {
+            l.last_at = now;
+            self.expiry.push_back((now + self.window_ms, id));
+        }
+    }
+
+    fn bind(&mut self, id: u64, a: u64) {
+        if let std::collections::hash_map::Entry::Vacant(v) = self.aliases.entry(a) {
+            v.insert(id);
+            if let Some(l) = self.logicals.get_mut(&id) {
+                l.aliases.push(a);
+            }
+        }
+    }
+
+    /// Attaches an attempt arriving at `now` on `scope` (`""` when its credential is
+    /// unknown) to its logical request.
+    pub fn attribute(&mut self, req: &Request, scope: &str, now: Millis) -> Attribution {
+        self.forget_idle(now);
+        if let Some(target) = lookup_alias(&req.route, scope) {
+            let logical = self.aliases.get(&target).copied().unwrap_or(0);
+            if logical != 0 {
+                self.touch(logical, now);
+            }
+            return Attribution {
+                logical,
+                ordinal: 0,
+                by: IdentifiedBy::Lookup,
+                early: false,
+            };
+        }
+        let is_write = req.route == RequestRoute::CreateRecord;
+        let by_ref = req
+            .external_ref
+            .as_deref()
+            .filter(|_| is_write)
+            .map(|r| alias("ref", scope, r));
+        let by_key = req
+            .idempotency_key
+            .as_deref()
+            .map(|k| alias("key", scope, k));
+        let by_fp = fingerprint_alias(req);
+        let found = by_ref
+            .and_then(|a| {
+                self.aliases
+                    .get(&a)
+                    .map(|&l| (l, IdentifiedBy::ExternalRef))
+            })
+            .or_else(|| match by_key {
+                Some(a) => self
+                    .aliases
+                    .get(&a)
+                    .map(|&l| (l, IdentifiedBy::IdempotencyKey)),
+                None => self
+                    .aliases
+                    .get(&by_fp)
+                    .map(|&l| (l, IdentifiedBy::Fingerprint)),
+            });
+        let (id, by) = match found {
+            Some(found) => found,
+            None => {
+                self.next += 1;
+                self.logicals.insert(
+                    self.next,
+                    Logical {
+                        attempts: 0,
+                        commits: 0,
+                        told_from: 0,
+                        told_until: 0,
+                        last_at: now,
+                        aliases: Vec::with_capacity(3),
+                    },
+                );
+                (self.next, IdentifiedBy::New)
+            }
+        };
+        for a in [by_ref, by_key, Some(by_fp)].into_iter().flatten() {
+            self.bind(id, a);
+        }
+        self.touch(id, now);
+        let Some(l) = self.logicals.get_mut(&id) else {
+            // Just inserted or found in the index: present.
+            return Attribution {
+                logical: id,
+                ordinal: 1,
+                by,
+                early: false,
+            };
+        };
+        l.attempts = l.attempts.saturating_add(1);
+        Attribution {
+            logical: id,
+            ordinal: l.attempts,
+            by,
+            early: now >= l.told_from && now < l.told_until,
+        }
+    }
+
+    /// The attempt attributed to `logical` committed a side effect (not an idempotent
+    /// replay). Returns whether it is a second (or later) one: a duplicate.
+    pub fn committed(&mut self, logical: u64) -> bool {
+        match self.logicals.get_mut(&logical) {
+            Some(l) => {
+                l.commits = l.commits.saturating_add(1);
+                l.commits > 1
+            }
+            None => false,
+        }
+    }
+
+    /// A Retry-After given to an attempt of `logical`, in an answer that leaves at `leaves`,
+    /// binds it until `until` (model ms).
+    pub fn told_wait(&mut self, logical: u64, leaves: Millis, until: Millis) {
+        if let Some(l) = self.logicals.get_mut(&logical) {
+            if until > l.told_until {
+                l.told_from = leaves;
+                l.told_until = until;
+            }
+        }
+    }
+
+    /// Record `record_id` was created by `logical`: look-ups by id find it.
+    pub fn record_created(&mut self, logical: u64, scope: &str, record_id: &str) {
+        if logical != 0 {
+            self.bind(logical, alias("rec", scope, record_id));
+        }
+    }
+}
+
+/// The alias a record look-up asks about, or `None` for other routes.
+fn lookup_alias(route: &RequestRoute, scope: &str) -> Option<u64> {
+    match route {
+        RequestRoute::GetRecord { id } => Some(alias("rec", scope, id)),
+        RequestRoute::FindRecords {
+            by: FindBy::ExternalRef(r),
+        } => Some(alias("ref", scope, r)),
+        RequestRoute::FindRecords {
+            by: FindBy::IdempotencyKey(k),
+        } => Some(alias("key", scope, k)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chat(body: u64) -> Request {
+        Request {
+            route: RequestRoute::ChatCompletions,
+            credential: Some("sk-a".into()),
+            body_hash: body,
+            ..Request::default()
+        }
+    }
+
+    #[test]
+    fn the_same_body_within_the_window_is_one_logical_request() {
+        let mut id = Identity::new(1_000);
+        let a = id.attribute(&chat(7), "s", 0);
+        let b = id.attribute(&chat(7), "s", 900);
+        let c = id.attribute(&chat(8), "s", 950);
+        assert_eq!((a.logical, a.ordinal, a.by), (1, 1, IdentifiedBy::New));
+        assert_eq!(
+            (b.logical, b.ordinal, b.by),
+            (1, 2, IdentifiedBy::Fingerprint)
+        );
+        assert_eq!((c.logical, c.ordinal), (2, 1));
+        // The window slides with each attempt: 1_800 is within 1_000 of 900.
+        assert_eq!(id.attribute(&chat(7), "s", 1_800).ordinal, 3);
+        // Idle for a whole window: forgotten, a new logical request.
+        let late = id.attribute(&chat(7), "s", 2_800);
+        assert_eq!((late.logical, late.ordinal), (3, 1));
+    }
+
+    #[test]
+    fn a_key_decides_when_sent_and_a_new_key_is_a_new_request() {
+        let mut id = Identity::new(60_000);
+        let mut keyed = chat(7);
+        keyed.idempotency_key = Some("k1".into());
+        assert_eq!(id.attribute(&keyed, "s", 0).logical, 1);
+        assert_eq!(id.attribute(&keyed, "s", 10).ordinal, 2);
+        keyed.idempotency_key = Some("k2".into());
+        let other = id.attribute(&keyed, "s", 20);
+        assert_eq!(
+            (other.logical, other.ordinal),
+            (2, 1),
+            "a new key names a new request"
+        );
+        // The same key on another scope is another request (keys are scoped).
+        keyed.idempotency_key = Some("k1".into());
+        assert_eq!(id.attribute(&keyed, "t", 30).logical, 3);
+    }
+
+    #[test]
+    fn record_writes_group_by_external_ref_and_look_ups_attach_without_counting() {
+        let mut id = Identity::new(60_000);
+        let write = |key: &str| Request {
+            route: RequestRoute::CreateRecord,
+            credential: Some("sk-a".into()),
+            idempotency_key: Some(key.into()),
+            external_ref: Some("order-1".into()),
+            body_hash: 3,
+            ..Request::default()
+        };
+        let first = id.attribute(&write("k1"), "s", 0);
+        assert!(!id.committed(first.logical));
+        id.record_created(first.logical, "s", "rec_000001");
+        // A buggy client re-sends with a fresh key: the external reference still tells.
+        let again = id.attribute(&write("k2"), "s", 10);
+        assert_eq!(
+            (again.logical, again.ordinal, again.by),
+            (1, 2, IdentifiedBy::ExternalRef)
+        );
+        assert!(
+            id.committed(again.logical),
+            "a second record is a duplicate"
+        );
+        let by_id = Request {
+            route: RequestRoute::GetRecord {
+                id: "rec_000001".into(),
+            },
+            credential: Some("sk-a".into()),
+            ..Request::default()
+        };
+        let look = id.attribute(&by_id, "s", 20);
+        assert_eq!(
+            (look.logical, look.ordinal, look.by),
+            (1, 0, IdentifiedBy::Lookup)
+        );
+        let by_key = Request {
+            route: RequestRoute::FindRecords {
+                by: FindBy::IdempotencyKey("k2".into()),
+            },
+            credential: Some("sk-a".into()),
+            ..Request::default()
+        };
+        assert_eq!(id.attribute(&by_key, "s", 30).logical, 1);
+        let unknown = Request {
+            route: RequestRoute::FindRecords {
+                by: FindBy::ExternalRef("order-9".into()),
+            },
+            credential: Some("sk-a".into()),
+            ..Request::default()
+        };
+        assert_eq!(id.attribute(&unknown, "s", 40).logical, 0);
+        // The next attempt of the write is its third: look-ups do not count.
+        assert_eq!(id.attribute(&write("k1"), "s", 50).ordinal, 3);
+    }
+
+    #[test]
+    fn a_request_told_to_wait_is_early_until_its_own_wait_passed() {
+        let mut id = Identity::new(60_000);
+        let a = id.attribute(&chat(1), "s", 0);
+        id.told_wait(a.logical, 100, 5_000);
+        assert!(
+            !id.attribute(&chat(1), "s", 50).early,
+            "sent before its answer left"
+        );
+        assert!(id.attribute(&chat(1), "s", 4_999).early);
+        assert!(
+            !id.attribute(&chat(2), "s", 4_999).early,
+            "another request was not told"
+        );
+        assert!(!id.attribute(&chat(1), "s", 5_000).early);
+    }
+
+    #[test]
+    fn memory_follows_live_requests() {
+        let mut id = Identity::new(100);
+        for t in 0..10_000u64 {
+            id.attribute(&chat(t), "s", t);
+        }
+        assert!(id.remembered() <= 101, "{} remembered", id.remembered());
+    }
+}
