@@ -161,12 +161,22 @@ fn print_table(s: &Summary) {
                 s.retries, s.retry_waves, s.peak_retries_per_100ms
             ),
         ),
-        ("duplicates", s.duplicates.to_string()),
+        (
+            "duplicates (writes / completions, tokens)",
+            format!(
+                "{} ({} / {}, {})",
+                s.duplicates, s.duplicate_writes, s.duplicate_completions, s.duplicate_tokens
+            ),
+        ),
         ("reconciliations", s.reconciliations.to_string()),
         ("deadline misses", s.deadline_misses.to_string()),
         (
-            "Retry-After violations",
-            s.retry_after_violations.to_string(),
+            "Retry-After violations (own / scope)",
+            format!("{} / {}", s.retry_after_violations, s.scope_wait_violations),
+        ),
+        (
+            "unfinished at the cap (sent)",
+            format!("{} ({})", s.unfinished, s.unfinished_sent),
         ),
         (
             "latency p50 / p99 / max (ms)",
@@ -174,6 +184,10 @@ fn print_table(s: &Summary) {
                 "{} / {} / {}",
                 s.latency_ms.p50, s.latency_ms.p99, s.latency_ms.max
             ),
+        ),
+        (
+            "service time p50 / p99 (ms)",
+            format!("{} / {}", s.service_ms.p50, s.service_ms.p99),
         ),
         (
             "queue wait p50 / p99 (ms)",

@@ -138,17 +138,54 @@ fn same_seed_same_bytes_another_seed_differs() {
         let out = run(
             "scenarios/uncertain-writes.toml",
             dir.path(),
-            &["--seed", seed],
+            &["--seed", seed, "--png"],
         );
         assert!(out.status.code().is_some_and(|c| c <= 1), "{}", text(&out));
     }
     let read = |d: &tempfile::TempDir, f: &str| std::fs::read_to_string(d.path().join(f)).unwrap();
-    assert_eq!(
-        strip_wall_ms(&read(&a, "summary.json")),
-        strip_wall_ms(&read(&b, "summary.json"))
-    );
-    assert_eq!(read(&a, "timeseries.csv"), read(&b, "timeseries.csv"));
-    assert_eq!(read(&a, "attempts.csv"), read(&b, "attempts.csv"));
+    // Every file the run wrote, byte for byte: plots (SVG and PNG), the page, JUnit, the
+    // markdown summary, the audit trail, every CSV; summary.json apart from wall_ms.
+    let files = |d: &tempfile::TempDir| {
+        let mut names: Vec<String> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let written = files(&a);
+    assert_eq!(written, files(&b), "the same run wrote other files");
+    for expected in [
+        "summary.json",
+        "timeseries.csv",
+        "attempts.csv",
+        "tenants.csv",
+        "index.html",
+        "junit.xml",
+        "summary.md",
+        "audit.jsonl",
+        "attempts.svg",
+        "attempts.png",
+    ] {
+        assert!(
+            written.iter().any(|f| f == expected),
+            "no {expected}: {written:?}"
+        );
+    }
+    for name in &written {
+        let (x, y) = (
+            std::fs::read(a.path().join(name)).unwrap(),
+            std::fs::read(b.path().join(name)).unwrap(),
+        );
+        if name == "summary.json" {
+            assert_eq!(
+                strip_wall_ms(&String::from_utf8_lossy(&x)),
+                strip_wall_ms(&String::from_utf8_lossy(&y))
+            );
+        } else {
+            assert!(x == y, "{name} differs between two runs of the same seed");
+        }
+    }
     assert_ne!(read(&a, "attempts.csv"), read(&c, "attempts.csv"));
     assert_ne!(
         strip_wall_ms(&read(&a, "summary.json")),

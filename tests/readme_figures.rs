@@ -1,0 +1,224 @@
+//! Every figure the README quotes comes from a fresh run: each block between
+//! `<!-- figures:NAME -->` and `<!-- /figures:NAME -->` is generated here from the runs it
+//! describes and must match the README byte for byte. A change that moves a figure fails
+//! until the README moves with it:
+//!
+//! ```sh
+//! STAMPEDE_BLESS=1 cargo test --test readme_figures    # rewrite the blocks from fresh runs
+//! ```
+
+mod common;
+
+use std::path::Path;
+
+use stampede_reports::Summary;
+use stampede_sim::run::{run_virtual, RunOptions};
+use stampede_sim::scenario::{self, parse_override};
+
+fn summary(file: &str, sets: &[&str]) -> Summary {
+    let path = common::repo().join("scenarios").join(file);
+    let sets: Vec<_> = sets
+        .iter()
+        .map(|s| parse_override(s).expect("override parses"))
+        .collect();
+    let scenario = scenario::load(&path, None, &sets).expect("shipped scenario loads");
+    run_virtual(&scenario, &RunOptions::default())
+        .expect("run plays")
+        .report
+        .summary
+}
+
+/// `12345` as `12,345`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn status(s: &Summary, key: &str) -> u64 {
+    s.status_counts.get(key).copied().unwrap_or(0)
+}
+
+/// The quickstart's console output, as `stampede run` prints it, without the lines that
+/// change from run to run (wall time) or machine to machine (the report path).
+fn quickstart_tour() -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::stampede(&[
+        "run",
+        &common::quickstart(),
+        "--out",
+        common::a_str(dir.path()),
+    ]);
+    assert!(out.status.success(), "{}", common::text(&out.stderr));
+    let text = common::text(&out.stdout);
+    let mut lines: Vec<String> =
+        vec!["$ cargo run --release -- run scenarios/quickstart.toml".into()];
+    let mut in_figures = true;
+    for line in text.lines() {
+        if line.starts_with("expectations:") {
+            lines.push("  ...".into());
+            in_figures = false;
+        }
+        if line.starts_with("report:") {
+            lines.push("report: runs/quickstart/index.html".into());
+            continue;
+        }
+        if in_figures && (line.contains("latency") || line.contains("wall")) {
+            continue;
+        }
+        lines.push(line.to_string());
+    }
+    format!("```\n{}\n```", lines.join("\n"))
+}
+
+fn quickstart_naive() -> String {
+    let s = summary("quickstart.toml", &["client.preset=naive"]);
+    format!(
+        "Run it with `--set client.preset=naive` to see the same storm without those rules: \
+         {:.1} attempts per request, {} retries, {} retry waves, {} Retry-After violations \
+         (retries sent before the wait the provider gave that same request), and {} of {} \
+         calls fail.",
+        s.attempts_per_logical,
+        thousands(s.retries),
+        s.retry_waves,
+        thousands(s.retry_after_violations),
+        s.failed,
+        s.logical_requests
+    )
+}
+
+fn backlog_table() -> String {
+    let naive = summary("backlog-38k.toml", &["client.preset=naive"]);
+    let stampede = summary("backlog-38k.toml", &[]);
+    let exit = |s: &Summary| u8::from(s.expectations.iter().any(|e| !e.pass));
+    let row = |label: &str, f: &dyn Fn(&Summary) -> String| {
+        format!("| {label} | {} | {} |", f(&naive), f(&stampede))
+    };
+    let rows = [
+        "| seed 7 | naive | stampede |".to_string(),
+        "| --- | --- | --- |".to_string(),
+        row("completed / failed", &|s| {
+            format!("{} / {}", thousands(s.completed), thousands(s.failed))
+        }),
+        row("outbound attempts", &|s| thousands(s.outbound_attempts)),
+        row("attempts per logical request", &|s| {
+            format!("{:.2}", s.attempts_per_logical)
+        }),
+        row("429s", &|s| thousands(status(s, "429"))),
+        row("retries", &|s| thousands(s.retries)),
+        row("retry waves (peak retries per 100 ms)", &|s| {
+            format!("{} ({})", s.retry_waves, s.peak_retries_per_100ms)
+        }),
+        row("Retry-After violations (own wait / scope's wait)", &|s| {
+            format!(
+                "{} / {}",
+                thousands(s.retry_after_violations),
+                thousands(s.scope_wait_violations)
+            )
+        }),
+        row("deadline misses (deadline 75 min)", &|s| {
+            thousands(s.deadline_misses)
+        }),
+        row("goodput", &|s| {
+            format!("{:.1} completed/min", s.goodput_per_min)
+        }),
+        row(
+            "latency p50 / p99 (a failed call counts at its deadline)",
+            &|s| {
+                format!(
+                    "{:.1} / {:.1} min",
+                    s.latency_ms.p50 as f64 / 60_000.0,
+                    s.latency_ms.p99 as f64 / 60_000.0
+                )
+            },
+        ),
+        row("exit code", &|s| exit(s).to_string()),
+    ];
+    rows.join("\n")
+}
+
+fn restarts_counts() -> String {
+    let stampede = summary("restarts.toml", &[]);
+    let naive = summary("restarts.toml", &["client.preset=naive"]);
+    format!(
+        "With the stampede preset it shows {} records created twice and {} blind re-sends \
+         ({} LLM calls billed twice: a call that may have executed when the runner died is \
+         retried by design); with the naive one, {} records created twice and {} blind \
+         re-sends.",
+        stampede.duplicate_writes,
+        stampede.blind_resends,
+        stampede.duplicate_completions,
+        naive.duplicate_writes,
+        naive.blind_resends
+    )
+}
+
+fn virtual_table() -> String {
+    let mut rows = vec![
+        "| scenario | completed | failed | reconciliations | outbound attempts | duplicates |"
+            .to_string(),
+        "| --- | --- | --- | --- | --- | --- |".to_string(),
+    ];
+    for name in [
+        "quickstart",
+        "five-step-safety",
+        "rpm-vs-tpm",
+        "shared-credential",
+        "backlog-38k",
+        "uncertain-writes",
+    ] {
+        let s = summary(&format!("{name}.toml"), &[]);
+        rows.push(format!(
+            "| {name} | {} | {} | {} | {} | {} |",
+            s.completed, s.failed, s.reconciliations, s.outbound_attempts, s.duplicates
+        ));
+    }
+    rows.join("\n")
+}
+
+/// Replaces the body of block `name` in `readme`; `None` when the markers are missing.
+fn with_block(readme: &str, name: &str, body: &str) -> Option<String> {
+    let open = format!("<!-- figures:{name} -->\n");
+    let close = format!("\n<!-- /figures:{name} -->");
+    let start = readme.find(&open)? + open.len();
+    let end = start + readme[start..].find(&close)?;
+    Some(format!("{}{body}{}", &readme[..start], &readme[end..]))
+}
+
+#[test]
+fn the_readme_quotes_the_figures_of_a_fresh_run() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+    let readme = std::fs::read_to_string(&path).expect("README.md");
+    let blocks: [(&str, String); 5] = [
+        ("quickstart-tour", quickstart_tour()),
+        ("quickstart-naive", quickstart_naive()),
+        ("backlog-table", backlog_table()),
+        ("restarts-counts", restarts_counts()),
+        ("virtual-table", virtual_table()),
+    ];
+    let mut expected = readme.clone();
+    for (name, body) in &blocks {
+        expected = with_block(&expected, name, body)
+            .unwrap_or_else(|| panic!("README.md has no block <!-- figures:{name} -->"));
+    }
+    if std::env::var_os("STAMPEDE_BLESS").is_some() {
+        std::fs::write(&path, &expected).expect("write README.md");
+        return;
+    }
+    for (name, body) in &blocks {
+        let open = format!("<!-- figures:{name} -->\n");
+        let start = readme.find(&open).unwrap() + open.len();
+        let got = &readme[start..start + readme[start..].find("\n<!-- /figures:").unwrap()];
+        assert_eq!(
+            got, body,
+            "README block `{name}` is stale; rerun with STAMPEDE_BLESS=1 cargo test --test \
+             readme_figures and review the diff"
+        );
+    }
+}
