@@ -135,11 +135,15 @@ fn same_seed_same_bytes_another_seed_differs() {
     let b = tempfile::tempdir().unwrap();
     let c = tempfile::tempdir().unwrap();
     for (dir, seed) in [(&a, "42"), (&b, "42"), (&c, "43")] {
-        let out = run(
+        let out = stampede(&[
+            "run",
             "scenarios/uncertain-writes.toml",
-            dir.path(),
-            &["--seed", seed, "--png"],
-        );
+            "--out",
+            dir.path().to_str().unwrap(),
+            "--seed",
+            seed,
+            "--png",
+        ]);
         assert!(out.status.code().is_some_and(|c| c <= 1), "{}", text(&out));
     }
     let read = |d: &tempfile::TempDir, f: &str| std::fs::read_to_string(d.path().join(f)).unwrap();
@@ -336,9 +340,18 @@ fn unknown_preset_lists_the_valid_ones() {
 
 #[test]
 fn expect_key_that_is_not_a_summary_figure_is_refused() {
-    let msg = validate_error(&format!("{MINIMAL}\n[expect]\nduplicate_writes = 0\n"));
+    let msg = validate_error(&format!("{MINIMAL}\n[expect]\nduplicate_records = 0\n"));
     assert!(
-        msg.contains("expect.duplicate_writes") && msg.contains("duplicates"),
+        msg.contains("expect.duplicate_records") && msg.contains("duplicate_writes"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_misspelt_status_in_expect_is_refused_not_silently_zero() {
+    let msg = validate_error(&format!("{MINIMAL}\n[expect]\nstatus_counts.dropepd = 0\n"));
+    assert!(
+        msg.contains("status_counts.dropepd") && msg.contains("dropped"),
         "{msg}"
     );
 }
