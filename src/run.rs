@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use stampede_reports::{compare, read_summary, render_comparison, Summary};
+use stampede_sim::client_process::run_client;
 use stampede_sim::live_driver::{run_live, LiveOptions};
 use stampede_sim::run::{default_out_dir, run_virtual, RunOptions};
 use stampede_sim::scenario::{self, parse_override};
@@ -58,6 +59,16 @@ pub struct RunArgs {
     /// continued. Use a new FILE for a fresh run.
     #[arg(long, value_name = "FILE", requires = "live")]
     ledger: Option<PathBuf>,
+    /// Put any client under test instead of Stampede's core: the command after `--` (or
+    /// the scenario's [client] command) runs against the provider, started on a loopback
+    /// port, with OPENAI_BASE_URL, ANTHROPIC_BASE_URL, the keys and STAMPEDE_WORKLOAD in
+    /// its environment; its output goes to client.log; the run is measured from the
+    /// provider's journal.
+    #[arg(long, conflicts_with = "live")]
+    client: bool,
+    /// With --client: the command and its arguments, after `--`.
+    #[arg(last = true, value_name = "CMD", requires = "client")]
+    command: Vec<String>,
 }
 
 pub fn main(args: RunArgs) -> ExitCode {
@@ -88,7 +99,25 @@ pub fn main(args: RunArgs) -> ExitCode {
         // The library never reads the environment; the command passes CI's summary file in.
         github_step_summary: std::env::var_os("GITHUB_STEP_SUMMARY").map(PathBuf::from),
     };
-    let outcome = if args.live {
+    let outcome = if args.client || !scenario.client.command.is_empty() && !args.live {
+        match run_client(&scenario, &args.command, &opts) {
+            Ok((o, exit)) => {
+                let how = if exit.timed_out {
+                    " (ended by the runner: the scenario's duration ran out)"
+                } else {
+                    ""
+                };
+                println!(
+                    "client exited with {} after {} ms{how}; its output: {}",
+                    exit.code,
+                    exit.real_ms,
+                    out_dir.join("client.log").display()
+                );
+                o
+            }
+            Err(e) => return exit::bad_input(e),
+        }
+    } else if args.live {
         let live = LiveOptions {
             provider: args.provider.clone(),
             time_scale: args.time_scale,

@@ -140,6 +140,10 @@ pub struct Summary {
     /// counting until its deadline (the scenario's duration when it has none).
     #[serde(default)]
     pub goodput_window_ms: u64,
+    /// `--client` runs: the client process's exit status (a negative value -N: ended by
+    /// signal N, e.g. when the scenario's duration ran out). Absent for other runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_exit_code: Option<i64>,
 }
 
 /// One row of `timeseries.csv`: one time bucket.

@@ -1,5 +1,6 @@
 //! stampede-sim: scenario format, workload, virtual and live drivers, measurement.
 
+pub mod client_process;
 pub(crate) mod driver_common;
 pub mod live_driver;
 pub mod measure;

@@ -389,7 +389,10 @@ impl ProviderModel {
                 "Incorrect API key provided."
             };
             let body = error_body(message, "invalid_request_error", "invalid_api_key");
-            return (reject_ms, respond(401, vec![seq_header(seq)], body));
+            return (
+                reject_ms,
+                respond(401, vec![seq_header(seq), request_id_header(seq)], body),
+            );
         };
         let scope_id = self.scopes[scope_idx].limits.id.clone();
         entry.scope = Some(scope_id.clone());
@@ -491,10 +494,12 @@ impl ProviderModel {
         };
         if let Err((refusal, limit, used)) = self.scopes[scope_idx].admit(now, charge) {
             let wait = self.scopes[scope_idx].wait_ms(refusal, now);
-            let (kind, code) = if refusal.is_quota() {
-                ("insufficient_quota", "insufficient_quota")
-            } else {
-                ("requests", "rate_limit_exceeded")
+            // OpenAI's error `type` names the limit: `tokens` for tokens per minute,
+            // `requests` otherwise; the daily quota is `insufficient_quota`.
+            let (kind, code) = match refusal {
+                r if r.is_quota() => ("insufficient_quota", "insufficient_quota"),
+                limits::Refusal::TokensPerMinute => ("tokens", "rate_limit_exceeded"),
+                _ => ("requests", "rate_limit_exceeded"),
             };
             let message = format!(
                 "{} Please try again in {}.",
@@ -863,8 +868,9 @@ impl ProviderModel {
 
     /// Headers every answer on a scope carries.
     fn headers(&mut self, scope_idx: usize, seq: u64, now: Millis) -> Vec<(String, String)> {
-        let mut out = Vec::with_capacity(12);
+        let mut out = Vec::with_capacity(13);
         out.push(seq_header(seq));
+        out.push(request_id_header(seq));
         let scope = &mut self.scopes[scope_idx];
         scope.refresh(now);
         self.clock.rate_limit(scope, now, &mut out);
@@ -874,6 +880,12 @@ impl ProviderModel {
 
 fn seq_header(seq: u64) -> (String, String) {
     ("x-stampede-seq".to_string(), seq.to_string())
+}
+
+/// `x-request-id`, which the official SDKs read into their errors and responses
+/// (`req_` and the edge's seq, so a user can find the attempt in the journal).
+fn request_id_header(seq: u64) -> (String, String) {
+    ("x-request-id".to_string(), format!("req_{seq:012}"))
 }
 
 fn respond(status: u16, headers: Vec<(String, String)>, body: Value) -> Answer {

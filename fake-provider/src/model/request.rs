@@ -27,6 +27,9 @@ pub struct Request {
     pub max_tokens: u32,
     /// Whether the client asked for server-sent events.
     pub stream: bool,
+    /// Whether a streamed answer ends with a usage chunk (`stream_options.include_usage`).
+    #[serde(default)]
+    pub stream_usage: bool,
     /// `x-stampede-class`: the client's request class (`llm`, `tool`, ...).
     pub class: Option<String>,
     /// `x-stampede-tenant`.

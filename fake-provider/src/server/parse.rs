@@ -21,6 +21,14 @@ struct ChatBody {
     max_completion_tokens: Option<u32>,
     #[serde(default)]
     stream: bool,
+    #[serde(default)]
+    stream_options: Option<StreamOptions>,
+}
+
+#[derive(Deserialize)]
+struct StreamOptions {
+    #[serde(default)]
+    include_usage: bool,
 }
 
 #[derive(Deserialize)]
@@ -126,6 +134,7 @@ pub(crate) fn chat(req: &mut Request, bytes: &[u8]) -> Result<(), BadRequest> {
         .or(body.max_tokens)
         .unwrap_or(DEFAULT_MAX_TOKENS);
     req.stream = body.stream;
+    req.stream_usage = body.stream_options.is_some_and(|o| o.include_usage);
     Ok(())
 }
 

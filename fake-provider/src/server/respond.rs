@@ -85,6 +85,7 @@ pub(crate) async fn play(
     shared: Arc<Shared>,
     decision: Decision,
     real_latency_ms: u64,
+    include_usage: bool,
     mut stop: watch::Receiver<bool>,
 ) -> Response<Body> {
     let departure = Departure::new(shared, decision.seq);
@@ -100,6 +101,7 @@ pub(crate) async fn play(
             wait(real_latency_ms, &mut stop).await;
             match stream_chunks {
                 Some(n) if status == 200 => {
+                    let usage = usage.filter(|_| include_usage);
                     let frames = sse_frames(seq, &body, n, n, usage);
                     sse_response(
                         &headers,
@@ -130,7 +132,7 @@ pub(crate) async fn play(
         }
         Answer::StreamCut { after_chunks, .. } => {
             wait(real_latency_ms, &mut stop).await;
-            let body = json!({ "id": format!("chatcmpl-{seq}"), "model": "stampede-fake" });
+            let body = json!({ "id": format!("chatcmpl-{seq}"), "model": "stampede-fake", "created": unix_now() });
             let frames = sse_frames(seq, &body, after_chunks, u32::MAX, None);
             let cut = stream::once(async {
                 tokio::time::sleep(CUT_FLUSH).await;
@@ -144,7 +146,7 @@ pub(crate) async fn play(
         }
         Answer::StreamError { after_chunks } => {
             wait(real_latency_ms, &mut stop).await;
-            let body = json!({ "id": format!("chatcmpl-{seq}"), "model": "stampede-fake" });
+            let body = json!({ "id": format!("chatcmpl-{seq}"), "model": "stampede-fake", "created": unix_now() });
             let mut frames = sse_frames(seq, &body, after_chunks, u32::MAX, None);
             let err = json!({ "error": { "message": "The stream was interrupted by a server error.", "type": "server_error", "param": null, "code": "stream_error" } });
             frames.push(Bytes::from(format!("event: error\ndata: {err}\n\n")));
@@ -184,8 +186,18 @@ fn sse_response(
     resp
 }
 
-/// `chunks` content chunks of one token each; when `total` is reached, a final chunk with
-/// the finish reason and usage and `[DONE]`.
+/// Seconds since the Unix epoch (the `created` of a chunk whose body has none).
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// `chunks` content chunks of one token each, shaped as OpenAI's `chat.completion.chunk`
+/// (every chunk carries `id`, `object`, `created`, `model` and `choices`; the first delta
+/// carries the role); when `total` is reached, a chunk with the finish reason, then, when
+/// `usage` is given (the client asked with `stream_options.include_usage`), a last chunk
+/// with empty `choices` and the usage, and `[DONE]`.
 fn sse_frames(
     seq: u64,
     body: &Value,
@@ -197,12 +209,25 @@ fn sse_frames(
         .get("id")
         .cloned()
         .unwrap_or_else(|| json!(format!("chatcmpl-{seq}")));
-    let mut out = Vec::with_capacity(chunks as usize + 2);
+    let created = body
+        .get("created")
+        .cloned()
+        .unwrap_or_else(|| json!(unix_now()));
+    let chunk = |choices: Value| {
+        json!({
+            "id": id, "object": "chat.completion.chunk", "created": created,
+            "model": "stampede-fake", "system_fingerprint": null, "choices": choices,
+        })
+    };
+    let mut out = Vec::with_capacity(chunks as usize + 3);
     for i in 0..chunks {
-        let c = json!({
-            "id": id, "object": "chat.completion.chunk", "model": "stampede-fake",
-            "choices": [{ "index": 0, "delta": { "content": if i == 0 { "tok" } else { " tok" } }, "finish_reason": null }],
-        });
+        let delta = if i == 0 {
+            json!({ "role": "assistant", "content": "tok" })
+        } else {
+            json!({ "content": " tok" })
+        };
+        let c =
+            chunk(json!([{ "index": 0, "delta": delta, "logprobs": null, "finish_reason": null }]));
         out.push(Bytes::from(format!("data: {c}\n\n")));
     }
     if chunks >= total {
@@ -210,15 +235,15 @@ fn sse_frames(
             .pointer("/choices/0/finish_reason")
             .cloned()
             .unwrap_or(json!("stop"));
-        let usage = usage.map(
-            |(p, c)| json!({ "prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c }),
-        );
-        let c = json!({
-            "id": id, "object": "chat.completion.chunk", "model": "stampede-fake",
-            "choices": [{ "index": 0, "delta": {}, "finish_reason": finish }],
-            "usage": usage,
-        });
+        let c =
+            chunk(json!([{ "index": 0, "delta": {}, "logprobs": null, "finish_reason": finish }]));
         out.push(Bytes::from(format!("data: {c}\n\n")));
+        if let Some((p, c)) = usage {
+            let mut last = chunk(json!([]));
+            last["usage"] =
+                json!({ "prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c });
+            out.push(Bytes::from(format!("data: {last}\n\n")));
+        }
         out.push(Bytes::from_static(b"data: [DONE]\n\n"));
     }
     out

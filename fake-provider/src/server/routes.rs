@@ -46,7 +46,14 @@ async fn attempt(app: &App, req: Request) -> Response<Body> {
         let real = inner.real_ms(d.latency_ms);
         (d, real)
     };
-    respond::play(app.shared.clone(), decision, real_ms, app.stop.clone()).await
+    respond::play(
+        app.shared.clone(),
+        decision,
+        real_ms,
+        req.stream_usage,
+        app.stop.clone(),
+    )
+    .await
 }
 
 pub(crate) async fn chat_completions(

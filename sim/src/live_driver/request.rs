@@ -54,6 +54,12 @@ fn prompt_text(prompt_tokens: u32) -> String {
 /// The JSON body of an action: stable across the action's attempts, so a replay with the
 /// same `Idempotency-Key` carries the same body, as a real client's would.
 fn body(req: &Request) -> Option<Vec<u8>> {
+    serde_json::to_vec(&json_body(req)?).ok()
+}
+
+/// The JSON body of an action's request (chat completions and record writes; `None` for
+/// bodiless routes), as the live driver sends it and as `--client` workloads hand it out.
+pub fn json_body(req: &Request) -> Option<serde_json::Value> {
     let hash = format!("{:016x}", req.body_hash);
     let v = match req.route {
         RequestRoute::ChatCompletions => json!({
@@ -69,7 +75,11 @@ fn body(req: &Request) -> Option<Vec<u8>> {
         }),
         _ => return None,
     };
-    serde_json::to_vec(&v).ok()
+    let mut v = v;
+    if req.stream_usage {
+        v["stream_options"] = json!({ "include_usage": true });
+    }
+    Some(v)
 }
 
 /// Builds the HTTP request for `req` against `base` (`http://127.0.0.1:PORT`).

@@ -227,6 +227,31 @@ impl Measurement {
         }
     }
 
+    /// A logical request of a client that is not ours (`--client`), judged from the journal
+    /// alone: its first attempt reached the provider at `first_at` (ms; `None`: it never
+    /// did), and the provider delivered a 2xx answer to it at `answered_at`, if ever. Its
+    /// latency counts from that first arrival: the client's own queue is invisible here.
+    pub fn on_external(&mut self, first_at: Option<Millis>, answered_at: Option<Millis>) {
+        match (first_at, answered_at) {
+            (Some(first), Some(done)) => {
+                self.summary.completed += 1;
+                let latency = done.saturating_sub(first);
+                self.latency.record(latency);
+                self.completed_latency.record(latency);
+                self.service.record(latency);
+                self.window_end_ms = self.window_end_ms.max(done);
+                self.last_terminal_ms = self.last_terminal_ms.max(done);
+                self.row(done).completed += 1;
+            }
+            (first, _) => {
+                self.summary.failed += 1;
+                let first = first.unwrap_or(0);
+                self.latency.record(self.unanswered_ms(first, None));
+                self.window_end_ms = self.window_end_ms.max(self.cap_ms);
+            }
+        }
+    }
+
     /// The latency a request that never completed counts with: it was unanswered until its
     /// deadline, or the scenario's cap when it has none (ms from arrival).
     fn unanswered_ms(&self, submitted_at: Millis, deadline: Option<Millis>) -> u64 {

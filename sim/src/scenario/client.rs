@@ -36,6 +36,11 @@ pub struct ClientSpec {
     /// on its own.
     #[serde(default = "yes")]
     pub claims: bool,
+    /// A client process to put under test instead of the core (`run --client` takes it
+    /// from here when no command follows `--`): program and arguments, run with the
+    /// provider's address, the keys and the workload file in its environment.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
 }
 
 /// Most hidden transport re-sends a scenario may ask for.
@@ -50,6 +55,7 @@ impl Default for ClientSpec {
             policy: None,
             transport_retries: 0,
             claims: true,
+            command: Vec::new(),
         }
     }
 }

@@ -73,6 +73,8 @@ pub fn summary_keys() -> (BTreeSet<String>, BTreeSet<String>) {
             }
         }
     }
+    // Present only in `--client` runs, so absent from the default summary.
+    leaves.insert("client_exit_code".to_string());
     (leaves, maps)
 }
 

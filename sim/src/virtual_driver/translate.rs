@@ -73,6 +73,8 @@ pub fn request(send: &Send, facts: &ActionFacts) -> Request {
         prompt_tokens: if chat { facts.prompt_tokens } else { 0 },
         max_tokens: if chat { facts.max_output_tokens } else { 0 },
         stream: chat && facts.stream,
+        // Our client asks for the usage chunk of a stream (it reconciles reservations).
+        stream_usage: chat && facts.stream,
         class: Some(facts.class.clone()),
         tenant: Some(facts.tenant.clone()),
         action: Some(send.job),

@@ -1,0 +1,106 @@
+//! The scenario's workload as a JSON-lines file a client under test replays: one logical
+//! request a line, in arrival order.
+//!
+//! ```json
+//! {"id":1,"at_ms":0,"tenant":"acme","credential":"sk-acme","class":"llm","method":"POST",
+//!  "path":"/v1/chat/completions","model":"stampede-fake","max_tokens":300,
+//!  "messages":[{"role":"user","content":"request 1: aaaa"}],"prompt_tokens":212,
+//!  "deadline_ms":300000,"body":{...}}
+//! ```
+//!
+//! `at_ms` and `deadline_ms` are scenario ms since the run's start (divide by
+//! `STAMPEDE_TIME_SCALE` for real ms); `body` is the request as an OpenAI-compatible client
+//! would send it; `messages`, `model` and `max_tokens` are there for clients of another API
+//! (Anthropic Messages takes the same three). Every body is distinct, so the provider tells
+//! the requests apart by fingerprint even when the client sends no Idempotency-Key.
+
+use std::io::Write;
+
+use serde_json::{json, Value};
+use stampede_core::Route;
+use stampede_provider::model::{Request, RequestRoute};
+
+use crate::scenario::Scenario;
+use crate::workload::Arrivals;
+
+/// One line of the workload file.
+pub fn line(id: u64, at_ms: u64, job: &stampede_core::Job) -> Value {
+    let route = match job.route {
+        Route::ChatCompletion => RequestRoute::ChatCompletions,
+        Route::CreateRecord => RequestRoute::CreateRecord,
+        Route::GetItem => RequestRoute::GetItem {
+            id: job.resource.clone().unwrap_or_default(),
+        },
+    };
+    let (method, path) = match &route {
+        RequestRoute::ChatCompletions => ("POST", "/v1/chat/completions".to_string()),
+        RequestRoute::CreateRecord => ("POST", "/v1/records".to_string()),
+        RequestRoute::GetItem { id } => ("GET", format!("/v1/items/{id}")),
+        _ => ("GET", String::new()),
+    };
+    let request = Request {
+        route,
+        body_hash: job.payload_hash,
+        external_ref: job.external_ref.clone(),
+        prompt_tokens: job.prompt_tokens,
+        max_tokens: job.max_output_tokens,
+        stream: job.stream,
+        ..Request::default()
+    };
+    let mut body = crate::live_driver::request::json_body(&request);
+    // A marker in the prompt keeps bodies distinct for clients that rebuild them (an
+    // Anthropic client sends no `user` field).
+    let content = format!(
+        "request {id}: {}",
+        "a".repeat(4 * job.prompt_tokens.saturating_sub(8) as usize)
+    );
+    let messages = json!([{ "role": "user", "content": content }]);
+    if let Some(Value::Object(b)) = &mut body {
+        if b.contains_key("messages") {
+            b.insert("messages".into(), messages.clone());
+        }
+    }
+    let mut v = json!({
+        "id": id,
+        "at_ms": at_ms,
+        "tenant": job.tenant,
+        "credential": job.credential,
+        "class": job.class,
+        "method": method,
+        "path": path,
+        "stream": job.stream,
+    });
+    if let Value::Object(o) = &mut v {
+        if job.route == Route::ChatCompletion {
+            o.insert("model".into(), json!("stampede-fake"));
+            o.insert("max_tokens".into(), json!(job.max_output_tokens));
+            o.insert("prompt_tokens".into(), json!(job.prompt_tokens));
+            o.insert("messages".into(), messages);
+        }
+        if let Some(d) = job.deadline {
+            o.insert("deadline_ms".into(), json!(d));
+        }
+        if let Some(r) = &job.external_ref {
+            o.insert("external_ref".into(), json!(r));
+        }
+        if let Some(b) = body {
+            o.insert("body".into(), b);
+        }
+    }
+    v
+}
+
+/// Writes every arrival of `scenario` within its duration to `out`; returns how many.
+pub fn write(scenario: &Scenario, out: &mut dyn Write) -> std::io::Result<u64> {
+    let mut n = 0;
+    for arrival in Arrivals::new(scenario) {
+        if arrival.at > scenario.duration_ms {
+            break;
+        }
+        n += 1;
+        let v = line(arrival.job.id, arrival.at, &arrival.job);
+        serde_json::to_writer(&mut *out, &v)?;
+        out.write_all(b"\n")?;
+    }
+    Ok(n)
+}

@@ -1,0 +1,190 @@
+//! `stampede run --client`: any process as the client under test, measured from the
+//! provider's journal. The SDK examples need the official SDKs (examples/clients/
+//! requirements.txt); without them those tests say so and pass, unless
+//! `STAMPEDE_REQUIRE_SDKS=1` (as `.ci/run` sets it), where a missing SDK fails them.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::{a_str, stampede, text};
+
+fn summary(dir: &Path) -> serde_json::Value {
+    let raw = std::fs::read_to_string(dir.join("summary.json")).expect("summary.json written");
+    serde_json::from_str(&raw).expect("summary.json is JSON")
+}
+
+fn run_client(scenario: &str, dir: &Path, command: &[&str]) -> Output {
+    let mut args = vec!["run", scenario, "--out", a_str(dir), "--client"];
+    if !command.is_empty() {
+        args.push("--");
+        args.extend_from_slice(command);
+    }
+    stampede(&args)
+}
+
+fn python_has(module: &str) -> bool {
+    let found = Command::new("python3")
+        .args(["-c", &format!("import {module}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("STAMPEDE_REQUIRE_SDKS").is_none(),
+            "python3 cannot import {module}: pip install -r examples/clients/requirements.txt"
+        );
+        eprintln!("skipped: python3 cannot import {module} (pip install -r examples/clients/requirements.txt)");
+    }
+    found
+}
+
+#[test]
+fn a_blind_client_with_no_sdk_is_caught_double_billing() {
+    if !python_has("json") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_client("examples/clients/blind-retry.toml", dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let s = summary(dir.path());
+    assert_eq!(s["mode"], "client");
+    assert_eq!(s["client_exit_code"], 0);
+    assert_eq!(s["logical_requests"], 20);
+    let dup = s["duplicates"].as_u64().unwrap();
+    assert!(dup > 0, "{s}");
+    // Every duplicate is a retry the provider saw, though the client claimed nothing.
+    assert_eq!(s["retries"].as_u64().unwrap(), dup);
+    assert_eq!(s["claim_mismatches"], 0);
+    assert!(text(&out.stdout).contains("FAIL duplicates"));
+    for file in [
+        "client.log",
+        "workload.jsonl",
+        "attempts.csv",
+        "index.html",
+        "junit.xml",
+    ] {
+        assert!(dir.path().join(file).exists(), "no {file}");
+    }
+    let workload = std::fs::read_to_string(dir.path().join("workload.jsonl")).unwrap();
+    assert_eq!(workload.lines().count(), 20);
+    let first: serde_json::Value = serde_json::from_str(workload.lines().next().unwrap()).unwrap();
+    for key in [
+        "id",
+        "at_ms",
+        "tenant",
+        "credential",
+        "class",
+        "path",
+        "body",
+        "messages",
+    ] {
+        assert!(
+            first.get(key).is_some(),
+            "workload line has no {key}: {first}"
+        );
+    }
+}
+
+#[test]
+fn the_official_openai_sdk_passes_strict_validation_plain_and_streamed() {
+    if !python_has("openai") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_client("examples/clients/openai-sdk.toml", dir.path(), &[]);
+    let log = std::fs::read_to_string(dir.path().join("client.log")).unwrap_or_default();
+    assert_eq!(out.status.code(), Some(0), "{}\n{log}", text(&out.stdout));
+    assert!(!log.contains("error "), "the SDK raised: {log}");
+    let s = summary(dir.path());
+    assert_eq!(s["completed"], 40);
+    // Each request met a 429 and a 503 and was retried twice by the SDK: the provider
+    // counted every retry, though the SDK says nothing about them.
+    assert_eq!(s["retries"], 80, "{s}");
+    assert_eq!(s["status_counts"]["429"], 40);
+    assert_eq!(s["status_counts"]["503"], 40);
+    assert_eq!(
+        s["retry_after_violations"], 0,
+        "the SDK honours Retry-After"
+    );
+}
+
+#[test]
+fn the_openai_sdk_default_retries_double_bill_and_the_run_says_so() {
+    if !python_has("openai") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_client(
+        "examples/clients/openai-double-billing.toml",
+        dir.path(),
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let s = summary(dir.path());
+    assert!(s["duplicates"].as_u64().unwrap() > 0, "{s}");
+    assert!(s["duplicate_tokens"].as_u64().unwrap() > 0);
+    let page = std::fs::read_to_string(dir.path().join("index.html")).unwrap();
+    assert!(
+        page.contains("duplicates"),
+        "the report names the failing figure"
+    );
+    let junit = std::fs::read_to_string(dir.path().join("junit.xml")).unwrap();
+    assert!(junit.contains("duplicates") && junit.contains("<failure"));
+}
+
+#[test]
+fn a_command_that_does_not_exist_exits_2_and_says_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_client(
+        "examples/clients/blind-retry.toml",
+        dir.path(),
+        &["no-such-client-binary-xyz"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("no-such-client-binary-xyz") && err.contains("PATH"),
+        "{err}"
+    );
+}
+
+#[test]
+fn no_command_anywhere_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_client(&common::quickstart(), dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--client --"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn a_client_that_fails_at_once_is_a_reported_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_client("examples/clients/blind-retry.toml", dir.path(), &["false"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let s = summary(dir.path());
+    assert_eq!(s["client_exit_code"], 1);
+    assert_eq!(s["failed"], 20, "nothing was sent: every request failed");
+    assert!(text(&out.stdout).contains("FAIL client_exit_code"));
+}
+
+#[test]
+fn a_client_that_runs_forever_is_ended_at_the_scenarios_duration() {
+    let dir = tempfile::tempdir().unwrap();
+    // blind-retry lasts 2 scenario minutes at a time scale of 10: 12 real seconds.
+    let started = std::time::Instant::now();
+    let out = run_client(
+        "examples/clients/blind-retry.toml",
+        dir.path(),
+        &["sleep", "600"],
+    );
+    assert!(started.elapsed().as_secs() < 120, "the cap did not hold");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let s = summary(dir.path());
+    assert_eq!(s["client_exit_code"], -15, "SIGTERM ended it: {s}");
+    assert!(text(&out.stdout).contains("duration ran out"));
+}
