@@ -110,6 +110,32 @@ fn the_official_openai_sdk_passes_strict_validation_plain_and_streamed() {
 }
 
 #[test]
+fn the_official_anthropic_sdk_passes_strict_validation_plain_and_streamed() {
+    if !python_has("anthropic") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_client("examples/clients/anthropic-sdk.toml", dir.path(), &[]);
+    let log = std::fs::read_to_string(dir.path().join("client.log")).unwrap_or_default();
+    assert_eq!(out.status.code(), Some(0), "{}\n{log}", text(&out.stdout));
+    assert!(!log.contains("error "), "the SDK raised: {log}");
+    let s = summary(dir.path());
+    assert_eq!(s["completed"], 40);
+    assert_eq!(s["retries"], 80, "{s}");
+    assert_eq!(s["status_counts"]["429"], 40);
+    assert_eq!(s["status_counts"]["529"], 40);
+    assert_eq!(
+        s["retry_after_violations"], 0,
+        "the SDK honours Retry-After"
+    );
+    let attempts = std::fs::read_to_string(dir.path().join("attempts.csv")).unwrap();
+    assert!(
+        attempts.contains("/v1/messages"),
+        "journaled as Messages calls"
+    );
+}
+
+#[test]
 fn the_openai_sdk_default_retries_double_bill_and_the_run_says_so() {
     if !python_has("openai") {
         return;

@@ -57,6 +57,10 @@ pub struct FaultRule {
     /// For `stream_cut` / `stream_error`: chunks delivered before the cut (default: half).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_chunks: Option<u32>,
+    /// `x-should-retry: true|false` on the answer, which the official SDKs obey over their
+    /// own rules (absent: no such header).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub should_retry: Option<bool>,
     /// A scripted sequence: the k-th attempt of the same logical action (see `per`) gets step k;
     /// attempts past the end pass through normally. `{}` or `{ status = 200 }` is a pass.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -85,6 +89,9 @@ pub struct SequenceStep {
     /// Chunks before a stream cut or error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_chunks: Option<u32>,
+    /// `x-should-retry` on this step's answer (see [`FaultRule::should_retry`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub should_retry: Option<bool>,
 }
 
 /// What a scripted sequence counts attempts of.
@@ -146,6 +153,8 @@ impl ConnectionFault {
 pub enum RouteName {
     /// `POST /v1/chat/completions`
     ChatCompletions,
+    /// `POST /v1/messages` (Anthropic Messages)
+    Messages,
     /// `POST /v1/records`
     CreateRecord,
     /// `GET /v1/records/{id}`

@@ -13,6 +13,7 @@ pub(crate) enum Injection {
         status: u16,
         code: Option<String>,
         retry_after_ms: Option<u64>,
+        should_retry: Option<bool>,
     },
     /// A connection-level fault.
     Connection {
@@ -112,6 +113,7 @@ impl FaultSchedule {
                     status,
                     code: rule.code.clone(),
                     retry_after_ms: rule.retry_after.map(|d| d.ms()),
+                    should_retry: rule.should_retry,
                 },
                 (None, Some(fault)) => Injection::Connection {
                     fault,
@@ -166,6 +168,7 @@ fn step_injection(step: &SequenceStep) -> Option<Injection> {
             status,
             code: step.code.clone(),
             retry_after_ms: step.retry_after.map(|d| d.ms()),
+            should_retry: step.should_retry,
         }),
         _ => None,
     }

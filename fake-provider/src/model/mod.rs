@@ -439,8 +439,9 @@ impl ProviderModel {
                 status,
                 code,
                 retry_after_ms,
+                should_retry,
             }) => {
-                let answer = self.injected_status(
+                let mut answer = self.injected_status(
                     scope_idx,
                     seq,
                     now,
@@ -449,6 +450,10 @@ impl ProviderModel {
                     code,
                     retry_after_ms,
                 );
+                if let (Some(retry), Answer::Respond { headers, .. }) = (should_retry, &mut answer)
+                {
+                    headers.push(("x-should-retry".into(), retry.to_string()));
+                }
                 return (reject_ms, answer);
             }
             Some(Injection::Connection {
@@ -467,7 +472,10 @@ impl ProviderModel {
         }
 
         // 4. Context length.
-        let is_chat = req.route.name() == RouteName::ChatCompletions;
+        let is_chat = matches!(
+            req.route.name(),
+            RouteName::ChatCompletions | RouteName::Messages
+        );
         if is_chat {
             let wanted = u64::from(req.prompt_tokens) + u64::from(req.max_tokens);
             if let Some(window) = self.config.context_window {
@@ -520,7 +528,9 @@ impl ProviderModel {
 
         // 6. The route.
         let (latency_ms, mut answer) = match &req.route {
-            RequestRoute::ChatCompletions => self.complete(req, scope_idx, seq, now, entry),
+            RequestRoute::ChatCompletions | RequestRoute::Messages => {
+                self.complete(req, scope_idx, seq, now, entry)
+            }
             RequestRoute::CreateRecord => {
                 self.create_record(req, &scope_id, scope_idx, seq, now, entry, &mut holding)
             }
@@ -793,6 +803,7 @@ impl ProviderModel {
                 "service_unavailable",
             ),
             504 => ("Gateway timeout.", "server_error", "gateway_timeout"),
+            529 => ("Overloaded.", "server_error", "overloaded"),
             _ => ("Injected error.", "server_error", "injected_error"),
         };
         let body = error_body(message, kind, code.as_deref().unwrap_or(default_code));
@@ -805,7 +816,7 @@ impl ProviderModel {
                     DEFAULT_503_RETRY_MS
                 }
             })),
-            503 => retry_after_ms.or(self
+            503 | 529 => retry_after_ms.or(self
                 .config
                 .retry_after_on_503
                 .then_some(DEFAULT_503_RETRY_MS)),

@@ -46,6 +46,8 @@ pub enum RequestRoute {
     /// `POST /v1/chat/completions`
     #[default]
     ChatCompletions,
+    /// `POST /v1/messages`: Anthropic Messages, the same completion in another wire format
+    Messages,
     /// `POST /v1/records` (side effect; honours `Idempotency-Key`)
     CreateRecord,
     /// `GET /v1/records/{id}`
@@ -94,6 +96,7 @@ impl RequestRoute {
     pub fn name(&self) -> RouteName {
         match self {
             RequestRoute::ChatCompletions => RouteName::ChatCompletions,
+            RequestRoute::Messages => RouteName::Messages,
             RequestRoute::CreateRecord => RouteName::CreateRecord,
             RequestRoute::GetRecord { .. } => RouteName::GetRecord,
             RequestRoute::FindRecords { .. } => RouteName::FindRecords,
@@ -104,7 +107,9 @@ impl RequestRoute {
     /// HTTP method.
     pub fn method(&self) -> &'static str {
         match self {
-            RequestRoute::ChatCompletions | RequestRoute::CreateRecord => "POST",
+            RequestRoute::ChatCompletions | RequestRoute::Messages | RequestRoute::CreateRecord => {
+                "POST"
+            }
             _ => "GET",
         }
     }
@@ -113,6 +118,7 @@ impl RequestRoute {
     pub fn template(&self) -> &'static str {
         match self {
             RequestRoute::ChatCompletions => "/v1/chat/completions",
+            RequestRoute::Messages => "/v1/messages",
             RequestRoute::CreateRecord => "/v1/records",
             RequestRoute::GetRecord { .. } => "/v1/records/{id}",
             RequestRoute::FindRecords {

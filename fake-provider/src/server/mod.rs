@@ -6,6 +6,7 @@
 //! Memory: the journal lives in a ring of `ServerOptions::journal_ring` entries; evictions are
 //! counted in `/_stampede/stats` (`journal_ring_lost`) and `/metrics`.
 
+mod anthropic;
 mod cli;
 mod control;
 mod parse;
@@ -108,6 +109,7 @@ impl std::error::Error for ClosedOnPurpose {}
 fn router(app: App) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(routes::chat_completions))
+        .route("/v1/messages", post(anthropic::messages))
         .route(
             "/v1/records",
             post(routes::create_record).get(routes::find_records),

@@ -1,5 +1,6 @@
 //! Model decisions into HTTP: statuses, SSE streams, dropped connections and hangs.
 
+use super::anthropic;
 use super::state::Shared;
 use crate::model::{Answer, Decision};
 use axum::body::Body;
@@ -80,12 +81,23 @@ async fn wait(ms: u64, stop: &mut watch::Receiver<bool>) {
     }
 }
 
+/// The wire format an answer is rendered in: the model decides once, each API's edge says
+/// it its own way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wire {
+    /// OpenAI's (chat completions, records, items); `include_usage`: a stream ends with a
+    /// usage chunk (`stream_options.include_usage`).
+    OpenAi { include_usage: bool },
+    /// Anthropic Messages (see `anthropic`).
+    Anthropic,
+}
+
 /// Plays a decision: sleeps its latency (real time), then answers, drops, hangs or streams.
 pub(crate) async fn play(
     shared: Arc<Shared>,
     decision: Decision,
     real_latency_ms: u64,
-    include_usage: bool,
+    wire: Wire,
     mut stop: watch::Receiver<bool>,
 ) -> Response<Body> {
     let departure = Departure::new(shared, decision.seq);
@@ -99,8 +111,8 @@ pub(crate) async fn play(
             usage,
         } => {
             wait(real_latency_ms, &mut stop).await;
-            match stream_chunks {
-                Some(n) if status == 200 => {
+            match (stream_chunks, wire) {
+                (Some(n), Wire::OpenAi { include_usage }) if status == 200 => {
                     let usage = usage.filter(|_| include_usage);
                     let frames = sse_frames(seq, &body, n, n, usage);
                     sse_response(
@@ -109,7 +121,19 @@ pub(crate) async fn play(
                         departure,
                     )
                 }
-                _ => {
+                (Some(n), Wire::Anthropic) if status == 200 => {
+                    let frames = anthropic::sse_frames(seq, &body, usage, n, true);
+                    sse_response(
+                        &anthropic::headers(&headers),
+                        stream::iter(frames.into_iter().map(Ok)).boxed(),
+                        departure,
+                    )
+                }
+                (_, Wire::Anthropic) => {
+                    drop(departure);
+                    anthropic::answer(seq, status, &headers, &body, usage)
+                }
+                (_, Wire::OpenAi { .. }) => {
                     drop(departure);
                     json_response(status, &headers, &body)
                 }
@@ -133,7 +157,10 @@ pub(crate) async fn play(
         Answer::StreamCut { after_chunks, .. } => {
             wait(real_latency_ms, &mut stop).await;
             let body = json!({ "id": format!("chatcmpl-{seq}"), "model": "stampede-fake", "created": unix_now() });
-            let frames = sse_frames(seq, &body, after_chunks, u32::MAX, None);
+            let frames = match wire {
+                Wire::OpenAi { .. } => sse_frames(seq, &body, after_chunks, u32::MAX, None),
+                Wire::Anthropic => anthropic::sse_frames(seq, &body, None, after_chunks, false),
+            };
             let cut = stream::once(async {
                 tokio::time::sleep(CUT_FLUSH).await;
                 Err(std::io::Error::new(
@@ -147,9 +174,19 @@ pub(crate) async fn play(
         Answer::StreamError { after_chunks } => {
             wait(real_latency_ms, &mut stop).await;
             let body = json!({ "id": format!("chatcmpl-{seq}"), "model": "stampede-fake", "created": unix_now() });
-            let mut frames = sse_frames(seq, &body, after_chunks, u32::MAX, None);
-            let err = json!({ "error": { "message": "The stream was interrupted by a server error.", "type": "server_error", "param": null, "code": "stream_error" } });
-            frames.push(Bytes::from(format!("event: error\ndata: {err}\n\n")));
+            let frames = match wire {
+                Wire::OpenAi { .. } => {
+                    let mut frames = sse_frames(seq, &body, after_chunks, u32::MAX, None);
+                    let err = json!({ "error": { "message": "The stream was interrupted by a server error.", "type": "server_error", "param": null, "code": "stream_error" } });
+                    frames.push(Bytes::from(format!("event: error\ndata: {err}\n\n")));
+                    frames
+                }
+                Wire::Anthropic => {
+                    let mut frames = anthropic::sse_frames(seq, &body, None, after_chunks, false);
+                    frames.push(anthropic::sse_error());
+                    frames
+                }
+            };
             sse_response(
                 &[seq_header(seq)],
                 stream::iter(frames.into_iter().map(Ok)).boxed(),

@@ -38,8 +38,16 @@ pub(crate) fn bad_request(e: &BadRequest) -> Response<Body> {
     )
 }
 
-/// Runs one attempt through the model and plays the decision.
+/// Runs one attempt through the model and plays the decision in OpenAI's wire format.
 async fn attempt(app: &App, req: Request) -> Response<Body> {
+    let wire = respond::Wire::OpenAi {
+        include_usage: req.stream_usage,
+    };
+    attempt_as(app, req, wire).await
+}
+
+/// Runs one attempt through the model and plays the decision in `wire`'s format.
+pub(crate) async fn attempt_as(app: &App, req: Request, wire: respond::Wire) -> Response<Body> {
     let (decision, real_ms) = {
         let mut inner = app.shared.lock();
         let d = inner.arrive(&req);
@@ -50,7 +58,7 @@ async fn attempt(app: &App, req: Request) -> Response<Body> {
         app.shared.clone(),
         decision,
         real_ms,
-        req.stream_usage,
+        wire,
         app.stop.clone(),
     )
     .await

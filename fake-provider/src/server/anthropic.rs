@@ -1,0 +1,417 @@
+//! The Anthropic Messages edge: `POST /v1/messages` in, the model's decision out in
+//! Anthropic's wire format. The model decides exactly as for a chat completion (same
+//! limits, faults, identity and journal; the route is journaled as `/v1/messages`); only
+//! the rendering differs:
+//!
+//! - a message: `{id, type: "message", role, model, content: [{type: "text", text}],
+//!   stop_reason, stop_sequence, usage: {input_tokens, output_tokens}}`;
+//! - errors: `{type: "error", error: {type, message}}` with Anthropic's types
+//!   (`rate_limit_error`, `overloaded_error` for 529 and 503, `api_error`, ...);
+//! - headers: `request-id`, `retry-after`, `retry-after-ms`, `x-should-retry`, and the
+//!   scope's limits as `anthropic-ratelimit-{requests,tokens}-{limit,remaining,reset}`;
+//! - streams: `message_start`, `content_block_start`, `ping`, one `content_block_delta`
+//!   per token, `content_block_stop`, `message_delta` (stop reason and output tokens),
+//!   `message_stop`; a stream error is an `error` event.
+//!
+//! The key comes from `x-api-key` (Anthropic's header) or `Authorization: Bearer`.
+
+use super::parse::{self, BadRequest};
+use super::routes::read_body;
+use super::App;
+use crate::model::{body_hash, RequestRoute};
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, Response};
+use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// Output tokens assumed when a request names no `max_tokens` (Anthropic requires it; a
+/// client that leaves it out gets this rather than a 400).
+const DEFAULT_MAX_TOKENS: u32 = 256;
+
+#[derive(Deserialize)]
+struct MessagesBody {
+    messages: Vec<Message>,
+    #[serde(default)]
+    max_tokens: Option<u32>,
+    #[serde(default)]
+    system: Value,
+    #[serde(default)]
+    stream: bool,
+}
+
+#[derive(Deserialize)]
+struct Message {
+    #[allow(dead_code)]
+    role: String,
+    #[serde(default)]
+    content: Value,
+}
+
+/// Characters of text in a content value: a string, or blocks with `text`.
+fn text_len(v: &Value) -> usize {
+    match v {
+        Value::String(s) => s.chars().count(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .map(|b| b.get("text").map_or(0, text_len))
+            .sum(),
+        Value::Null => 0,
+        other => other.to_string().len(),
+    }
+}
+
+/// `POST /v1/messages`.
+pub(crate) async fn messages(
+    State(app): State<App>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response<Body> {
+    let bytes = match read_body(body, app.body_limit).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let mut req = match parse::base_request(&headers, RequestRoute::Messages) {
+        Ok(r) => r,
+        Err(e) => return error_response(&bad_request_body(&e)),
+    };
+    if req.credential.is_none() {
+        req.credential = headers
+            .get("x-api-key")
+            .and_then(|v| v.to_str().ok())
+            .map(|s| s.trim().to_string());
+    }
+    let v: Value = match serde_json::from_slice(&bytes) {
+        Ok(v) => v,
+        Err(e) => {
+            return error_response(&bad_request_body(&BadRequest(format!(
+                "malformed JSON body: {e}"
+            ))))
+        }
+    };
+    let parsed = match MessagesBody::deserialize(&v) {
+        Ok(b) if !b.messages.is_empty() => b,
+        Ok(_) => {
+            return error_response(&bad_request_body(&BadRequest(
+                "messages: at least one message is required".into(),
+            )))
+        }
+        Err(e) => {
+            return error_response(&bad_request_body(&BadRequest(format!(
+                "invalid messages request: {e}"
+            ))))
+        }
+    };
+    let chars: usize = parsed
+        .messages
+        .iter()
+        .map(|m| text_len(&m.content))
+        .sum::<usize>()
+        + text_len(&parsed.system);
+    req.prompt_tokens =
+        u32::try_from(chars.div_ceil(4) + 4 * parsed.messages.len()).unwrap_or(u32::MAX);
+    req.max_tokens = parsed.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
+    req.stream = parsed.stream;
+    req.body_hash = body_hash(canonical(&v).as_bytes());
+    super::routes::attempt_as(&app, req, super::respond::Wire::Anthropic).await
+}
+
+/// JSON text with object keys sorted, so key order does not change the fingerprint.
+fn canonical(v: &Value) -> String {
+    match v {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let inner: Vec<String> = keys
+                .iter()
+                .map(|k| format!("{}:{}", Value::String((*k).clone()), canonical(&map[*k])))
+                .collect();
+            format!("{{{}}}", inner.join(","))
+        }
+        Value::Array(items) => {
+            let inner: Vec<String> = items.iter().map(canonical).collect();
+            format!("[{}]", inner.join(","))
+        }
+        other => other.to_string(),
+    }
+}
+
+fn bad_request_body(e: &BadRequest) -> (u16, Vec<(String, String)>, Value) {
+    (
+        400,
+        Vec::new(),
+        json!({ "type": "error", "error": { "type": "invalid_request_error", "message": e.0 } }),
+    )
+}
+
+fn error_response(parts: &(u16, Vec<(String, String)>, Value)) -> Response<Body> {
+    super::respond::json_response(parts.0, &parts.1, &parts.2)
+}
+
+/// Anthropic's error type for an HTTP status.
+fn error_type(status: u16) -> &'static str {
+    match status {
+        400 | 409 | 422 => "invalid_request_error",
+        401 => "authentication_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        413 => "request_too_large",
+        429 => "rate_limit_error",
+        503 | 529 => "overloaded_error",
+        _ => "api_error",
+    }
+}
+
+/// The model's headers in Anthropic's names: the request id, Retry-After and
+/// `x-should-retry` as they are, the scope's request and token limits as
+/// `anthropic-ratelimit-*`; the `x-stampede-seq` of the attempt is kept.
+pub(crate) fn headers(model: &[(String, String)]) -> Vec<(String, String)> {
+    let mut out = Vec::with_capacity(model.len());
+    for (name, value) in model {
+        let renamed = match name.as_str() {
+            "x-request-id" => Some("request-id"),
+            "retry-after" | "retry-after-ms" | "x-should-retry" | "x-stampede-seq" => {
+                Some(name.as_str())
+            }
+            "x-ratelimit-limit-requests" => Some("anthropic-ratelimit-requests-limit"),
+            "x-ratelimit-remaining-requests" => Some("anthropic-ratelimit-requests-remaining"),
+            "x-ratelimit-limit-tokens" => Some("anthropic-ratelimit-tokens-limit"),
+            "x-ratelimit-remaining-tokens" => Some("anthropic-ratelimit-tokens-remaining"),
+            _ => None,
+        };
+        if let Some(n) = renamed {
+            out.push((n.to_string(), value.clone()));
+        }
+        // Anthropic's resets are RFC 3339 times; the model gives a Go duration from now.
+        let reset = match name.as_str() {
+            "x-ratelimit-reset-requests" => Some("anthropic-ratelimit-requests-reset"),
+            "x-ratelimit-reset-tokens" => Some("anthropic-ratelimit-tokens-reset"),
+            _ => None,
+        };
+        if let (Some(n), Some(ms)) = (reset, go_duration_ms(value)) {
+            let at = std::time::SystemTime::now() + std::time::Duration::from_millis(ms);
+            out.push((n.to_string(), rfc3339(at)));
+        }
+    }
+    out
+}
+
+/// Milliseconds of a Go duration as the model writes it (`1m0s`, `6.5s`, `120ms`).
+fn go_duration_ms(text: &str) -> Option<u64> {
+    let mut total = 0f64;
+    let mut number = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() || c == '.' {
+            number.push(c);
+            continue;
+        }
+        let value: f64 = number.parse().ok()?;
+        number.clear();
+        let unit = match (c, chars.peek()) {
+            ('m', Some('s')) => {
+                chars.next();
+                1.0
+            }
+            ('h', _) => 3_600_000.0,
+            ('m', _) => 60_000.0,
+            ('s', _) => 1_000.0,
+            _ => return None,
+        };
+        total += value * unit;
+    }
+    number.is_empty().then_some(total.ceil() as u64)
+}
+
+/// A UTC time as RFC 3339 with seconds (`2026-11-30T10:00:00Z`).
+fn rfc3339(at: std::time::SystemTime) -> String {
+    let text = httpdate::fmt_http_date(at);
+    // `Sun, 06 Nov 1994 08:49:37 GMT` -> fields.
+    let parts: Vec<&str> = text.split_whitespace().collect();
+    let month = match parts.get(2).copied().unwrap_or("") {
+        "Jan" => 1,
+        "Feb" => 2,
+        "Mar" => 3,
+        "Apr" => 4,
+        "May" => 5,
+        "Jun" => 6,
+        "Jul" => 7,
+        "Aug" => 8,
+        "Sep" => 9,
+        "Oct" => 10,
+        "Nov" => 11,
+        _ => 12,
+    };
+    format!(
+        "{}-{:02}-{}T{}Z",
+        parts.get(3).copied().unwrap_or("1970"),
+        month,
+        parts.get(1).copied().unwrap_or("01"),
+        parts.get(4).copied().unwrap_or("00:00:00")
+    )
+}
+
+/// A non-streamed answer: a message for a 200, an Anthropic error otherwise.
+pub(crate) fn answer(
+    seq: u64,
+    status: u16,
+    model_headers: &[(String, String)],
+    body: &Value,
+    usage: Option<(u32, u32)>,
+) -> Response<Body> {
+    let headers = headers(model_headers);
+    if status == 200 {
+        super::respond::json_response(200, &headers, &message(seq, body, usage))
+    } else {
+        let message = body
+            .pointer("/error/message")
+            .and_then(Value::as_str)
+            .unwrap_or("error");
+        let err =
+            json!({ "type": "error", "error": { "type": error_type(status), "message": message } });
+        super::respond::json_response(status, &headers, &err)
+    }
+}
+
+fn stop_reason(body: &Value) -> &'static str {
+    match body
+        .pointer("/choices/0/finish_reason")
+        .and_then(Value::as_str)
+    {
+        Some("length") => "max_tokens",
+        _ => "end_turn",
+    }
+}
+
+fn message(seq: u64, body: &Value, usage: Option<(u32, u32)>) -> Value {
+    let (input, output) = usage.unwrap_or((0, 0));
+    let text = body
+        .pointer("/choices/0/message/content")
+        .and_then(Value::as_str)
+        .unwrap_or("stampede fake message")
+        .to_string();
+    json!({
+        "id": format!("msg_{seq:012}"),
+        "type": "message",
+        "role": "assistant",
+        "model": "stampede-fake",
+        "content": [{ "type": "text", "text": text }],
+        "stop_reason": stop_reason(body),
+        "stop_sequence": null,
+        "usage": { "input_tokens": input, "output_tokens": output },
+    })
+}
+
+fn event(name: &str, data: Value) -> Bytes {
+    Bytes::from(format!("event: {name}\ndata: {data}\n\n"))
+}
+
+/// A streamed message: `chunks` text deltas; when `complete`, the closing events too.
+pub(crate) fn sse_frames(
+    seq: u64,
+    body: &Value,
+    usage: Option<(u32, u32)>,
+    chunks: u32,
+    complete: bool,
+) -> Vec<Bytes> {
+    let (input, output) = usage.unwrap_or((0, chunks));
+    let mut start = message(seq, body, Some((input, 1)));
+    start["content"] = json!([]);
+    start["stop_reason"] = Value::Null;
+    let mut out = Vec::with_capacity(chunks as usize + 6);
+    out.push(event(
+        "message_start",
+        json!({ "type": "message_start", "message": start }),
+    ));
+    out.push(event(
+        "content_block_start",
+        json!({ "type": "content_block_start", "index": 0, "content_block": { "type": "text", "text": "" } }),
+    ));
+    out.push(event("ping", json!({ "type": "ping" })));
+    for i in 0..chunks {
+        let text = if i == 0 { "tok" } else { " tok" };
+        out.push(event(
+            "content_block_delta",
+            json!({ "type": "content_block_delta", "index": 0, "delta": { "type": "text_delta", "text": text } }),
+        ));
+    }
+    if complete {
+        out.push(event(
+            "content_block_stop",
+            json!({ "type": "content_block_stop", "index": 0 }),
+        ));
+        out.push(event(
+            "message_delta",
+            json!({ "type": "message_delta", "delta": { "stop_reason": stop_reason(body), "stop_sequence": null }, "usage": { "output_tokens": output } }),
+        ));
+        out.push(event("message_stop", json!({ "type": "message_stop" })));
+    }
+    out
+}
+
+/// The `error` event that ends a stream the provider broke off.
+pub(crate) fn sse_error() -> Bytes {
+    event(
+        "error",
+        json!({ "type": "error", "error": { "type": "overloaded_error", "message": "Overloaded" } }),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_durations_read_back_in_ms() {
+        assert_eq!(go_duration_ms("1m0s"), Some(60_000));
+        assert_eq!(go_duration_ms("6.5s"), Some(6_500));
+        assert_eq!(go_duration_ms("120ms"), Some(120));
+        assert_eq!(go_duration_ms("1h2m3s"), Some(3_723_000));
+        assert_eq!(go_duration_ms("soon"), None);
+    }
+
+    #[test]
+    fn rfc3339_has_the_shape_clients_parse() {
+        let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
+        assert_eq!(rfc3339(t), "2023-11-14T22:13:20Z");
+    }
+
+    #[test]
+    fn errors_take_anthropics_types() {
+        assert_eq!(error_type(429), "rate_limit_error");
+        assert_eq!(error_type(529), "overloaded_error");
+        assert_eq!(error_type(401), "authentication_error");
+        assert_eq!(error_type(500), "api_error");
+    }
+
+    #[test]
+    fn a_stream_has_the_event_sequence() {
+        let frames = sse_frames(7, &json!({}), Some((10, 3)), 3, true);
+        let names: Vec<String> = frames
+            .iter()
+            .map(|f| {
+                let t = std::str::from_utf8(f).unwrap();
+                t.lines()
+                    .next()
+                    .unwrap()
+                    .trim_start_matches("event: ")
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "message_start",
+                "content_block_start",
+                "ping",
+                "content_block_delta",
+                "content_block_delta",
+                "content_block_delta",
+                "content_block_stop",
+                "message_delta",
+                "message_stop"
+            ]
+        );
+    }
+}
