@@ -214,3 +214,87 @@ fn a_client_that_runs_forever_is_ended_at_the_scenarios_duration() {
     assert_eq!(s["client_exit_code"], -15, "SIGTERM ended it: {s}");
     assert!(text(&out.stdout).contains("duration ran out"));
 }
+
+/// What each SDK raised, by request, and the journal's outcome and commit per attempt.
+fn probe(api: &str) -> (Vec<String>, Vec<(String, bool)>) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_client(&format!("tests/clients/faults-{api}.toml"), dir.path(), &[]);
+    let log = std::fs::read_to_string(dir.path().join("client.log")).unwrap_or_default();
+    assert_eq!(out.status.code(), Some(0), "{}\n{log}", text(&out.stdout));
+    let raised = log
+        .lines()
+        .filter_map(|l| l.split_once(": ").map(|(_, e)| e.to_string()))
+        .collect();
+    let mut journal = Vec::new();
+    let mut reader = csv::Reader::from_path(dir.path().join("attempts.csv")).unwrap();
+    for row in reader.deserialize::<std::collections::HashMap<String, String>>() {
+        let row = row.unwrap();
+        journal.push((row["outcome"].clone(), row["committed"] == "true"));
+    }
+    (raised, journal)
+}
+
+/// The provider's side of the fault sequence, the same for both APIs but the overload
+/// status: no attempt was retried (x-should-retry: false held the last one back, though
+/// its retries were on).
+fn assert_journal(journal: &[(String, bool)], overloaded: &str) {
+    let expected: Vec<(String, bool)> = [
+        ("429", false),
+        (overloaded, false),
+        ("dropped", false),
+        ("dropped", true),
+        ("hang", false),
+        ("stream_cut", true),
+        ("stream_error", true),
+        ("500", false),
+    ]
+    .iter()
+    .map(|(o, c)| (o.to_string(), *c))
+    .collect();
+    assert_eq!(journal, expected.as_slice());
+}
+
+#[test]
+fn every_fault_reaches_the_openai_sdk_as_the_real_api_delivers_it() {
+    if !python_has("openai") {
+        return;
+    }
+    let (raised, journal) = probe("openai");
+    assert_eq!(
+        raised,
+        [
+            "RateLimitError",
+            "InternalServerError",
+            "APIConnectionError",
+            "APIConnectionError",
+            "APITimeoutError",
+            "APIConnectionError",
+            "APIError",
+            "InternalServerError"
+        ]
+    );
+    assert_journal(&journal, "503");
+}
+
+#[test]
+fn every_fault_reaches_the_anthropic_sdk_as_the_real_api_delivers_it() {
+    if !python_has("anthropic") {
+        return;
+    }
+    let (raised, journal) = probe("anthropic");
+    assert_eq!(
+        raised,
+        [
+            "RateLimitError",
+            "OverloadedError",
+            "APIConnectionError",
+            "APIConnectionError",
+            "APITimeoutError",
+            // A stream cut mid-answer surfaces from httpx as it is, as with the real API.
+            "RemoteProtocolError",
+            "APIStatusError",
+            "InternalServerError"
+        ]
+    );
+    assert_journal(&journal, "529");
+}

@@ -528,3 +528,80 @@ preset = "naive"
         "quota reset"
     );
 }
+
+#[tokio::test]
+async fn embeddings_are_a_cheap_call_charged_their_input() {
+    let s = start(config(Some(100), vec![])).await;
+    let r = s
+        .client
+        .post(format!("{}/v1/embeddings", s.base))
+        .bearer_auth("sk-a-test-key")
+        .json(&json!({ "model": "e", "input": "a sentence of some forty characters...." }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(r.headers().contains_key("x-request-id"));
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["object"], "list");
+    assert_eq!(v["data"][0]["object"], "embedding");
+    assert!(v["data"][0]["embedding"].as_array().unwrap().len() > 1);
+    assert_eq!(v["usage"]["prompt_tokens"], 10);
+    let j = s.journal().await;
+    assert_eq!(j[0]["route"], "/v1/embeddings");
+    assert_eq!(j[0]["tokens_used"], 10);
+}
+
+#[tokio::test]
+async fn unknown_routes_are_answered_404_and_journaled_and_sdk_claims_are_kept() {
+    let s = start(config(None, vec![])).await;
+    let r = s
+        .client
+        .post(format!("{}/v2/chat/completions", s.base))
+        .bearer_auth("sk-a-test-key")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    let sent = s
+        .chat("sk-a-test-key")
+        .header("x-stainless-retry-count", "2")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sent.status(), 200);
+    let j = s.journal().await;
+    assert_eq!(j.len(), 2, "{j:?}");
+    assert_eq!(
+        (j[0]["route"].as_str(), j[0]["outcome"].as_str()),
+        (Some("/v2/chat/completions"), Some("404"))
+    );
+    assert_eq!(j[0]["credential"], "sk-...-key", "masked");
+    assert_eq!(j[1]["sdk_retry_count"], 2, "the SDK's claim, journaled");
+    assert_eq!(j[1]["logical_attempt"], 1, "and not believed");
+}
+
+#[tokio::test]
+async fn a_fault_can_say_x_should_retry_and_a_tpm_refusal_says_tokens() {
+    let mut c = config(
+        None,
+        vec![fault(|f| {
+            f.status = Some(503);
+            f.nth = Some(1);
+            f.should_retry = Some(false);
+        })],
+    );
+    c.scopes[0].tpm = Some(20);
+    let s = start(c).await;
+    let first = s.chat("sk-a-test-key").send().await.unwrap();
+    assert_eq!(first.status(), 503);
+    assert_eq!(first.headers()["x-should-retry"], "false");
+    // hello = 2 + 4 tokens and 8 out: 14 of 20; the next one does not fit.
+    assert_eq!(s.chat("sk-a-test-key").send().await.unwrap().status(), 200);
+    let refused = s.chat("sk-a-test-key").send().await.unwrap();
+    assert_eq!(refused.status(), 429);
+    let v: Value = refused.json().await.unwrap();
+    assert_eq!(v["error"]["type"], "tokens", "{v}");
+    assert_eq!(v["error"]["code"], "rate_limit_exceeded");
+}

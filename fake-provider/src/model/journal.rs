@@ -94,6 +94,9 @@ pub struct JournalEntry {
     /// count (a first attempt claimed as a retry, or a retry claimed as a first).
     #[serde(default)]
     pub claim_mismatch: bool,
+    /// `x-stainless-retry-count` as the client's SDK sent it (a claim).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sdk_retry_count: Option<u32>,
 }
 
 /// A bounded buffer of entries not yet drained: the oldest are dropped (and counted) past

@@ -311,6 +311,7 @@ impl ProviderModel {
             duplicate_tokens: 0,
             undelivered: false,
             claim_mismatch,
+            sdk_retry_count: req.sdk_retry_count,
         };
         self.told_until = None;
         let (latency_ms, answer) = self.decide(req, now, seq, &mut entry);
@@ -352,6 +353,62 @@ impl ProviderModel {
             latency_ms,
             answer,
         }
+    }
+
+    /// A request for a route the provider does not have reached the edge at `now`: it is
+    /// answered 404 by the caller and journaled here, so a client calling the wrong path
+    /// shows in the figures instead of vanishing. `path` is cut to 200 bytes.
+    pub fn arrive_unknown_route(
+        &mut self,
+        method: &str,
+        path: &str,
+        credential: Option<&str>,
+        now: Millis,
+    ) -> u64 {
+        self.next_seq += 1;
+        let seq = self.next_seq;
+        let mut cut = path.len().min(200);
+        while !path.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let entry = JournalEntry {
+            seq,
+            at_ms: now,
+            done_ms: now,
+            credential: credential.map(mask_credential),
+            scope: None,
+            route: path[..cut].to_string(),
+            method: method.chars().take(16).collect(),
+            idempotency_key: None,
+            external_ref: None,
+            lookup: None,
+            fingerprint: String::new(),
+            tenant: None,
+            action: None,
+            attempt_no: None,
+            class: None,
+            status: Some(404),
+            outcome: "404".into(),
+            error_code: Some("unknown_route".into()),
+            committed: false,
+            duplicate: false,
+            retry_after_violation: false,
+            retry_after_ms: None,
+            replayed: false,
+            record_id: None,
+            tokens_used: 0,
+            logical: 0,
+            logical_attempt: 0,
+            identified_by: IdentifiedBy::New,
+            scope_wait_violation: false,
+            duplicate_tokens: 0,
+            undelivered: false,
+            claim_mismatch: false,
+            sdk_retry_count: None,
+        };
+        self.count(&entry);
+        self.journal.push(entry);
+        seq
     }
 
     fn count(&mut self, e: &JournalEntry) {
@@ -474,7 +531,7 @@ impl ProviderModel {
         // 4. Context length.
         let is_chat = matches!(
             req.route.name(),
-            RouteName::ChatCompletions | RouteName::Messages
+            RouteName::ChatCompletions | RouteName::Messages | RouteName::Embeddings
         );
         if is_chat {
             let wanted = u64::from(req.prompt_tokens) + u64::from(req.max_tokens);
@@ -528,7 +585,7 @@ impl ProviderModel {
 
         // 6. The route.
         let (latency_ms, mut answer) = match &req.route {
-            RequestRoute::ChatCompletions | RequestRoute::Messages => {
+            RequestRoute::ChatCompletions | RequestRoute::Messages | RequestRoute::Embeddings => {
                 self.complete(req, scope_idx, seq, now, entry)
             }
             RequestRoute::CreateRecord => {

@@ -38,6 +38,10 @@ pub struct Request {
     pub action: Option<u64>,
     /// `x-stampede-attempt`: the client's attempt number for that action (1-based).
     pub attempt_no: Option<u32>,
+    /// `x-stainless-retry-count`, which the official SDKs send: how many times the SDK says
+    /// it retried this request (a claim, journaled, never counted).
+    #[serde(default)]
+    pub sdk_retry_count: Option<u32>,
 }
 
 /// The endpoint an attempt targets.
@@ -48,6 +52,8 @@ pub enum RequestRoute {
     ChatCompletions,
     /// `POST /v1/messages`: Anthropic Messages, the same completion in another wire format
     Messages,
+    /// `POST /v1/embeddings`: a cheap call, charged its input tokens only
+    Embeddings,
     /// `POST /v1/records` (side effect; honours `Idempotency-Key`)
     CreateRecord,
     /// `GET /v1/records/{id}`
@@ -97,6 +103,7 @@ impl RequestRoute {
         match self {
             RequestRoute::ChatCompletions => RouteName::ChatCompletions,
             RequestRoute::Messages => RouteName::Messages,
+            RequestRoute::Embeddings => RouteName::Embeddings,
             RequestRoute::CreateRecord => RouteName::CreateRecord,
             RequestRoute::GetRecord { .. } => RouteName::GetRecord,
             RequestRoute::FindRecords { .. } => RouteName::FindRecords,
@@ -107,9 +114,10 @@ impl RequestRoute {
     /// HTTP method.
     pub fn method(&self) -> &'static str {
         match self {
-            RequestRoute::ChatCompletions | RequestRoute::Messages | RequestRoute::CreateRecord => {
-                "POST"
-            }
+            RequestRoute::ChatCompletions
+            | RequestRoute::Messages
+            | RequestRoute::Embeddings
+            | RequestRoute::CreateRecord => "POST",
             _ => "GET",
         }
     }
@@ -119,6 +127,7 @@ impl RequestRoute {
         match self {
             RequestRoute::ChatCompletions => "/v1/chat/completions",
             RequestRoute::Messages => "/v1/messages",
+            RequestRoute::Embeddings => "/v1/embeddings",
             RequestRoute::CreateRecord => "/v1/records",
             RequestRoute::GetRecord { .. } => "/v1/records/{id}",
             RequestRoute::FindRecords {

@@ -110,6 +110,7 @@ fn router(app: App) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(routes::chat_completions))
         .route("/v1/messages", post(anthropic::messages))
+        .route("/v1/embeddings", post(routes::embeddings))
         .route(
             "/v1/records",
             post(routes::create_record).get(routes::find_records),

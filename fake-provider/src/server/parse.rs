@@ -85,6 +85,10 @@ pub(crate) fn base_request(
         tenant: text("x-stampede-tenant")?,
         action: number("x-stampede-action")?,
         attempt_no,
+        sdk_retry_count: number("x-stainless-retry-count")
+            .ok()
+            .flatten()
+            .and_then(|n| u32::try_from(n).ok()),
         ..Request::default()
     })
 }
@@ -135,6 +139,31 @@ pub(crate) fn chat(req: &mut Request, bytes: &[u8]) -> Result<(), BadRequest> {
         .unwrap_or(DEFAULT_MAX_TOKENS);
     req.stream = body.stream;
     req.stream_usage = body.stream_options.is_some_and(|o| o.include_usage);
+    Ok(())
+}
+
+/// Fills an embeddings attempt from its body (`input`: a string or a list of strings):
+/// charged one token per 4 characters, no output.
+pub(crate) fn embeddings(req: &mut Request, bytes: &[u8]) -> Result<(), BadRequest> {
+    let v = json_body(bytes)?;
+    let chars = match v.get("input") {
+        Some(Value::String(s)) => s.chars().count(),
+        Some(Value::Array(items)) if !items.is_empty() => items
+            .iter()
+            .map(|i| {
+                i.as_str()
+                    .map_or_else(|| i.to_string().len(), |s| s.chars().count())
+            })
+            .sum(),
+        _ => {
+            return Err(BadRequest(
+                "`input` must be a string or a non-empty list of strings".into(),
+            ))
+        }
+    };
+    req.body_hash = canonical_hash(&v);
+    req.prompt_tokens = u32::try_from(chars.div_ceil(4).max(1)).unwrap_or(u32::MAX);
+    req.max_tokens = 0;
     Ok(())
 }
 

@@ -90,6 +90,8 @@ pub(crate) enum Wire {
     OpenAi { include_usage: bool },
     /// Anthropic Messages (see `anthropic`).
     Anthropic,
+    /// OpenAI embeddings: a 200 is a list of vectors; errors are OpenAI's.
+    Embeddings,
 }
 
 /// Plays a decision: sleeps its latency (real time), then answers, drops, hangs or streams.
@@ -133,7 +135,19 @@ pub(crate) async fn play(
                     drop(departure);
                     anthropic::answer(seq, status, &headers, &body, usage)
                 }
-                (_, Wire::OpenAi { .. }) => {
+                (_, Wire::Embeddings) if status == 200 => {
+                    drop(departure);
+                    let (input, _) = usage.unwrap_or((0, 0));
+                    let vector: Vec<f64> = (0..8).map(|i| f64::from(i) / 8.0).collect();
+                    let body = json!({
+                        "object": "list",
+                        "data": [{ "object": "embedding", "index": 0, "embedding": vector }],
+                        "model": "stampede-fake-embedding",
+                        "usage": { "prompt_tokens": input, "total_tokens": input },
+                    });
+                    json_response(200, &headers, &body)
+                }
+                (_, Wire::OpenAi { .. } | Wire::Embeddings) => {
                     drop(departure);
                     json_response(status, &headers, &body)
                 }
@@ -158,7 +172,9 @@ pub(crate) async fn play(
             wait(real_latency_ms, &mut stop).await;
             let body = json!({ "id": format!("chatcmpl-{seq}"), "model": "stampede-fake", "created": unix_now() });
             let frames = match wire {
-                Wire::OpenAi { .. } => sse_frames(seq, &body, after_chunks, u32::MAX, None),
+                Wire::OpenAi { .. } | Wire::Embeddings => {
+                    sse_frames(seq, &body, after_chunks, u32::MAX, None)
+                }
                 Wire::Anthropic => anthropic::sse_frames(seq, &body, None, after_chunks, false),
             };
             let cut = stream::once(async {
@@ -175,7 +191,7 @@ pub(crate) async fn play(
             wait(real_latency_ms, &mut stop).await;
             let body = json!({ "id": format!("chatcmpl-{seq}"), "model": "stampede-fake", "created": unix_now() });
             let frames = match wire {
-                Wire::OpenAi { .. } => {
+                Wire::OpenAi { .. } | Wire::Embeddings => {
                     let mut frames = sse_frames(seq, &body, after_chunks, u32::MAX, None);
                     let err = json!({ "error": { "message": "The stream was interrupted by a server error.", "type": "server_error", "param": null, "code": "stream_error" } });
                     frames.push(Bytes::from(format!("event: error\ndata: {err}\n\n")));

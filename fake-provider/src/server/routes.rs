@@ -83,6 +83,25 @@ pub(crate) async fn chat_completions(
     attempt(&app, req).await
 }
 
+pub(crate) async fn embeddings(
+    State(app): State<App>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response<Body> {
+    let bytes = match read_body(body, app.body_limit).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let mut req = match parse::base_request(&headers, RequestRoute::Embeddings) {
+        Ok(r) => r,
+        Err(e) => return bad_request(&e),
+    };
+    if let Err(e) = parse::embeddings(&mut req, &bytes) {
+        return bad_request(&e);
+    }
+    attempt_as(&app, req, respond::Wire::Embeddings).await
+}
+
 pub(crate) async fn create_record(
     State(app): State<App>,
     headers: HeaderMap,
@@ -139,12 +158,31 @@ pub(crate) async fn get_item(
     }
 }
 
-pub(crate) async fn not_found(uri: axum::http::Uri) -> Response<Body> {
+pub(crate) async fn not_found(
+    State(app): State<App>,
+    method: axum::http::Method,
+    headers: HeaderMap,
+    uri: axum::http::Uri,
+) -> Response<Body> {
+    // Journaled like any attempt: a client calling a path the provider lacks (a wrong base
+    // URL, an API version it does not serve) shows in the figures instead of vanishing.
+    let credential = headers
+        .get("authorization")
+        .or_else(|| headers.get("x-api-key"))
+        .and_then(|v| v.to_str().ok())
+        .map(|a| a.trim_start_matches("Bearer ").trim().to_string());
+    let seq =
+        app.shared
+            .lock()
+            .arrive_unknown_route(method.as_str(), uri.path(), credential.as_deref());
     json_response(
         404,
-        &[],
+        &[
+            ("x-stampede-seq".to_string(), seq.to_string()),
+            ("x-request-id".to_string(), format!("req_{seq:012}")),
+        ],
         &error_body(
-            &format!("no route for {}: see /v1/chat/completions, /v1/records, /v1/items/{{id}}, /_stampede/*", uri.path()),
+            &format!("no route for {}: see /v1/chat/completions, /v1/messages, /v1/embeddings, /v1/records, /v1/items/{{id}}, /_stampede/*", uri.path()),
             "invalid_request_error",
             "unknown_route",
         ),

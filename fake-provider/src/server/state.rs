@@ -105,6 +105,27 @@ impl Inner {
         d
     }
 
+    /// Journals a request for a route the provider does not have (answered 404).
+    pub(crate) fn arrive_unknown_route(
+        &mut self,
+        method: &str,
+        path: &str,
+        credential: Option<&str>,
+    ) -> u64 {
+        let now = self.now();
+        let seq = self
+            .model
+            .arrive_unknown_route(method, path, credential, now);
+        for e in self.model.drain_journal() {
+            if self.ring.len() == self.ring_capacity {
+                self.ring.pop_front();
+                self.ring_lost += 1;
+            }
+            self.ring.push_back(e);
+        }
+        seq
+    }
+
     pub(crate) fn depart(&mut self, seq: u64) {
         let now = self.now();
         self.model.depart(seq, now);

@@ -14,6 +14,7 @@ fn target(route: &RequestRoute) -> (Method, String) {
     match route {
         RequestRoute::ChatCompletions => (Method::POST, "/v1/chat/completions".into()),
         RequestRoute::Messages => (Method::POST, "/v1/messages".into()),
+        RequestRoute::Embeddings => (Method::POST, "/v1/embeddings".into()),
         RequestRoute::CreateRecord => (Method::POST, "/v1/records".into()),
         RequestRoute::GetRecord { id } => (Method::GET, format!("/v1/records/{}", escape(id))),
         RequestRoute::FindRecords {

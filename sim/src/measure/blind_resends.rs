@@ -121,6 +121,7 @@ mod tests {
             duplicate_tokens: 0,
             undelivered: false,
             claim_mismatch: false,
+            sdk_retry_count: None,
         }
     }
 

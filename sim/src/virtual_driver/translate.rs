@@ -79,6 +79,7 @@ pub fn request(send: &Send, facts: &ActionFacts) -> Request {
         tenant: Some(facts.tenant.clone()),
         action: Some(send.job),
         attempt_no: Some(send.attempt_no),
+        sdk_retry_count: None,
     }
 }
 
