@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use stampede_reports::{check_line, failed_expectation_lines, junit_suite, Expectation, Summary};
-use stampede_sim::run::{default_out_dir, run_virtual, RunOptions};
+use stampede_sim::run::{default_out_dir, run_scenario, RunOptions};
 use stampede_sim::scenario::{self, parse_override, Override, Scenario};
 
 use crate::exit;
@@ -95,7 +95,7 @@ pub fn main(args: CheckArgs) -> ExitCode {
                     png: args.png,
                     github_step_summary: None,
                 };
-                run_virtual(scenario, &opts)
+                run_scenario(scenario, &opts)
                     .map(|outcome| outcome.report.summary)
                     .map_err(|e| format!("{}: {e}", scenario.name))
             }

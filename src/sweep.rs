@@ -18,7 +18,7 @@ use stampede_reports::number::median;
 use stampede_reports::{
     fmt_num, recommend, render_sweep_plots_with, write_sweep_csv, RenderOptions, Summary, SweepRow,
 };
-use stampede_sim::run::{default_out_dir, run_virtual, RunOptions};
+use stampede_sim::run::{default_out_dir, run_scenario, RunOptions};
 use stampede_sim::scenario::{self, parse_override, Override, Scenario};
 
 use crate::exit;
@@ -166,9 +166,8 @@ pub fn main(args: SweepArgs) -> ExitCode {
         &jobs,
         threads,
         |job| {
-            let result = run_virtual(&job.scenario, &RunOptions::default())
-                .map(|outcome| outcome.report.summary)
-                .map_err(|e| e.to_string());
+            let result = run_scenario(&job.scenario, &RunOptions::default())
+                .map(|outcome| outcome.report.summary);
             progress.inc(1);
             result
         },

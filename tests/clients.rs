@@ -298,3 +298,22 @@ fn every_fault_reaches_the_anthropic_sdk_as_the_real_api_delivers_it() {
     );
     assert_journal(&journal, "529");
 }
+
+#[test]
+fn check_runs_a_client_scenario_from_its_file() {
+    if !python_has("openai") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let junit = dir.path().join("junit.xml");
+    let out = stampede(&[
+        "check",
+        "examples/clients/openai-sdk.toml",
+        "--junit",
+        a_str(&junit),
+        "--out",
+        a_str(dir.path()),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains("PASS openai-sdk"));
+}

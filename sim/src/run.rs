@@ -106,6 +106,19 @@ pub fn run_virtual(scenario: &Scenario, opts: &RunOptions) -> Result<RunOutcome,
     finish_run(scenario, run.measured, run.events, started, files, opts)
 }
 
+/// Plays a scenario the way its file says: with its `[client] command` as the client
+/// under test when it names one (see `client_process`), else in virtual time. What
+/// `check` and `sweep` run.
+pub fn run_scenario(scenario: &Scenario, opts: &RunOptions) -> Result<RunOutcome, String> {
+    if scenario.client.command.is_empty() {
+        run_virtual(scenario, opts).map_err(|e| e.to_string())
+    } else {
+        crate::client_process::run_client(scenario, &[], opts)
+            .map(|(outcome, _)| outcome)
+            .map_err(|e| e.to_string())
+    }
+}
+
 /// Completes a played run (either driver): checks expectations, stamps scenario, seed,
 /// preset and `wall_ms` (real ms since `started`), and writes summary.json, the CSVs and,
 /// when asked, the rendered report after the `files` already written (attempts.csv).

@@ -103,7 +103,11 @@ pub fn run_client(
     let dir: PathBuf = match &opts.out_dir {
         Some(d) => d.clone(),
         None => {
-            scratch = std::env::temp_dir().join(format!("stampede-client-{}", std::process::id()));
+            // Runs without a directory (sweeps) may play side by side: one folder each.
+            static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            scratch =
+                std::env::temp_dir().join(format!("stampede-client-{}-{n}", std::process::id()));
             scratch.clone()
         }
     };
@@ -212,6 +216,7 @@ pub fn run_client(
         });
     }
     scenario.client.preset = format!("client: {}", command_text(&command));
+    let keep = opts.out_dir.is_some();
     let outcome = finish_run(
         &scenario,
         measured,
@@ -219,10 +224,13 @@ pub fn run_client(
         started,
         files,
         &RunOptions {
-            out_dir: Some(dir),
+            out_dir: keep.then(|| dir.clone()),
             ..opts.clone()
         },
     )?;
+    if !keep {
+        let _ = fs::remove_dir_all(&dir);
+    }
     Ok((
         outcome,
         ClientExit {
