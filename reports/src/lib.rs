@@ -26,7 +26,9 @@ pub use junit::junit_suite;
 pub use markdown::{render_markdown, verdict_line};
 pub use number::{fmt_figure, fmt_num};
 pub use report::{render, RenderOptions, Rendered, RunReport};
-pub use schema::{AttemptRow, Expectation, Percentiles, Summary, TenantRow, TimeseriesRow};
+pub use schema::{
+    AttemptRow, Expectation, Percentiles, Summary, TenantRow, TimeseriesRow, UnfinishedRow,
+};
 pub use sweep::{
     recommend, render_sweep_plots, render_sweep_plots_with, write_sweep_csv, Recommendation,
     SweepRow,

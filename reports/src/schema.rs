@@ -191,6 +191,31 @@ pub struct TenantRow {
     pub attempts: u64,
 }
 
+/// One row of `unfinished.csv`: a logical request still open when the run hit its duration
+/// cap, with what is safe to do about it. Never "failed": one that was sent may have
+/// executed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UnfinishedRow {
+    /// The client's action id.
+    pub action: u64,
+    pub tenant: String,
+    pub class: String,
+    /// When it arrived (ms since run start).
+    pub submitted_at_ms: u64,
+    /// Whether an attempt of it was sent (it may have executed).
+    pub sent: bool,
+    /// `never_sent`, `in_flight` (an attempt out, or waiting to retry), or
+    /// `reconciliation_required` (a write that may have executed, being looked up).
+    pub state: String,
+    /// Its idempotency key, for a look-up or a safe retry.
+    pub idempotency_key: String,
+    /// Its external reference, if any.
+    pub external_ref: String,
+    /// What to do next: `submit_again` (never sent), or `look_up_before_retrying` (by the
+    /// key or reference: it may have executed).
+    pub next_safe_action: String,
+}
+
 /// One row of `attempts.csv`: one outbound attempt as the provider saw it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AttemptRow {

@@ -131,6 +131,7 @@ pub fn finish_run(
     opts: &RunOptions,
 ) -> Result<RunOutcome, RunError> {
     let mut summary = measured.summary;
+    let measured_unfinished = measured.unfinished;
     summary.scenario = scenario.name.clone();
     summary.seed = scenario.seed;
     summary.preset = scenario.client.preset.clone();
@@ -168,6 +169,12 @@ pub fn finish_run(
         let tenants = dir.join("tenants.csv");
         stampede_reports::write_csv(&tenants, &report.tenants).map_err(|e| output_err(dir, e))?;
         files.push(tenants);
+        // Requests open at the cap, with their next safe action, so nobody re-runs blind
+        // what may have executed (header only when every request finished).
+        let unfinished = dir.join("unfinished.csv");
+        stampede_reports::write_csv(&unfinished, &measured_unfinished)
+            .map_err(|e| output_err(dir, e))?;
+        files.push(unfinished);
         if opts.render {
             let render_opts = RenderOptions {
                 plots: true,

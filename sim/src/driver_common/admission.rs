@@ -113,8 +113,22 @@ impl Admission {
     /// submitted) as unfinished and never sent. Arrivals due after `now` were never part
     /// of the run.
     pub fn unfinished(&mut self, now: Millis, measure: &mut Measurement) {
-        if let Some((arrival, _)) = self.held.take() {
+        let never_sent = |measure: &mut Measurement, arrival: &crate::workload::Arrival| {
             measure.on_unfinished(now, arrival.at, arrival.job.deadline, false);
+            measure.list_unfinished(stampede_reports::UnfinishedRow {
+                action: arrival.job.id,
+                tenant: arrival.job.tenant.clone(),
+                class: arrival.job.class.clone(),
+                submitted_at_ms: arrival.at,
+                sent: false,
+                state: "never_sent".into(),
+                idempotency_key: String::new(),
+                external_ref: arrival.job.external_ref.clone().unwrap_or_default(),
+                next_safe_action: "submit_again".into(),
+            });
+        };
+        if let Some((arrival, _)) = self.held.take() {
+            never_sent(measure, &arrival);
         }
         while self.arrivals.peek_time().is_some_and(|t| t <= now) {
             let Some(arrival) = self.arrivals.next() else {
@@ -124,7 +138,52 @@ impl Admission {
                 continue;
             }
             measure.on_submit();
-            measure.on_unfinished(now, arrival.at, arrival.job.deadline, false);
+            never_sent(measure, &arrival);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SCENARIO: &str = r#"
+name = "restored"
+duration = "10m"
+
+[[provider.scopes]]
+id = "s"
+
+[[provider.credentials]]
+key = "sk-s-key"
+scope = "s"
+
+[[workload]]
+tenant = "t"
+credential = "sk-s-key"
+count = 10
+arrival = "backlog"
+"#;
+
+    /// A runner restarted after the scenario's end: the 6 actions its dead process had
+    /// persisted come back from the ledger, so the cap measures only the 4 never submitted,
+    /// never sent, and none of them twice.
+    #[test]
+    fn restored_actions_are_not_counted_again_at_the_cap() {
+        let scenario = crate::scenario::parse(SCENARIO, "restored.toml", &[]).unwrap();
+        let restored: BTreeSet<JobId> = (1..=6).collect();
+        let mut admission = Admission::new(&scenario, restored);
+        let mut measure = Measurement::new(1_000, scenario.duration_ms);
+        admission.unfinished(scenario.duration_ms, &mut measure);
+        let m = measure.finish(scenario.duration_ms);
+        assert_eq!(m.summary.logical_requests, 4);
+        assert_eq!((m.summary.unfinished, m.summary.unfinished_sent), (4, 0));
+        assert_eq!(m.summary.failed, 0, "open is not failed");
+        let ids: Vec<u64> = m.unfinished.iter().map(|r| r.action).collect();
+        assert_eq!(ids, vec![7, 8, 9, 10]);
+        assert!(m
+            .unfinished
+            .iter()
+            .all(|r| r.next_safe_action == "submit_again"));
     }
 }

@@ -4,8 +4,9 @@
 
 use std::collections::HashMap;
 
-use stampede_core::{JobId, Millis, Send, Terminal};
+use stampede_core::{ActionState, JobId, LedgerEntry, Millis, Send, Terminal};
 use stampede_provider::model::Request;
+use stampede_reports::UnfinishedRow;
 
 use crate::measure::{Ended, Measurement};
 use crate::virtual_driver::translate::{self, ActionFacts};
@@ -96,12 +97,44 @@ impl LiveActions {
     }
 
     /// When a run stops at `now` (ms): measures every action still live as unfinished, in
-    /// id order (sent or not: one with an attempt out may have executed).
-    pub fn unfinished(&self, now: Millis, measure: &mut Measurement) {
+    /// id order (sent or not: one with an attempt out may have executed), and lists it with
+    /// its next safe action; `ledger` gives its persisted entry (key and state).
+    pub fn unfinished(
+        &self,
+        now: Millis,
+        measure: &mut Measurement,
+        ledger: &std::collections::HashMap<JobId, LedgerEntry>,
+    ) {
         for id in self.sorted_ids() {
-            if let Some(a) = self.by_id.get(&id) {
-                measure.on_unfinished(now, a.submitted_at, a.deadline, a.first_sent_at.is_some());
-            }
+            let Some(a) = self.by_id.get(&id) else {
+                continue;
+            };
+            let sent = a.first_sent_at.is_some();
+            measure.on_unfinished(now, a.submitted_at, a.deadline, sent);
+            let entry = ledger.get(&id);
+            let state = match (sent, entry.map(|e| e.state)) {
+                (_, Some(ActionState::ReconciliationRequired)) => "reconciliation_required",
+                (true, _) => "in_flight",
+                (false, _) => "never_sent",
+            };
+            measure.list_unfinished(UnfinishedRow {
+                action: id,
+                tenant: a.facts.tenant.clone(),
+                class: a.facts.class.clone(),
+                submitted_at_ms: a.submitted_at,
+                sent,
+                state: state.to_string(),
+                idempotency_key: entry
+                    .and_then(|e| e.job.idempotency_key.clone())
+                    .unwrap_or_default(),
+                external_ref: a.facts.external_ref.clone().unwrap_or_default(),
+                next_safe_action: if sent {
+                    "look_up_before_retrying"
+                } else {
+                    "submit_again"
+                }
+                .to_string(),
+            });
         }
     }
 }

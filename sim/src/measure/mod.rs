@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use stampede_core::{Millis, Reason, Terminal, TerminalStatus};
 use stampede_provider::model::JournalEntry;
-use stampede_reports::{AttemptRow, Summary, TenantRow, TimeseriesRow};
+use stampede_reports::{AttemptRow, Summary, TenantRow, TimeseriesRow, UnfinishedRow};
 
 use percentiles::Distribution;
 use waves::RetryBins;
@@ -44,6 +44,8 @@ pub struct Measurement {
     blind: blind_resends::BlindResends,
     /// The last action pushed back (the driver holds one at a time).
     last_pushed_back: Option<u64>,
+    /// Logical requests open at the cap, listed with their next safe action.
+    unfinished: Vec<UnfinishedRow>,
 }
 
 /// What a driver knows when an action reaches its terminal outcome.
@@ -67,6 +69,8 @@ pub struct Measured {
     pub summary: Summary,
     pub timeseries: Vec<TimeseriesRow>,
     pub tenants: Vec<TenantRow>,
+    /// Logical requests open at the cap, in action order (`unfinished.csv`).
+    pub unfinished: Vec<UnfinishedRow>,
 }
 
 /// Rounds a figure to 4 decimals so its printed form is stable and short.
@@ -98,6 +102,7 @@ impl Measurement {
             window_end_ms: 0,
             blind: blind_resends::BlindResends::default(),
             last_pushed_back: None,
+            unfinished: Vec::new(),
         }
     }
 
@@ -282,6 +287,11 @@ impl Measurement {
         self.window_end_ms = self.window_end_ms.max(now);
     }
 
+    /// Lists an open request in `unfinished.csv` (after [`Measurement::on_unfinished`]).
+    pub fn list_unfinished(&mut self, row: UnfinishedRow) {
+        self.unfinished.push(row);
+    }
+
     fn flush_bucket_latency(&mut self) {
         if let Some((idx, dist)) = self.bucket_latency.take() {
             let t = idx as u64 * self.bucket_ms;
@@ -414,10 +424,13 @@ impl Measurement {
         s.failed_latency_ms = self.failed_latency.percentiles();
         s.service_ms = self.service.percentiles();
         s.queue_wait_ms = self.queue_wait.percentiles();
+        let mut unfinished = self.unfinished;
+        unfinished.sort_by_key(|r| r.action);
         Measured {
             summary: s,
             timeseries: self.rows,
             tenants: self.tenants.into_values().collect(),
+            unfinished,
         }
     }
 }
