@@ -80,7 +80,7 @@ pub(crate) async fn reset(State(app): State<App>) -> Response<Body> {
 /// `PUT /_stampede/scenario`: a TOML scenario (its `[provider]` table) or JSON provider
 /// config (bare or under `provider`) replaces the running one; time restarts at 0.
 pub(crate) async fn scenario(State(app): State<App>, body: Body) -> Response<Body> {
-    let bytes = match read_body(body, app.body_limit).await {
+    let bytes = match read_body(body, &app.options).await {
         Ok(b) => b,
         Err(r) => return r,
     };
