@@ -13,35 +13,105 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-/// `GET /_stampede/journal[?since=SEQ]`: the ring's entries after `since`, one JSON per line.
+/// Entries per page of `GET /_stampede/journal?after_seq=N` when no `limit` is given.
+pub const DEFAULT_JOURNAL_PAGE: usize = 10_000;
+
+/// Entries cloned per lock while a journal answer streams (the lock is held microseconds).
+const JOURNAL_CHUNK: usize = 512;
+
+/// `GET /_stampede/journal`: entries in seq order, one JSON per line, streamed in chunks taken
+/// under the lock a few hundred at a time and serialized outside it.
+///
+/// - `?after_seq=N[&limit=M]`: one page, the first `M` (default [`DEFAULT_JOURNAL_PAGE`])
+///   entries with seq above `N`; `x-stampede-journal-more: true` when more follow (ask again
+///   with `after_seq` = the last seq received).
+/// - no parameters, or `?since=N` alone: every entry after `N` present when the request
+///   arrived (the original behaviour, still streamed).
 pub(crate) async fn journal(
     State(app): State<App>,
     Query(q): Query<BTreeMap<String, String>>,
 ) -> Response<Body> {
-    let since = match q.get("since").map(|s| s.parse::<u64>()) {
-        None => 0,
-        Some(Ok(n)) => n,
-        Some(Err(_)) => {
-            return bad_request(&BadRequest("`since` must be a whole number (a seq)".into()))
+    let number = |name: &str| -> Result<Option<u64>, BadRequest> {
+        match q.get(name).map(|s| s.parse::<u64>()) {
+            None => Ok(None),
+            Some(Ok(n)) => Ok(Some(n)),
+            Some(Err(_)) => Err(BadRequest(format!("`{name}` must be a whole number"))),
         }
     };
-    let entries: Vec<_> = {
-        let inner = app.shared.lock();
-        // The ring is in seq order, so skip by binary search.
-        let start = inner.ring.partition_point(|e| e.seq <= since);
-        inner.ring.range(start..).cloned().collect()
+    let (since, after_seq, limit) = match (number("since"), number("after_seq"), number("limit")) {
+        (Ok(s), Ok(a), Ok(l)) => (s, a, l),
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return bad_request(&e),
     };
-    let mut out = Vec::with_capacity(entries.len() * 320);
-    for e in &entries {
-        if serde_json::to_writer(&mut out, e).is_ok() {
-            out.push(b'\n');
-        }
+    if since.is_some() && after_seq.is_some() {
+        return bad_request(&BadRequest(
+            "give `after_seq` (paged) or `since` (everything after it), not both".into(),
+        ));
     }
-    let mut resp = Response::new(Body::from(out));
-    resp.headers_mut().insert(
+    if limit == Some(0) {
+        return bad_request(&BadRequest("`limit` must be at least 1".into()));
+    }
+    let paged = after_seq.is_some() || limit.is_some();
+    let after = after_seq.or(since).unwrap_or(0);
+    let limit = match (paged, limit) {
+        (false, _) => usize::MAX,
+        (true, Some(l)) => usize::try_from(l).unwrap_or(usize::MAX),
+        (true, None) => DEFAULT_JOURNAL_PAGE,
+    };
+    // What is there now bounds the answer: entries arriving while it streams wait for the
+    // next call.
+    let (upto, available) = {
+        let inner = app.shared.lock();
+        let start = inner.ring.partition_point(|e| e.seq <= after);
+        (
+            inner.ring.back().map_or(0, |e| e.seq),
+            inner.ring.len() - start,
+        )
+    };
+    let more = available > limit;
+    let shared = app.shared.clone();
+    let chunks = futures_util::stream::unfold((after, limit), move |(after, remaining)| {
+        let shared = shared.clone();
+        async move {
+            if remaining == 0 {
+                return None;
+            }
+            let entries: Vec<_> = {
+                let inner = shared.lock();
+                let start = inner.ring.partition_point(|e| e.seq <= after);
+                inner
+                    .ring
+                    .range(start..)
+                    .take_while(|e| e.seq <= upto)
+                    .take(remaining.min(JOURNAL_CHUNK))
+                    .cloned()
+                    .collect()
+            };
+            let last = entries.last()?.seq;
+            let mut out = Vec::with_capacity(entries.len() * 320);
+            for e in &entries {
+                if serde_json::to_writer(&mut out, e).is_ok() {
+                    out.push(b'\n');
+                }
+            }
+            let left = remaining - entries.len();
+            Some((
+                Ok::<_, std::convert::Infallible>(bytes::Bytes::from(out)),
+                (last, left),
+            ))
+        }
+    });
+    let mut resp = Response::new(Body::from_stream(chunks));
+    let h = resp.headers_mut();
+    h.insert(
         "content-type",
         HeaderValue::from_static("application/x-ndjson"),
     );
+    if paged {
+        h.insert(
+            "x-stampede-journal-more",
+            HeaderValue::from_static(if more { "true" } else { "false" }),
+        );
+    }
     resp
 }
 

@@ -22,6 +22,7 @@ mod routes;
 mod state;
 
 pub use cli::serve_cli;
+pub use control::DEFAULT_JOURNAL_PAGE;
 pub use state::DEFAULT_JOURNAL_RING;
 
 use crate::config::ProviderConfig;
