@@ -157,6 +157,12 @@ pub(crate) async fn scenario(State(app): State<App>, body: Body) -> Response<Bod
     let Ok(text) = std::str::from_utf8(&bytes) else {
         return bad_request(&BadRequest("the scenario body is not UTF-8".into()));
     };
+    if text.trim().is_empty() {
+        return bad_request(&BadRequest(
+            "the scenario body is empty: send a scenario's TOML or a provider config as JSON"
+                .into(),
+        ));
+    }
     let parsed = if text.trim_start().starts_with('{') {
         serde_json::from_str::<serde_json::Value>(text)
             .map_err(|e| format!("request body: {e}"))
@@ -167,8 +173,30 @@ pub(crate) async fn scenario(State(app): State<App>, body: Body) -> Response<Bod
             })
             .and_then(|c| c.validate().map(|()| c).map_err(|e| e.to_string()))
     } else {
-        ProviderConfig::from_scenario_toml(text, "request body").map_err(|e| e.to_string())
-    };
+        ProviderConfig::from_scenario_toml(text, "request body")
+            .map_err(|e| e.to_string())
+            .and_then(|c| {
+                // A whole scenario (more than a provider table) is checked as
+                // `stampede validate` checks it, when the server was given that check.
+                let whole = toml::from_str::<toml::Table>(text)
+                    .is_ok_and(|t| t.keys().any(|k| k != "provider"));
+                match (&app.options.scenario_check, whole) {
+                    (Some(check), true) => (check.0)(text).map(|()| c),
+                    _ => Ok(c),
+                }
+            })
+    }
+    .and_then(|c| {
+        if c.credentials.is_empty() {
+            Err(
+                "provider.credentials: the provider has no credentials, so it would answer \
+                 every request 401: give at least one [[provider.credentials]]"
+                    .to_string(),
+            )
+        } else {
+            Ok(c)
+        }
+    });
     let config = match parsed {
         Ok(c) => c,
         Err(m) => return bad_request(&BadRequest(m)),

@@ -16,6 +16,7 @@
 mod cli;
 mod conn;
 mod control;
+mod guard;
 mod parse;
 mod respond;
 mod routes;
@@ -82,6 +83,26 @@ pub struct ServerOptions {
     /// Longest idempotency key, external reference, tenant, class or looked-up id, bytes
     /// (longer gets 400, as Stripe answers keys over 255 characters).
     pub max_field_bytes: usize,
+    /// Token `/_stampede/*` requires (`Authorization: Bearer TOKEN`). Without one, the
+    /// control plane is open on a loopback address and closed on any other.
+    pub control_token: Option<String>,
+    /// A stricter check of a TOML scenario uploaded to `PUT /_stampede/scenario` (the
+    /// command-line server checks it as `stampede validate` does); `None`: the provider
+    /// table's own checks only.
+    pub scenario_check: Option<ScenarioCheck>,
+}
+
+/// Checks a whole scenario's text; `Err` is the message to answer with.
+#[derive(Clone)]
+pub struct ScenarioCheck(pub Arc<ScenarioCheckFn>);
+
+/// The function behind a [`ScenarioCheck`].
+pub type ScenarioCheckFn = dyn Fn(&str) -> Result<(), String> + Send + Sync;
+
+impl std::fmt::Debug for ScenarioCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ScenarioCheck(..)")
+    }
 }
 
 impl Default for ServerOptions {
@@ -96,6 +117,8 @@ impl Default for ServerOptions {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_header_bytes: DEFAULT_MAX_HEADER_BYTES,
             max_field_bytes: DEFAULT_MAX_FIELD_BYTES,
+            control_token: None,
+            scenario_check: None,
         }
     }
 }
@@ -135,6 +158,8 @@ pub(crate) struct App {
     pub(crate) shared: Arc<Shared>,
     pub(crate) stop: watch::Receiver<bool>,
     pub(crate) options: Arc<ServerOptions>,
+    /// The address the listener is bound to (for the control plane's Host check).
+    pub(crate) bound: SocketAddr,
 }
 
 /// The service error that makes hyper close the connection without a response.
@@ -150,6 +175,15 @@ impl std::fmt::Display for ClosedOnPurpose {
 impl std::error::Error for ClosedOnPurpose {}
 
 fn router(app: App) -> Router {
+    let control = Router::new()
+        .route("/_stampede/journal", get(control::journal))
+        .route("/_stampede/stats", get(control::stats))
+        .route("/_stampede/reset", post(control::reset))
+        .route("/_stampede/scenario", put(control::scenario))
+        .route_layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            guard::control_guard,
+        ));
     Router::new()
         .route("/v1/chat/completions", post(routes::chat_completions))
         .route(
@@ -158,10 +192,7 @@ fn router(app: App) -> Router {
         )
         .route("/v1/records/{id}", get(routes::get_record))
         .route("/v1/items/{id}", get(routes::get_item))
-        .route("/_stampede/journal", get(control::journal))
-        .route("/_stampede/stats", get(control::stats))
-        .route("/_stampede/reset", post(control::reset))
-        .route("/_stampede/scenario", put(control::scenario))
+        .merge(control)
         .route("/metrics", get(control::metrics))
         .fallback(routes::not_found)
         .method_not_allowed_fallback(routes::method_not_allowed)
@@ -190,11 +221,13 @@ pub async fn serve_listener(
     let shared = Arc::new(Shared::new(config, options.seed, options.journal_ring)?);
     let (stop_tx, stop_rx) = watch::channel(false);
     let options = Arc::new(options);
+    let bound = listener.local_addr()?;
     let slots = Arc::new(tokio::sync::Semaphore::new(options.max_connections.max(1)));
     let app = router(App {
         shared,
         stop: stop_rx.clone(),
         options: options.clone(),
+        bound,
     });
     let mut http = http1::Builder::new();
     http.max_buf_size(options.max_header_bytes.max(8_192));
