@@ -9,6 +9,7 @@
 
 pub mod audit_log;
 pub mod chain;
+pub mod credential_ref;
 pub mod error;
 pub mod redact;
 pub mod sqlite_ledger;
@@ -16,6 +17,7 @@ pub mod verify;
 
 pub use audit_log::{Appended, AuditWriter, Resumed, SyncPolicy, TailRepair};
 pub use chain::{ChainHead, GENESIS_PREV};
+pub use credential_ref::CredentialRefs;
 pub use error::DurableError;
 pub use redact::{sanitize_detail, Redaction, Sanitized};
 pub use sqlite_ledger::{LedgerOptions, SqliteLedger, Synchronous, SCHEMA_VERSION};

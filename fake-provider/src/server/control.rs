@@ -6,6 +6,7 @@ use super::routes::{bad_request, read_body};
 use super::state::Inner;
 use super::App;
 use crate::config::ProviderConfig;
+use crate::model::mask_credential;
 use axum::body::Body;
 use axum::extract::{Query, State};
 use axum::http::{HeaderValue, Response};
@@ -210,7 +211,7 @@ pub(crate) async fn scenario(State(app): State<App>, body: Body) -> Response<Bod
                 .config()
                 .credentials
                 .iter()
-                .map(|c| json!({ "key": c.key, "scope": c.scope }))
+                .map(|c| json!({ "key": mask_credential(&c.key), "scope": c.scope }))
                 .collect();
             json_response(
                 200,
@@ -326,11 +327,16 @@ pub(crate) async fn metrics(State(app): State<App>) -> Response<Body> {
     resp
 }
 
-/// A short JSON for the CLI banner and tests.
+/// The CLI banner's credential lines, keys masked (`sk-...1234`).
 pub(crate) fn banner(config: &ProviderConfig) -> String {
     let mut s = String::new();
     for c in &config.credentials {
-        let _ = writeln!(s, "  credential {} -> scope {}", c.key, c.scope);
+        let _ = writeln!(
+            s,
+            "  credential {} -> scope {}",
+            mask_credential(&c.key),
+            c.scope
+        );
     }
     s
 }
