@@ -1,7 +1,8 @@
 //! `stampede audit verify FILE`: checks a hash-chained audit trail (`audit.jsonl` of a run
 //! directory) and prints whether it is whole or which record first breaks it.
-//! Exit codes: 0 the chain is whole, 1 a record is edited, missing or out of order (the
-//! message names its line and seq), 2 the file cannot be read.
+//! Exit codes: 0 the chain is whole, 1 a record is edited, missing or out of order, or the
+//! trail does not reach its head (the message names its line and seq), 2 the file cannot be
+//! read.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -22,13 +23,18 @@ enum AuditCommand {
         /// The audit trail (JSON lines), e.g. runs/<scenario>/audit.jsonl.
         #[arg(value_name = "FILE")]
         file: PathBuf,
+        /// The head file the writer kept (default: FILE.head when it exists); the trail must
+        /// reach its record with its hash, so records cut off the end are caught. With
+        /// STAMPEDE_AUDIT_KEY set, the chain and the head are checked as HMACs under it.
+        #[arg(long, value_name = "HEADFILE")]
+        head: Option<PathBuf>,
     },
 }
 
 pub fn main(args: AuditArgs) -> ExitCode {
     match args.command {
-        AuditCommand::Verify { file } => {
-            let code = stampede_durable::verify_cli(&file);
+        AuditCommand::Verify { file, head } => {
+            let code = stampede_durable::verify_cli_with_head(&file, head.as_deref());
             ExitCode::from(u8::try_from(code).unwrap_or(2))
         }
     }

@@ -43,8 +43,14 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    restore_default_sigpipe();
     let cli = Cli::parse();
+    // Filters end quietly on a closed stdout. `serve` and `run` (a live run holds sockets) keep
+    // Rust's ignored SIGPIPE: a client that closes before its answer is written must cost that
+    // one connection an EPIPE, not kill the process (hyper writes with writev, which raises
+    // SIGPIPE on a reset socket).
+    if !matches!(cli.command, Command::Serve(_) | Command::Run(_)) {
+        restore_default_sigpipe();
+    }
     match cli.command {
         Command::Run(args) => run::main(args),
         Command::Validate(args) => validate::main(args),
@@ -60,7 +66,7 @@ fn main() -> ExitCode {
 /// `println!` panic. A command-line filter should simply end, as every Unix tool does.
 fn restore_default_sigpipe() {
     #[cfg(unix)]
-    // SAFETY: called first thing in main, before any other thread exists; SIG_DFL is a valid
+    // SAFETY: called in main before any other thread exists; SIG_DFL is a valid
     // disposition for SIGPIPE.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);

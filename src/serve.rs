@@ -5,7 +5,10 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use std::sync::Arc;
+
 use clap::Args;
+use stampede_sim::scenario;
 
 use crate::exit;
 
@@ -14,9 +17,14 @@ pub struct ServeArgs {
     /// Scenario whose `[provider]` table configures the provider (default: a demo account).
     #[arg(long, value_name = "SCENARIO")]
     scenario: Option<PathBuf>,
-    /// Address to bind. Loopback unless you say otherwise.
+    /// Address to bind. Loopback unless you say otherwise (a non-loopback address is warned
+    /// about, and its control plane needs a token).
     #[arg(long, default_value = "127.0.0.1:8080")]
     addr: SocketAddr,
+    /// Token `/_stampede/*` requires (`Authorization: Bearer TOKEN`). On a non-loopback
+    /// address without one, a token is generated and printed once.
+    #[arg(long, value_name = "TOKEN")]
+    control_token: Option<String>,
 }
 
 pub fn main(args: ServeArgs) -> ExitCode {
@@ -24,9 +32,18 @@ pub fn main(args: ServeArgs) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return exit::bad_input(format!("cannot start the async runtime: {e}")),
     };
+    // A whole scenario uploaded to `PUT /_stampede/scenario` is checked as `stampede validate`
+    // checks a file.
+    let check = stampede_provider::server::ScenarioCheck(Arc::new(|text: &str| {
+        scenario::parse(text, "request body", &[])
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }));
     match runtime.block_on(stampede_provider::server::serve_cli(
         args.scenario.as_deref(),
         args.addr,
+        args.control_token,
+        Some(check),
     )) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => exit::bad_input(e),

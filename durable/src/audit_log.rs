@@ -45,8 +45,9 @@ use std::path::{Path, PathBuf};
 
 use stampede_core::{AuditEvent, AuditKind};
 
-use crate::chain::{canonical_json, format_line, record_hash, ChainHead};
+use crate::chain::{canonical_json, format_line, ChainHead, ChainKey};
 use crate::error::DurableError;
+use crate::head_file::write_head;
 use crate::redact::{sanitize_detail, Redaction};
 use crate::verify::{walk, Problem, VerifyReport};
 
@@ -156,11 +157,19 @@ pub struct AuditWriter {
     /// Set when a write failed part-way: the file may end in a partial line, so appending
     /// more would bury it. Reopen with `open_append` to repair.
     poisoned: bool,
+    /// Plain SHA-256 or HMAC-SHA256 (from `STAMPEDE_AUDIT_KEY`).
+    key: ChainKey,
 }
 
 impl AuditWriter {
-    /// Creates a new, empty trail at `path`. Refuses to touch an existing file.
+    /// Creates a new, empty trail at `path`, keyed by `STAMPEDE_AUDIT_KEY` when it is set,
+    /// and its head file `PATH.head`. Refuses to touch an existing trail.
     pub fn create(path: impl AsRef<Path>) -> Result<Self, DurableError> {
+        Self::create_keyed(path, ChainKey::from_env())
+    }
+
+    /// [`create`](Self::create) with an explicit key.
+    pub fn create_keyed(path: impl AsRef<Path>, key: ChainKey) -> Result<Self, DurableError> {
         let path = path.as_ref().to_path_buf();
         let file = match OpenOptions::new().append(true).create_new(true).open(&path) {
             Ok(file) => file,
@@ -175,13 +184,26 @@ impl AuditWriter {
                 })
             }
         };
-        sync_parent_dir(&path)?;
-        Ok(Self {
+        let writer = Self {
             out: BufWriter::with_capacity(BUFFER_BYTES, file),
             path,
             head: ChainHead::genesis(),
             sync: SyncPolicy::default(),
             poisoned: false,
+            key,
+        };
+        // Replaces a head an earlier trail at this path left.
+        writer.write_head()?;
+        sync_parent_dir(&writer.path)?;
+        Ok(writer)
+    }
+
+    /// Writes the head file beside the trail.
+    fn write_head(&self) -> Result<(), DurableError> {
+        write_head(&self.path, &self.head, &self.key).map_err(|source| DurableError::AuditIo {
+            path: self.path.clone(),
+            action: "write the head file",
+            source,
         })
     }
 
@@ -189,8 +211,16 @@ impl AuditWriter {
     /// (reported in [`Resumed::repaired_tail`]) and continues the chain from its last record.
     /// Fails with [`DurableError::AuditBroken`] if the chain is broken anywhere else.
     pub fn open_append(path: impl AsRef<Path>) -> Result<Resumed, DurableError> {
+        Self::open_append_keyed(path, ChainKey::from_env())
+    }
+
+    /// [`open_append`](Self::open_append) with an explicit key.
+    pub fn open_append_keyed(
+        path: impl AsRef<Path>,
+        key: ChainKey,
+    ) -> Result<Resumed, DurableError> {
         let path = path.as_ref().to_path_buf();
-        let walked = walk(&path, None)?;
+        let walked = walk(&path, None, &key)?;
         let io_err = |action, source| DurableError::AuditIo {
             path: path.clone(),
             action,
@@ -213,7 +243,7 @@ impl AuditWriter {
                         .map_err(|e| io_err("complete the torn last line", e))?;
                     file.sync_data().map_err(|e| io_err("sync", e))?;
                     // The torn record fitted the chain, so it is the new head; re-read it.
-                    head = match walk(&path, None)?.report {
+                    head = match walk(&path, None, &key)?.report {
                         VerifyReport::Whole { head, .. } => head,
                         other => {
                             return Err(DurableError::AuditBroken {
@@ -252,6 +282,7 @@ impl AuditWriter {
             head,
             sync: SyncPolicy::default(),
             poisoned: false,
+            key,
         };
         Ok(Resumed {
             writer,
@@ -300,7 +331,7 @@ impl AuditWriter {
         })?;
         let canonical_event = canonical_json(&value);
         let seq = self.head.seq + 1;
-        let hash = record_hash(seq, &self.head.hash, &canonical_event);
+        let hash = self.key.record_hash(seq, &self.head.hash, &canonical_event);
         let line = format_line(seq, &self.head.hash, &canonical_event, &hash);
         let written = if self.sync.buffers() {
             self.out.write_all(line.as_bytes())
@@ -326,7 +357,7 @@ impl AuditWriter {
             hash: hash.clone(),
         };
         if self.sync.syncs_after(event.kind) {
-            self.sync()?;
+            self.sync_records()?;
         }
         Ok(Appended {
             seq,
@@ -335,8 +366,15 @@ impl AuditWriter {
         })
     }
 
-    /// Writes out what is buffered and fsyncs everything appended so far.
+    /// Writes out what is buffered, fsyncs everything appended so far, and updates the head
+    /// file beside the trail.
     pub fn sync(&mut self) -> Result<(), DurableError> {
+        self.sync_records()?;
+        self.write_head()
+    }
+
+    /// Writes out what is buffered and fsyncs it (the head file is left as it is).
+    fn sync_records(&mut self) -> Result<(), DurableError> {
         if let Err(source) = self.out.flush() {
             // Part of the buffer may have reached the file, ending it mid-line.
             self.poisoned = true;
@@ -368,7 +406,10 @@ impl Drop for AuditWriter {
     /// writer, as the virtual driver's restart does) loses nothing the page cache would
     /// keep. An error cannot be reported here; `open_append` repairs a tail it left torn.
     fn drop(&mut self) {
-        let _ = self.out.flush();
+        // After `close` the head is genesis again (and was written by close): skip it then.
+        if self.out.flush().is_ok() && !self.poisoned && self.head.seq > 0 {
+            let _ = self.write_head();
+        }
     }
 }
 

@@ -28,11 +28,20 @@
 //! A chain without a secret key proves order and completeness only against someone who does
 //! not recompute every later hash; keeping the head ([`ChainHead`]) somewhere else (the
 //! ledger, a CI log) and checking against it closes that gap and also catches a tail cut at
-//! a line boundary.
+//! a line boundary. The writer keeps it beside the trail too (`FILE.head`, see
+//! [`crate::head_file`]).
+//!
+//! # Keyed mode
+//!
+//! With `STAMPEDE_AUDIT_KEY` set ([`ChainKey::from_env`]), `hash` is the HMAC-SHA256 of
+//! `"stampede-audit-hmac-v1\n" ++ decimal(seq) ++ "\n" ++ prev ++ "\n" ++ canonical_json(event)`
+//! under that key: a rewritten chain cannot be recomputed without the key, and the head file
+//! carries a MAC too, so it cannot be moved back to match a cut trail.
 
 use std::fmt;
 use std::str::FromStr;
 
+use hmac::{Hmac, Mac};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -41,6 +50,81 @@ pub const GENESIS_PREV: &str = "000000000000000000000000000000000000000000000000
 
 /// Prefix of the canonical bytes: names the format so a future version cannot collide.
 const DOMAIN: &str = "stampede-audit-v1\n";
+
+/// Prefix of the canonical bytes under a key: a keyed hash never equals an unkeyed one.
+const DOMAIN_KEYED: &str = "stampede-audit-hmac-v1\n";
+
+/// The environment variable whose value, when set and not empty, keys the chain.
+pub const AUDIT_KEY_ENV: &str = "STAMPEDE_AUDIT_KEY";
+
+/// How record hashes are computed: SHA-256 of the canonical bytes, or HMAC-SHA256 of them
+/// under a secret key (then nobody without the key can recompute a rewritten chain).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub enum ChainKey {
+    /// Plain SHA-256 (the default).
+    #[default]
+    Unkeyed,
+    /// HMAC-SHA256 under these key bytes.
+    Hmac(Vec<u8>),
+}
+
+impl fmt::Debug for ChainKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Unkeyed => f.write_str("Unkeyed"),
+            Self::Hmac(_) => f.write_str("Hmac(..)"),
+        }
+    }
+}
+
+impl ChainKey {
+    /// The key in `STAMPEDE_AUDIT_KEY`, or unkeyed when it is unset or empty.
+    pub fn from_env() -> Self {
+        match std::env::var_os(AUDIT_KEY_ENV) {
+            Some(v) if !v.is_empty() => Self::Hmac(v.as_encoded_bytes().to_vec()),
+            _ => Self::Unkeyed,
+        }
+    }
+
+    /// Whether hashes are HMACs.
+    pub fn is_keyed(&self) -> bool {
+        matches!(self, Self::Hmac(_))
+    }
+
+    /// A record's hash under this key (see [`record_hash`] for the unkeyed one).
+    pub fn record_hash(&self, seq: u64, prev: &str, canonical_event: &str) -> String {
+        match self {
+            Self::Unkeyed => record_hash(seq, prev, canonical_event),
+            Self::Hmac(key) => {
+                let mut mac = hmac_sha256(key);
+                mac.update(DOMAIN_KEYED.as_bytes());
+                mac.update(seq.to_string().as_bytes());
+                mac.update(b"\n");
+                mac.update(prev.as_bytes());
+                mac.update(b"\n");
+                mac.update(canonical_event.as_bytes());
+                hex(&mac.finalize().into_bytes())
+            }
+        }
+    }
+
+    /// HMAC-SHA256 of `bytes` under the key, hex; `None` when unkeyed.
+    pub fn mac(&self, bytes: &[u8]) -> Option<String> {
+        match self {
+            Self::Unkeyed => None,
+            Self::Hmac(key) => {
+                let mut mac = hmac_sha256(key);
+                mac.update(bytes);
+                Some(hex(&mac.finalize().into_bytes()))
+            }
+        }
+    }
+}
+
+fn hmac_sha256(key: &[u8]) -> Hmac<Sha256> {
+    // HMAC takes keys of any length; this cannot fail.
+    <Hmac<Sha256> as Mac>::new_from_slice(key).unwrap_or_else(|_| unreachable!())
+}
 
 /// Where a chain ends: the last record's seq and hash (seq 0 and [`GENESIS_PREV`] when empty).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -189,7 +273,7 @@ pub(crate) struct ParsedRecord {
 }
 
 /// Parses one line (without its `\n`) into a record, or says why it is not one.
-pub(crate) fn parse_line(line: &[u8]) -> Result<ParsedRecord, String> {
+pub(crate) fn parse_line(line: &[u8], key: &ChainKey) -> Result<ParsedRecord, String> {
     let value: Value = serde_json::from_slice(line).map_err(|e| format!("not JSON ({e})"))?;
     let Value::Object(map) = value else {
         return Err("not a JSON object".into());
@@ -212,7 +296,7 @@ pub(crate) fn parse_line(line: &[u8]) -> Result<ParsedRecord, String> {
     if !event.is_object() {
         return Err("`event` is not an object".into());
     }
-    let computed_hash = record_hash(seq, &prev, &canonical_json(event));
+    let computed_hash = key.record_hash(seq, &prev, &canonical_json(event));
     Ok(ParsedRecord {
         seq,
         prev,
@@ -258,7 +342,7 @@ mod tests {
         let event = r#"{"a":1}"#;
         let hash = record_hash(1, GENESIS_PREV, event);
         let line = format_line(1, GENESIS_PREV, event, &hash);
-        let parsed = parse_line(line.trim_end().as_bytes()).unwrap();
+        let parsed = parse_line(line.trim_end().as_bytes(), &ChainKey::Unkeyed).unwrap();
         assert_eq!((parsed.seq, parsed.prev.as_str()), (1, GENESIS_PREV));
         assert_eq!(parsed.stored_hash, parsed.computed_hash);
     }

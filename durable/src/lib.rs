@@ -9,14 +9,21 @@
 
 pub mod audit_log;
 pub mod chain;
+pub mod credential_ref;
 pub mod error;
+pub mod head_file;
 pub mod redact;
 pub mod sqlite_ledger;
 pub mod verify;
 
 pub use audit_log::{Appended, AuditWriter, Resumed, SyncPolicy, TailRepair};
-pub use chain::{ChainHead, GENESIS_PREV};
+pub use chain::{ChainHead, ChainKey, AUDIT_KEY_ENV, GENESIS_PREV};
+pub use credential_ref::CredentialRefs;
 pub use error::DurableError;
+pub use head_file::{head_path, read_head, write_head};
 pub use redact::{sanitize_detail, Redaction, Sanitized};
 pub use sqlite_ledger::{LedgerOptions, SqliteLedger, Synchronous, SCHEMA_VERSION};
-pub use verify::{verify, verify_cli, verify_with_head, Break, Problem, VerifyReport};
+pub use verify::{
+    verify, verify_cli, verify_cli_with_head, verify_keyed, verify_with_head, Break, Problem,
+    VerifyReport,
+};

@@ -19,6 +19,13 @@
 //!
 //! Opening an older version migrates it in one transaction; a newer version is refused with
 //! [`DurableError::LedgerTooNew`] rather than guessed at.
+//!
+//! Secrets: a job's credential is stored as a reference (its masked form and a stable hash,
+//! see [`crate::credential_ref`]), never as the key. Reading resolves it back to the key when
+//! this ledger knows it: keys it was given by `put` in this process, or by
+//! [`SqliteLedger::add_credentials`] (a restarted runner passes its scenario's credentials).
+//! A file this creates is readable and writable by its owner only (mode 0600 on Unix; SQLite
+//! gives its `-wal` and `-shm` files the same mode).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -26,6 +33,7 @@ use std::time::Duration;
 use rusqlite::{params, Connection};
 use stampede_core::{ActionState, Job, JobId, Ledger, LedgerEntry, LedgerError};
 
+use crate::credential_ref::{self, CredentialRefs};
 use crate::error::DurableError;
 
 /// The schema version this build writes and the newest it can read.
@@ -67,6 +75,30 @@ pub struct SqliteLedger {
     conn: Connection,
     /// For messages: the file, or `:memory:`.
     path: PathBuf,
+    /// Keys the stored credential references resolve back to.
+    credentials: CredentialRefs,
+}
+
+/// Creates `path` empty with mode 0600 when it does not exist yet (SQLite takes an empty file
+/// as a new database).
+#[cfg(unix)]
+fn create_private(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(not(unix))]
+fn create_private(_path: &Path) -> std::io::Result<()> {
+    Ok(())
 }
 
 impl SqliteLedger {
@@ -83,6 +115,12 @@ impl SqliteLedger {
             path: path.clone(),
             source,
         };
+        if let Err(e) = create_private(&path) {
+            return Err(open_err(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+                Some(format!("cannot create the file: {e}")),
+            )));
+        }
         let conn = Connection::open(&path).map_err(open_err)?;
         conn.busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS))
             .map_err(open_err)?;
@@ -96,9 +134,21 @@ impl SqliteLedger {
         }
         conn.pragma_update(None, "synchronous", options.synchronous.pragma_value())
             .map_err(open_err)?;
-        let mut ledger = Self { conn, path };
+        let mut ledger = Self {
+            conn,
+            path,
+            credentials: CredentialRefs::default(),
+        };
         ledger.migrate()?;
         Ok(ledger)
+    }
+
+    /// Makes these keys resolvable: entries stored with a reference to one of them read back
+    /// with the key itself. A restarted runner passes its scenario's credentials.
+    pub fn add_credentials<'a>(&mut self, keys: impl IntoIterator<Item = &'a str>) {
+        for key in keys {
+            self.credentials.add(key);
+        }
     }
 
     /// A ledger that lives only as long as this value: for tests and the virtual driver's
@@ -109,7 +159,11 @@ impl SqliteLedger {
             path: path.clone(),
             source,
         })?;
-        let mut ledger = Self { conn, path };
+        let mut ledger = Self {
+            conn,
+            path,
+            credentials: CredentialRefs::default(),
+        };
         ledger.migrate()?;
         Ok(ledger)
     }
@@ -128,12 +182,17 @@ impl SqliteLedger {
 
     /// Inserts or replaces the entry for `entry.job.id`; durable when it returns.
     pub fn put_entry(&mut self, entry: &LedgerEntry) -> Result<(), DurableError> {
-        let job_json =
-            serde_json::to_string(&entry.job).map_err(|e| DurableError::LedgerCorrupt {
-                path: self.path.clone(),
-                job: entry.job.id.to_string(),
-                problem: format!("the job does not encode as JSON: {e}"),
-            })?;
+        // The key stays in memory (to resolve the reference back); the file gets the reference.
+        self.credentials.add(&entry.job.credential);
+        let mut job = entry.job.clone();
+        if !credential_ref::is_reference(&job.credential) {
+            job.credential = credential_ref::reference(&job.credential);
+        }
+        let job_json = serde_json::to_string(&job).map_err(|e| DurableError::LedgerCorrupt {
+            path: self.path.clone(),
+            job: entry.job.id.to_string(),
+            problem: format!("the job does not encode as JSON: {e}"),
+        })?;
         // One statement in autocommit mode is one transaction: a crash leaves either the old
         // row or the new one, never half of each.
         self.conn
@@ -216,7 +275,9 @@ impl SqliteLedger {
         let mut entries = Vec::new();
         for row in rows {
             let row = row.map_err(|source| self.sql_err(action, source))?;
-            entries.push(row.decode(&self.path)?);
+            let mut entry = row.decode(&self.path)?;
+            entry.job.credential = self.credentials.resolve(&entry.job.credential);
+            entries.push(entry);
         }
         Ok(entries)
     }

@@ -22,8 +22,9 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
-use crate::chain::{parse_line, ChainHead, GENESIS_PREV};
+use crate::chain::{parse_line, ChainHead, ChainKey, GENESIS_PREV};
 use crate::error::DurableError;
+use crate::head_file::{head_path, read_head};
 
 /// What is wrong with the first broken record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,9 +162,19 @@ impl fmt::Display for VerifyReport {
     }
 }
 
-/// Checks the whole trail at `path`. `Err` only when the file cannot be read.
+/// Checks the whole trail at `path`, keyed by `STAMPEDE_AUDIT_KEY` when it is set. `Err`
+/// only when the file cannot be read.
 pub fn verify(path: impl AsRef<Path>) -> Result<VerifyReport, DurableError> {
-    Ok(walk(path.as_ref(), None)?.report)
+    Ok(walk(path.as_ref(), None, &ChainKey::from_env())?.report)
+}
+
+/// Checks the trail at `path` under `key`, and against `expected` when given.
+pub fn verify_keyed(
+    path: impl AsRef<Path>,
+    expected: Option<&ChainHead>,
+    key: &ChainKey,
+) -> Result<VerifyReport, DurableError> {
+    Ok(walk(path.as_ref(), expected, key)?.report)
 }
 
 /// Like [`verify`], and also checks that the trail reaches `expected` (a head printed by an
@@ -173,15 +184,53 @@ pub fn verify_with_head(
     path: impl AsRef<Path>,
     expected: &ChainHead,
 ) -> Result<VerifyReport, DurableError> {
-    Ok(walk(path.as_ref(), Some(expected))?.report)
+    Ok(walk(path.as_ref(), Some(expected), &ChainKey::from_env())?.report)
 }
 
-/// `stampede audit verify FILE`: prints the report (stdout) or the read error (stderr), and
-/// returns the exit code: 0 whole, 1 broken, 2 unreadable.
+/// `stampede audit verify FILE`: [`verify_cli_with_head`] with the head file beside `FILE`
+/// when there is one.
 pub fn verify_cli(path: &Path) -> i32 {
-    match verify(path) {
-        Ok(report) => {
+    verify_cli_with_head(path, None)
+}
+
+/// `stampede audit verify FILE [--head HEADFILE]`: checks the chain (keyed by
+/// `STAMPEDE_AUDIT_KEY` when set) and that it reaches the head recorded in `head` (default:
+/// `FILE.head` when it exists). Prints the report (stdout) or the error (stderr), and returns
+/// the exit code: 0 whole, 1 broken (or a head file that does not check out), 2 unreadable.
+pub fn verify_cli_with_head(path: &Path, head: Option<&Path>) -> i32 {
+    let key = ChainKey::from_env();
+    let beside = head_path(path);
+    let head_file = match head {
+        Some(h) => {
+            if !h.exists() {
+                eprintln!("error: the head file {} does not exist", h.display());
+                return 2;
+            }
+            Some(h.to_path_buf())
+        }
+        None => beside.exists().then_some(beside),
+    };
+    let expected = match head_file.as_deref().map(|h| read_head(h, &key)) {
+        None => None,
+        Some(Ok(head)) => Some(head),
+        Some(Err(message)) => {
+            println!("{}: BROKEN: {message}", path.display());
+            return 1;
+        }
+    };
+    match walk(path, expected.as_ref(), &key) {
+        Ok(walked) => {
+            let report = walked.report;
             println!("{}: {report}", path.display());
+            match &head_file {
+                Some(h) if report.is_whole() => {
+                    println!("  checked against the head in {}", h.display())
+                }
+                None => println!(
+                    "  no head file: records cut off the end cannot be detected (pass --head FILE)"
+                ),
+                _ => {}
+            }
             report.exit_code()
         }
         Err(err) => {
@@ -199,7 +248,11 @@ pub(crate) struct Walk {
     pub good_head: ChainHead,
 }
 
-pub(crate) fn walk(path: &Path, expected: Option<&ChainHead>) -> Result<Walk, DurableError> {
+pub(crate) fn walk(
+    path: &Path,
+    expected: Option<&ChainHead>,
+    key: &ChainKey,
+) -> Result<Walk, DurableError> {
     let io_err = |action, source| DurableError::AuditIo {
         path: PathBuf::from(path),
         action,
@@ -235,7 +288,7 @@ pub(crate) fn walk(path: &Path, expected: Option<&ChainHead>) -> Result<Walk, Du
             }),
             good_head: head.clone(),
         };
-        let parsed = parse_line(content);
+        let parsed = parse_line(content, key);
         if !terminated {
             let complete_record = parsed.as_ref().is_ok_and(|r| {
                 r.stored_hash == r.computed_hash && r.seq == head.seq + 1 && r.prev == head.hash

@@ -94,7 +94,9 @@ fn entries_survive_closing_and_reopening_the_file() {
             ledger.put(e).unwrap();
         }
     } // dropped: the connection closes as a crashed process's would
-    let reopened = SqliteLedger::open(&path).unwrap();
+    let mut reopened = SqliteLedger::open(&path).unwrap();
+    // The file holds references to keys; the restarted runner knows its scenario's keys.
+    reopened.add_credentials(["sk-other", "sk-acme-shared"]);
     assert_eq!(reopened.entries().unwrap(), written);
     assert_eq!(reopened.schema_version().unwrap(), SCHEMA_VERSION);
 }
@@ -106,7 +108,8 @@ fn a_put_is_visible_to_another_connection_as_soon_as_it_returns() {
     let path = dir.path().join("ledger.sqlite");
     let mut writer = SqliteLedger::open(&path).unwrap();
     writer.put(&entry(9, ActionState::InFlight, 1)).unwrap();
-    let reader = SqliteLedger::open(&path).unwrap();
+    let mut reader = SqliteLedger::open(&path).unwrap();
+    reader.add_credentials(["sk-acme-shared"]);
     assert_eq!(
         reader.entries().unwrap(),
         vec![entry(9, ActionState::InFlight, 1)]
@@ -236,4 +239,53 @@ fn a_row_edited_outside_stampede_is_reported_as_corrupt() {
         err.to_string().contains("exploded") && err.to_string().contains("job 5"),
         "{err}"
     );
+}
+
+#[test]
+fn the_file_holds_a_reference_to_the_key_never_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.sqlite");
+    let mut ledger = SqliteLedger::open(&path).unwrap();
+    for id in 1..=5 {
+        ledger.put(&entry(id, ActionState::InFlight, 1)).unwrap();
+    }
+    // In this process the key is known: entries come back whole.
+    assert_eq!(
+        ledger.entries().unwrap()[0].job.credential,
+        "sk-acme-shared"
+    );
+    drop(ledger);
+    let mut bytes = std::fs::read(&path).unwrap();
+    for side in ["-wal", "-shm"] {
+        if let Ok(b) = std::fs::read(format!("{}{side}", path.display())) {
+            bytes.extend(b);
+        }
+    }
+    let needle = b"sk-acme-shared";
+    assert!(
+        !bytes.windows(needle.len()).any(|w| w == needle),
+        "the full key is in the ledger file"
+    );
+    // A reader that does not know the key sees the reference: masked, with its hash.
+    let reader = SqliteLedger::open(&path).unwrap();
+    let c = reader.entries().unwrap()[0].job.credential.clone();
+    assert!(c.starts_with("credref:v1:sk-...ared:"), "{c}");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_new_ledger_file_is_private_to_its_owner() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.sqlite");
+    let mut ledger = SqliteLedger::open(&path).unwrap();
+    ledger.put(&entry(1, ActionState::InFlight, 1)).unwrap();
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "{mode:o}");
+    let wal = std::fs::metadata(format!("{}-wal", path.display()))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(wal & 0o077, 0, "the WAL is readable by others: {wal:o}");
 }

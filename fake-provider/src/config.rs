@@ -152,6 +152,10 @@ pub enum ConfigError {
     },
 }
 
+/// Largest `provider.time_scale`: 10,000 model ms per real ms already plays a day in under
+/// nine real seconds; beyond it the server's timers round every wait to zero.
+pub const MAX_TIME_SCALE: f64 = 10_000.0;
+
 fn invalid(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
     ConfigError::Invalid {
         key: key.into(),
@@ -173,10 +177,16 @@ impl ProviderConfig {
         if let Err(m) = self.tool_latency.shape() {
             return Err(invalid("provider.tool_latency", m));
         }
-        if !(self.time_scale.is_finite() && self.time_scale > 0.0) {
+        if !(self.time_scale.is_finite()
+            && self.time_scale > 0.0
+            && self.time_scale <= MAX_TIME_SCALE)
+        {
             return Err(invalid(
                 "provider.time_scale",
-                format!("must be a number above 0 (got {})", self.time_scale),
+                format!(
+                    "must be above 0 and at most {MAX_TIME_SCALE} (got {})",
+                    self.time_scale
+                ),
             ));
         }
         if self.identity_window.ms() == 0 {

@@ -480,6 +480,7 @@ preset = "naive"
     let r = s
         .client
         .put(format!("{}/_stampede/scenario", s.base))
+        .header("content-type", "application/toml")
         .body(toml)
         .send()
         .await
@@ -490,6 +491,7 @@ preset = "naive"
     let bad = s
         .client
         .put(format!("{}/_stampede/scenario", s.base))
+        .header("content-type", "application/toml")
         .body("[provider]\n[[provider.scopes]]\nid = \"z\"\nrpm = 0\n")
         .send()
         .await
@@ -517,6 +519,7 @@ preset = "naive"
     let r = s
         .client
         .post(format!("{}/_stampede/reset", s.base))
+        .header("content-type", "application/json")
         .send()
         .await
         .unwrap();

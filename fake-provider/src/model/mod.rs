@@ -594,7 +594,8 @@ impl ProviderModel {
             RequestRoute::GetRecord { id } => {
                 let latency = self.tool_latency.sample(&mut self.latency_rng, 0);
                 let headers = self.headers(scope_idx, seq, now);
-                match self.records.by_id(id) {
+                // Look-ups see only the caller's scope (its account), as Stripe's do.
+                match self.records.by_id_in(&scope_id, id) {
                     Some(r) => (latency, respond(200, headers, r.to_json())),
                     None => (
                         latency,
@@ -613,8 +614,8 @@ impl ProviderModel {
             RequestRoute::FindRecords { by } => {
                 let latency = self.tool_latency.sample(&mut self.latency_rng, 0);
                 let found = match by {
-                    FindBy::ExternalRef(r) => self.records.by_external_ref(r),
-                    FindBy::IdempotencyKey(k) => self.records.by_idempotency_key(k),
+                    FindBy::ExternalRef(r) => self.records.by_external_ref_in(&scope_id, r),
+                    FindBy::IdempotencyKey(k) => self.records.by_idempotency_key_in(&scope_id, k),
                 };
                 let data: Vec<Value> = found.iter().map(|r| r.to_json()).collect();
                 let body = json!({ "object": "list", "data": data });

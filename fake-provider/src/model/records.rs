@@ -162,6 +162,26 @@ impl RecordStore {
             .unwrap_or_default()
     }
 
+    /// A record by id, only when `scope` created it (another scope's is "no such record", as
+    /// an account never sees another account's objects).
+    pub(crate) fn by_id_in(&self, scope: &str, id: &str) -> Option<&Record> {
+        self.by_id(id).filter(|r| r.scope == scope)
+    }
+
+    /// Records `scope` created with this external reference, in commit order.
+    pub(crate) fn by_external_ref_in(&self, scope: &str, r: &str) -> Vec<&Record> {
+        let mut v = self.by_external_ref(r);
+        v.retain(|rec| rec.scope == scope);
+        v
+    }
+
+    /// Records `scope` created with this idempotency key, in commit order.
+    pub(crate) fn by_idempotency_key_in(&self, scope: &str, k: &str) -> Vec<&Record> {
+        let mut v = self.by_idempotency_key(k);
+        v.retain(|rec| rec.scope == scope);
+        v
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.records.len()
     }

@@ -68,11 +68,15 @@ pub(crate) async fn messages(
     headers: HeaderMap,
     body: Body,
 ) -> Response<Body> {
-    let bytes = match read_body(body, app.body_limit).await {
+    let bytes = match read_body(body, &app.options).await {
         Ok(b) => b,
         Err(r) => return r,
     };
-    let mut req = match parse::base_request(&headers, RequestRoute::Messages) {
+    let mut req = match parse::base_request(
+        &headers,
+        app.options.max_field_bytes,
+        RequestRoute::Messages,
+    ) {
         Ok(r) => r,
         Err(e) => return error_response(&bad_request_body(&e)),
     };

@@ -1,6 +1,6 @@
 //! `stampede serve`: a provider any HTTP client can be pointed at.
 
-use super::{control, serve_listener, ServeError, ServerOptions};
+use super::{control, guard, serve_listener, ScenarioCheck, ServeError, ServerOptions};
 use crate::config::{CredentialConfig, ProviderConfig, ScopeLimits};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -26,9 +26,23 @@ pub fn demo_config() -> ProviderConfig {
     }
 }
 
+/// A fresh control token: 128 random bits as hex (rand's thread RNG is a CSPRNG seeded by
+/// the OS).
+fn generate_token() -> String {
+    format!("stc_{:032x}", rand::random::<u128>())
+}
+
 /// Reads the scenario's `[provider]` table (other tables ignored; its top-level `seed` seeds
-/// the model), prints the address and credentials, and serves until Ctrl-C.
-pub async fn serve_cli(scenario_path: Option<&Path>, addr: SocketAddr) -> Result<(), ServeError> {
+/// the model), prints the address and credentials (masked), and serves until Ctrl-C.
+///
+/// On a non-loopback address it warns on stderr, and the control plane needs a token: the
+/// one given, or one generated and printed once here.
+pub async fn serve_cli(
+    scenario_path: Option<&Path>,
+    addr: SocketAddr,
+    control_token: Option<String>,
+    scenario_check: Option<ScenarioCheck>,
+) -> Result<(), ServeError> {
     let (config, seed) = match scenario_path {
         Some(path) => {
             let text = std::fs::read_to_string(path).map_err(|source| ServeError::Read {
@@ -49,11 +63,34 @@ pub async fn serve_cli(scenario_path: Option<&Path>, addr: SocketAddr) -> Result
         .await
         .map_err(|source| ServeError::Bind { addr, source })?;
     let bound = listener.local_addr()?;
+    let control_token = control_token.filter(|t| !t.is_empty());
+    let generated = control_token.is_none() && guard::token_required(bound, None);
+    let control_token = if generated {
+        Some(generate_token())
+    } else {
+        control_token
+    };
     println!("stampede fake provider listening on http://{bound}");
+    if !bound.ip().is_loopback() {
+        eprintln!(
+            "WARNING: stampede serve listens on {bound}, which is NOT a loopback address: anyone \
+             who can reach it can spend its credentials. The control plane (/_stampede/*) needs \
+             the control token. Use --addr 127.0.0.1:PORT unless you mean it."
+        );
+    }
     print!("{}", control::banner(&config));
     println!("  control: GET /_stampede/journal, /_stampede/stats, /metrics; POST /_stampede/reset; PUT /_stampede/scenario");
+    match (&control_token, generated) {
+        (Some(t), true) => println!(
+            "  control token (generated, shown once; send `Authorization: Bearer TOKEN` on /_stampede/*): {t}"
+        ),
+        (Some(_), false) => println!("  control token: required on /_stampede/* (the one given)"),
+        (None, _) => {}
+    }
     let options = ServerOptions {
         seed,
+        control_token,
+        scenario_check,
         ..ServerOptions::default()
     };
     serve_listener(config, options, listener, async {

@@ -6,6 +6,7 @@ use super::routes::{bad_request, read_body};
 use super::state::Inner;
 use super::App;
 use crate::config::ProviderConfig;
+use crate::model::mask_credential;
 use axum::body::Body;
 use axum::extract::{Query, State};
 use axum::http::{HeaderValue, Response};
@@ -13,35 +14,105 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-/// `GET /_stampede/journal[?since=SEQ]`: the ring's entries after `since`, one JSON per line.
+/// Entries per page of `GET /_stampede/journal?after_seq=N` when no `limit` is given.
+pub const DEFAULT_JOURNAL_PAGE: usize = 10_000;
+
+/// Entries cloned per lock while a journal answer streams (the lock is held microseconds).
+const JOURNAL_CHUNK: usize = 512;
+
+/// `GET /_stampede/journal`: entries in seq order, one JSON per line, streamed in chunks taken
+/// under the lock a few hundred at a time and serialized outside it.
+///
+/// - `?after_seq=N[&limit=M]`: one page, the first `M` (default [`DEFAULT_JOURNAL_PAGE`])
+///   entries with seq above `N`; `x-stampede-journal-more: true` when more follow (ask again
+///   with `after_seq` = the last seq received).
+/// - no parameters, or `?since=N` alone: every entry after `N` present when the request
+///   arrived (the original behaviour, still streamed).
 pub(crate) async fn journal(
     State(app): State<App>,
     Query(q): Query<BTreeMap<String, String>>,
 ) -> Response<Body> {
-    let since = match q.get("since").map(|s| s.parse::<u64>()) {
-        None => 0,
-        Some(Ok(n)) => n,
-        Some(Err(_)) => {
-            return bad_request(&BadRequest("`since` must be a whole number (a seq)".into()))
+    let number = |name: &str| -> Result<Option<u64>, BadRequest> {
+        match q.get(name).map(|s| s.parse::<u64>()) {
+            None => Ok(None),
+            Some(Ok(n)) => Ok(Some(n)),
+            Some(Err(_)) => Err(BadRequest(format!("`{name}` must be a whole number"))),
         }
     };
-    let entries: Vec<_> = {
-        let inner = app.shared.lock();
-        // The ring is in seq order, so skip by binary search.
-        let start = inner.ring.partition_point(|e| e.seq <= since);
-        inner.ring.range(start..).cloned().collect()
+    let (since, after_seq, limit) = match (number("since"), number("after_seq"), number("limit")) {
+        (Ok(s), Ok(a), Ok(l)) => (s, a, l),
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return bad_request(&e),
     };
-    let mut out = Vec::with_capacity(entries.len() * 320);
-    for e in &entries {
-        if serde_json::to_writer(&mut out, e).is_ok() {
-            out.push(b'\n');
-        }
+    if since.is_some() && after_seq.is_some() {
+        return bad_request(&BadRequest(
+            "give `after_seq` (paged) or `since` (everything after it), not both".into(),
+        ));
     }
-    let mut resp = Response::new(Body::from(out));
-    resp.headers_mut().insert(
+    if limit == Some(0) {
+        return bad_request(&BadRequest("`limit` must be at least 1".into()));
+    }
+    let paged = after_seq.is_some() || limit.is_some();
+    let after = after_seq.or(since).unwrap_or(0);
+    let limit = match (paged, limit) {
+        (false, _) => usize::MAX,
+        (true, Some(l)) => usize::try_from(l).unwrap_or(usize::MAX),
+        (true, None) => DEFAULT_JOURNAL_PAGE,
+    };
+    // What is there now bounds the answer: entries arriving while it streams wait for the
+    // next call.
+    let (upto, available) = {
+        let inner = app.shared.lock();
+        let start = inner.ring.partition_point(|e| e.seq <= after);
+        (
+            inner.ring.back().map_or(0, |e| e.seq),
+            inner.ring.len() - start,
+        )
+    };
+    let more = available > limit;
+    let shared = app.shared.clone();
+    let chunks = futures_util::stream::unfold((after, limit), move |(after, remaining)| {
+        let shared = shared.clone();
+        async move {
+            if remaining == 0 {
+                return None;
+            }
+            let entries: Vec<_> = {
+                let inner = shared.lock();
+                let start = inner.ring.partition_point(|e| e.seq <= after);
+                inner
+                    .ring
+                    .range(start..)
+                    .take_while(|e| e.seq <= upto)
+                    .take(remaining.min(JOURNAL_CHUNK))
+                    .cloned()
+                    .collect()
+            };
+            let last = entries.last()?.seq;
+            let mut out = Vec::with_capacity(entries.len() * 320);
+            for e in &entries {
+                if serde_json::to_writer(&mut out, e).is_ok() {
+                    out.push(b'\n');
+                }
+            }
+            let left = remaining - entries.len();
+            Some((
+                Ok::<_, std::convert::Infallible>(bytes::Bytes::from(out)),
+                (last, left),
+            ))
+        }
+    });
+    let mut resp = Response::new(Body::from_stream(chunks));
+    let h = resp.headers_mut();
+    h.insert(
         "content-type",
         HeaderValue::from_static("application/x-ndjson"),
     );
+    if paged {
+        h.insert(
+            "x-stampede-journal-more",
+            HeaderValue::from_static(if more { "true" } else { "false" }),
+        );
+    }
     resp
 }
 
@@ -80,13 +151,19 @@ pub(crate) async fn reset(State(app): State<App>) -> Response<Body> {
 /// `PUT /_stampede/scenario`: a TOML scenario (its `[provider]` table) or JSON provider
 /// config (bare or under `provider`) replaces the running one; time restarts at 0.
 pub(crate) async fn scenario(State(app): State<App>, body: Body) -> Response<Body> {
-    let bytes = match read_body(body, app.body_limit).await {
+    let bytes = match read_body(body, &app.options).await {
         Ok(b) => b,
         Err(r) => return r,
     };
     let Ok(text) = std::str::from_utf8(&bytes) else {
         return bad_request(&BadRequest("the scenario body is not UTF-8".into()));
     };
+    if text.trim().is_empty() {
+        return bad_request(&BadRequest(
+            "the scenario body is empty: send a scenario's TOML or a provider config as JSON"
+                .into(),
+        ));
+    }
     let parsed = if text.trim_start().starts_with('{') {
         serde_json::from_str::<serde_json::Value>(text)
             .map_err(|e| format!("request body: {e}"))
@@ -97,8 +174,30 @@ pub(crate) async fn scenario(State(app): State<App>, body: Body) -> Response<Bod
             })
             .and_then(|c| c.validate().map(|()| c).map_err(|e| e.to_string()))
     } else {
-        ProviderConfig::from_scenario_toml(text, "request body").map_err(|e| e.to_string())
-    };
+        ProviderConfig::from_scenario_toml(text, "request body")
+            .map_err(|e| e.to_string())
+            .and_then(|c| {
+                // A whole scenario (more than a provider table) is checked as
+                // `stampede validate` checks it, when the server was given that check.
+                let whole = toml::from_str::<toml::Table>(text)
+                    .is_ok_and(|t| t.keys().any(|k| k != "provider"));
+                match (&app.options.scenario_check, whole) {
+                    (Some(check), true) => (check.0)(text).map(|()| c),
+                    _ => Ok(c),
+                }
+            })
+    }
+    .and_then(|c| {
+        if c.credentials.is_empty() {
+            Err(
+                "provider.credentials: the provider has no credentials, so it would answer \
+                 every request 401: give at least one [[provider.credentials]]"
+                    .to_string(),
+            )
+        } else {
+            Ok(c)
+        }
+    });
     let config = match parsed {
         Ok(c) => c,
         Err(m) => return bad_request(&BadRequest(m)),
@@ -112,7 +211,7 @@ pub(crate) async fn scenario(State(app): State<App>, body: Body) -> Response<Bod
                 .config()
                 .credentials
                 .iter()
-                .map(|c| json!({ "key": c.key, "scope": c.scope }))
+                .map(|c| json!({ "key": mask_credential(&c.key), "scope": c.scope }))
                 .collect();
             json_response(
                 200,
@@ -228,11 +327,16 @@ pub(crate) async fn metrics(State(app): State<App>) -> Response<Body> {
     resp
 }
 
-/// A short JSON for the CLI banner and tests.
+/// The CLI banner's credential lines, keys masked (`sk-...1234`).
 pub(crate) fn banner(config: &ProviderConfig) -> String {
     let mut s = String::new();
     for c in &config.credentials {
-        let _ = writeln!(s, "  credential {} -> scope {}", c.key, c.scope);
+        let _ = writeln!(
+            s,
+            "  credential {} -> scope {}",
+            mask_credential(&c.key),
+            c.scope
+        );
     }
     s
 }

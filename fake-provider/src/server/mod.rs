@@ -5,16 +5,26 @@
 //! scenario) times `time_scale`; latencies are slept in real time (model ms / scale).
 //! Memory: the journal lives in a ring of `ServerOptions::journal_ring` entries; evictions are
 //! counted in `/_stampede/stats` (`journal_ring_lost`) and `/metrics`.
+//!
+//! Bounds: at most `max_connections` connections are served at once (more wait in the
+//! kernel's accept queue, so descriptors are never exhausted); a connection idle for
+//! `idle_timeout`, or taking more than `header_read_timeout` to send a request head, is
+//! closed; a body not read whole within `body_read_timeout` gets 408 and the connection
+//! closes; request heads are capped at `max_header_bytes` and every string the journal keeps
+//! (idempotency key, external reference, tenant, class, looked-up id) at `max_field_bytes`.
 
 mod anthropic;
 mod cli;
+mod conn;
 mod control;
+mod guard;
 mod parse;
 mod respond;
 mod routes;
 mod state;
 
 pub use cli::serve_cli;
+pub use control::DEFAULT_JOURNAL_PAGE;
 pub use state::{DEFAULT_JOURNAL_RING, TRANSIT_ALLOWANCE_REAL_MS};
 
 use crate::config::ProviderConfig;
@@ -29,6 +39,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tower::ServiceExt;
@@ -36,15 +47,63 @@ use tower::ServiceExt;
 /// Largest request body accepted by default, bytes (larger gets 413).
 pub const DEFAULT_BODY_LIMIT: usize = 1 << 20;
 
+/// Longest time, by default, between a request head's first byte and its end (or for an
+/// unread body to stop arriving after its answer).
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest time, by default, a keep-alive connection may sit idle between requests.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Longest time, by default, to read a whole request body.
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Connections served at once, by default (more wait in the accept queue).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1_024;
+/// Largest request head by default, bytes (hyper's read buffer; 8 KiB at least).
+pub const DEFAULT_MAX_HEADER_BYTES: usize = 64 * 1_024;
+/// Longest journaled string by default, bytes: Stripe's limit on idempotency keys.
+pub const DEFAULT_MAX_FIELD_BYTES: usize = 255;
+
 /// How the server runs, beyond the provider config.
 #[derive(Debug, Clone)]
 pub struct ServerOptions {
     /// Seed of the model's random streams.
     pub seed: u64,
-    /// Largest request body, bytes.
+    /// Largest request body, bytes (larger gets 413).
     pub body_limit: usize,
     /// Journal entries kept for `GET /_stampede/journal`.
     pub journal_ring: usize,
+    /// A request head must be read whole within this time of its first byte.
+    pub header_read_timeout: Duration,
+    /// A connection with no request in progress and no byte arriving is closed after this.
+    pub idle_timeout: Duration,
+    /// A request body must be read whole within this time (else 408 and the connection
+    /// closes), so a never-ending chunked body cannot hold a connection.
+    pub body_read_timeout: Duration,
+    /// Connections served at once; more wait in the kernel's accept queue.
+    pub max_connections: usize,
+    /// Largest request head, bytes (at least 8192).
+    pub max_header_bytes: usize,
+    /// Longest idempotency key, external reference, tenant, class or looked-up id, bytes
+    /// (longer gets 400, as Stripe answers keys over 255 characters).
+    pub max_field_bytes: usize,
+    /// Token `/_stampede/*` requires (`Authorization: Bearer TOKEN`). Without one, the
+    /// control plane is open on a loopback address and closed on any other.
+    pub control_token: Option<String>,
+    /// A stricter check of a TOML scenario uploaded to `PUT /_stampede/scenario` (the
+    /// command-line server checks it as `stampede validate` does); `None`: the provider
+    /// table's own checks only.
+    pub scenario_check: Option<ScenarioCheck>,
+}
+
+/// Checks a whole scenario's text; `Err` is the message to answer with.
+#[derive(Clone)]
+pub struct ScenarioCheck(pub Arc<ScenarioCheckFn>);
+
+/// The function behind a [`ScenarioCheck`].
+pub type ScenarioCheckFn = dyn Fn(&str) -> Result<(), String> + Send + Sync;
+
+impl std::fmt::Debug for ScenarioCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ScenarioCheck(..)")
+    }
 }
 
 impl Default for ServerOptions {
@@ -53,6 +112,14 @@ impl Default for ServerOptions {
             seed: 0,
             body_limit: DEFAULT_BODY_LIMIT,
             journal_ring: DEFAULT_JOURNAL_RING,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_header_bytes: DEFAULT_MAX_HEADER_BYTES,
+            max_field_bytes: DEFAULT_MAX_FIELD_BYTES,
+            control_token: None,
+            scenario_check: None,
         }
     }
 }
@@ -91,7 +158,9 @@ pub enum ServeError {
 pub(crate) struct App {
     pub(crate) shared: Arc<Shared>,
     pub(crate) stop: watch::Receiver<bool>,
-    pub(crate) body_limit: usize,
+    pub(crate) options: Arc<ServerOptions>,
+    /// The address the listener is bound to (for the control plane's Host check).
+    pub(crate) bound: SocketAddr,
 }
 
 /// The service error that makes hyper close the connection without a response.
@@ -107,6 +176,15 @@ impl std::fmt::Display for ClosedOnPurpose {
 impl std::error::Error for ClosedOnPurpose {}
 
 fn router(app: App) -> Router {
+    let control = Router::new()
+        .route("/_stampede/journal", get(control::journal))
+        .route("/_stampede/stats", get(control::stats))
+        .route("/_stampede/reset", post(control::reset))
+        .route("/_stampede/scenario", put(control::scenario))
+        .route_layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            guard::control_guard,
+        ));
     Router::new()
         .route("/v1/chat/completions", post(routes::chat_completions))
         .route("/v1/messages", post(anthropic::messages))
@@ -117,10 +195,7 @@ fn router(app: App) -> Router {
         )
         .route("/v1/records/{id}", get(routes::get_record))
         .route("/v1/items/{id}", get(routes::get_item))
-        .route("/_stampede/journal", get(control::journal))
-        .route("/_stampede/stats", get(control::stats))
-        .route("/_stampede/reset", post(control::reset))
-        .route("/_stampede/scenario", put(control::scenario))
+        .merge(control)
         .route("/metrics", get(control::metrics))
         .fallback(routes::not_found)
         .method_not_allowed_fallback(routes::method_not_allowed)
@@ -148,13 +223,28 @@ pub async fn serve_listener(
 ) -> Result<(), ServeError> {
     let shared = Arc::new(Shared::new(config, options.seed, options.journal_ring)?);
     let (stop_tx, stop_rx) = watch::channel(false);
+    let options = Arc::new(options);
+    let bound = listener.local_addr()?;
+    let slots = Arc::new(tokio::sync::Semaphore::new(options.max_connections.max(1)));
     let app = router(App {
         shared,
         stop: stop_rx.clone(),
-        body_limit: options.body_limit,
+        options: options.clone(),
+        bound,
     });
+    let mut http = http1::Builder::new();
+    http.max_buf_size(options.max_header_bytes.max(8_192));
     tokio::pin!(shutdown);
     loop {
+        // A slot first: at the cap, new connections wait in the accept queue (no descriptor
+        // is taken for them here) until a served one ends.
+        let slot = tokio::select! {
+            _ = &mut shutdown => break,
+            slot = slots.clone().acquire_owned() => match slot {
+                Ok(s) => s,
+                Err(_) => break,
+            },
+        };
         let (stream, _) = tokio::select! {
             _ = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
@@ -169,10 +259,16 @@ pub async fn serve_listener(
         let _ = stream.set_nodelay(true);
         let app = app.clone();
         let mut stop = stop_rx.clone();
+        let http = http.clone();
+        let (header_timeout, idle_timeout) = (options.header_read_timeout, options.idle_timeout);
         tokio::spawn(async move {
+            let _slot = slot;
+            let clock = conn::ConnClock::new();
+            let service_clock = clock.clone();
             let service =
                 hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                     let app = app.clone();
+                    let in_flight = conn::InFlight::new(service_clock.clone());
                     async move {
                         let resp = app
                             .oneshot(req.map(axum::body::Body::new))
@@ -181,14 +277,17 @@ pub async fn serve_listener(
                         if resp.extensions().get::<respond::DropConnection>().is_some() {
                             Err(ClosedOnPurpose)
                         } else {
-                            Ok(resp)
+                            Ok(resp.map(|b| conn::GuardedBody::new(b, in_flight)))
                         }
                     }
                 });
-            let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+            let io = TokioIo::new(conn::TrackedIo::new(stream, clock.clone()));
+            let conn = http.serve_connection(io, service);
             tokio::pin!(conn);
             tokio::select! {
                 _ = conn.as_mut() => {}
+                // Idle, or too slow sending a head: dropping the connection closes it.
+                _ = conn::watchdog(clock, header_timeout, idle_timeout) => {}
                 _ = stopped(&mut stop) => {
                     conn.as_mut().graceful_shutdown();
                     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), conn).await;

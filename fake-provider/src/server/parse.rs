@@ -39,12 +39,38 @@ struct ChatMessage {
     content: Value,
 }
 
-/// The attempt's attribution headers and credential.
+/// `what` is at most `max` bytes, or a 400 naming it (Stripe's wording for keys).
+pub(crate) fn capped(what: &str, value: &str, max: usize) -> Result<(), BadRequest> {
+    if value.len() <= max {
+        return Ok(());
+    }
+    Err(BadRequest(if what == "Idempotency-Key" {
+        format!(
+            "Keys for idempotent requests can only be {max} characters long (got {} bytes).",
+            value.len()
+        )
+    } else {
+        format!("{what} is {} bytes long; the limit is {max}", value.len())
+    }))
+}
+
+/// The id in a `/v1/records/{id}` or `/v1/items/{id}` path, capped like the other fields.
+fn route_id(route: &RequestRoute, max: usize) -> Result<(), BadRequest> {
+    match route {
+        RequestRoute::GetRecord { id } | RequestRoute::GetItem { id } => capped("the id", id, max),
+        _ => Ok(()),
+    }
+}
+
+/// The attempt's attribution headers and credential; every string the journal keeps is at
+/// most `max_field` bytes.
 pub(crate) fn base_request(
     headers: &HeaderMap,
+    max_field: usize,
     route: RequestRoute,
 ) -> Result<Request, BadRequest> {
-    let text = |name: &str| -> Result<Option<String>, BadRequest> {
+    route_id(&route, max_field)?;
+    let raw = |name: &str| -> Result<Option<String>, BadRequest> {
         match headers.get(name) {
             None => Ok(None),
             Some(v) => v
@@ -52,6 +78,18 @@ pub(crate) fn base_request(
                 .map(|s| Some(s.trim().to_string()))
                 .map_err(|_| BadRequest(format!("header `{name}` is not visible ASCII"))),
         }
+    };
+    let text = |name: &str| -> Result<Option<String>, BadRequest> {
+        let v = raw(name)?;
+        if let Some(v) = &v {
+            let what = if name == "idempotency-key" {
+                "Idempotency-Key".to_string()
+            } else {
+                format!("header `{name}`")
+            };
+            capped(&what, v, max_field)?;
+        }
+        Ok(v)
     };
     let number = |name: &str| -> Result<Option<u64>, BadRequest> {
         text(name)?
@@ -64,7 +102,7 @@ pub(crate) fn base_request(
             })
             .transpose()
     };
-    let credential = text("authorization")?.map(|a| {
+    let credential = raw("authorization")?.map(|a| {
         a.strip_prefix("Bearer ")
             .or_else(|| a.strip_prefix("bearer "))
             .unwrap_or(&a)
@@ -168,14 +206,17 @@ pub(crate) fn embeddings(req: &mut Request, bytes: &[u8]) -> Result<(), BadReque
 }
 
 /// Fills a record write from its body (a JSON object; `external_ref` a string if present).
-pub(crate) fn record(req: &mut Request, bytes: &[u8]) -> Result<(), BadRequest> {
+pub(crate) fn record(req: &mut Request, bytes: &[u8], max_field: usize) -> Result<(), BadRequest> {
     let v = json_body(bytes)?;
     let Value::Object(map) = &v else {
         return Err(BadRequest("the record body must be a JSON object".into()));
     };
     req.external_ref = match map.get("external_ref") {
         None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::String(s)) => {
+            capped("`external_ref`", s, max_field)?;
+            Some(s.clone())
+        }
         Some(_) => return Err(BadRequest("`external_ref` must be a string".into())),
     };
     req.body_hash = canonical_hash(&v);
@@ -185,7 +226,11 @@ pub(crate) fn record(req: &mut Request, bytes: &[u8]) -> Result<(), BadRequest> 
 /// `GET /v1/records?external_ref=..|idempotency_key=..`
 pub(crate) fn find_by(
     query: &std::collections::BTreeMap<String, String>,
+    max_field: usize,
 ) -> Result<FindBy, BadRequest> {
+    for (name, value) in query {
+        capped(&format!("query parameter `{name}`"), value, max_field)?;
+    }
     match (query.get("external_ref"), query.get("idempotency_key")) {
         (Some(r), None) => Ok(FindBy::ExternalRef(r.clone())),
         (None, Some(k)) => Ok(FindBy::IdempotencyKey(k.clone())),

@@ -2,7 +2,7 @@
 
 use super::parse::{self, BadRequest};
 use super::respond::{self, json_response};
-use super::App;
+use super::{App, ServerOptions};
 use crate::model::{error_body, Request, RequestRoute};
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
@@ -11,9 +11,29 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use std::collections::BTreeMap;
 
-/// Reads a body up to the limit: 413 past it, 400 if the client broke off.
-pub(crate) async fn read_body(body: Body, limit: usize) -> Result<Bytes, Response<Body>> {
-    match Limited::new(body, limit).collect().await {
+/// Reads a body up to the limit: 413 past it, 400 if the client broke off, 408 (and the
+/// connection closes) when it is not whole within the body-read timeout.
+pub(crate) async fn read_body(
+    body: Body,
+    options: &ServerOptions,
+) -> Result<Bytes, Response<Body>> {
+    let limit = options.body_limit;
+    let timeout = options.body_read_timeout;
+    let Ok(read) = tokio::time::timeout(timeout, Limited::new(body, limit).collect()).await else {
+        return Err(json_response(
+            408,
+            &[("connection".to_string(), "close".to_string())],
+            &error_body(
+                &format!(
+                    "the request body was not received within {} ms",
+                    timeout.as_millis()
+                ),
+                "invalid_request_error",
+                "request_timeout",
+            ),
+        ));
+    };
+    match read {
         Ok(c) => Ok(c.to_bytes()),
         Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(json_response(
             413,
@@ -69,11 +89,15 @@ pub(crate) async fn chat_completions(
     headers: HeaderMap,
     body: Body,
 ) -> Response<Body> {
-    let bytes = match read_body(body, app.body_limit).await {
+    let bytes = match read_body(body, &app.options).await {
         Ok(b) => b,
         Err(r) => return r,
     };
-    let mut req = match parse::base_request(&headers, RequestRoute::ChatCompletions) {
+    let mut req = match parse::base_request(
+        &headers,
+        app.options.max_field_bytes,
+        RequestRoute::ChatCompletions,
+    ) {
         Ok(r) => r,
         Err(e) => return bad_request(&e),
     };
@@ -88,11 +112,15 @@ pub(crate) async fn embeddings(
     headers: HeaderMap,
     body: Body,
 ) -> Response<Body> {
-    let bytes = match read_body(body, app.body_limit).await {
+    let bytes = match read_body(body, &app.options).await {
         Ok(b) => b,
         Err(r) => return r,
     };
-    let mut req = match parse::base_request(&headers, RequestRoute::Embeddings) {
+    let mut req = match parse::base_request(
+        &headers,
+        app.options.max_field_bytes,
+        RequestRoute::Embeddings,
+    ) {
         Ok(r) => r,
         Err(e) => return bad_request(&e),
     };
@@ -107,15 +135,19 @@ pub(crate) async fn create_record(
     headers: HeaderMap,
     body: Body,
 ) -> Response<Body> {
-    let bytes = match read_body(body, app.body_limit).await {
+    let bytes = match read_body(body, &app.options).await {
         Ok(b) => b,
         Err(r) => return r,
     };
-    let mut req = match parse::base_request(&headers, RequestRoute::CreateRecord) {
+    let mut req = match parse::base_request(
+        &headers,
+        app.options.max_field_bytes,
+        RequestRoute::CreateRecord,
+    ) {
         Ok(r) => r,
         Err(e) => return bad_request(&e),
     };
-    if let Err(e) = parse::record(&mut req, &bytes) {
+    if let Err(e) = parse::record(&mut req, &bytes, app.options.max_field_bytes) {
         return bad_request(&e);
     }
     attempt(&app, req).await
@@ -126,7 +158,11 @@ pub(crate) async fn get_record(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response<Body> {
-    match parse::base_request(&headers, RequestRoute::GetRecord { id }) {
+    match parse::base_request(
+        &headers,
+        app.options.max_field_bytes,
+        RequestRoute::GetRecord { id },
+    ) {
         Ok(req) => attempt(&app, req).await,
         Err(e) => bad_request(&e),
     }
@@ -137,11 +173,15 @@ pub(crate) async fn find_records(
     headers: HeaderMap,
     Query(query): Query<BTreeMap<String, String>>,
 ) -> Response<Body> {
-    let by = match parse::find_by(&query) {
+    let by = match parse::find_by(&query, app.options.max_field_bytes) {
         Ok(b) => b,
         Err(e) => return bad_request(&e),
     };
-    match parse::base_request(&headers, RequestRoute::FindRecords { by }) {
+    match parse::base_request(
+        &headers,
+        app.options.max_field_bytes,
+        RequestRoute::FindRecords { by },
+    ) {
         Ok(req) => attempt(&app, req).await,
         Err(e) => bad_request(&e),
     }
@@ -152,7 +192,11 @@ pub(crate) async fn get_item(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response<Body> {
-    match parse::base_request(&headers, RequestRoute::GetItem { id }) {
+    match parse::base_request(
+        &headers,
+        app.options.max_field_bytes,
+        RequestRoute::GetItem { id },
+    ) {
         Ok(req) => attempt(&app, req).await,
         Err(e) => bad_request(&e),
     }

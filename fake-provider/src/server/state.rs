@@ -91,11 +91,18 @@ impl Inner {
         (model_ms as f64 / self.time_scale).ceil() as u64
     }
 
-    /// One attempt through the model, its journal entry moved to the ring.
+    /// One attempt through the model, its journal entry moved to the ring. An attempt no
+    /// credential admitted (`scope` empty) keeps only its attribution numbers, tenant and
+    /// class: nothing else it sent is stored.
     pub(crate) fn arrive(&mut self, req: &Request) -> Decision {
         let now = self.now();
         let d = self.model.arrive(req, now);
-        for e in self.model.drain_journal() {
+        for mut e in self.model.drain_journal() {
+            if e.scope.is_none() {
+                e.idempotency_key = None;
+                e.external_ref = None;
+                e.lookup = None;
+            }
             if self.ring.len() == self.ring_capacity {
                 self.ring.pop_front();
                 self.ring_lost += 1;

@@ -173,8 +173,16 @@ pub async fn play_durable(
             scenario.name
         )));
     }
-    let ledger = SqliteLedger::open(ledger_path)
+    let mut ledger = SqliteLedger::open(ledger_path)
         .map_err(|e| LiveError::Durable(format!("--ledger: {e}")))?;
+    // The ledger stores references to keys, not keys: resolve them from the scenario's.
+    ledger.add_credentials(
+        scenario
+            .workloads
+            .iter()
+            .map(|w| w.credential.as_str())
+            .chain(scenario.provider.credentials.iter().map(|c| c.key.as_str())),
+    );
     let entries = ledger
         .all_entries()
         .map_err(|e| LiveError::Durable(format!("--ledger: {e}")))?;

@@ -1,0 +1,199 @@
+//! One connection's clock: how long it has been idle, or reading a request head, so a
+//! watchdog can close connections that hold a slot without making progress.
+//!
+//! - idle: no request in progress and no byte of the next one read: closed after
+//!   `idle_timeout`;
+//! - reading a head: bytes of the next request read but its head not yet complete (or an
+//!   unread body still trickling in after its answer): closed `header_read_timeout` after
+//!   the first of those bytes;
+//! - a request in progress (from its head until its answer's last byte, hangs and streams
+//!   included): never closed by the watchdog; its body read has its own timeout in the
+//!   handler.
+
+use bytes::Bytes;
+use hyper::body::{Body, Frame, SizeHint};
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+#[derive(Debug)]
+struct ClockState {
+    in_flight: u32,
+    idle_since: Instant,
+    first_byte: Option<Instant>,
+}
+
+/// Shared by the connection's I/O, its in-flight guards and its watchdog.
+#[derive(Debug)]
+pub(crate) struct ConnClock {
+    state: Mutex<ClockState>,
+}
+
+impl ConnClock {
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::new(ConnClock {
+            state: Mutex::new(ClockState {
+                in_flight: 0,
+                idle_since: Instant::now(),
+                first_byte: None,
+            }),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ClockState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn read_some(&self) {
+        let mut s = self.lock();
+        if s.in_flight == 0 && s.first_byte.is_none() {
+            s.first_byte = Some(Instant::now());
+        }
+    }
+
+    /// When the watchdog should close the connection, if nothing changes; `None` while a
+    /// request is in progress.
+    fn deadline(&self, header: Duration, idle: Duration) -> Option<Instant> {
+        let s = self.lock();
+        if s.in_flight > 0 {
+            return None;
+        }
+        Some(match s.first_byte {
+            Some(t) => t + header,
+            None => s.idle_since + idle,
+        })
+    }
+}
+
+/// Held from a request's head until its answer's body is done (or dropped).
+#[derive(Debug)]
+pub(crate) struct InFlight(Arc<ConnClock>);
+
+impl InFlight {
+    pub(crate) fn new(clock: Arc<ConnClock>) -> Self {
+        {
+            let mut s = clock.lock();
+            s.in_flight += 1;
+            s.first_byte = None;
+        }
+        InFlight(clock)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut s = self.0.lock();
+        s.in_flight = s.in_flight.saturating_sub(1);
+        if s.in_flight == 0 {
+            s.idle_since = Instant::now();
+            s.first_byte = None;
+        }
+    }
+}
+
+/// Resolves when the connection has been idle or reading a head for too long.
+pub(crate) async fn watchdog(clock: Arc<ConnClock>, header: Duration, idle: Duration) {
+    let poll = header.min(idle).max(Duration::from_millis(10)) / 2;
+    loop {
+        match clock.deadline(header, idle) {
+            None => tokio::time::sleep(poll).await,
+            Some(d) if Instant::now() >= d => return,
+            Some(d) => tokio::time::sleep_until(d.into()).await,
+        }
+    }
+}
+
+/// The socket, noting when bytes arrive outside a request.
+pub(crate) struct TrackedIo<T> {
+    inner: T,
+    clock: Arc<ConnClock>,
+}
+
+impl<T> TrackedIo<T> {
+    pub(crate) fn new(inner: T, clock: Arc<ConnClock>) -> Self {
+        TrackedIo { inner, clock }
+    }
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for TrackedIo<T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let r = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if matches!(r, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.clock.read_some();
+        }
+        r
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for TrackedIo<T> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// An answer's body that keeps its request in flight until its last frame (or its drop).
+pub(crate) struct GuardedBody {
+    inner: axum::body::Body,
+    _guard: InFlight,
+}
+
+impl GuardedBody {
+    pub(crate) fn new(inner: axum::body::Body, guard: InFlight) -> Self {
+        GuardedBody {
+            inner,
+            _guard: guard,
+        }
+    }
+}
+
+impl Body for GuardedBody {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}

@@ -1,0 +1,265 @@
+//! The server's bounds over loopback, with raw sockets: idle and slow-head connections are
+//! closed, a never-ending body gets 408, connections past the cap wait, oversized fields get
+//! 400, and attempts no credential admitted keep nothing they sent in the journal.
+
+use stampede_provider::config::ScopeLimits;
+use stampede_provider::config::{CredentialConfig, DurationMs, LatencyConfig, ProviderConfig};
+use stampede_provider::server::{spawn_with, ServerHandle, ServerOptions};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+fn config() -> ProviderConfig {
+    ProviderConfig {
+        latency: LatencyConfig::fixed_ms(1),
+        tool_latency: LatencyConfig::fixed_ms(1),
+        reject_latency: DurationMs(0),
+        scopes: vec![ScopeLimits {
+            id: "a".into(),
+            rpm: None,
+            tpm: None,
+            rpd: None,
+            tpd: None,
+            concurrency: None,
+            count_rejected: false,
+        }],
+        credentials: vec![CredentialConfig {
+            key: "sk-a-test-key".into(),
+            scope: "a".into(),
+        }],
+        ..ProviderConfig::default()
+    }
+}
+
+fn short() -> ServerOptions {
+    ServerOptions {
+        header_read_timeout: Duration::from_millis(300),
+        idle_timeout: Duration::from_millis(300),
+        body_read_timeout: Duration::from_millis(300),
+        ..ServerOptions::default()
+    }
+}
+
+async fn start(options: ServerOptions) -> (SocketAddr, ServerHandle) {
+    spawn_with(config(), options, SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .expect("server starts")
+}
+
+/// Reads until the server closes (Ok with what came) or `limit` passes (Err).
+async fn read_until_closed(s: &mut TcpStream, limit: Duration) -> Result<String, String> {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    let end = Instant::now() + limit;
+    loop {
+        match tokio::time::timeout_at(end.into(), s.read(&mut buf)).await {
+            Err(_) => return Err(String::from_utf8_lossy(&out).into_owned()),
+            Ok(Ok(0)) | Ok(Err(_)) => return Ok(String::from_utf8_lossy(&out).into_owned()),
+            Ok(Ok(n)) => out.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+async fn request(addr: SocketAddr, raw: String) -> String {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(raw.as_bytes()).await.unwrap();
+    read_until_closed(&mut s, Duration::from_secs(5))
+        .await
+        .expect("answered and closed")
+}
+
+#[tokio::test]
+async fn an_idle_connection_is_closed_after_the_idle_timeout() {
+    let (addr, _h) = start(short()).await;
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let t = Instant::now();
+    read_until_closed(&mut s, Duration::from_secs(3))
+        .await
+        .expect("the server closes an idle connection");
+    assert!(
+        t.elapsed() >= Duration::from_millis(250),
+        "{:?}",
+        t.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_keep_alive_connection_is_closed_once_idle_after_its_answer() {
+    let (addr, _h) = start(short()).await;
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(format!("GET /v1/items/1 HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer sk-a-test-key\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let got = read_until_closed(&mut s, Duration::from_secs(3))
+        .await
+        .expect("closed after the idle timeout");
+    assert!(got.starts_with("HTTP/1.1 200"), "{got}");
+}
+
+#[tokio::test]
+async fn a_head_sent_a_byte_at_a_time_is_cut_off() {
+    let (addr, _h) = start(short()).await;
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let t = Instant::now();
+    let writer = async {
+        for b in b"GET /v1/items/1 HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+        {
+            if s.write_all(&[*b]).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), writer)
+        .await
+        .ok();
+    let _ = read_until_closed(&mut s, Duration::from_secs(1)).await;
+    assert!(
+        t.elapsed() < Duration::from_millis(2_000),
+        "the slow head held the connection for {:?}",
+        t.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_never_ending_chunked_body_gets_408_and_the_connection_closes() {
+    let (addr, _h) = start(short()).await;
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(
+        format!(
+            "POST /v1/records HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer sk-a-test-key\r\n\
+             Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{{\r\n"
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    // Keep the body coming, a chunk every 50 ms, while reading the answer.
+    let (mut rd, mut wr) = s.into_split();
+    let feeder = tokio::spawn(async move {
+        for _ in 0..200 {
+            if wr.write_all(b"1\r\n \r\n").await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    let mut out = Vec::new();
+    let got = tokio::time::timeout(Duration::from_secs(5), rd.read_to_end(&mut out)).await;
+    feeder.abort();
+    assert!(got.is_ok(), "the connection was still open after 5 s");
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(text.contains("request_timeout"), "{text}");
+}
+
+#[tokio::test]
+async fn connections_past_the_cap_wait_for_a_slot() {
+    let (addr, _h) = start(ServerOptions {
+        max_connections: 2,
+        idle_timeout: Duration::from_millis(500),
+        ..ServerOptions::default()
+    })
+    .await;
+    let _a = TcpStream::connect(addr).await.unwrap();
+    let _b = TcpStream::connect(addr).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let t = Instant::now();
+    let got = request(
+        addr,
+        format!("GET /v1/items/1 HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer sk-a-test-key\r\nConnection: close\r\n\r\n"),
+    )
+    .await;
+    assert!(got.starts_with("HTTP/1.1 200"), "{got}");
+    // It was served only once an idle connection was closed and freed its slot.
+    assert!(
+        t.elapsed() >= Duration::from_millis(300),
+        "{:?}",
+        t.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn an_idempotency_key_over_255_bytes_is_a_400_and_is_not_stored() {
+    let (addr, _h) = start(ServerOptions::default()).await;
+    let key = "k".repeat(256);
+    let got = request(
+        addr,
+        format!(
+            "POST /v1/records HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer sk-a-test-key\r\n\
+             Idempotency-Key: {key}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\
+             Connection: close\r\n\r\n{{}}"
+        ),
+    )
+    .await;
+    assert!(got.starts_with("HTTP/1.1 400"), "{got}");
+    assert!(got.contains("255 characters"), "{got}");
+    let ok_key = "k".repeat(255);
+    let got = request(
+        addr,
+        format!(
+            "POST /v1/records HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer sk-a-test-key\r\n\
+             Idempotency-Key: {ok_key}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\
+             Connection: close\r\n\r\n{{}}"
+        ),
+    )
+    .await;
+    assert!(got.starts_with("HTTP/1.1 200"), "{got}");
+    for (what, raw) in [
+        (
+            "external_ref",
+            format!("{{\"external_ref\":\"{}\"}}", "r".repeat(300)),
+        ),
+        ("tenant", "{}".to_string()),
+    ] {
+        let tenant = if what == "tenant" {
+            format!("X-Stampede-Tenant: {}\r\n", "t".repeat(300))
+        } else {
+            String::new()
+        };
+        let got = request(
+            addr,
+            format!(
+                "POST /v1/records HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer sk-a-test-key\r\n\
+                 {tenant}Content-Type: application/json\r\nContent-Length: {}\r\n\
+                 Connection: close\r\n\r\n{raw}",
+                raw.len()
+            ),
+        )
+        .await;
+        assert!(got.starts_with("HTTP/1.1 400"), "{what}: {got}");
+    }
+    let got = request(
+        addr,
+        format!("GET /_stampede/journal HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"),
+    )
+    .await;
+    assert!(!got.contains(&key), "the oversized key reached the journal");
+}
+
+#[tokio::test]
+async fn an_unauthenticated_attempt_keeps_nothing_it_sent_in_the_journal() {
+    let (addr, _h) = start(ServerOptions::default()).await;
+    let key = format!("secret-key-{}", "x".repeat(200));
+    let got = request(
+        addr,
+        format!(
+            "POST /v1/records HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer sk-wrong-{}\r\n\
+             Idempotency-Key: {key}\r\nContent-Type: application/json\r\nContent-Length: 26\r\n\
+             Connection: close\r\n\r\n{{\"external_ref\":\"ref-xyz\"}}",
+            "w".repeat(100)
+        ),
+    )
+    .await;
+    assert!(got.starts_with("HTTP/1.1 401"), "{got}");
+    let journal = request(
+        addr,
+        format!("GET /_stampede/journal HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"),
+    )
+    .await;
+    assert!(journal.contains("\"seq\":1"), "{journal}");
+    assert!(!journal.contains(&key), "{journal}");
+    assert!(!journal.contains("ref-xyz"), "{journal}");
+    assert!(!journal.contains("wwwwwwww"), "{journal}");
+}
