@@ -77,6 +77,15 @@ pub trait Ledger {
     fn put_progress(&mut self, entry: &LedgerEntry) -> Result<(), LedgerError> {
         self.put(entry)
     }
+
+    /// Makes every `put` so far durable. A ledger that writes through does nothing; one
+    /// that commits in groups (many puts, one fsync) writes its pending puts here. The
+    /// driver of a group-committing ledger calls it (through `Scheduler::flush_ledger`)
+    /// before any `Send` it drained leaves, so an action is still durable before its
+    /// first send.
+    fn flush(&mut self) -> Result<(), LedgerError> {
+        Ok(())
+    }
 }
 
 /// The in-memory ledger: what a process without persistence has.

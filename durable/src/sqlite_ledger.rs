@@ -27,6 +27,7 @@
 //! A file this creates is readable and writable by its owner only (mode 0600 on Unix; SQLite
 //! gives its `-wal` and `-shm` files the same mode).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -77,6 +78,9 @@ pub struct SqliteLedger {
     path: PathBuf,
     /// Keys the stored credential references resolve back to.
     credentials: CredentialRefs,
+    /// Group commit: puts not yet written, the latest per job (`None`: every put is
+    /// written and synced before it returns).
+    pending: Option<BTreeMap<JobId, LedgerEntry>>,
 }
 
 /// Creates `path` empty with mode 0600 when it does not exist yet (SQLite takes an empty file
@@ -138,6 +142,7 @@ impl SqliteLedger {
             conn,
             path,
             credentials: CredentialRefs::default(),
+            pending: None,
         };
         ledger.migrate()?;
         Ok(ledger)
@@ -149,6 +154,46 @@ impl SqliteLedger {
         for key in keys {
             self.credentials.add(key);
         }
+    }
+
+    /// Turns group commit on (or off, after writing what is pending): `put` then only
+    /// records the entry, and [`Ledger::flush`] writes every pending one in one transaction,
+    /// one fsync. The durability promise moves to the flush: a driver flushes before any
+    /// send leaves (see `Scheduler::flush_ledger`), so an action is still on disk before its
+    /// first attempt. A crash loses only the state changes since the last flush, which a
+    /// restart treats as the earlier, safer state (an in-flight action is reconciled).
+    pub fn set_group_commit(&mut self, on: bool) -> Result<(), DurableError> {
+        if on {
+            self.pending.get_or_insert_with(BTreeMap::new);
+            Ok(())
+        } else {
+            self.write_pending()?;
+            self.pending = None;
+            Ok(())
+        }
+    }
+
+    /// Writes the pending puts in one transaction.
+    fn write_pending(&mut self) -> Result<(), DurableError> {
+        let Some(pending) = self.pending.take().filter(|p| !p.is_empty()) else {
+            return Ok(());
+        };
+        let begin = self.conn.execute_batch("BEGIN IMMEDIATE");
+        begin.map_err(|source| self.sql_err("begin a group commit", source))?;
+        for entry in pending.values() {
+            if let Err(e) = self.put_entry(entry) {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                self.pending = Some(pending);
+                return Err(e);
+            }
+        }
+        if let Err(source) = self.conn.execute_batch("COMMIT") {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            self.pending = Some(pending);
+            return Err(self.sql_err("commit a group of entries", source));
+        }
+        self.pending = Some(BTreeMap::new());
+        Ok(())
     }
 
     /// A ledger that lives only as long as this value: for tests and the virtual driver's
@@ -163,6 +208,7 @@ impl SqliteLedger {
             conn,
             path,
             credentials: CredentialRefs::default(),
+            pending: None,
         };
         ledger.migrate()?;
         Ok(ledger)
@@ -345,11 +391,39 @@ impl SqliteLedger {
 
 impl Ledger for SqliteLedger {
     fn put(&mut self, entry: &LedgerEntry) -> Result<(), LedgerError> {
-        self.put_entry(entry).map_err(LedgerError::from)
+        match &mut self.pending {
+            Some(pending) => {
+                self.credentials.add(&entry.job.credential);
+                pending.insert(entry.job.id, entry.clone());
+                Ok(())
+            }
+            None => self.put_entry(entry).map_err(LedgerError::from),
+        }
     }
 
+    /// Stored entries with the pending ones over them.
     fn entries(&self) -> Result<Vec<LedgerEntry>, LedgerError> {
-        self.all_entries().map_err(LedgerError::from)
+        let mut all = self.all_entries().map_err(LedgerError::from)?;
+        if let Some(pending) = self.pending.as_ref().filter(|p| !p.is_empty()) {
+            let mut by_id: BTreeMap<JobId, LedgerEntry> =
+                all.drain(..).map(|e| (e.job.id, e)).collect();
+            for (id, e) in pending {
+                by_id.insert(*id, e.clone());
+            }
+            all = by_id.into_values().collect();
+        }
+        Ok(all)
+    }
+
+    fn flush(&mut self) -> Result<(), LedgerError> {
+        self.write_pending().map_err(LedgerError::from)
+    }
+}
+
+impl Drop for SqliteLedger {
+    /// What is pending is written on a clean drop (a crash loses it, as documented).
+    fn drop(&mut self) {
+        let _ = self.write_pending();
     }
 }
 

@@ -289,3 +289,33 @@ fn a_new_ledger_file_is_private_to_its_owner() {
         & 0o777;
     assert_eq!(wal & 0o077, 0, "the WAL is readable by others: {wal:o}");
 }
+
+#[test]
+fn group_commit_writes_pending_puts_at_flush_and_reads_them_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.db");
+    let mut ledger = SqliteLedger::open(&path).unwrap();
+    ledger.set_group_commit(true).unwrap();
+    let on_disk = || -> i64 {
+        Connection::open(&path)
+            .unwrap()
+            .query_row("SELECT COUNT(*) FROM entries", [], |r| r.get(0))
+            .unwrap()
+    };
+    for id in 1..=50 {
+        ledger.put(&entry(id, ActionState::Planned, 0)).unwrap();
+    }
+    ledger.put(&entry(7, ActionState::InFlight, 1)).unwrap();
+    assert_eq!(on_disk(), 0, "nothing written before the flush");
+    // The ledger itself sees what is pending (a restore reads it).
+    let seen = ledger.entries().unwrap();
+    assert_eq!(seen.len(), 50);
+    assert_eq!(seen[6].state, ActionState::InFlight);
+    ledger.flush().unwrap();
+    assert_eq!(on_disk(), 50, "one group, all durable");
+    ledger.put(&entry(51, ActionState::Planned, 0)).unwrap();
+    drop(ledger);
+    assert_eq!(on_disk(), 51, "a clean drop writes what is pending");
+    let reopened = SqliteLedger::open(&path).unwrap();
+    assert_eq!(reopened.entries().unwrap()[6].attempts, 1);
+}

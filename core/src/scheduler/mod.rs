@@ -292,6 +292,13 @@ impl<L: Ledger> Scheduler<L> {
         &self.ledger
     }
 
+    /// Makes every ledger write so far durable (see `Ledger::flush`). Call order with a
+    /// group-committing ledger: drain `poll`, then `flush_ledger`, then put the drained
+    /// `Send`s on the wire.
+    pub fn flush_ledger(&mut self) -> Result<(), LedgerError> {
+        self.ledger.flush()
+    }
+
     /// Gives the ledger back (for a simulated crash: only what it holds survives).
     pub fn into_ledger(self) -> L {
         self.ledger

@@ -181,6 +181,10 @@ pub async fn play_from<L: Ledger>(
             });
             core.on_outcome(f.attempt, f.outcome, now);
         }
+        // Drain the core first, then make its ledger writes durable (one group commit per
+        // turn), then put the attempts on the wire: an action is on disk before its first
+        // send, and no core call ever waits on the disk.
+        let mut outgoing = Vec::new();
         while let Some(command) = core.poll(now) {
             events += 1;
             match command {
@@ -190,40 +194,11 @@ pub async fn play_from<L: Ledger>(
                         .map_err(LiveError::Provider)?;
                     let http =
                         http_request(&provider.base, &request).map_err(LiveError::Provider)?;
-                    let stream = request.stream;
                     // A retry layer under the client (`client.transport_retries`) sends the
                     // same request again after a connection error, and the core never hears.
                     let hidden = (hidden_retries > 0)
                         .then(|| (provider.base.clone(), request.clone(), hidden_retries));
-                    let timeout = clock.real(send.timeout_ms);
-                    let transport = transport.clone();
-                    // The trail records the attempt before it leaves (a killed process
-                    // must not have sent what its trail does not show).
-                    if audit {
-                        record_audit(&mut core, opts.keep_audit, &mut audit_events, audit_sink)?;
-                    }
-                    sends += 1;
-                    inflight.spawn(async move {
-                        let sent_us = clock.real_elapsed_us();
-                        let mut outcome = transport.attempt(&send, http, stream, timeout).await;
-                        if let Some((base, request, mut left)) = hidden {
-                            while left > 0 && translate::hidden_layer_retries(&outcome) {
-                                left -= 1;
-                                let Ok(again) = http_request(&base, &request) else {
-                                    break;
-                                };
-                                outcome = transport.attempt(&send, again, stream, timeout).await;
-                            }
-                        }
-                        Finished {
-                            attempt: send.attempt,
-                            job: send.job,
-                            attempt_no: send.attempt_no,
-                            outcome,
-                            sent_us,
-                            done_us: clock.real_elapsed_us(),
-                        }
-                    });
+                    outgoing.push((send, http, request.stream, hidden));
                 }
                 Command::Finish(terminal) => {
                     if live.finish(&terminal, now, &mut measure) {
@@ -233,8 +208,38 @@ pub async fn play_from<L: Ledger>(
                 }
             }
         }
+        core.flush_ledger()
+            .map_err(|e| LiveError::Durable(format!("--ledger: {e}")))?;
+        // The trail records the attempts before they leave (a killed process must not have
+        // sent what its trail does not show).
         if audit {
             record_audit(&mut core, opts.keep_audit, &mut audit_events, audit_sink)?;
+        }
+        for (send, http, stream, hidden) in outgoing {
+            let timeout = clock.real(send.timeout_ms);
+            let transport = transport.clone();
+            sends += 1;
+            inflight.spawn(async move {
+                let sent_us = clock.real_elapsed_us();
+                let mut outcome = transport.attempt(&send, http, stream, timeout).await;
+                if let Some((base, request, mut left)) = hidden {
+                    while left > 0 && translate::hidden_layer_retries(&outcome) {
+                        left -= 1;
+                        let Ok(again) = http_request(&base, &request) else {
+                            break;
+                        };
+                        outcome = transport.attempt(&send, again, stream, timeout).await;
+                    }
+                }
+                Finished {
+                    attempt: send.attempt,
+                    job: send.job,
+                    attempt_no: send.attempt_no,
+                    outcome,
+                    sent_us,
+                    done_us: clock.real_elapsed_us(),
+                }
+            });
         }
 
         let arrival_time = admission.next_time();

@@ -183,6 +183,10 @@ pub async fn play_durable(
             .map(|w| w.credential.as_str())
             .chain(scenario.provider.credentials.iter().map(|c| c.key.as_str())),
     );
+    // Group commit: the driver flushes once per turn, before that turn's sends leave.
+    ledger
+        .set_group_commit(true)
+        .map_err(|e| LiveError::Durable(format!("--ledger: {e}")))?;
     let entries = ledger
         .all_entries()
         .map_err(|e| LiveError::Durable(format!("--ledger: {e}")))?;
