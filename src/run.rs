@@ -59,6 +59,10 @@ pub struct RunArgs {
     /// continued. Use a new FILE for a fresh run.
     #[arg(long, value_name = "FILE", requires = "live")]
     ledger: Option<PathBuf>,
+    /// With --provider: the control token that provider requires (`stampede serve` prints
+    /// it); default: the STAMPEDE_CONTROL_TOKEN environment variable.
+    #[arg(long, value_name = "TOKEN", requires = "provider")]
+    control_token: Option<String>,
     /// Put any client under test instead of Stampede's core: the command after `--` (or
     /// the scenario's [client] command) runs against the provider, started on a loopback
     /// port, with OPENAI_BASE_URL, ANTHROPIC_BASE_URL, the keys and STAMPEDE_WORKLOAD in
@@ -122,6 +126,10 @@ pub fn main(args: RunArgs) -> ExitCode {
             provider: args.provider.clone(),
             time_scale: args.time_scale,
             ledger: args.ledger.clone(),
+            control_token: args
+                .control_token
+                .clone()
+                .or_else(|| std::env::var("STAMPEDE_CONTROL_TOKEN").ok()),
             ..LiveOptions::default()
         };
         match run_live(&scenario, &live, &opts) {

@@ -190,3 +190,34 @@ fn a_whole_scenario_uploaded_to_serve_is_checked_as_validate_checks_it() {
     assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
     assert!(answer.contains("no_such_key"), "{answer}");
 }
+
+/// A live run against a `serve` that requires a control token: refused without it, with a
+/// message that names the flag; played with `--control-token`.
+#[test]
+fn a_live_run_brings_the_control_token_a_provider_requires() {
+    let served = serve("127.0.0.1:0", &["--control-token", "t0ken-for-tests"]);
+    let url = format!("http://{}", served.addr);
+    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/live/retry-after.toml");
+    let dir = std::env::temp_dir().join(format!("stampede-token-{}", std::process::id()));
+    let run = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_stampede"))
+            .args(["run", scenario, "--live", "--provider", &url, "--out"])
+            .arg(&dir)
+            .args(extra)
+            .env_remove("STAMPEDE_CONTROL_TOKEN")
+            .output()
+            .expect("stampede run")
+    };
+    let refused = run(&[]);
+    assert_eq!(refused.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("control"), "{err}");
+    let played = run(&["--control-token", "t0ken-for-tests"]);
+    assert!(
+        played.status.code().is_some_and(|c| c <= 1),
+        "{}",
+        String::from_utf8_lossy(&played.stderr)
+    );
+    assert!(dir.join("summary.json").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -65,6 +65,9 @@ pub struct LiveOptions {
     /// it already holds entries the run is a restart: the provider is not reset and the
     /// scheduler is restored from the ledger.
     pub ledger: Option<PathBuf>,
+    /// The control token of a `--provider` that requires one (`stampede serve` on a
+    /// non-loopback address, or started with `--control-token`).
+    pub control_token: Option<String>,
 }
 
 impl Default for LiveOptions {
@@ -75,6 +78,7 @@ impl Default for LiveOptions {
             connect_timeout_ms: DEFAULT_CONNECT_TIMEOUT_MS,
             keep_audit: false,
             ledger: None,
+            control_token: None,
         }
     }
 }
@@ -174,7 +178,7 @@ pub async fn play(
     let mut config = scenario.provider.clone();
     config.time_scale = scale;
     let provider = match &opts.provider {
-        Some(url) => Provider::remote(url, &config).await?,
+        Some(url) => Provider::remote_with_token(url, &config, opts.control_token.clone()).await?,
         None => Provider::in_process(config, rng::stream_u64(scenario.seed, "provider")).await?,
     };
     let run = driver::play(scenario, &provider, scale, opts, sink).await;

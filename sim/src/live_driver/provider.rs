@@ -20,6 +20,9 @@ pub struct Provider {
     /// The in-process server (dropped: stopped).
     server: Option<ServerHandle>,
     control: Client<HttpConnector, Full<Bytes>>,
+    /// Sent as `x-stampede-control-token` on control calls (a provider serving a
+    /// non-loopback address, or started with `--control-token`, requires it).
+    token: Option<String>,
 }
 
 impl Provider {
@@ -32,6 +35,7 @@ impl Provider {
             base: format!("http://{addr}"),
             server: Some(server),
             control: control_client(),
+            token: None,
         })
     }
 
@@ -39,10 +43,20 @@ impl Provider {
     /// (`PUT /_stampede/scenario`, which also restarts its clock and empties its journal).
     /// Its random streams keep the seed it was started with.
     pub async fn remote(url: &str, config: &ProviderConfig) -> Result<Self, LiveError> {
+        Self::remote_with_token(url, config, None).await
+    }
+
+    /// [`Provider::remote`] for a provider whose control plane needs `token`.
+    pub async fn remote_with_token(
+        url: &str,
+        config: &ProviderConfig,
+        token: Option<String>,
+    ) -> Result<Self, LiveError> {
         let p = Self {
             base: url.trim_end_matches('/').to_string(),
             server: None,
             control: control_client(),
+            token,
         };
         let body = serde_json::to_vec(config)
             .map_err(|e| LiveError::Provider(format!("cannot encode the provider config: {e}")))?;
@@ -58,7 +72,14 @@ impl Provider {
             base: url.trim_end_matches('/').to_string(),
             server: None,
             control: control_client(),
+            token: None,
         }
+    }
+
+    /// Sends `token` as `x-stampede-control-token` on every control call.
+    pub fn with_control_token(mut self, token: Option<String>) -> Self {
+        self.token = token;
+        self
     }
 
     /// The provider's clock: model ms since its last reset, and its time scale (model ms
@@ -140,10 +161,14 @@ impl Provider {
     async fn call(&self, method: Method, path: &str, body: Vec<u8>) -> Result<String, LiveError> {
         let url = format!("{}{path}", self.base);
         let fail = |what: String| LiveError::Provider(format!("{method} {url}: {what}"));
-        let req = hyper::Request::builder()
+        let mut builder = hyper::Request::builder()
             .method(method.clone())
             .uri(&url)
-            .header("content-type", "application/json")
+            .header("content-type", "application/json");
+        if let Some(token) = &self.token {
+            builder = builder.header("x-stampede-control-token", token);
+        }
+        let req = builder
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| fail(e.to_string()))?;
         let resp = self

@@ -204,7 +204,7 @@ pub async fn play_durable(
             entries.len()
         )));
     };
-    let provider = Provider::attach(url);
+    let provider = Provider::attach(url).with_control_token(opts.control_token.clone());
     let (at, provider_scale) = provider.clock().await?;
     if (provider_scale - scale).abs() > 1e-9 * scale {
         return Err(LiveError::Unsupported(format!(
@@ -279,7 +279,7 @@ async fn first_life(
     let mut config = scenario.provider.clone();
     config.time_scale = scale;
     let provider = match &opts.provider {
-        Some(url) => Provider::remote(url, &config).await?,
+        Some(url) => Provider::remote_with_token(url, &config, opts.control_token.clone()).await?,
         None => Provider::in_process(config, rng::stream_u64(scenario.seed, "provider")).await?,
     };
     let mut trail = match audit_path {

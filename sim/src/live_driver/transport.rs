@@ -50,9 +50,11 @@ impl Transport {
         connector.set_nodelay(true);
         let client = Client::builder(TokioExecutor::new())
             .retry_canceled_requests(false)
-            // Idle connections stay until the server closes them: an expiry timer racing a
-            // new request is exactly the kind of silent resend this harness must not have.
-            .pool_idle_timeout(None)
+            // An idle pooled connection is dropped after 30 s, before the provider's own idle
+            // timeout (60 s) closes it under us: reusing a socket the server already closed
+            // would fail an attempt that never left. Expiry is checked at checkout, so no
+            // request is ever re-sent because of it (retries stay off).
+            .pool_idle_timeout(std::time::Duration::from_secs(30))
             .build(connector);
         Self { client, dilation }
     }
