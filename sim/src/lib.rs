@@ -7,5 +7,6 @@ pub mod measure;
 pub mod rng;
 pub mod run;
 pub mod scenario;
+pub mod sdk_client;
 pub mod virtual_driver;
 pub mod workload;

@@ -78,6 +78,9 @@ pub fn default_out_dir(scenario: &Scenario) -> PathBuf {
 
 /// Plays `scenario` in virtual time and writes its run directory.
 pub fn run_virtual(scenario: &Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError> {
+    if !scenario.sdk_layers.is_empty() {
+        return run_sdk(scenario, opts);
+    }
     let started = Instant::now();
     let mut files = Vec::new();
     let run = match &opts.out_dir {
@@ -102,6 +105,30 @@ pub fn run_virtual(scenario: &Scenario, opts: &RunOptions) -> Result<RunOutcome,
             run
         }
         None => virtual_driver::run(scenario, &mut NoAttempts)?,
+    };
+    finish_run(scenario, run.measured, run.events, started, files, opts)
+}
+
+/// Plays a scenario whose client is an SDK's retry layers (see `sdk_client`).
+fn run_sdk(scenario: &Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError> {
+    let started = Instant::now();
+    let mut files = Vec::new();
+    let run = match &opts.out_dir {
+        Some(dir) => {
+            fs::create_dir_all(dir).map_err(|e| output_err(dir, e))?;
+            let path = dir.join("attempts.csv");
+            let file = File::create(&path).map_err(|e| output_err(&path, e))?;
+            let mut sink = csv::Writer::from_writer(BufWriter::with_capacity(1 << 16, file));
+            let run = crate::sdk_client::run(
+                scenario,
+                &scenario.sdk_layers,
+                &mut sink as &mut dyn AttemptSink,
+            )?;
+            sink.flush().map_err(|e| output_err(&path, e))?;
+            files.push(path);
+            run
+        }
+        None => crate::sdk_client::run(scenario, &scenario.sdk_layers, &mut NoAttempts)?,
     };
     finish_run(scenario, run.measured, run.events, started, files, opts)
 }

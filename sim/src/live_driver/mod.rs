@@ -175,6 +175,13 @@ pub async fn play(
             scenario.name
         )));
     }
+    if !scenario.sdk_layers.is_empty() {
+        return Err(LiveError::Unsupported(format!(
+            "scenario {:?} plays an SDK preset ({}), which the simulator models; to put the \
+             real SDK under test live, run it with --client",
+            scenario.name, scenario.client.preset
+        )));
+    }
     let mut config = scenario.provider.clone();
     config.time_scale = scale;
     let provider = match &opts.provider {

@@ -41,6 +41,70 @@ pub struct ClientSpec {
     /// provider's address, the keys and the workload file in its environment.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub command: Vec<String>,
+    /// Retry layers stacked over an SDK preset (`client.preset = "openai-python"`),
+    /// outermost first: an attempt of an outer layer runs the whole retry sequence of the
+    /// layers under it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layers: Vec<LayerSpec>,
+}
+
+/// One `[[client.layers]]` entry: an SDK or framework preset, optionally with its own
+/// number of attempts.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LayerSpec {
+    /// `openai-python`, `anthropic-python`, `openai-node` or `langchain-retry`.
+    pub preset: String,
+    /// Attempts of what is under it, the first included (the preset's when absent).
+    #[serde(default)]
+    pub max_attempts: Option<u32>,
+}
+
+/// The retry layers a client spec describes, outermost first: its `[[client.layers]]`
+/// over its preset. Empty when the preset is one of the core's. Errors are `(key, message)`.
+pub fn sdk_layers(
+    spec: &ClientSpec,
+) -> Result<Vec<crate::sdk_client::RetryLayer>, (String, String)> {
+    use crate::sdk_client::{sdk_preset, SDK_PRESETS};
+    let inner = sdk_preset(&spec.preset);
+    if inner.is_none() {
+        if spec.layers.is_empty() {
+            return Ok(Vec::new());
+        }
+        return Err((
+            "client.layers".into(),
+            format!(
+                "layers stack over an SDK preset: set client.preset to one of {} (the core's \
+                 presets cannot be stacked yet)",
+                SDK_PRESETS.join(", ")
+            ),
+        ));
+    }
+    let mut out = Vec::with_capacity(spec.layers.len() + 1);
+    for (i, l) in spec.layers.iter().enumerate() {
+        let mut layer = sdk_preset(&l.preset).ok_or_else(|| {
+            (
+                format!("client.layers.{i}.preset"),
+                format!(
+                    "unknown layer preset {:?}; use one of: {}",
+                    l.preset,
+                    SDK_PRESETS.join(", ")
+                ),
+            )
+        })?;
+        if let Some(n) = l.max_attempts {
+            if n == 0 || n > 100 {
+                return Err((
+                    format!("client.layers.{i}.max_attempts"),
+                    format!("{n} attempts: give 1 to 100"),
+                ));
+            }
+            layer.max_attempts = n;
+        }
+        out.push(layer);
+    }
+    out.extend(inner);
+    Ok(out)
 }
 
 /// Most hidden transport re-sends a scenario may ask for.
@@ -56,6 +120,7 @@ impl Default for ClientSpec {
             transport_retries: 0,
             claims: true,
             command: Vec::new(),
+            layers: Vec::new(),
         }
     }
 }
@@ -80,13 +145,17 @@ pub fn resolve_policy(
     spec: &ClientSpec,
     provider: &ProviderConfig,
 ) -> Result<Policy, (String, String)> {
-    let base = preset_policy(&spec.preset).ok_or_else(|| {
+    // An SDK preset is played by the SDK client (see `sdk_client`); the core's policy
+    // is only carried along (workers).
+    let sdk = crate::sdk_client::sdk_preset(&spec.preset).is_some();
+    let base = preset_policy(if sdk { "naive" } else { &spec.preset }).ok_or_else(|| {
         (
             "client.preset".to_string(),
             format!(
-                "unknown preset {:?}; use one of: {}",
+                "unknown preset {:?}; use one of: {}, or an SDK's: {}",
                 spec.preset,
-                PRESETS.join(", ")
+                PRESETS.join(", "),
+                crate::sdk_client::SDK_PRESETS.join(", ")
             ),
         )
     })?;

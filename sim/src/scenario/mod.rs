@@ -88,6 +88,9 @@ pub struct Scenario {
     pub bucket_ms: u64,
     /// When the simulated runner crashes and restarts from its ledger (`[[crashes]]`).
     pub crashes: Vec<CrashSpec>,
+    /// The retry layers of an SDK client, outermost first (`client.preset` an SDK's, and
+    /// `[[client.layers]]`); empty when the core is the client.
+    pub sdk_layers: Vec<crate::sdk_client::RetryLayer>,
 }
 
 /// Reads a scenario file, applies `--seed` and `--set`, and checks it.
@@ -262,6 +265,15 @@ fn resolve(raw: ScenarioFile) -> Result<Scenario, (String, String)> {
     }
     let expectations = expect::parse_expect(&raw.expect)?;
     let crashes = crashes::resolve(raw.crashes)?;
+    let sdk_layers = client::sdk_layers(&raw.client)?;
+    if !sdk_layers.is_empty() && !crashes.is_empty() {
+        return Err((
+            "crashes".into(),
+            "an SDK client keeps no ledger to restart from: [[crashes]] need one of the core's \
+             presets"
+                .into(),
+        ));
+    }
     if !crashes.is_empty() && raw.client.transport_retries > 0 {
         return Err((
             "client.transport_retries".into(),
@@ -282,5 +294,6 @@ fn resolve(raw: ScenarioFile) -> Result<Scenario, (String, String)> {
         expectations,
         bucket_ms: raw.measure.bucket.ms(),
         crashes,
+        sdk_layers,
     })
 }

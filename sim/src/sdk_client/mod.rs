@@ -1,0 +1,407 @@
+//! Clients that are not Stampede's core, in the simulator: an SDK's own retries, and
+//! frameworks stacked over it (`[[client.layers]]`), played in virtual time against the
+//! provider model with the workload's arrivals and `client.workers` workers (a thread pool
+//! running one call at a time each, as the examples' drivers do).
+//!
+//! A call runs its layers outermost first: an attempt of an outer layer is the inner
+//! layer's whole retry sequence. When the innermost layer gives up it hands the last error
+//! out, and the next layer decides, on the same error, whether to run the inner sequence
+//! again. So three layers of three attempts over a persistent 429 cost 27 attempts, and the
+//! provider counts them all. These clients send no idempotency key and no attribution, as
+//! the SDKs do; `x-stainless-retry-count` carries the innermost layer's retry number.
+
+pub mod layer;
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use rand_chacha::ChaCha8Rng;
+use stampede_core::{Millis, Reason, Route, Terminal, TerminalStatus};
+use stampede_provider::model::{Answer, ProviderModel, Request, RequestRoute};
+use stampede_reports::UnfinishedRow;
+
+use crate::measure::{Ended, Measurement};
+use crate::rng;
+use crate::scenario::Scenario;
+use crate::virtual_driver::{AttemptSink, DriverError, VirtualRun, VIRTUAL_EPOCH_UNIX_MS};
+use crate::workload::{Arrival, Arrivals};
+pub use layer::{sdk_preset, Failure, RetryLayer, SDK_PRESETS};
+
+/// Workers when neither the scenario nor the preset says (the examples' default).
+pub const DEFAULT_WORKERS: u32 = 8;
+
+/// One call in progress.
+struct Call {
+    arrival: Arrival,
+    /// Attempts made by each layer in its current sequence, outermost first.
+    attempts: Vec<u32>,
+    /// Attempts that reached the provider, all layers.
+    sent: u32,
+    first_sent_at: Option<Millis>,
+    last_status: Option<u16>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Step {
+    /// Put the call's next attempt on the wire.
+    Send,
+    /// The attempt `seq` ended at the provider's side; `ok` when the call got its answer.
+    Heard {
+        seq: u64,
+        ok: bool,
+        failure: Option<FailureKey>,
+    },
+}
+
+/// `Failure` in an orderable form for the event heap.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct FailureKey {
+    status: Option<u16>,
+    retry_after_ms: Option<u64>,
+    should_retry: Option<bool>,
+}
+
+impl FailureKey {
+    fn failure(&self) -> Failure {
+        match self.status {
+            None => Failure::Connection,
+            Some(status) => Failure::Status {
+                status,
+                retry_after_ms: self.retry_after_ms,
+                should_retry: self.should_retry,
+            },
+        }
+    }
+}
+
+/// Plays `scenario` with `layers` (outermost first) as the client.
+pub fn run(
+    scenario: &Scenario,
+    layers: &[RetryLayer],
+    sink: &mut dyn AttemptSink,
+) -> Result<VirtualRun, DriverError> {
+    assert!(!layers.is_empty(), "an SDK client has at least one layer");
+    // An SDK's constants are real seconds. A scenario written for a real client at a time
+    // scale (`provider.time_scale`, for `--client`) runs the provider that much faster than
+    // the client's clock; the simulated client keeps its constants in client time too, so
+    // the two agree (a 130 s Retry-After at scale 10 is 13 s to the SDK).
+    let scale = scenario.provider.time_scale.max(f64::MIN_POSITIVE);
+    let dilate = |ms: u64| -> u64 {
+        if ms == u64::MAX {
+            ms
+        } else {
+            (ms as f64 * scale).round().min(u64::MAX as f64) as u64
+        }
+    };
+    let layers: Vec<RetryLayer> = layers
+        .iter()
+        .map(|l| RetryLayer {
+            base_ms: dilate(l.base_ms),
+            cap_ms: dilate(l.cap_ms),
+            retry_after_max_ms: l.retry_after_max_ms.map(dilate),
+            timeout_ms: dilate(l.timeout_ms),
+            jitter: match l.jitter {
+                layer::LayerJitter::AddUpTo { max_ms } => layer::LayerJitter::AddUpTo {
+                    max_ms: dilate(max_ms),
+                },
+                j => j,
+            },
+            ..l.clone()
+        })
+        .collect();
+    let layers = &layers[..];
+    let mut provider = ProviderModel::new(
+        scenario.provider.clone(),
+        rng::stream_u64(scenario.seed, "provider"),
+        VIRTUAL_EPOCH_UNIX_MS,
+    )?;
+    provider.set_lean_bodies(true);
+    let mut jitter: ChaCha8Rng = rng::stream(scenario.seed, "client");
+    let workers = scenario.client.workers.unwrap_or(DEFAULT_WORKERS).max(1) as usize;
+    let timeout = layers.last().map_or(600_000, |l| l.timeout_ms);
+    let cap = scenario.duration_ms;
+    let mut measure = Measurement::new(scenario.bucket_ms, cap);
+    let mut arrivals = Arrivals::new(scenario);
+    let mut waiting: VecDeque<Arrival> = VecDeque::new();
+    let mut calls: Vec<Option<Call>> = Vec::new();
+    let mut busy = 0usize;
+    // (time, order, call index, step): ties in scheduling order.
+    let mut events: BinaryHeap<Reverse<(Millis, u64, usize, Step)>> = BinaryHeap::new();
+    let mut order = 0u64;
+    let mut handled = 0u64;
+    let mut now: Millis = 0;
+    loop {
+        let next = [
+            events.peek().map(|Reverse((t, ..))| *t),
+            arrivals.peek_time(),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        let Some(t) = next else { break };
+        if t > cap {
+            now = cap;
+            break;
+        }
+        now = t.max(now);
+        while arrivals.peek_time().is_some_and(|a| a <= now) {
+            if let Some(a) = arrivals.next() {
+                measure.on_submit();
+                waiting.push_back(a);
+                handled += 1;
+            }
+        }
+        while busy < workers {
+            let Some(arrival) = waiting.pop_front() else {
+                break;
+            };
+            busy += 1;
+            measure.on_first_dispatch(now.saturating_sub(arrival.at));
+            calls.push(Some(Call {
+                arrival,
+                attempts: vec![1; layers.len()],
+                sent: 0,
+                first_sent_at: None,
+                last_status: None,
+            }));
+            order += 1;
+            events.push(Reverse((now, order, calls.len() - 1, Step::Send)));
+        }
+        while let Some(Reverse((t, _, idx, step))) = events.peek().cloned() {
+            if t > now {
+                break;
+            }
+            events.pop();
+            handled += 1;
+            let Some(call) = calls.get_mut(idx).and_then(Option::as_mut) else {
+                continue;
+            };
+            match step {
+                Step::Send => {
+                    let request = request_of(call, layers);
+                    call.sent += 1;
+                    call.first_sent_at.get_or_insert(now);
+                    let decision = provider.arrive(&request, now);
+                    for entry in provider.drain_journal() {
+                        let row = measure.on_journal(&entry, None);
+                        sink.attempt(&row).map_err(DriverError::Output)?;
+                    }
+                    let (after, ok, failure) =
+                        heard(&decision.answer, decision.latency_ms, timeout);
+                    call.last_status = decision.answer.status();
+                    order += 1;
+                    events.push(Reverse((
+                        now + after,
+                        order,
+                        idx,
+                        Step::Heard {
+                            seq: decision.seq,
+                            ok,
+                            failure,
+                        },
+                    )));
+                }
+                Step::Heard { seq, ok, failure } => {
+                    provider.depart(seq, now);
+                    let retry = match (&failure, ok) {
+                        (Some(f), false) => decide(call, layers, &f.failure(), &mut jitter),
+                        _ => None,
+                    };
+                    match retry {
+                        Some(delay) => {
+                            order += 1;
+                            events.push(Reverse((now + delay, order, idx, Step::Send)));
+                        }
+                        None => {
+                            let done = calls[idx].take();
+                            if let Some(call) = done {
+                                end(&mut measure, &call, now, ok);
+                            }
+                            busy -= 1;
+                            while busy < workers {
+                                let Some(arrival) = waiting.pop_front() else {
+                                    break;
+                                };
+                                busy += 1;
+                                measure.on_first_dispatch(now.saturating_sub(arrival.at));
+                                calls.push(Some(Call {
+                                    arrival,
+                                    attempts: vec![1; layers.len()],
+                                    sent: 0,
+                                    first_sent_at: None,
+                                    last_status: None,
+                                }));
+                                order += 1;
+                                events.push(Reverse((now, order, calls.len() - 1, Step::Send)));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // Calls still open, and arrivals waiting for a worker, did not finish in time.
+    for call in calls.iter().flatten() {
+        let sent = call.sent > 0;
+        open(&mut measure, now, &call.arrival, sent);
+    }
+    for arrival in &waiting {
+        open(&mut measure, now, arrival, false);
+    }
+    let measured = measure.finish(now);
+    Ok(VirtualRun {
+        measured,
+        events: handled,
+        end_ms: now,
+    })
+}
+
+/// The attempt a call puts on the wire: what an SDK sends (no key, no attribution).
+fn request_of(call: &Call, layers: &[RetryLayer]) -> Request {
+    let job = &call.arrival.job;
+    // The anthropic SDK calls Messages; the others OpenAI's chat completions.
+    let anthropic = layers.last().is_some_and(|l| l.name == "anthropic-python");
+    let route = match job.route {
+        Route::ChatCompletion if anthropic => RequestRoute::Messages,
+        Route::ChatCompletion => RequestRoute::ChatCompletions,
+        Route::CreateRecord => RequestRoute::CreateRecord,
+        Route::GetItem => RequestRoute::GetItem {
+            id: job.resource.clone().unwrap_or_default(),
+        },
+    };
+    let chat = job.route == Route::ChatCompletion;
+    Request {
+        route,
+        credential: Some(job.credential.clone()),
+        body_hash: job.payload_hash,
+        external_ref: job.external_ref.clone(),
+        prompt_tokens: if chat { job.prompt_tokens } else { 0 },
+        max_tokens: if chat { job.max_output_tokens } else { 0 },
+        stream: chat && job.stream,
+        stream_usage: chat && job.stream,
+        sdk_retry_count: call
+            .attempts
+            .get(layers.len().saturating_sub(1))
+            .map(|a| a.saturating_sub(1)),
+        ..Request::default()
+    }
+}
+
+/// When the client hears how an attempt ended (ms after it was sent), whether it got its
+/// answer, and the failure its layers see otherwise.
+fn heard(answer: &Answer, latency: u64, timeout: u64) -> (u64, bool, Option<FailureKey>) {
+    match answer {
+        Answer::Respond { status, .. } if (200..300).contains(status) && latency <= timeout => {
+            (latency, true, None)
+        }
+        Answer::Respond { status, .. } if latency <= timeout => {
+            let ms = answer
+                .header("retry-after-ms")
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .map(|v| v.max(0.0) as u64)
+                .or_else(|| {
+                    answer
+                        .header("retry-after")
+                        .and_then(|v| v.trim().parse::<u64>().ok())
+                        .map(|s| s.saturating_mul(1_000))
+                });
+            let should_retry = match answer.header("x-should-retry") {
+                Some("true") => Some(true),
+                Some("false") => Some(false),
+                _ => None,
+            };
+            (
+                latency,
+                false,
+                Some(FailureKey {
+                    status: Some(*status),
+                    retry_after_ms: ms,
+                    should_retry,
+                }),
+            )
+        }
+        Answer::Hang { .. } | Answer::Respond { .. } => (timeout, false, Some(connection())),
+        Answer::Drop { .. } | Answer::StreamCut { .. } | Answer::StreamError { .. } => {
+            (latency.min(timeout), false, Some(connection()))
+        }
+    }
+}
+
+fn connection() -> FailureKey {
+    FailureKey {
+        status: None,
+        retry_after_ms: None,
+        should_retry: None,
+    }
+}
+
+/// The layers' verdict on a failure, innermost first: the delay before the next attempt,
+/// or `None` when every layer gave up. An outer layer that retries starts its inner
+/// layers' sequences afresh.
+fn decide(
+    call: &mut Call,
+    layers: &[RetryLayer],
+    failure: &Failure,
+    rng: &mut ChaCha8Rng,
+) -> Option<u64> {
+    for i in (0..layers.len()).rev() {
+        if let Some(delay) = layers[i].retry_after(failure, call.attempts[i], rng) {
+            call.attempts[i] += 1;
+            for inner in call.attempts.iter_mut().skip(i + 1) {
+                *inner = 1;
+            }
+            return Some(delay);
+        }
+    }
+    None
+}
+
+fn end(measure: &mut Measurement, call: &Call, now: Millis, ok: bool) {
+    let terminal = Terminal {
+        job: call.arrival.job.id,
+        status: if ok {
+            TerminalStatus::Completed
+        } else {
+            TerminalStatus::Failed
+        },
+        reason: if ok {
+            Reason::Succeeded
+        } else {
+            Reason::AttemptsExhausted
+        },
+        sent: call.sent > 0,
+        last_status: call.last_status,
+        attempts: call.sent,
+        waited_ms: 0,
+        operation_id: None,
+        next_actions: Vec::new(),
+    };
+    measure.on_terminal(Ended {
+        at: now,
+        tenant: &call.arrival.job.tenant,
+        terminal: &terminal,
+        submitted_at: call.arrival.at,
+        first_sent_at: call.first_sent_at,
+        deadline: call.arrival.job.deadline,
+    });
+}
+
+fn open(measure: &mut Measurement, now: Millis, arrival: &Arrival, sent: bool) {
+    measure.on_unfinished(now, arrival.at, arrival.job.deadline, sent);
+    measure.list_unfinished(UnfinishedRow {
+        action: arrival.job.id,
+        tenant: arrival.job.tenant.clone(),
+        class: arrival.job.class.clone(),
+        submitted_at_ms: arrival.at,
+        sent,
+        state: if sent { "in_flight" } else { "never_sent" }.into(),
+        idempotency_key: String::new(),
+        external_ref: arrival.job.external_ref.clone().unwrap_or_default(),
+        next_safe_action: if sent {
+            "look_up_before_retrying"
+        } else {
+            "submit_again"
+        }
+        .into(),
+    });
+}
