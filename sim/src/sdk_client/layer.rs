@@ -14,8 +14,48 @@ pub enum LayerJitter {
     ReduceUpToQuarter,
     /// `delay + U(0, max_ms)`: tenacity's `wait_exponential_jitter`.
     AddUpTo { max_ms: u64 },
+    /// `U(0, delay)`: full jitter (the AWS SDKs, gRPC, Envoy).
+    Full,
     /// No jitter.
     None,
+}
+
+/// A budget one layer instance keeps across all its calls: what lets a client stop
+/// retrying when retries stop helping, rather than per call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RetryBudget {
+    /// The AWS SDKs' retry quota: `capacity` tokens; a retry costs `retry_cost` (a timeout
+    /// or connection error `timeout_cost`) and is not made without them; a success gives
+    /// `success_refund` back.
+    Quota {
+        capacity: u32,
+        retry_cost: u32,
+        timeout_cost: u32,
+        success_refund: u32,
+    },
+    /// gRPC retry throttling (gRFC A6): a token count starting at `max_tokens`; a failure
+    /// takes 1, a success gives `token_ratio` back; retries stop while the count is at or
+    /// below half of `max_tokens`.
+    TokenRatio { max_tokens: f64, token_ratio: f64 },
+    /// Envoy's retry budget: retries in flight at most `percent` of the requests in flight,
+    /// and never fewer than `min_concurrent`.
+    ActiveShare { percent: f64, min_concurrent: u32 },
+    /// Google SRE's adaptive throttling: over the last `window_ms`, a new request is rejected
+    /// in the client with probability `max(0, (requests - k * accepts) / (requests + 1))`,
+    /// where accepts are requests the provider did not refuse for load (429, 503, 529).
+    AdaptiveThrottle { k: f64, window_ms: u64 },
+}
+
+/// The state of one layer's [`RetryBudget`] in a client.
+#[derive(Debug, Clone, Default)]
+pub struct BudgetState {
+    tokens: f64,
+    /// Requests in flight and retries in flight (Envoy).
+    active_requests: u32,
+    active_retries: u32,
+    /// `(when, accepted)` of the requests in the window (SRE).
+    history: std::collections::VecDeque<(u64, bool)>,
 }
 
 /// What a layer does with a Retry-After above the most it honours.
@@ -55,14 +95,24 @@ pub struct RetryLayer {
     pub obeys_should_retry: bool,
     /// Per-attempt timeout (the SDK's read timeout).
     pub timeout_ms: u64,
+    /// Base of the backoff after a throttling answer (429, 503), when it differs (AWS).
+    #[serde(default)]
+    pub throttle_base_ms: Option<u64>,
+    /// A budget shared by all the layer's calls, if it keeps one.
+    #[serde(default)]
+    pub budget: Option<RetryBudget>,
 }
 
 /// The SDK and framework presets, in the order reports list them.
-pub const SDK_PRESETS: [&str; 4] = [
+pub const SDK_PRESETS: [&str; 8] = [
     "openai-python",
     "anthropic-python",
     "openai-node",
     "langchain-retry",
+    "aws-standard",
+    "grpc-throttling",
+    "envoy-budget",
+    "sre-throttling",
 ];
 
 /// A preset by name.
@@ -81,6 +131,19 @@ pub fn sdk_preset(name: &str) -> Option<RetryLayer> {
         retry_connection: true,
         obeys_should_retry: true,
         timeout_ms: 600_000,
+        throttle_base_ms: None,
+        budget: None,
+    };
+    // Budgeted infrastructure clients: full jitter, no Retry-After, 5xx, 429 and connection
+    // errors retried.
+    let infra = RetryLayer {
+        jitter: LayerJitter::Full,
+        retry_after_max_ms: None,
+        above_max: AboveMax::OwnBackoff,
+        retry_statuses: vec![429],
+        obeys_should_retry: false,
+        timeout_ms: 60_000,
+        ..sdk.clone()
     };
     Some(match name {
         // openai-python 3.57.0, src/openai/_base_client.py (`_should_retry`,
@@ -119,8 +182,165 @@ pub fn sdk_preset(name: &str) -> Option<RetryLayer> {
             obeys_should_retry: false,
             ..sdk
         },
+        // The AWS SDKs' "standard" retry mode (smithy-rs aws-smithy-runtime
+        // `standard_retries`, botocore `retries/standard.py`): 3 attempts, full jitter over
+        // `min(base * 2^n, 20 s)` with base 100 ms, 500 ms after throttling; a retry quota
+        // of 500 tokens, 5 per retry, 10 per timeout or connection retry, 1 back per success.
+        "aws-standard" => RetryLayer {
+            base_ms: 100,
+            cap_ms: 20_000,
+            throttle_base_ms: Some(500),
+            budget: Some(RetryBudget::Quota {
+                capacity: 500,
+                retry_cost: 5,
+                timeout_cost: 10,
+                success_refund: 1,
+            }),
+            ..infra
+        },
+        // gRPC retries with throttling (gRFC A6): maxAttempts 4, initial backoff 100 ms,
+        // multiplier 2, max 1 s, full jitter, UNAVAILABLE and RESOURCE_EXHAUSTED (503, 429);
+        // retryThrottling maxTokens 10, tokenRatio 0.1.
+        "grpc-throttling" => RetryLayer {
+            max_attempts: 4,
+            base_ms: 100,
+            cap_ms: 1_000,
+            retry_statuses: vec![429, 503],
+            retry_5xx: false,
+            budget: Some(RetryBudget::TokenRatio {
+                max_tokens: 10.0,
+                token_ratio: 0.1,
+            }),
+            ..infra
+        },
+        // Envoy's router retries (retry_on 5xx, reset, connect-failure, 429 as a retriable
+        // status): num_retries 3, base interval 25 ms, max 250 ms, full jitter; retry budget
+        // 20% of active requests, at least 3 concurrent retries.
+        "envoy-budget" => RetryLayer {
+            max_attempts: 4,
+            base_ms: 25,
+            cap_ms: 250,
+            budget: Some(RetryBudget::ActiveShare {
+                percent: 20.0,
+                min_concurrent: 3,
+            }),
+            ..infra
+        },
+        // Google SRE adaptive throttling ("Handling Overload", SRE book ch. 21): K = 2 over
+        // the last two minutes, on a client that retries 3 times with full jitter.
+        "sre-throttling" => RetryLayer {
+            base_ms: 100,
+            cap_ms: 10_000,
+            budget: Some(RetryBudget::AdaptiveThrottle {
+                k: 2.0,
+                window_ms: 120_000,
+            }),
+            ..infra
+        },
         _ => return None,
     })
+}
+
+impl BudgetState {
+    /// A fresh budget.
+    pub fn new(budget: &RetryBudget) -> Self {
+        let tokens = match budget {
+            RetryBudget::Quota { capacity, .. } => f64::from(*capacity),
+            RetryBudget::TokenRatio { max_tokens, .. } => *max_tokens,
+            _ => 0.0,
+        };
+        BudgetState {
+            tokens,
+            ..BudgetState::default()
+        }
+    }
+
+    /// Whether a new request may leave at `now` (SRE throttling rejects some in the client);
+    /// `draw` is a uniform sample in [0, 1).
+    pub fn admit(&mut self, budget: &RetryBudget, now: u64, draw: f64) -> bool {
+        let RetryBudget::AdaptiveThrottle { k, window_ms } = budget else {
+            return true;
+        };
+        while self
+            .history
+            .front()
+            .is_some_and(|(t, _)| t + window_ms <= now)
+        {
+            self.history.pop_front();
+        }
+        let requests = self.history.len() as f64;
+        let accepts = self.history.iter().filter(|(_, a)| *a).count() as f64;
+        let p = ((requests - k * accepts) / (requests + 1.0)).max(0.0);
+        let admitted = draw >= p;
+        if !admitted {
+            // A request rejected in the client still counts as a request.
+            self.history.push_back((now, false));
+        }
+        admitted
+    }
+
+    /// Whether the budget allows a retry after `failure`; takes its cost when it does.
+    pub fn allow_retry(&mut self, budget: &RetryBudget, failure: &Failure) -> bool {
+        match budget {
+            RetryBudget::Quota {
+                retry_cost,
+                timeout_cost,
+                ..
+            } => {
+                let cost = f64::from(match failure {
+                    Failure::Connection => *timeout_cost,
+                    Failure::Status { .. } => *retry_cost,
+                });
+                if self.tokens < cost {
+                    return false;
+                }
+                self.tokens -= cost;
+                true
+            }
+            RetryBudget::TokenRatio { max_tokens, .. } => self.tokens > max_tokens / 2.0,
+            RetryBudget::ActiveShare {
+                percent,
+                min_concurrent,
+            } => {
+                let allowed = (f64::from(self.active_requests) * percent / 100.0)
+                    .max(f64::from(*min_concurrent));
+                f64::from(self.active_retries) < allowed
+            }
+            RetryBudget::AdaptiveThrottle { .. } => true,
+        }
+    }
+
+    /// An attempt's answer: `ok` when it succeeded, `refused` when the provider refused it
+    /// for load (429, 503, 529), at `now`.
+    pub fn on_answer(&mut self, budget: &RetryBudget, ok: bool, refused: bool, now: u64) {
+        match budget {
+            RetryBudget::Quota {
+                capacity,
+                success_refund,
+                ..
+            } if ok => {
+                self.tokens = (self.tokens + f64::from(*success_refund)).min(f64::from(*capacity));
+            }
+            RetryBudget::TokenRatio {
+                max_tokens,
+                token_ratio,
+            } => {
+                if ok {
+                    self.tokens = (self.tokens + token_ratio).min(*max_tokens);
+                } else {
+                    self.tokens = (self.tokens - 1.0).max(0.0);
+                }
+            }
+            RetryBudget::AdaptiveThrottle { .. } => self.history.push_back((now, !refused)),
+            _ => {}
+        }
+    }
+
+    /// A call started (`+1`) or ended (`-1`); a retry went out (`+1`) or came back (`-1`).
+    pub fn track(&mut self, calls: i32, retries: i32) {
+        self.active_requests = self.active_requests.saturating_add_signed(calls);
+        self.active_retries = self.active_retries.saturating_add_signed(retries);
+    }
 }
 
 /// How an attempt under a layer ended, as the layer sees it.
@@ -185,13 +405,25 @@ impl RetryLayer {
             return Some(wait);
         }
         let n = attempts.saturating_sub(1).min(30);
-        let delay = self.base_ms.saturating_mul(1u64 << n).min(self.cap_ms);
+        let throttled = matches!(
+            failure,
+            Failure::Status {
+                status: 429 | 503,
+                ..
+            }
+        );
+        let base = match self.throttle_base_ms {
+            Some(b) if throttled => b,
+            _ => self.base_ms,
+        };
+        let delay = base.saturating_mul(1u64 << n).min(self.cap_ms);
         Some(match self.jitter {
             LayerJitter::ReduceUpToQuarter => {
                 let u: f64 = rng.gen();
                 (delay as f64 * (1.0 - 0.25 * u)) as u64
             }
             LayerJitter::AddUpTo { max_ms } => delay + rng.gen_range(0..=max_ms),
+            LayerJitter::Full => rng.gen_range(0..=delay),
             LayerJitter::None => delay,
         })
     }
@@ -200,6 +432,100 @@ impl RetryLayer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn aws_standard_spends_its_quota_and_stops_retrying_when_it_is_gone() {
+        let p = sdk_preset("aws-standard").unwrap();
+        let budget = p.budget.clone().unwrap();
+        let mut b = BudgetState::new(&budget);
+        let throttle = Failure::Status {
+            status: 429,
+            retry_after_ms: Some(5_000),
+            should_retry: None,
+        };
+        let mut allowed = 0;
+        while b.allow_retry(&budget, &throttle) {
+            allowed += 1;
+        }
+        assert_eq!(allowed, 100, "500 tokens at 5 a retry");
+        for _ in 0..9 {
+            b.on_answer(&budget, true, false, 0);
+        }
+        assert!(
+            !b.allow_retry(&budget, &Failure::Connection),
+            "a timeout costs 10"
+        );
+        assert!(b.allow_retry(&budget, &throttle));
+        // Throttling backs off from 500 ms, fully jittered; Retry-After is not read.
+        let mut r = rng();
+        for _ in 0..100 {
+            let d = p.retry_after(&throttle, 1, &mut r).unwrap();
+            assert!(d <= 500, "{d}");
+            let d = p.retry_after(&Failure::Connection, 2, &mut r).unwrap();
+            assert!(d <= 200, "{d}");
+        }
+    }
+
+    #[test]
+    fn grpc_throttling_stops_at_half_its_tokens_and_recovers_by_the_ratio() {
+        let p = sdk_preset("grpc-throttling").unwrap();
+        let budget = p.budget.clone().unwrap();
+        let mut b = BudgetState::new(&budget);
+        for _ in 0..5 {
+            assert!(b.allow_retry(&budget, &Failure::Connection));
+            b.on_answer(&budget, false, true, 0);
+        }
+        assert!(
+            !b.allow_retry(&budget, &Failure::Connection),
+            "5 of 10 tokens left"
+        );
+        for _ in 0..10 {
+            b.on_answer(&budget, true, false, 0);
+        }
+        assert!(
+            b.allow_retry(&budget, &Failure::Connection),
+            "6 tokens after 10 successes"
+        );
+    }
+
+    #[test]
+    fn envoy_allows_retries_up_to_a_fifth_of_active_requests_and_three_at_least() {
+        let p = sdk_preset("envoy-budget").unwrap();
+        let budget = p.budget.clone().unwrap();
+        let mut b = BudgetState::new(&budget);
+        b.track(5, 3);
+        assert!(
+            !b.allow_retry(&budget, &Failure::Connection),
+            "3 retries is the floor"
+        );
+        b.track(15, 0);
+        assert!(
+            b.allow_retry(&budget, &Failure::Connection),
+            "20 active: 4 retries"
+        );
+        b.track(0, 1);
+        assert!(!b.allow_retry(&budget, &Failure::Connection));
+    }
+
+    #[test]
+    fn sre_throttling_rejects_in_the_client_as_accepts_fall_behind_requests() {
+        let p = sdk_preset("sre-throttling").unwrap();
+        let budget = p.budget.clone().unwrap();
+        let mut b = BudgetState::new(&budget);
+        for t in 0..10 {
+            b.on_answer(&budget, true, false, t);
+        }
+        assert!(b.admit(&budget, 10, 0.0), "all accepted: p = 0");
+        for t in 0..90 {
+            b.on_answer(&budget, false, true, 20 + t);
+        }
+        // 100 requests, 10 accepts: p = (100 - 20) / 101.
+        assert!(!b.admit(&budget, 200, 0.5));
+        assert!(b.admit(&budget, 200, 0.9));
+        // Two minutes later the window has forgotten them.
+        assert!(b.admit(&budget, 200_000, 0.0));
+    }
+
     use rand::SeedableRng;
 
     fn rng() -> ChaCha8Rng {

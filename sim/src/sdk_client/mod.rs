@@ -25,7 +25,7 @@ use crate::rng;
 use crate::scenario::Scenario;
 use crate::virtual_driver::{AttemptSink, DriverError, VirtualRun, VIRTUAL_EPOCH_UNIX_MS};
 use crate::workload::{Arrival, Arrivals};
-pub use layer::{sdk_preset, Failure, RetryLayer, SDK_PRESETS};
+pub use layer::{sdk_preset, BudgetState, Failure, RetryBudget, RetryLayer, SDK_PRESETS};
 
 /// Workers when neither the scenario nor the preset says (the examples' default).
 pub const DEFAULT_WORKERS: u32 = 8;
@@ -129,6 +129,16 @@ pub fn run(
     let mut events: BinaryHeap<Reverse<(Millis, u64, usize, Step)>> = BinaryHeap::new();
     let mut order = 0u64;
     let mut handled = 0u64;
+    // Each layer's budget, shared by all its calls (one client instance).
+    let mut budgets: Vec<Option<(RetryBudget, BudgetState)>> = layers
+        .iter()
+        .map(|l| {
+            l.budget.clone().map(|b| {
+                let state = BudgetState::new(&b);
+                (b, state)
+            })
+        })
+        .collect();
     let mut now: Millis = 0;
     loop {
         let next = [
@@ -156,6 +166,7 @@ pub fn run(
                 break;
             };
             busy += 1;
+            track(&mut budgets, 1, 0);
             measure.on_first_dispatch(now.saturating_sub(arrival.at));
             calls.push(Some(Call {
                 arrival,
@@ -178,6 +189,35 @@ pub fn run(
             };
             match step {
                 Step::Send => {
+                    // Client-side throttling may refuse the attempt before it leaves.
+                    let draw: f64 = rand::Rng::gen(&mut jitter);
+                    let admitted = budgets
+                        .iter_mut()
+                        .flatten()
+                        .all(|(b, st)| st.admit(b, now, draw));
+                    if !admitted {
+                        if let Some(call) = calls[idx].take() {
+                            end(&mut measure, &call, now, false);
+                        }
+                        track(&mut budgets, -1, 0);
+                        busy -= 1;
+                        order = start_waiting(
+                            &mut waiting,
+                            &mut calls,
+                            &mut busy,
+                            workers,
+                            &mut budgets,
+                            &mut measure,
+                            &mut events,
+                            order,
+                            now,
+                            layers.len(),
+                        );
+                        continue;
+                    }
+                    if call.sent > 0 {
+                        track(&mut budgets, 0, 1);
+                    }
                     let request = request_of(call, layers);
                     call.sent += 1;
                     call.first_sent_at.get_or_insert(now);
@@ -203,8 +243,19 @@ pub fn run(
                 }
                 Step::Heard { seq, ok, failure } => {
                     provider.depart(seq, now);
+                    if call.sent > 1 {
+                        track(&mut budgets, 0, -1);
+                    }
+                    let refused = failure
+                        .as_ref()
+                        .is_some_and(|f| matches!(f.status, Some(429 | 503 | 529)));
+                    for (b, st) in budgets.iter_mut().flatten() {
+                        st.on_answer(b, ok, refused, now);
+                    }
                     let retry = match (&failure, ok) {
-                        (Some(f), false) => decide(call, layers, &f.failure(), &mut jitter),
+                        (Some(f), false) => {
+                            decide(call, layers, &mut budgets, &f.failure(), &mut jitter)
+                        }
                         _ => None,
                     };
                     match retry {
@@ -217,23 +268,20 @@ pub fn run(
                             if let Some(call) = done {
                                 end(&mut measure, &call, now, ok);
                             }
+                            track(&mut budgets, -1, 0);
                             busy -= 1;
-                            while busy < workers {
-                                let Some(arrival) = waiting.pop_front() else {
-                                    break;
-                                };
-                                busy += 1;
-                                measure.on_first_dispatch(now.saturating_sub(arrival.at));
-                                calls.push(Some(Call {
-                                    arrival,
-                                    attempts: vec![1; layers.len()],
-                                    sent: 0,
-                                    first_sent_at: None,
-                                    last_status: None,
-                                }));
-                                order += 1;
-                                events.push(Reverse((now, order, calls.len() - 1, Step::Send)));
-                            }
+                            order = start_waiting(
+                                &mut waiting,
+                                &mut calls,
+                                &mut busy,
+                                workers,
+                                &mut budgets,
+                                &mut measure,
+                                &mut events,
+                                order,
+                                now,
+                                layers.len(),
+                            );
                         }
                     }
                 }
@@ -341,11 +389,20 @@ fn connection() -> FailureKey {
 fn decide(
     call: &mut Call,
     layers: &[RetryLayer],
+    budgets: &mut [Option<(RetryBudget, BudgetState)>],
     failure: &Failure,
     rng: &mut ChaCha8Rng,
 ) -> Option<u64> {
     for i in (0..layers.len()).rev() {
-        if let Some(delay) = layers[i].retry_after(failure, call.attempts[i], rng) {
+        let Some(delay) = layers[i].retry_after(failure, call.attempts[i], rng) else {
+            continue;
+        };
+        // A budgeted layer retries only while its budget allows (it takes the cost).
+        let allowed = match budgets.get_mut(i).and_then(Option::as_mut) {
+            Some((b, st)) => st.allow_retry(b, failure),
+            None => true,
+        };
+        if allowed {
             call.attempts[i] += 1;
             for inner in call.attempts.iter_mut().skip(i + 1) {
                 *inner = 1;
@@ -354,6 +411,47 @@ fn decide(
         }
     }
     None
+}
+
+/// Calls and retries in flight, for budgets that count them.
+fn track(budgets: &mut [Option<(RetryBudget, BudgetState)>], calls: i32, retries: i32) {
+    for (_, st) in budgets.iter_mut().flatten() {
+        st.track(calls, retries);
+    }
+}
+
+/// Gives free workers the calls waiting for one; returns the event order counter.
+#[allow(clippy::too_many_arguments)]
+fn start_waiting(
+    waiting: &mut VecDeque<Arrival>,
+    calls: &mut Vec<Option<Call>>,
+    busy: &mut usize,
+    workers: usize,
+    budgets: &mut [Option<(RetryBudget, BudgetState)>],
+    measure: &mut Measurement,
+    events: &mut BinaryHeap<Reverse<(Millis, u64, usize, Step)>>,
+    mut order: u64,
+    now: Millis,
+    layers: usize,
+) -> u64 {
+    while *busy < workers {
+        let Some(arrival) = waiting.pop_front() else {
+            break;
+        };
+        *busy += 1;
+        track(budgets, 1, 0);
+        measure.on_first_dispatch(now.saturating_sub(arrival.at));
+        calls.push(Some(Call {
+            arrival,
+            attempts: vec![1; layers],
+            sent: 0,
+            first_sent_at: None,
+            last_status: None,
+        }));
+        order += 1;
+        events.push(Reverse((now, order, calls.len() - 1, Step::Send)));
+    }
+    order
 }
 
 fn end(measure: &mut Measurement, call: &Call, now: Millis, ok: bool) {
