@@ -13,6 +13,16 @@ use stampede_sim::scenario::{self, parse_override};
 
 use crate::exit;
 
+/// `println!` that ends quietly on a closed stdout. `run` keeps SIGPIPE ignored (a live run
+/// holds sockets), so writing to a closed pipe (`stampede run ... | head`) is an error here,
+/// and this drops it instead of panicking.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The scenario file (TOML).
@@ -111,7 +121,7 @@ pub fn main(args: RunArgs) -> ExitCode {
                 } else {
                     ""
                 };
-                println!(
+                outln!(
                     "client exited with {} after {} ms{how}; its output: {}",
                     exit.code,
                     exit.real_ms,
@@ -135,7 +145,7 @@ pub fn main(args: RunArgs) -> ExitCode {
         match run_live(&scenario, &live, &opts) {
             Ok((o, run)) => {
                 if let Some(restart) = &run.restart {
-                    println!("{restart}");
+                    outln!("{restart}");
                 }
                 o
             }
@@ -148,11 +158,11 @@ pub fn main(args: RunArgs) -> ExitCode {
         }
     };
     print_table(&outcome.report.summary);
-    println!("report: {}", out_dir.join("index.html").display());
+    outln!("report: {}", out_dir.join("index.html").display());
     if let Some(before) = &baseline {
-        println!();
+        outln!();
         let comparison = compare(before, &outcome.report.summary);
-        print!("{}", render_comparison(&comparison));
+        outln!("{}", render_comparison(&comparison).trim_end_matches('\n'));
     }
     if outcome.passed() {
         ExitCode::from(exit::PASSED)
@@ -164,9 +174,12 @@ pub fn main(args: RunArgs) -> ExitCode {
 /// The short terminal table: the figures people look at first, then each expectation.
 fn print_table(s: &Summary) {
     let status = |code: &str| s.status_counts.get(code).copied().unwrap_or(0);
-    println!(
+    outln!(
         "{} (seed {}, preset {}, {})",
-        s.scenario, s.seed, s.preset, s.mode
+        s.scenario,
+        s.seed,
+        s.preset,
+        s.mode
     );
     let rows: Vec<(&str, String)> = vec![
         ("logical requests", s.logical_requests.to_string()),
@@ -245,15 +258,17 @@ fn print_table(s: &Summary) {
     ];
     let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
     for (k, v) in rows {
-        println!("  {k:<width$}  {v}");
+        outln!("  {k:<width$}  {v}");
     }
     if !s.expectations.is_empty() {
-        println!("expectations:");
+        outln!("expectations:");
         for e in &s.expectations {
             let verdict = if e.pass { "pass" } else { "FAIL" };
-            println!(
+            outln!(
                 "  {verdict} {}: actual {}, limit {}",
-                e.name, e.actual, e.limit
+                e.name,
+                e.actual,
+                e.limit
             );
         }
     }
