@@ -11,7 +11,7 @@ import anthropic
 scale = float(os.environ.get("STAMPEDE_TIME_SCALE", "1"))
 workers = int(os.environ.get("STAMPEDE_WORKERS", "8"))
 # The SDK reads ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY itself.
-client = anthropic.Anthropic(_strict_response_validation=True, timeout=float(os.environ.get("STAMPEDE_CLIENT_TIMEOUT", "20")))
+client = anthropic.Anthropic(_strict_response_validation=True, timeout=float(os.environ.get("STAMPEDE_CLIENT_TIMEOUT", "600")))
 start = float(os.environ["STAMPEDE_START_UNIX_MS"]) / 1000  # scenario time 0
 lock = threading.Lock()
 counts = {}

@@ -12,7 +12,7 @@ scale = float(os.environ.get("STAMPEDE_TIME_SCALE", "1"))
 workers = int(os.environ.get("STAMPEDE_WORKERS", "8"))
 # The SDK reads OPENAI_BASE_URL and OPENAI_API_KEY itself; strict validation makes any
 # field the real API always sends, and we forgot, an error here.
-client = openai.OpenAI(_strict_response_validation=True, timeout=float(os.environ.get("STAMPEDE_CLIENT_TIMEOUT", "20")))
+client = openai.OpenAI(_strict_response_validation=True, timeout=float(os.environ.get("STAMPEDE_CLIENT_TIMEOUT", "600")))
 start = float(os.environ["STAMPEDE_START_UNIX_MS"]) / 1000  # scenario time 0
 lock = threading.Lock()
 counts = {}

@@ -20,6 +20,7 @@
 //! | `STAMPEDE_TIME_SCALE` | scenario ms per real ms |
 //! | `STAMPEDE_START_UNIX_MS` | the Unix time (ms) of scenario time 0: a request is due at `STAMPEDE_START_UNIX_MS + at_ms / STAMPEDE_TIME_SCALE` |
 //! | `STAMPEDE_WORKERS` | the scenario's `client.workers` (or the preset's) |
+//! | `STAMPEDE_CLIENT_TIMEOUT` | `client.timeout` in seconds (default 600, the SDKs' own) |
 //!
 //! Measurement: attempts, retries, duplicates, Retry-After compliance and tokens exactly
 //! as for any run (the provider's identity decides which attempts are one request). A
@@ -307,6 +308,14 @@ async fn play(
         .env("STAMPEDE_TIME_SCALE", scale.to_string())
         .env("STAMPEDE_START_UNIX_MS", provider_epoch_unix_ms.to_string())
         .env("STAMPEDE_WORKERS", scenario.policy.workers.to_string())
+        .env(
+            "STAMPEDE_CLIENT_TIMEOUT",
+            scenario
+                .client
+                .timeout
+                .map_or(600.0, |t| t.ms() as f64 / 1_000.0)
+                .to_string(),
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::from(out))
         .stderr(Stdio::from(err))

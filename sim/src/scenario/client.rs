@@ -46,6 +46,11 @@ pub struct ClientSpec {
     /// layers under it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub layers: Vec<LayerSpec>,
+    /// The per-attempt timeout of an SDK client, in the client's own (real) time: the
+    /// innermost layer's in the simulator, and `STAMPEDE_CLIENT_TIMEOUT` (seconds) for a
+    /// `--client` command. Absent: the preset's (600 s for the openai and anthropic SDKs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<crate::scenario::DurationMs>,
 }
 
 /// One `[[client.layers]]` entry: an SDK or framework preset, optionally with its own
@@ -79,6 +84,10 @@ pub fn sdk_layers(
                 SDK_PRESETS.join(", ")
             ),
         ));
+    }
+    let mut inner = inner;
+    if let (Some(layer), Some(t)) = (inner.as_mut(), spec.timeout) {
+        layer.timeout_ms = t.ms().max(1);
     }
     let mut out = Vec::with_capacity(spec.layers.len() + 1);
     for (i, l) in spec.layers.iter().enumerate() {
@@ -121,6 +130,7 @@ impl Default for ClientSpec {
             claims: true,
             command: Vec::new(),
             layers: Vec::new(),
+            timeout: None,
         }
     }
 }
