@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use stampede_core::{ActionState, JobId, LedgerEntry, Millis, Send, Terminal};
+use stampede_core::{ActionState, JobId, Ledger, LedgerEntry, Millis, Send, Terminal};
 use stampede_provider::model::Request;
 use stampede_reports::UnfinishedRow;
 
@@ -98,13 +98,15 @@ impl LiveActions {
 
     /// When a run stops at `now` (ms): measures every action still live as unfinished, in
     /// id order (sent or not: one with an attempt out may have executed), and lists it with
-    /// its next safe action; `ledger` gives its persisted entry (key and state).
-    pub fn unfinished(
-        &self,
-        now: Millis,
-        measure: &mut Measurement,
-        ledger: &std::collections::HashMap<JobId, LedgerEntry>,
-    ) {
+    /// its next safe action, its key and state read from the core's `ledger`.
+    pub fn unfinished<L: Ledger>(&self, now: Millis, measure: &mut Measurement, ledger: &L) {
+        let ledger: HashMap<JobId, LedgerEntry> = ledger
+            .entries()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|e| !e.state.is_terminal())
+            .map(|e| (e.job.id, e))
+            .collect();
         for id in self.sorted_ids() {
             let Some(a) = self.by_id.get(&id) else {
                 continue;

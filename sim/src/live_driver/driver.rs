@@ -282,16 +282,7 @@ pub async fn play_from<L: Ledger>(
     let real_ms = u64::try_from(wall_started.elapsed().as_millis()).unwrap_or(u64::MAX);
 
     gauges.finish(now, &core, &mut measure);
-    // The persisted entries of the actions still open: their keys and states.
-    let open: std::collections::HashMap<_, _> = core
-        .ledger()
-        .entries()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|e| !e.state.is_terminal())
-        .map(|e| (e.job.id, e))
-        .collect();
-    live.unfinished(now, &mut measure, &open);
+    live.unfinished(now, &mut measure, core.ledger());
     admission.unfinished(now, &mut measure);
 
     // Ground truth: what reached the provider's edge, from its own journal.

@@ -27,6 +27,10 @@ use crate::virtual_driver::{AttemptSink, DriverError, VirtualRun, VIRTUAL_EPOCH_
 use crate::workload::{Arrival, Arrivals};
 pub use layer::{sdk_preset, BudgetState, Failure, RetryBudget, RetryLayer, SDK_PRESETS};
 
+/// The `seq` of an attempt refused in the client (client-side throttling): it never reached
+/// the provider. The edge's seqs start at 1.
+const LOCAL: u64 = 0;
+
 /// Workers when neither the scenario nor the preset says (the examples' default).
 pub const DEFAULT_WORKERS: u32 = 8;
 
@@ -161,23 +165,18 @@ pub fn run(
                 handled += 1;
             }
         }
-        while busy < workers {
-            let Some(arrival) = waiting.pop_front() else {
-                break;
-            };
-            busy += 1;
-            track(&mut budgets, 1, 0);
-            measure.on_first_dispatch(now.saturating_sub(arrival.at));
-            calls.push(Some(Call {
-                arrival,
-                attempts: vec![1; layers.len()],
-                sent: 0,
-                first_sent_at: None,
-                last_status: None,
-            }));
-            order += 1;
-            events.push(Reverse((now, order, calls.len() - 1, Step::Send)));
-        }
+        order = start_waiting(
+            &mut waiting,
+            &mut calls,
+            &mut busy,
+            workers,
+            &mut budgets,
+            &mut measure,
+            &mut events,
+            order,
+            now,
+            layers.len(),
+        );
         while let Some(Reverse((t, _, idx, step))) = events.peek().cloned() {
             if t > now {
                 break;
@@ -196,23 +195,14 @@ pub fn run(
                         .flatten()
                         .all(|(b, st)| st.admit(b, now, draw));
                     if !admitted {
-                        if let Some(call) = calls[idx].take() {
-                            end(&mut measure, &call, now, false);
-                        }
-                        track(&mut budgets, -1, 0);
-                        busy -= 1;
-                        order = start_waiting(
-                            &mut waiting,
-                            &mut calls,
-                            &mut busy,
-                            workers,
-                            &mut budgets,
-                            &mut measure,
-                            &mut events,
-                            order,
-                            now,
-                            layers.len(),
-                        );
+                        // Refused in the client: the call ends failed, nothing was sent.
+                        order += 1;
+                        let rejected = Step::Heard {
+                            seq: LOCAL,
+                            ok: false,
+                            failure: None,
+                        };
+                        events.push(Reverse((now, order, idx, rejected)));
                         continue;
                     }
                     if call.sent > 0 {
@@ -242,15 +232,17 @@ pub fn run(
                     )));
                 }
                 Step::Heard { seq, ok, failure } => {
-                    provider.depart(seq, now);
-                    if call.sent > 1 {
-                        track(&mut budgets, 0, -1);
-                    }
-                    let refused = failure
-                        .as_ref()
-                        .is_some_and(|f| matches!(f.status, Some(429 | 503 | 529)));
-                    for (b, st) in budgets.iter_mut().flatten() {
-                        st.on_answer(b, ok, refused, now);
+                    if seq != LOCAL {
+                        provider.depart(seq, now);
+                        if call.sent > 1 {
+                            track(&mut budgets, 0, -1);
+                        }
+                        let refused = failure
+                            .as_ref()
+                            .is_some_and(|f| matches!(f.status, Some(429 | 503 | 529)));
+                        for (b, st) in budgets.iter_mut().flatten() {
+                            st.on_answer(b, ok, refused, now);
+                        }
                     }
                     let retry = match (&failure, ok) {
                         (Some(f), false) => {

@@ -17,7 +17,7 @@ pub mod crash;
 pub mod events;
 pub mod translate;
 
-use stampede_core::{Command, Ledger, Millis, Scheduler};
+use stampede_core::{Command, Millis, Scheduler};
 use stampede_provider::config::ConfigError;
 use stampede_provider::model::ProviderModel;
 use stampede_reports::AttemptRow;
@@ -273,16 +273,7 @@ pub fn run_with_audit(
     // The last, partial bucket.
     gauges.finish(now, &core, &mut measure);
     // Actions still live, the one held back and those never pulled did not finish in time.
-    // The persisted entries of the actions still open: their keys and states.
-    let open: std::collections::HashMap<_, _> = core
-        .ledger()
-        .entries()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|e| !e.state.is_terminal())
-        .map(|e| (e.job.id, e))
-        .collect();
-    live.unfinished(now, &mut measure, &open);
+    live.unfinished(now, &mut measure, core.ledger());
     admission.unfinished(now, &mut measure);
     let mut measured = measure.finish(now);
     measured.summary.crashes = crashes.count();
