@@ -91,6 +91,8 @@ pub(crate) struct RecordStore {
     retention_ms: u64,
     max_records: usize,
     evicted: u64,
+    /// Whether `keys` was given its steady-state room (see `evict_to`).
+    presized: bool,
 }
 
 impl Default for RecordStore {
@@ -127,6 +129,7 @@ impl RecordStore {
             retention_ms: retention_ms.max(1),
             max_records: max_records.max(1),
             evicted: 0,
+            presized: false,
         }
     }
 
@@ -147,6 +150,14 @@ impl RecordStore {
             let expired = front.created_at_ms.saturating_add(self.retention_ms) <= now;
             if !expired && self.records.len() <= keep {
                 break;
+            }
+            // At the cap, keys are forgotten and remembered continuously: a hash table under
+            // such churn fills with tombstones and, holding more than half of what it can,
+            // doubles. Reserving that room when the cap is first reached makes the step
+            // happen then, not an unpredictable while later.
+            if !expired && !self.presized {
+                self.presized = true;
+                self.keys.reserve(self.keys.len());
             }
             let Some(r) = self.records.pop_front() else {
                 break;
@@ -289,5 +300,30 @@ impl RecordStore {
     /// The records kept, oldest first.
     pub(crate) fn all(&self) -> std::collections::vec_deque::Iter<'_, Record> {
         self.records.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn at_the_cap_the_key_table_stops_growing() {
+        let mut store = RecordStore::new(u64::MAX / 4, 1_000);
+        let write = |store: &mut RecordStore, n: u64| {
+            let key = format!("k{n}");
+            store.commit("s", Some(&key), true, None, n, None, n, n);
+            store.release_key("s", &key, n);
+        };
+        for n in 0..=1_000 {
+            write(&mut store, n);
+        }
+        let at_cap = store.keys.capacity();
+        for n in 1_001..200_000 {
+            write(&mut store, n);
+            assert!(store.keys.capacity() <= at_cap, "grew at {n}");
+            assert_eq!(store.len(), 1_000);
+        }
+        assert_eq!(store.evicted(), 199_000);
     }
 }
