@@ -43,6 +43,11 @@ pub struct ProviderConfig {
     /// with the same credential, route and body within this window is a retry of it (see
     /// `model::identity`). Default 15 minutes.
     pub identity_window: DurationMs,
+    /// How long a committed record is kept (model time): after it, the record, its look-up
+    /// indexes and its idempotency key are forgotten (a look-up answers "not found", a write
+    /// with its key commits anew), as Stripe forgets idempotency keys after 24 hours. At
+    /// most `model::DEFAULT_MAX_RECORDS` records are kept in any case. Default 24 hours.
+    pub record_retention: DurationMs,
     /// What the provider limits on.
     pub scopes: Vec<ScopeLimits>,
     /// Bearer keys and their scopes.
@@ -63,6 +68,7 @@ impl Default for ProviderConfig {
             time_scale: 1.0,
             context_window: None,
             identity_window: DurationMs(crate::model::DEFAULT_IDENTITY_WINDOW_MS),
+            record_retention: DurationMs(crate::model::DEFAULT_RECORD_RETENTION_MS),
             scopes: Vec::new(),
             credentials: Vec::new(),
             faults: Vec::new(),
@@ -193,6 +199,12 @@ impl ProviderConfig {
             return Err(invalid(
                 "provider.identity_window",
                 "must be longer than 0s (it is how long a request is remembered between its attempts)",
+            ));
+        }
+        if self.record_retention.ms() == 0 {
+            return Err(invalid(
+                "provider.record_retention",
+                "must be longer than 0s (it is how long a committed record and its idempotency key are kept)",
             ));
         }
         if self.context_window == Some(0) {

@@ -19,8 +19,12 @@
 //! they ask about (by key, external reference or record id) but are not attempts of it.
 //!
 //! Memory: a logical request is forgotten once no attempt has reached it for the identity
-//! window; its aliases go with it. Aliases are 64-bit FNV-1a hashes of a tagged string (a
-//! collision among a million live requests has a probability near 3e-8).
+//! window; its aliases go with it. At most [`DEFAULT_MAX_LOGICALS`] are remembered: past
+//! it, the least recently touched is forgotten first, however recent (at 20,000 new
+//! requests a second, the 15-minute window would hold 18 million; the cap holds about
+//! 250 MB). A retry of a request forgotten that way counts as a new logical request.
+//! Aliases are 64-bit FNV-1a hashes of a tagged string (a collision among a million live
+//! requests has a probability near 3e-8).
 
 use std::collections::{HashMap, VecDeque};
 
@@ -31,6 +35,9 @@ use super::Millis;
 
 /// Default identity window: 15 minutes of model time.
 pub const DEFAULT_IDENTITY_WINDOW_MS: u64 = 15 * 60_000;
+
+/// Logical requests remembered at most; past it the least recently touched is forgotten.
+pub const DEFAULT_MAX_LOGICALS: usize = 1_000_000;
 
 /// How an attempt was attached to its logical request (journaled).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -86,6 +93,9 @@ pub struct Attribution {
 #[derive(Debug, Clone)]
 pub struct Identity {
     window_ms: Millis,
+    max_logicals: usize,
+    /// Whether the tables were given their steady-state room (see `presize`).
+    presized: bool,
     next: u64,
     logicals: HashMap<u64, Logical>,
     aliases: HashMap<u64, u64>,
@@ -116,8 +126,16 @@ fn fingerprint_alias(req: &Request) -> u64 {
 impl Identity {
     /// An index that remembers a logical request for `window_ms` after its last attempt.
     pub fn new(window_ms: Millis) -> Self {
+        Self::with_cap(window_ms, DEFAULT_MAX_LOGICALS)
+    }
+
+    /// An index that remembers a logical request for `window_ms` after its last attempt,
+    /// and at most `max_logicals` (at least 1) of them.
+    pub fn with_cap(window_ms: Millis, max_logicals: usize) -> Self {
         Identity {
             window_ms: window_ms.max(1),
+            max_logicals: max_logicals.max(1),
+            presized: false,
             next: 0,
             logicals: HashMap::new(),
             aliases: HashMap::new(),
@@ -130,24 +148,48 @@ impl Identity {
         self.logicals.len()
     }
 
-    fn forget_idle(&mut self, now: Millis) {
+    /// At the cap, requests are forgotten and new ones remembered continuously. A hash table
+    /// under such churn fills with tombstones and, holding more than half of what it can, then
+    /// doubles (a step of ~130 MB at a million requests, seen 20 minutes into a soak).
+    /// Reserving that room once, when the cap is first reached, makes the step happen then;
+    /// afterwards the tables rehash in place and memory stays flat.
+    fn presize(&mut self) {
+        self.presized = true;
+        self.logicals.reserve(self.max_logicals);
+        self.aliases.reserve(self.aliases.len());
+        let most = 2 * self.max_logicals + 1_024;
+        self.expiry.reserve(most.saturating_sub(self.expiry.len()));
+    }
+
+    fn forget(&mut self, id: u64) {
+        if let Some(l) = self.logicals.remove(&id) {
+            for a in l.aliases {
+                if self.aliases.get(&a) == Some(&id) {
+                    self.aliases.remove(&a);
+                }
+            }
+        }
+    }
+
+    /// Forgets requests idle for the window, then, while `room` more would not fit under the
+    /// cap, the least recently touched (`expiry` is in touch order; an entry is a request's
+    /// latest touch when its expiry matches its `last_at`, earlier ones are stale).
+    fn forget_idle(&mut self, now: Millis, room: usize) {
         while let Some(&(expires, id)) = self.expiry.front() {
-            if expires > now {
+            let full = self.logicals.len() + room > self.max_logicals;
+            if full && !self.presized {
+                self.presize();
+            }
+            if expires > now && !full {
                 break;
             }
             self.expiry.pop_front();
-            let idle = self
+            let latest = self
                 .logicals
                 .get(&id)
-                .is_some_and(|l| l.last_at + self.window_ms <= now);
-            if idle {
-                if let Some(l) = self.logicals.remove(&id) {
-                    for a in l.aliases {
-                        if self.aliases.get(&a) == Some(&id) {
-                            self.aliases.remove(&a);
-                        }
-                    }
-                }
+                .is_some_and(|l| l.last_at + self.window_ms == expires);
+            if latest {
+                self.forget(id);
             }
         }
     }
@@ -155,7 +197,17 @@ impl Identity {
     fn touch(&mut self, id: u64, now: Millis) {
         if let Some(l) = self.logicals.get_mut(&id) {
             l.last_at = now;
-            self.expiry.push_back((now + self.window_ms, id));
+            let entry = (now + self.window_ms, id);
+            if self.expiry.back() != Some(&entry) {
+                self.expiry.push_back(entry);
+            }
+        }
+        // Requests touched over and over leave stale entries behind until they expire:
+        // past twice the cap, keep only each request's latest.
+        if self.expiry.len() > 2 * self.max_logicals + 1_024 {
+            let (logicals, window) = (&self.logicals, self.window_ms);
+            self.expiry
+                .retain(|&(e, id)| logicals.get(&id).is_some_and(|l| l.last_at + window == e));
         }
     }
 
@@ -171,7 +223,7 @@ impl Identity {
     /// Attaches an attempt arriving at `now` on `scope` (`""` when its credential is
     /// unknown) to its logical request.
     pub fn attribute(&mut self, req: &Request, scope: &str, now: Millis) -> Attribution {
-        self.forget_idle(now);
+        self.forget_idle(now, 0);
         if let Some(target) = lookup_alias(&req.route, scope) {
             let logical = self.aliases.get(&target).copied().unwrap_or(0);
             if logical != 0 {
@@ -214,6 +266,8 @@ impl Identity {
         let (id, by) = match found {
             Some(found) => found,
             None => {
+                // Room for one more under the cap.
+                self.forget_idle(now, 1);
                 self.next += 1;
                 self.logicals.insert(
                     self.next,
@@ -418,6 +472,67 @@ mod tests {
             "another request was not told"
         );
         assert!(!id.attribute(&chat(1), "s", 5_000).early);
+    }
+
+    #[test]
+    fn past_the_cap_the_least_recently_touched_is_forgotten_first() {
+        let mut id = Identity::with_cap(60_000, 3);
+        for body in 1..=3 {
+            assert_eq!(id.attribute(&chat(body), "s", body).ordinal, 1);
+        }
+        // Touch the oldest: 2 is now the least recently touched.
+        assert_eq!(id.attribute(&chat(1), "s", 10).ordinal, 2);
+        let four = id.attribute(&chat(4), "s", 20);
+        assert_eq!((four.logical, four.ordinal), (4, 1));
+        assert_eq!(id.remembered(), 3);
+        // 1, 3 and 4 are remembered; 2 was forgotten, so its retry is a new request.
+        assert_eq!(id.attribute(&chat(1), "s", 30).ordinal, 3);
+        assert_eq!(id.attribute(&chat(3), "s", 31).ordinal, 2);
+        let two = id.attribute(&chat(2), "s", 40);
+        assert_eq!((two.logical, two.ordinal), (5, 1));
+        assert_eq!(id.remembered(), 3);
+        // A retry of a remembered request evicts nothing.
+        assert_eq!(id.attribute(&chat(2), "s", 41).ordinal, 2);
+        assert_eq!(id.remembered(), 3);
+        // Memory stays bounded under a flood of new requests within the window.
+        for t in 0..10_000u64 {
+            id.attribute(&chat(100 + t), "s", 100 + t);
+        }
+        assert_eq!(id.remembered(), 3);
+        assert!(id.expiry.len() <= 6, "{} expiry entries", id.expiry.len());
+        // Nor under one request touched over and over.
+        for t in 0..10_000u64 {
+            id.attribute(&chat(2), "s", 20_000 + t);
+        }
+        assert!(
+            id.expiry.len() <= 2 * 3 + 1_024,
+            "{} expiry entries",
+            id.expiry.len()
+        );
+    }
+
+    #[test]
+    fn at_the_cap_the_tables_stop_growing() {
+        // Churn at the cap fills hash tables with tombstones; a table holding more than half
+        // of what it can then doubles, long after the cap was reached. Room reserved when the
+        // cap is reached keeps every table at one size from then on.
+        let mut id = Identity::with_cap(u64::MAX / 4, 1_000);
+        for t in 0..1_000u64 {
+            id.attribute(&chat(t), "s", t);
+        }
+        // `capacity()` is what a table holds before it must rehash or grow: it falls as
+        // tombstones fill it and jumps only when the table is reallocated larger.
+        let sizes = |id: &Identity| (id.logicals.capacity(), id.aliases.capacity());
+        id.attribute(&chat(1_000), "s", 1_000);
+        let at_cap = sizes(&id);
+        for t in 1_001..400_000u64 {
+            id.attribute(&chat(t), "s", t);
+            let now = sizes(&id);
+            assert!(
+                now.0 <= at_cap.0 && now.1 <= at_cap.1,
+                "grew at {t}: {now:?} from {at_cap:?}"
+            );
+        }
     }
 
     #[test]

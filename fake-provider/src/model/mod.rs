@@ -26,7 +26,7 @@ mod streams;
 pub use decision::{Answer, Decision};
 pub use identity::{IdentifiedBy, Identity, DEFAULT_IDENTITY_WINDOW_MS};
 pub use journal::{JournalBuffer, JournalEntry};
-pub use records::Record;
+pub use records::{Record, DEFAULT_MAX_RECORDS, DEFAULT_RECORD_RETENTION_MS};
 pub use request::{body_hash, mask_credential, FindBy, Request, RequestRoute};
 pub use stats::{ProviderStats, ScopeStats};
 
@@ -73,6 +73,8 @@ pub struct ProviderModel {
     latency_rng: ChaCha8Rng,
     usage_rng: ChaCha8Rng,
     records: RecordStore,
+    /// Records kept at most (see `set_max_records`).
+    max_records: usize,
     journal: JournalBuffer,
     holding: HashMap<u64, Holding>,
     next_seq: u64,
@@ -123,7 +125,8 @@ impl ProviderModel {
             tool_latency: LatencySampler::new(&config.tool_latency),
             latency_rng: streams::derive(seed, streams::LATENCY),
             usage_rng: streams::derive(seed, streams::USAGE),
-            records: RecordStore::default(),
+            records: RecordStore::new(config.record_retention.ms(), DEFAULT_MAX_RECORDS),
+            max_records: DEFAULT_MAX_RECORDS,
             journal: JournalBuffer::new(DEFAULT_JOURNAL_CAPACITY),
             holding: HashMap::new(),
             next_seq: 0,
@@ -165,6 +168,13 @@ impl ProviderModel {
         }
     }
 
+    /// Keeps at most `max_records` records (at least 1; default [`DEFAULT_MAX_RECORDS`]):
+    /// beyond it the oldest are evicted as if their retention had passed.
+    pub fn set_max_records(&mut self, max_records: usize) {
+        self.max_records = max_records.max(1);
+        self.records.set_max_records(self.max_records);
+    }
+
     /// Caps the undrained journal at `capacity` entries (older ones are evicted and counted).
     pub fn set_journal_capacity(&mut self, capacity: usize) {
         let mut buffer = JournalBuffer::new(capacity);
@@ -185,7 +195,7 @@ impl ProviderModel {
     }
 
     /// Back to the state right after `new` (same config, seed and streams); the emit time
-    /// scale, journal capacity and lean bodies are kept.
+    /// scale, journal capacity, record cap and lean bodies are kept.
     pub fn reset(&mut self) {
         let scale = self.clock.scale;
         let capacity = self.journal.capacity();
@@ -200,6 +210,7 @@ impl ProviderModel {
             fresh.journal = JournalBuffer::new(capacity);
             fresh.lean_bodies = lean_bodies;
             fresh.set_transit_allowance(allowance);
+            fresh.set_max_records(self.max_records);
             *self = fresh;
         }
     }
@@ -213,6 +224,7 @@ impl ProviderModel {
     pub fn stats(&self) -> ProviderStats {
         let mut s = self.stats.clone();
         s.records = self.records.len() as u64;
+        s.records_evicted = self.records.evicted();
         s.in_flight = self.holding.len() as u64;
         s.journal_lost = self.journal.lost();
         for (i, scope) in self.scopes.iter().enumerate() {
@@ -239,8 +251,8 @@ impl ProviderModel {
         self.records.by_idempotency_key(key)
     }
 
-    /// Every record, in commit order.
-    pub fn records(&self) -> &[Record] {
+    /// Every record kept (see `provider.record_retention`), in commit order.
+    pub fn records(&self) -> impl ExactSizeIterator<Item = &Record> + '_ {
         self.records.all()
     }
 
@@ -261,6 +273,7 @@ impl ProviderModel {
     /// An attempt reaches the edge at `now`: journal it, apply limits and faults, commit side
     /// effects, and say what the client sees and after how long.
     pub fn arrive(&mut self, req: &Request, now: Millis) -> Decision {
+        self.records.evict(now);
         self.next_seq += 1;
         let seq = self.next_seq;
         let scope_of_key = req

@@ -1,8 +1,22 @@
 //! The record store behind `POST /v1/records`, with Stripe-style idempotency keys.
+//!
+//! Retention: a record is kept for `provider.record_retention` of model time after its commit
+//! (24 hours by default, as Stripe keeps idempotency keys), and at most `max_records` are kept
+//! (1,000,000 by default); the oldest go first. An evicted record leaves its indexes with it:
+//! a look-up by id, `external_ref` or idempotency key no longer finds it ("not found"), its
+//! idempotency key is forgotten (a later write with that key commits anew, as Stripe does
+//! once a key has expired), and a later write with its `external_ref` is no longer flagged
+//! as a duplicate of it. Ids keep counting: `rec_000001` is never reused.
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+/// Default of `provider.record_retention`: 24 hours of model time.
+pub const DEFAULT_RECORD_RETENTION_MS: u64 = 24 * 60 * 60_000;
+
+/// Records kept at most by default; beyond it the oldest are evicted.
+pub const DEFAULT_MAX_RECORDS: usize = 1_000_000;
 
 /// A committed side effect of `POST /v1/records`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -64,17 +78,111 @@ pub(crate) enum KeyCheck {
     Replay(usize),
 }
 
-/// All records and the indexes the look-ups use.
-#[derive(Debug, Clone, Default)]
+/// The records kept and the indexes the look-ups use. A record's index is global (its id's
+/// number minus one) and never reused; `base` is the index of the oldest record kept.
+#[derive(Debug, Clone)]
 pub(crate) struct RecordStore {
-    records: Vec<Record>,
-    by_ref: BTreeMap<String, Vec<usize>>,
-    by_key: BTreeMap<String, Vec<usize>>,
+    records: VecDeque<Record>,
+    base: usize,
+    by_ref: BTreeMap<String, VecDeque<usize>>,
+    by_key: BTreeMap<String, VecDeque<usize>>,
     /// Keys are scoped per provider scope (an account), as Stripe scopes them per account.
     keys: HashMap<(String, String), KeyEntry>,
+    retention_ms: u64,
+    max_records: usize,
+    evicted: u64,
+    /// Whether `keys` was given its steady-state room (see `evict_to`).
+    presized: bool,
+}
+
+impl Default for RecordStore {
+    fn default() -> Self {
+        RecordStore::new(DEFAULT_RECORD_RETENTION_MS, DEFAULT_MAX_RECORDS)
+    }
+}
+
+/// Drops `idx` from the front of an index entry (eviction goes in commit order, so the
+/// evicted record is the oldest of every list it is in) and the entry once empty.
+fn unindex(index: &mut BTreeMap<String, VecDeque<usize>>, name: &str, idx: usize) {
+    if let Some(list) = index.get_mut(name) {
+        if list.front() == Some(&idx) {
+            list.pop_front();
+        } else {
+            list.retain(|i| *i != idx);
+        }
+        if list.is_empty() {
+            index.remove(name);
+        }
+    }
 }
 
 impl RecordStore {
+    /// A store keeping records `retention_ms` of model time (at least 1 ms), and at most
+    /// `max_records` (at least 1).
+    pub(crate) fn new(retention_ms: u64, max_records: usize) -> Self {
+        RecordStore {
+            records: VecDeque::new(),
+            base: 0,
+            by_ref: BTreeMap::new(),
+            by_key: BTreeMap::new(),
+            keys: HashMap::new(),
+            retention_ms: retention_ms.max(1),
+            max_records: max_records.max(1),
+            evicted: 0,
+            presized: false,
+        }
+    }
+
+    /// Changes the count cap (at least 1); the next `evict` applies it.
+    pub(crate) fn set_max_records(&mut self, max_records: usize) {
+        self.max_records = max_records.max(1);
+    }
+
+    /// Records evicted so far.
+    pub(crate) fn evicted(&self) -> u64 {
+        self.evicted
+    }
+
+    /// Evicts records committed `retention_ms` or longer before `now`, then the oldest until
+    /// at most `keep` are left, with their indexes and idempotency keys.
+    fn evict_to(&mut self, now: u64, keep: usize) {
+        while let Some(front) = self.records.front() {
+            let expired = front.created_at_ms.saturating_add(self.retention_ms) <= now;
+            if !expired && self.records.len() <= keep {
+                break;
+            }
+            // At the cap, keys are forgotten and remembered continuously: a hash table under
+            // such churn fills with tombstones and, holding more than half of what it can,
+            // doubles. Reserving that room when the cap is first reached makes the step
+            // happen then, not an unpredictable while later.
+            if !expired && !self.presized {
+                self.presized = true;
+                self.keys.reserve(self.keys.len());
+            }
+            let Some(r) = self.records.pop_front() else {
+                break;
+            };
+            let idx = self.base;
+            self.base += 1;
+            self.evicted += 1;
+            if let Some(name) = &r.external_ref {
+                unindex(&mut self.by_ref, name, idx);
+            }
+            if let Some(k) = &r.idempotency_key {
+                unindex(&mut self.by_key, k, idx);
+                let slot = (r.scope, k.clone());
+                if self.keys.get(&slot).is_some_and(|e| e.record == idx) {
+                    self.keys.remove(&slot);
+                }
+            }
+        }
+    }
+
+    /// Applies retention and the count cap at `now` (model ms).
+    pub(crate) fn evict(&mut self, now: u64) {
+        self.evict_to(now, self.max_records);
+    }
+
     pub(crate) fn check_key(&self, scope: &str, key: &str, body_hash: u64) -> KeyCheck {
         match self.keys.get(&(scope.to_string(), key.to_string())) {
             None => KeyCheck::Fresh,
@@ -98,9 +206,11 @@ impl RecordStore {
         now: u64,
         seq: u64,
     ) -> usize {
-        let idx = self.records.len();
+        // Room for this one within the cap.
+        self.evict_to(now, self.max_records - 1);
+        let idx = self.base + self.records.len();
         let duplicate = external_ref.is_some_and(|r| self.by_ref.contains_key(r));
-        self.records.push(Record {
+        self.records.push_back(Record {
             id: format!("rec_{:06}", idx + 1),
             external_ref: external_ref.map(str::to_string),
             idempotency_key: key.map(str::to_string),
@@ -112,10 +222,10 @@ impl RecordStore {
             duplicate,
         });
         if let Some(r) = external_ref {
-            self.by_ref.entry(r.to_string()).or_default().push(idx);
+            self.by_ref.entry(r.to_string()).or_default().push_back(idx);
         }
         if let Some(k) = key {
-            self.by_key.entry(k.to_string()).or_default().push(idx);
+            self.by_key.entry(k.to_string()).or_default().push_back(idx);
             if remember_key {
                 self.keys.insert(
                     (scope.to_string(), k.to_string()),
@@ -139,26 +249,27 @@ impl RecordStore {
         }
     }
 
+    /// The record with global index `idx`, if still kept.
     pub(crate) fn get(&self, idx: usize) -> Option<&Record> {
-        self.records.get(idx)
+        self.records.get(idx.checked_sub(self.base)?)
     }
 
     pub(crate) fn by_id(&self, id: &str) -> Option<&Record> {
         let n: usize = id.strip_prefix("rec_")?.parse().ok()?;
-        self.records.get(n.checked_sub(1)?).filter(|r| r.id == id)
+        self.get(n.checked_sub(1)?).filter(|r| r.id == id)
     }
 
     pub(crate) fn by_external_ref(&self, r: &str) -> Vec<&Record> {
         self.by_ref
             .get(r)
-            .map(|v| v.iter().filter_map(|i| self.records.get(*i)).collect())
+            .map(|v| v.iter().filter_map(|i| self.get(*i)).collect())
             .unwrap_or_default()
     }
 
     pub(crate) fn by_idempotency_key(&self, k: &str) -> Vec<&Record> {
         self.by_key
             .get(k)
-            .map(|v| v.iter().filter_map(|i| self.records.get(*i)).collect())
+            .map(|v| v.iter().filter_map(|i| self.get(*i)).collect())
             .unwrap_or_default()
     }
 
@@ -186,7 +297,33 @@ impl RecordStore {
         self.records.len()
     }
 
-    pub(crate) fn all(&self) -> &[Record] {
-        &self.records
+    /// The records kept, oldest first.
+    pub(crate) fn all(&self) -> std::collections::vec_deque::Iter<'_, Record> {
+        self.records.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn at_the_cap_the_key_table_stops_growing() {
+        let mut store = RecordStore::new(u64::MAX / 4, 1_000);
+        let write = |store: &mut RecordStore, n: u64| {
+            let key = format!("k{n}");
+            store.commit("s", Some(&key), true, None, n, None, n, n);
+            store.release_key("s", &key, n);
+        };
+        for n in 0..=1_000 {
+            write(&mut store, n);
+        }
+        let at_cap = store.keys.capacity();
+        for n in 1_001..200_000 {
+            write(&mut store, n);
+            assert!(store.keys.capacity() <= at_cap, "grew at {n}");
+            assert_eq!(store.len(), 1_000);
+        }
+        assert_eq!(store.evicted(), 199_000);
     }
 }

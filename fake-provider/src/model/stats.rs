@@ -29,6 +29,10 @@ pub struct ProviderStats {
     pub undelivered_tokens: u64,
     /// Records in the store.
     pub records: u64,
+    /// Records evicted from the store (older than `provider.record_retention`, or beyond
+    /// the count cap), with their indexes and idempotency keys.
+    #[serde(default)]
+    pub records_evicted: u64,
     /// Admitted attempts not yet departed.
     pub in_flight: u64,
     /// Journal entries evicted before anyone drained them.

@@ -792,3 +792,121 @@ fn lean_bodies_keep_the_id_and_change_nothing_else() {
     }
     assert_eq!(full.drain_journal(), lean.drain_journal());
 }
+
+fn find(scope: &str, by: FindBy) -> Request {
+    Request {
+        route: RequestRoute::FindRecords { by },
+        credential: Some(format!("sk-{scope}-key1")),
+        ..Request::default()
+    }
+}
+
+fn get_record(scope: &str, id: &str) -> Request {
+    Request {
+        route: RequestRoute::GetRecord { id: id.into() },
+        credential: Some(format!("sk-{scope}-key1")),
+        ..Request::default()
+    }
+}
+
+fn found(d: &Decision) -> usize {
+    match &d.answer {
+        Answer::Respond { body, .. } => body["data"].as_array().map_or(0, Vec::len),
+        other => panic!("an answer: {other:?}"),
+    }
+}
+
+#[test]
+fn records_older_than_the_retention_are_forgotten_with_their_keys() {
+    let mut c = config(vec![scope("a")], vec![]);
+    c.record_retention = DurationMs(60_000);
+    let mut m = model(c);
+    let first = m.arrive(&write("a", Some("k1"), "ref-1", 1), 0);
+    m.depart(first.seq, 20);
+    let second = m.arrive(&write("a", Some("k2"), "ref-2", 2), 30_000);
+    m.depart(second.seq, 30_020);
+    // Within the retention: everything is found and the key replays.
+    let replay = m.arrive(&write("a", Some("k1"), "ref-1", 1), 59_999);
+    assert_eq!(replay.answer.header("idempotent-replayed"), Some("true"));
+    m.depart(replay.seq, 60_000);
+    assert_eq!(
+        status(&m.arrive(&get_record("a", "rec_000001"), 59_999)),
+        Some(200)
+    );
+    // At 60 s the first record is gone: look-ups by id, key and reference say "not found".
+    assert_eq!(
+        status(&m.arrive(&get_record("a", "rec_000001"), 60_000)),
+        Some(404)
+    );
+    let by_key = m.arrive(&find("a", FindBy::IdempotencyKey("k1".into())), 60_000);
+    assert_eq!(found(&by_key), 0);
+    let by_ref = m.arrive(&find("a", FindBy::ExternalRef("ref-1".into())), 60_000);
+    assert_eq!(found(&by_ref), 0);
+    assert!(m.record("rec_000001").is_none());
+    assert_eq!(
+        status(&m.arrive(&get_record("a", "rec_000002"), 60_000)),
+        Some(200)
+    );
+    assert_eq!(m.records().len(), 1);
+    assert_eq!(m.stats().records, 1);
+    assert_eq!(m.stats().records_evicted, 1);
+    // Its key is forgotten: the same key and body commit a new record (a new id; ids are
+    // never reused), not a replay.
+    let again = m.arrive(&write("a", Some("k1"), "ref-1", 1), 61_000);
+    assert_eq!(status(&again), Some(200));
+    assert_eq!(again.answer.header("idempotent-replayed"), None);
+    let j = m.drain_journal();
+    let last = j.last().unwrap();
+    assert!(last.committed && !last.replayed);
+    assert_eq!(last.record_id.as_deref(), Some("rec_000003"));
+    // The second record goes at 90 s.
+    m.arrive(&get_record("a", "rec_000002"), 90_000);
+    assert_eq!(m.stats().records_evicted, 2);
+    assert_eq!(
+        m.records().next().map(|r| r.id.as_str()),
+        Some("rec_000003")
+    );
+}
+
+#[test]
+fn the_count_cap_evicts_the_oldest_records_first() {
+    let mut m = model(config(vec![scope("a")], vec![]));
+    m.set_max_records(3);
+    for i in 0..5u64 {
+        let d = m.arrive(&write("a", Some(&format!("k{i}")), "shared-ref", i), i * 10);
+        assert_eq!(status(&d), Some(200));
+        m.depart(d.seq, i * 10 + 5);
+    }
+    let ids: Vec<&str> = m.records().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids, ["rec_000003", "rec_000004", "rec_000005"]);
+    assert_eq!(m.stats().records, 3);
+    assert_eq!(m.stats().records_evicted, 2);
+    assert_eq!(m.records_by_external_ref("shared-ref").len(), 3);
+    assert!(m.records_by_idempotency_key("k0").is_empty());
+    assert_eq!(m.records_by_idempotency_key("k4").len(), 1);
+    // An evicted key commits anew; a kept one replays.
+    let kept = m.arrive(&write("a", Some("k4"), "shared-ref", 4), 100);
+    assert_eq!(kept.answer.header("idempotent-replayed"), Some("true"));
+    m.depart(kept.seq, 105);
+    let forgotten = m.arrive(&write("a", Some("k0"), "shared-ref", 0), 110);
+    assert_eq!(forgotten.answer.header("idempotent-replayed"), None);
+    assert_eq!(m.stats().records_evicted, 3);
+    // The cap survives a reset.
+    m.reset();
+    for i in 0..5u64 {
+        m.arrive(&write("a", None, &format!("r{i}"), i), i);
+    }
+    assert_eq!(m.records().len(), 3);
+}
+
+#[test]
+fn record_retention_must_be_positive_and_is_named() {
+    let mut c = config(vec![scope("a")], vec![]);
+    c.record_retention = DurationMs(0);
+    let e = c.validate().unwrap_err().to_string();
+    assert!(e.starts_with("provider.record_retention:"), "{e}");
+    assert_eq!(
+        ProviderConfig::default().record_retention,
+        DurationMs(24 * 3_600_000)
+    );
+}

@@ -318,12 +318,12 @@ pub(crate) fn sse_frames(
     usage: Option<(u32, u32)>,
     chunks: u32,
     complete: bool,
-) -> Vec<Bytes> {
+) -> super::respond::Frames {
     let (input, output) = usage.unwrap_or((0, chunks));
     let mut start = message(seq, body, Some((input, 1)));
     start["content"] = json!([]);
     start["stop_reason"] = Value::Null;
-    let mut out = Vec::with_capacity(chunks as usize + 6);
+    let mut out = Vec::with_capacity(3);
     out.push(event(
         "message_start",
         json!({ "type": "message_start", "message": start }),
@@ -333,25 +333,27 @@ pub(crate) fn sse_frames(
         json!({ "type": "content_block_start", "index": 0, "content_block": { "type": "text", "text": "" } }),
     ));
     out.push(event("ping", json!({ "type": "ping" })));
-    for i in 0..chunks {
+    // The deltas are made as the client reads them (there may be billions).
+    let deltas = (0..chunks).map(|i| {
         let text = if i == 0 { "tok" } else { " tok" };
-        out.push(event(
+        event(
             "content_block_delta",
             json!({ "type": "content_block_delta", "index": 0, "delta": { "type": "text_delta", "text": text } }),
-        ));
-    }
+        )
+    });
+    let mut tail = Vec::with_capacity(3);
     if complete {
-        out.push(event(
+        tail.push(event(
             "content_block_stop",
             json!({ "type": "content_block_stop", "index": 0 }),
         ));
-        out.push(event(
+        tail.push(event(
             "message_delta",
             json!({ "type": "message_delta", "delta": { "stop_reason": stop_reason(body), "stop_sequence": null }, "usage": { "output_tokens": output } }),
         ));
-        out.push(event("message_stop", json!({ "type": "message_stop" })));
+        tail.push(event("message_stop", json!({ "type": "message_stop" })));
     }
-    out
+    Box::new(out.into_iter().chain(deltas).chain(tail))
 }
 
 /// The `error` event that ends a stream the provider broke off.
@@ -393,9 +395,8 @@ mod tests {
     fn a_stream_has_the_event_sequence() {
         let frames = sse_frames(7, &json!({}), Some((10, 3)), 3, true);
         let names: Vec<String> = frames
-            .iter()
             .map(|f| {
-                let t = std::str::from_utf8(f).unwrap();
+                let t = std::str::from_utf8(&f).unwrap();
                 t.lines()
                     .next()
                     .unwrap()

@@ -284,6 +284,12 @@ pub(crate) async fn metrics(State(app): State<App>) -> Response<Body> {
         &[(String::new(), s.records)],
     );
     metric(
+        "stampede_provider_records_evicted_total",
+        "counter",
+        "Records evicted from the store (retention or count cap).",
+        &[(String::new(), s.records_evicted)],
+    );
+    metric(
         "stampede_provider_journal_lost_total",
         "counter",
         "Journal entries evicted from the ring unread.",

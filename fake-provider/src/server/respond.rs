@@ -171,7 +171,7 @@ pub(crate) async fn play(
         Answer::StreamCut { after_chunks, .. } => {
             wait(real_latency_ms, &mut stop).await;
             let body = json!({ "id": format!("chatcmpl-{seq}"), "model": "stampede-fake", "created": unix_now() });
-            let frames = match wire {
+            let frames: Frames = match wire {
                 Wire::OpenAi { .. } | Wire::Embeddings => {
                     sse_frames(seq, &body, after_chunks, u32::MAX, None)
                 }
@@ -190,18 +190,19 @@ pub(crate) async fn play(
         Answer::StreamError { after_chunks } => {
             wait(real_latency_ms, &mut stop).await;
             let body = json!({ "id": format!("chatcmpl-{seq}"), "model": "stampede-fake", "created": unix_now() });
-            let frames = match wire {
+            let frames: Frames = match wire {
                 Wire::OpenAi { .. } | Wire::Embeddings => {
-                    let mut frames = sse_frames(seq, &body, after_chunks, u32::MAX, None);
                     let err = json!({ "error": { "message": "The stream was interrupted by a server error.", "type": "server_error", "param": null, "code": "stream_error" } });
-                    frames.push(Bytes::from(format!("event: error\ndata: {err}\n\n")));
-                    frames
+                    let last = Bytes::from(format!("event: error\ndata: {err}\n\n"));
+                    Box::new(
+                        sse_frames(seq, &body, after_chunks, u32::MAX, None)
+                            .chain(std::iter::once(last)),
+                    )
                 }
-                Wire::Anthropic => {
-                    let mut frames = anthropic::sse_frames(seq, &body, None, after_chunks, false);
-                    frames.push(anthropic::sse_error());
-                    frames
-                }
+                Wire::Anthropic => Box::new(
+                    anthropic::sse_frames(seq, &body, None, after_chunks, false)
+                        .chain(std::iter::once(anthropic::sse_error())),
+                ),
             };
             sse_response(
                 &[seq_header(seq)],
@@ -251,13 +252,16 @@ fn unix_now() -> u64 {
 /// carries the role); when `total` is reached, a chunk with the finish reason, then, when
 /// `usage` is given (the client asked with `stream_options.include_usage`), a last chunk
 /// with empty `choices` and the usage, and `[DONE]`.
-fn sse_frames(
+///
+/// The content chunks are made as the client reads them, never all at once: a streamed
+/// completion of `max_tokens = 4294967295` is billions of frames.
+pub(crate) fn sse_frames(
     seq: u64,
     body: &Value,
     chunks: u32,
     total: u32,
     usage: Option<(u32, u32)>,
-) -> Vec<Bytes> {
+) -> Frames {
     let id = body
         .get("id")
         .cloned()
@@ -266,23 +270,28 @@ fn sse_frames(
         .get("created")
         .cloned()
         .unwrap_or_else(|| json!(unix_now()));
-    let chunk = |choices: Value| {
+    let chunk = move |id: &Value, created: &Value, choices: Value| {
         json!({
             "id": id, "object": "chat.completion.chunk", "created": created,
             "model": "stampede-fake", "system_fingerprint": null, "choices": choices,
         })
     };
-    let mut out = Vec::with_capacity(chunks as usize + 3);
-    for i in 0..chunks {
+    let (head_id, head_created) = (id.clone(), created.clone());
+    let content = (0..chunks).map(move |i| {
         let delta = if i == 0 {
             json!({ "role": "assistant", "content": "tok" })
         } else {
             json!({ "content": " tok" })
         };
-        let c =
-            chunk(json!([{ "index": 0, "delta": delta, "logprobs": null, "finish_reason": null }]));
-        out.push(Bytes::from(format!("data: {c}\n\n")));
-    }
+        let c = chunk(
+            &head_id,
+            &head_created,
+            json!([{ "index": 0, "delta": delta, "logprobs": null, "finish_reason": null }]),
+        );
+        Bytes::from(format!("data: {c}\n\n"))
+    });
+    let chunk = |choices: Value| chunk(&id, &created, choices);
+    let mut out = Vec::with_capacity(3);
     if chunks >= total {
         let finish = body
             .pointer("/choices/0/finish_reason")
@@ -293,17 +302,46 @@ fn sse_frames(
         out.push(Bytes::from(format!("data: {c}\n\n")));
         if let Some((p, c)) = usage {
             let mut last = chunk(json!([]));
-            last["usage"] =
-                json!({ "prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c });
+            // In u64: both may be near u32::MAX.
+            last["usage"] = json!({ "prompt_tokens": p, "completion_tokens": c, "total_tokens": u64::from(p) + u64::from(c) });
             out.push(Bytes::from(format!("data: {last}\n\n")));
         }
         out.push(Bytes::from_static(b"data: [DONE]\n\n"));
     }
-    out
+    Box::new(content.chain(out))
 }
+
+/// SSE frames, made as they are read.
+pub(crate) type Frames = Box<dyn Iterator<Item = Bytes> + Send>;
 
 /// Resolves once the server is stopping (or its stop channel is gone).
 pub(crate) async fn stopped(stop: &mut watch::Receiver<bool>) {
     // The guard `wait_for` returns is dropped here, so callers' futures stay `Send`.
     let _ = stop.wait_for(|s| *s).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_of_billions_of_chunks_is_made_lazily() {
+        // Building this once took an allocation of tens of GB and aborted the server.
+        let mut frames = sse_frames(1, &json!({}), u32::MAX, u32::MAX, None);
+        let first = frames.next().unwrap();
+        assert!(std::str::from_utf8(&first)
+            .unwrap()
+            .contains("\"role\":\"assistant\""));
+        assert_eq!(frames.size_hint().0, (u32::MAX - 1) as usize + 2);
+        let mut deltas = anthropic::sse_frames(1, &json!({}), None, u32::MAX, true);
+        assert!(deltas.nth(3).is_some());
+    }
+
+    #[test]
+    fn usage_totals_do_not_overflow() {
+        let frames: Vec<Bytes> =
+            sse_frames(1, &json!({}), 0, 0, Some((u32::MAX, u32::MAX))).collect();
+        let usage = std::str::from_utf8(&frames[1]).unwrap();
+        assert!(usage.contains("\"total_tokens\":8589934590"), "{usage}");
+    }
 }
