@@ -228,9 +228,10 @@ pub struct AttemptRow {
     pub tenant: String,
     pub scope: String,
     pub route: String,
-    /// Logical action id the client claimed (`x-stampede-action`; 0 when none was sent).
+    /// The action the harness sent this attempt for (0 when it cannot know: a `--client`
+    /// process). Never read from the client's headers.
     pub action: u64,
-    /// 1-based attempt number the client claimed (`x-stampede-attempt`; 0 when none).
+    /// The attempt's 1-based number as the harness sent it (0 when it cannot know).
     pub attempt_no: u32,
     /// HTTP status, or `dropped`, `hang`, `stream_cut`.
     pub outcome: String,

@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 use stampede_provider::model::{IdentifiedBy, JournalEntry};
 
 use crate::live_driver::provider::Provider;
-use crate::measure::Measurement;
+use crate::measure::{Measurement, SentBy};
 use crate::run::{finish_run, RunError, RunOptions, RunOutcome};
 use crate::scenario::{ExpectSpec, Scenario};
 use crate::virtual_driver::AttemptSink;
@@ -179,7 +179,9 @@ pub fn run_client(
         })?;
         let mut sink = csv::Writer::from_writer(BufWriter::new(file));
         for e in &journal {
-            let row = measure.on_journal(e, None);
+            // The harness cannot tell which workload line an attempt of a foreign client
+            // was for, and does not take the client's word for it.
+            let row = measure.on_journal(e, None, &SentBy::default());
             sink.attempt(&row).map_err(ClientError::Output)?;
         }
         sink.flush()

@@ -51,6 +51,12 @@ impl LiveActions {
         ids
     }
 
+    /// The tenant the harness submitted action `id` for (`""` for an unknown id): how the
+    /// measurement attributes its attempts, whatever the client claims on the wire.
+    pub fn tenant_of(&self, id: JobId) -> &str {
+        self.by_id.get(&id).map_or("", |a| a.facts.tenant.as_str())
+    }
+
     /// The provider request for `send` at `now` (ms), measuring the action's first dispatch
     /// and the tokens reserved. Errs (with the message) when the core sent for an action the
     /// driver does not track, which would be a bug in the core or the driver.

@@ -11,7 +11,7 @@
 //! [`play_from`] is the same loop on any ledger, and resumed when its [`Start`] says so
 //! (see `resume`); [`play`] is a first life on the in-memory ledger.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::Instant;
 
 use stampede_core::{
@@ -31,7 +31,7 @@ use super::{AttemptTiming, LiveError, LiveOptions, LiveRun};
 use crate::driver_common::admission::Admission;
 use crate::driver_common::gauges::GaugeSampler;
 use crate::driver_common::live_actions::{LiveAction, LiveActions};
-use crate::measure::{Ended, Measurement};
+use crate::measure::{Ended, Measurement, SentBy};
 use crate::rng;
 use crate::scenario::Scenario;
 use crate::virtual_driver::translate::{self, ActionFacts};
@@ -114,6 +114,10 @@ pub async fn play_from<L: Ledger>(
     // When the client heard how each attempt ended (scenario ms), by (action, attempt_no):
     // the end of a hang in attempts.csv, which only the client's timeout knows.
     let mut heard: BTreeMap<(JobId, u32), Millis> = BTreeMap::new();
+    // What this harness sent, in send order, under the key the provider's journal shows it
+    // by (its look-up, else its fingerprint): which action, attempt and tenant each journal
+    // entry was, known without reading the client's claims off the wire.
+    let mut sent: HashMap<String, VecDeque<(JobId, u32, String)>> = HashMap::new();
     let mut timings: Vec<AttemptTiming> = Vec::new();
     let mut terminals: Vec<Terminal> = Vec::new();
     let mut audit_events: Vec<AuditEvent> = Vec::new();
@@ -192,6 +196,11 @@ pub async fn play_from<L: Ledger>(
                     let request = live
                         .dispatch(&send, now, &mut measure)
                         .map_err(LiveError::Provider)?;
+                    sent.entry(journal_key(&request)).or_default().push_back((
+                        send.job,
+                        send.attempt_no,
+                        live.tenant_of(send.job).to_string(),
+                    ));
                     let http =
                         http_request(&provider.base, &request).map_err(LiveError::Provider)?;
                     // A retry layer under the client (`client.transport_retries`) sends the
@@ -296,11 +305,29 @@ pub async fn play_from<L: Ledger>(
         )));
     }
     for entry in &journal {
-        let done = entry
-            .action
-            .zip(entry.attempt_no)
-            .and_then(|k| heard.get(&k).copied());
-        let row = measure.on_journal(entry, done);
+        let key = entry
+            .lookup
+            .clone()
+            .unwrap_or_else(|| entry.fingerprint.clone());
+        // A hidden re-send has no send of its own: it is the last attempt sent by that key.
+        let attempt = sent.get_mut(&key).and_then(|q| {
+            if q.len() > 1 {
+                q.pop_front()
+            } else {
+                q.front().cloned()
+            }
+        });
+        let done = attempt
+            .as_ref()
+            .and_then(|(job, no, _)| heard.get(&(*job, *no)).copied());
+        let by = attempt
+            .as_ref()
+            .map_or(SentBy::default(), |(job, no, tenant)| SentBy {
+                tenant,
+                action: *job,
+                attempt_no: *no,
+            });
+        let row = measure.on_journal(entry, done, &by);
         sink.attempt(&row).map_err(LiveError::Output)?;
     }
     let mut measured = measure.finish(now);
@@ -318,6 +345,23 @@ pub async fn play_from<L: Ledger>(
         scale,
         restart: None,
     })
+}
+
+/// The key the provider's journal shows an attempt of `request` by: what a look-up asked
+/// for, else the fingerprint (method, route template, hash of the canonical body), computed
+/// as the server computes it.
+fn journal_key(request: &stampede_provider::model::Request) -> String {
+    if let Some(lookup) = request.route.lookup() {
+        return lookup;
+    }
+    let hash = super::request::json_body(request)
+        .and_then(|v| serde_json::to_vec(&v).ok())
+        .map_or(0, |b| stampede_provider::model::body_hash(&b));
+    format!(
+        "{} {} {hash:016x}",
+        request.route.method(),
+        request.route.template()
+    )
 }
 
 /// Hands the core's audit events to the run's trail (and keeps them when asked).

@@ -48,6 +48,15 @@ pub struct Measurement {
     unfinished: Vec<UnfinishedRow>,
 }
 
+/// What the harness itself sent an attempt as: the tenant it submitted the action for, the
+/// action's id and the attempt's number (0 and `""` when it cannot know).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SentBy<'a> {
+    pub tenant: &'a str,
+    pub action: u64,
+    pub attempt_no: u32,
+}
+
 /// What a driver knows when an action reaches its terminal outcome.
 #[derive(Debug, Clone, Copy)]
 pub struct Ended<'a> {
@@ -311,11 +320,21 @@ impl Measurement {
 
     /// One journal entry: an attempt at the provider's edge. Returns its attempts.csv row.
     /// `client_done_ms` fills the end of a hang, which only the client's timeout knows.
+    /// `by` is the harness's own record of what it sent (tenant, action, attempt number;
+    /// empty when it cannot know, as for a `--client` process), never the client's
+    /// `x-stampede-*` claims: the journal keeps those, and only `claim_mismatches` reads them
+    /// (from the provider's flag).
     ///
     /// Every figure here is the provider's: which attempts are one logical request, which
     /// commit is a duplicate, who came back early. The client's `x-stampede-*` claims are
     /// copied into the row as claims and counted only where they disagree.
-    pub fn on_journal(&mut self, e: &JournalEntry, client_done_ms: Option<u64>) -> AttemptRow {
+    pub fn on_journal(
+        &mut self,
+        e: &JournalEntry,
+        client_done_ms: Option<u64>,
+        by: &SentBy<'_>,
+    ) -> AttemptRow {
+        let tenant = by.tenant;
         self.summary.blind_resends += u64::from(self.blind.observe(e));
         let s = &mut self.summary;
         s.outbound_attempts += 1;
@@ -360,8 +379,7 @@ impl Measurement {
             _ => row.dropped += 1,
         }
         row.tokens_used += e.tokens_used;
-        let tenant = e.tenant.clone().unwrap_or_default();
-        self.tenant_row(e.at_ms, &tenant).attempts += 1;
+        self.tenant_row(e.at_ms, tenant).attempts += 1;
         let done_ms = if e.done_ms == 0 {
             client_done_ms.unwrap_or(e.at_ms)
         } else {
@@ -371,11 +389,11 @@ impl Measurement {
             seq: e.seq,
             at_ms: e.at_ms,
             done_ms,
-            tenant,
+            tenant: tenant.to_string(),
             scope: e.scope.clone().unwrap_or_default(),
             route: e.route.clone(),
-            action: e.action.unwrap_or(0),
-            attempt_no: e.attempt_no.unwrap_or(0),
+            action: by.action,
+            attempt_no: by.attempt_no,
             outcome: e.outcome.clone(),
             error_code: e.error_code.clone().unwrap_or_default(),
             committed: e.committed,
@@ -489,7 +507,7 @@ mod tests {
         let rows: Vec<AttemptRow> = m
             .drain_journal()
             .iter()
-            .map(|e| measure.on_journal(e, None))
+            .map(|e| measure.on_journal(e, None, &SentBy::default()))
             .collect();
         let flags: Vec<bool> = rows.iter().map(|r| r.retry_after_violation).collect();
         assert_eq!(flags, vec![false, false, false, true, true, false]);

@@ -20,7 +20,7 @@ use stampede_core::{Millis, Reason, Route, Terminal, TerminalStatus};
 use stampede_provider::model::{Answer, ProviderModel, Request, RequestRoute};
 use stampede_reports::UnfinishedRow;
 
-use crate::measure::{Ended, Measurement};
+use crate::measure::{Ended, Measurement, SentBy};
 use crate::rng;
 use crate::scenario::Scenario;
 use crate::virtual_driver::{AttemptSink, DriverError, VirtualRun, VIRTUAL_EPOCH_UNIX_MS};
@@ -213,7 +213,12 @@ pub fn run(
                     call.first_sent_at.get_or_insert(now);
                     let decision = provider.arrive(&request, now);
                     for entry in provider.drain_journal() {
-                        let row = measure.on_journal(&entry, None);
+                        let by = SentBy {
+                            tenant: &call.arrival.job.tenant,
+                            action: call.arrival.job.id,
+                            attempt_no: call.sent,
+                        };
+                        let row = measure.on_journal(&entry, None, &by);
                         sink.attempt(&row).map_err(DriverError::Output)?;
                     }
                     let (after, ok, failure) =

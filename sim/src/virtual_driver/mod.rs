@@ -25,7 +25,7 @@ use stampede_reports::AttemptRow;
 use crate::driver_common::admission::Admission;
 use crate::driver_common::gauges::GaugeSampler;
 use crate::driver_common::live_actions::LiveActions;
-use crate::measure::{Measured, Measurement};
+use crate::measure::{Measured, Measurement, SentBy};
 use crate::rng;
 use crate::scenario::Scenario;
 use crate::workload;
@@ -193,8 +193,13 @@ pub fn run_with_audit(
                     let decision = provider.arrive(&request, now);
                     let seq = decision.seq;
                     let (after, outcome) = translate::outcome(&send, decision);
+                    let by = SentBy {
+                        tenant: live.tenant_of(send.job),
+                        action: send.job,
+                        attempt_no: send.attempt_no,
+                    };
                     for entry in provider.drain_journal() {
-                        let row = measure.on_journal(&entry, Some(now + after));
+                        let row = measure.on_journal(&entry, Some(now + after), &by);
                         sink.attempt(&row).map_err(DriverError::Output)?;
                     }
                     let event = if left > 0 && translate::hidden_layer_retries(&outcome) {
@@ -230,9 +235,14 @@ pub fn run_with_audit(
                     let decision = provider.arrive(&request, now);
                     let seq = decision.seq;
                     let (after, outcome) = translate::outcome(&send, decision);
+                    let by = SentBy {
+                        tenant: live.tenant_of(send.job),
+                        action: send.job,
+                        attempt_no: send.attempt_no,
+                    };
                     for entry in provider.drain_journal() {
                         crashes.on_journal(&entry);
-                        let row = measure.on_journal(&entry, Some(now + after));
+                        let row = measure.on_journal(&entry, Some(now + after), &by);
                         sink.attempt(&row).map_err(DriverError::Output)?;
                     }
                     let global = crashes.global(send.attempt);
