@@ -11,7 +11,7 @@ use stampede_reports::{RenderOptions, RunReport};
 
 use crate::measure::{round4, Measured};
 use crate::scenario::{expect, Scenario};
-use crate::virtual_driver::{self, AttemptSink, AuditFile, DriverError, NoAttempts};
+use crate::virtual_driver::{self, AttemptSink, AuditFile, DriverError, NoAttempts, VirtualRun};
 
 /// How to run and what to write.
 #[derive(Debug, Clone, Default)]
@@ -86,21 +86,14 @@ pub fn run_virtual(scenario: &Scenario, opts: &RunOptions) -> Result<RunOutcome,
     let run = match &opts.out_dir {
         Some(dir) => {
             fs::create_dir_all(dir).map_err(|e| output_err(dir, e))?;
-            let path = dir.join("attempts.csv");
-            let file = File::create(&path).map_err(|e| output_err(&path, e))?;
-            let mut sink = csv::Writer::from_writer(BufWriter::with_capacity(1 << 16, file));
             // The runner's audit trail, hash-chained; it survives simulated crashes.
             let audit_path = dir.join("audit.jsonl");
             let mut audit =
                 AuditFile::create(&audit_path).map_err(|e| output_err(&audit_path, e))?;
-            let run = virtual_driver::run_with_audit(
-                scenario,
-                &mut sink as &mut dyn AttemptSink,
-                &mut audit,
-            )?;
-            sink.flush().map_err(|e| output_err(&path, e))?;
+            let run = with_attempts_csv(dir, &mut files, |sink| {
+                virtual_driver::run_with_audit(scenario, sink, &mut audit)
+            })?;
             audit.close().map_err(|e| output_err(&audit_path, e))?;
-            files.push(path);
             files.push(audit_path);
             run
         }
@@ -114,23 +107,29 @@ fn run_sdk(scenario: &Scenario, opts: &RunOptions) -> Result<RunOutcome, RunErro
     let started = Instant::now();
     let mut files = Vec::new();
     let run = match &opts.out_dir {
-        Some(dir) => {
-            fs::create_dir_all(dir).map_err(|e| output_err(dir, e))?;
-            let path = dir.join("attempts.csv");
-            let file = File::create(&path).map_err(|e| output_err(&path, e))?;
-            let mut sink = csv::Writer::from_writer(BufWriter::with_capacity(1 << 16, file));
-            let run = crate::sdk_client::run(
-                scenario,
-                &scenario.sdk_layers,
-                &mut sink as &mut dyn AttemptSink,
-            )?;
-            sink.flush().map_err(|e| output_err(&path, e))?;
-            files.push(path);
-            run
-        }
+        Some(dir) => with_attempts_csv(dir, &mut files, |sink| {
+            crate::sdk_client::run(scenario, &scenario.sdk_layers, sink)
+        })?,
         None => crate::sdk_client::run(scenario, &scenario.sdk_layers, &mut NoAttempts)?,
     };
     finish_run(scenario, run.measured, run.events, started, files, opts)
+}
+
+/// Plays `play` with `attempts.csv` in `dir` as its attempt sink (buffered, flushed after),
+/// and lists the file in `files`.
+fn with_attempts_csv(
+    dir: &Path,
+    files: &mut Vec<PathBuf>,
+    play: impl FnOnce(&mut dyn AttemptSink) -> Result<VirtualRun, DriverError>,
+) -> Result<VirtualRun, RunError> {
+    fs::create_dir_all(dir).map_err(|e| output_err(dir, e))?;
+    let path = dir.join("attempts.csv");
+    let file = File::create(&path).map_err(|e| output_err(&path, e))?;
+    let mut sink = csv::Writer::from_writer(BufWriter::with_capacity(1 << 16, file));
+    let run = play(&mut sink)?;
+    sink.flush().map_err(|e| output_err(&path, e))?;
+    files.push(path);
+    Ok(run)
 }
 
 /// Plays a scenario the way its file says: with its `[client] command` as the client

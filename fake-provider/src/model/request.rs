@@ -152,6 +152,14 @@ pub fn body_hash(bytes: &[u8]) -> u64 {
     h
 }
 
+/// The `body_hash` of a JSON body as the server computes it: FNV-1a over the body in
+/// canonical form (object keys sorted, as `serde_json`'s maps keep them), so key order and
+/// whitespace do not change a request's fingerprint. A harness that built the body can
+/// compute the same value.
+pub fn canonical_body_hash(v: &serde_json::Value) -> u64 {
+    body_hash(&serde_json::to_vec(v).unwrap_or_default())
+}
+
 /// A credential as it may appear in the journal: a prefix and the last four characters.
 pub fn mask_credential(key: &str) -> String {
     let chars: Vec<char> = key.chars().collect();

@@ -18,7 +18,7 @@
 use super::parse::{self, BadRequest};
 use super::routes::read_body;
 use super::App;
-use crate::model::{body_hash, RequestRoute};
+use crate::model::RequestRoute;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, Response};
@@ -117,28 +117,8 @@ pub(crate) async fn messages(
         u32::try_from(chars.div_ceil(4) + 4 * parsed.messages.len()).unwrap_or(u32::MAX);
     req.max_tokens = parsed.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
     req.stream = parsed.stream;
-    req.body_hash = body_hash(canonical(&v).as_bytes());
+    req.body_hash = parse::canonical_hash(&v);
     super::routes::attempt_as(&app, req, super::respond::Wire::Anthropic).await
-}
-
-/// JSON text with object keys sorted, so key order does not change the fingerprint.
-fn canonical(v: &Value) -> String {
-    match v {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            let inner: Vec<String> = keys
-                .iter()
-                .map(|k| format!("{}:{}", Value::String((*k).clone()), canonical(&map[*k])))
-                .collect();
-            format!("{{{}}}", inner.join(","))
-        }
-        Value::Array(items) => {
-            let inner: Vec<String> = items.iter().map(canonical).collect();
-            format!("[{}]", inner.join(","))
-        }
-        other => other.to_string(),
-    }
 }
 
 fn bad_request_body(e: &BadRequest) -> (u16, Vec<(String, String)>, Value) {
@@ -230,30 +210,7 @@ fn go_duration_ms(text: &str) -> Option<u64> {
 
 /// A UTC time as RFC 3339 with seconds (`2026-11-30T10:00:00Z`).
 fn rfc3339(at: std::time::SystemTime) -> String {
-    let text = httpdate::fmt_http_date(at);
-    // `Sun, 06 Nov 1994 08:49:37 GMT` -> fields.
-    let parts: Vec<&str> = text.split_whitespace().collect();
-    let month = match parts.get(2).copied().unwrap_or("") {
-        "Jan" => 1,
-        "Feb" => 2,
-        "Mar" => 3,
-        "Apr" => 4,
-        "May" => 5,
-        "Jun" => 6,
-        "Jul" => 7,
-        "Aug" => 8,
-        "Sep" => 9,
-        "Oct" => 10,
-        "Nov" => 11,
-        _ => 12,
-    };
-    format!(
-        "{}-{:02}-{}T{}Z",
-        parts.get(3).copied().unwrap_or("1970"),
-        month,
-        parts.get(1).copied().unwrap_or("01"),
-        parts.get(4).copied().unwrap_or("00:00:00")
-    )
+    humantime::format_rfc3339_seconds(at).to_string()
 }
 
 /// A non-streamed answer: a message for a 200, an Anthropic error otherwise.

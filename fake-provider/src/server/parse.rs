@@ -1,6 +1,6 @@
 //! HTTP requests into model attempts, with errors that say what is wrong.
 
-use crate::model::{body_hash, FindBy, Request, RequestRoute};
+use crate::model::{canonical_body_hash, FindBy, Request, RequestRoute};
 use axum::http::HeaderMap;
 use serde::Deserialize;
 use serde_json::Value;
@@ -141,9 +141,9 @@ fn json_body(bytes: &[u8]) -> Result<Value, BadRequest> {
     serde_json::from_slice(bytes).map_err(|e| BadRequest(format!("malformed JSON body: {e}")))
 }
 
-/// `body_hash` over the canonical JSON (keys sorted by serde_json's map).
-fn canonical_hash(v: &Value) -> u64 {
-    body_hash(&serde_json::to_vec(v).unwrap_or_default())
+/// The `body_hash` of every route that has a body (see `canonical_body_hash`).
+pub(crate) fn canonical_hash(v: &Value) -> u64 {
+    canonical_body_hash(v)
 }
 
 /// Rough tokens of a prompt: 4 characters a token plus 4 per message, as OpenAI's rule of thumb.

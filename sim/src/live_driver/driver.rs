@@ -355,8 +355,7 @@ fn journal_key(request: &stampede_provider::model::Request) -> String {
         return lookup;
     }
     let hash = super::request::json_body(request)
-        .and_then(|v| serde_json::to_vec(&v).ok())
-        .map_or(0, |b| stampede_provider::model::body_hash(&b));
+        .map_or(0, |v| stampede_provider::model::canonical_body_hash(&v));
     format!(
         "{} {} {hash:016x}",
         request.route.method(),
