@@ -119,7 +119,7 @@ fn the_sdk_presets_agree_with_the_real_sdks() {
 
 #[test]
 fn stacked_layers_multiply_attempts_layer_by_layer() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/amplification.toml");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/layers.toml");
     let base = scenario::load(&path, None, &[]).unwrap();
     let mut per_layers = Vec::new();
     for n in 1..=3 {

@@ -146,6 +146,14 @@ impl TokenBucket {
         self.give(self.units(amount));
     }
 
+    /// Lowers the level by `amount` tokens someone else spent from the same budget (a peer
+    /// instance), below zero if need be. Unlike a reservation it is not this bucket's debt:
+    /// the level just has further to refill before anything is granted.
+    pub fn spend_elsewhere(&mut self, amount: u64, now: Millis) {
+        self.refill(now);
+        self.level = self.level.saturating_sub(self.units(amount));
+    }
+
     /// Tokens taken beyond what was available, over the bucket's life (tokens, rounded up).
     pub fn debt(&self) -> u64 {
         let tokens = self.debt_units.div_ceil(u128::from(self.window_ms));

@@ -59,6 +59,8 @@ pub fn figures(summary: &Summary) -> Vec<Figure> {
             "",
         ),
         fig("duplicates", s.duplicates as f64, ""),
+        fig("duplicate_writes", s.duplicate_writes as f64, ""),
+        fig("duplicate_completions", s.duplicate_completions as f64, ""),
         fig("reconciliations", s.reconciliations as f64, ""),
         fig(
             "reconciliation_required",
@@ -71,6 +73,13 @@ pub fn figures(summary: &Summary) -> Vec<Figure> {
             s.retry_after_violations as f64,
             "",
         ),
+        fig("scope_wait_violations", s.scope_wait_violations as f64, ""),
+        fig(
+            "provider_logical_requests",
+            s.provider_logical_requests as f64,
+            "",
+        ),
+        fig("unfinished", s.unfinished as f64, ""),
         fig("goodput_per_min", s.goodput_per_min, "per min"),
         fig("virtual_duration_ms", s.virtual_duration_ms as f64, "ms"),
     ];

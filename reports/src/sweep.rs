@@ -21,7 +21,8 @@ pub struct SweepRow {
 }
 
 /// The figures `sweep.csv` carries after the varied keys and the seed, by `summary.json` key.
-pub const SWEEP_CSV_FIGURES: [&str; 16] = [
+/// New figures go at the end, so a column keeps its place.
+pub const SWEEP_CSV_FIGURES: [&str; 17] = [
     "logical_requests",
     "completed",
     "failed",
@@ -38,6 +39,7 @@ pub const SWEEP_CSV_FIGURES: [&str; 16] = [
     "status_counts.503",
     "latency_ms.p50",
     "latency_ms.p99",
+    "scope_wait_violations",
 ];
 
 /// Whether every expectation of a run held.

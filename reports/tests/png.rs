@@ -213,7 +213,7 @@ fn sweep_plots_get_pngs_too() {
     ];
     let files = render_sweep_plots_with(a.path(), &sweep_grid(), &keys, &with_png()).unwrap();
     check_pairs(&files);
-    assert_eq!(with_extension(&files, "png").len(), 5);
+    assert_eq!(with_extension(&files, "png").len(), 6);
     render_sweep_plots_with(b.path(), &sweep_grid(), &keys, &with_png()).unwrap();
     for png in with_extension(&files, "png") {
         let name = png.file_name().unwrap();

@@ -13,6 +13,7 @@ mod decide;
 mod dispatch;
 mod job_table;
 mod lanes;
+mod peers;
 mod queueing;
 mod reconcile;
 mod restore;

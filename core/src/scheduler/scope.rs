@@ -155,6 +155,16 @@ impl ScopeState {
         }
     }
 
+    /// A peer spent `requests` and `tokens` of the scope's rate (see `peers`).
+    pub fn spent_by_peer(&mut self, requests: u64, tokens: u64, now: Millis) {
+        if let (Some(bucket), true) = (&mut self.requests, requests > 0) {
+            bucket.spend_elsewhere(requests, now);
+        }
+        if let (Some(bucket), true) = (&mut self.tokens, tokens > 0) {
+            bucket.spend_elsewhere(tokens, now);
+        }
+    }
+
     /// A 429 closed the scope until `until`: the request budget that would have built up
     /// meanwhile is not there to spend when it reopens (the provider just said there is
     /// none), so the queue drains at the paced rate instead of as one burst the moment the

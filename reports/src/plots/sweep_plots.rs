@@ -11,7 +11,7 @@ use crate::number::median;
 use crate::sweep::SweepRow;
 
 /// The plotted figures: `summary.json` key and axis description (with unit).
-const SWEEP_FIGURES: [(&str, &str); 5] = [
+const SWEEP_FIGURES: [(&str, &str); 6] = [
     (
         "attempts_per_logical",
         "outbound attempts per logical request",
@@ -20,6 +20,10 @@ const SWEEP_FIGURES: [(&str, &str); 5] = [
     ("deadline_misses", "deadline misses (requests)"),
     ("outbound_attempts", "outbound attempts (at the provider)"),
     ("duplicates", "duplicate side effects"),
+    (
+        "scope_wait_violations",
+        "attempts on a scope told to wait (Retry-After of another request)",
+    ),
 ];
 
 /// Distinct values of a key in order of first appearance, sorted numerically when every value

@@ -99,6 +99,14 @@ pub fn run_client(
     if command.is_empty() {
         return Err(ClientError::NoCommand);
     }
+    if scenario.client.replicas > 1 {
+        return Err(ClientError::Output(format!(
+            "scenario {:?} sets client.replicas = {}: a --client command is one process; \
+             replicas are simulated for the core's and the SDK presets (run without \
+             --client), or start your command that many times against `stampede serve`",
+            scenario.name, scenario.client.replicas
+        )));
+    }
     let started = Instant::now();
     let scratch;
     let dir: PathBuf = match &opts.out_dir {

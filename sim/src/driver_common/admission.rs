@@ -8,8 +8,9 @@
 
 use std::collections::BTreeSet;
 
-use stampede_core::{JobId, Ledger, Millis, Scheduler};
+use stampede_core::{JobId, Millis};
 
+use super::client_core::ClientCore;
 use super::live_actions::{LiveAction, LiveActions};
 use crate::measure::Measurement;
 use crate::scenario::Scenario;
@@ -49,11 +50,11 @@ impl Admission {
     /// is held until `now + retry_after`. Nothing is offered while the runner is not
     /// `accepting` (it is down). Admitted actions go to `live`. Returns the arrivals
     /// offered (loop events).
-    pub fn admit<L: Ledger>(
+    pub fn admit(
         &mut self,
         now: Millis,
         accepting: bool,
-        core: &mut Scheduler<L>,
+        core: &mut impl ClientCore,
         live: &mut LiveActions,
         measure: &mut Measurement,
     ) -> u64 {

@@ -1,7 +1,8 @@
 //! The core's gauges (queued, in flight, tokens reserved), sampled once per report bucket.
 
-use stampede_core::{Ledger, Millis, Scheduler};
+use stampede_core::Millis;
 
+use super::client_core::ClientCore;
 use crate::measure::Measurement;
 
 /// When the next bucket's gauges are due.
@@ -33,10 +34,10 @@ impl GaugeSampler {
     }
 
     /// Samples every bucket that ends by `until` (ms) with the gauges as they stand.
-    pub fn sample_until<L: Ledger>(
+    pub fn sample_until(
         &mut self,
         until: Millis,
-        core: &Scheduler<L>,
+        core: &impl ClientCore,
         measure: &mut Measurement,
     ) {
         while self.next <= until {
@@ -52,7 +53,7 @@ impl GaugeSampler {
     }
 
     /// Samples the last, partial bucket of a run that stopped at `now` (ms).
-    pub fn finish<L: Ledger>(&self, now: Millis, core: &Scheduler<L>, measure: &mut Measurement) {
+    pub fn finish(&self, now: Millis, core: &impl ClientCore, measure: &mut Measurement) {
         if self.next.saturating_sub(self.bucket) <= now {
             let g = core.gauges();
             measure.on_gauges(now, g.queued + g.delayed, g.in_flight, g.tokens_reserved);

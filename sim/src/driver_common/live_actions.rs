@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use stampede_core::{ActionState, JobId, Ledger, LedgerEntry, Millis, Send, Terminal};
+use stampede_core::{ActionState, JobId, LedgerEntry, Millis, Send, Terminal};
 use stampede_provider::model::Request;
 use stampede_reports::UnfinishedRow;
 
@@ -104,11 +104,9 @@ impl LiveActions {
 
     /// When a run stops at `now` (ms): measures every action still live as unfinished, in
     /// id order (sent or not: one with an attempt out may have executed), and lists it with
-    /// its next safe action, its key and state read from the core's `ledger`.
-    pub fn unfinished<L: Ledger>(&self, now: Millis, measure: &mut Measurement, ledger: &L) {
-        let ledger: HashMap<JobId, LedgerEntry> = ledger
-            .entries()
-            .unwrap_or_default()
+    /// its next safe action, its key and state read from the core's ledger `entries`.
+    pub fn unfinished(&self, now: Millis, measure: &mut Measurement, entries: Vec<LedgerEntry>) {
+        let ledger: HashMap<JobId, LedgerEntry> = entries
             .into_iter()
             .filter(|e| !e.state.is_terminal())
             .map(|e| (e.job.id, e))

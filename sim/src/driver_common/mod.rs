@@ -2,13 +2,15 @@
 //! arrivals into the core with backpressure (`admission`), tracking the actions the core
 //! admitted until their terminal outcome (`live_actions`), sampling the core's gauges once
 //! per report bucket (`gauges`), reading a terminal outcome back from a ledger entry
-//! (`persisted`), and the hash-chained audit file both write (`audit_trail`).
+//! (`persisted`), and the hash-chained audit file both write (`audit_trail`); `client_core`
+//! is what those parts need of the client, one core or a fleet of replicas.
 //!
 //! Each driver keeps what is its own: the virtual one its event queue and simulated
 //! crashes, the live one its clock, HTTP attempts and restart from a durable ledger.
 
 pub mod admission;
 pub mod audit_trail;
+pub mod client_core;
 pub mod gauges;
 pub mod live_actions;
 pub mod persisted;

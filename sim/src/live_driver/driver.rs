@@ -291,7 +291,11 @@ pub async fn play_from<L: Ledger>(
     let real_ms = u64::try_from(wall_started.elapsed().as_millis()).unwrap_or(u64::MAX);
 
     gauges.finish(now, &core, &mut measure);
-    live.unfinished(now, &mut measure, core.ledger());
+    live.unfinished(
+        now,
+        &mut measure,
+        core.ledger().entries().unwrap_or_default(),
+    );
     admission.unfinished(now, &mut measure);
 
     // Ground truth: what reached the provider's edge, from its own journal.

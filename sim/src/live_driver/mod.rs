@@ -164,6 +164,14 @@ pub async fn play(
     opts: &LiveOptions,
     sink: &mut dyn AttemptSink,
 ) -> Result<LiveRun, LiveError> {
+    if scenario.client.replicas > 1 {
+        return Err(LiveError::Unsupported(format!(
+            "scenario {:?} sets client.replicas = {}: replicas of the core play in the \
+             simulator (run it without --live); live, start one `stampede run --live \
+             --provider URL` per replica against one `stampede serve`",
+            scenario.name, scenario.client.replicas
+        )));
+    }
     if let Some(ledger) = &opts.ledger {
         return resume::play_durable(scenario, opts, ledger, None, sink).await;
     }

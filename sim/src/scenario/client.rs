@@ -51,6 +51,48 @@ pub struct ClientSpec {
     /// `--client` command. Absent: the preset's (600 s for the openai and anthropic SDKs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<crate::scenario::DurationMs>,
+    /// Independent instances of the client (the processes of one service), each with its
+    /// own scope records, buckets, budgets, breaker and `workers`, sharing the scenario's
+    /// credentials; the workload is spread across them by task. 1 to 256; 1 (the default)
+    /// is the single client.
+    #[serde(default = "one")]
+    pub replicas: u32,
+    /// What the replicas share: `"replica"` (the default: nothing, each sees only its own
+    /// 429s) or `"fleet"` (one scope record, its waits and spent rate reaching the other
+    /// replicas after `share_delay`). Core presets only: an SDK keeps no scope record.
+    #[serde(default)]
+    pub share_scope: ShareScope,
+    /// How long the fleet's shared record takes to reach the other replicas (virtual
+    /// time). Default 100 ms.
+    #[serde(default = "default_share_delay")]
+    pub share_delay: crate::scenario::DurationMs,
+}
+
+/// What replicas of the client share (`client.share_scope`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShareScope {
+    /// Nothing: each replica keeps its own scope record.
+    #[default]
+    Replica,
+    /// One scope record for the fleet, after the share delay.
+    Fleet,
+}
+
+impl ClientSpec {
+    /// The propagation delay of the fleet's shared scope record (ms), `None` when the
+    /// replicas share nothing.
+    pub fn fleet_share_delay(&self) -> Option<u64> {
+        (self.share_scope == ShareScope::Fleet).then_some(self.share_delay.ms())
+    }
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn default_share_delay() -> crate::scenario::DurationMs {
+    crate::scenario::DurationMs(100)
 }
 
 /// One `[[client.layers]]` entry: an SDK or framework preset, optionally with its own
@@ -131,6 +173,9 @@ impl Default for ClientSpec {
             command: Vec::new(),
             layers: Vec::new(),
             timeout: None,
+            replicas: 1,
+            share_scope: ShareScope::Replica,
+            share_delay: default_share_delay(),
         }
     }
 }

@@ -282,6 +282,7 @@ fn resolve(raw: ScenarioFile) -> Result<Scenario, (String, String)> {
                 .into(),
         ));
     }
+    replicas(&raw.client, !sdk_layers.is_empty(), !crashes.is_empty())?;
     Ok(Scenario {
         name: raw.name,
         seed: raw.seed,
@@ -296,4 +297,32 @@ fn resolve(raw: ScenarioFile) -> Result<Scenario, (String, String)> {
         crashes,
         sdk_layers,
     })
+}
+
+/// Checks `client.replicas` and what the replicas share.
+fn replicas(spec: &ClientSpec, sdk: bool, crashes: bool) -> Result<(), (String, String)> {
+    let max = crate::virtual_driver::fleet::MAX_REPLICAS;
+    if spec.replicas == 0 || spec.replicas > max {
+        return Err((
+            "client.replicas".into(),
+            format!("{} replicas: give 1 to {max}", spec.replicas),
+        ));
+    }
+    if spec.replicas > 1 && crashes {
+        return Err((
+            "client.replicas".into(),
+            "[[crashes]] crash the one runner; they cannot be combined with replicas yet: \
+             remove one of the two"
+                .into(),
+        ));
+    }
+    if spec.share_scope == client::ShareScope::Fleet && sdk {
+        return Err((
+            "client.share_scope".into(),
+            "an SDK keeps no scope record to share: \"fleet\" needs one of the core's presets \
+             (stampede, naive, exponential, full-jitter)"
+                .into(),
+        ));
+    }
+    Ok(())
 }

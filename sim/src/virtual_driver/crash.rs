@@ -95,6 +95,11 @@ impl Crashes {
     }
 
     /// Crashes so far.
+    /// Whether the scenario plans any crash (a run without has one runner that never dies).
+    pub fn planned(&self) -> bool {
+        !self.specs.is_empty()
+    }
+
     pub fn count(&self) -> u64 {
         self.crashes
     }

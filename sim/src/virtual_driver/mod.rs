@@ -15,9 +15,10 @@
 pub mod audit_sink;
 pub mod crash;
 pub mod events;
+pub mod fleet;
 pub mod translate;
 
-use stampede_core::{Command, Millis, Scheduler};
+use stampede_core::{Command, Millis};
 use stampede_provider::config::ConfigError;
 use stampede_provider::model::ProviderModel;
 use stampede_reports::AttemptRow;
@@ -32,6 +33,7 @@ use crate::workload;
 pub use audit_sink::{AuditFile, AuditSink, NoAudit};
 use crash::{Crashes, Delivery};
 use events::{Event, EventQueue};
+use fleet::Fleet;
 
 /// Wall-clock time of virtual t = 0 (2026-01-01T00:00:00Z, ms since the Unix epoch): fixed,
 /// so HTTP-date Retry-After values are the same on every run.
@@ -104,10 +106,12 @@ pub fn run_with_audit(
     policy.audit = policy.audit && audit_sink.keeps_events();
     let audit = policy.audit;
     let mut crashes = Crashes::new(scenario, &policy);
-    let mut core = Scheduler::new(
-        policy,
+    let mut core = Fleet::new(
+        &policy,
         crashes.first_ledger(),
-        rng::stream(scenario.seed, "client"),
+        scenario.seed,
+        scenario.client.replicas,
+        scenario.client.fleet_share_delay(),
     )?;
 
     let mut admission = Admission::new(scenario, Default::default());
@@ -153,7 +157,9 @@ pub fn run_with_audit(
         now = t;
         let before = events;
         // A restart or a crash at a time comes first; while down, only answers move.
-        crashes.turn(now, &mut core, &mut live, &mut measure, audit_sink)?;
+        if crashes.planned() {
+            crashes.turn(now, core.sole_mut(), &mut live, &mut measure, audit_sink)?;
+        }
 
         events += admission.admit(now, crashes.accepting(), &mut core, &mut live, &mut measure);
         while let Some(c) = cancels
@@ -177,9 +183,13 @@ pub fn run_with_audit(
                         Delivery::Deliver(attempt) => core.on_outcome(attempt, outcome, now),
                         // Its process died: the answer reaches no one.
                         Delivery::Dead => {}
-                        Delivery::Crash => {
-                            crashes.crash(now, &mut core, &mut live, &mut measure, audit_sink)?
-                        }
+                        Delivery::Crash => crashes.crash(
+                            now,
+                            core.sole_mut(),
+                            &mut live,
+                            &mut measure,
+                            audit_sink,
+                        )?,
                     }
                 }
                 Event::HiddenResend {
@@ -226,7 +236,7 @@ pub fn run_with_audit(
             match command {
                 Command::Send(send) => {
                     if crashes.before_send(&send) {
-                        crashes.crash(now, &mut core, &mut live, &mut measure, audit_sink)?;
+                        crashes.crash(now, core.sole_mut(), &mut live, &mut measure, audit_sink)?;
                         break;
                     }
                     let request = live
@@ -263,7 +273,7 @@ pub fn run_with_audit(
                     };
                     queue.push(now + after, event);
                     if crashes.after_send(&send, global) {
-                        crashes.crash(now, &mut core, &mut live, &mut measure, audit_sink)?;
+                        crashes.crash(now, core.sole_mut(), &mut live, &mut measure, audit_sink)?;
                         break;
                     }
                 }
@@ -283,7 +293,7 @@ pub fn run_with_audit(
     // The last, partial bucket.
     gauges.finish(now, &core, &mut measure);
     // Actions still live, the one held back and those never pulled did not finish in time.
-    live.unfinished(now, &mut measure, core.ledger());
+    live.unfinished(now, &mut measure, core.ledger_entries());
     admission.unfinished(now, &mut measure);
     let mut measured = measure.finish(now);
     measured.summary.crashes = crashes.count();

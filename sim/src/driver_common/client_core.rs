@@ -1,0 +1,22 @@
+//! What admission and gauge sampling need from the client under test: one core, or a fleet
+//! of replicas of it (`virtual_driver::fleet`). Two calls, so either can stand behind them.
+
+use stampede_core::{Gauges, Job, Ledger, Millis, Rejection, Scheduler};
+
+/// The client as the shared driver parts see it.
+pub trait ClientCore {
+    /// Admits a logical action, or refuses it (see `Scheduler::submit`).
+    fn submit(&mut self, job: Job, now: Millis) -> Result<(), Rejection>;
+    /// Queue, delay and in-flight figures, summed over instances.
+    fn gauges(&self) -> Gauges;
+}
+
+impl<L: Ledger> ClientCore for Scheduler<L> {
+    fn submit(&mut self, job: Job, now: Millis) -> Result<(), Rejection> {
+        Scheduler::submit(self, job, now)
+    }
+
+    fn gauges(&self) -> Gauges {
+        Scheduler::gauges(self)
+    }
+}

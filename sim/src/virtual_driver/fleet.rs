@@ -1,0 +1,275 @@
+//! Replicas: the same client code running as `client.replicas` independent instances (the
+//! processes of one service), sharing the scenario's credentials and scopes. Each has its
+//! own core: its own scope records, buckets, retry budgets, breaker and workers. The
+//! workload is spread across them by task (every action of one task runs in one replica,
+//! as one process runs an agent's task), so no replica sees another's 429s: seed 000's
+//! "each process sees only its own requests".
+//!
+//! With `client.share_scope = "fleet"` the replicas share a scope record through a store
+//! that takes `client.share_delay` to propagate: a wait one replica publishes (a Retry-After,
+//! a pause after a bare 429, a quota reset) and the rate one replica spends reach the others
+//! that much later, as news they observe (`Scheduler::observe_peer_wait`,
+//! `Scheduler::observe_peer_spend`). Concurrency budgets stay per replica.
+//!
+//! A fleet of one is exactly the single core: same attempt ids, same random stream, same
+//! outputs byte for byte.
+
+use std::collections::VecDeque;
+
+use stampede_core::{
+    AttemptId, AuditEvent, Command, CoreError, Gauges, InMemoryLedger, Job, Ledger, LedgerEntry,
+    Millis, Outcome, Policy, Rejection, Scheduler, ScopeSource,
+};
+
+use crate::driver_common::client_core::ClientCore;
+use crate::rng;
+
+/// Most replicas a scenario may ask for.
+pub const MAX_REPLICAS: u32 = 256;
+
+/// What one replica learned that the others hear of after the share delay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum News {
+    /// "Send nothing to `scope` before `until`" (ms since run start).
+    Wait {
+        scope: String,
+        until: Millis,
+        source: ScopeSource,
+    },
+    /// One request and `tokens` reserved tokens spent on `scope`.
+    Spend { scope: String, tokens: u64 },
+}
+
+/// The client's instances and the store they share, if any.
+pub struct Fleet {
+    replicas: Vec<Scheduler<InMemoryLedger>>,
+    /// The store's propagation delay (ms) when the replicas share the scope record.
+    share_delay: Option<Millis>,
+    /// News in propagation, oldest first: `(arrives at, from replica, news)`. The delay is
+    /// one constant and `now` never goes back, so arrival order is publication order.
+    news: VecDeque<(Millis, usize, News)>,
+    /// Scope of each attempt on the wire by global attempt id, while sharing (what an
+    /// outcome changed is read off that scope's record).
+    scope_of: std::collections::HashMap<AttemptId, String>,
+    /// Which replica `poll` asks first: turns rotate so no replica sends first every time.
+    turn: usize,
+}
+
+impl Fleet {
+    /// `replicas` instances of the client under `policy`. Replica 0 keeps `ledger` and the
+    /// scenario's client stream, so one replica is the plain single core.
+    pub fn new(
+        policy: &Policy,
+        ledger: InMemoryLedger,
+        seed: u64,
+        replicas: u32,
+        share_delay: Option<Millis>,
+    ) -> Result<Self, CoreError> {
+        assert!(
+            (1..=MAX_REPLICAS).contains(&replicas),
+            "the scenario bounds replicas"
+        );
+        let mut list = Vec::with_capacity(replicas as usize);
+        list.push(Scheduler::new(
+            policy.clone(),
+            ledger,
+            rng::stream(seed, "client"),
+        )?);
+        for r in 1..replicas {
+            list.push(Scheduler::new(
+                policy.clone(),
+                InMemoryLedger::new(),
+                rng::stream(seed, &format!("client-replica-{r}")),
+            )?);
+        }
+        Ok(Self {
+            replicas: list,
+            share_delay: share_delay.filter(|_| replicas > 1),
+            news: VecDeque::new(),
+            scope_of: std::collections::HashMap::new(),
+            turn: 0,
+        })
+    }
+
+    /// Instances in the fleet.
+    pub fn len(&self) -> usize {
+        self.replicas.len()
+    }
+
+    /// Always false: a fleet has at least one replica.
+    pub fn is_empty(&self) -> bool {
+        self.replicas.is_empty()
+    }
+
+    /// The single core of a fleet of one (crash simulation works on one runner).
+    pub fn sole_mut(&mut self) -> &mut Scheduler<InMemoryLedger> {
+        assert_eq!(self.replicas.len(), 1, "crashes are refused with replicas");
+        &mut self.replicas[0]
+    }
+
+    /// The replica an action runs in: its task's, by a stable hash of tenant and task.
+    fn replica_of(&self, job: &Job) -> usize {
+        let n = self.replicas.len();
+        if n == 1 {
+            return 0;
+        }
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in job.tenant.bytes().chain([0]).chain(job.task.bytes()) {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        (h % n as u64) as usize
+    }
+
+    fn global(&self, replica: usize, local: AttemptId) -> AttemptId {
+        local * self.replicas.len() as u64 + replica as u64
+    }
+
+    fn local(&self, global: AttemptId) -> (usize, AttemptId) {
+        let n = self.replicas.len() as u64;
+        ((global % n) as usize, global / n)
+    }
+
+    /// Cancels a task in every replica (only the one running it has actions of it).
+    pub fn cancel_task(&mut self, tenant: &str, task: &str, now: Millis) {
+        for core in &mut self.replicas {
+            core.cancel_task(tenant, task, now);
+        }
+    }
+
+    /// An attempt's outcome, to the replica that sent it; while sharing, a wait the outcome
+    /// published on its scope goes out as news.
+    pub fn on_outcome(&mut self, attempt: AttemptId, outcome: Outcome, now: Millis) {
+        let (r, local) = self.local(attempt);
+        let scope = self.scope_of.remove(&attempt);
+        let before = scope
+            .as_deref()
+            .and_then(|s| self.replicas[r].scope_record(s));
+        self.replicas[r].on_outcome(local, outcome, now);
+        let (Some(delay), Some(scope)) = (self.share_delay, scope) else {
+            return;
+        };
+        let Some(after) = self.replicas[r].scope_record(&scope) else {
+            return;
+        };
+        let moved = before.map_or(0, |b| b.next_allowed_at) < after.next_allowed_at;
+        if let (true, Some(source)) = (moved, after.source) {
+            self.publish(
+                now + delay,
+                r,
+                News::Wait {
+                    scope,
+                    until: after.next_allowed_at,
+                    source,
+                },
+            );
+        }
+    }
+
+    fn publish(&mut self, at: Millis, from: usize, news: News) {
+        debug_assert!(self.news.back().map_or(true, |(t, ..)| *t <= at));
+        self.news.push_back((at, from, news));
+    }
+
+    /// Delivers the news that has arrived by `now` to every replica but its publisher.
+    fn deliver_news(&mut self, now: Millis) {
+        while self.news.front().is_some_and(|(at, ..)| *at <= now) {
+            let Some((_, from, news)) = self.news.pop_front() else {
+                break;
+            };
+            for (r, core) in self.replicas.iter_mut().enumerate() {
+                if r == from {
+                    continue;
+                }
+                match &news {
+                    News::Wait {
+                        scope,
+                        until,
+                        source,
+                    } => core.observe_peer_wait(scope, *until, *source, now),
+                    News::Spend { scope, tokens } => {
+                        core.observe_peer_spend(scope, 1, *tokens, now)
+                    }
+                }
+            }
+        }
+    }
+
+    /// The next command due at `now` from any replica, in turns; a `Send`'s attempt id is
+    /// the fleet's (unique across replicas). Call until `None`.
+    pub fn poll(&mut self, now: Millis) -> Option<Command> {
+        self.deliver_news(now);
+        let n = self.replicas.len();
+        for i in 0..n {
+            let r = (self.turn + i) % n;
+            let Some(mut command) = self.replicas[r].poll(now) else {
+                continue;
+            };
+            self.turn = (r + 1) % n;
+            if let Command::Send(send) = &mut command {
+                send.attempt = self.global(r, send.attempt);
+                if let Some(delay) = self.share_delay {
+                    self.scope_of.insert(send.attempt, send.scope.clone());
+                    let news = News::Spend {
+                        scope: send.scope.clone(),
+                        tokens: u64::from(send.reserved_tokens),
+                    };
+                    self.publish(now + delay, r, news);
+                }
+            }
+            return Some(command);
+        }
+        None
+    }
+
+    /// When the fleet next wants `poll` (ms): the earliest replica's, or news arriving.
+    pub fn next_wakeup(&self) -> Option<Millis> {
+        let news = self.news.front().map(|(at, ..)| *at);
+        self.replicas
+            .iter()
+            .filter_map(Scheduler::next_wakeup)
+            .chain(news)
+            .min()
+    }
+
+    /// Hands every replica's audit events to `read`, replica by replica.
+    pub fn drain_audit_with(
+        &mut self,
+        mut read: impl FnMut(&[AuditEvent]) -> Result<(), String>,
+    ) -> Result<(), String> {
+        for core in &mut self.replicas {
+            core.drain_audit_with(&mut read)?;
+        }
+        Ok(())
+    }
+
+    /// Every replica's ledger entries, replica by replica.
+    pub fn ledger_entries(&self) -> Vec<LedgerEntry> {
+        self.replicas
+            .iter()
+            .flat_map(|c| c.ledger().entries().unwrap_or_default())
+            .collect()
+    }
+}
+
+impl ClientCore for Fleet {
+    fn submit(&mut self, job: Job, now: Millis) -> Result<(), Rejection> {
+        let r = self.replica_of(&job);
+        self.replicas[r].submit(job, now)
+    }
+
+    fn gauges(&self) -> Gauges {
+        let mut sum = Gauges::default();
+        for g in self.replicas.iter().map(Scheduler::gauges) {
+            sum.queued += g.queued;
+            sum.delayed += g.delayed;
+            sum.in_flight += g.in_flight;
+            sum.tokens_reserved += g.tokens_reserved;
+            sum.reconciling += g.reconciling;
+            sum.coalesced += g.coalesced;
+            sum.live += g.live;
+            sum.token_debt += g.token_debt;
+            sum.ledger_errors += g.ledger_errors;
+        }
+        sum
+    }
+}
