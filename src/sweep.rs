@@ -278,6 +278,9 @@ fn sweep(args: SweepArgs) -> ExitCode {
             "wrote {} (shard {shard}); merge every shard with: stampede sweep merge DIR... --out DIR",
             out_dir.display()
         );
+        if args.png {
+            println!("note: a shard writes no plots; give --png to `stampede sweep merge`");
+        }
         let errors: Vec<String> = runs
             .iter()
             .filter_map(|r| {

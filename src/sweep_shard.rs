@@ -202,7 +202,9 @@ impl Manifest {
             configs,
             default_out: text("default_out")?,
         };
-        if manifest.seeds == 0 || manifest.configs.len() * manifest.seeds != manifest.total_runs {
+        if manifest.seeds == 0
+            || manifest.configs.len().checked_mul(manifest.seeds) != Some(manifest.total_runs)
+        {
             return Err(bad(&format!(
                 "{} configurations x {} seeds is not {} runs",
                 manifest.configs.len(),
@@ -444,8 +446,11 @@ pub fn combine(
                 first.scenario, m.scenario
             )));
         }
-        if m.sweep_hash != first.sweep_hash || m.configs != first.configs || m.seeds != first.seeds
-        {
+        let same_sweep = Manifest {
+            shard: first.shard,
+            ..m.clone()
+        } == first;
+        if m.sweep_hash != first.sweep_hash || !same_sweep {
             return Err(differ(format!(
                 "sweep hash {} and {}",
                 first.sweep_hash, m.sweep_hash
