@@ -70,18 +70,36 @@ fn same_as_unsharded(args: &[&str], shards: u32, tmp: &Path) -> Output {
     let whole_dir = tmp.join("whole");
     let whole = sweep(args, &whole_dir);
     assert!(
-        matches!(whole.status.code(), Some(0 | 1)),
+        matches!(whole.status.code(), Some(0..=2)),
         "{}",
         text(&whole.stderr)
     );
+    let errors = |out: &Output| -> Vec<String> {
+        let mut lines: Vec<String> = text(&out.stderr)
+            .lines()
+            .filter(|l| l.starts_with("error: seed "))
+            .map(String::from)
+            .collect();
+        lines.sort();
+        lines
+    };
     let mut dirs = Vec::new();
+    let mut shard_errors = Vec::new();
     for i in (0..shards).rev() {
         let dir = tmp.join(format!("shard-{i}"));
         let shard = format!("{i}/{shards}");
         let mut shard_args = args.to_vec();
         shard_args.extend(["--shard", shard.as_str()]);
         let out = sweep(&shard_args, &dir);
-        assert_eq!(out.status.code(), Some(0), "{shard}: {}", text(&out.stderr));
+        // A shard exits 2 when one of its runs could not play, as the whole sweep does.
+        let expected = if errors(&out).is_empty() { 0 } else { 2 };
+        assert_eq!(
+            out.status.code(),
+            Some(expected),
+            "{shard}: {}",
+            text(&out.stderr)
+        );
+        shard_errors.extend(errors(&out));
         assert!(dir.join("manifest.json").is_file(), "{shard}");
         assert!(
             !dir.join("sweep.csv").exists(),
@@ -116,6 +134,10 @@ fn same_as_unsharded(args: &[&str], shards: u32, tmp: &Path) -> Output {
     let (ws, ms) = (text(&whole.stdout), text(&merged.stdout));
     assert!(!result_lines(&ws).is_empty(), "{ws}");
     assert_eq!(result_lines(&ws), result_lines(&ms), "{ws}\n---\n{ms}");
+    // Runs that could not play: the same errors, from the shards and again from the merge.
+    assert_eq!(errors(&whole), errors(&merged));
+    shard_errors.sort();
+    assert_eq!(errors(&whole), shard_errors);
     merged
 }
 
@@ -163,6 +185,26 @@ fn a_failing_sweep_with_more_shards_than_runs_merges_to_the_same_verdict() {
         text(&merged.stdout).contains("no configuration met the expectations"),
         "{}",
         text(&merged.stdout)
+    );
+}
+
+#[test]
+fn runs_that_cannot_play_are_carried_through_the_shards_to_the_merge() {
+    // The second configuration's client cannot start: its runs end in errors, which the
+    // whole sweep prints (exit 2) after writing the outputs of the runs that played.
+    let tmp = tempfile::tempdir().unwrap();
+    let args = [
+        "--vary",
+        r#"client.command=[],["/nonexistent-stampede-client"]"#,
+        "--seeds",
+        "2",
+    ];
+    let merged = same_as_unsharded(&args, 3, tmp.path());
+    assert_eq!(merged.status.code(), Some(2));
+    assert!(
+        text(&merged.stderr).contains("nonexistent-stampede-client"),
+        "{}",
+        text(&merged.stderr)
     );
 }
 
