@@ -271,32 +271,7 @@ fn sweep(args: SweepArgs) -> ExitCode {
                 }
             })
             .collect();
-        if let Err(message) = sweep_shard::write_shard(&out_dir, &manifest, &runs) {
-            return exit::bad_input(message);
-        }
-        println!(
-            "wrote {} (shard {shard}); merge every shard with: stampede sweep merge DIR... --out DIR",
-            out_dir.display()
-        );
-        if args.png {
-            println!("note: a shard writes no plots; give --png to `stampede sweep merge`");
-        }
-        let errors: Vec<String> = runs
-            .iter()
-            .filter_map(|r| {
-                r.result
-                    .as_ref()
-                    .err()
-                    .map(|m| format!("seed {}: {m}", r.seed))
-            })
-            .collect();
-        if !errors.is_empty() {
-            for e in &errors {
-                eprintln!("error: {e}");
-            }
-            return ExitCode::from(exit::BAD_INPUT);
-        }
-        return ExitCode::from(exit::PASSED);
+        return sweep_shard::finish_shard(&out_dir, &manifest, &runs, args.png);
     }
 
     let mut rows: Vec<SweepRow> = Vec::with_capacity(jobs.len());

@@ -555,7 +555,35 @@ pub fn merge_main(args: MergeArgs) -> ExitCode {
     )
 }
 
-/// The end of a sweep, sharded or not: the per-configuration lines, the outputs, the
+/// The end of a shard: writes its folder and says how to merge. Exit 0, or 2 when the folder
+/// cannot be written or a run could not play (its error is printed, and kept for the merge).
+pub fn finish_shard(out_dir: &Path, manifest: &Manifest, runs: &[ShardRun], png: bool) -> ExitCode {
+    if let Err(message) = write_shard(out_dir, manifest, runs) {
+        return exit::bad_input(message);
+    }
+    println!(
+        "wrote {} (shard {}); merge every shard with: stampede sweep merge DIR... --out DIR",
+        out_dir.display(),
+        manifest.shard
+    );
+    if png {
+        println!("note: a shard writes no plots; give --png to `stampede sweep merge`");
+    }
+    let mut failed = false;
+    for run in runs {
+        if let Err(message) = &run.result {
+            eprintln!("error: seed {}: {message}", run.seed);
+            failed = true;
+        }
+    }
+    ExitCode::from(if failed {
+        exit::BAD_INPUT
+    } else {
+        exit::PASSED
+    })
+}
+
+/// The end of an unsharded sweep or a merge: the per-configuration lines, the outputs, the
 /// recommendation, the exit code.
 pub fn finish(
     out_dir: &Path,
