@@ -11,7 +11,8 @@
 //!   varied values and the seeds, the stampede version), which shard (`I`, `N`), the run
 //!   count, the configurations in order and the default output folder of the merge;
 //! - `runs.jsonl`: one line per run of the shard, in run order: `run`, `config`, `seed`, and
-//!   either the run's full `summary` (as `summary.json` holds it) or the `error` it ended in.
+//!   either the run's full `summary` (as `summary.json` holds it, but for `wall_ms`, written as
+//!   0 so that the same shard writes the same bytes) or the `error` it ended in.
 //!
 //! A float whose shortest decimal text the JSON reader would not read back to the same bits
 //! (its number parser is fast, not always exact) is also given as its bits under `exact_f64`,
@@ -238,7 +239,13 @@ pub fn write_shard(dir: &Path, manifest: &Manifest, runs: &[ShardRun]) -> Result
         line.insert("seed".into(), json!(run.seed));
         match &run.result {
             Ok(summary) => {
-                let summary = serde_json::to_value(summary)
+                // wall_ms is the one figure that changes from run to run; no sweep output
+                // reads it, and without it the same shard writes the same bytes.
+                let summary = Summary {
+                    wall_ms: 0,
+                    ..summary.clone()
+                };
+                let summary = serde_json::to_value(&summary)
                     .map_err(|e| format!("run {}: cannot write its summary: {e}", run.run))?;
                 let mut exact = BTreeMap::new();
                 inexact_floats(&summary, "/summary".to_string(), &mut exact);
@@ -702,6 +709,19 @@ mod tests {
         let (read_manifest, read_runs) = read_shard(dir.path()).unwrap();
         assert_eq!(read_manifest, manifest);
         assert_eq!(read_runs, runs);
+        let mut slow = runs.clone();
+        if let Ok(s) = &mut slow[0].result {
+            s.wall_ms = 1234;
+        }
+        let again = tempfile::tempdir().unwrap();
+        write_shard(again.path(), &manifest, &slow).unwrap();
+        for file in [MANIFEST, RUNS] {
+            assert_eq!(
+                std::fs::read(dir.path().join(file)).unwrap(),
+                std::fs::read(again.path().join(file)).unwrap(),
+                "{file}: wall time is left out"
+            );
+        }
         let Ok(s) = &read_runs[0].result else {
             panic!("a summary")
         };

@@ -159,6 +159,12 @@ fn three_shards_merged_write_the_unsharded_sweep_byte_for_byte() {
     );
     assert_eq!(plain.status.code(), Some(0), "{}", text(&plain.stderr));
     assert!(!tmp.path().join("plain/sweep-goodput_per_min.png").exists());
+    // The same shard again (one thread this time) writes the same bytes.
+    let again = tmp.path().join("again");
+    let mut args = GRID[..6].to_vec();
+    args.extend(["--jobs", "1", "--shard", "1/3"]);
+    assert_eq!(sweep(&args, &again).status.code(), Some(0));
+    assert_eq!(files(&again), files(&tmp.path().join("shard-1")));
     let csv = std::fs::read(tmp.path().join("plain/sweep.csv")).unwrap();
     assert_eq!(
         csv,
