@@ -8,6 +8,7 @@ mod exit;
 mod run;
 mod serve;
 mod sweep;
+mod sweep_shard;
 mod validate;
 mod work_queue;
 
@@ -35,7 +36,8 @@ enum Command {
     /// any expectation fails, 2 when a scenario is malformed.
     Check(check::CheckArgs),
     /// Play one scenario over a grid of values and seeds: sweep.csv, plots, a recommendation.
-    Sweep(sweep::SweepArgs),
+    /// `--shard I/N` plays one part; `stampede sweep merge DIR...` joins the parts.
+    Sweep(sweep::SweepCli),
     /// Show each figure's change between two run directories.
     Diff(diff::DiffArgs),
     /// Serve the fake provider over HTTP (loopback by default) until Ctrl-C.

@@ -2,6 +2,9 @@
 //! scenario over the cross product of the varied values, each configuration over N seeds, run
 //! in parallel in virtual time; writes `sweep.csv`, the sweep plots and `recommendation.txt`.
 //!
+//! With `--shard I/N` it plays only shard I of N of the runs and writes a shard folder instead;
+//! `stampede sweep merge DIR...` (`sweep_shard`) turns the shards into the same outputs.
+//!
 //! Every configuration is loaded (and so type-checked, exactly like `--set`) before the first
 //! run starts, so a bad key or value costs nothing. Rows are in configuration order then seed
 //! order whatever thread ran them, so the same sweep writes the same `sweep.csv`.
@@ -12,23 +15,41 @@ use std::num::{NonZeroU32, NonZeroUsize};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::Args;
+use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use stampede_reports::number::median;
 use stampede_reports::{
-    fmt_num, recommend, render_sweep_plots_with, write_sweep_csv, RenderOptions, Summary, SweepRow,
+    fmt_num, render_sweep_plots_with, write_sweep_csv, RenderOptions, Summary, SweepRow,
 };
 use stampede_sim::run::{default_out_dir, run_scenario, RunOptions};
 use stampede_sim::scenario::{self, parse_override, Override, Scenario};
 
 use crate::exit;
+use crate::sweep_shard::{self, parse_shard, Manifest, MergeArgs, Shard, ShardRun};
 use crate::work_queue::{run_in_order, thread_count};
+
+/// `stampede sweep SCENARIO ...`, or `stampede sweep merge DIR...`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct SweepCli {
+    #[command(subcommand)]
+    command: Option<SweepCommand>,
+    #[command(flatten)]
+    sweep: SweepArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum SweepCommand {
+    /// Merge the folders of `stampede sweep ... --shard I/N --out DIR` (every shard once) into
+    /// the sweep.csv, plots and recommendation the unsharded sweep writes, byte for byte.
+    Merge(MergeArgs),
+}
 
 #[derive(Debug, Args)]
 pub struct SweepArgs {
     /// The scenario file (TOML).
-    #[arg(value_name = "SCENARIO")]
-    scenario: PathBuf,
+    #[arg(value_name = "SCENARIO", required = true)]
+    scenario: Option<PathBuf>,
     /// A key to vary and its values, comma-separated (`--vary client.workers=8,32,96`); values
     /// are checked like `--set`. Repeatable: the sweep runs the cross product.
     #[arg(long = "vary", value_name = "KEY=V1,V2,...")]
@@ -51,6 +72,12 @@ pub struct SweepArgs {
     /// Also write every sweep plot as PNG beside its SVG.
     #[arg(long)]
     png: bool,
+    /// Play only shard I of N (from 0) of the runs (run r = configuration x seed in sweep
+    /// order; shard I plays the runs with r % N == I) and write a shard folder for
+    /// `stampede sweep merge` instead of the outputs (default folder:
+    /// runs/<scenario name>-sweep-shard-I-of-N/).
+    #[arg(long, value_name = "I/N", value_parser = parse_shard)]
+    shard: Option<Shard>,
 }
 
 /// One `--vary`: the key and its values as written.
@@ -62,11 +89,25 @@ struct Varied {
 
 /// One run of the sweep.
 struct Job {
+    /// Its place in the sweep (configuration x seeds + seed number).
+    run: usize,
     config: usize,
     scenario: Scenario,
 }
 
-pub fn main(args: SweepArgs) -> ExitCode {
+pub fn main(cli: SweepCli) -> ExitCode {
+    match cli.command {
+        Some(SweepCommand::Merge(args)) => sweep_shard::merge_main(args),
+        None => sweep(cli.sweep),
+    }
+}
+
+fn sweep(args: SweepArgs) -> ExitCode {
+    let Some(scenario_path) = args.scenario.clone() else {
+        return exit::bad_input(
+            "give the scenario file: stampede sweep SCENARIO --vary KEY=V1,V2,...",
+        );
+    };
     let mut sets: Vec<Override> = Vec::with_capacity(args.sets.len());
     for arg in &args.sets {
         match parse_override(arg) {
@@ -94,7 +135,7 @@ pub fn main(args: SweepArgs) -> ExitCode {
         }
         varied.push(v);
     }
-    let base = match scenario::load(&args.scenario, args.seed, &sets) {
+    let base = match scenario::load(&scenario_path, args.seed, &sets) {
         Ok(s) => s,
         Err(e) => return exit::bad_input(e),
     };
@@ -110,7 +151,7 @@ pub fn main(args: SweepArgs) -> ExitCode {
                 Err(message) => return exit::bad_input(format!("--vary {key}: {message}")),
             }
         }
-        match scenario::load(&args.scenario, Some(base.seed), &config_sets) {
+        match scenario::load(&scenario_path, Some(base.seed), &config_sets) {
             Ok(s) => loaded.push((config.into_iter().collect(), s)),
             Err(e) => {
                 let settings: Vec<String> =
@@ -123,31 +164,55 @@ pub fn main(args: SweepArgs) -> ExitCode {
     let seeds: Vec<u64> = (0..u64::from(args.seeds.get()))
         .map(|i| base.seed.wrapping_add(i))
         .collect();
+    let total_runs = loaded.len() * seeds.len();
+    let seed_count = seeds.len();
+    let seeds = &seeds;
     let jobs: Vec<Job> = loaded
         .iter()
         .enumerate()
         .flat_map(|(config, (_, scenario))| {
-            seeds.iter().map(move |&seed| {
+            seeds.iter().enumerate().map(move |(n, &seed)| {
                 let mut scenario = scenario.clone();
                 scenario.seed = seed;
-                Job { config, scenario }
+                Job {
+                    run: config * seed_count + n,
+                    config,
+                    scenario,
+                }
             })
         })
+        .filter(|job| args.shard.map_or(true, |shard| shard.owns(job.run)))
         .collect();
 
-    let out_dir = args.out.clone().unwrap_or_else(|| {
-        let mut dir = default_out_dir(&base).into_os_string();
-        dir.push("-sweep");
-        PathBuf::from(dir)
+    let mut default_out = default_out_dir(&base).into_os_string();
+    default_out.push("-sweep");
+    let default_out = PathBuf::from(default_out);
+    let out_dir = args.out.clone().unwrap_or_else(|| match args.shard {
+        None => default_out.clone(),
+        Some(shard) => {
+            let mut dir = default_out.clone().into_os_string();
+            dir.push(format!("-shard-{}-of-{}", shard.index, shard.count));
+            PathBuf::from(dir)
+        }
     });
     let threads = thread_count(args.jobs, jobs.len());
-    println!(
-        "sweep {}: {} configurations x {} seeds = {} runs on {threads} threads",
-        base.name,
-        loaded.len(),
-        seeds.len(),
-        jobs.len()
-    );
+    match args.shard {
+        None => println!(
+            "sweep {}: {} configurations x {} seeds = {} runs on {threads} threads",
+            base.name,
+            loaded.len(),
+            seeds.len(),
+            jobs.len()
+        ),
+        Some(shard) => println!(
+            "sweep {} shard {shard}: {} of the {} runs ({} configurations x {} seeds) on {threads} threads",
+            base.name,
+            jobs.len(),
+            total_runs,
+            loaded.len(),
+            seeds.len()
+        ),
+    }
 
     let progress = if std::io::stdout().is_terminal() {
         let bar = ProgressBar::new(jobs.len() as u64);
@@ -160,8 +225,7 @@ pub fn main(args: SweepArgs) -> ExitCode {
     } else {
         ProgressBar::hidden()
     };
-    let mut rows: Vec<SweepRow> = Vec::with_capacity(jobs.len());
-    let mut errors: Vec<String> = Vec::new();
+    let mut results: Vec<(usize, Result<Summary, String>)> = Vec::with_capacity(jobs.len());
     run_in_order(
         &jobs,
         threads,
@@ -171,41 +235,59 @@ pub fn main(args: SweepArgs) -> ExitCode {
             progress.inc(1);
             result
         },
-        |i, result| {
-            let job = &jobs[i];
-            match result.and_then(|r| r) {
-                Ok(summary) => rows.push(SweepRow {
-                    config: loaded[job.config].0.clone(),
-                    seed: job.scenario.seed,
-                    summary,
-                }),
-                Err(message) => {
-                    errors.push(format!("seed {}: {message}", job.scenario.seed));
-                }
-            }
-        },
+        |i, result| results.push((i, result.and_then(|r| r))),
     );
     progress.finish_and_clear();
 
-    print_configs(&loaded, &rows);
+    let configs: Vec<BTreeMap<String, String>> = loaded.iter().map(|(c, _)| c.clone()).collect();
     let keys: Vec<String> = varied.iter().map(|v| v.key.clone()).collect();
-    let recommendation = recommend(&rows).line();
-    if let Err(message) = write_outputs(&out_dir, &rows, &keys, &recommendation, args.png) {
-        return exit::bad_input(message);
+    if let Some(shard) = args.shard {
+        let resolved: Vec<String> = loaded.iter().map(|(_, s)| format!("{s:?}")).collect();
+        let varied: Vec<(String, Vec<String>)> = varied
+            .iter()
+            .map(|v| (v.key.clone(), v.values.clone()))
+            .collect();
+        let manifest = Manifest {
+            scenario: base.name.clone(),
+            sweep_hash: sweep_shard::sweep_hash(&resolved, &varied, base.seed, seeds.len()),
+            stampede_version: env!("CARGO_PKG_VERSION").to_string(),
+            shard,
+            total_runs,
+            first_seed: base.seed,
+            seeds: seeds.len(),
+            varied_keys: keys,
+            configs,
+            default_out: default_out.display().to_string(),
+        };
+        let runs: Vec<ShardRun> = results
+            .into_iter()
+            .map(|(i, result)| {
+                let job = &jobs[i];
+                ShardRun {
+                    run: job.run,
+                    config: loaded[job.config].0.clone(),
+                    seed: job.scenario.seed,
+                    result,
+                }
+            })
+            .collect();
+        return sweep_shard::finish_shard(&out_dir, &manifest, &runs, args.png);
     }
-    println!("wrote {}", out_dir.display());
-    println!("{recommendation}");
-    if !errors.is_empty() {
-        for e in &errors {
-            eprintln!("error: {e}");
+
+    let mut rows: Vec<SweepRow> = Vec::with_capacity(jobs.len());
+    let mut errors: Vec<String> = Vec::new();
+    for (i, result) in results {
+        let job = &jobs[i];
+        match result {
+            Ok(summary) => rows.push(SweepRow {
+                config: loaded[job.config].0.clone(),
+                seed: job.scenario.seed,
+                summary,
+            }),
+            Err(message) => errors.push(format!("seed {}: {message}", job.scenario.seed)),
         }
-        return ExitCode::from(exit::BAD_INPUT);
     }
-    if recommend(&rows).config.is_none() {
-        ExitCode::from(exit::EXPECTATION_FAILED)
-    } else {
-        ExitCode::from(exit::PASSED)
-    }
+    sweep_shard::finish(&out_dir, &configs, &keys, &rows, &errors, args.png)
 }
 
 /// `KEY=V1,V2,...` -> the key and its values. Commas inside quotes, `[]` or `{}` belong to
@@ -274,8 +356,8 @@ fn cross_product(varied: &[Varied]) -> Vec<Vec<(String, String)>> {
 }
 
 /// One line per configuration: seeds that met the expectations and the median figures.
-fn print_configs(loaded: &[(BTreeMap<String, String>, Scenario)], rows: &[SweepRow]) {
-    for (config, _) in loaded {
+pub(crate) fn print_configs(configs: &[BTreeMap<String, String>], rows: &[SweepRow]) {
+    for config in configs {
         let runs: Vec<&Summary> = rows
             .iter()
             .filter(|r| &r.config == config)
@@ -308,7 +390,7 @@ fn print_configs(loaded: &[(BTreeMap<String, String>, Scenario)], rows: &[SweepR
     }
 }
 
-fn write_outputs(
+pub(crate) fn write_outputs(
     dir: &Path,
     rows: &[SweepRow],
     keys: &[String],

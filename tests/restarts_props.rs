@@ -15,11 +15,21 @@
 //! `STAMPEDE_PROPTEST_CASES=5000 cargo test --release --test restarts_props` (the standard
 //! `PROPTEST_CASES` works too). A failing case shrinks and its message is a scenario file:
 //! save it as `case.toml` and `stampede run case.toml` replays it exactly.
+//!
+//! Sharding (docs/sharding.md): `STAMPEDE_SHARD=I/N` checks only cases I, I+N, I+2N, ... of
+//! the campaign's case stream, so N machines (a CI matrix, a Kubernetes indexed Job) together
+//! check exactly the cases one machine would. Every shard must draw the same stream, so a
+//! sharded campaign uses a fixed seed: `STAMPEDE_PROPTEST_SEED` (or proptest's
+//! `PROPTEST_RNG_SEED`), else 0. Give every shard the same seed and the same case count
+//! (`STAMPEDE_PROPTEST_CASES=6000 STAMPEDE_SHARD=2/4 STAMPEDE_PROPTEST_SEED=$RUN_ID`); a new
+//! seed per CI run explores new cases while the shards still split one stream. Unsharded, the
+//! seed is random unless one is given, as before.
 
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
+use proptest::test_runner::{Config, RngSeed, TestRunner};
 use stampede_reports::AttemptRow;
 use stampede_sim::scenario::{self, CrashPoint, CrashSpec, CrashTrigger};
 use stampede_sim::virtual_driver::{self, AttemptSink};
@@ -256,25 +266,171 @@ fn cases() -> u32 {
         .unwrap_or(48)
 }
 
-#[test]
-fn restarts_never_duplicate_never_resend_blindly_and_keep_budgets() {
-    let config = Config {
-        cases: cases(),
+/// `STAMPEDE_SHARD=I/N`: shard `I` (from 0) of `N`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Shard {
+    index: u64,
+    count: u64,
+}
+
+impl Shard {
+    fn owns(&self, case: u64) -> bool {
+        case % self.count == self.index
+    }
+}
+
+/// Parses `I/N`; `Err` says what is wrong and what to write.
+fn parse_shard(text: &str) -> Result<Shard, String> {
+    let hint =
+        "write STAMPEDE_SHARD=I/N, shard I of N counting from 0 (STAMPEDE_SHARD=0/4 ... 3/4)";
+    let (i, n) = text
+        .split_once('/')
+        .ok_or_else(|| format!("STAMPEDE_SHARD={text:?}: expected I/N; {hint}"))?;
+    let (index, count) = match (i.trim().parse::<u64>(), n.trim().parse::<u64>()) {
+        (Ok(i), Ok(n)) => (i, n),
+        _ => {
+            return Err(format!(
+                "STAMPEDE_SHARD={text:?}: I and N are whole numbers; {hint}"
+            ))
+        }
+    };
+    if count == 0 || index >= count {
+        return Err(format!(
+            "STAMPEDE_SHARD={text:?}: there is no shard {index} of {count}; {hint}"
+        ));
+    }
+    Ok(Shard { index, count })
+}
+
+/// The shard from the environment, if any. A bad value fails the test with what to write.
+fn env_shard() -> Option<Shard> {
+    let text = std::env::var("STAMPEDE_SHARD").ok()?;
+    Some(parse_shard(&text).unwrap_or_else(|why| panic!("{why}")))
+}
+
+/// The campaign's seed: `STAMPEDE_PROPTEST_SEED`, else `PROPTEST_RNG_SEED` (proptest reads
+/// it into `Config::default()`), else random unsharded and 0 sharded.
+fn campaign_config(cases: u32, shard: Option<Shard>) -> Config {
+    let mut config = Config {
+        cases,
         failure_persistence: None,
         ..Config::default()
     };
+    if let Some(seed) = std::env::var("STAMPEDE_PROPTEST_SEED").ok().map(|s| {
+        s.trim().parse::<u64>().unwrap_or_else(|_| {
+            panic!("STAMPEDE_PROPTEST_SEED={s:?}: expected a whole number (a u64)")
+        })
+    }) {
+        config.rng_seed = RngSeed::Fixed(seed);
+    } else if shard.is_some() && config.rng_seed == RngSeed::Random {
+        config.rng_seed = RngSeed::Fixed(0);
+    }
+    config
+}
+
+/// Plays the campaign: `config.cases` cases drawn from its seed, of which `check` sees case
+/// `n` (counting from 0) when `shard` owns it (every case unsharded). Once a case fails,
+/// every call is checked, so proptest shrinks it as usual.
+fn campaign(
+    config: Config,
+    shard: Option<Shard>,
+    check: impl Fn(u64, &Case) -> Result<(), String>,
+) -> Result<(), String> {
+    let (next, failing) = (Cell::new(0u64), Cell::new(false));
     let mut runner = TestRunner::new(config);
-    let result = runner.run(&case(), |case| {
-        check(&case).map_err(|why| {
-            TestCaseError::fail(format!(
+    runner
+        .run(&case(), |case| {
+            let n = next.get();
+            next.set(n + 1);
+            if !failing.get() && shard.is_some_and(|s| !s.owns(n)) {
+                return Ok(());
+            }
+            check(n, &case).map_err(|why| {
+                failing.set(true);
+                TestCaseError::fail(why)
+            })
+        })
+        .map_err(|e| e.to_string())
+}
+
+#[test]
+fn restarts_never_duplicate_never_resend_blindly_and_keep_budgets() {
+    let shard = env_shard();
+    let config = campaign_config(cases(), shard);
+    if let Some(s) = shard {
+        eprintln!(
+            "restarts_props: shard {}/{} of {} cases, seed {:?}",
+            s.index, s.count, config.cases, config.rng_seed
+        );
+    }
+    let result = campaign(config, shard, |_, case| {
+        check(case).map_err(|why| {
+            format!(
                 "{why}\n--- reproduce: save as case.toml, then `stampede run case.toml` ---\n{}",
                 case.to_toml()
-            ))
+            )
         })
     });
     if let Err(e) = result {
         panic!("{e}");
     }
+}
+
+/// The shards of a campaign see disjoint parts of one case stream that together are the
+/// unsharded campaign's, in order. (Cases are only drawn here, not played.)
+#[test]
+fn shards_split_one_case_stream_between_them() {
+    let draw = |shard: Option<Shard>| {
+        let seen = RefCell::new(Vec::new());
+        let config = Config {
+            rng_seed: RngSeed::Fixed(7),
+            ..campaign_config(40, shard)
+        };
+        campaign(config, shard, |n, case| {
+            seen.borrow_mut().push((n, case.clone()));
+            Ok(())
+        })
+        .unwrap();
+        seen.into_inner()
+    };
+    let whole = draw(None);
+    assert_eq!(whole.len(), 40);
+    let mut joined = Vec::new();
+    for index in 0..3 {
+        let part = draw(Some(Shard { index, count: 3 }));
+        assert!(part.iter().all(|(n, _)| n % 3 == index), "shard {index}");
+        joined.extend(part);
+    }
+    joined.sort_by_key(|(n, _)| *n);
+    assert_eq!(joined, whole);
+
+    assert_eq!(parse_shard("2/3"), Ok(Shard { index: 2, count: 3 }));
+    for bad in ["3/3", "0/0", "a/b", "1", ""] {
+        assert!(
+            parse_shard(bad).unwrap_err().contains("STAMPEDE_SHARD=I/N"),
+            "{bad}"
+        );
+    }
+}
+
+/// A case that fails in a shard shrinks as it would unsharded: the shrunk candidates are
+/// checked whatever their number.
+#[test]
+fn a_failing_case_of_a_shard_still_shrinks() {
+    let shard = Some(Shard { index: 1, count: 3 });
+    let config = Config {
+        rng_seed: RngSeed::Fixed(7),
+        ..campaign_config(200, shard)
+    };
+    let err = campaign(config, shard, |_, case| {
+        if case.writes >= 5 {
+            Err(format!("writes {}", case.writes))
+        } else {
+            Ok(())
+        }
+    })
+    .unwrap_err();
+    assert!(err.contains("writes 5"), "{err}");
 }
 
 /// The printer is what a failure reports, so it must print what `stampede run` reads back.
