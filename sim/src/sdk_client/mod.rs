@@ -665,3 +665,184 @@ fn open(measure: &mut Measurement, now: Millis, arrival: &Arrival, sent: bool) {
         .into(),
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stampede_reports::AttemptRow;
+
+    /// Keeps every attempt the provider journaled.
+    #[derive(Default)]
+    struct Rows(Vec<AttemptRow>);
+
+    impl AttemptSink for Rows {
+        fn attempt(&mut self, row: &AttemptRow) -> Result<(), String> {
+            self.0.push(row.clone());
+            Ok(())
+        }
+    }
+
+    fn play(text: &str) -> (VirtualRun, Vec<AttemptRow>) {
+        let s = crate::scenario::parse(text, "t.toml", &[]).unwrap();
+        let mut rows = Rows::default();
+        let run = run(&s, &s.sdk_layers, &mut rows).unwrap();
+        (run, rows.0)
+    }
+
+    fn persistent_429(preset: &str) -> String {
+        format!(
+            r#"
+name = "throttled"
+seed = 5
+duration = "2m"
+
+[provider]
+latency = {{ fixed = "100ms" }}
+
+[[provider.scopes]]
+id = "a"
+
+[[provider.credentials]]
+key = "sk-a"
+scope = "a"
+
+[[provider.faults]]
+status = 429
+retry_after = "1s"
+
+[[workload]]
+tenant = "t"
+credential = "sk-a"
+class = "llm"
+count = 300
+arrival = {{ rate = "5/s" }}
+
+[client]
+preset = "{preset}"
+workers = 8
+"#
+        )
+    }
+
+    #[test]
+    fn aws_adaptive_sends_fewer_attempts_than_aws_standard_under_a_persistent_429() {
+        let (standard, rows_std) = play(&persistent_429("aws-standard"));
+        let (adaptive, rows_ad) = play(&persistent_429("aws-adaptive"));
+        let (s, a) = (standard.measured.summary, adaptive.measured.summary);
+        assert_eq!(s.outbound_attempts, rows_std.len() as u64);
+        assert_eq!(a.outbound_attempts, rows_ad.len() as u64);
+        // Standard: every call's first attempt, and retries until the quota's 100 are gone.
+        assert_eq!(s.outbound_attempts, 400, "{s:?}");
+        // Adaptive: once throttled, attempts leave at the bucket's rate (0.5/s at the
+        // floor), whatever the arrivals.
+        assert!(
+            a.outbound_attempts * 2 < s.outbound_attempts,
+            "adaptive {} vs standard {}",
+            a.outbound_attempts,
+            s.outbound_attempts
+        );
+        // After the first few seconds the provider sees at most about one attempt a second.
+        let late = rows_ad.iter().filter(|r| r.at_ms >= 10_000).count() as u64;
+        assert!(late <= 110 + 5, "{late} attempts in the last 110 s");
+        // Deterministic: the same seed plays the same attempts.
+        let (_, again) = play(&persistent_429("aws-adaptive"));
+        let times = |rows: &[AttemptRow]| rows.iter().map(|r| r.at_ms).collect::<Vec<_>>();
+        assert_eq!(times(&again), times(&rows_ad));
+    }
+
+    fn two_deployments(fallbacks: &str) -> String {
+        format!(
+            r#"
+name = "router"
+seed = 9
+duration = "2m"
+
+[provider]
+latency = {{ fixed = "200ms" }}
+
+[[provider.scopes]]
+id = "a"
+
+[[provider.scopes]]
+id = "b"
+
+[[provider.scopes]]
+id = "c"
+
+[[provider.credentials]]
+key = "sk-a"
+scope = "a"
+
+[[provider.credentials]]
+key = "sk-b"
+scope = "b"
+
+[[provider.credentials]]
+key = "sk-c"
+scope = "c"
+
+# The first deployment refuses everything.
+[[provider.faults]]
+status = 429
+retry_after = "2s"
+credential = "sk-a"
+
+[[workload]]
+tenant = "t"
+credential = "sk-a"
+class = "llm"
+count = 60
+arrival = {{ rate = "2/s" }}
+
+[client]
+preset = "litellm-router"
+workers = 8
+deployments = ["sk-a", "sk-b"]
+{fallbacks}
+"#
+        )
+    }
+
+    #[test]
+    fn litellm_router_moves_traffic_off_a_refusing_deployment() {
+        let (run, rows) = play(&two_deployments(""));
+        let s = run.measured.summary;
+        let on = |scope: &str| rows.iter().filter(|r| r.scope == scope).count();
+        assert!(on("a") > 0, "the refusing deployment was tried");
+        assert!(on("b") > 0, "traffic moved to the other");
+        assert!(
+            rows.iter()
+                .filter(|r| r.scope == "a")
+                .all(|r| r.outcome == "429"),
+            "sk-a only refuses"
+        );
+        // A refused attempt cools sk-a down for its Retry-After and the retry goes at once
+        // to sk-b: every call completes, on sk-b.
+        assert_eq!(s.completed, 60, "{s:?}");
+        assert_eq!(on("b"), 60);
+        // Cooling down keeps most attempts off sk-a: it sees at most one refusal per
+        // 2 s cooldown, and a few in flight together.
+        assert!(on("a") < 40, "{} attempts on sk-a", on("a"));
+        // The same seed, the same picks.
+        let (_, again) = play(&two_deployments(""));
+        let scopes = |rows: &[AttemptRow]| rows.iter().map(|r| r.scope.clone()).collect::<Vec<_>>();
+        assert_eq!(scopes(&again), scopes(&rows));
+    }
+
+    #[test]
+    fn litellm_router_with_every_deployment_refusing_falls_back() {
+        // Both deployments refuse: the calls' retries are spent (some in the client, with
+        // nothing healthy), then the fallback group takes them.
+        let text = two_deployments("fallbacks = [\"sk-c\"]").replace(
+            "credential = \"sk-a\"\n\n[[workload]]",
+            "credential = \"sk-a\"\n\n[[provider.faults]]\nstatus = 429\nretry_after = \"2s\"\n\
+             credential = \"sk-b\"\n\n[[workload]]",
+        );
+        let (run, rows) = play(&text);
+        let s = run.measured.summary;
+        let on = |scope: &str| rows.iter().filter(|r| r.scope == scope).count();
+        assert!(on("a") > 0 && on("b") > 0 && on("c") > 0, "{rows:?}");
+        assert_eq!(s.completed, 60, "{s:?}");
+        assert_eq!(on("c"), 60, "every call completes on the fallback");
+    }
+}
