@@ -220,6 +220,35 @@ fn every_shipped_scenario_passes_its_expectations() {
 }
 
 #[test]
+fn router_failover_moves_traffic_to_the_healthy_deployment() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run("scenarios/router-failover.toml", dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let s = summary(dir.path());
+    let expectations = s["expectations"].as_array().expect("expectations listed");
+    assert!(
+        expectations.iter().all(|e| e["pass"] == true),
+        "{expectations:?}"
+    );
+    // The provider's journal: refused attempts on the first deployment's scope, every
+    // completion on the second's.
+    let csv = std::fs::read_to_string(dir.path().join("attempts.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (scope, outcome) = (col("scope"), col("outcome"));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let on = |s: &str, o: &str| {
+        rows.iter()
+            .filter(|r| r[scope] == s && r[outcome] == o)
+            .count()
+    };
+    assert!(on("deployment:a", "429") > 0, "{csv}");
+    assert_eq!(on("deployment:a", "200"), 0);
+    assert_eq!(on("deployment:b", "200"), 60);
+}
+
+#[test]
 fn contract_overrides_work_on_every_shipped_scenario() {
     for name in [
         "quickstart",

@@ -66,6 +66,14 @@ pub struct ClientSpec {
     /// time). Default 100 ms.
     #[serde(default = "default_share_delay")]
     pub share_delay: crate::scenario::DurationMs,
+    /// With `preset = "litellm-router"`: the router's deployments, as keys of
+    /// `[[provider.credentials]]` (absent: the job's own credential, one deployment).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deployments: Option<Vec<String>>,
+    /// With `preset = "litellm-router"`: a fallback group of credentials, tried with its
+    /// own retries when the deployments' are spent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallbacks: Option<Vec<String>>,
 }
 
 /// What replicas of the client share (`client.share_scope`).
@@ -100,21 +108,43 @@ fn default_share_delay() -> crate::scenario::DurationMs {
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct LayerSpec {
-    /// `openai-python`, `anthropic-python`, `openai-node` or `langchain-retry`.
+    /// One of `SDK_PRESETS` (`openai-python`, `langchain-retry`, `litellm-router`, ...).
     pub preset: String,
     /// Attempts of what is under it, the first included (the preset's when absent).
     #[serde(default)]
     pub max_attempts: Option<u32>,
+    /// `litellm-router` only: its deployments, as keys of `[[provider.credentials]]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deployments: Option<Vec<String>>,
+    /// `litellm-router` only: its fallback group, as keys of `[[provider.credentials]]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallbacks: Option<Vec<String>>,
 }
 
 /// The retry layers a client spec describes, outermost first: its `[[client.layers]]`
 /// over its preset. Empty when the preset is one of the core's. Errors are `(key, message)`.
 pub fn sdk_layers(
     spec: &ClientSpec,
+    provider: &ProviderConfig,
 ) -> Result<Vec<crate::sdk_client::RetryLayer>, (String, String)> {
     use crate::sdk_client::{sdk_preset, SDK_PRESETS};
     let inner = sdk_preset(&spec.preset);
     if inner.is_none() {
+        for (key, given) in [
+            ("deployments", &spec.deployments),
+            ("fallbacks", &spec.fallbacks),
+        ] {
+            if given.is_some() {
+                return Err((
+                    format!("client.{key}"),
+                    format!(
+                        "{key} are LiteLLM Router options: set client.preset = \"litellm-router\" \
+                         (client.preset is {:?})",
+                        spec.preset
+                    ),
+                ));
+            }
+        }
         if spec.layers.is_empty() {
             return Ok(Vec::new());
         }
@@ -130,6 +160,15 @@ pub fn sdk_layers(
     let mut inner = inner;
     if let (Some(layer), Some(t)) = (inner.as_mut(), spec.timeout) {
         layer.timeout_ms = t.ms().max(1);
+    }
+    if let Some(layer) = inner.as_mut() {
+        route(
+            layer,
+            "client",
+            spec.deployments.as_ref(),
+            spec.fallbacks.as_ref(),
+            provider,
+        )?;
     }
     let mut out = Vec::with_capacity(spec.layers.len() + 1);
     for (i, l) in spec.layers.iter().enumerate() {
@@ -152,10 +191,89 @@ pub fn sdk_layers(
             }
             layer.max_attempts = n;
         }
+        route(
+            &mut layer,
+            &format!("client.layers.{i}"),
+            l.deployments.as_ref(),
+            l.fallbacks.as_ref(),
+            provider,
+        )?;
         out.push(layer);
     }
     out.extend(inner);
     Ok(out)
+}
+
+/// Sets a router layer's deployments and fallbacks from the scenario (`at`: the table's
+/// key), checking each names a credential of the provider, once.
+fn route(
+    layer: &mut crate::sdk_client::RetryLayer,
+    at: &str,
+    deployments: Option<&Vec<String>>,
+    fallbacks: Option<&Vec<String>>,
+    provider: &ProviderConfig,
+) -> Result<(), (String, String)> {
+    let Some(router) = layer.router.as_mut() else {
+        for (key, given) in [("deployments", deployments), ("fallbacks", fallbacks)] {
+            if given.is_some() {
+                return Err((
+                    format!("{at}.{key}"),
+                    format!(
+                        "{key} are LiteLLM Router options: only a \"litellm-router\" layer takes \
+                         them (this one is {:?})",
+                        layer.name
+                    ),
+                ));
+            }
+        }
+        return Ok(());
+    };
+    let known: Vec<&str> = provider
+        .credentials
+        .iter()
+        .map(|c| c.key.as_str())
+        .collect();
+    let mut seen: Vec<&str> = Vec::new();
+    for (key, given) in [("deployments", deployments), ("fallbacks", fallbacks)] {
+        let Some(list) = given else { continue };
+        if list.is_empty() {
+            return Err((
+                format!("{at}.{key}"),
+                format!(
+                    "an empty {key} list: name at least one credential, or leave {key} out{}",
+                    if key == "deployments" {
+                        " to route over the job's own credential"
+                    } else {
+                        ""
+                    }
+                ),
+            ));
+        }
+        for (j, credential) in list.iter().enumerate() {
+            if !known.contains(&credential.as_str()) {
+                return Err((
+                    format!("{at}.{key}.{j}"),
+                    format!(
+                        "unknown credential {credential:?}: {key} name keys of \
+                         [[provider.credentials]] ({})",
+                        known.join(", ")
+                    ),
+                ));
+            }
+            if seen.contains(&credential.as_str()) {
+                return Err((
+                    format!("{at}.{key}.{j}"),
+                    format!(
+                        "credential {credential:?} is listed twice in deployments and fallbacks"
+                    ),
+                ));
+            }
+            seen.push(credential);
+        }
+    }
+    router.deployments = deployments.cloned().unwrap_or_default();
+    router.fallbacks = fallbacks.cloned().unwrap_or_default();
+    Ok(())
 }
 
 /// Most hidden transport re-sends a scenario may ask for.
@@ -176,6 +294,8 @@ impl Default for ClientSpec {
             replicas: 1,
             share_scope: ShareScope::Replica,
             share_delay: default_share_delay(),
+            deployments: None,
+            fallbacks: None,
         }
     }
 }
@@ -299,5 +419,116 @@ fn deep_merge(into: &mut serde_json::Value, patch: serde_json::Value) {
             }
         }
         (slot, v) => *slot = v,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::scenario::parse;
+
+    fn scenario(client: &str) -> String {
+        format!(
+            r#"
+name = "router"
+seed = 1
+duration = "1m"
+
+[[provider.scopes]]
+id = "a"
+
+[[provider.scopes]]
+id = "b"
+
+[[provider.credentials]]
+key = "sk-a"
+scope = "a"
+
+[[provider.credentials]]
+key = "sk-b"
+scope = "b"
+
+[[workload]]
+tenant = "t"
+credential = "sk-a"
+class = "llm"
+count = 1
+arrival = {{ rate = "1/s" }}
+
+[client]
+{client}
+"#
+        )
+    }
+
+    fn error(client: &str) -> (String, String) {
+        let e = parse(&scenario(client), "t.toml", &[]).unwrap_err();
+        (e.key.unwrap_or_default(), e.message)
+    }
+
+    #[test]
+    fn litellm_router_takes_deployments_and_fallbacks_from_the_client_or_a_layer() {
+        let s = parse(
+            &scenario(
+                "preset = \"litellm-router\"\ndeployments = [\"sk-a\"]\nfallbacks = [\"sk-b\"]",
+            ),
+            "t.toml",
+            &[],
+        )
+        .unwrap();
+        let router = s.sdk_layers[0].router.clone().unwrap();
+        assert_eq!(router.deployments, vec!["sk-a".to_string()]);
+        assert_eq!(router.fallbacks, vec!["sk-b".to_string()]);
+        let s = parse(
+            &scenario(
+                "preset = \"openai-python\"\n[[client.layers]]\npreset = \"litellm-router\"\n\
+                 deployments = [\"sk-a\", \"sk-b\"]",
+            ),
+            "t.toml",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(s.sdk_layers.len(), 2);
+        assert_eq!(
+            s.sdk_layers[0].router.as_ref().unwrap().deployments.len(),
+            2
+        );
+        // Absent: the job's own credential.
+        let s = parse(&scenario("preset = \"litellm-router\""), "t.toml", &[]).unwrap();
+        assert!(s.sdk_layers[0]
+            .router
+            .as_ref()
+            .unwrap()
+            .deployments
+            .is_empty());
+    }
+
+    #[test]
+    fn router_keys_are_checked_and_errors_name_the_key() {
+        let (key, msg) = error("preset = \"litellm-router\"\ndeployments = [\"sk-a\", \"sk-x\"]");
+        assert_eq!(key, "client.deployments.1");
+        assert!(
+            msg.contains("unknown credential \"sk-x\"") && msg.contains("sk-a, sk-b"),
+            "{msg}"
+        );
+        let (key, msg) = error("preset = \"litellm-router\"\ndeployments = []");
+        assert_eq!(key, "client.deployments");
+        assert!(msg.contains("empty"), "{msg}");
+        let (key, msg) =
+            error("preset = \"litellm-router\"\ndeployments = [\"sk-a\"]\nfallbacks = [\"sk-a\"]");
+        assert_eq!(key, "client.fallbacks.0");
+        assert!(msg.contains("twice"), "{msg}");
+        let (key, msg) = error("preset = \"openai-python\"\ndeployments = [\"sk-a\"]");
+        assert_eq!(key, "client.deployments");
+        assert!(msg.contains("litellm-router"), "{msg}");
+        let (key, _) = error("preset = \"stampede\"\nfallbacks = [\"sk-b\"]");
+        assert_eq!(key, "client.fallbacks");
+        let (key, msg) = error(
+            "preset = \"openai-python\"\n[[client.layers]]\npreset = \"langchain-retry\"\n\
+             deployments = [\"sk-a\"]",
+        );
+        assert_eq!(key, "client.layers.0.deployments");
+        assert!(msg.contains("\"langchain-retry\""), "{msg}");
+        let (key, _) = error("preset = \"aws-adaptive\"\n[[client.layers]]\npreset = \"aws-nope\"");
+        assert_eq!(key, "client.layers.0.preset");
     }
 }

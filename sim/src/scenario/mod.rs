@@ -265,7 +265,7 @@ fn resolve(raw: ScenarioFile) -> Result<Scenario, (String, String)> {
     }
     let expectations = expect::parse_expect(&raw.expect)?;
     let crashes = crashes::resolve(raw.crashes)?;
-    let sdk_layers = client::sdk_layers(&raw.client)?;
+    let sdk_layers = client::sdk_layers(&raw.client, &raw.provider)?;
     if !sdk_layers.is_empty() && !crashes.is_empty() {
         return Err((
             "crashes".into(),

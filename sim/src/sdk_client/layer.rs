@@ -6,6 +6,9 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use super::cubic::{aws_adaptive, CubicParams};
+use super::router::{litellm_defaults, RouterSpec};
+
 /// How a layer spreads its backoff.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -101,15 +104,25 @@ pub struct RetryLayer {
     /// A budget shared by all the layer's calls, if it keeps one.
     #[serde(default)]
     pub budget: Option<RetryBudget>,
+    /// A client-side rate limiter every attempt (first and retries) takes a token from
+    /// before it leaves, waiting in the client for one (the AWS SDKs' adaptive mode).
+    #[serde(default)]
+    pub rate_limiter: Option<CubicParams>,
+    /// Deployment routing and cooldowns (LiteLLM's Router): the layer picks the
+    /// credential of each of its attempts and decides its retries by the router's rules.
+    #[serde(default)]
+    pub router: Option<RouterSpec>,
 }
 
 /// The SDK and framework presets, in the order reports list them.
-pub const SDK_PRESETS: [&str; 8] = [
+pub const SDK_PRESETS: [&str; 10] = [
     "openai-python",
     "anthropic-python",
     "openai-node",
     "langchain-retry",
+    "litellm-router",
     "aws-standard",
+    "aws-adaptive",
     "grpc-throttling",
     "envoy-budget",
     "sre-throttling",
@@ -133,6 +146,8 @@ pub fn sdk_preset(name: &str) -> Option<RetryLayer> {
         timeout_ms: 600_000,
         throttle_base_ms: None,
         budget: None,
+        rate_limiter: None,
+        router: None,
     };
     // Budgeted infrastructure clients: full jitter, no Retry-After, 5xx, 429 and connection
     // errors retried.
@@ -182,21 +197,41 @@ pub fn sdk_preset(name: &str) -> Option<RetryLayer> {
             obeys_should_retry: false,
             ..sdk
         },
-        // The AWS SDKs' "standard" retry mode (smithy-rs aws-smithy-runtime
-        // `standard_retries`, botocore `retries/standard.py`): 3 attempts, full jitter over
-        // `min(base * 2^n, 20 s)` with base 100 ms, 500 ms after throttling; a retry quota
-        // of 500 tokens, 5 per retry, 10 per timeout or connection retry, 1 back per success.
-        "aws-standard" => RetryLayer {
-            base_ms: 100,
-            cap_ms: 20_000,
-            throttle_base_ms: Some(500),
-            budget: Some(RetryBudget::Quota {
-                capacity: 500,
-                retry_cost: 5,
-                timeout_cost: 10,
-                success_refund: 1,
-            }),
-            ..infra
+        // The AWS SDKs' "standard" retry mode: see `aws_standard`.
+        "aws-standard" => aws_standard(infra),
+        // The AWS SDKs' "adaptive" retry mode: "standard" plus the client-side rate limiter
+        // (botocore 1.43.67 `botocore/retries/adaptive.py`, `throttling.py`, `bucket.py`;
+        // smithy-rs aws-smithy-runtime `client_rate_limiter.rs`; see `cubic.rs`): a token
+        // bucket whose fill rate CUBIC sets (beta 0.7, C 0.4, the send rate measured in
+        // 0.5 s buckets smoothed by 0.8, at least 0.5 tokens/s, capacity max(rate, 1)),
+        // enabled on the first throttling answer (429 or 503 here: botocore tells them by
+        // error code), after which every attempt, first and retries, waits in the client
+        // for a token. The rate is capped at twice the measured send rate on every answer.
+        "aws-adaptive" => RetryLayer {
+            rate_limiter: Some(aws_adaptive()),
+            ..aws_standard(infra)
+        },
+        // LiteLLM's Router (litellm 1.80.0 `litellm/router.py`,
+        // `litellm/router_utils/cooldown_handlers.py`, `litellm/utils.py`
+        // `_calculate_retry_after`, `litellm/constants.py`; see `router.rs`): num_retries 2
+        // (3 attempts), the deployments' own SDK clients built with max_retries 0; a retry
+        // goes at once to another healthy deployment, else after the first failure's
+        // Retry-After when 0 < s <= 60 s, else `min(0.5 s * 2^n, 8 s)`, plus U(0, 0.75 s);
+        // failures cool deployments down (a Retry-After, else 5 s) by the router's rules;
+        // any error is retried after the first (404 and a lone 401 are not), the first
+        // only while a deployment is healthy. Per-attempt timeout 600 s (the openai SDK's).
+        "litellm-router" => RetryLayer {
+            max_attempts: 3,
+            base_ms: 500,
+            cap_ms: 8_000,
+            jitter: LayerJitter::AddUpTo { max_ms: 750 },
+            retry_after_max_ms: Some(60_000),
+            above_max: AboveMax::OwnBackoff,
+            retry_statuses: Vec::new(),
+            retry_any_status: true,
+            obeys_should_retry: false,
+            router: Some(litellm_defaults()),
+            ..sdk
         },
         // gRPC retries with throttling (gRFC A6): maxAttempts 4, initial backoff 100 ms,
         // multiplier 2, max 1 s, full jitter, UNAVAILABLE and RESOURCE_EXHAUSTED (503, 429);
@@ -239,6 +274,25 @@ pub fn sdk_preset(name: &str) -> Option<RetryLayer> {
         },
         _ => return None,
     })
+}
+
+/// The AWS SDKs' "standard" retry mode (smithy-rs aws-smithy-runtime `standard_retries`,
+/// botocore `retries/standard.py`): 3 attempts, full jitter over `min(base * 2^n, 20 s)`
+/// with base 100 ms, 500 ms after throttling; a retry quota of 500 tokens, 5 per retry, 10
+/// per timeout or connection retry, 1 back per success.
+fn aws_standard(infra: RetryLayer) -> RetryLayer {
+    RetryLayer {
+        base_ms: 100,
+        cap_ms: 20_000,
+        throttle_base_ms: Some(500),
+        budget: Some(RetryBudget::Quota {
+            capacity: 500,
+            retry_cost: 5,
+            timeout_cost: 10,
+            success_refund: 1,
+        }),
+        ..infra
+    }
 }
 
 impl BudgetState {
@@ -464,6 +518,85 @@ mod tests {
             let d = p.retry_after(&Failure::Connection, 2, &mut r).unwrap();
             assert!(d <= 200, "{d}");
         }
+    }
+
+    #[test]
+    fn aws_adaptive_is_aws_standard_with_the_cubic_rate_limiter() {
+        let standard = sdk_preset("aws-standard").unwrap();
+        let adaptive = sdk_preset("aws-adaptive").unwrap();
+        let limiter = adaptive.rate_limiter.clone().unwrap();
+        assert_eq!(
+            RetryLayer {
+                name: standard.name.clone(),
+                rate_limiter: None,
+                ..adaptive.clone()
+            },
+            standard,
+            "the same retries, delays and quota"
+        );
+        assert_eq!(
+            (
+                limiter.beta,
+                limiter.scale_constant,
+                limiter.smooth,
+                limiter.bucket_ms,
+                limiter.min_fill_rate,
+                limiter.min_capacity,
+                limiter.max_rate_adjust_scale
+            ),
+            (0.7, 0.4, 0.8, 500, 0.5, 1.0, 2.0)
+        );
+        // Statuses and delays: 429, 5xx and connections retried, 400 not; throttling
+        // backs off from 500 ms, the rest from 100 ms, fully jittered, capped at 20 s;
+        // Retry-After not read; 3 attempts.
+        let mut r = rng();
+        for s in [429, 500, 502, 503, 504] {
+            assert!(
+                adaptive.retry_after(&status(s, None), 1, &mut r).is_some(),
+                "{s}"
+            );
+        }
+        for s in [400, 401, 403, 404, 409] {
+            assert_eq!(
+                adaptive.retry_after(&status(s, None), 1, &mut r),
+                None,
+                "{s}"
+            );
+        }
+        for _ in 0..100 {
+            let d = adaptive
+                .retry_after(&status(429, Some(30_000)), 2, &mut r)
+                .unwrap();
+            assert!(d <= 1_000, "{d}");
+            let d = adaptive
+                .retry_after(&status(500, Some(30_000)), 1, &mut r)
+                .unwrap();
+            assert!(d <= 100, "{d}");
+        }
+        let long = RetryLayer {
+            max_attempts: 30,
+            ..adaptive.clone()
+        };
+        assert!(long.retry_after(&status(429, None), 20, &mut r).unwrap() <= 20_000);
+        assert_eq!(adaptive.retry_after(&Failure::Connection, 3, &mut r), None);
+    }
+
+    #[test]
+    fn litellm_router_retries_anything_twice_and_reads_retry_after_up_to_a_minute() {
+        let p = sdk_preset("litellm-router").unwrap();
+        let spec = p.router.clone().unwrap();
+        assert_eq!(p.max_attempts, 3);
+        assert_eq!((p.base_ms, p.cap_ms), (500, 8_000));
+        assert_eq!(p.jitter, LayerJitter::AddUpTo { max_ms: 750 });
+        assert_eq!(p.retry_after_max_ms, Some(60_000));
+        assert!(p.retry_any_status && p.retry_connection && !p.obeys_should_retry);
+        assert!(spec.deployments.is_empty() && spec.fallbacks.is_empty());
+        assert_eq!(
+            (spec.cooldown_ms, spec.failure_threshold, spec.minute_ms),
+            (5_000, 0.5, 60_000)
+        );
+        assert_eq!(spec.single_deployment_min_requests, 1_000);
+        assert_eq!(p.timeout_ms, 600_000);
     }
 
     #[test]

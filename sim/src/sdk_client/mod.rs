@@ -10,7 +10,9 @@
 //! provider counts them all. These clients send no idempotency key and no attribution, as
 //! the SDKs do; `x-stainless-retry-count` carries the innermost layer's retry number.
 
+pub mod cubic;
 pub mod layer;
+pub mod router;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -26,6 +28,7 @@ use crate::scenario::Scenario;
 use crate::virtual_driver::{AttemptSink, DriverError, VirtualRun, VIRTUAL_EPOCH_UNIX_MS};
 use crate::workload::{Arrival, Arrivals};
 pub use layer::{sdk_preset, BudgetState, Failure, RetryBudget, RetryLayer, SDK_PRESETS};
+use router::{Router, RouterCall, Verdict};
 
 /// The `seq` of an attempt refused in the client (client-side throttling): it never reached
 /// the provider. The edge's seqs start at 1.
@@ -39,6 +42,8 @@ struct Call {
     arrival: Arrival,
     /// Attempts made by each layer in its current sequence, outermost first.
     attempts: Vec<u32>,
+    /// Each router layer's place (group, deployment in flight), outermost first.
+    route: Vec<RouterCall>,
     /// Attempts that reached the provider, all layers.
     sent: u32,
     first_sent_at: Option<Millis>,
@@ -50,10 +55,13 @@ enum Step {
     /// Put the call's next attempt on the wire.
     Send,
     /// The attempt `seq` ended at the provider's side; `ok` when the call got its answer.
+    /// `layer`: the innermost layer that sees the outcome (a router that found no healthy
+    /// deployment fails its attempt before the layers under it run).
     Heard {
         seq: u64,
         ok: bool,
         failure: Option<FailureKey>,
+        layer: usize,
     },
 }
 
@@ -104,6 +112,11 @@ pub fn run(
             cap_ms: dilate(l.cap_ms),
             retry_after_max_ms: l.retry_after_max_ms.map(dilate),
             timeout_ms: dilate(l.timeout_ms),
+            router: l.router.clone().map(|r| router::RouterSpec {
+                cooldown_ms: dilate(r.cooldown_ms),
+                minute_ms: dilate(r.minute_ms).max(1),
+                ..r
+            }),
             jitter: match l.jitter {
                 layer::LayerJitter::AddUpTo { max_ms } => layer::LayerJitter::AddUpTo {
                     max_ms: dilate(max_ms),
@@ -143,6 +156,22 @@ pub fn run(
             })
         })
         .collect();
+    // Each layer's client-side rate limiter, on the client's own clock.
+    let client_ms = |t: Millis| -> u64 { (t as f64 / scale).round() as u64 };
+    let mut limiters: Vec<Option<cubic::CubicLimiter>> = layers
+        .iter()
+        .map(|l| {
+            l.rate_limiter
+                .clone()
+                .map(|p| cubic::CubicLimiter::new(p, 0))
+        })
+        .collect();
+    // Each router layer's deployment health, shared by all its calls.
+    let mut routers: Vec<Option<Router>> = layers
+        .iter()
+        .map(|l| l.router.as_ref().map(|_| Router::default()))
+        .collect();
+    let innermost = layers.len() - 1;
     let mut now: Millis = 0;
     loop {
         let next = [
@@ -188,6 +217,34 @@ pub fn run(
             };
             match step {
                 Step::Send => {
+                    // A rate limiter holds the attempt in the client until it has a token.
+                    let wait = limiters
+                        .iter_mut()
+                        .flatten()
+                        .map(|l| l.acquire(client_ms(now)))
+                        .find(|w| *w > 0);
+                    if let Some(wait) = wait {
+                        order += 1;
+                        events.push(Reverse((now + dilate(wait), order, idx, Step::Send)));
+                        continue;
+                    }
+                    // A router picks the attempt's deployment; with none healthy its
+                    // attempt fails in the client.
+                    if let Some(i) = pick_deployments(call, layers, &routers, now, &mut jitter) {
+                        order += 1;
+                        let none = Step::Heard {
+                            seq: LOCAL,
+                            ok: false,
+                            failure: Some(FailureKey {
+                                status: Some(router::NO_DEPLOYMENT_STATUS),
+                                retry_after_ms: None,
+                                should_retry: None,
+                            }),
+                            layer: i,
+                        };
+                        events.push(Reverse((now, order, idx, none)));
+                        continue;
+                    }
                     // Client-side throttling may refuse the attempt before it leaves.
                     let draw: f64 = rand::Rng::gen(&mut jitter);
                     let admitted = budgets
@@ -201,6 +258,7 @@ pub fn run(
                             seq: LOCAL,
                             ok: false,
                             failure: None,
+                            layer: innermost,
                         };
                         events.push(Reverse((now, order, idx, rejected)));
                         continue;
@@ -233,11 +291,23 @@ pub fn run(
                             seq: decision.seq,
                             ok,
                             failure,
+                            layer: innermost,
                         },
                     )));
                 }
-                Step::Heard { seq, ok, failure } => {
+                Step::Heard {
+                    seq,
+                    ok,
+                    failure,
+                    layer,
+                } => {
                     if seq != LOCAL {
+                        let throttled = failure
+                            .as_ref()
+                            .is_some_and(|f| matches!(f.status, Some(429 | 503)));
+                        for l in limiters.iter_mut().flatten() {
+                            l.on_answer(client_ms(now), throttled);
+                        }
                         provider.depart(seq, now);
                         if call.sent > 1 {
                             track(&mut budgets, 0, -1);
@@ -249,10 +319,26 @@ pub fn run(
                             st.on_answer(b, ok, refused, now);
                         }
                     }
-                    let retry = match (&failure, ok) {
-                        (Some(f), false) => {
-                            decide(call, layers, &mut budgets, &f.failure(), &mut jitter)
+                    if ok {
+                        for (i, r) in routers.iter_mut().enumerate() {
+                            if let (Some(r), Some(spec), Some(d)) =
+                                (r, &layers[i].router, call.route[i].picked.take())
+                            {
+                                r.on_success(spec, &d, now);
+                            }
                         }
+                    }
+                    let retry = match (&failure, ok) {
+                        (Some(f), false) => decide(
+                            call,
+                            layers,
+                            &mut budgets,
+                            &mut routers,
+                            &f.failure(),
+                            layer,
+                            now,
+                            &mut jitter,
+                        ),
                         _ => None,
                     };
                     match retry {
@@ -315,9 +401,16 @@ fn request_of(call: &Call, layers: &[RetryLayer]) -> Request {
         },
     };
     let chat = job.route == Route::ChatCompletion;
+    // A router sends with its deployment's credential (the innermost router's pick).
+    let credential = call
+        .route
+        .iter()
+        .rev()
+        .find_map(|r| r.picked.clone())
+        .unwrap_or_else(|| job.credential.clone());
     Request {
         route,
-        credential: Some(job.credential.clone()),
+        credential: Some(credential),
         body_hash: job.payload_hash,
         external_ref: job.external_ref.clone(),
         prompt_tokens: if chat { job.prompt_tokens } else { 0 },
@@ -380,17 +473,53 @@ fn connection() -> FailureKey {
     }
 }
 
-/// The layers' verdict on a failure, innermost first: the delay before the next attempt,
-/// or `None` when every layer gave up. An outer layer that retries starts its inner
-/// layers' sequences afresh.
+/// The layers' verdict on a failure, innermost (`upto`) first: the delay before the next
+/// attempt, or `None` when every layer gave up. An outer layer that retries starts its
+/// inner layers' sequences afresh.
+#[allow(clippy::too_many_arguments)]
 fn decide(
     call: &mut Call,
     layers: &[RetryLayer],
     budgets: &mut [Option<(RetryBudget, BudgetState)>],
+    routers: &mut [Option<Router>],
     failure: &Failure,
+    upto: usize,
+    now: Millis,
     rng: &mut ChaCha8Rng,
 ) -> Option<u64> {
-    for i in (0..layers.len()).rev() {
+    for i in (0..=upto.min(layers.len() - 1)).rev() {
+        if let (Some(router), Some(spec)) = (routers[i].as_mut(), layers[i].router.as_ref()) {
+            let own = call.arrival.job.credential.clone();
+            let group = call.route[i].group;
+            if let Some(d) = call.route[i].picked.clone() {
+                let size = Router::members(spec, group, &own).len();
+                router.on_failure(spec, &d, size, failure, now);
+            }
+            let attempts = call.attempts[i];
+            let verdict = router.decide(
+                spec,
+                &layers[i],
+                &mut call.route[i],
+                failure,
+                attempts,
+                &own,
+                now,
+                rng,
+            );
+            let delay = match verdict {
+                Verdict::Retry(d) => {
+                    call.attempts[i] += 1;
+                    d
+                }
+                Verdict::Fallback(d) => {
+                    call.attempts[i] = 1;
+                    d
+                }
+                Verdict::GiveUp => continue,
+            };
+            restart_inner(call, i);
+            return Some(delay);
+        }
         let Some(delay) = layers[i].retry_after(failure, call.attempts[i], rng) else {
             continue;
         };
@@ -401,10 +530,45 @@ fn decide(
         };
         if allowed {
             call.attempts[i] += 1;
-            for inner in call.attempts.iter_mut().skip(i + 1) {
-                *inner = 1;
-            }
+            restart_inner(call, i);
             return Some(delay);
+        }
+    }
+    None
+}
+
+/// Layer `i` runs another attempt: the layers under it start their sequences afresh.
+fn restart_inner(call: &mut Call, i: usize) {
+    for inner in call.attempts.iter_mut().skip(i + 1) {
+        *inner = 1;
+    }
+    for inner in call.route.iter_mut().skip(i + 1) {
+        *inner = RouterCall::default();
+    }
+}
+
+/// Picks a deployment for every router layer of `call` whose attempt has none yet,
+/// outermost first. Returns the layer whose router found no healthy deployment, if one did.
+fn pick_deployments(
+    call: &mut Call,
+    layers: &[RetryLayer],
+    routers: &[Option<Router>],
+    now: Millis,
+    rng: &mut ChaCha8Rng,
+) -> Option<usize> {
+    for (i, layer) in layers.iter().enumerate() {
+        let (Some(router), Some(spec)) = (routers[i].as_ref(), layer.router.as_ref()) else {
+            continue;
+        };
+        if call.route[i].picked.is_some() {
+            continue;
+        }
+        let own = call.arrival.job.credential.clone();
+        if router
+            .pick(spec, &mut call.route[i], &own, now, rng)
+            .is_none()
+        {
+            return Some(i);
         }
     }
     None
@@ -441,6 +605,7 @@ fn start_waiting(
         calls.push(Some(Call {
             arrival,
             attempts: vec![1; layers],
+            route: vec![RouterCall::default(); layers],
             sent: 0,
             first_sent_at: None,
             last_status: None,
@@ -499,4 +664,185 @@ fn open(measure: &mut Measurement, now: Millis, arrival: &Arrival, sent: bool) {
         }
         .into(),
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stampede_reports::AttemptRow;
+
+    /// Keeps every attempt the provider journaled.
+    #[derive(Default)]
+    struct Rows(Vec<AttemptRow>);
+
+    impl AttemptSink for Rows {
+        fn attempt(&mut self, row: &AttemptRow) -> Result<(), String> {
+            self.0.push(row.clone());
+            Ok(())
+        }
+    }
+
+    fn play(text: &str) -> (VirtualRun, Vec<AttemptRow>) {
+        let s = crate::scenario::parse(text, "t.toml", &[]).unwrap();
+        let mut rows = Rows::default();
+        let run = run(&s, &s.sdk_layers, &mut rows).unwrap();
+        (run, rows.0)
+    }
+
+    fn persistent_429(preset: &str) -> String {
+        format!(
+            r#"
+name = "throttled"
+seed = 5
+duration = "2m"
+
+[provider]
+latency = {{ fixed = "100ms" }}
+
+[[provider.scopes]]
+id = "a"
+
+[[provider.credentials]]
+key = "sk-a"
+scope = "a"
+
+[[provider.faults]]
+status = 429
+retry_after = "1s"
+
+[[workload]]
+tenant = "t"
+credential = "sk-a"
+class = "llm"
+count = 300
+arrival = {{ rate = "5/s" }}
+
+[client]
+preset = "{preset}"
+workers = 8
+"#
+        )
+    }
+
+    #[test]
+    fn aws_adaptive_sends_fewer_attempts_than_aws_standard_under_a_persistent_429() {
+        let (standard, rows_std) = play(&persistent_429("aws-standard"));
+        let (adaptive, rows_ad) = play(&persistent_429("aws-adaptive"));
+        let (s, a) = (standard.measured.summary, adaptive.measured.summary);
+        assert_eq!(s.outbound_attempts, rows_std.len() as u64);
+        assert_eq!(a.outbound_attempts, rows_ad.len() as u64);
+        // Standard: every call's first attempt, and retries until the quota's 100 are gone.
+        assert_eq!(s.outbound_attempts, 400, "{s:?}");
+        // Adaptive: once throttled, attempts leave at the bucket's rate (0.5/s at the
+        // floor), whatever the arrivals.
+        assert!(
+            a.outbound_attempts * 2 < s.outbound_attempts,
+            "adaptive {} vs standard {}",
+            a.outbound_attempts,
+            s.outbound_attempts
+        );
+        // After the first few seconds the provider sees at most about one attempt a second.
+        let late = rows_ad.iter().filter(|r| r.at_ms >= 10_000).count() as u64;
+        assert!(late <= 110 + 5, "{late} attempts in the last 110 s");
+        // Deterministic: the same seed plays the same attempts.
+        let (_, again) = play(&persistent_429("aws-adaptive"));
+        let times = |rows: &[AttemptRow]| rows.iter().map(|r| r.at_ms).collect::<Vec<_>>();
+        assert_eq!(times(&again), times(&rows_ad));
+    }
+
+    fn two_deployments(fallbacks: &str) -> String {
+        format!(
+            r#"
+name = "router"
+seed = 9
+duration = "2m"
+
+[provider]
+latency = {{ fixed = "200ms" }}
+
+[[provider.scopes]]
+id = "a"
+
+[[provider.scopes]]
+id = "b"
+
+[[provider.scopes]]
+id = "c"
+
+[[provider.credentials]]
+key = "sk-a"
+scope = "a"
+
+[[provider.credentials]]
+key = "sk-b"
+scope = "b"
+
+[[provider.credentials]]
+key = "sk-c"
+scope = "c"
+
+# The first deployment refuses everything.
+[[provider.faults]]
+status = 429
+retry_after = "2s"
+credential = "sk-a"
+
+[[workload]]
+tenant = "t"
+credential = "sk-a"
+class = "llm"
+count = 60
+arrival = {{ rate = "2/s" }}
+
+[client]
+preset = "litellm-router"
+workers = 8
+deployments = ["sk-a", "sk-b"]
+{fallbacks}
+"#
+        )
+    }
+
+    #[test]
+    fn litellm_router_moves_traffic_off_a_refusing_deployment() {
+        let (run, rows) = play(&two_deployments(""));
+        let s = run.measured.summary;
+        let on = |scope: &str| rows.iter().filter(|r| r.scope == scope).count();
+        assert!(on("a") > 0, "the refusing deployment was tried");
+        assert!(on("b") > 0, "traffic moved to the other");
+        assert!(
+            rows.iter()
+                .filter(|r| r.scope == "a")
+                .all(|r| r.outcome == "429"),
+            "sk-a only refuses"
+        );
+        // A refused attempt cools sk-a down for its Retry-After and the retry goes at once
+        // to sk-b: every call completes, on sk-b.
+        assert_eq!(s.completed, 60, "{s:?}");
+        assert_eq!(on("b"), 60);
+        // Cooling down keeps most attempts off sk-a: it sees at most one refusal per
+        // 2 s cooldown, and a few in flight together.
+        assert!(on("a") < 40, "{} attempts on sk-a", on("a"));
+        // The same seed, the same picks.
+        let (_, again) = play(&two_deployments(""));
+        let scopes = |rows: &[AttemptRow]| rows.iter().map(|r| r.scope.clone()).collect::<Vec<_>>();
+        assert_eq!(scopes(&again), scopes(&rows));
+    }
+
+    #[test]
+    fn litellm_router_with_every_deployment_refusing_falls_back() {
+        // Both deployments refuse: the calls' retries are spent (some in the client, with
+        // nothing healthy), then the fallback group takes them.
+        let text = two_deployments("fallbacks = [\"sk-c\"]").replace(
+            "credential = \"sk-a\"\n\n[[workload]]",
+            "credential = \"sk-a\"\n\n[[provider.faults]]\nstatus = 429\nretry_after = \"2s\"\n\
+             credential = \"sk-b\"\n\n[[workload]]",
+        );
+        let (run, rows) = play(&text);
+        let s = run.measured.summary;
+        let on = |scope: &str| rows.iter().filter(|r| r.scope == scope).count();
+        assert!(on("a") > 0 && on("b") > 0 && on("c") > 0, "{rows:?}");
+        assert_eq!(s.completed, 60, "{s:?}");
+        assert_eq!(on("c"), 60, "every call completes on the fallback");
+    }
 }
