@@ -182,6 +182,79 @@ fn virtual_table() -> String {
     rows.join("\n")
 }
 
+/// `scenarios/amplification.toml` under the stack it ships with and under the core, on one
+/// replica and on four, with and without a shared scope record.
+fn amplification_table() -> String {
+    let mut rows = vec![
+        "| client | replicas | completed | outbound attempts | attempts per logical | retry waves | Retry-After violations (own / scope) |"
+            .to_string(),
+        "| --- | --- | --- | --- | --- | --- | --- |".to_string(),
+    ];
+    let stack = "LangChain x2 over openai-python";
+    for (client, replicas, sets) in [
+        (stack, "1", vec!["client.replicas=1"]),
+        (stack, "4", vec![]),
+        (
+            "stampede",
+            "4",
+            vec!["client.preset=stampede", "client.layers=[]"],
+        ),
+        (
+            "stampede, `share_scope = \"fleet\"`",
+            "4",
+            vec![
+                "client.preset=stampede",
+                "client.layers=[]",
+                "client.share_scope=fleet",
+            ],
+        ),
+    ] {
+        let s = summary("amplification.toml", &sets);
+        rows.push(format!(
+            "| {client} | {replicas} | {} | {} | {:.3} | {} | {} / {} |",
+            thousands(s.completed),
+            thousands(s.outbound_attempts),
+            s.attempts_per_logical,
+            s.retry_waves,
+            s.retry_after_violations,
+            s.scope_wait_violations
+        ));
+    }
+    rows.join("\n")
+}
+
+/// The router and the AWS SDKs' budgets on their scenarios.
+fn sdk_presets_table() -> String {
+    let mut rows = vec![
+        "| scenario | client | completed | failed | unfinished at the cap | outbound attempts |"
+            .to_string(),
+        "| --- | --- | --- | --- | --- | --- |".to_string(),
+    ];
+    let s = summary("router-failover.toml", &[]);
+    rows.push(format!(
+        "| `router-failover.toml` (sk-a refuses everything) | litellm-router over sk-a and sk-b | {} | {} | {} | {} |",
+        s.completed, s.failed, s.unfinished, s.outbound_attempts
+    ));
+    for preset in ["aws-standard", "aws-adaptive"] {
+        let set = format!("client.preset={preset}");
+        let s = summary(
+            "layers.toml",
+            &[
+                &set,
+                "client.layers=[]",
+                "workload.0.count=600",
+                "workload.0.arrival={ rate = \"5/s\" }",
+                "duration=2m",
+            ],
+        );
+        rows.push(format!(
+            "| `layers.toml`, 600 calls at 5/s for 2 min, persistent 429 | {preset} | {} | {} | {} | {} |",
+            s.completed, s.failed, s.unfinished, s.outbound_attempts
+        ));
+    }
+    rows.join("\n")
+}
+
 /// Replaces the body of block `name` in `readme`; `None` when the markers are missing.
 fn with_block(readme: &str, name: &str, body: &str) -> Option<String> {
     let open = format!("<!-- figures:{name} -->\n");
@@ -195,12 +268,14 @@ fn with_block(readme: &str, name: &str, body: &str) -> Option<String> {
 fn the_readme_quotes_the_figures_of_a_fresh_run() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
     let readme = std::fs::read_to_string(&path).expect("README.md");
-    let blocks: [(&str, String); 5] = [
+    let blocks: [(&str, String); 7] = [
         ("quickstart-tour", quickstart_tour()),
         ("quickstart-naive", quickstart_naive()),
         ("backlog-table", backlog_table()),
         ("restarts-counts", restarts_counts()),
         ("virtual-table", virtual_table()),
+        ("amplification-table", amplification_table()),
+        ("sdk-presets-table", sdk_presets_table()),
     ];
     let mut expected = readme.clone();
     for (name, body) in &blocks {

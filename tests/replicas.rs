@@ -124,3 +124,52 @@ fn replica_settings_that_cannot_work_are_refused_naming_the_key() {
         "{err}"
     );
 }
+
+fn layers(sets: &[&str]) -> Summary {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/layers.toml");
+    let sets: Vec<_> = sets.iter().map(|s| parse_override(s).unwrap()).collect();
+    let s = scenario::load(&path, None, &sets).unwrap();
+    run_virtual(&s, &RunOptions::default())
+        .unwrap()
+        .report
+        .summary
+}
+
+#[test]
+fn each_sdk_replica_spends_its_own_retry_budget() {
+    // 200 calls against a scope that refuses everything, under the AWS SDKs' retry quota
+    // (500 tokens, 5 a retry): one instance stops after 100 retries, four have four quotas.
+    let sets = |replicas: &'static str| {
+        vec![
+            "client.preset=aws-standard",
+            "client.layers=[]",
+            "workload.0.count=200",
+            "expect={}",
+            replicas,
+        ]
+    };
+    let one = layers(&sets("client.replicas=1"));
+    assert_eq!(
+        one.outbound_attempts, 300,
+        "200 first attempts and 100 retries"
+    );
+    let four = layers(&sets("client.replicas=4"));
+    assert!(
+        four.outbound_attempts > 500,
+        "four quotas let most calls retry twice: {}",
+        four.outbound_attempts
+    );
+}
+
+#[test]
+fn the_stack_on_more_replicas_sends_more_into_the_storm_and_the_provider_counts_it() {
+    let attempts: Vec<u64> = ["client.replicas=1", "client.replicas=4"]
+        .iter()
+        .map(|r| run(&[r]).outbound_attempts)
+        .collect();
+    assert!(attempts[1] > attempts[0], "{attempts:?}");
+    let stack = run(&[]);
+    let core = run(&with(&[]));
+    assert!(stack.retry_waves >= 3 && core.retry_waves == 0, "{stack:?}");
+    assert!(stack.outbound_attempts > core.outbound_attempts);
+}

@@ -104,21 +104,69 @@ fn default_share_delay() -> crate::scenario::DurationMs {
 }
 
 /// One `[[client.layers]]` entry: an SDK or framework preset, optionally with its own
-/// number of attempts.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+/// number of attempts. Written as a table, or as just the preset's name
+/// (`client.layers = ["langchain-retry", "langchain-retry"]`), which is what a sweep varies
+/// (`--vary 'client.layers=[],["langchain-retry"]'`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct LayerSpec {
     /// One of `SDK_PRESETS` (`openai-python`, `langchain-retry`, `litellm-router`, ...).
     pub preset: String,
     /// Attempts of what is under it, the first included (the preset's when absent).
-    #[serde(default)]
     pub max_attempts: Option<u32>,
     /// `litellm-router` only: its deployments, as keys of `[[provider.credentials]]`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub deployments: Option<Vec<String>>,
     /// `litellm-router` only: its fallback group, as keys of `[[provider.credentials]]`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub fallbacks: Option<Vec<String>>,
+}
+
+/// A layer written as a table: the type check (and its "unknown field" errors) of
+/// [`LayerSpec`].
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LayerTable {
+    preset: String,
+    #[serde(default)]
+    max_attempts: Option<u32>,
+    #[serde(default)]
+    deployments: Option<Vec<String>>,
+    #[serde(default)]
+    fallbacks: Option<Vec<String>>,
+}
+
+impl<'de> Deserialize<'de> for LayerSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Entry;
+        impl<'de> serde::de::Visitor<'de> for Entry {
+            type Value = LayerSpec;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(
+                    "a preset name like \"langchain-retry\", or a table like \
+                     { preset = \"langchain-retry\", max_attempts = 5 }",
+                )
+            }
+            fn visit_str<E: serde::de::Error>(self, preset: &str) -> Result<LayerSpec, E> {
+                Ok(LayerSpec {
+                    preset: preset.to_string(),
+                    ..LayerSpec::default()
+                })
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<LayerSpec, A::Error> {
+                let t = LayerTable::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(LayerSpec {
+                    preset: t.preset,
+                    max_attempts: t.max_attempts,
+                    deployments: t.deployments,
+                    fallbacks: t.fallbacks,
+                })
+            }
+        }
+        d.deserialize_any(Entry)
+    }
 }
 
 /// The retry layers a client spec describes, outermost first: its `[[client.layers]]`

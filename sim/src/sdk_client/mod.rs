@@ -25,6 +25,7 @@ use stampede_reports::UnfinishedRow;
 use crate::measure::{Ended, Measurement, SentBy};
 use crate::rng;
 use crate::scenario::Scenario;
+use crate::virtual_driver::fleet::replica_of;
 use crate::virtual_driver::{AttemptSink, DriverError, VirtualRun, VIRTUAL_EPOCH_UNIX_MS};
 use crate::workload::{Arrival, Arrivals};
 pub use layer::{sdk_preset, BudgetState, Failure, RetryBudget, RetryLayer, SDK_PRESETS};
@@ -37,8 +38,20 @@ const LOCAL: u64 = 0;
 /// Workers when neither the scenario nor the preset says (the examples' default).
 pub const DEFAULT_WORKERS: u32 = 8;
 
+/// One instance of the client (`client.replicas` of them): its own workers, and the state
+/// each layer keeps across its calls (budgets, rate limiters, routers' deployment health).
+struct Instance {
+    waiting: VecDeque<Arrival>,
+    busy: usize,
+    budgets: Vec<Option<(RetryBudget, BudgetState)>>,
+    limiters: Vec<Option<cubic::CubicLimiter>>,
+    routers: Vec<Option<Router>>,
+}
+
 /// One call in progress.
 struct Call {
+    /// The instance running it.
+    replica: usize,
     arrival: Arrival,
     /// Attempts made by each layer in its current sequence, outermost first.
     attempts: Vec<u32>,
@@ -139,37 +152,41 @@ pub fn run(
     let cap = scenario.duration_ms;
     let mut measure = Measurement::new(scenario.bucket_ms, cap);
     let mut arrivals = Arrivals::new(scenario);
-    let mut waiting: VecDeque<Arrival> = VecDeque::new();
     let mut calls: Vec<Option<Call>> = Vec::new();
-    let mut busy = 0usize;
     // (time, order, call index, step): ties in scheduling order.
     let mut events: BinaryHeap<Reverse<(Millis, u64, usize, Step)>> = BinaryHeap::new();
     let mut order = 0u64;
     let mut handled = 0u64;
-    // Each layer's budget, shared by all its calls (one client instance).
-    let mut budgets: Vec<Option<(RetryBudget, BudgetState)>> = layers
-        .iter()
-        .map(|l| {
-            l.budget.clone().map(|b| {
-                let state = BudgetState::new(&b);
-                (b, state)
-            })
-        })
-        .collect();
-    // Each layer's client-side rate limiter, on the client's own clock.
+    // Each instance: each layer's budget, client-side rate limiter (on the client's own
+    // clock) and router's deployment health, shared by all the instance's calls.
     let client_ms = |t: Millis| -> u64 { (t as f64 / scale).round() as u64 };
-    let mut limiters: Vec<Option<cubic::CubicLimiter>> = layers
-        .iter()
-        .map(|l| {
-            l.rate_limiter
-                .clone()
-                .map(|p| cubic::CubicLimiter::new(p, 0))
+    let replicas = scenario.client.replicas.max(1) as usize;
+    let mut instances: Vec<Instance> = (0..replicas)
+        .map(|_| Instance {
+            waiting: VecDeque::new(),
+            busy: 0,
+            budgets: layers
+                .iter()
+                .map(|l| {
+                    l.budget.clone().map(|b| {
+                        let state = BudgetState::new(&b);
+                        (b, state)
+                    })
+                })
+                .collect(),
+            limiters: layers
+                .iter()
+                .map(|l| {
+                    l.rate_limiter
+                        .clone()
+                        .map(|p| cubic::CubicLimiter::new(p, 0))
+                })
+                .collect(),
+            routers: layers
+                .iter()
+                .map(|l| l.router.as_ref().map(|_| Router::default()))
+                .collect(),
         })
-        .collect();
-    // Each router layer's deployment health, shared by all its calls.
-    let mut routers: Vec<Option<Router>> = layers
-        .iter()
-        .map(|l| l.router.as_ref().map(|_| Router::default()))
         .collect();
     let innermost = layers.len() - 1;
     let mut now: Millis = 0;
@@ -190,22 +207,24 @@ pub fn run(
         while arrivals.peek_time().is_some_and(|a| a <= now) {
             if let Some(a) = arrivals.next() {
                 measure.on_submit();
-                waiting.push_back(a);
+                let r = replica_of(&a.job, replicas);
+                instances[r].waiting.push_back(a);
                 handled += 1;
             }
         }
-        order = start_waiting(
-            &mut waiting,
-            &mut calls,
-            &mut busy,
-            workers,
-            &mut budgets,
-            &mut measure,
-            &mut events,
-            order,
-            now,
-            layers.len(),
-        );
+        for (r, instance) in instances.iter_mut().enumerate() {
+            order = start_waiting(
+                r,
+                instance,
+                &mut calls,
+                workers,
+                &mut measure,
+                &mut events,
+                order,
+                now,
+                layers.len(),
+            );
+        }
         while let Some(Reverse((t, _, idx, step))) = events.peek().cloned() {
             if t > now {
                 break;
@@ -215,6 +234,13 @@ pub fn run(
             let Some(call) = calls.get_mut(idx).and_then(Option::as_mut) else {
                 continue;
             };
+            let replica = call.replica;
+            let Instance {
+                budgets,
+                limiters,
+                routers,
+                ..
+            } = &mut instances[replica];
             match step {
                 Step::Send => {
                     // A rate limiter holds the attempt in the client until it has a token.
@@ -230,7 +256,7 @@ pub fn run(
                     }
                     // A router picks the attempt's deployment; with none healthy its
                     // attempt fails in the client.
-                    if let Some(i) = pick_deployments(call, layers, &routers, now, &mut jitter) {
+                    if let Some(i) = pick_deployments(call, layers, routers, now, &mut jitter) {
                         order += 1;
                         let none = Step::Heard {
                             seq: LOCAL,
@@ -264,7 +290,7 @@ pub fn run(
                         continue;
                     }
                     if call.sent > 0 {
-                        track(&mut budgets, 0, 1);
+                        track(budgets, 0, 1);
                     }
                     let request = request_of(call, layers);
                     call.sent += 1;
@@ -310,7 +336,7 @@ pub fn run(
                         }
                         provider.depart(seq, now);
                         if call.sent > 1 {
-                            track(&mut budgets, 0, -1);
+                            track(budgets, 0, -1);
                         }
                         let refused = failure
                             .as_ref()
@@ -332,8 +358,8 @@ pub fn run(
                         (Some(f), false) => decide(
                             call,
                             layers,
-                            &mut budgets,
-                            &mut routers,
+                            budgets,
+                            routers,
                             &f.failure(),
                             layer,
                             now,
@@ -351,14 +377,14 @@ pub fn run(
                             if let Some(call) = done {
                                 end(&mut measure, &call, now, ok);
                             }
-                            track(&mut budgets, -1, 0);
-                            busy -= 1;
+                            track(budgets, -1, 0);
+                            let instance = &mut instances[replica];
+                            instance.busy -= 1;
                             order = start_waiting(
-                                &mut waiting,
+                                replica,
+                                instance,
                                 &mut calls,
-                                &mut busy,
                                 workers,
-                                &mut budgets,
                                 &mut measure,
                                 &mut events,
                                 order,
@@ -376,7 +402,7 @@ pub fn run(
         let sent = call.sent > 0;
         open(&mut measure, now, &call.arrival, sent);
     }
-    for arrival in &waiting {
+    for arrival in instances.iter().flat_map(|i| &i.waiting) {
         open(&mut measure, now, arrival, false);
     }
     let measured = measure.finish(now);
@@ -584,25 +610,25 @@ fn track(budgets: &mut [Option<(RetryBudget, BudgetState)>], calls: i32, retries
 /// Gives free workers the calls waiting for one; returns the event order counter.
 #[allow(clippy::too_many_arguments)]
 fn start_waiting(
-    waiting: &mut VecDeque<Arrival>,
+    replica: usize,
+    instance: &mut Instance,
     calls: &mut Vec<Option<Call>>,
-    busy: &mut usize,
     workers: usize,
-    budgets: &mut [Option<(RetryBudget, BudgetState)>],
     measure: &mut Measurement,
     events: &mut BinaryHeap<Reverse<(Millis, u64, usize, Step)>>,
     mut order: u64,
     now: Millis,
     layers: usize,
 ) -> u64 {
-    while *busy < workers {
-        let Some(arrival) = waiting.pop_front() else {
+    while instance.busy < workers {
+        let Some(arrival) = instance.waiting.pop_front() else {
             break;
         };
-        *busy += 1;
-        track(budgets, 1, 0);
+        instance.busy += 1;
+        track(&mut instance.budgets, 1, 0);
         measure.on_first_dispatch(now.saturating_sub(arrival.at));
         calls.push(Some(Call {
+            replica,
             arrival,
             attempts: vec![1; layers],
             route: vec![RouterCall::default(); layers],

@@ -107,19 +107,6 @@ impl Fleet {
         &mut self.replicas[0]
     }
 
-    /// The replica an action runs in: its task's, by a stable hash of tenant and task.
-    fn replica_of(&self, job: &Job) -> usize {
-        let n = self.replicas.len();
-        if n == 1 {
-            return 0;
-        }
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in job.tenant.bytes().chain([0]).chain(job.task.bytes()) {
-            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-        (h % n as u64) as usize
-    }
-
     fn global(&self, replica: usize, local: AttemptId) -> AttemptId {
         local * self.replicas.len() as u64 + replica as u64
     }
@@ -253,7 +240,7 @@ impl Fleet {
 
 impl ClientCore for Fleet {
     fn submit(&mut self, job: Job, now: Millis) -> Result<(), Rejection> {
-        let r = self.replica_of(&job);
+        let r = replica_of(&job, self.replicas.len());
         self.replicas[r].submit(job, now)
     }
 
@@ -272,4 +259,17 @@ impl ClientCore for Fleet {
         }
         sum
     }
+}
+
+/// The replica of `replicas` an action runs in: its task's, by a stable hash (FNV-1a) of
+/// tenant and task, so every action of one task runs in one replica.
+pub fn replica_of(job: &Job, replicas: usize) -> usize {
+    if replicas <= 1 {
+        return 0;
+    }
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in job.tenant.bytes().chain([0]).chain(job.task.bytes()) {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    (h % replicas as u64) as usize
 }
