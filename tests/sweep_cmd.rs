@@ -245,3 +245,41 @@ fn a_bad_vary_key_or_value_exits_2_before_any_run() {
         assert!(!out_dir.exists(), "{vary}: nothing is written");
     }
 }
+
+#[test]
+fn a_sweep_varies_the_whole_client_and_its_replicas_and_plots_the_scope_waits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out_dir = tmp.path().join("amp");
+    let scenario = common::repo().join("scenarios/amplification.toml");
+    let core = r#"{preset="stampede",workers=8}"#;
+    let stack =
+        r#"{preset="openai-python",workers=8,layers=["langchain-retry","langchain-retry"]}"#;
+    let vary_client = format!("client={core},{stack}");
+    let out = stampede(&[
+        "sweep",
+        a_str(&scenario),
+        "--vary",
+        &vary_client,
+        "--vary",
+        "client.replicas=1,4",
+        "--seeds",
+        "1",
+        "--out",
+        a_str(&out_dir),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let rows = read_csv(&out_dir.join("sweep.csv"));
+    assert_eq!(rows.len(), 4);
+    let waits = |client: &str, replicas: &str| {
+        let row = rows
+            .iter()
+            .find(|r| r["client"] == client && r["client.replicas"] == replicas)
+            .expect("a row per configuration");
+        num(row, "scope_wait_violations")
+    };
+    assert_eq!(waits(core, "1"), 0.0, "one core hears every 429");
+    assert!(waits(core, "4") > 0.0, "four cores do not");
+    assert!(waits(stack, "4") > waits(core, "4"));
+    let svg = std::fs::read_to_string(out_dir.join("sweep-scope_wait_violations.svg")).unwrap();
+    assert!(svg.contains("<svg"));
+}

@@ -200,7 +200,9 @@ pub fn sdk_layers(
             "client.layers".into(),
             format!(
                 "layers stack over an SDK preset: set client.preset to one of {} (the core's \
-                 presets cannot be stacked yet)",
+                 presets cannot be stacked yet; to compare a stack with a core preset in one \
+                 sweep, vary the whole client: --vary 'client={{preset=\"stampede\"}},\
+                 {{preset=\"openai-python\",layers=[\"langchain-retry\"]}}')",
                 SDK_PRESETS.join(", ")
             ),
         ));
