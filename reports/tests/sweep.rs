@@ -160,7 +160,8 @@ fn sweep_plots_show_median_and_band_per_second_key_value() {
             "sweep-goodput_per_min.svg",
             "sweep-deadline_misses.svg",
             "sweep-outbound_attempts.svg",
-            "sweep-duplicates.svg"
+            "sweep-duplicates.svg",
+            "sweep-scope_wait_violations.svg"
         ]
     );
     let svg = std::fs::read_to_string(&files[2]).unwrap();

@@ -101,6 +101,26 @@ impl<L: Ledger> Scheduler<L> {
 }
 
 impl<L: Ledger> Scheduler<L> {
+    /// Whether `submit` would find room for `job` now: `Err(retry_after_ms)` when its
+    /// tenant's queue at its priority is full or the execution budget is spent. A query: it
+    /// changes nothing, allocates nothing and builds no message, so a driver holding an
+    /// arrival back under backpressure can ask before it clones or submits anything.
+    /// `submit` still checks everything (class, id, ledger).
+    pub fn room_for(&self, job: &Job) -> Result<(), Millis> {
+        let retry_after_ms = super::state::millis(self.policy.admission.reject_retry_after);
+        if self.execution_spent {
+            return Err(retry_after_ms);
+        }
+        let live = self
+            .lanes
+            .tenant(&job.tenant)
+            .map_or(0, |tenant| self.lanes.live(tenant, rank(job.priority)));
+        if live >= self.policy.admission.queue_capacity {
+            return Err(retry_after_ms);
+        }
+        Ok(())
+    }
+
     /// Adds an action to its task (cancellation and the task retry budget act on tasks).
     pub(super) fn join_task(&mut self, tenant: u32, task: &str) {
         let tasks = self.tasks.entry(tenant).or_default();

@@ -25,6 +25,8 @@ pub struct Admission {
     /// Actions a dead process already submitted: the replayed workload skips them (they are
     /// restored from the ledger instead).
     restored: BTreeSet<JobId>,
+    /// Offers the core refused (backpressure), over the run.
+    refused: u64,
 }
 
 impl Admission {
@@ -34,7 +36,14 @@ impl Admission {
             arrivals: Arrivals::new(scenario),
             held: None,
             restored,
+            refused: 0,
         }
+    }
+
+    /// Offers the core refused so far (an arrival held back and offered again counts once
+    /// per refusal): loop work, but not progress.
+    pub fn refused_offers(&self) -> u64 {
+        self.refused
     }
 
     /// When an arrival is next due (ms): the refused one's retry time, else the next
@@ -79,6 +88,13 @@ impl Admission {
                 None => break,
             };
             offered += 1;
+            // Backpressure first: a refused offer is held without a copy or a message.
+            if let Err(retry_after_ms) = core.room_for(&arrival.job) {
+                self.refused += 1;
+                measure.on_pushed_back(arrival.job.id);
+                self.held = Some((arrival, now + retry_after_ms.max(1)));
+                break;
+            }
             let job = arrival.job.clone();
             let facts = ActionFacts::of(&job);
             let (id, deadline) = (job.id, job.deadline);
@@ -93,6 +109,7 @@ impl Admission {
                     },
                 ),
                 Err(rejection) => {
+                    self.refused += 1;
                     measure.on_pushed_back(id);
                     self.held = Some((arrival, now + rejection.retry_after_ms.max(1)));
                     break;

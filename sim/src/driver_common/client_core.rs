@@ -7,6 +7,9 @@ use stampede_core::{Gauges, Job, Ledger, Millis, Rejection, Scheduler};
 pub trait ClientCore {
     /// Admits a logical action, or refuses it (see `Scheduler::submit`).
     fn submit(&mut self, job: Job, now: Millis) -> Result<(), Rejection>;
+    /// Whether `submit` would find room for `job`, `Err(retry_after_ms)` when not (see
+    /// `Scheduler::room_for`): asked first, so a refused offer costs no clone.
+    fn room_for(&self, job: &Job) -> Result<(), Millis>;
     /// Queue, delay and in-flight figures, summed over instances.
     fn gauges(&self) -> Gauges;
 }
@@ -14,6 +17,10 @@ pub trait ClientCore {
 impl<L: Ledger> ClientCore for Scheduler<L> {
     fn submit(&mut self, job: Job, now: Millis) -> Result<(), Rejection> {
         Scheduler::submit(self, job, now)
+    }
+
+    fn room_for(&self, job: &Job) -> Result<(), Millis> {
+        Scheduler::room_for(self, job)
     }
 
     fn gauges(&self) -> Gauges {

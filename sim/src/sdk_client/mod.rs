@@ -409,6 +409,7 @@ pub fn run(
     Ok(VirtualRun {
         measured,
         events: handled,
+        refused_offers: 0,
         end_ms: now,
     })
 }

@@ -244,6 +244,10 @@ impl ClientCore for Fleet {
         self.replicas[r].submit(job, now)
     }
 
+    fn room_for(&self, job: &Job) -> Result<(), Millis> {
+        self.replicas[replica_of(job, self.replicas.len())].room_for(job)
+    }
+
     fn gauges(&self) -> Gauges {
         let mut sum = Gauges::default();
         for g in self.replicas.iter().map(Scheduler::gauges) {

@@ -75,8 +75,12 @@ pub enum DriverError {
 #[derive(Debug, Clone)]
 pub struct VirtualRun {
     pub measured: Measured,
-    /// Loop events handled: arrivals, cancellations, answers and commands.
+    /// Useful loop events: arrivals admitted, cancellations, answers, sends and terminal
+    /// outcomes. Offers the core refused are not among them (`refused_offers`).
     pub events: u64,
+    /// Arrival offers the core refused under backpressure (each re-offer of a held arrival
+    /// counts again): work the loop did that moved nothing.
+    pub refused_offers: u64,
     /// Virtual time when the loop stopped (ms).
     pub end_ms: Millis,
 }
@@ -297,9 +301,11 @@ pub fn run_with_audit(
     admission.unfinished(now, &mut measure);
     let mut measured = measure.finish(now);
     measured.summary.crashes = crashes.count();
+    let refused_offers = admission.refused_offers();
     Ok(VirtualRun {
         measured,
-        events,
+        events: events - refused_offers,
+        refused_offers,
         end_ms: now,
     })
 }
