@@ -183,6 +183,7 @@ pub fn finish_run(
             }
         )),
         bucket_ms: Some(scenario.bucket_ms),
+        left_out: Vec::new(),
     };
     if let Some(dir) = &opts.out_dir {
         let summary_path = dir.join("summary.json");
