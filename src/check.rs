@@ -94,6 +94,8 @@ pub fn main(args: CheckArgs) -> ExitCode {
                     render,
                     png: args.png,
                     github_step_summary: None,
+                    // A scenario's own output.audit still asks for its trail.
+                    audit: false,
                 };
                 run_scenario(scenario, &opts)
                     .map(|outcome| outcome.report.summary)

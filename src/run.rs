@@ -1,5 +1,5 @@
-//! `stampede run SCENARIO [--seed N] [--out DIR] [--set KEY=VALUE]... [--live [--provider URL]
-//! [--time-scale SCALE] [--ledger FILE]]`
+//! `stampede run SCENARIO [--seed N] [--out DIR] [--set KEY=VALUE]... [--audit] [--live
+//! [--provider URL] [--time-scale SCALE] [--ledger FILE]]`
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -45,6 +45,12 @@ pub struct RunArgs {
     /// without fonts draws the same image).
     #[arg(long, conflicts_with = "no_render")]
     png: bool,
+    /// Also write the client's audit trail of this virtual run: audit.jsonl, hash-chained
+    /// (`stampede audit verify`), and its head audit.jsonl.head. Left out by default, as it
+    /// is several records per attempt; the same as --set output.audit=true. A live run
+    /// writes its trail with --ledger.
+    #[arg(long, conflicts_with_all = ["live", "client"])]
+    audit: bool,
     /// An earlier run directory (or its summary.json): print each figure's change against it.
     #[arg(long, value_name = "DIR")]
     baseline: Option<PathBuf>,
@@ -112,6 +118,7 @@ pub fn main(args: RunArgs) -> ExitCode {
         png: args.png,
         // The library never reads the environment; the command passes CI's summary file in.
         github_step_summary: std::env::var_os("GITHUB_STEP_SUMMARY").map(PathBuf::from),
+        audit: args.audit,
     };
     let outcome = if args.client || !scenario.client.command.is_empty() && !args.live {
         match run_client(&scenario, &args.command, &opts) {

@@ -61,6 +61,10 @@ fn quickstart_runs_and_writes_the_run_directory() {
     ] {
         assert!(dir.path().join(file).exists(), "{file} missing");
     }
+    // A virtual run's audit trail is written on request only (--audit), and the page says so.
+    assert!(!dir.path().join("audit.jsonl").exists());
+    let page = std::fs::read_to_string(dir.path().join("index.html")).unwrap();
+    assert!(page.contains("data-file=\"audit.jsonl\""), "{page}");
     let s = summary(dir.path());
     assert_eq!(s["scenario"], "quickstart");
     assert_eq!(s["mode"], "virtual");
@@ -143,6 +147,7 @@ fn same_seed_same_bytes_another_seed_differs() {
             "--seed",
             seed,
             "--png",
+            "--audit",
         ]);
         assert!(out.status.code().is_some_and(|c| c <= 1), "{}", text(&out));
     }

@@ -83,6 +83,20 @@ pub(crate) fn render_html(report: &RunReport, plots: &[Plot]) -> String {
     }
     h.push_str("</table>\n");
 
+    if !report.left_out.is_empty() {
+        h.push_str("<h2>Not written</h2>\n<table id=\"left-out\">\n<tr><th>file</th><th>why</th><th>how to get it</th></tr>\n");
+        for l in &report.left_out {
+            h.push_str(&format!(
+                "<tr data-file=\"{}\"><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                esc(&l.file),
+                esc(&l.file),
+                esc(&l.why),
+                esc(&l.how)
+            ));
+        }
+        h.push_str("</table>\n");
+    }
+
     if !plots.is_empty() {
         h.push_str("<h2>Plots</h2>\n");
     }

@@ -25,7 +25,7 @@ pub use figures::{figure, figures, Figure};
 pub use junit::junit_suite;
 pub use markdown::{render_markdown, verdict_line};
 pub use number::{fmt_figure, fmt_num};
-pub use report::{render, RenderOptions, Rendered, RunReport};
+pub use report::{render, LeftOut, RenderOptions, Rendered, RunReport};
 pub use schema::{
     AttemptRow, Expectation, Percentiles, Summary, TenantRow, TimeseriesRow, UnfinishedRow,
 };

@@ -73,5 +73,17 @@ pub fn render_markdown(report: &RunReport) -> String {
         ));
     }
     md.push('\n');
+    if !report.left_out.is_empty() {
+        md.push_str("Not written:\n\n");
+        for l in &report.left_out {
+            md.push_str(&format!(
+                "- {}: {}. To get it: {}.\n",
+                code(&l.file),
+                escape_md_cell(&l.why),
+                escape_md_cell(&l.how)
+            ));
+        }
+        md.push('\n');
+    }
     md
 }

@@ -30,6 +30,20 @@ pub struct RunReport {
     pub preset_text: Option<String>,
     /// Width of a time bucket (ms). When `None`, the smallest gap between rows (or 1000 ms).
     pub bucket_ms: Option<u64>,
+    /// Files this run did not write although a run can: the page and the markdown summary
+    /// list each with how to get it, so nothing is missing without saying so.
+    pub left_out: Vec<LeftOut>,
+}
+
+/// A file the run directory could hold but this run did not write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftOut {
+    /// Its name in the run directory (`audit.jsonl`).
+    pub file: String,
+    /// Why it is not there.
+    pub why: String,
+    /// How to get it (a flag or a scenario key).
+    pub how: String,
 }
 
 /// How to render.

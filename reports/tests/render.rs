@@ -8,7 +8,7 @@ use std::path::Path;
 
 use common::xml::{parse, points, text_of, texts, with_class};
 use common::{expectation, synthetic_report};
-use stampede_reports::{render, RenderOptions, RunReport};
+use stampede_reports::{render, LeftOut, RenderOptions, RunReport};
 
 fn render_to(dir: &Path, report: &RunReport) -> stampede_reports::Rendered {
     render(dir, report, &RenderOptions::default()).expect("render")
@@ -380,6 +380,43 @@ fn an_empty_run_still_renders_every_file() {
     let html = read(dir.path(), "index.html");
     assert!(text_of(&parse("index.html", &html).root_element())
         .contains("The scenario sets no expectations."));
+}
+
+#[test]
+fn files_the_run_did_not_write_are_named_with_how_to_get_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut report = synthetic_report(7);
+    report.left_out.push(LeftOut {
+        file: "audit.jsonl".into(),
+        why: "a virtual run's audit trail is written <only> on request & costs 300 B a record"
+            .into(),
+        how: "run again with --audit".into(),
+    });
+    render_to(dir.path(), &report);
+    let html = read(dir.path(), "index.html");
+    let doc = parse("index.html", &html);
+    let row = doc
+        .descendants()
+        .find(|n| n.has_tag_name("tr") && n.attribute("data-file") == Some("audit.jsonl"))
+        .expect("a row for audit.jsonl");
+    let cells: Vec<String> = row
+        .children()
+        .filter(|c| c.has_tag_name("td"))
+        .map(|c| text_of(&c))
+        .collect();
+    assert_eq!(cells[1], report.left_out[0].why);
+    assert_eq!(cells[2], "run again with --audit");
+    let md = read(dir.path(), "summary.md");
+    assert!(
+        md.lines()
+            .any(|l| l.starts_with("- `audit.jsonl`:") && l.contains("--audit")),
+        "{md}"
+    );
+    // Nothing left out, no section.
+    let plain = tempfile::tempdir().unwrap();
+    render_to(plain.path(), &synthetic_report(7));
+    assert!(!read(plain.path(), "index.html").contains("left-out"));
+    assert!(!read(plain.path(), "summary.md").contains("Not written"));
 }
 
 #[test]

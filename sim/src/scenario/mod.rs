@@ -48,6 +48,8 @@ struct ScenarioFile {
     /// Crash-and-restore runs: when the runner dies and how long it stays down.
     #[serde(default)]
     crashes: Vec<crashes::CrashFile>,
+    #[serde(default)]
+    output: OutputSpec,
 }
 
 fn default_seed() -> u64 {
@@ -68,6 +70,19 @@ impl Default for MeasureSpec {
             bucket: DurationMs(1_000),
         }
     }
+}
+
+/// `[output]`: files a run writes only when asked, because they grow with every event.
+/// `--set output.audit=true` works on any scenario.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OutputSpec {
+    /// Write the audit trail of a virtual run (`audit.jsonl`, hash-chained, and its head
+    /// `audit.jsonl.head`), as `stampede run --audit` does. Off by default: a simulated
+    /// client's trail is several records per attempt (hundreds of bytes each, with two
+    /// hashes), ten times the rest of the run directory. A live run with `--ledger` always
+    /// writes its trail: there it is the safety record of real side effects.
+    pub audit: bool,
 }
 
 /// A scenario ready to run: checked, with the client's policy resolved.
@@ -91,6 +106,8 @@ pub struct Scenario {
     /// The retry layers of an SDK client, outermost first (`client.preset` an SDK's, and
     /// `[[client.layers]]`); empty when the core is the client.
     pub sdk_layers: Vec<crate::sdk_client::RetryLayer>,
+    /// What the run directory holds beyond the files always written (`[output]`).
+    pub output: OutputSpec,
 }
 
 /// Reads a scenario file, applies `--seed` and `--set`, and checks it.
@@ -296,6 +313,7 @@ fn resolve(raw: ScenarioFile) -> Result<Scenario, (String, String)> {
         bucket_ms: raw.measure.bucket.ms(),
         crashes,
         sdk_layers,
+        output: raw.output,
     })
 }
 
