@@ -8,6 +8,10 @@
 //! `naive` presets and `sim/examples/bench-1m.toml` (one million requests). Each is run RUNS times (default 3)
 //! and the median is reported. Peak memory is the process's VmHWM (Linux) after the runs of
 //! one scenario, so run one scenario per process for a clean per-scenario figure.
+//!
+//! Events are useful work only: arrivals admitted, cancellations, answers, sends and terminal
+//! outcomes. Arrival offers the client refused under backpressure are counted apart
+//! (`refused`), since an offer made again moves nothing.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -44,8 +48,8 @@ fn main() {
         ];
     }
     println!(
-        "{:<55} {:>6} {:>10} {:>12} {:>14} {:>10}",
-        "scenario", "runs", "wall ms", "events", "events/s", "VmHWM MiB"
+        "{:<55} {:>6} {:>10} {:>12} {:>14} {:>10} {:>10}",
+        "scenario", "runs", "wall ms", "events", "events/s", "refused", "VmHWM MiB"
     );
     for spec in &args {
         let (file, sets) = match spec.split_once('@') {
@@ -78,6 +82,7 @@ fn main() {
         let mut walls = Vec::new();
         let mut rates = Vec::new();
         let mut events = 0;
+        let mut refused = 0;
         for _ in 0..runs {
             let started = Instant::now();
             let outcome = match run_virtual(&scenario, &RunOptions::default()) {
@@ -89,17 +94,19 @@ fn main() {
             };
             let wall = started.elapsed().as_secs_f64();
             events = outcome.events;
+            refused = outcome.refused_offers;
             walls.push(wall * 1_000.0);
             rates.push(outcome.events as f64 / wall.max(1e-9));
         }
         let hwm = vm_hwm_kib().map_or("n/a".to_string(), |k| format!("{:.1}", k as f64 / 1024.0));
         println!(
-            "{:<55} {:>6} {:>10.0} {:>12} {:>14.0} {:>10}",
+            "{:<55} {:>6} {:>10.0} {:>12} {:>14.0} {:>10} {:>10}",
             spec,
             runs,
             median(walls),
             events,
             median(rates),
+            refused,
             hwm
         );
     }

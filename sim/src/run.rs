@@ -36,8 +36,11 @@ pub struct RunOptions {
 pub struct RunOutcome {
     /// Summary (with expectations checked), timeseries and tenant rows.
     pub report: RunReport,
-    /// Events the loop handled.
+    /// Useful events the loop handled (arrivals admitted, cancellations, answers, sends,
+    /// terminal outcomes).
     pub events: u64,
+    /// Arrival offers the core refused under backpressure, apart from `events`.
+    pub refused_offers: u64,
     /// Files written, in order.
     pub files: Vec<PathBuf>,
 }
@@ -113,14 +116,17 @@ pub fn run_virtual(scenario: &Scenario, opts: &RunOptions) -> Result<RunOutcome,
         }
         None => virtual_driver::run(scenario, &mut NoAttempts)?,
     };
-    finish_run_with(
+    let refused_offers = run.refused_offers;
+    let mut outcome = finish_run_with(
         scenario,
         run.measured,
         run.events,
         started,
         (files, left_out),
         opts,
-    )
+    )?;
+    outcome.refused_offers = refused_offers;
+    Ok(outcome)
 }
 
 /// The audit trail's name in the run directory (its head is `audit.jsonl.head`).
@@ -299,6 +305,7 @@ fn finish_run_with(
     Ok(RunOutcome {
         report,
         events,
+        refused_offers: 0,
         files,
     })
 }

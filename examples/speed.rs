@@ -1,0 +1,465 @@
+//! The README's Speed table, measured: runs every benchmark of the workspace and prints the
+//! table in markdown, each figure the median of several runs, with the command that made it.
+//!
+//! ```text
+//! cargo run --release --example speed                # every row, 3 runs each (a few minutes)
+//! cargo run --release --example speed -- --runs 5    # more runs per figure
+//! cargo run --release --example speed -- --quick     # one run each, small inputs: checks the command works
+//! ```
+//!
+//! It builds the release binaries first, then runs each benchmark in its own process (so a
+//! peak-memory figure is that benchmark's alone). Rows whose tool is missing (`wrk` for the
+//! HTTP server) say so instead of a figure. Speed is measured here and never asserted in a
+//! test: these machines are shared and noisy.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Row {
+    what: String,
+    figure: String,
+    command: String,
+}
+
+struct Opts {
+    runs: usize,
+    quick: bool,
+}
+
+fn main() {
+    let mut opts = Opts {
+        runs: 3,
+        quick: false,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--quick" => {
+                opts.quick = true;
+                opts.runs = 1;
+            }
+            "--runs" => match args.next().and_then(|n| n.parse().ok()) {
+                Some(n) if n > 0 => opts.runs = n,
+                _ => fail("--runs takes a number of runs above 0, e.g. --runs 5"),
+            },
+            other => fail(&format!(
+                "unknown argument {other:?}: use --runs N or --quick"
+            )),
+        }
+    }
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    build(&root);
+    let mut rows = Vec::new();
+    core_cycles(&root, &opts, &mut rows);
+    simulator(&root, &opts, &mut rows);
+    whole_run(&root, &opts, &mut rows);
+    server(&root, &opts, &mut rows);
+    live_driver(&root, &opts, &mut rows);
+    ledger(&root, &opts, &mut rows);
+
+    println!();
+    println!(
+        "Measured {} on {} ({} cores), median of {} run{} each:",
+        today(),
+        hostname(),
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        opts.runs,
+        if opts.runs == 1 { "" } else { "s" }
+    );
+    println!();
+    println!("| what | figure | command |");
+    println!("| --- | --- | --- |");
+    for r in &rows {
+        println!("| {} | {} | `{}` |", r.what, r.figure, r.command);
+    }
+}
+
+fn fail(message: &str) -> ! {
+    eprintln!("error: {message}");
+    std::process::exit(2);
+}
+
+fn build(root: &Path) {
+    eprintln!("building the release binaries and examples...");
+    let status = Command::new(env!("CARGO"))
+        .current_dir(root)
+        .args(["build", "--release", "--workspace", "--bins", "--examples"])
+        .status()
+        .unwrap_or_else(|e| fail(&format!("cannot run cargo: {e}")));
+    if !status.success() {
+        fail("the release build failed");
+    }
+}
+
+fn release(root: &Path, name: &str) -> PathBuf {
+    root.join("target/release").join(name)
+}
+
+fn example(root: &Path, name: &str) -> PathBuf {
+    root.join("target/release/examples").join(name)
+}
+
+/// Runs a program to the end and gives its stdout; a failure stops the table.
+fn output(program: &Path, args: &[&str], dir: &Path) -> String {
+    let out = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap_or_else(|e| fail(&format!("cannot run {}: {e}", program.display())));
+    if !out.status.success() {
+        fail(&format!(
+            "{} {} exited with {}",
+            program.display(),
+            args.join(" "),
+            out.status
+        ));
+    }
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    assert!(!v.is_empty(), "at least one run");
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The number just before `unit` in `text` (`"... 1234 cycles/s"` -> 1234).
+fn number_before(text: &str, unit: &str) -> f64 {
+    let at = text
+        .find(unit)
+        .unwrap_or_else(|| fail(&format!("no {unit:?} in the output:\n{text}")));
+    text[..at]
+        .split_whitespace()
+        .last()
+        .and_then(|w| w.trim_end_matches(',').parse().ok())
+        .unwrap_or_else(|| fail(&format!("no number before {unit:?} in:\n{text}")))
+}
+
+/// `12345.6` as `12,346`.
+fn thousands(x: f64) -> String {
+    let digits = format!("{:.0}", x);
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn core_cycles(root: &Path, opts: &Opts, rows: &mut Vec<Row>) {
+    let cycles = if opts.quick { "100000" } else { "2000000" };
+    let bin = example(root, "cycle_rate");
+    let rate = |extra: &[&str]| {
+        let runs: Vec<f64> = (0..opts.runs)
+            .map(|_| {
+                let mut args = vec![cycles];
+                args.extend_from_slice(extra);
+                number_before(&output(&bin, &args, root), "cycles/s")
+            })
+            .collect();
+        median(runs)
+    };
+    let on = rate(&[]);
+    let off = rate(&["no-audit"]);
+    rows.push(Row {
+        what: "core: submit, dispatch and outcome cycles, 4,096 jobs queued".into(),
+        figure: format!(
+            "{:.2} M cycles/s with audit on; {:.2} M/s with audit off",
+            on / 1e6,
+            off / 1e6
+        ),
+        command: format!(
+            "cargo run --release -p stampede-core --example cycle_rate {cycles} [no-audit]"
+        ),
+    });
+}
+
+/// One `bench_run` line: wall ms, useful events, events/s, refused offers, VmHWM MiB.
+fn bench_run(root: &Path, runs: usize, spec: &str) -> (f64, f64, f64, f64, String) {
+    let runs = runs.to_string();
+    let text = output(&example(root, "bench_run"), &[&runs, spec], root);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(spec))
+        .unwrap_or_else(|| fail(&format!("bench_run printed no line for {spec}:\n{text}")));
+    let cols: Vec<&str> = line.split_whitespace().collect();
+    let n = |i: usize| -> f64 { cols[i].parse().unwrap_or(f64::NAN) };
+    (n(2), n(3), n(4), n(5), cols[6].to_string())
+}
+
+fn simulator(root: &Path, opts: &Opts, rows: &mut Vec<Row>) {
+    let mut specs = vec![
+        ("backlog-38k, stampede preset", "scenarios/backlog-38k.toml"),
+        (
+            "backlog-38k, naive preset",
+            "scenarios/backlog-38k.toml@client.preset=naive",
+        ),
+    ];
+    if !opts.quick {
+        specs.push(("one million requests", "sim/examples/bench-1m.toml"));
+    }
+    for (what, spec) in specs {
+        let (wall, events, rate, refused, hwm) = bench_run(root, opts.runs, spec);
+        rows.push(Row {
+            what: format!("simulator loop: {what}"),
+            figure: format!(
+                "{} ms wall, {} K useful events/s ({} events; {} refused offers apart), {hwm} MiB peak RSS",
+                thousands(wall),
+                thousands(rate / 1e3),
+                thousands(events),
+                thousands(refused)
+            ),
+            command: format!(
+                "cargo run --release -p stampede-sim --example bench_run -- {} {spec}",
+                opts.runs
+            ),
+        });
+    }
+}
+
+/// Bytes under `dir`, recursively.
+fn size_of(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => size_of(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+fn whole_run(root: &Path, opts: &Opts, rows: &mut Vec<Row>) {
+    let bin = release(root, "stampede");
+    let tmp = std::env::temp_dir().join(format!("stampede-speed-{}", std::process::id()));
+    let mut cases = vec![(
+        "backlog-38k, naive preset",
+        vec!["scenarios/backlog-38k.toml", "--set", "client.preset=naive"],
+    )];
+    if !opts.quick {
+        cases.push(("one million requests", vec!["sim/examples/bench-1m.toml"]));
+    }
+    for (what, args) in cases {
+        let mut walls = Vec::new();
+        let mut size = 0;
+        for _ in 0..opts.runs {
+            let _ = std::fs::remove_dir_all(&tmp);
+            let mut full = vec!["run"];
+            full.extend(args.iter().copied());
+            let out_dir = tmp.display().to_string();
+            full.extend(["--out", &out_dir]);
+            let started = Instant::now();
+            // The run's exit code is its verdict (a failed expectation is 1), not an error.
+            let status = Command::new(&bin)
+                .args(&full)
+                .current_dir(root)
+                .stdout(Stdio::null())
+                .status()
+                .unwrap_or_else(|e| fail(&format!("cannot run {}: {e}", bin.display())));
+            walls.push(started.elapsed().as_secs_f64() * 1e3);
+            if !matches!(status.code(), Some(0 | 1)) {
+                fail(&format!("stampede {} exited with {status}", full.join(" ")));
+            }
+            size = size_of(&tmp);
+        }
+        let _ = std::fs::remove_dir_all(&tmp);
+        rows.push(Row {
+            what: format!("`stampede run --out` (every file written), whole process: {what}"),
+            figure: format!(
+                "{} ms wall, run directory {:.1} MB",
+                thousands(median(walls)),
+                size as f64 / 1e6
+            ),
+            command: format!("target/release/stampede run {} --out DIR", args.join(" ")),
+        });
+    }
+}
+
+fn on_path(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+}
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn server(root: &Path, opts: &Opts, rows: &mut Vec<Row>) {
+    let command = "bench_server -- admit (or reject) 127.0.0.1:PORT, then wrk -t2 -c64 -d8s --latency -s fake-provider/bench/chat.lua URL/v1/chat/completions";
+    if !on_path("wrk") {
+        rows.push(Row {
+            what: "fake provider over HTTP".into(),
+            figure: "not measured: wrk is not installed (`apt-get install wrk`)".into(),
+            command: command.into(),
+        });
+        return;
+    }
+    for (mode, port, what) in [
+        ("admit", "18091", "quota admits everything, journal on"),
+        ("reject", "18092", "quota rejects most (429)"),
+    ] {
+        let addr = format!("127.0.0.1:{port}");
+        let _server = Killed(
+            Command::new(example(root, "bench_server"))
+                .args([mode, &addr])
+                .current_dir(root)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| fail(&format!("cannot start bench_server: {e}"))),
+        );
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(&addr).is_err() {
+            if Instant::now() > deadline {
+                fail("bench_server did not listen within 10 s");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let secs = if opts.quick { "2s" } else { "8s" };
+        let url = format!("http://{addr}/v1/chat/completions");
+        let mut rates = Vec::new();
+        let mut p99s = Vec::new();
+        for _ in 0..opts.runs {
+            let text = output(
+                Path::new("wrk"),
+                &[
+                    "-t2",
+                    "-c64",
+                    "-d",
+                    secs,
+                    "--latency",
+                    "-s",
+                    "fake-provider/bench/chat.lua",
+                    &url,
+                ],
+                root,
+            );
+            let rate = text
+                .lines()
+                .find_map(|l| l.strip_prefix("Requests/sec:"))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .unwrap_or_else(|| fail(&format!("no Requests/sec in wrk's output:\n{text}")));
+            let p99 = text
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("99%"))
+                .map(|v| wrk_ms(v.trim()))
+                .unwrap_or(f64::NAN);
+            rates.push(rate);
+            p99s.push(p99);
+        }
+        rows.push(Row {
+            what: format!("fake provider over HTTP, chat-completions POST, {what}"),
+            figure: format!(
+                "{} req/s, p99 {:.2} ms",
+                thousands(median(rates)),
+                median(p99s)
+            ),
+            command: command.into(),
+        });
+    }
+}
+
+/// A wrk latency (`"812.00us"`, `"3.21ms"`, `"1.02s"`) in ms.
+fn wrk_ms(v: &str) -> f64 {
+    let (num, scale) = if let Some(n) = v.strip_suffix("us") {
+        (n, 1e-3)
+    } else if let Some(n) = v.strip_suffix("ms") {
+        (n, 1.0)
+    } else if let Some(n) = v.strip_suffix('s') {
+        (n, 1e3)
+    } else {
+        (v, 1.0)
+    };
+    num.parse::<f64>().map_or(f64::NAN, |x| x * scale)
+}
+
+fn live_driver(root: &Path, opts: &Opts, rows: &mut Vec<Row>) {
+    let bin = example(root, "live_overhead");
+    let attempts = if opts.quick { "2000" } else { "20000" };
+    for workers in ["64", "8"] {
+        // live_overhead takes its own median of 3 runs.
+        let text = output(&bin, &[attempts, workers], root);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("median of"))
+            .unwrap_or_else(|| fail(&format!("live_overhead printed no median:\n{text}")));
+        let rate = number_before(line, "attempts/s");
+        let p50 = number_before(&line[line.find("p50").unwrap_or(0)..], "µs");
+        let p99 = number_before(&line[line.find("p99").unwrap_or(0)..], "µs");
+        rows.push(Row {
+            what: format!("live driver against the in-process provider, {workers} workers"),
+            figure: format!(
+                "{} attempts/s, overhead per attempt p50 {:.0} µs, p99 {:.0} µs",
+                thousands(rate),
+                p50,
+                p99
+            ),
+            command: format!(
+                "cargo run --release -p stampede-sim --example live_overhead -- {attempts} {workers}"
+            ),
+        });
+    }
+}
+
+fn ledger(root: &Path, opts: &Opts, rows: &mut Vec<Row>) {
+    // On the repository's disk, not a tmpfs where fsync would be free.
+    let dir = root
+        .join("target")
+        .join(format!("speed-ledger-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let puts = if opts.quick { "200" } else { "2000" };
+    let dir_text = dir.display().to_string();
+    let text = output(&example(root, "ledger_puts"), &[puts, &dir_text], root);
+    let _ = std::fs::remove_dir_all(&dir);
+    let full = text
+        .lines()
+        .find(|l| l.starts_with("synchronous=Full"))
+        .map_or(f64::NAN, |l| number_before(l, "puts/s"));
+    let normal = text
+        .lines()
+        .find(|l| l.starts_with("synchronous=Normal"))
+        .map_or(f64::NAN, |l| number_before(l, "puts/s"));
+    rows.push(Row {
+        what: "SQLite ledger puts".into(),
+        figure: format!(
+            "{}/s with `synchronous=FULL`; {}/s with `NORMAL`",
+            thousands(full),
+            thousands(normal)
+        ),
+        command: format!(
+            "cargo run --release -p stampede-durable --example ledger_puts -- {puts} DIR"
+        ),
+    });
+}
+
+fn today() -> String {
+    Command::new("date")
+        .arg("+%F")
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .filter(|d| !d.is_empty())
+        .unwrap_or_else(|| "today".into())
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "this machine".into())
+}
