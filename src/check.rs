@@ -57,6 +57,9 @@ enum Entry {
 }
 
 pub fn main(args: CheckArgs) -> ExitCode {
+    if args.png && !stampede_reports::PNG_SUPPORTED {
+        return exit::bad_input(format!("--png: {}", stampede_reports::PNG_UNSUPPORTED));
+    }
     let mut sets: Vec<Override> = Vec::with_capacity(args.sets.len());
     for arg in &args.sets {
         match parse_override(arg) {

@@ -92,6 +92,9 @@ pub struct RunArgs {
 }
 
 pub fn main(args: RunArgs) -> ExitCode {
+    if args.png && !stampede_reports::PNG_SUPPORTED {
+        return exit::bad_input(format!("--png: {}", stampede_reports::PNG_UNSUPPORTED));
+    }
     let mut sets = Vec::with_capacity(args.sets.len());
     for arg in &args.sets {
         match parse_override(arg) {

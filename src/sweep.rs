@@ -98,6 +98,9 @@ struct Job {
 pub fn main(cli: SweepCli) -> ExitCode {
     match cli.command {
         Some(SweepCommand::Merge(args)) => sweep_shard::merge_main(args),
+        None if cli.sweep.png && !stampede_reports::PNG_SUPPORTED => {
+            exit::bad_input(format!("--png: {}", stampede_reports::PNG_UNSUPPORTED))
+        }
         None => sweep(cli.sweep),
     }
 }

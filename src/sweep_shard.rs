@@ -518,6 +518,9 @@ pub fn combine(
 
 /// `stampede sweep merge DIR... [--out DIR] [--png]`.
 pub fn merge_main(args: MergeArgs) -> ExitCode {
+    if args.png && !stampede_reports::PNG_SUPPORTED {
+        return exit::bad_input(format!("--png: {}", stampede_reports::PNG_UNSUPPORTED));
+    }
     let mut shards = Vec::with_capacity(args.shards.len());
     for dir in &args.shards {
         match read_shard(dir) {

@@ -139,16 +139,20 @@ fn same_seed_same_bytes_another_seed_differs() {
     let b = tempfile::tempdir().unwrap();
     let c = tempfile::tempdir().unwrap();
     for (dir, seed) in [(&a, "42"), (&b, "42"), (&c, "43")] {
-        let out = stampede(&[
+        let mut args = vec![
             "run",
             "scenarios/uncertain-writes.toml",
             "--out",
             dir.path().to_str().unwrap(),
             "--seed",
             seed,
-            "--png",
             "--audit",
-        ]);
+        ];
+        // PNG plots are a cargo feature (`--features png`, on in CI's --all-features).
+        if cfg!(feature = "png") {
+            args.push("--png");
+        }
+        let out = stampede(&args);
         assert!(out.status.code().is_some_and(|c| c <= 1), "{}", text(&out));
     }
     let read = |d: &tempfile::TempDir, f: &str| std::fs::read_to_string(d.path().join(f)).unwrap();
@@ -174,8 +178,10 @@ fn same_seed_same_bytes_another_seed_differs() {
         "summary.md",
         "audit.jsonl",
         "attempts.svg",
-        "attempts.png",
-    ] {
+    ]
+    .into_iter()
+    .chain(cfg!(feature = "png").then_some("attempts.png"))
+    {
         assert!(
             written.iter().any(|f| f == expected),
             "no {expected}: {written:?}"
@@ -430,5 +436,24 @@ fn set_with_a_wrong_type_is_refused_like_the_file() {
     assert!(
         msg.contains("--set client.workers=many") && msg.contains("invalid type"),
         "{msg}"
+    );
+}
+
+#[cfg(not(feature = "png"))]
+#[test]
+fn png_without_the_feature_says_how_to_build_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = stampede(&[
+        "run",
+        "scenarios/quickstart.toml",
+        "--png",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("--features png"),
+        "the message says how: {}",
+        text(&out)
     );
 }

@@ -10,6 +10,7 @@ use crate::html::render_html;
 use crate::junit::junit_suite;
 use crate::markdown::render_markdown;
 use crate::plots::fine_retries::FineRetries;
+#[cfg(feature = "png")]
 use crate::plots::raster::svg_to_png;
 use crate::plots::run_plots::run_plots;
 use crate::schema::{Summary, TenantRow, TimeseriesRow};
@@ -100,16 +101,42 @@ pub(crate) fn write_plot(
 ) -> Result<(), ReportError> {
     let path = dir.join(file);
     if png {
-        let png_path = path.with_extension("png");
-        let name = png_path
-            .file_name()
-            .map_or_else(|| file.to_string(), |n| n.to_string_lossy().into_owned());
-        let bytes = svg_to_png(&name, svg)?;
-        write(path, svg, files)?;
-        write(png_path, bytes, files)
+        write_png(path, file, svg, files)
     } else {
         write(path, svg, files)
     }
+}
+
+/// Whether this build can draw PNG plots (the `png` cargo feature).
+pub const PNG_SUPPORTED: bool = cfg!(feature = "png");
+
+/// What `--png` says in a build without the `png` feature.
+pub const PNG_UNSUPPORTED: &str = "this stampede was built without PNG support: rebuild with \
+    `cargo build --release --features png` (or `cargo install --features png`); the SVG plots \
+    are always written";
+
+#[cfg(feature = "png")]
+fn write_png(
+    path: PathBuf,
+    file: &str,
+    svg: &str,
+    files: &mut Vec<PathBuf>,
+) -> Result<(), ReportError> {
+    let png_path = path.with_extension("png");
+    let name = png_path
+        .file_name()
+        .map_or_else(|| file.to_string(), |n| n.to_string_lossy().into_owned());
+    let bytes = svg_to_png(&name, svg)?;
+    write(path, svg, files)?;
+    write(png_path, bytes, files)
+}
+
+#[cfg(not(feature = "png"))]
+fn write_png(_: PathBuf, file: &str, _: &str, _: &mut Vec<PathBuf>) -> Result<(), ReportError> {
+    Err(ReportError::Plot {
+        file: file.to_string(),
+        message: PNG_UNSUPPORTED.to_string(),
+    })
 }
 
 /// Writes the plots (`attempts.svg`, `queue.svg`, `tokens.svg`, `latency.svg`, and

@@ -1,5 +1,6 @@
 //! PNG plots: written beside every SVG only when asked, valid PNG of the SVG's size, the same
-//! bytes twice, and really drawn (not blank, text in the title area).
+//! bytes twice, and really drawn (not blank, text in the title area). PNG is the `png` feature.
+#![cfg(feature = "png")]
 
 mod common;
 
