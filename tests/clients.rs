@@ -87,6 +87,38 @@ fn a_blind_client_with_no_sdk_is_caught_double_billing() {
 }
 
 #[test]
+fn replicas_of_a_client_command_are_processes_that_split_the_workload() {
+    if !python_has("json") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = stampede(&[
+        "run",
+        "examples/clients/blind-retry.toml",
+        "--set",
+        "client.replicas=3",
+        "--out",
+        a_str(dir.path()),
+        "--client",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let s = summary(dir.path());
+    assert_eq!(s["client_exit_code"], 0, "every replica exited 0");
+    assert_eq!(s["logical_requests"], 20);
+    assert_eq!(s["provider_logical_requests"], 20, "{s}");
+    let mut lines = 0;
+    for r in 0..3 {
+        for file in [format!("client-{r}.log"), format!("workload-{r}.jsonl")] {
+            assert!(dir.path().join(&file).exists(), "no {file}");
+        }
+        let w = std::fs::read_to_string(dir.path().join(format!("workload-{r}.jsonl"))).unwrap();
+        lines += w.lines().count();
+    }
+    assert_eq!(lines, 20, "the replicas' workloads split the whole");
+    assert!(!dir.path().join("workload.jsonl").exists());
+}
+
+#[test]
 fn the_official_openai_sdk_passes_strict_validation_plain_and_streamed() {
     if !python_has("openai") {
         return;

@@ -33,7 +33,7 @@ pub mod workload_file;
 use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::BufWriter;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -99,12 +99,12 @@ pub fn run_client(
     if command.is_empty() {
         return Err(ClientError::NoCommand);
     }
-    if scenario.client.replicas > 1 {
+    if scenario.client.share_scope == crate::scenario::client::ShareScope::Fleet {
         return Err(ClientError::Output(format!(
-            "scenario {:?} sets client.replicas = {}: a --client command is one process; \
-             replicas are simulated for the core's and the SDK presets (run without \
-             --client), or start your command that many times against `stampede serve`",
-            scenario.name, scenario.client.replicas
+            "scenario {:?} sets client.share_scope = \"fleet\": that shares the core's scope \
+             record in the simulator; a client command's replicas share only what your own \
+             code shares (remove the key, or run without --client)",
+            scenario.name
         )));
     }
     let started = Instant::now();
@@ -122,21 +122,41 @@ pub fn run_client(
     };
     fs::create_dir_all(&dir)
         .map_err(|e| ClientError::Output(format!("cannot create {}: {e}", dir.display())))?;
-    let workload_path = dir.join("workload.jsonl");
-    let requests = {
-        let file = File::create(&workload_path).map_err(|e| {
-            ClientError::Output(format!("cannot write {}: {e}", workload_path.display()))
-        })?;
-        let mut w = BufWriter::new(file);
-        let n = workload_file::write(scenario, &mut w).map_err(|e| {
-            ClientError::Output(format!("cannot write {}: {e}", workload_path.display()))
-        })?;
-        std::io::Write::flush(&mut w).map_err(|e| {
-            ClientError::Output(format!("cannot write {}: {e}", workload_path.display()))
-        })?;
-        n
+    // One process per replica, each with its own slice of the workload (by task, as the
+    // simulator spreads it) and its own log; one replica keeps the plain file names.
+    let replicas = scenario.client.replicas.max(1) as usize;
+    let name = |stem: &str, ext: &str, r: usize| -> PathBuf {
+        if replicas == 1 {
+            dir.join(format!("{stem}.{ext}"))
+        } else {
+            dir.join(format!("{stem}-{r}.{ext}"))
+        }
     };
-    let log_path = dir.join("client.log");
+    let workload_paths: Vec<PathBuf> = (0..replicas)
+        .map(|r| name("workload", "jsonl", r))
+        .collect();
+    let log_paths: Vec<PathBuf> = (0..replicas).map(|r| name("client", "log", r)).collect();
+    let requests = {
+        let mut writers = Vec::with_capacity(replicas);
+        for path in &workload_paths {
+            let file = File::create(path).map_err(|e| {
+                ClientError::Output(format!("cannot write {}: {e}", path.display()))
+            })?;
+            writers.push(BufWriter::new(file));
+        }
+        let written = workload_file::write_split(scenario, &mut writers).map_err(|e| {
+            ClientError::Output(format!(
+                "cannot write the workload files in {}: {e}",
+                dir.display()
+            ))
+        })?;
+        for (w, path) in writers.iter_mut().zip(&workload_paths) {
+            std::io::Write::flush(w).map_err(|e| {
+                ClientError::Output(format!("cannot write {}: {e}", path.display()))
+            })?;
+        }
+        written
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -159,7 +179,7 @@ pub fn run_client(
             scenario,
             &command,
             &provider,
-            (&workload_path, &log_path),
+            (&workload_paths, &log_paths),
             scale,
             epoch,
         )
@@ -180,7 +200,7 @@ pub fn run_client(
         measure.on_submit();
     }
     let attempts_path = dir.join("attempts.csv");
-    let mut files = vec![workload_path, log_path.clone()];
+    let mut files: Vec<PathBuf> = workload_paths.iter().chain(&log_paths).cloned().collect();
     {
         let file = File::create(&attempts_path).map_err(|e| {
             ClientError::Output(format!("cannot write {}: {e}", attempts_path.display()))
@@ -245,7 +265,7 @@ pub fn run_client(
     Ok((
         outcome,
         ClientExit {
-            log: opts.out_dir.as_ref().map(|_| log_path),
+            log: opts.out_dir.as_ref().map(|_| log_paths[0].clone()),
             ..exit
         },
     ))
@@ -279,21 +299,17 @@ fn command_text(command: &[String]) -> String {
     }
 }
 
-/// Starts the command, waits for it (at most the scenario's duration in real time), and
-/// reports how it ended.
+/// Starts the command once per replica, waits for them all (at most the scenario's duration
+/// in real time, then SIGTERM, then a kill), and reports how they ended: the first non-zero
+/// exit code in replica order, else 0.
 async fn play(
     scenario: &Scenario,
     command: &[String],
     provider: &Provider,
-    (workload, log): (&Path, &Path),
+    (workloads, logs): (&[PathBuf], &[PathBuf]),
     scale: f64,
     provider_epoch_unix_ms: u64,
 ) -> Result<ClientExit, ClientError> {
-    let out = File::create(log)
-        .map_err(|e| ClientError::Output(format!("cannot write {}: {e}", log.display())))?;
-    let err = out
-        .try_clone()
-        .map_err(|e| ClientError::Output(format!("cannot write {}: {e}", log.display())))?;
     let key = scenario
         .workloads
         .first()
@@ -306,55 +322,76 @@ async fn play(
         .iter()
         .map(|c| c.key.as_str())
         .collect();
-    let mut cmd = tokio::process::Command::new(&command[0]);
-    cmd.args(&command[1..])
-        .env("STAMPEDE_PROVIDER_URL", &provider.base)
-        .env("OPENAI_BASE_URL", format!("{}/v1", provider.base))
-        .env("ANTHROPIC_BASE_URL", &provider.base)
-        .env("OPENAI_API_KEY", &key)
-        .env("ANTHROPIC_API_KEY", &key)
-        .env("STAMPEDE_CREDENTIALS", keys.join(","))
-        .env("STAMPEDE_WORKLOAD", workload)
-        .env("STAMPEDE_TIME_SCALE", scale.to_string())
-        .env("STAMPEDE_START_UNIX_MS", provider_epoch_unix_ms.to_string())
-        .env("STAMPEDE_WORKERS", scenario.policy.workers.to_string())
-        .env(
-            "STAMPEDE_CLIENT_TIMEOUT",
-            scenario
-                .client
-                .timeout
-                .map_or(600.0, |t| t.ms() as f64 / 1_000.0)
-                .to_string(),
-        )
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(out))
-        .stderr(Stdio::from(err))
-        .kill_on_drop(true);
     let started = Instant::now();
-    let mut child = cmd.spawn().map_err(|source| ClientError::Spawn {
-        program: command[0].clone(),
-        source,
-    })?;
+    let mut children = Vec::with_capacity(workloads.len());
+    for (r, (workload, log)) in workloads.iter().zip(logs).enumerate() {
+        let out = File::create(log)
+            .map_err(|e| ClientError::Output(format!("cannot write {}: {e}", log.display())))?;
+        let err = out
+            .try_clone()
+            .map_err(|e| ClientError::Output(format!("cannot write {}: {e}", log.display())))?;
+        let mut cmd = tokio::process::Command::new(&command[0]);
+        cmd.args(&command[1..])
+            .env("STAMPEDE_PROVIDER_URL", &provider.base)
+            .env("OPENAI_BASE_URL", format!("{}/v1", provider.base))
+            .env("ANTHROPIC_BASE_URL", &provider.base)
+            .env("OPENAI_API_KEY", &key)
+            .env("ANTHROPIC_API_KEY", &key)
+            .env("STAMPEDE_CREDENTIALS", keys.join(","))
+            .env("STAMPEDE_WORKLOAD", workload)
+            .env("STAMPEDE_REPLICA", r.to_string())
+            .env("STAMPEDE_REPLICAS", workloads.len().to_string())
+            .env("STAMPEDE_TIME_SCALE", scale.to_string())
+            .env("STAMPEDE_START_UNIX_MS", provider_epoch_unix_ms.to_string())
+            .env("STAMPEDE_WORKERS", scenario.policy.workers.to_string())
+            .env(
+                "STAMPEDE_CLIENT_TIMEOUT",
+                scenario
+                    .client
+                    .timeout
+                    .map_or(600.0, |t| t.ms() as f64 / 1_000.0)
+                    .to_string(),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(out))
+            .stderr(Stdio::from(err))
+            .kill_on_drop(true);
+        let child = cmd.spawn().map_err(|source| ClientError::Spawn {
+            program: command[0].clone(),
+            source,
+        })?;
+        children.push(child);
+    }
     let cap = Duration::from_secs_f64((scenario.duration_ms as f64 / scale / 1_000.0).max(0.001));
-    let (status, timed_out) = match tokio::time::timeout(cap, child.wait()).await {
-        Ok(status) => (status, false),
-        Err(_) => {
-            terminate(&child);
-            match tokio::time::timeout(GRACE, child.wait()).await {
-                Ok(status) => (status, true),
-                Err(_) => {
-                    let _ = child.start_kill();
-                    (child.wait().await, true)
+    let deadline = tokio::time::Instant::from_std(started + cap);
+    let mut code = 0;
+    let mut timed_out = false;
+    for child in &mut children {
+        let status = match tokio::time::timeout_at(deadline, child.wait()).await {
+            Ok(status) => status,
+            Err(_) => {
+                timed_out = true;
+                terminate(child);
+                match tokio::time::timeout(GRACE, child.wait()).await {
+                    Ok(status) => status,
+                    Err(_) => {
+                        let _ = child.start_kill();
+                        child.wait().await
+                    }
                 }
             }
+        };
+        let status =
+            status.map_err(|e| ClientError::Output(format!("waiting for the client: {e}")))?;
+        if code == 0 {
+            code = exit_code(&status);
         }
-    };
-    let status = status.map_err(|e| ClientError::Output(format!("waiting for the client: {e}")))?;
+    }
     Ok(ClientExit {
-        code: exit_code(&status),
+        code,
         timed_out,
         real_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        log: Some(log.to_path_buf()),
+        log: logs.first().cloned(),
     })
 }
 

@@ -92,15 +92,24 @@ pub fn line(id: u64, at_ms: u64, job: &stampede_core::Job) -> Value {
 
 /// Writes every arrival of `scenario` within its duration to `out`; returns how many.
 pub fn write(scenario: &Scenario, out: &mut dyn Write) -> std::io::Result<u64> {
+    write_split(scenario, std::slice::from_mut(&mut &mut *out))
+}
+
+/// Writes the workload split across `outs`, one per replica: each line goes to the replica
+/// its task runs in (`virtual_driver::fleet::replica_of`), as the simulator spreads it.
+/// Returns the lines written in all.
+pub fn write_split<W: Write>(scenario: &Scenario, outs: &mut [W]) -> std::io::Result<u64> {
+    assert!(!outs.is_empty(), "at least one replica");
     let mut n = 0;
     for arrival in Arrivals::new(scenario) {
         if arrival.at > scenario.duration_ms {
             break;
         }
         n += 1;
+        let r = crate::virtual_driver::fleet::replica_of(&arrival.job, outs.len());
         let v = line(arrival.job.id, arrival.at, &arrival.job);
-        serde_json::to_writer(&mut *out, &v)?;
-        out.write_all(b"\n")?;
+        serde_json::to_writer(&mut outs[r], &v)?;
+        outs[r].write_all(b"\n")?;
     }
     Ok(n)
 }
