@@ -53,6 +53,20 @@ pub(crate) fn render_html(report: &RunReport, plots: &[Plot]) -> String {
         h.push_str(&format!("<pre class=\"preset\">{}</pre>\n", esc(p)));
     }
 
+    if !report.fault_windows.is_empty() {
+        h.push_str("<h2>Provider faults</h2>\n<p>When the provider was told to shed load or fail (shaded on every plot):</p>\n<table id=\"faults\">\n<tr><th>from</th><th>until</th><th>what</th></tr>\n");
+        let at = |ms: u64| format!("{} s", fmt_figure(ms as f64 / 1000.0));
+        for w in &report.fault_windows {
+            h.push_str(&format!(
+                "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>\n",
+                at(w.from_ms),
+                w.until_ms.map_or_else(|| "the end".to_string(), at),
+                esc(&w.what)
+            ));
+        }
+        h.push_str("</table>\n");
+    }
+
     h.push_str("<h2>Expectations</h2>\n");
     if s.expectations.is_empty() {
         h.push_str("<p>The scenario sets no expectations.</p>\n");

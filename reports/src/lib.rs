@@ -26,7 +26,8 @@ pub use junit::junit_suite;
 pub use markdown::{render_markdown, verdict_line};
 pub use number::{fmt_figure, fmt_num};
 pub use report::{
-    render, LeftOut, RenderOptions, Rendered, RunReport, PNG_SUPPORTED, PNG_UNSUPPORTED,
+    render, FaultWindow, LeftOut, RenderOptions, Rendered, RunReport, PNG_SUPPORTED,
+    PNG_UNSUPPORTED,
 };
 pub use schema::{
     AttemptRow, Expectation, Percentiles, Summary, TenantRow, TimeseriesRow, UnfinishedRow,

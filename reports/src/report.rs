@@ -34,6 +34,20 @@ pub struct RunReport {
     /// Files this run did not write although a run can: the page and the markdown summary
     /// list each with how to get it, so nothing is missing without saying so.
     pub left_out: Vec<LeftOut>,
+    /// When the provider was injecting faults, from the scenario: shaded on every time plot
+    /// and listed on the page.
+    pub fault_windows: Vec<FaultWindow>,
+}
+
+/// A span of the run in which the provider injected a fault.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FaultWindow {
+    /// Start (ms since run start).
+    pub from_ms: u64,
+    /// End (ms since run start); `None`: to the end of the run.
+    pub until_ms: Option<u64>,
+    /// What was injected, for the page (`429, Retry-After 5 s, probability 0.5`).
+    pub what: String,
 }
 
 /// A file the run directory could hold but this run did not write.

@@ -576,3 +576,36 @@ fn the_run_s_attempts_csv_adds_a_panel_of_retries_per_100_ms() {
     let doc_stale = read(stale.path(), "attempts.svg");
     assert!(!doc_stale.contains("series-retries_100ms"));
 }
+
+#[test]
+fn fault_windows_are_shaded_on_every_time_plot_and_listed_on_the_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut report = synthetic_report(7);
+    report.fault_windows.push(stampede_reports::FaultWindow {
+        from_ms: 10_000,
+        until_ms: Some(20_000),
+        what: "429, Retry-After 5000 ms, probability 0.5".into(),
+    });
+    render_to(dir.path(), &report);
+    for plot in ["attempts.svg", "queue.svg", "tokens.svg", "latency.svg"] {
+        let svg = read(dir.path(), plot);
+        assert!(
+            svg.contains("provider faults injected"),
+            "{plot} has no fault band"
+        );
+    }
+    let html = read(dir.path(), "index.html");
+    let doc = parse("index.html", &html);
+    let table = doc
+        .descendants()
+        .find(|n| n.has_tag_name("table") && n.attribute("id") == Some("faults"))
+        .expect("a table of the provider's faults");
+    let text = text_of(&table);
+    assert!(text.contains("10 s") && text.contains("20 s"), "{text}");
+    assert!(text.contains("probability 0.5"), "{text}");
+    // Without faults: no band, no table.
+    let calm = tempfile::tempdir().unwrap();
+    render_to(calm.path(), &synthetic_report(7));
+    assert!(!read(calm.path(), "attempts.svg").contains("provider faults injected"));
+    assert!(!read(calm.path(), "index.html").contains("id=\"faults\""));
+}

@@ -273,6 +273,7 @@ fn finish_run_with(
         )),
         bucket_ms: Some(scenario.bucket_ms),
         left_out,
+        fault_windows: fault_windows(scenario),
     };
     if let Some(dir) = &opts.out_dir {
         let summary_path = dir.join("summary.json");
@@ -308,4 +309,46 @@ fn finish_run_with(
         refused_offers: 0,
         files,
     })
+}
+
+/// The scenario's faults that have a time window (`from` or `until`), for the report.
+fn fault_windows(scenario: &Scenario) -> Vec<stampede_reports::FaultWindow> {
+    scenario
+        .provider
+        .faults
+        .iter()
+        .filter(|f| f.from.is_some() || f.until.is_some())
+        .map(|f| {
+            let mut what = match (&f.status, &f.fault) {
+                (Some(status), _) => status.to_string(),
+                (None, Some(fault)) => format!("{fault:?}").to_lowercase(),
+                (None, None) => "sequence".to_string(),
+            };
+            if let Some(ra) = f.retry_after {
+                what.push_str(&format!(", Retry-After {} ms", ra.0));
+            }
+            if let Some(p) = f.probability {
+                what.push_str(&format!(", probability {p}"));
+            }
+            for (key, value) in [
+                ("credential", f.credential.as_deref().map(mask)),
+                ("scope", f.scope.clone()),
+                ("tenant", f.tenant.clone()),
+            ] {
+                if let Some(v) = value {
+                    what.push_str(&format!(", {key} {v}"));
+                }
+            }
+            stampede_reports::FaultWindow {
+                from_ms: f.from.map_or(0, |d| d.0),
+                until_ms: f.until.map(|d| d.0),
+                what,
+            }
+        })
+        .collect()
+}
+
+/// A key as the report may show it: never whole.
+fn mask(key: &str) -> String {
+    stampede_provider::model::mask_credential(key)
 }

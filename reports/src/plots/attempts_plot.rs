@@ -41,6 +41,8 @@ pub(crate) struct AttemptsInput<'a> {
     pub last_ms: u64,
     pub empty_note: &'a Option<String>,
     pub fine: Option<&'a FineRetries>,
+    /// Fault windows on the time axis, shaded.
+    pub shaded: &'a [(f64, f64)],
 }
 
 /// Attempts of a bucket that got neither 2xx, 429 nor 503 (other 4xx/5xx, drops, hangs).
@@ -118,6 +120,7 @@ pub(crate) fn attempts_plot(input: &AttemptsInput) -> Result<Plot, ReportError> 
         y2_unit: String::new(),
         series: breakdown,
         empty_note: input.empty_note.clone(),
+        shaded: input.shaded.to_vec(),
     };
 
     let retries_1s: Vec<(f64, f64)> = rows
@@ -145,6 +148,7 @@ pub(crate) fn attempts_plot(input: &AttemptsInput) -> Result<Plot, ReportError> 
             envelope(&retries_1s, MAX_POINTS),
         )],
         empty_note: None,
+        shaded: input.shaded.to_vec(),
     };
 
     let fine = input.fine.map(|fine| fine_panel(fine, input.last_ms));
@@ -200,5 +204,6 @@ fn fine_panel(fine: &FineRetries, last_ms: u64) -> ChartSpec {
             steps,
         )],
         empty_note: None,
+        shaded: Vec::new(),
     }
 }

@@ -115,7 +115,14 @@ pub(crate) struct ChartSpec {
     pub series: Vec<Series>,
     /// Text drawn in the middle when there is nothing to plot.
     pub empty_note: Option<String>,
+    /// X ranges shaded behind the series: when the provider was injecting faults (429s,
+    /// 503s, drops), so a reader sees what the client answered to.
+    pub shaded: Vec<(f64, f64)>,
 }
+
+/// The fault bands' colour and legend label.
+const FAULT_SHADE: RGBColor = RGBColor(214, 39, 40);
+const FAULT_LABEL: &str = "provider faults injected";
 
 fn plot_err(file: &str) -> impl Fn(String) -> ReportError + '_ {
     move |message| ReportError::Plot {
@@ -354,6 +361,27 @@ fn draw_on<DB: DrawingBackend>(
             .label_style(("sans-serif", 13))
             .draw()
             .map_err(e)?;
+    }
+
+    // Fault windows first, under everything: a pale band over the whole height.
+    let bands: Vec<Rectangle<(f64, f64)>> = spec
+        .shaded
+        .iter()
+        .map(|(a, b)| (a.max(x0), b.min(x1)))
+        .filter(|(a, b)| b > a)
+        .map(|(a, b)| Rectangle::new([(a, 0.0), (b, y1)], FAULT_SHADE.mix(0.10).filled()))
+        .collect();
+    if !bands.is_empty() {
+        chart
+            .draw_series(bands)
+            .map_err(e)?
+            .label(FAULT_LABEL)
+            .legend(|(x, y)| {
+                Rectangle::new(
+                    [(x, y - 6), (x + 22, y + 6)],
+                    FAULT_SHADE.mix(0.25).filled(),
+                )
+            });
     }
 
     for (s, base) in spec.series.iter().zip(&bases) {

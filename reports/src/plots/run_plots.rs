@@ -110,6 +110,17 @@ pub(crate) fn run_plots(
         .is_empty()
         .then(|| "no time buckets in this run".to_string());
     let name = &report.summary.scenario;
+    // When the provider was injecting faults, shaded on every time plot.
+    let shaded: Vec<(f64, f64)> = report
+        .fault_windows
+        .iter()
+        .map(|w| {
+            (
+                axis.x(w.from_ms),
+                axis.x(w.until_ms.unwrap_or(last_ms).min(last_ms)),
+            )
+        })
+        .collect();
 
     // Each line thinned to its envelope on its own: long runs stay readable, spikes stay.
     let series_of = |f: &dyn Fn(&TimeseriesRow) -> f64| -> Vec<(f64, f64)> {
@@ -128,6 +139,7 @@ pub(crate) fn run_plots(
         y2_unit: String::new(),
         series,
         empty_note: empty_note.clone(),
+        shaded: shaded.clone(),
     };
 
     let mut plots = Vec::new();
@@ -141,6 +153,7 @@ pub(crate) fn run_plots(
         last_ms,
         empty_note: &empty_note,
         fine,
+        shaded: &shaded,
     })?);
 
     let queue = spec(
@@ -193,9 +206,16 @@ pub(crate) fn run_plots(
     tokens.y2_unit = " tokens/s".to_string();
     plots.push(plot("tokens.svg", "Tokens reserved and used", &tokens)?);
 
-    plots.push(latency_plot(&rows, &axis, x_range, name, &empty_note)?);
+    plots.push(latency_plot(
+        &rows,
+        &axis,
+        x_range,
+        name,
+        &empty_note,
+        &shaded,
+    )?);
 
-    if let Some(tenants) = tenants_plot(report, &axis, x_range, bucket)? {
+    if let Some(tenants) = tenants_plot(report, &axis, x_range, bucket, &shaded)? {
         plots.push(tenants);
     }
     Ok(plots)
@@ -215,6 +235,7 @@ fn latency_plot(
     x_range: (f64, f64),
     name: &str,
     empty_note: &Option<String>,
+    shaded: &[(f64, f64)],
 ) -> Result<Plot, ReportError> {
     // Buckets where nothing ended carry 0: leave them out rather than draw a false dip.
     let ended: Vec<&&TimeseriesRow> = rows
@@ -263,6 +284,7 @@ fn latency_plot(
             ),
         ],
         empty_note: empty_note.clone(),
+        shaded: shaded.to_vec(),
     };
     plot("latency.svg", "Latency percentiles", &spec)
 }
@@ -286,6 +308,7 @@ fn tenants_plot(
     axis: &TimeAxis,
     x_range: (f64, f64),
     bucket: u64,
+    shaded: &[(f64, f64)],
 ) -> Result<Option<Plot>, ReportError> {
     // tenant -> bucket start -> completions (BTreeMaps: stable order).
     let mut by_tenant: BTreeMap<&str, BTreeMap<u64, u64>> = BTreeMap::new();
@@ -375,6 +398,7 @@ fn tenants_plot(
         y2_unit: String::new(),
         series,
         empty_note: None,
+        shaded: shaded.to_vec(),
     };
     plot("tenants.svg", "Goodput per tenant", &spec).map(Some)
 }

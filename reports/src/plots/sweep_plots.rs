@@ -165,6 +165,7 @@ pub(crate) fn sweep_plots(
             y2_unit: String::new(),
             series,
             empty_note: rows.is_empty().then(|| "no runs in this sweep".to_string()),
+            shaded: Vec::new(),
         };
         let file = format!("sweep-{key}.svg");
         let svg = draw(&file, &spec)?;

@@ -153,6 +153,7 @@ pub fn synthetic_report_of(seed: u64, buckets: u64) -> RunReport {
         preset_text: Some("naive: fixed 1 s sleep, 5 attempts".to_string()),
         bucket_ms: Some(1000),
         left_out: Vec::new(),
+        fault_windows: Vec::new(),
     }
 }
 
