@@ -110,6 +110,22 @@ pub fn figure(summary: &Summary, key: &str) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn every_figure_on_the_page_has_a_label_and_a_meaning() {
+        let mut s = Summary::default();
+        s.status_counts.insert("200".into(), 1);
+        s.status_counts.insert("429".into(), 1);
+        s.status_counts.insert("dropped".into(), 1);
+        for f in super::figures(&s).iter().filter(|f| f.deterministic) {
+            let (_, label, meaning) = super::describe(&f.key);
+            assert!(
+                !label.is_empty() && !meaning.is_empty(),
+                "{} has no label or meaning: describe it in figures::describe",
+                f.key
+            );
+        }
+    }
+
     use super::*;
 
     #[test]
@@ -120,5 +136,160 @@ mod tests {
         assert_eq!(figure(&s, "latency_ms.p99"), Some(900.0));
         assert_eq!(figure(&s, "status_counts.429"), Some(7.0));
         assert_eq!(figure(&s, "no_such_key"), None);
+    }
+}
+
+/// Where a figure sits on the page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FigureGroup {
+    /// What the client finished: outcomes, deadlines, latency, goodput.
+    Finished,
+    /// What reached the provider: attempts, retries, answers by status.
+    Provider,
+    /// Safety: side effects committed twice, reconciliation, Retry-After respected.
+    Safety,
+    /// What it cost: tokens.
+    Cost,
+}
+
+impl FigureGroup {
+    /// The group's heading on the page.
+    pub fn heading(self) -> &'static str {
+        match self {
+            FigureGroup::Finished => "What the client finished",
+            FigureGroup::Provider => "What reached the provider",
+            FigureGroup::Safety => "Safety",
+            FigureGroup::Cost => "What it cost",
+        }
+    }
+}
+
+/// A figure's group, plain label and one-line meaning, by its `summary.json` key.
+pub fn describe(key: &str) -> (FigureGroup, &'static str, &'static str) {
+    use FigureGroup::*;
+    if let Some(status) = key.strip_prefix("status_counts.") {
+        let meaning = match status {
+            "429" => "attempts the provider refused for rate (Too Many Requests)",
+            "503" => "attempts the provider refused as unavailable",
+            "dropped" => "attempts whose connection the provider dropped",
+            s if s.starts_with('2') => "attempts answered with success",
+            _ => "attempts that ended with this status or outcome",
+        };
+        return (Provider, "answers with this status", meaning);
+    }
+    if let Some(p) = key.strip_prefix("latency_ms.") {
+        let _ = p;
+        return (
+            Finished,
+            "latency",
+            "submit to outcome; a request never answered counts until its deadline",
+        );
+    }
+    if key.starts_with("queue_wait_ms.") {
+        return (
+            Finished,
+            "queue wait",
+            "submit to first send: time spent waiting in the client",
+        );
+    }
+    match key {
+        "logical_requests" => (Finished, "logical requests", "what the workload asked for"),
+        "completed" => (Finished, "completed", "requests that got their answer"),
+        "failed" => (Finished, "failed", "requests that ended without an answer"),
+        "cancelled" => (Finished, "cancelled", "requests whose task was cancelled"),
+        "escalations" => (
+            Finished,
+            "escalated",
+            "requests handed to a person with their context",
+        ),
+        "rejected" => (
+            Finished,
+            "pushed back at admission",
+            "requests the client's queue refused at least once (offered again later)",
+        ),
+        "unfinished" => (
+            Finished,
+            "unfinished at the cap",
+            "requests still open when the run's duration ended",
+        ),
+        "deadline_misses" => (
+            Finished,
+            "deadline misses",
+            "requests not answered by their deadline",
+        ),
+        "goodput_per_min" => (
+            Finished,
+            "goodput",
+            "completed requests per minute of the service window",
+        ),
+        "virtual_duration_ms" => (Finished, "virtual duration", "simulated time the run took"),
+        "outbound_attempts" => (
+            Provider,
+            "outbound attempts",
+            "attempts that reached the provider, as its journal counts them",
+        ),
+        "attempts_per_logical" => (
+            Provider,
+            "attempts per logical request",
+            "outbound attempts over logical requests: 1 means no retries",
+        ),
+        "retries" => (
+            Provider,
+            "retries",
+            "attempts after the first of one logical request",
+        ),
+        "retry_waves" => (
+            Provider,
+            "retry waves",
+            "synchronized bursts of retries (a fixed sleep across many workers)",
+        ),
+        "peak_retries_per_100ms" => (
+            Provider,
+            "peak retries per 100 ms",
+            "the densest 100 ms of retries",
+        ),
+        "provider_logical_requests" => (
+            Provider,
+            "logical requests the provider saw",
+            "distinct requests by the provider's identity (key, fingerprint)",
+        ),
+        "duplicates" => (
+            Safety,
+            "duplicate side effects",
+            "records or billed completions committed more than once for one request",
+        ),
+        "duplicate_writes" => (Safety, "duplicate writes", "records created twice"),
+        "duplicate_completions" => (
+            Safety,
+            "duplicate completions",
+            "completions billed twice for one request",
+        ),
+        "reconciliations" => (
+            Safety,
+            "reconciliations",
+            "uncertain writes looked up instead of re-sent",
+        ),
+        "reconciliation_required" => (
+            Safety,
+            "reconciliation required",
+            "uncertain writes still waiting for a look-up",
+        ),
+        "retry_after_violations" => (
+            Safety,
+            "Retry-After violations (own)",
+            "attempts of a request that came back before the wait it was told",
+        ),
+        "scope_wait_violations" => (
+            Safety,
+            "Retry-After violations (scope)",
+            "attempts on a scope another request had been told to leave alone",
+        ),
+        "tokens_reserved" => (
+            Cost,
+            "tokens reserved",
+            "prompt plus maximum output, reserved before sending",
+        ),
+        "tokens_used" => (Cost, "tokens used", "tokens the provider billed"),
+        _ => (Finished, "", ""),
     }
 }

@@ -4,7 +4,7 @@
 //! well-formed XML, so any XML tool (and our tests) can read it.
 
 use crate::escape::escape_xml as esc;
-use crate::figures::figures;
+use crate::figures::{describe, figures, FigureGroup};
 use crate::markdown::verdict_line;
 use crate::number::fmt_figure;
 use crate::plots::run_plots::Plot;
@@ -85,17 +85,37 @@ pub(crate) fn render_html(report: &RunReport, plots: &[Plot]) -> String {
         h.push_str("</table>\n");
     }
 
-    h.push_str("<h2>Figures</h2>\n<table id=\"figures\">\n<tr><th>figure</th><th>value</th><th>unit</th></tr>\n");
-    for f in figures(s).iter().filter(|f| f.deterministic) {
+    h.push_str("<h2>Figures</h2>\n");
+    let shown: Vec<_> = figures(s).into_iter().filter(|f| f.deterministic).collect();
+    for group in [
+        FigureGroup::Finished,
+        FigureGroup::Provider,
+        FigureGroup::Safety,
+        FigureGroup::Cost,
+    ] {
         h.push_str(&format!(
-            "<tr data-figure=\"{}\"><td>{}</td><td class=\"num\">{}</td><td>{}</td></tr>\n",
-            esc(&f.key),
-            esc(&f.key),
-            fmt_figure(f.value),
-            f.unit
+            "<h3>{}</h3>\n<table class=\"figures\">\n<tr><th>figure</th><th>value</th><th>unit</th><th>key</th><th>meaning</th></tr>\n",
+            group.heading()
         ));
+        for f in shown.iter().filter(|f| describe(&f.key).0 == group) {
+            let (_, label, meaning) = describe(&f.key);
+            let label = if label.is_empty() {
+                f.key.as_str()
+            } else {
+                label
+            };
+            h.push_str(&format!(
+                "<tr data-figure=\"{}\"><td>{}</td><td class=\"num\">{}</td><td>{}</td><td><code>{}</code></td><td>{}</td></tr>\n",
+                esc(&f.key),
+                esc(label),
+                fmt_figure(f.value),
+                f.unit,
+                esc(&f.key),
+                esc(meaning)
+            ));
+        }
+        h.push_str("</table>\n");
     }
-    h.push_str("</table>\n");
 
     if !report.left_out.is_empty() {
         h.push_str("<h2>Not written</h2>\n<table id=\"left-out\">\n<tr><th>file</th><th>why</th><th>how to get it</th></tr>\n");
