@@ -86,6 +86,14 @@ pub struct RunArgs {
     /// provider's journal.
     #[arg(long, conflicts_with = "live")]
     client: bool,
+    /// Print nothing but failed expectations (and errors, on stderr): for scripts that read
+    /// the exit code and the run directory.
+    #[arg(long, conflicts_with = "json")]
+    quiet: bool,
+    /// Print the run's summary.json on stdout, and nothing else there: for scripts
+    /// (`stampede run s.toml --json | jq .attempts_per_logical`).
+    #[arg(long)]
+    json: bool,
     /// With --client: the command and its arguments, after `--`.
     #[arg(last = true, value_name = "CMD", requires = "client")]
     command: Vec<String>,
@@ -131,12 +139,18 @@ pub fn main(args: RunArgs) -> ExitCode {
                 } else {
                     ""
                 };
-                outln!(
-                    "client exited with {} after {} ms{how}; its output: {}",
-                    exit.code,
-                    exit.real_ms,
-                    out_dir.join("client.log").display()
-                );
+                if !(args.quiet || args.json) {
+                    let log = exit
+                        .log
+                        .clone()
+                        .unwrap_or_else(|| out_dir.join("client.log"));
+                    outln!(
+                        "client exited with {} after {} ms{how}; its output: {}",
+                        exit.code,
+                        exit.real_ms,
+                        log.display()
+                    );
+                }
                 o
             }
             Err(e) => return exit::bad_input(e),
@@ -154,7 +168,7 @@ pub fn main(args: RunArgs) -> ExitCode {
         };
         match run_live(&scenario, &live, &opts) {
             Ok((o, run)) => {
-                if let Some(restart) = &run.restart {
+                if let (Some(restart), false) = (&run.restart, args.quiet || args.json) {
                     outln!("{restart}");
                 }
                 o
@@ -167,9 +181,21 @@ pub fn main(args: RunArgs) -> ExitCode {
             Err(e) => return exit::bad_input(e),
         }
     };
-    print_table(&outcome.report.summary);
-    outln!("report: {}", out_dir.join("index.html").display());
-    if let Some(before) = &baseline {
+    let summary = &outcome.report.summary;
+    if args.json {
+        match serde_json::to_string_pretty(summary) {
+            Ok(text) => outln!("{text}"),
+            Err(e) => return exit::bad_input(format!("cannot print the summary: {e}")),
+        }
+    } else if args.quiet {
+        for e in summary.expectations.iter().filter(|e| !e.pass) {
+            outln!("FAIL {}: actual {}, limit {}", e.name, e.actual, e.limit);
+        }
+    } else {
+        print_table(summary);
+        outln!("report: {}", out_dir.join("index.html").display());
+    }
+    if let (Some(before), false) = (&baseline, args.quiet || args.json) {
         outln!();
         let comparison = compare(before, &outcome.report.summary);
         outln!("{}", render_comparison(&comparison).trim_end_matches('\n'));

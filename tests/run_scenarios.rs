@@ -457,3 +457,35 @@ fn png_without_the_feature_says_how_to_build_it() {
         text(&out)
     );
 }
+
+#[test]
+fn json_prints_the_summary_alone_and_quiet_only_the_failures() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let out = stampede(&["run", "scenarios/quickstart.toml", "--json", "--out", d]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let printed: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("stdout is the summary, nothing else");
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(printed, written);
+    let out = stampede(&[
+        "run",
+        "scenarios/quickstart.toml",
+        "--quiet",
+        "--set",
+        "client.preset=naive",
+        "--out",
+        d,
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !stdout.is_empty() && stdout.lines().all(|l| l.starts_with("FAIL ")),
+        "{stdout}"
+    );
+    let calm = stampede(&["run", "scenarios/quickstart.toml", "--quiet", "--out", d]);
+    assert_eq!(calm.status.code(), Some(0));
+    assert!(calm.stdout.is_empty(), "a passing quiet run prints nothing");
+}
