@@ -260,7 +260,7 @@ fn unique_dir(root: &Path, name: &Path, used: &mut BTreeSet<PathBuf>) -> PathBuf
 
 /// Collects `*.toml` files under `dir`, recursively. Symbolic links to folders are not
 /// followed, so a link cycle cannot loop.
-fn find_scenarios(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), String> {
+pub(crate) fn find_scenarios(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), String> {
     let read_err = |e: std::io::Error| format!("{}: cannot read this folder: {e}", dir.display());
     for entry in std::fs::read_dir(dir).map_err(read_err)? {
         let entry = entry.map_err(read_err)?;
