@@ -22,7 +22,7 @@ pub use console::{check_line, failed_expectation_lines};
 pub use data_files::{read_summary, write_csv, write_run_data, write_summary_json};
 pub use error::ReportError;
 pub use figures::{figure, figures, Figure};
-pub use junit::junit_suite;
+pub use junit::{junit_check, junit_suite, CheckedFile};
 pub use markdown::{render_markdown, verdict_line};
 pub use number::{fmt_figure, fmt_num};
 pub use report::{render, LeftOut, RenderOptions, Rendered, RunReport};
