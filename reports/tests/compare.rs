@@ -172,3 +172,16 @@ fn reading_a_missing_or_broken_summary_names_the_file() {
     assert!(msg.contains(&broken.display().to_string()), "{msg}");
     assert!(msg.contains("not a valid stampede summary"), "{msg}");
 }
+
+#[test]
+fn the_comparison_says_what_rejected_counts() {
+    let before = synthetic_report(7).summary;
+    let mut after = before.clone();
+    after.rejected = 37_714;
+    let text = render_comparison(&compare(&before, &after));
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("rejected (held back, offered again) ")),
+        "{text}"
+    );
+}
