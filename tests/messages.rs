@@ -206,3 +206,27 @@ fn validate_takes_folders_like_check() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn enum_and_list_errors_read_as_the_format_and_name_the_override() {
+    let tmp = tempfile::tempdir().unwrap();
+    let err = refused(tmp.path(), &scenario(""), &["workload.0.route=nope"]);
+    assert!(
+        err.contains("unknown value `nope`") && err.contains("chat_completion"),
+        "{err}"
+    );
+    assert!(!err.contains("variant"), "{err}");
+    let err = refused(
+        tmp.path(),
+        &scenario(""),
+        &["client.policy.classes.llm.retry_on=[\"x\"]"],
+    );
+    assert!(
+        err.contains("key `client.policy.classes.llm.retry_on`")
+            && err.contains("--set client.policy.classes.llm.retry_on=")
+            && err.contains("never_arrived"),
+        "{err}"
+    );
+    let err = refused(tmp.path(), &scenario(""), &["workload.0.prompt_tokens=-3"]);
+    assert!(err.contains("a whole number from 0 to"), "{err}");
+}

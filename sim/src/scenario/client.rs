@@ -481,7 +481,8 @@ fn merge(base: Policy, overrides: &toml::Table) -> Result<Policy, (String, Strin
     })?;
     deep_merge(&mut value, patch);
     serde_path_to_error::deserialize::<_, Policy>(value).map_err(|e| {
-        let path = e.path().to_string();
+        // serde_path_to_error writes list indices as `retry_on[0]`; keys are dotted.
+        let path = e.path().to_string().replace('[', ".").replace(']', "");
         let key = if path == "." || path.is_empty() {
             "client.policy".to_string()
         } else {

@@ -208,10 +208,12 @@ fn written_line(idx: &KeyIndex, key: &str) -> Option<usize> {
 
 /// Serde's messages in the words of the scenario format: no Rust type names.
 pub fn plain_words(message: &str) -> String {
-    let mut m = message.replace(
-        "number would be zero for non-zero type",
-        "must be at least 1",
-    );
+    let mut m = message
+        .replace(
+            "number would be zero for non-zero type",
+            "must be at least 1",
+        )
+        .replace("unknown variant", "unknown value");
     for (ty, words) in [
         ("u8", "a whole number from 0 to 255"),
         ("u16", "a whole number from 0 to 65535"),
