@@ -181,6 +181,16 @@ fn absurd_values_are_refused_naming_the_limit() {
         &["workload.0.arrival={ rate = \"1000000/s\" }"],
     );
     assert!(err.contains("MAX_RATE_PER_SECOND"), "{err}");
+    // A 1 ms bucket over ten days held gigabytes of timeseries rows.
+    let err = refused(
+        tmp.path(),
+        &scenario("\n[measure]\nbucket = \"1ms\"\n"),
+        &["duration=10d"],
+    );
+    assert!(
+        err.contains("key `measure.bucket`") && err.contains("MAX_TIMESERIES_ROWS"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -282,6 +282,22 @@ fn resolve(raw: ScenarioFile, has_provider: bool) -> Result<Scenario, (String, S
             "the bucket must be above zero, e.g. \"1s\"".into(),
         ));
     }
+    let rows = raw.duration.ms() / raw.measure.bucket.ms();
+    if rows > MAX_TIMESERIES_ROWS {
+        let smallest = raw.duration.ms().div_ceil(MAX_TIMESERIES_ROWS);
+        return Err((
+            "measure.bucket".into(),
+            format!(
+                "{} buckets over a duration of {} would be {rows} timeseries rows, more than the \
+                 {MAX_TIMESERIES_ROWS} a run may hold (MAX_TIMESERIES_ROWS in \
+                 sim/src/scenario/mod.rs); give measure.bucket = \"{}\" or more, or a shorter \
+                 duration",
+                units::format_duration_ms(raw.measure.bucket.ms()),
+                units::format_duration_ms(raw.duration.ms()),
+                units::format_duration_ms(smallest)
+            ),
+        ));
+    }
     if raw.workload.is_empty() {
         return Err((
             "workload".into(),
@@ -421,6 +437,11 @@ pub const MAX_ACTIONS: u64 = 10_000_000;
 /// Longest span of virtual time a scenario may write (for `duration`, and a workload's
 /// `start`, `deadline`, `cancel_at` and burst interval): a year. Raise it here and rebuild.
 pub const MAX_DURATION_MS: u64 = 366 * 86_400_000;
+
+/// Most `timeseries.csv` rows (duration / `measure.bucket`) a run may hold: every bucket is
+/// kept in memory, and two million already make a CSV of a hundred megabytes (a 1 ms bucket
+/// over ten days took gigabytes). Raise it here and rebuild.
+pub const MAX_TIMESERIES_ROWS: u64 = 2_000_000;
 
 /// Fastest arrival rate (`rate` or `poisson`) of one workload entry, per second: a
 /// hundred thousand actions a second is far beyond any provider's limits already.
