@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
-use stampede_reports::{check_line, failed_expectation_lines, junit_suite, Expectation, Summary};
+use stampede_reports::{check_line, failed_expectation_lines, junit_check, CheckedFile, Summary};
 use stampede_sim::run::{default_out_dir, run_scenario, RunOptions};
 use stampede_sim::scenario::{self, parse_override, Override, Scenario};
 
@@ -22,8 +22,9 @@ pub struct CheckArgs {
     /// Scenario files, or folders searched recursively for `*.toml` (sorted by path).
     #[arg(required = true, value_name = "PATH")]
     paths: Vec<PathBuf>,
-    /// The combined JUnit file, one test case per expectation
-    /// (default: runs/check/junit.xml; with --no-write, only when given).
+    /// The combined JUnit file, one test case per expectation and an error test case per
+    /// scenario that could not run (default: junit.xml in the --out folder, runs/check/;
+    /// with --no-write, only when given).
     #[arg(long, value_name = "FILE")]
     junit: Option<PathBuf>,
     /// Folder for each scenario's run directory, written as DIR/<scenario name>/
@@ -50,10 +51,20 @@ pub struct CheckArgs {
 /// One entry of the list: a scenario ready to run, or why it cannot be.
 enum Entry {
     Ready {
+        file: PathBuf,
         scenario: Box<Scenario>,
         out_dir: Option<PathBuf>,
     },
-    Malformed(String),
+    /// The file or folder, and why it cannot run.
+    Malformed(PathBuf, String),
+}
+
+impl Entry {
+    fn path(&self) -> &Path {
+        match self {
+            Entry::Ready { file, .. } | Entry::Malformed(file, _) => file,
+        }
+    }
 }
 
 pub fn main(args: CheckArgs) -> ExitCode {
@@ -74,7 +85,7 @@ pub fn main(args: CheckArgs) -> ExitCode {
     });
     let junit_path = match (&args.junit, args.no_write) {
         (Some(p), _) => Some(p.clone()),
-        (None, false) => Some(PathBuf::from("runs").join("check").join("junit.xml")),
+        (None, false) => out_root.as_ref().map(|root| root.join("junit.xml")),
         (None, true) => None,
     };
 
@@ -82,7 +93,7 @@ pub fn main(args: CheckArgs) -> ExitCode {
     let threads = thread_count(args.jobs, entries.len());
     let render = !args.no_render;
 
-    let mut suites: Vec<(String, Vec<Expectation>)> = Vec::new();
+    let mut suites: Vec<CheckedFile> = Vec::new();
     // The printed lines again, for CI's step summary.
     let mut report: Vec<String> = Vec::new();
     let (mut passed, mut failed, mut malformed) = (0usize, 0usize, Vec::<String>::new());
@@ -90,8 +101,12 @@ pub fn main(args: CheckArgs) -> ExitCode {
         &entries,
         threads,
         |entry| match entry {
-            Entry::Malformed(message) => Err(message.clone()),
-            Entry::Ready { scenario, out_dir } => {
+            Entry::Malformed(_, message) => Err(message.clone()),
+            Entry::Ready {
+                file,
+                scenario,
+                out_dir,
+            } => {
                 let opts = RunOptions {
                     out_dir: out_dir.clone(),
                     render,
@@ -102,10 +117,10 @@ pub fn main(args: CheckArgs) -> ExitCode {
                 };
                 run_scenario(scenario, &opts)
                     .map(|outcome| outcome.report.summary)
-                    .map_err(|e| format!("{}: {e}", scenario.name))
+                    .map_err(|e| format!("{}: {}: {e}", file.display(), scenario.name))
             }
         },
-        |_, result| match result.and_then(|r| r) {
+        |i, result| match result.and_then(|r| r) {
             Ok(summary) => {
                 for line in result_lines(&summary) {
                     println!("{line}");
@@ -116,9 +131,22 @@ pub fn main(args: CheckArgs) -> ExitCode {
                 } else {
                     failed += 1;
                 }
-                suites.push((summary.scenario.clone(), summary.expectations));
+                suites.push(CheckedFile {
+                    scenario: Some(summary.scenario.clone()),
+                    path: entries[i].path().display().to_string(),
+                    outcome: Ok(summary.expectations),
+                });
             }
             Err(message) => {
+                let scenario = match &entries[i] {
+                    Entry::Ready { scenario, .. } => Some(scenario.name.clone()),
+                    Entry::Malformed(..) => None,
+                };
+                suites.push(CheckedFile {
+                    scenario,
+                    path: entries[i].path().display().to_string(),
+                    outcome: Err(message.clone()),
+                });
                 println!("ERROR {message}");
                 report.push(format!("ERROR {message}"));
                 malformed.push(message);
@@ -195,18 +223,21 @@ fn append_step_summary(path: &Path, tally: &str, lines: &[String]) -> std::io::R
 /// Every scenario under `paths`, loaded, in a stable order, each with its run directory
 /// (`<out_root>/<name>/`, made unique when two scenarios share a name).
 fn load_entries(paths: &[PathBuf], sets: &[Override], out_root: Option<&Path>) -> Vec<Entry> {
-    let mut files: Vec<Result<PathBuf, String>> = Vec::new();
+    let mut files: Vec<Result<PathBuf, (PathBuf, String)>> = Vec::new();
     for path in paths {
         if path.is_dir() {
             let mut found = Vec::new();
             if let Err(e) = find_scenarios(path, &mut found) {
-                files.push(Err(e));
+                files.push(Err((path.clone(), e)));
                 continue;
             }
             if found.is_empty() {
-                files.push(Err(format!(
-                    "{}: no scenario files (*.toml) in this folder",
-                    path.display()
+                files.push(Err((
+                    path.clone(),
+                    format!(
+                        "{}: no scenario files (*.toml) in this folder",
+                        path.display()
+                    ),
                 )));
             }
             found.sort();
@@ -214,9 +245,12 @@ fn load_entries(paths: &[PathBuf], sets: &[Override], out_root: Option<&Path>) -
         } else if path.exists() {
             files.push(Ok(path.clone()));
         } else {
-            files.push(Err(format!(
-                "{}: no such file or folder; pass scenario files or folders that hold them",
-                path.display()
+            files.push(Err((
+                path.clone(),
+                format!(
+                    "{}: no such file or folder; pass scenario files or folders that hold them",
+                    path.display()
+                ),
             )));
         }
     }
@@ -227,7 +261,7 @@ fn load_entries(paths: &[PathBuf], sets: &[Override], out_root: Option<&Path>) -
         .map(|file| {
             let file = match file {
                 Ok(f) => f,
-                Err(message) => return Entry::Malformed(message),
+                Err((path, message)) => return Entry::Malformed(path, message),
             };
             match scenario::load(&file, None, sets) {
                 Ok(scenario) => {
@@ -239,11 +273,12 @@ fn load_entries(paths: &[PathBuf], sets: &[Override], out_root: Option<&Path>) -
                         unique_dir(root, &name, &mut used_dirs)
                     });
                     Entry::Ready {
+                        file,
                         scenario: Box::new(scenario),
                         out_dir,
                     }
                 }
-                Err(e) => Entry::Malformed(e.to_string()),
+                Err(e) => Entry::Malformed(file, e.to_string()),
             }
         })
         .collect()
@@ -263,7 +298,7 @@ fn unique_dir(root: &Path, name: &Path, used: &mut BTreeSet<PathBuf>) -> PathBuf
 
 /// Collects `*.toml` files under `dir`, recursively. Symbolic links to folders are not
 /// followed, so a link cycle cannot loop.
-fn find_scenarios(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), String> {
+pub(crate) fn find_scenarios(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), String> {
     let read_err = |e: std::io::Error| format!("{}: cannot read this folder: {e}", dir.display());
     for entry in std::fs::read_dir(dir).map_err(read_err)? {
         let entry = entry.map_err(read_err)?;
@@ -278,11 +313,11 @@ fn find_scenarios(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), String> {
     Ok(())
 }
 
-fn write_junit(path: &Path, suites: &[(String, Vec<Expectation>)]) -> Result<(), String> {
+fn write_junit(path: &Path, suites: &[CheckedFile]) -> Result<(), String> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)
             .map_err(|e| format!("cannot create the folder {}: {e}", parent.display()))?;
     }
-    std::fs::write(path, junit_suite(suites))
+    std::fs::write(path, junit_check(suites))
         .map_err(|e| format!("cannot write the JUnit file {}: {e}", path.display()))
 }

@@ -47,6 +47,11 @@ workers = 8
     )
 }
 
+/// A suite's scenario name: `name (path)` without the path.
+fn scenario_part(suite: &str) -> &str {
+    suite.split(" (").next().unwrap_or(suite)
+}
+
 /// `(suite name, [(testcase name, has a <failure>)])` for every `<testsuite>`.
 fn junit_cases(xml: &str) -> Vec<(String, Vec<(String, bool)>)> {
     let doc = roxmltree::Document::parse(xml).expect("junit.xml is well-formed XML");
@@ -117,7 +122,7 @@ fn shipped_scenarios_pass_with_one_line_each_and_a_testcase_per_expectation() {
         // Each scenario's run directory holds its summary: the JUnit file has exactly its
         // expectations, none failed.
         let summary: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(runs.join(name).join("summary.json")).unwrap(),
+            &std::fs::read_to_string(runs.join(scenario_part(name)).join("summary.json")).unwrap(),
         )
         .unwrap();
         let expected: Vec<String> = summary["expectations"]
@@ -129,7 +134,7 @@ fn shipped_scenarios_pass_with_one_line_each_and_a_testcase_per_expectation() {
         let got: Vec<String> = cases.iter().map(|c| c.0.clone()).collect();
         assert_eq!(got, expected, "testcases of {name}");
         assert!(cases.iter().all(|c| !c.1));
-        let prefix = format!("PASS {name}: ");
+        let prefix = format!("PASS {}: ", scenario_part(name));
         assert!(verdicts.iter().any(|l| l.starts_with(&prefix)), "{stdout}");
     }
 }
@@ -166,8 +171,13 @@ fn a_failing_expectation_exits_1_with_a_junit_failure() {
     assert!(lines[2].ends_with("limit <= 10"), "{stdout}");
 
     let suites = junit_cases(&std::fs::read_to_string(&junit).unwrap());
-    let names: Vec<&str> = suites.iter().map(|s| s.0.as_str()).collect();
+    let names: Vec<&str> = suites.iter().map(|s| scenario_part(&s.0)).collect();
     assert_eq!(names, ["holds", "too-strict"]);
+    assert!(
+        suites[1].0.ends_with("b-too-strict.toml)"),
+        "{}",
+        suites[1].0
+    );
     assert_eq!(
         suites[1].1,
         [
@@ -203,10 +213,25 @@ fn a_malformed_scenario_exits_2_naming_the_file_and_the_others_still_run() {
     assert!(lines[1].contains("duration"), "the key is named: {stdout}");
     assert!(lines[2].starts_with("PASS last: "), "{stdout}");
     assert!(stderr.contains("could not run"), "{stderr}");
-    // What was measured is kept.
-    let suites = junit_cases(&std::fs::read_to_string(&junit).unwrap());
-    let names: Vec<&str> = suites.iter().map(|s| s.0.as_str()).collect();
-    assert_eq!(names, ["first", "last"]);
+    // What was measured is kept; the file that could not run is an error test case.
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let suites = junit_cases(&xml);
+    let names: Vec<&str> = suites.iter().map(|s| scenario_part(&s.0)).collect();
+    assert_eq!(names, ["first", a_str(&dir.join("b-broken.toml")), "last"]);
+    assert_eq!(suites[1].1, [("could not run".to_string(), false)]);
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    assert_eq!(doc.root_element().attribute("errors"), Some("1"));
+    let error = doc
+        .descendants()
+        .find(|n| n.has_tag_name("error"))
+        .expect("an <error> element");
+    assert!(
+        error
+            .attribute("message")
+            .unwrap()
+            .contains("b-broken.toml"),
+        "{xml}"
+    );
 }
 
 #[test]
@@ -216,4 +241,63 @@ fn a_missing_path_exits_2() {
     let out = stampede(&["check", a_str(&missing), "--no-write"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stdout).contains("nowhere: no such file or folder"));
+    // In the JUnit file too, as an error test case.
+    let junit = tmp.path().join("junit.xml");
+    let out = stampede(&[
+        "check",
+        a_str(&missing),
+        "--no-write",
+        "--junit",
+        a_str(&junit),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let root = doc.root_element();
+    assert_eq!(
+        (root.attribute("tests"), root.attribute("errors")),
+        (Some("1"), Some("1")),
+        "{xml}"
+    );
+    assert!(xml.contains("nowhere: no such file or folder"), "{xml}");
+}
+
+#[test]
+fn two_files_with_one_name_give_two_suites_named_by_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("scenarios");
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in ["a.toml", "b.toml"] {
+        std::fs::write(dir.join(f), scenario("same", 20, "duplicates = 0")).unwrap();
+    }
+    let junit = tmp.path().join("junit.xml");
+    let out = stampede(&["check", a_str(&dir), "--no-write", "--junit", a_str(&junit)]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    let suites = junit_cases(&std::fs::read_to_string(&junit).unwrap());
+    assert_eq!(suites.len(), 2);
+    assert_ne!(suites[0].0, suites[1].0);
+    assert!(suites[0].0.starts_with("same (") && suites[0].0.ends_with("a.toml)"));
+}
+
+#[test]
+fn check_out_holds_every_file_it_writes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("s.toml");
+    std::fs::write(&file, scenario("one", 20, "duplicates = 0")).unwrap();
+    let out_dir = tmp.path().join("elsewhere");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stampede"))
+        .args([
+            "check",
+            a_str(&file),
+            "--no-render",
+            "--out",
+            a_str(&out_dir),
+        ])
+        .current_dir(tmp.path())
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(out_dir.join("junit.xml").is_file());
+    assert!(!tmp.path().join("runs").exists(), "nothing under runs/");
 }

@@ -101,3 +101,68 @@ fn a_missing_run_directory_exits_2_naming_it() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--baseline"));
 }
+
+#[test]
+fn diff_exits_1_when_a_verdict_flips_to_fail_and_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (good, bad) = (tmp.path().join("stampede"), tmp.path().join("naive"));
+    run("stampede", &good, &[]);
+    run("naive", &bad, &[]);
+    let out = stampede(&["diff", a_str(&good), a_str(&bad)]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("REGRESSION:") && stdout.contains("held before and fail now"),
+        "{stdout}"
+    );
+    // Each figure's arrow says which way is worse.
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("outbound_attempts "))
+        .unwrap();
+    assert!(line.ends_with("↑ worse"), "{line}");
+    // The other way round nothing failed that held.
+    let out = stampede(&["diff", a_str(&bad), a_str(&good)]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(!text(&out.stdout).contains("REGRESSION"));
+}
+
+#[test]
+fn fail_on_regression_fails_when_a_figure_gets_worse_by_more_than_the_percentage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (good, bad) = (tmp.path().join("stampede"), tmp.path().join("naive"));
+    run("stampede", &good, &[]);
+    run("naive", &bad, &[]);
+    // The same run twice: nothing moved.
+    let out = stampede(&[
+        "diff",
+        a_str(&good),
+        a_str(&good),
+        "--fail-on-regression",
+        "0",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    // naive after stampede: more attempts by far.
+    let out = stampede(&[
+        "diff",
+        a_str(&good),
+        a_str(&bad),
+        "--fail-on-regression",
+        "5",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("moved the wrong way by more than 5%")
+            && stdout.contains("  outbound_attempts: "),
+        "{stdout}"
+    );
+    let out = stampede(&[
+        "diff",
+        a_str(&good),
+        a_str(&good),
+        "--fail-on-regression",
+        "x",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}

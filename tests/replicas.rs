@@ -109,7 +109,7 @@ fn replica_settings_that_cannot_work_are_refused_naming_the_key() {
         (
             vec!["client.share_scope=everyone"],
             "share_scope",
-            "unknown variant",
+            "unknown value `everyone`, expected `replica` or `fleet`",
         ),
     ] {
         let err = amplification(&sets).unwrap_err().to_string();

@@ -417,7 +417,7 @@ fn set_on_a_missing_path_names_the_path_and_the_keys_there() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        text(&out).contains("provider.scopes") && text(&out).contains("1 entries"),
+        text(&out).contains("provider.scopes") && text(&out).contains("1 entry, numbered 0"),
         "{}",
         text(&out)
     );

@@ -351,7 +351,7 @@ fn validate_fault(
         if !(0.0..=1.0).contains(&p) {
             return Err(invalid(
                 key("probability"),
-                format!("must be in [0, 1] (got {p})"),
+                format!("must be a probability from 0 to 1 (got {p})"),
             ));
         }
     }
@@ -359,13 +359,19 @@ fn validate_fault(
         if !keys.contains(c.as_str()) {
             return Err(invalid(
                 key("credential"),
-                "not one of provider.credentials",
+                format!(
+                    "unknown credential {c:?}: use one of provider.credentials (known: {})",
+                    list(keys)
+                ),
             ));
         }
     }
     if let Some(s) = &f.scope {
         if !scope_ids.contains(s.as_str()) {
-            return Err(invalid(key("scope"), format!("unknown scope {s:?}")));
+            return Err(invalid(
+                key("scope"),
+                format!("unknown scope {s:?} (known: {})", list(scope_ids)),
+            ));
         }
     }
     for (j, step) in f.sequence.iter().enumerate() {

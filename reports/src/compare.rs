@@ -30,6 +30,35 @@ impl FigureChange {
         (self.before != 0.0).then(|| self.change() / self.before.abs() * 100.0)
     }
 
+    /// Which way this figure is better (see [`better_when`]).
+    pub fn better(&self) -> Better {
+        better_when(&self.key)
+    }
+
+    /// `Some(true)` when the change makes the run better, `Some(false)` when worse, `None`
+    /// when unchanged or when the figure has no better direction.
+    pub fn improved(&self) -> Option<bool> {
+        let up = match self.after.total_cmp(&self.before) {
+            std::cmp::Ordering::Greater => true,
+            std::cmp::Ordering::Less => false,
+            std::cmp::Ordering::Equal => return None,
+        };
+        match self.better() {
+            Better::Lower => Some(!up),
+            Better::Higher => Some(up),
+            Better::Neither => None,
+        }
+    }
+
+    /// How far the figure moved the wrong way, in percent of `before` (infinite when it moved
+    /// off zero); `None` when it did not get worse or has no better direction.
+    pub fn regression_percent(&self) -> Option<f64> {
+        if self.improved() != Some(false) {
+            return None;
+        }
+        Some(self.percent().map_or(f64::INFINITY, f64::abs))
+    }
+
     /// `↑`, `↓` or `=`.
     pub fn arrow(&self) -> &'static str {
         match self.after.total_cmp(&self.before) {
@@ -37,6 +66,40 @@ impl FigureChange {
             std::cmp::Ordering::Less => "↓",
             std::cmp::Ordering::Equal => "=",
         }
+    }
+}
+
+/// Which way a figure is better, for the comparison's arrows and `diff --fail-on-regression`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Better {
+    /// Fewer is better: attempts, retries, duplicates, violations, deadline misses, latency.
+    Lower,
+    /// More is better: completed, goodput.
+    Higher,
+    /// Neither way is better in itself (counts of the workload, tokens, status codes, time).
+    Neither,
+}
+
+/// Which way the figure with this `summary.json` key is better.
+pub fn better_when(key: &str) -> Better {
+    match key {
+        "completed" | "goodput_per_min" => Better::Higher,
+        "failed"
+        | "outbound_attempts"
+        | "attempts_per_logical"
+        | "retries"
+        | "retry_waves"
+        | "peak_retries_per_100ms"
+        | "duplicates"
+        | "duplicate_writes"
+        | "duplicate_completions"
+        | "reconciliation_required"
+        | "deadline_misses"
+        | "retry_after_violations"
+        | "scope_wait_violations"
+        | "unfinished" => Better::Lower,
+        k if k.starts_with("latency_ms.") || k.starts_with("queue_wait_ms.") => Better::Lower,
+        _ => Better::Neither,
     }
 }
 
@@ -137,6 +200,25 @@ pub fn compare(before: &Summary, after: &Summary) -> Comparison {
     }
 }
 
+impl Comparison {
+    /// Expectations that held in the earlier run and fail in the later one.
+    pub fn flipped_to_fail(&self) -> Vec<&VerdictChange> {
+        self.verdicts
+            .iter()
+            .filter(|v| v.before == Some(true) && v.after == Some(false))
+            .collect()
+    }
+
+    /// Figures that moved the wrong way by more than `percent` percent of their earlier value
+    /// (any move off zero counts as more).
+    pub fn regressions(&self, percent: f64) -> Vec<&FigureChange> {
+        self.figures
+            .iter()
+            .filter(|f| f.regression_percent().is_some_and(|p| p > percent))
+            .collect()
+    }
+}
+
 fn verdict_word(v: Option<bool>) -> &'static str {
     match v {
         Some(true) => "pass",
@@ -154,7 +236,9 @@ fn signed(x: f64) -> String {
     }
 }
 
-/// The comparison as an aligned text table followed by the verdict changes.
+/// The comparison as an aligned text table followed by the verdict changes. The last column
+/// is the direction of the change, with `better` or `worse` for figures that have a better
+/// direction (see [`better_when`]).
 pub fn render_comparison(c: &Comparison) -> String {
     let mut rows: Vec<[String; 6]> = vec![[
         "figure".into(),
@@ -182,7 +266,11 @@ pub fn render_comparison(c: &Comparison) -> String {
             fmt_figure(f.after),
             signed(f.change()),
             pct,
-            f.arrow().to_string(),
+            match f.improved() {
+                Some(true) => format!("{} better", f.arrow()),
+                Some(false) => format!("{} worse", f.arrow()),
+                None => f.arrow().to_string(),
+            },
         ]);
     }
     let mut widths = [0usize; 6];

@@ -18,6 +18,11 @@ pub struct Figure {
     pub deterministic: bool,
 }
 
+/// What `rejected` counts, shown beside it wherever figures are listed (the comparison of
+/// `diff` and `run --baseline`, `summary.md`, `index.html`): it sits beside `completed` and
+/// is easily read as failed requests.
+pub const REJECTED_UNIT: &str = "held back, offered again";
+
 fn fig(key: impl Into<String>, value: f64, unit: &'static str) -> Figure {
     Figure {
         key: key.into(),
@@ -48,7 +53,9 @@ pub fn figures(summary: &Summary) -> Vec<Figure> {
         fig("failed", s.failed as f64, ""),
         fig("cancelled", s.cancelled as f64, ""),
         fig("escalations", s.escalations as f64, ""),
-        fig("rejected", s.rejected as f64, ""),
+        // Not failures: arrivals the client's admission refused under backpressure (its
+        // queue full) and held, to offer again later; they may all complete.
+        fig("rejected", s.rejected as f64, REJECTED_UNIT),
         fig("outbound_attempts", s.outbound_attempts as f64, ""),
         fig("attempts_per_logical", s.attempts_per_logical, ""),
         fig("retries", s.retries as f64, ""),
@@ -136,6 +143,20 @@ mod tests {
         assert_eq!(figure(&s, "latency_ms.p99"), Some(900.0));
         assert_eq!(figure(&s, "status_counts.429"), Some(7.0));
         assert_eq!(figure(&s, "no_such_key"), None);
+    }
+
+    #[test]
+    fn rejected_says_what_it_counts() {
+        let s = Summary {
+            rejected: 37_714,
+            completed: 38_000,
+            ..Summary::default()
+        };
+        let f = figures(&s)
+            .into_iter()
+            .find(|f| f.key == "rejected")
+            .unwrap();
+        assert_eq!((f.value, f.unit), (37_714.0, "held back, offered again"));
     }
 }
 

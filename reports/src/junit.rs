@@ -49,3 +49,79 @@ pub fn junit_suite(results: &[(String, Vec<Expectation>)]) -> String {
     out.push_str("</testsuites>\n");
     out
 }
+
+/// One scenario file of `stampede check`: what it measured, or why it could not run.
+#[derive(Debug, Clone)]
+pub struct CheckedFile {
+    /// The scenario's `name`, when the file could be read that far.
+    pub scenario: Option<String>,
+    /// The file (or folder) as `check` found it.
+    pub path: String,
+    /// Its expectations, or why it could not run.
+    pub outcome: Result<Vec<Expectation>, String>,
+}
+
+/// `stampede check`'s combined JUnit document: a `<testsuite>` per file, named by its
+/// scenario name and its path (two files may share a name), with a `<testcase>` per
+/// expectation; a file that could not run is one test case with an `<error>` naming the
+/// file and the reason, counted in `errors`.
+pub fn junit_check(files: &[CheckedFile]) -> String {
+    let suite_name = |f: &CheckedFile| match &f.scenario {
+        Some(name) => format!("{name} ({})", f.path),
+        None => f.path.clone(),
+    };
+    let tests: usize = files
+        .iter()
+        .map(|f| f.outcome.as_ref().map_or(1, Vec::len))
+        .sum();
+    let failures: usize = files
+        .iter()
+        .filter_map(|f| f.outcome.as_ref().ok())
+        .map(|e| e.iter().filter(|e| !e.pass).count())
+        .sum();
+    let errors = files.iter().filter(|f| f.outcome.is_err()).count();
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    out.push_str(&format!(
+        "<testsuites name=\"stampede\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\">\n"
+    ));
+    for f in files {
+        let name = escape_xml(&suite_name(f));
+        let file = escape_xml(&f.path);
+        match &f.outcome {
+            Err(reason) => {
+                let detail = escape_xml(reason);
+                out.push_str(&format!(
+                    "  <testsuite name=\"{name}\" file=\"{file}\" tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\">\n    <testcase classname=\"{name}\" name=\"could not run\" file=\"{file}\">\n      <error type=\"scenario\" message=\"{detail}\">{detail}</error>\n    </testcase>\n  </testsuite>\n"
+                ));
+            }
+            Ok(expectations) => {
+                let failed = expectations.iter().filter(|e| !e.pass).count();
+                out.push_str(&format!(
+                    "  <testsuite name=\"{name}\" file=\"{file}\" tests=\"{}\" failures=\"{failed}\" errors=\"0\" skipped=\"0\">\n",
+                    expectations.len()
+                ));
+                for e in expectations {
+                    let case = escape_xml(&e.name);
+                    if e.pass {
+                        out.push_str(&format!(
+                            "    <testcase classname=\"{name}\" name=\"{case}\" file=\"{file}\"/>\n"
+                        ));
+                    } else {
+                        let detail = escape_xml(&format!(
+                            "{}: actual {}, limit {}",
+                            e.name,
+                            fmt_figure(e.actual),
+                            e.limit
+                        ));
+                        out.push_str(&format!(
+                            "    <testcase classname=\"{name}\" name=\"{case}\" file=\"{file}\">\n      <failure type=\"expectation\" message=\"{detail}\">{detail}</failure>\n    </testcase>\n"
+                        ));
+                    }
+                }
+                out.push_str("  </testsuite>\n");
+            }
+        }
+    }
+    out.push_str("</testsuites>\n");
+    out
+}

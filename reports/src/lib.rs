@@ -17,12 +17,14 @@ pub mod report;
 pub mod schema;
 pub mod sweep;
 
-pub use compare::{compare, render_comparison, Comparison, FigureChange, VerdictChange};
+pub use compare::{
+    better_when, compare, render_comparison, Better, Comparison, FigureChange, VerdictChange,
+};
 pub use console::{check_line, failed_expectation_lines};
 pub use data_files::{read_summary, write_csv, write_run_data, write_summary_json};
 pub use error::ReportError;
 pub use figures::{describe, figure, figures, Figure, FigureGroup};
-pub use junit::junit_suite;
+pub use junit::{junit_check, junit_suite, CheckedFile};
 pub use markdown::{render_markdown, verdict_line};
 pub use number::{fmt_figure, fmt_num};
 pub use report::{

@@ -40,7 +40,10 @@ pub struct Summary {
     pub failed: u64,
     pub cancelled: u64,
     pub escalations: u64,
-    /// Admission refusals (counted in `failed` too).
+    /// Logical actions the client's admission refused at least once under backpressure (its
+    /// queue full) and held back to offer again later: not failures (an action held back may
+    /// still complete, and is counted in `failed` only if it later fails). Each action counts
+    /// once however often it was refused.
     pub rejected: u64,
     /// Attempts that reached the provider's edge, from its journal.
     pub outbound_attempts: u64,

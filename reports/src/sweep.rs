@@ -1,6 +1,7 @@
 //! Sweep outputs (`stampede sweep`): one row per configuration and seed, `sweep.csv`, plots of
 //! the main figures against the varied key, and the recommendation line.
 
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -122,7 +123,8 @@ pub fn render_sweep_plots_with(
 }
 
 /// The configuration a sweep recommends: every seed met the scenario's expectations, with the
-/// fewest median outbound attempts (ties: more median goodput, then the configuration order).
+/// fewest median outbound attempts (ties: more median goodput, then the cheaper configuration:
+/// varied values compared as numbers where they are numbers, the smaller first).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Recommendation {
     /// The chosen configuration, `None` when none met the expectations on every seed.
@@ -176,6 +178,23 @@ impl fmt::Display for Recommendation {
     }
 }
 
+/// Orders configurations cheapest first, key by key (sorted): values that are both numbers
+/// compare as numbers, the smaller first (`client.workers=8` before `16`); other values as
+/// written.
+fn cheaper(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) -> Ordering {
+    let number = |v: &str| v.trim().replace('_', "").parse::<f64>().ok();
+    for ((ka, va), (kb, vb)) in a.iter().zip(b) {
+        let by = ka.cmp(kb).then_with(|| match (number(va), number(vb)) {
+            (Some(x), Some(y)) => x.total_cmp(&y),
+            _ => va.cmp(vb),
+        });
+        if by != Ordering::Equal {
+            return by;
+        }
+    }
+    a.len().cmp(&b.len())
+}
+
 /// Picks the configuration to recommend from a sweep's rows.
 pub fn recommend(rows: &[SweepRow]) -> Recommendation {
     let mut by_config: BTreeMap<&BTreeMap<String, String>, Vec<&Summary>> = BTreeMap::new();
@@ -195,10 +214,14 @@ pub fn recommend(rows: &[SweepRow]) -> Recommendation {
             median(&attempts).unwrap_or(0.0),
             median(&goodput).unwrap_or(0.0),
         );
-        // Configurations come in BTreeMap order, so on a full tie the first one stays.
+        // On a full tie the cheaper configuration wins: fewer workers, lower limits.
         let better = match &best {
             None => true,
-            Some((_, _, ba, bg)) => a < *ba || (a == *ba && g > *bg),
+            Some((bc, _, ba, bg)) => {
+                a < *ba
+                    || (a == *ba && g > *bg)
+                    || (a == *ba && g == *bg && cheaper(config, bc) == Ordering::Less)
+            }
         };
         if better {
             best = Some((config, runs.len(), a, g));
@@ -221,5 +244,58 @@ pub fn recommend(rows: &[SweepRow]) -> Recommendation {
             passing_configs: 0,
             configs: by_config.len(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(workers: &str, preset: &str, seed: u64) -> SweepRow {
+        let summary = Summary {
+            outbound_attempts: 600,
+            goodput_per_min: 300.0,
+            ..Summary::default()
+        };
+        SweepRow {
+            config: BTreeMap::from([
+                ("client.preset".to_string(), preset.to_string()),
+                ("client.workers".to_string(), workers.to_string()),
+            ]),
+            seed,
+            summary,
+        }
+    }
+
+    #[test]
+    fn a_tie_recommends_the_cheaper_configuration() {
+        // As strings "16" < "8" < "96": the tie went to 16 workers.
+        let rows: Vec<SweepRow> = ["96", "16", "8", "32"]
+            .iter()
+            .flat_map(|w| (1..=3).map(move |seed| row(w, "stampede", seed)))
+            .collect();
+        let rec = recommend(&rows);
+        assert_eq!(rec.config.unwrap()["client.workers"], "8");
+        assert_eq!(rec.passing_configs, 4);
+    }
+
+    #[test]
+    fn fewer_attempts_still_beat_a_cheaper_configuration() {
+        let mut rows = vec![row("8", "stampede", 1), row("64", "stampede", 1)];
+        rows[1].summary.outbound_attempts = 599;
+        assert_eq!(recommend(&rows).config.unwrap()["client.workers"], "64");
+        rows[1].summary.outbound_attempts = 600;
+        rows[1].summary.goodput_per_min = 301.0;
+        assert_eq!(recommend(&rows).config.unwrap()["client.workers"], "64");
+    }
+
+    #[test]
+    fn cheaper_compares_numbers_as_numbers_and_names_as_written() {
+        let a = row("8", "stampede", 1).config;
+        let b = row("1_000", "stampede", 1).config;
+        assert_eq!(cheaper(&a, &b), Ordering::Less);
+        let c = row("8", "naive", 1).config;
+        assert_eq!(cheaper(&c, &a), Ordering::Less);
+        assert_eq!(cheaper(&a, &a), Ordering::Equal);
     }
 }

@@ -55,14 +55,49 @@ fn comparison_gives_before_after_change_and_percent_for_each_figure() {
             &after.outbound_attempts.to_string(),
             &format!("-{}", before.outbound_attempts - after.outbound_attempts),
             &format!("{}%", stampede_reports::fmt_num(expected_pct, 1)),
-            "↓"
+            "↓",
+            "better"
         ]
     );
     let dup_line = text.lines().find(|l| l.starts_with("duplicates ")).unwrap();
     assert!(
-        dup_line.contains("+2") && dup_line.contains("new"),
+        dup_line.contains("+2") && dup_line.contains("new") && dup_line.ends_with("↑ worse"),
         "{dup_line}"
     );
+}
+
+#[test]
+fn arrows_say_which_way_is_better_and_regressions_are_found() {
+    let before = synthetic_report(7).summary;
+    let mut after = before.clone();
+    after.completed = before.completed + 10;
+    after.outbound_attempts = before.outbound_attempts + before.outbound_attempts / 5;
+    after.latency_ms.p99 = before.latency_ms.p99 / 2;
+    after.goodput_per_min = before.goodput_per_min / 2.0;
+    after.tokens_used = before.tokens_used + 100;
+    let c = compare(&before, &after);
+    let get = |k: &str| c.figures.iter().find(|f| f.key == k).unwrap();
+    assert_eq!(get("completed").improved(), Some(true));
+    assert_eq!(get("outbound_attempts").improved(), Some(false));
+    assert_eq!(get("latency_ms.p99").improved(), Some(true));
+    assert_eq!(get("goodput_per_min").improved(), Some(false));
+    assert_eq!(get("tokens_used").improved(), None);
+    let text = render_comparison(&c);
+    let line = |k: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(k))
+            .unwrap()
+            .to_string()
+    };
+    assert!(line("completed").ends_with("↑ better"), "{text}");
+    assert!(line("outbound_attempts").ends_with("↑ worse"), "{text}");
+    assert!(line("latency_ms.p99").ends_with("↓ better"), "{text}");
+    assert!(line("tokens_used").ends_with('↑'), "{text}");
+    // Attempts rose by 20 %, goodput fell by 50 %.
+    let keys =
+        |pct: f64| -> Vec<String> { c.regressions(pct).iter().map(|f| f.key.clone()).collect() };
+    assert_eq!(keys(30.0), ["goodput_per_min"]);
+    assert_eq!(keys(10.0), ["outbound_attempts", "goodput_per_min"]);
 }
 
 #[test]
@@ -136,4 +171,17 @@ fn reading_a_missing_or_broken_summary_names_the_file() {
     let msg = err.to_string();
     assert!(msg.contains(&broken.display().to_string()), "{msg}");
     assert!(msg.contains("not a valid stampede summary"), "{msg}");
+}
+
+#[test]
+fn the_comparison_says_what_rejected_counts() {
+    let before = synthetic_report(7).summary;
+    let mut after = before.clone();
+    after.rejected = 37_714;
+    let text = render_comparison(&compare(&before, &after));
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("rejected (held back, offered again) ")),
+        "{text}"
+    );
 }

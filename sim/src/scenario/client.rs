@@ -394,6 +394,13 @@ pub fn resolve_policy(
             ),
         ));
     }
+    if spec.workers == Some(0) {
+        return Err((
+            "client.workers".to_string(),
+            "must be at least 1: a worker is a concurrency slot, and none would send anything"
+                .to_string(),
+        ));
+    }
     let mut policy = match &spec.policy {
         None => base,
         Some(overrides) => merge(base, overrides)?,
@@ -424,14 +431,42 @@ pub fn resolve_policy(
             }
         }
     }
-    policy
-        .validate()
-        .map_err(|msg| ("client.policy".to_string(), msg))?;
+    for (id, budget) in &policy.scopes {
+        for (field, v) in [
+            ("rpm", budget.rpm),
+            ("tpm", budget.tpm),
+            ("concurrency", budget.concurrency),
+        ] {
+            if v == Some(0) {
+                return Err((
+                    format!("client.policy.scopes.{id}.{field}"),
+                    "a limit of 0 admits nothing; leave it out for no local limit".to_string(),
+                ));
+            }
+        }
+    }
+    policy.validate().map_err(|msg| (policy_key(&msg), msg))?;
     Ok(policy)
+}
+
+/// The key a message of `Policy::validate` is about: it starts with the key's path inside
+/// the policy (`classes.llm.max_attempts = 0: ...`, `breaker.threshold = 0: ...`).
+fn policy_key(message: &str) -> String {
+    let head = message.split([' ', ':']).next().unwrap_or_default();
+    let looks_like_key = !head.is_empty()
+        && head
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-');
+    if looks_like_key {
+        format!("client.policy.{head}")
+    } else {
+        "client.policy".to_string()
+    }
 }
 
 /// Merges the scenario's overrides onto the preset, key by key, and type-checks the result.
 fn merge(base: Policy, overrides: &toml::Table) -> Result<Policy, (String, String)> {
+    let known: Vec<String> = base.classes.keys().cloned().collect();
     let mut value = serde_json::to_value(&base).map_err(|e| {
         (
             "client.preset".to_string(),
@@ -446,13 +481,32 @@ fn merge(base: Policy, overrides: &toml::Table) -> Result<Policy, (String, Strin
     })?;
     deep_merge(&mut value, patch);
     serde_path_to_error::deserialize::<_, Policy>(value).map_err(|e| {
-        let path = e.path().to_string();
+        // serde_path_to_error writes list indices as `retry_on[0]`; keys are dotted.
+        let path = e.path().to_string().replace('[', ".").replace(']', "");
         let key = if path == "." || path.is_empty() {
             "client.policy".to_string()
         } else {
             format!("client.policy.{path}")
         };
-        (key, e.into_inner().to_string())
+        let message = crate::scenario::plain_words(&e.into_inner().to_string());
+        // A class the preset does not have must be written whole; a partial one is most
+        // likely a misspelt name (`classes.lm.max_attempts`).
+        let new_class = path
+            .strip_prefix("classes.")
+            .map(|rest| rest.split('.').next().unwrap_or(rest))
+            .filter(|name| !known.iter().any(|k| k == name));
+        match new_class {
+            Some(name) if message.starts_with("missing field") => (
+                format!("client.policy.classes.{name}"),
+                format!(
+                    "class {name:?} is not one of the preset's classes ({}); check the spelling, \
+                     or define a new class whole, with max_attempts, max_wait, retry_on and \
+                     timeout ({message})",
+                    known.join(", ")
+                ),
+            ),
+            _ => (key, message),
+        }
     })
 }
 

@@ -132,7 +132,7 @@ pub fn parse(text: &str, file: &str, sets: &[Override]) -> Result<Scenario, Scen
     let err = |key: Option<String>, message: String| {
         let line = key
             .as_deref()
-            .and_then(|k| original.as_ref().and_then(|idx| idx.line_of(k)));
+            .and_then(|k| original.as_ref().and_then(|idx| written_line(idx, k)));
         ScenarioError {
             file: file.to_string(),
             line,
@@ -164,7 +164,7 @@ pub fn parse(text: &str, file: &str, sets: &[Override]) -> Result<Scenario, Scen
         let key = e.span().and_then(|s| {
             KeyIndex::new(&checked_text).and_then(|idx| idx.key_at(s.start).map(str::to_string))
         });
-        let message = e.message().trim().to_string();
+        let message = plain_words(e.message().trim());
         match key
             .as_deref()
             .and_then(|k| sets.iter().find(|ov| related(&ov.path, k)))
@@ -177,20 +177,72 @@ pub fn parse(text: &str, file: &str, sets: &[Override]) -> Result<Scenario, Scen
         }
     })?;
 
-    resolve(raw).map_err(
-        |(key, message)| match sets.iter().find(|ov| related(&ov.path, &key)) {
+    let has_provider = table.contains_key("provider");
+    resolve(raw, has_provider).map_err(|(key, message)| {
+        match sets.iter().find(|ov| related(&ov.path, &key)) {
             Some(ov) => err(
                 Some(ov.path.clone()),
                 format!("--set {}={}: {message}", ov.path, ov.raw),
             ),
             None => err(Some(key), message),
-        },
-    )
+        }
+    })
 }
 
 /// Whether an error at `key` concerns an override at `path`.
 fn related(path: &str, key: &str) -> bool {
     path == key || key.starts_with(&format!("{path}.")) || path.starts_with(&format!("{key}."))
+}
+
+/// The line of `key`, or of the nearest enclosing key written in the file (a key the preset
+/// supplies is blamed where its table is written).
+fn written_line(idx: &KeyIndex, key: &str) -> Option<usize> {
+    let mut k = key;
+    loop {
+        if let Some(line) = idx.line_of(k) {
+            return Some(line);
+        }
+        k = k.rsplit_once('.')?.0;
+    }
+}
+
+/// Serde's messages in the words of the scenario format: no Rust type names.
+pub fn plain_words(message: &str) -> String {
+    let mut m = message
+        .replace(
+            "number would be zero for non-zero type",
+            "must be at least 1",
+        )
+        .replace("unknown variant", "unknown value");
+    for (ty, words) in [
+        ("u8", "a whole number from 0 to 255"),
+        ("u16", "a whole number from 0 to 65535"),
+        ("u32", "a whole number from 0 to 4294967295"),
+        ("u64", "a whole number from 0 to 18446744073709551615"),
+        ("usize", "a whole number from 0 to 18446744073709551615"),
+        ("i32", "a whole number from -2147483648 to 2147483647"),
+        ("i64", "a whole number"),
+        ("f32", "a number"),
+        ("f64", "a number"),
+        ("a boolean", "true or false"),
+    ] {
+        m = m.replace(&format!("expected {ty}"), &format!("expected {words}"));
+    }
+    m = m
+        .replace("expected a sequence", "expected a list like [1, 2]")
+        .replace("expected a map", "expected a table like { key = value }");
+    for (rust, words) in [
+        ("expected struct ", "expected a table"),
+        ("expected enum ", "expected a name"),
+    ] {
+        while let Some(at) = m.find(rust) {
+            let name_end = m[at + rust.len()..]
+                .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .map_or(m.len(), |n| at + rust.len() + n);
+            m.replace_range(at..name_end, words);
+        }
+    }
+    m
 }
 
 fn line_at(text: &str, offset: usize) -> usize {
@@ -206,11 +258,22 @@ fn with_hint(message: &str) -> String {
 }
 
 /// Cross-checks that serde cannot express. Errors are `(dotted key, message)`.
-fn resolve(raw: ScenarioFile) -> Result<Scenario, (String, String)> {
+fn resolve(raw: ScenarioFile, has_provider: bool) -> Result<Scenario, (String, String)> {
     if raw.duration.ms() == 0 {
         return Err((
             "duration".into(),
             "the virtual-time cap must be above zero, e.g. \"15m\"".into(),
+        ));
+    }
+    if raw.duration.ms() > MAX_DURATION_MS {
+        return Err((
+            "duration".into(),
+            format!(
+                "{} is longer than the {} a scenario may play (MAX_DURATION_MS in \
+                 sim/src/scenario/mod.rs; raise it and rebuild to lift the limit)",
+                units::format_duration_ms(raw.duration.ms()),
+                units::format_duration_ms(MAX_DURATION_MS)
+            ),
         ));
     }
     if raw.measure.bucket.ms() == 0 {
@@ -219,12 +282,30 @@ fn resolve(raw: ScenarioFile) -> Result<Scenario, (String, String)> {
             "the bucket must be above zero, e.g. \"1s\"".into(),
         ));
     }
+    let rows = raw.duration.ms() / raw.measure.bucket.ms();
+    if rows > MAX_TIMESERIES_ROWS {
+        let smallest = raw.duration.ms().div_ceil(MAX_TIMESERIES_ROWS);
+        return Err((
+            "measure.bucket".into(),
+            format!(
+                "{} buckets over a duration of {} would be {rows} timeseries rows, more than the \
+                 {MAX_TIMESERIES_ROWS} a run may hold (MAX_TIMESERIES_ROWS in \
+                 sim/src/scenario/mod.rs); give measure.bucket = \"{}\" or more, or a shorter \
+                 duration",
+                units::format_duration_ms(raw.measure.bucket.ms()),
+                units::format_duration_ms(raw.duration.ms()),
+                units::format_duration_ms(smallest)
+            ),
+        ));
+    }
     if raw.workload.is_empty() {
         return Err((
             "workload".into(),
             "add at least one [[workload]] entry".into(),
         ));
     }
+    provider(&raw.provider, has_provider)?;
+    limits(&raw.workload)?;
     let policy = client::resolve_policy(&raw.client, &raw.provider)?;
     let credentials: Vec<&str> = raw
         .provider
@@ -315,6 +396,119 @@ fn resolve(raw: ScenarioFile) -> Result<Scenario, (String, String)> {
         sdk_layers,
         output: raw.output,
     })
+}
+
+/// Checks the `[provider]` table as the provider will (so its errors carry the file, line and
+/// key like the rest), and that it has what a run needs: a scope and a credential.
+fn provider(p: &ProviderConfig, written: bool) -> Result<(), (String, String)> {
+    use stampede_provider::config::ConfigError;
+    p.validate().map_err(|e| match e {
+        ConfigError::Invalid { key, message } => (key, message),
+        ConfigError::Parse { message, .. } => ("provider".to_string(), message),
+    })?;
+    if p.credentials.is_empty() {
+        let (key, what) = if written {
+            (
+                "provider.credentials",
+                "[provider] has no [[provider.credentials]]",
+            )
+        } else {
+            ("provider", "the scenario has no [provider] table")
+        };
+        return Err((
+            key.to_string(),
+            format!(
+                "{what}: the provider would refuse every call with 401. Add a scope and a key \
+                 that counts against it, and name the key in each [[workload]]: \
+                 [[provider.scopes]] id = \"account:acme\" rpm = 300, \
+                 [[provider.credentials]] key = \"sk-acme\" scope = \"account:acme\", \
+                 and credential = \"sk-acme\" under [[workload]]"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Most logical actions one scenario may generate, over all `[[workload]]` entries: ten
+/// million already take minutes of simulation (and the run directory grows with them).
+/// Raise it here and rebuild to lift the limit.
+pub const MAX_ACTIONS: u64 = 10_000_000;
+
+/// Longest span of virtual time a scenario may write (for `duration`, and a workload's
+/// `start`, `deadline`, `cancel_at` and burst interval): a year. Raise it here and rebuild.
+pub const MAX_DURATION_MS: u64 = 366 * 86_400_000;
+
+/// Most `timeseries.csv` rows (duration / `measure.bucket`) a run may hold: every bucket is
+/// kept in memory, and two million already make a CSV of a hundred megabytes (a 1 ms bucket
+/// over ten days took gigabytes). Raise it here and rebuild.
+pub const MAX_TIMESERIES_ROWS: u64 = 2_000_000;
+
+/// Fastest arrival rate (`rate` or `poisson`) of one workload entry, per second: a
+/// hundred thousand actions a second is far beyond any provider's limits already.
+/// Raise it here and rebuild.
+pub const MAX_RATE_PER_SECOND: f64 = 100_000.0;
+
+/// Bounds on sizes, spans and rates that would run until killed or mean nothing.
+fn limits(workloads: &[WorkloadSpec]) -> Result<(), (String, String)> {
+    let mut total: u64 = 0;
+    for (i, w) in workloads.iter().enumerate() {
+        let at = |k: &str| format!("workload.{i}.{k}");
+        total = total.saturating_add(w.count);
+        if total > MAX_ACTIONS {
+            return Err((
+                at("count"),
+                format!(
+                    "{} actions in all is more than the {MAX_ACTIONS} a scenario may generate \
+                     (MAX_ACTIONS in sim/src/scenario/mod.rs: raise it and rebuild to lift the \
+                     limit, or split the workload across runs)",
+                    total
+                ),
+            ));
+        }
+        if w.deadline.is_some_and(|d| d.ms() == 0) {
+            return Err((
+                at("deadline"),
+                "a deadline of 0s expires every action as it arrives; give a span such as \
+                 \"5m\", or leave deadline out for none"
+                    .into(),
+            ));
+        }
+        let mut spans = vec![
+            ("start", Some(w.start)),
+            ("deadline", w.deadline),
+            ("cancel_at", w.cancel_at),
+        ];
+        if let Arrival::Bursts { every, .. } = &w.arrival {
+            spans.push(("arrival", Some(*every)));
+        }
+        for (key, span) in spans {
+            if let Some(d) = span.filter(|d| d.ms() > MAX_DURATION_MS) {
+                return Err((
+                    at(key),
+                    format!(
+                        "{} is longer than the {} a scenario may play (MAX_DURATION_MS in \
+                         sim/src/scenario/mod.rs; raise it and rebuild to lift the limit)",
+                        units::format_duration_ms(d.ms()),
+                        units::format_duration_ms(MAX_DURATION_MS)
+                    ),
+                ));
+            }
+        }
+        if let Arrival::Rate(r) | Arrival::Poisson(r) = &w.arrival {
+            if r.per_second > MAX_RATE_PER_SECOND {
+                return Err((
+                    at("arrival"),
+                    format!(
+                        "{}/s is faster than the {MAX_RATE_PER_SECOND}/s an arrival may be \
+                         (MAX_RATE_PER_SECOND in sim/src/scenario/mod.rs; raise it and rebuild \
+                         to lift the limit)",
+                        r.per_second
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Checks `client.replicas` and what the replicas share.

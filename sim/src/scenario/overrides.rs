@@ -81,7 +81,12 @@ fn set_in(cur: &mut Value, segs: &[&str], value: &Value, full: &str) -> Result<(
             })?;
             let len = items.len();
             let slot = items.get_mut(idx).ok_or_else(|| {
-                format!("--set {full}: `{parent}` has {len} entries (indices 0..{len}); there is no entry {idx}")
+                let entries = match len {
+                    0 => "no entries".to_string(),
+                    1 => "1 entry, numbered 0".to_string(),
+                    n => format!("{n} entries, numbered 0 to {}", n - 1),
+                };
+                format!("--set {full}: `{parent}` has {entries}; there is no entry {idx}")
             })?;
             if rest.is_empty() {
                 *slot = value.clone();
@@ -128,7 +133,7 @@ mod tests {
         let mut t = doc();
         let err = apply(&mut t, &parse_override("provider.scopes.3.rpm=1").unwrap()).unwrap_err();
         assert!(
-            err.contains("provider.scopes") && err.contains("1 entries"),
+            err.contains("provider.scopes") && err.contains("1 entry, numbered 0"),
             "{err}"
         );
         let err = apply(&mut t, &parse_override("name.first=1").unwrap()).unwrap_err();

@@ -198,9 +198,11 @@ impl<'de> Deserialize<'de> for TokenCount {
                 write!(f, "a token count: {TOKENS_HINT}")
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<TokenCount, E> {
-                u32::try_from(v)
-                    .map(TokenCount::Fixed)
-                    .map_err(|_| E::custom(format!("token count {v} out of range 0..=4294967295")))
+                u32::try_from(v).map(TokenCount::Fixed).map_err(|_| {
+                    E::custom(format!(
+                        "token count {v}: give a whole number from 0 to 4294967295"
+                    ))
+                })
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<TokenCount, E> {
                 self.visit_i64(i64::try_from(v).unwrap_or(-1))

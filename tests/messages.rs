@@ -1,0 +1,242 @@
+//! Error messages point at the line (issue 15): every refused scenario names its file, the
+//! line and the dotted key that is written there, in the format's words (no Rust type
+//! names), lists the valid names when a name is unknown, and names the limit it hits.
+
+use std::path::Path;
+
+mod common;
+use common::{a_str, stampede, text};
+
+/// A small valid scenario; `extra` is appended.
+fn scenario(extra: &str) -> String {
+    format!(
+        r#"name = "m"
+duration = "1m"
+
+[[provider.scopes]]
+id = "acct"
+rpm = 60
+
+[[provider.credentials]]
+key = "sk-a"
+scope = "acct"
+
+[[workload]]
+tenant = "t"
+credential = "sk-a"
+class = "llm"
+count = 5
+arrival = {{ rate = "1/s" }}
+{extra}"#
+    )
+}
+
+/// `stampede validate FILE [--set ...]`'s error, for a file holding `body`; asserts exit 2.
+fn refused(dir: &Path, body: &str, sets: &[&str]) -> String {
+    let file = dir.join("s.toml");
+    std::fs::write(&file, body).unwrap();
+    let mut args = vec!["validate", a_str(&file)];
+    for s in sets {
+        args.push("--set");
+        args.push(s);
+    }
+    let out = stampede(&args);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    err
+}
+
+/// The 1-based line of the first line of `body` that starts with `needle`.
+fn line_of(body: &str, needle: &str) -> usize {
+    body.lines().position(|l| l.starts_with(needle)).unwrap() + 1
+}
+
+fn assert_points(err: &str, body: &str, needle: &str, key: &str) {
+    let want = format!("s.toml:{}: key `{key}`:", line_of(body, needle));
+    assert!(err.contains(&want), "want {want:?} in {err}");
+}
+
+#[test]
+fn provider_table_errors_name_file_line_and_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let body = scenario("[[provider.faults]]\nstatus = 503\nprobability = 1.5\n");
+    let err = refused(tmp.path(), &body, &[]);
+    assert_points(&err, &body, "probability", "provider.faults.0.probability");
+    assert!(err.contains("from 0 to 1"), "{err}");
+
+    let body = scenario("[[provider.faults]]\nstatus = 503\nfrom = \"2m\"\nuntil = \"1m\"\n");
+    let err = refused(tmp.path(), &body, &[]);
+    assert_points(&err, &body, "until", "provider.faults.0.until");
+
+    let body = scenario("").replace("scope = \"acct\"", "scope = \"nope\"");
+    let err = refused(tmp.path(), &body, &[]);
+    assert_points(
+        &err,
+        &body,
+        "scope = \"nope\"",
+        "provider.credentials.0.scope",
+    );
+    assert!(err.contains("known: acct"), "{err}");
+
+    let body = scenario("[[provider.faults]]\nstatus = 503\ncredential = \"sk-x\"\n");
+    let err = refused(tmp.path(), &body, &[]);
+    assert_points(
+        &err,
+        &body,
+        "credential = \"sk-x\"",
+        "provider.faults.0.credential",
+    );
+    assert!(err.contains("known: sk-a"), "{err}");
+}
+
+#[test]
+fn the_key_blamed_is_the_one_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let body = scenario("").replace("rpm = 60", "rpm = 0");
+    let err = refused(tmp.path(), &body, &[]);
+    assert_points(&err, &body, "rpm = 0", "provider.scopes.0.rpm");
+
+    let body = scenario("[client]\nworkers = 0\n");
+    let err = refused(tmp.path(), &body, &[]);
+    assert_points(&err, &body, "workers = 0", "client.workers");
+    assert!(err.contains("at least 1"), "{err}");
+
+    let body = scenario("[client.policy.classes.llm]\nmax_attempts = 0\n");
+    let err = refused(tmp.path(), &body, &[]);
+    assert_points(
+        &err,
+        &body,
+        "max_attempts = 0",
+        "client.policy.classes.llm.max_attempts",
+    );
+}
+
+#[test]
+fn a_misspelt_class_is_named_unknown_with_the_known_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let err = refused(
+        tmp.path(),
+        &scenario(""),
+        &["client.policy.classes.lm.max_attempts=5"],
+    );
+    assert!(
+        err.contains("class \"lm\" is not one of the preset's classes")
+            && err.contains("llm, read"),
+        "{err}"
+    );
+}
+
+#[test]
+fn messages_use_no_rust_type_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    let err = refused(tmp.path(), &scenario(""), &["client.workers=-1"]);
+    assert!(
+        err.contains("a whole number from 0 to 4294967295") && !err.contains("u32"),
+        "{err}"
+    );
+    let err = refused(tmp.path(), &scenario(""), &["provider.scopes.3.rpm=5"]);
+    assert!(
+        err.contains("1 entry, numbered 0") && !err.contains(".."),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_scenario_without_credentials_is_refused_saying_what_to_add() {
+    let tmp = tempfile::tempdir().unwrap();
+    let body = "name = \"m\"\nduration = \"1m\"\n\n[[workload]]\ntenant = \"t\"\ncredential = \"sk-a\"\ncount = 5\n";
+    let err = refused(tmp.path(), body, &[]);
+    assert!(
+        err.contains("no [provider] table") && err.contains("[[provider.credentials]]"),
+        "{err}"
+    );
+    let body = format!(
+        "name = \"m\"\nduration = \"1m\"\n\n[provider]\nlatency = {{ fixed = \"1s\" }}\n\n{}",
+        "[[workload]]\ntenant = \"t\"\ncredential = \"sk-a\"\ncount = 5\n"
+    );
+    let err = refused(tmp.path(), &body, &[]);
+    assert!(
+        err.contains("key `provider.credentials`") && err.contains("401"),
+        "{err}"
+    );
+}
+
+#[test]
+fn absurd_values_are_refused_naming_the_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let body = scenario("").replace("count = 5", "count = 1_000_000_000_000");
+    let err = refused(tmp.path(), &body, &[]);
+    assert_points(&err, &body, "count =", "workload.0.count");
+    assert!(err.contains("MAX_ACTIONS"), "{err}");
+
+    let body = scenario("deadline = \"0s\"\n");
+    let err = refused(tmp.path(), &body, &[]);
+    assert_points(&err, &body, "deadline", "workload.0.deadline");
+
+    let err = refused(tmp.path(), &scenario(""), &["duration=1000d"]);
+    assert!(err.contains("MAX_DURATION_MS"), "{err}");
+    let err = refused(
+        tmp.path(),
+        &scenario(""),
+        &["workload.0.arrival={ rate = \"1000000/s\" }"],
+    );
+    assert!(err.contains("MAX_RATE_PER_SECOND"), "{err}");
+    // A 1 ms bucket over ten days held gigabytes of timeseries rows.
+    let err = refused(
+        tmp.path(),
+        &scenario("\n[measure]\nbucket = \"1ms\"\n"),
+        &["duration=10d"],
+    );
+    assert!(
+        err.contains("key `measure.bucket`") && err.contains("MAX_TIMESERIES_ROWS"),
+        "{err}"
+    );
+}
+
+#[test]
+fn validate_takes_folders_like_check() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("scenarios");
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    std::fs::write(dir.join("a.toml"), scenario("")).unwrap();
+    std::fs::write(dir.join("sub").join("b.toml"), scenario("")).unwrap();
+    let out = stampede(&["validate", a_str(&dir)]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains("a.toml") && stdout.contains("b.toml"),
+        "{stdout}"
+    );
+    std::fs::write(dir.join("bad.toml"), "name = 1\n").unwrap();
+    let out = stampede(&["validate", a_str(&dir)]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("bad.toml"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn enum_and_list_errors_read_as_the_format_and_name_the_override() {
+    let tmp = tempfile::tempdir().unwrap();
+    let err = refused(tmp.path(), &scenario(""), &["workload.0.route=nope"]);
+    assert!(
+        err.contains("unknown value `nope`") && err.contains("chat_completion"),
+        "{err}"
+    );
+    assert!(!err.contains("variant"), "{err}");
+    let err = refused(
+        tmp.path(),
+        &scenario(""),
+        &["client.policy.classes.llm.retry_on=[\"x\"]"],
+    );
+    assert!(
+        err.contains("key `client.policy.classes.llm.retry_on`")
+            && err.contains("--set client.policy.classes.llm.retry_on=")
+            && err.contains("never_arrived"),
+        "{err}"
+    );
+    let err = refused(tmp.path(), &scenario(""), &["workload.0.prompt_tokens=-3"]);
+    assert!(err.contains("a whole number from 0 to"), "{err}");
+}
