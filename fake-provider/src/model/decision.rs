@@ -1,6 +1,7 @@
 //! What the client sees: the model's answer to one attempt.
 
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 /// The model's verdict on one attempt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -100,14 +101,66 @@ impl Answer {
     }
 
     /// The outcome label used in the journal and `status_counts`: the status as digits, or
-    /// `dropped`, `hang`, `stream_cut`, `stream_error`.
-    pub fn label(&self) -> String {
+    /// `dropped`, `hang`, `stream_cut`, `stream_error` (borrowed, not formatted, for the
+    /// statuses the model writes).
+    pub fn label(&self) -> Cow<'static, str> {
         match self {
-            Answer::Respond { status, .. } => status.to_string(),
-            Answer::Drop { .. } => "dropped".to_string(),
-            Answer::Hang { .. } => "hang".to_string(),
-            Answer::StreamCut { .. } => "stream_cut".to_string(),
-            Answer::StreamError { .. } => "stream_error".to_string(),
+            Answer::Respond { status, .. } => status_label(*status),
+            Answer::Drop { .. } => Cow::Borrowed("dropped"),
+            Answer::Hang { .. } => Cow::Borrowed("hang"),
+            Answer::StreamCut { .. } => Cow::Borrowed("stream_cut"),
+            Answer::StreamError { .. } => Cow::Borrowed("stream_error"),
         }
+    }
+}
+
+/// `status` as digits: borrowed for the statuses the model answers with, formatted otherwise.
+pub(crate) fn status_label(status: u16) -> Cow<'static, str> {
+    Cow::Borrowed(match status {
+        200 => "200",
+        400 => "400",
+        401 => "401",
+        403 => "403",
+        404 => "404",
+        408 => "408",
+        409 => "409",
+        422 => "422",
+        429 => "429",
+        500 => "500",
+        502 => "502",
+        503 => "503",
+        504 => "504",
+        529 => "529",
+        other => return Cow::Owned(other.to_string()),
+    })
+}
+
+/// An `error.code` for the journal: borrowed for the codes the model writes itself, copied
+/// otherwise (codes a fault rule names).
+pub(crate) fn error_code_label(code: &str) -> Cow<'static, str> {
+    const KNOWN: [&str; 19] = [
+        "rate_limit_exceeded",
+        "insufficient_quota",
+        "invalid_api_key",
+        "context_length_exceeded",
+        "content_policy_violation",
+        "idempotency_key_in_use",
+        "idempotency_error",
+        "internal_error",
+        "not_found",
+        "forbidden",
+        "conflict",
+        "invalid_arguments",
+        "bad_gateway",
+        "service_unavailable",
+        "gateway_timeout",
+        "overloaded",
+        "injected_error",
+        "unknown_route",
+        "overloaded_error",
+    ];
+    match KNOWN.iter().find(|k| **k == code) {
+        Some(k) => Cow::Borrowed(k),
+        None => Cow::Owned(code.to_string()),
     }
 }

@@ -39,7 +39,9 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use records::{KeyCheck, RecordStore};
 use serde_json::{json, Value};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 /// Model time: milliseconds since the run (or the server) started.
 pub type Millis = u64;
@@ -64,8 +66,12 @@ pub struct ProviderModel {
     config: ProviderConfig,
     seed: u64,
     clock: ClientClock,
-    credentials: HashMap<String, usize>,
+    /// Each known credential's scope index and its masked form (masked once, shared by
+    /// every journal entry).
+    credentials: HashMap<String, (usize, Arc<str>)>,
     scopes: Vec<ScopeState>,
+    /// Each scope's id, shared by every journal entry of the scope.
+    scope_ids: Vec<Arc<str>>,
     scope_stats: Vec<ScopeStats>,
     faults: FaultSchedule,
     latency: LatencySampler,
@@ -109,7 +115,10 @@ impl ProviderModel {
         let credentials = config
             .credentials
             .iter()
-            .filter_map(|c| Some((c.key.clone(), *scope_index.get(c.scope.as_str())?)))
+            .filter_map(|c| {
+                let scope = *scope_index.get(c.scope.as_str())?;
+                Some((c.key.clone(), (scope, Arc::from(mask_credential(&c.key)))))
+            })
             .collect();
         Ok(ProviderModel {
             seed,
@@ -119,6 +128,11 @@ impl ProviderModel {
             },
             credentials,
             scopes: config.scopes.iter().cloned().map(ScopeState::new).collect(),
+            scope_ids: config
+                .scopes
+                .iter()
+                .map(|s| Arc::from(s.id.as_str()))
+                .collect(),
             scope_stats: vec![ScopeStats::default(); config.scopes.len()],
             faults: FaultSchedule::new(&config.faults, streams::derive(seed, streams::FAULTS)),
             latency: LatencySampler::new(&config.latency),
@@ -220,6 +234,13 @@ impl ProviderModel {
         self.journal.drain()
     }
 
+    /// The oldest journal entry not yet drained: [`ProviderModel::drain_journal`] one entry at
+    /// a time, without collecting them into a new `Vec` (the simulator drains after every
+    /// arrival).
+    pub fn next_journal(&mut self) -> Option<JournalEntry> {
+        self.journal.pop()
+    }
+
     /// Totals so far.
     pub fn stats(&self) -> ProviderStats {
         let mut s = self.stats.clone();
@@ -263,8 +284,7 @@ impl ProviderModel {
             if let Some(scope) = self.scopes.get_mut(h.scope) {
                 scope.release();
                 if let Some(key) = h.key {
-                    let id = scope.limits.id.clone();
-                    self.records.release_key(&id, &key, seq);
+                    self.records.release_key(&scope.limits.id, &key, seq);
                 }
             }
         }
@@ -276,11 +296,11 @@ impl ProviderModel {
         self.records.evict(now);
         self.next_seq += 1;
         let seq = self.next_seq;
-        let scope_of_key = req
+        let known = req
             .credential
             .as_deref()
-            .and_then(|c| self.credentials.get(c))
-            .map_or("", |&i| self.scopes[i].limits.id.as_str());
+            .and_then(|c| self.credentials.get(c));
+        let scope_of_key = known.map_or("", |&(i, _)| self.scopes[i].limits.id.as_str());
         let who = self.identity.attribute(req, scope_of_key, now);
         let claim_mismatch = who.ordinal > 0
             && req
@@ -290,25 +310,24 @@ impl ProviderModel {
             seq,
             at_ms: now,
             done_ms: 0,
-            credential: req.credential.as_deref().map(mask_credential),
+            credential: match (known, req.credential.as_deref()) {
+                (Some((_, masked)), _) => Some(Arc::clone(masked)),
+                (None, Some(unknown)) => Some(Arc::from(mask_credential(unknown))),
+                (None, None) => None,
+            },
             scope: None,
-            route: req.route.template().to_string(),
-            method: req.route.method().to_string(),
+            route: Cow::Borrowed(req.route.template()),
+            method: Cow::Borrowed(req.route.method()),
             idempotency_key: req.idempotency_key.clone(),
             external_ref: req.external_ref.clone(),
             lookup: req.route.lookup(),
-            fingerprint: format!(
-                "{} {} {:016x}",
-                req.route.method(),
-                req.route.template(),
-                req.body_hash
-            ),
+            fingerprint: request::fingerprint(&req.route, req.body_hash),
             tenant: req.tenant.clone(),
             action: req.action,
             attempt_no: req.attempt_no,
             class: req.class.clone(),
             status: None,
-            outcome: String::new(),
+            outcome: Cow::Borrowed(""),
             error_code: None,
             committed: false,
             duplicate: false,
@@ -352,7 +371,7 @@ impl ProviderModel {
             );
         entry.status = answer.status();
         entry.outcome = answer.label();
-        entry.error_code = answer.error_code().map(str::to_string);
+        entry.error_code = answer.error_code().map(decision::error_code_label);
         entry.retry_after_ms = answer.retry_after_ms();
         entry.done_ms = if matches!(answer, Answer::Hang { .. }) {
             0
@@ -388,10 +407,10 @@ impl ProviderModel {
             seq,
             at_ms: now,
             done_ms: now,
-            credential: credential.map(mask_credential),
+            credential: credential.map(|c| Arc::from(mask_credential(c))),
             scope: None,
-            route: path[..cut].to_string(),
-            method: method.chars().take(16).collect(),
+            route: Cow::Owned(path[..cut].to_string()),
+            method: Cow::Owned(method.chars().take(16).collect()),
             idempotency_key: None,
             external_ref: None,
             lookup: None,
@@ -401,8 +420,8 @@ impl ProviderModel {
             attempt_no: None,
             class: None,
             status: Some(404),
-            outcome: "404".into(),
-            error_code: Some("unknown_route".into()),
+            outcome: Cow::Borrowed("404"),
+            error_code: Some(Cow::Borrowed("unknown_route")),
             committed: false,
             duplicate: false,
             retry_after_violation: false,
@@ -427,7 +446,12 @@ impl ProviderModel {
     fn count(&mut self, e: &JournalEntry) {
         let s = &mut self.stats;
         s.attempts += 1;
-        *s.status_counts.entry(e.outcome.clone()).or_insert(0) += 1;
+        match s.status_counts.get_mut(&*e.outcome) {
+            Some(n) => *n += 1,
+            None => {
+                s.status_counts.insert(e.outcome.to_string(), 1);
+            }
+        }
         s.committed += u64::from(e.committed);
         s.duplicates += u64::from(e.duplicate);
         s.retry_after_violations += u64::from(e.retry_after_violation);
@@ -451,7 +475,7 @@ impl ProviderModel {
         let Some((credential, scope_idx)) = req
             .credential
             .as_deref()
-            .and_then(|c| Some((c, *self.credentials.get(c)?)))
+            .and_then(|c| Some((c, self.credentials.get(c)?.0)))
         else {
             let message = if req.credential.is_none() {
                 "No API key provided: send `Authorization: Bearer KEY`."
@@ -464,8 +488,8 @@ impl ProviderModel {
                 respond(401, vec![seq_header(seq), request_id_header(seq)], body),
             );
         };
-        let scope_id = self.scopes[scope_idx].limits.id.clone();
-        entry.scope = Some(scope_id.clone());
+        let scope_id = Arc::clone(&self.scope_ids[scope_idx]);
+        entry.scope = Some(Arc::clone(&scope_id));
         self.scope_stats[scope_idx].attempts += 1;
 
         // 2. Did it reach the scope while a Retry-After already delivered there binds it?
@@ -483,12 +507,6 @@ impl ProviderModel {
         // 3. The fault schedule.
         // Scripted sequences count attempts of the logical request the provider identified
         // (a look-up counts with the write it asks about), never the client's own claim.
-        let action_key = match (entry.logical, &req.idempotency_key, &req.external_ref) {
-            (l, _, _) if l != 0 => format!("l:{l}"),
-            (_, Some(k), _) => format!("k:{k}"),
-            (_, None, Some(r)) => format!("r:{r}"),
-            (_, None, None) => format!("b:{:016x}", req.body_hash),
-        };
         let facts = AttemptFacts {
             now,
             route: req.route.name(),
@@ -496,11 +514,10 @@ impl ProviderModel {
             scope: &scope_id,
             class: req.class.as_deref(),
             tenant: req.tenant.as_deref(),
-            idempotency_key: req
-                .idempotency_key
-                .as_ref()
-                .map_or_else(|| format!("b:{:016x}", req.body_hash), |k| format!("k:{k}")),
-            action_key,
+            logical: entry.logical,
+            key: req.idempotency_key.as_deref(),
+            external_ref: req.external_ref.as_deref(),
+            body_hash: req.body_hash,
         };
         let injection = self.faults.pick(&facts);
         let mut late_fault = None;

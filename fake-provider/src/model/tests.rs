@@ -604,7 +604,7 @@ fn hang_with_and_without_commit() {
     assert_eq!(d2.answer, Answer::Hang { committed: true });
     assert_eq!(m.records().len(), 1);
     let j = m.drain_journal();
-    assert_eq!((j[0].outcome.as_str(), j[0].done_ms), ("hang", 0));
+    assert_eq!((&*j[0].outcome, j[0].done_ms), ("hang", 0));
 }
 
 #[test]

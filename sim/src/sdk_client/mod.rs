@@ -296,14 +296,18 @@ pub fn run(
                     call.sent += 1;
                     call.first_sent_at.get_or_insert(now);
                     let decision = provider.arrive(&request, now);
-                    for entry in provider.drain_journal() {
+                    while let Some(entry) = provider.next_journal() {
                         let by = SentBy {
                             tenant: &call.arrival.job.tenant,
                             action: call.arrival.job.id,
                             attempt_no: call.sent,
                         };
-                        let row = measure.on_journal(&entry, None, &by);
-                        sink.attempt(&row).map_err(DriverError::Output)?;
+                        if sink.wants_rows() {
+                            let row = measure.on_journal(&entry, None, &by);
+                            sink.attempt(&row).map_err(DriverError::Output)?;
+                        } else {
+                            measure.observe_journal(&entry, &by);
+                        }
                     }
                     let (after, ok, failure) =
                         heard(&decision.answer, decision.latency_ms, timeout);
