@@ -23,7 +23,8 @@ mod request;
 mod stats;
 mod streams;
 
-pub use decision::{Answer, Decision};
+pub use decision::{Answer, Decision, Signals};
+pub use headers::{LimitFigures, RateFigures, RetryAfterSignal, WindowFigures};
 pub use identity::{IdentifiedBy, Identity, DEFAULT_IDENTITY_WINDOW_MS};
 pub use journal::{JournalBuffer, JournalEntry};
 pub use records::{Record, DEFAULT_MAX_RECORDS, DEFAULT_RECORD_RETENTION_MS};
@@ -483,10 +484,7 @@ impl ProviderModel {
                 "Incorrect API key provided."
             };
             let body = error_body(message, "invalid_request_error", "invalid_api_key");
-            return (
-                reject_ms,
-                respond(401, vec![seq_header(seq), request_id_header(seq)], body),
-            );
+            return (reject_ms, respond(401, Signals::bare(seq), body));
         };
         let scope_id = Arc::clone(&self.scope_ids[scope_idx]);
         entry.scope = Some(Arc::clone(&scope_id));
@@ -537,9 +535,9 @@ impl ProviderModel {
                     code,
                     retry_after_ms,
                 );
-                if let (Some(retry), Answer::Respond { headers, .. }) = (should_retry, &mut answer)
+                if let (Some(retry), Answer::Respond { signals, .. }) = (should_retry, &mut answer)
                 {
-                    headers.push(("x-should-retry".into(), retry.to_string()));
+                    signals.should_retry = Some(retry);
                 }
                 return (reject_ms, answer);
             }
@@ -735,7 +733,7 @@ impl ProviderModel {
         };
         let answer = Answer::Respond {
             status: 200,
-            headers: self.headers(scope_idx, seq, now),
+            signals: self.headers(scope_idx, seq, now),
             body,
             usage: Some((req.prompt_tokens, completion)),
             stream_chunks: req.stream.then_some(completion.max(1)),
@@ -797,7 +795,7 @@ impl ProviderModel {
                     };
                     entry.replayed = true;
                     entry.record_id = Some(record.id.clone());
-                    headers.push(("idempotent-replayed".into(), "true".into()));
+                    headers.idempotent_replayed = true;
                     return (latency, respond(200, headers, record.to_json()));
                 }
             }
@@ -914,10 +912,13 @@ impl ProviderModel {
             Some(w) if status == 429 => self.rate_limited(scope_idx, seq, now, latency, w, body),
             Some(w) => {
                 self.tell_retry_after(scope_idx, seq, now, latency, w);
-                let mut headers = self.headers(scope_idx, seq, now);
-                self.clock
-                    .retry_after(self.config.retry_after_format, seq, now, w, &mut headers);
-                respond(status, headers, body)
+                let mut signals = self.headers(scope_idx, seq, now);
+                signals.retry_after =
+                    Some(
+                        self.clock
+                            .retry_after(self.config.retry_after_format, seq, now, w),
+                    );
+                respond(status, signals, body)
             }
             None => respond(status, self.headers(scope_idx, seq, now), body),
         }
@@ -936,10 +937,13 @@ impl ProviderModel {
     ) -> Answer {
         self.tell_retry_after(scope_idx, seq, now, latency, wait);
         self.scope_stats[scope_idx].rate_limited += 1;
-        let mut headers = self.headers(scope_idx, seq, now);
-        self.clock
-            .retry_after(self.config.retry_after_format, seq, now, wait, &mut headers);
-        respond(429, headers, body)
+        let mut signals = self.headers(scope_idx, seq, now);
+        signals.retry_after =
+            Some(
+                self.clock
+                    .retry_after(self.config.retry_after_format, seq, now, wait),
+            );
+        respond(429, signals, body)
     }
 
     /// Remembers, for violation checks, a Retry-After of `wait` model ms on an answer decided
@@ -965,32 +969,22 @@ impl ProviderModel {
         self.told_until = Some((leaves, until));
     }
 
-    /// Headers every answer on a scope carries.
-    fn headers(&mut self, scope_idx: usize, seq: u64, now: Millis) -> Vec<(String, String)> {
-        let mut out = Vec::with_capacity(13);
-        out.push(seq_header(seq));
-        out.push(request_id_header(seq));
+    /// What every answer on a scope carries: its seq (`x-stampede-seq`, and `x-request-id`,
+    /// which the official SDKs read into their errors) and the scope's rate-limit figures.
+    fn headers(&mut self, scope_idx: usize, seq: u64, now: Millis) -> Signals {
         let scope = &mut self.scopes[scope_idx];
         scope.refresh(now);
-        self.clock.rate_limit(scope, now, &mut out);
-        out
+        Signals {
+            rate: Some(self.clock.rate_limit(scope, now)),
+            ..Signals::bare(seq)
+        }
     }
 }
 
-fn seq_header(seq: u64) -> (String, String) {
-    ("x-stampede-seq".to_string(), seq.to_string())
-}
-
-/// `x-request-id`, which the official SDKs read into their errors and responses
-/// (`req_` and the edge's seq, so a user can find the attempt in the journal).
-fn request_id_header(seq: u64) -> (String, String) {
-    ("x-request-id".to_string(), format!("req_{seq:012}"))
-}
-
-fn respond(status: u16, headers: Vec<(String, String)>, body: Value) -> Answer {
+fn respond(status: u16, signals: Signals, body: Value) -> Answer {
     Answer::Respond {
         status,
-        headers,
+        signals,
         body,
         usage: None,
         stream_chunks: None,

@@ -463,21 +463,10 @@ fn heard(answer: &Answer, latency: u64, timeout: u64) -> (u64, bool, Option<Fail
             (latency, true, None)
         }
         Answer::Respond { status, .. } if latency <= timeout => {
-            let ms = answer
-                .header("retry-after-ms")
-                .and_then(|v| v.trim().parse::<f64>().ok())
-                .map(|v| v.max(0.0) as u64)
-                .or_else(|| {
-                    answer
-                        .header("retry-after")
-                        .and_then(|v| v.trim().parse::<u64>().ok())
-                        .map(|s| s.saturating_mul(1_000))
-                });
-            let should_retry = match answer.header("x-should-retry") {
-                Some("true") => Some(true),
-                Some("false") => Some(false),
-                _ => None,
-            };
+            // `retry-after-ms` (always sent with `retry-after`) and `x-should-retry`, as
+            // numbers: what the SDKs read from those headers.
+            let ms = answer.retry_after_ms();
+            let should_retry = answer.signals().and_then(|s| s.should_retry);
             (
                 latency,
                 false,
