@@ -31,7 +31,10 @@ pub enum Answer {
         /// ([`Signals::headers`]).
         signals: Signals,
         /// JSON body (for a stream: the final completion object the chunks add up to).
+        /// `Null` for an error when bodies are lean (see `ProviderModel::set_lean_bodies`).
         body: serde_json::Value,
+        /// An error answer's `error.type` and `error.code`, as its body says them.
+        error: Option<ErrorSignal>,
         /// `(prompt_tokens, completion_tokens)` for a completion.
         usage: Option<(u32, u32)>,
         /// For `stream: true` completions: the number of SSE content chunks.
@@ -72,10 +75,12 @@ impl Answer {
         }
     }
 
-    /// The `error.code` of an error body, if any.
+    /// The `error.code` of an error answer, if any.
     pub fn error_code(&self) -> Option<&str> {
         match self {
-            Answer::Respond { body, .. } => body.get("error")?.get("code")?.as_str(),
+            Answer::Respond {
+                error: Some(error), ..
+            } => Some(&error.code),
             _ => None,
         }
     }
@@ -130,6 +135,16 @@ impl Answer {
             Answer::StreamError { .. } => Cow::Borrowed("stream_error"),
         }
     }
+}
+
+/// An error answer's `error.type` and `error.code` (its body's), borrowed for the ones the
+/// model writes itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorSignal {
+    /// `error.type`: `requests`, `tokens`, `insufficient_quota`, `invalid_request_error`, ...
+    pub kind: Cow<'static, str>,
+    /// `error.code`: `rate_limit_exceeded`, `invalid_api_key`, ...
+    pub code: Cow<'static, str>,
 }
 
 /// What a response's headers say, as numbers; [`Signals::headers`] writes them as the HTTP
@@ -202,34 +217,4 @@ pub(crate) fn status_label(status: u16) -> Cow<'static, str> {
         529 => "529",
         other => return Cow::Owned(other.to_string()),
     })
-}
-
-/// An `error.code` for the journal: borrowed for the codes the model writes itself, copied
-/// otherwise (codes a fault rule names).
-pub(crate) fn error_code_label(code: &str) -> Cow<'static, str> {
-    const KNOWN: [&str; 19] = [
-        "rate_limit_exceeded",
-        "insufficient_quota",
-        "invalid_api_key",
-        "context_length_exceeded",
-        "content_policy_violation",
-        "idempotency_key_in_use",
-        "idempotency_error",
-        "internal_error",
-        "not_found",
-        "forbidden",
-        "conflict",
-        "invalid_arguments",
-        "bad_gateway",
-        "service_unavailable",
-        "gateway_timeout",
-        "overloaded",
-        "injected_error",
-        "unknown_route",
-        "overloaded_error",
-    ];
-    match KNOWN.iter().find(|k| **k == code) {
-        Some(k) => Cow::Borrowed(k),
-        None => Cow::Owned(code.to_string()),
-    }
 }

@@ -23,7 +23,7 @@ mod request;
 mod stats;
 mod streams;
 
-pub use decision::{Answer, Decision, Signals};
+pub use decision::{Answer, Decision, ErrorSignal, Signals};
 pub use headers::{LimitFigures, RateFigures, RetryAfterSignal, WindowFigures};
 pub use identity::{IdentifiedBy, Identity, DEFAULT_IDENTITY_WINDOW_MS};
 pub use journal::{JournalBuffer, JournalEntry};
@@ -163,11 +163,13 @@ impl ProviderModel {
         }
     }
 
-    /// Completion bodies with only their `id` when `lean` (off by default): for an in-process
-    /// driver that reads nothing else from a success (the simulator), building the whole
-    /// OpenAI-shaped body for every completion and dropping it unread is most of the cost of
-    /// a completion. Error bodies, look-up bodies, headers, usage, latency and the journal
-    /// are the same either way; the HTTP server never sets it.
+    /// Completion bodies with only their `id`, and error bodies `Null`, when `lean` (off by
+    /// default): for an in-process driver that reads nothing else from a success and only
+    /// the error's type and code (the answer's `error`) from a failure (the simulator),
+    /// building the whole OpenAI-shaped body for every completion or refusal and dropping it
+    /// unread is most of the cost of the answer. Look-up and record bodies, signals, errors'
+    /// types and codes, usage, latency and the journal are the same either way; the HTTP
+    /// server never sets it.
     pub fn set_lean_bodies(&mut self, lean: bool) {
         self.lean_bodies = lean;
     }
@@ -372,7 +374,12 @@ impl ProviderModel {
             );
         entry.status = answer.status();
         entry.outcome = answer.label();
-        entry.error_code = answer.error_code().map(decision::error_code_label);
+        entry.error_code = match &answer {
+            Answer::Respond {
+                error: Some(error), ..
+            } => Some(error.code.clone()),
+            _ => None,
+        };
         entry.retry_after_ms = answer.retry_after_ms();
         entry.done_ms = if matches!(answer, Answer::Hang { .. }) {
             0
@@ -483,8 +490,16 @@ impl ProviderModel {
             } else {
                 "Incorrect API key provided."
             };
-            let body = error_body(message, "invalid_request_error", "invalid_api_key");
-            return (reject_ms, respond(401, Signals::bare(seq), body));
+            return (
+                reject_ms,
+                self.error(
+                    401,
+                    Signals::bare(seq),
+                    || message.to_string(),
+                    "invalid_request_error",
+                    Cow::Borrowed("invalid_api_key"),
+                ),
+            );
         };
         let scope_id = Arc::clone(&self.scope_ids[scope_idx]);
         entry.scope = Some(Arc::clone(&scope_id));
@@ -565,16 +580,21 @@ impl ProviderModel {
             let wanted = u64::from(req.prompt_tokens) + u64::from(req.max_tokens);
             if let Some(window) = self.config.context_window {
                 if wanted > u64::from(window) {
-                    let body = error_body(
-                        &format!(
-                            "This model's maximum context length is {window} tokens. However, you requested {wanted} tokens ({} in the messages, {} in the completion).",
-                            req.prompt_tokens, req.max_tokens
-                        ),
-                        "invalid_request_error",
-                        "context_length_exceeded",
-                    );
                     let headers = self.headers(scope_idx, seq, now);
-                    return (reject_ms, respond(400, headers, body));
+                    let message = || {
+                        format!(
+                        "This model's maximum context length is {window} tokens. However, you requested {wanted} tokens ({} in the messages, {} in the completion).",
+                        req.prompt_tokens, req.max_tokens
+                    )
+                    };
+                    let answer = self.error(
+                        400,
+                        headers,
+                        message,
+                        "invalid_request_error",
+                        Cow::Borrowed("context_length_exceeded"),
+                    );
+                    return (reject_ms, answer);
                 }
             }
         }
@@ -594,16 +614,23 @@ impl ProviderModel {
                 limits::Refusal::TokensPerMinute => ("tokens", "rate_limit_exceeded"),
                 _ => ("requests", "rate_limit_exceeded"),
             };
-            let message = format!(
-                "{} Please try again in {}.",
-                refusal.describe(limit, used),
-                headers::go_duration(self.clock.client_ms(wait))
-            );
-            let body = error_body(&message, kind, code);
-            return (
+            let client_wait = self.clock.client_ms(wait);
+            let message = move || {
+                format!(
+                    "{} Please try again in {}.",
+                    refusal.describe(limit, used),
+                    headers::go_duration(client_wait)
+                )
+            };
+            let answer = self.rate_limited(
+                scope_idx,
+                seq,
+                now,
                 reject_ms,
-                self.rate_limited(scope_idx, seq, now, reject_ms, wait, body),
+                wait,
+                (message, kind, Cow::Borrowed(code)),
             );
+            return (reject_ms, answer);
         }
         self.scope_stats[scope_idx].admitted += 1;
         let mut holding = Holding {
@@ -627,14 +654,12 @@ impl ProviderModel {
                     Some(r) => (latency, respond(200, headers, r.to_json())),
                     None => (
                         latency,
-                        respond(
+                        self.error(
                             404,
                             headers,
-                            error_body(
-                                &format!("No such record: {id:?}"),
-                                "invalid_request_error",
-                                "not_found",
-                            ),
+                            || format!("No such record: {id:?}"),
+                            "invalid_request_error",
+                            Cow::Borrowed("not_found"),
                         ),
                     ),
                 }
@@ -735,6 +760,7 @@ impl ProviderModel {
             status: 200,
             signals: self.headers(scope_idx, seq, now),
             body,
+            error: None,
             usage: Some((req.prompt_tokens, completion)),
             stream_chunks: req.stream.then_some(completion.max(1)),
         };
@@ -763,35 +789,28 @@ impl ProviderModel {
             match self.records.check_key(scope_id, key, req.body_hash) {
                 KeyCheck::Fresh => {}
                 KeyCheck::InUse => {
-                    let body = error_body(
-                        "There is currently another in-progress request using this Idempotency-Key. Retry after it completes.",
+                    let answer = self.error(
+                        409,
+                        headers,
+                        || "There is currently another in-progress request using this Idempotency-Key. Retry after it completes.".to_string(),
                         "idempotency_error",
-                        "idempotency_key_in_use",
+                        Cow::Borrowed("idempotency_key_in_use"),
                     );
-                    return (latency, respond(409, headers, body));
+                    return (latency, answer);
                 }
                 KeyCheck::BodyMismatch => {
-                    let body = error_body(
-                        "Keys for idempotent requests can only be used with the same parameters they were first used with.",
+                    let answer = self.error(
+                        400,
+                        headers,
+                        || "Keys for idempotent requests can only be used with the same parameters they were first used with.".to_string(),
                         "idempotency_error",
-                        "idempotency_error",
+                        Cow::Borrowed("idempotency_error"),
                     );
-                    return (latency, respond(400, headers, body));
+                    return (latency, answer);
                 }
                 KeyCheck::Replay(idx) => {
                     let Some(record) = self.records.get(idx) else {
-                        return (
-                            latency,
-                            respond(
-                                500,
-                                headers,
-                                error_body(
-                                    "record store lost a record",
-                                    "server_error",
-                                    "internal_error",
-                                ),
-                            ),
-                        );
+                        return (latency, self.lost_record(headers));
                     };
                     entry.replayed = true;
                     entry.record_id = Some(record.id.clone());
@@ -814,18 +833,7 @@ impl ProviderModel {
             holding.key = req.idempotency_key.clone();
         }
         let Some(record) = self.records.get(idx) else {
-            return (
-                latency,
-                respond(
-                    500,
-                    headers,
-                    error_body(
-                        "record store lost a record",
-                        "server_error",
-                        "internal_error",
-                    ),
-                ),
-            );
+            return (latency, self.lost_record(headers));
         };
         entry.committed = true;
         entry.duplicate = record.duplicate;
@@ -892,7 +900,8 @@ impl ProviderModel {
             529 => ("Overloaded.", "server_error", "overloaded"),
             _ => ("Injected error.", "server_error", "injected_error"),
         };
-        let body = error_body(message, kind, code.as_deref().unwrap_or(default_code));
+        let code = code.map_or(Cow::Borrowed(default_code), Cow::Owned);
+        let message = || message.to_string();
         let wait = match status {
             429 => Some(retry_after_ms.unwrap_or_else(|| {
                 let scope = &self.scopes[scope_idx];
@@ -909,7 +918,9 @@ impl ProviderModel {
             _ => retry_after_ms,
         };
         match wait {
-            Some(w) if status == 429 => self.rate_limited(scope_idx, seq, now, latency, w, body),
+            Some(w) if status == 429 => {
+                self.rate_limited(scope_idx, seq, now, latency, w, (message, kind, code))
+            }
             Some(w) => {
                 self.tell_retry_after(scope_idx, seq, now, latency, w);
                 let mut signals = self.headers(scope_idx, seq, now);
@@ -918,14 +929,18 @@ impl ProviderModel {
                         self.clock
                             .retry_after(self.config.retry_after_format, seq, now, w),
                     );
-                respond(status, signals, body)
+                self.error(status, signals, message, kind, code)
             }
-            None => respond(status, self.headers(scope_idx, seq, now), body),
+            None => {
+                let signals = self.headers(scope_idx, seq, now);
+                self.error(status, signals, message, kind, code)
+            }
         }
     }
 
     /// A 429 answered `latency` model ms after `now` telling the scope to wait `wait` model
-    /// ms, remembered for violation checks.
+    /// ms, remembered for violation checks; `error` is its message (written only for a whole
+    /// body), type and code.
     fn rate_limited(
         &mut self,
         scope_idx: usize,
@@ -933,7 +948,7 @@ impl ProviderModel {
         now: Millis,
         latency: u64,
         wait: u64,
-        body: Value,
+        error: (impl FnOnce() -> String, &'static str, Cow<'static, str>),
     ) -> Answer {
         self.tell_retry_after(scope_idx, seq, now, latency, wait);
         self.scope_stats[scope_idx].rate_limited += 1;
@@ -943,7 +958,47 @@ impl ProviderModel {
                 self.clock
                     .retry_after(self.config.retry_after_format, seq, now, wait),
             );
-        respond(429, signals, body)
+        let (message, kind, code) = error;
+        self.error(429, signals, message, kind, code)
+    }
+
+    /// An error answer: its OpenAI-shaped body, or `Null` when bodies are lean (then
+    /// `message` is never written), and its type and code as an [`ErrorSignal`].
+    fn error(
+        &self,
+        status: u16,
+        signals: Signals,
+        message: impl FnOnce() -> String,
+        kind: &'static str,
+        code: Cow<'static, str>,
+    ) -> Answer {
+        let body = if self.lean_bodies {
+            Value::Null
+        } else {
+            error_body(&message(), kind, &code)
+        };
+        Answer::Respond {
+            status,
+            signals,
+            body,
+            error: Some(ErrorSignal {
+                kind: Cow::Borrowed(kind),
+                code,
+            }),
+            usage: None,
+            stream_chunks: None,
+        }
+    }
+
+    /// The 500 of a record the store should hold and does not.
+    fn lost_record(&self, signals: Signals) -> Answer {
+        self.error(
+            500,
+            signals,
+            || "record store lost a record".to_string(),
+            "server_error",
+            Cow::Borrowed("internal_error"),
+        )
     }
 
     /// Remembers, for violation checks, a Retry-After of `wait` model ms on an answer decided
@@ -986,6 +1041,7 @@ fn respond(status: u16, signals: Signals, body: Value) -> Answer {
         status,
         signals,
         body,
+        error: None,
         usage: None,
         stream_chunks: None,
     }

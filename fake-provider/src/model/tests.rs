@@ -767,7 +767,7 @@ fn journal_is_bounded_and_reset_restarts() {
 }
 
 #[test]
-fn lean_bodies_keep_the_id_and_change_nothing_else() {
+fn lean_bodies_keep_the_id_and_the_error_code_and_change_nothing_else() {
     let mut s = scope("a");
     s.rpm = Some(3);
     let c = config(vec![s], vec![]);
@@ -786,6 +786,7 @@ fn lean_bodies_keep_the_id_and_change_nothing_else() {
                     status: fs,
                     signals: fh,
                     body: fb,
+                    error: fe,
                     usage: fu,
                     ..
                 },
@@ -793,16 +794,21 @@ fn lean_bodies_keep_the_id_and_change_nothing_else() {
                     status: ls,
                     signals: lh,
                     body: lb,
+                    error: le,
                     usage: lu,
                     ..
                 },
             ) => {
-                assert_eq!((fs, &fh, fu), (ls, &lh, lu));
+                assert_eq!((fs, &fh, &fe, fu), (ls, &lh, &le, lu));
                 if fs == 200 {
                     assert_eq!(lb, json!({ "id": fb["id"].clone() }));
                     assert!(fb.get("choices").is_some());
                 } else {
-                    assert_eq!(fb, lb, "error bodies are whole");
+                    // The error's type and code are the body's; the lean body is empty.
+                    let fe = fe.expect("an error answer says its error");
+                    assert_eq!(fb["error"]["type"], json!(&*fe.kind));
+                    assert_eq!(fb["error"]["code"], json!(&*fe.code));
+                    assert_eq!(lb, Value::Null);
                 }
             }
             other => panic!("both answer: {other:?}"),

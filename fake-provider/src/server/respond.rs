@@ -111,6 +111,7 @@ pub(crate) async fn play(
             body,
             stream_chunks,
             usage,
+            ..
         } => {
             let headers = signals.headers();
             wait(real_latency_ms, &mut stop).await;

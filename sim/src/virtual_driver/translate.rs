@@ -108,11 +108,19 @@ pub fn outcome(send: &Send, decision: Decision) -> (Millis, Outcome) {
             status,
             signals,
             body,
+            error,
             usage,
             ..
         } => (
             latency,
-            answered_typed(send, status, &signals, &body, usage),
+            answered_typed(
+                send,
+                status,
+                &signals,
+                error.map(|e| e.code.into_owned()),
+                &body,
+                usage,
+            ),
         ),
         Answer::Drop { committed: false } => (
             latency,
@@ -147,21 +155,37 @@ pub fn answered(
     body: &serde_json::Value,
     usage: Option<(u32, u32)>,
 ) -> Outcome {
-    answered_with(send, status, headers, None, None, body, usage)
+    let error_code = body
+        .get("error")
+        .and_then(|e| e.get("code"))
+        .and_then(|c| c.as_str())
+        .map(str::to_string);
+    answered_with(send, status, headers, None, None, error_code, body, usage)
 }
 
 /// [`answered`] for the in-process provider: its Retry-After and rate-limit figures go to
-/// the core as numbers ([`rate_hint_of`]), with no header text written or parsed.
+/// the core as numbers ([`rate_hint_of`]), with no header text written or parsed, and the
+/// error code as the model typed it (its error bodies may be lean, `Null`).
 pub fn answered_typed(
     send: &Send,
     status: u16,
     signals: &Signals,
+    error_code: Option<String>,
     body: &serde_json::Value,
     usage: Option<(u32, u32)>,
 ) -> Outcome {
     let retry_after_ms = signals.retry_after.map(|r| r.delay_ms);
     let rate = signals.rate.as_ref().and_then(rate_hint_of);
-    answered_with(send, status, Vec::new(), retry_after_ms, rate, body, usage)
+    answered_with(
+        send,
+        status,
+        Vec::new(),
+        retry_after_ms,
+        rate,
+        error_code,
+        body,
+        usage,
+    )
 }
 
 /// What the core's header parser (`stampede_core::rate_headers::rate_hint`) reads from the
@@ -195,6 +219,7 @@ fn answered_with(
     headers: Vec<(String, String)>,
     retry_after_ms: Option<Millis>,
     rate: Option<RateHint>,
+    error_code: Option<String>,
     body: &serde_json::Value,
     usage: Option<(u32, u32)>,
 ) -> Outcome {
@@ -202,11 +227,6 @@ fn answered_with(
     if lookup && (status == 200 || status == 404) {
         return Outcome::Lookup(lookup_result(status, body));
     }
-    let error_code = body
-        .get("error")
-        .and_then(|e| e.get("code"))
-        .and_then(|c| c.as_str())
-        .map(str::to_string);
     let operation_id = if (200..300).contains(&status) {
         body.get("id").and_then(|v| v.as_str()).map(str::to_string)
     } else {
