@@ -42,6 +42,8 @@ fn ok() -> Outcome {
     Outcome::Response(Response {
         status: 200,
         headers: Vec::new(),
+        retry_after_ms: None,
+        rate: None,
         error_code: None,
         usage: Some(Usage {
             prompt_tokens: 300,

@@ -65,6 +65,8 @@ fn main() {
     let ok = Outcome::Response(Response {
         status: 200,
         headers: Vec::new(),
+        retry_after_ms: None,
+        rate: None,
         error_code: None,
         usage: Some(Usage {
             prompt_tokens: 300,

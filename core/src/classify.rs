@@ -278,6 +278,8 @@ mod tests {
         Outcome::Response(Response {
             status,
             headers: Vec::new(),
+            retry_after_ms: None,
+            rate: None,
             error_code: code.map(str::to_owned),
             usage: None,
             operation_id: None,

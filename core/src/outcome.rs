@@ -2,6 +2,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::rate_headers::{rate_hint, RateHint};
+use crate::retry_after::{retry_after_delay, RetryAfter, RetryAfterSource};
+use crate::time::Millis;
+
 /// Token usage the provider reported (tokens).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
@@ -14,8 +18,19 @@ pub struct Usage {
 pub struct Response {
     /// HTTP status code.
     pub status: u16,
-    /// Response headers, names lower-cased, in the order received.
+    /// Response headers, names lower-cased, in the order received. Read only for what the
+    /// typed fields below leave open: an in-process driver fills those and sends no headers.
     pub headers: Vec<(String, String)>,
+    /// The provider's requested wait (`retry-after-ms`), ms from when the answer is heard,
+    /// when the driver has it as a number already. `None`: read `retry-after-ms` /
+    /// `retry-after` from `headers` (as a live driver does, so HTTP-dates are read against
+    /// the core's clock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<Millis>,
+    /// The rate-limit figures, when the driver has them as numbers already (the same
+    /// figures the rate-limit headers would give). `None`: read them from `headers`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<RateHint>,
     /// Provider error code from the body (`rate_limit_exceeded`, `insufficient_quota`,
     /// `content_policy_violation`, `context_length_exceeded`, `idempotency_key_in_use`, ...).
     pub error_code: Option<String>,
@@ -67,4 +82,23 @@ pub enum Outcome {
     Response(Response),
     Transport(TransportFailure),
     Lookup(LookupResult),
+}
+
+impl Response {
+    /// What the provider said about its limits: the typed figures, else the headers.
+    pub fn rate_hint(&self) -> Option<RateHint> {
+        self.rate.or_else(|| rate_hint(&self.headers))
+    }
+
+    /// The provider's requested wait: the typed one, else the headers' (an HTTP-date is
+    /// compared with `now_unix_ms`; one at or before it gives `past_date_floor_ms`).
+    pub fn retry_after(&self, now_unix_ms: u64, past_date_floor_ms: Millis) -> Option<RetryAfter> {
+        match self.retry_after_ms {
+            Some(delay_ms) => Some(RetryAfter {
+                delay_ms,
+                source: RetryAfterSource::RetryAfterMs,
+            }),
+            None => retry_after_delay(&self.headers, now_unix_ms, past_date_floor_ms),
+        }
+    }
 }

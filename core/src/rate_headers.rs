@@ -11,11 +11,13 @@
 //!
 //! When both families are present the OpenAI figures win field by field.
 
+use serde::{Deserialize, Serialize};
+
 use crate::time::Millis;
 
 /// What the provider reported about its limits. Every field is optional: providers send
 /// subsets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct RateHint {
     /// Requests left in the current window.
     pub remaining_requests: Option<u64>,

@@ -125,6 +125,8 @@ fn http(
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
+        retry_after_ms: None,
+        rate: None,
         error_code: code.map(str::to_owned),
         usage,
         operation_id: None,

@@ -516,6 +516,8 @@ fn quota_exhausted_waits_for_the_reset_not_a_burst_backoff() {
     let quota = Outcome::Response(stampede_core::Response {
         status: 429,
         headers: vec![("x-ratelimit-reset-tokens".into(), "30s".into())],
+        retry_after_ms: None,
+        rate: None,
         error_code: Some("insufficient_quota".into()),
         usage: None,
         operation_id: None,

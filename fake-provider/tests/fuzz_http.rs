@@ -958,7 +958,7 @@ fn run_model_case(calls: &[Call], max_records: usize) -> Result<(), TestCaseErro
                 seen.committed += u64::from(e.committed);
                 seen.duplicates += u64::from(e.duplicate);
                 seen.tokens += e.tokens_used;
-                *seen.per_outcome.entry(e.outcome.clone()).or_insert(0) += 1;
+                *seen.per_outcome.entry(e.outcome.to_string()).or_insert(0) += 1;
             }
             Call::Depart(i, dt) => {
                 now = (now + dt).min(1 << 48);
@@ -982,7 +982,7 @@ fn run_model_case(calls: &[Call], max_records: usize) -> Result<(), TestCaseErro
                     "unknown route journaled wrong".into()
                 })?;
                 seen.entries += 1;
-                *seen.per_outcome.entry(e.outcome.clone()).or_insert(0) += 1;
+                *seen.per_outcome.entry(e.outcome.to_string()).or_insert(0) += 1;
             }
         }
         stats_agree(&m.stats(), &seen, max_records)?;

@@ -16,8 +16,6 @@ use crate::job::JobId;
 use crate::ledger::{ActionState, Ledger};
 use crate::outcome::{Outcome, TransportFailure};
 use crate::policy::FailureGroup;
-use crate::rate_headers::rate_hint;
-use crate::retry_after::retry_after_delay;
 use crate::time::Millis;
 use rand::Rng;
 
@@ -83,7 +81,7 @@ impl<L: Ledger> Scheduler<L> {
         let policy = &self.policy;
         let state = self.scopes.get_mut(scope);
         if policy.rate_header_pacing {
-            if let Some(hint) = rate_hint(&response.headers) {
+            if let Some(hint) = response.rate_hint() {
                 state.learn(&hint, now, policy.token_budget);
             }
         }
@@ -102,11 +100,7 @@ impl<L: Ledger> Scheduler<L> {
             return None;
         }
         let wall = policy.wall_epoch_unix_ms.saturating_add(now);
-        let told = retry_after_delay(
-            &response.headers,
-            wall,
-            millis(policy.retry_after.past_date_floor),
-        );
+        let told = response.retry_after(wall, millis(policy.retry_after.past_date_floor));
         if policy.share_scope_state {
             match (failure.kind, told) {
                 (FailureKind::RateLimited, Some(told)) => {
@@ -301,9 +295,9 @@ impl<L: Ledger> Scheduler<L> {
     /// never a burst backoff; fail with `QuotaExhausted` when the wait does not fit.
     fn wait_for_quota(&mut self, id: JobId, outcome: &Outcome, told: Option<Millis>, now: Millis) {
         let hinted = match outcome {
-            Outcome::Response(r) => {
-                rate_hint(&r.headers).and_then(|h| h.reset_tokens_ms.max(h.reset_requests_ms))
-            }
+            Outcome::Response(r) => r
+                .rate_hint()
+                .and_then(|h| h.reset_tokens_ms.max(h.reset_requests_ms)),
             _ => None,
         };
         let reset = told

@@ -80,6 +80,8 @@ pub fn response(status: u16, headers: &[(&str, &str)]) -> Outcome {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
+        retry_after_ms: None,
+        rate: None,
         error_code: None,
         usage: None,
         operation_id: None,
@@ -90,6 +92,8 @@ pub fn with_code(status: u16, code: &str) -> Outcome {
     Outcome::Response(Response {
         status,
         headers: Vec::new(),
+        retry_after_ms: None,
+        rate: None,
         error_code: Some(code.into()),
         usage: None,
         operation_id: None,
@@ -100,6 +104,8 @@ pub fn ok_with_usage(prompt: u32, completion: u32) -> Outcome {
     Outcome::Response(Response {
         status: 200,
         headers: Vec::new(),
+        retry_after_ms: None,
+        rate: None,
         error_code: None,
         usage: Some(Usage {
             prompt_tokens: prompt,

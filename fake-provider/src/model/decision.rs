@@ -1,6 +1,9 @@
 //! What the client sees: the model's answer to one attempt.
 
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+
+use super::headers::{RateFigures, RetryAfterSignal};
 
 /// The model's verdict on one attempt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -15,16 +18,23 @@ pub struct Decision {
 }
 
 /// What the client sees.
+// `Respond` carries its signals inline (a few hundred bytes, no heap): moving them is cheaper
+// than the allocation boxing them would add to every answer.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Answer {
     /// An HTTP response.
     Respond {
         /// HTTP status.
         status: u16,
-        /// Headers, lower-case names, in a stable order.
-        headers: Vec<(String, String)>,
+        /// What the headers say, as numbers: the HTTP edge renders them
+        /// ([`Signals::headers`]).
+        signals: Signals,
         /// JSON body (for a stream: the final completion object the chunks add up to).
+        /// `Null` for an error when bodies are lean (see `ProviderModel::set_lean_bodies`).
         body: serde_json::Value,
+        /// An error answer's `error.type` and `error.code`, as its body says them.
+        error: Option<ErrorSignal>,
         /// `(prompt_tokens, completion_tokens)` for a completion.
         usage: Option<(u32, u32)>,
         /// For `stream: true` completions: the number of SSE content chunks.
@@ -65,28 +75,42 @@ impl Answer {
         }
     }
 
-    /// The `error.code` of an error body, if any.
+    /// The `error.code` of an error answer, if any.
     pub fn error_code(&self) -> Option<&str> {
         match self {
-            Answer::Respond { body, .. } => body.get("error")?.get("code")?.as_str(),
+            Answer::Respond {
+                error: Some(error), ..
+            } => Some(&error.code),
             _ => None,
         }
     }
 
-    /// A header's value (name in lower case).
-    pub fn header(&self, name: &str) -> Option<&str> {
+    /// What a response's headers say, as numbers (`None` for an answer that is no response).
+    pub fn signals(&self) -> Option<&Signals> {
         match self {
-            Answer::Respond { headers, .. } => headers
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, v)| v.as_str()),
+            Answer::Respond { signals, .. } => Some(signals),
             _ => None,
         }
     }
 
-    /// `retry-after-ms` if the answer carries one (model ms).
+    /// The response's headers as the HTTP edge writes them (empty for no response).
+    pub fn headers(&self) -> Vec<(String, String)> {
+        self.signals().map(Signals::headers).unwrap_or_default()
+    }
+
+    /// A header's value as the HTTP edge writes it (name in lower case). Renders every
+    /// header: for tests and tools, not the hot path, which reads [`Answer::signals`].
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.headers()
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v)
+    }
+
+    /// The Retry-After the answer carries (`retry-after-ms`), client ms (model ms in the
+    /// simulator, whose emit scale is 1).
     pub fn retry_after_ms(&self) -> Option<u64> {
-        self.header("retry-after-ms")?.parse().ok()
+        Some(self.signals()?.retry_after?.delay_ms)
     }
 
     /// Whether the side effect was committed, as far as this answer says.
@@ -100,14 +124,97 @@ impl Answer {
     }
 
     /// The outcome label used in the journal and `status_counts`: the status as digits, or
-    /// `dropped`, `hang`, `stream_cut`, `stream_error`.
-    pub fn label(&self) -> String {
+    /// `dropped`, `hang`, `stream_cut`, `stream_error` (borrowed, not formatted, for the
+    /// statuses the model writes).
+    pub fn label(&self) -> Cow<'static, str> {
         match self {
-            Answer::Respond { status, .. } => status.to_string(),
-            Answer::Drop { .. } => "dropped".to_string(),
-            Answer::Hang { .. } => "hang".to_string(),
-            Answer::StreamCut { .. } => "stream_cut".to_string(),
-            Answer::StreamError { .. } => "stream_error".to_string(),
+            Answer::Respond { status, .. } => status_label(*status),
+            Answer::Drop { .. } => Cow::Borrowed("dropped"),
+            Answer::Hang { .. } => Cow::Borrowed("hang"),
+            Answer::StreamCut { .. } => Cow::Borrowed("stream_cut"),
+            Answer::StreamError { .. } => Cow::Borrowed("stream_error"),
         }
     }
+}
+
+/// An error answer's `error.type` and `error.code` (its body's), borrowed for the ones the
+/// model writes itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorSignal {
+    /// `error.type`: `requests`, `tokens`, `insufficient_quota`, `invalid_request_error`, ...
+    pub kind: Cow<'static, str>,
+    /// `error.code`: `rate_limit_exceeded`, `invalid_api_key`, ...
+    pub code: Cow<'static, str>,
+}
+
+/// What a response's headers say, as numbers; [`Signals::headers`] writes them as the HTTP
+/// edge sends them. No heap: an in-process driver reads the figures directly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Signals {
+    /// The attempt's seq: `x-stampede-seq`, and `x-request-id` (`req_` and 12 digits).
+    pub seq: u64,
+    /// The scope's rate-limit figures (`None` before a scope is known: a 401).
+    pub rate: Option<RateFigures>,
+    /// `retry-after` and `retry-after-ms`.
+    pub retry_after: Option<RetryAfterSignal>,
+    /// `x-should-retry`, when a fault rule sets it.
+    pub should_retry: Option<bool>,
+    /// `idempotent-replayed: true`: an idempotent replay answered it.
+    pub idempotent_replayed: bool,
+}
+
+impl Signals {
+    /// Signals carrying only the seq.
+    pub fn bare(seq: u64) -> Self {
+        Signals {
+            seq,
+            rate: None,
+            retry_after: None,
+            should_retry: None,
+            idempotent_replayed: false,
+        }
+    }
+
+    /// The headers, lower-case names, in the order the edge has always written them:
+    /// `x-stampede-seq`, `x-request-id`, the rate-limit headers, `retry-after`,
+    /// `retry-after-ms`, `x-should-retry`, `idempotent-replayed`.
+    pub fn headers(&self) -> Vec<(String, String)> {
+        let mut out = Vec::with_capacity(16);
+        out.push(("x-stampede-seq".to_string(), self.seq.to_string()));
+        out.push(("x-request-id".to_string(), format!("req_{:012}", self.seq)));
+        if let Some(rate) = &self.rate {
+            rate.render(&mut out);
+        }
+        if let Some(retry_after) = &self.retry_after {
+            retry_after.render(&mut out);
+        }
+        if let Some(retry) = self.should_retry {
+            out.push(("x-should-retry".into(), retry.to_string()));
+        }
+        if self.idempotent_replayed {
+            out.push(("idempotent-replayed".into(), "true".into()));
+        }
+        out
+    }
+}
+
+/// `status` as digits: borrowed for the statuses the model answers with, formatted otherwise.
+pub(crate) fn status_label(status: u16) -> Cow<'static, str> {
+    Cow::Borrowed(match status {
+        200 => "200",
+        400 => "400",
+        401 => "401",
+        403 => "403",
+        404 => "404",
+        408 => "408",
+        409 => "409",
+        422 => "422",
+        429 => "429",
+        500 => "500",
+        502 => "502",
+        503 => "503",
+        504 => "504",
+        529 => "529",
+        other => return Cow::Owned(other.to_string()),
+    })
 }

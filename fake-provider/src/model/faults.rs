@@ -30,10 +30,35 @@ pub(crate) struct AttemptFacts<'a> {
     pub(crate) scope: &'a str,
     pub(crate) class: Option<&'a str>,
     pub(crate) tenant: Option<&'a str>,
-    /// Identity of the logical action (for `per = "action"` sequences).
-    pub(crate) action_key: String,
+    /// The logical request the provider attached the attempt to (0: none).
+    pub(crate) logical: u64,
+    /// Its `Idempotency-Key`.
+    pub(crate) key: Option<&'a str>,
+    /// Its `external_ref`.
+    pub(crate) external_ref: Option<&'a str>,
+    /// Hash of its canonical body.
+    pub(crate) body_hash: u64,
+}
+
+impl AttemptFacts<'_> {
+    /// Identity of the logical action (for `per = "action"` sequences), written only for a
+    /// rule that counts per action.
+    fn action_key(&self) -> String {
+        match (self.logical, self.key, self.external_ref) {
+            (l, _, _) if l != 0 => format!("l:{l}"),
+            (_, Some(k), _) => format!("k:{k}"),
+            (_, None, Some(r)) => format!("r:{r}"),
+            (_, None, None) => format!("b:{:016x}", self.body_hash),
+        }
+    }
+
     /// Identity of the idempotency key (for `per = "key"` sequences).
-    pub(crate) idempotency_key: String,
+    fn key_identity(&self) -> String {
+        self.key.map_or_else(
+            || format!("b:{:016x}", self.body_hash),
+            |k| format!("k:{k}"),
+        )
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -79,8 +104,8 @@ impl FaultSchedule {
             state.matched += 1;
             if !rule.sequence.is_empty() {
                 let identity = match rule.per {
-                    SequenceKey::Action => facts.action_key.clone(),
-                    SequenceKey::Key => facts.idempotency_key.clone(),
+                    SequenceKey::Action => facts.action_key(),
+                    SequenceKey::Key => facts.key_identity(),
                     SequenceKey::Rule => String::new(),
                 };
                 let n = state.per_identity.entry(identity).or_insert(0);

@@ -6,6 +6,7 @@
 
 use super::limits::ScopeState;
 use crate::config::RetryAfterFormat;
+use serde::{Deserialize, Serialize};
 use std::time::{Duration, UNIX_EPOCH};
 
 /// Converts model durations to what the client is told.
@@ -36,91 +37,162 @@ impl ClientClock {
         }
     }
 
-    /// `retry-after` and `retry-after-ms` for a wait of `delay_ms` model ms from `now`.
+    /// The Retry-After of a wait of `delay_ms` model ms from `now` (see [`RetryAfterSignal`]).
     pub(crate) fn retry_after(
         &self,
         format: RetryAfterFormat,
         seq: u64,
         now: u64,
         delay_ms: u64,
-        out: &mut Vec<(String, String)>,
-    ) {
+    ) -> RetryAfterSignal {
         let delay = self.client_ms(delay_ms);
-        let value = if as_http_date(format, seq) {
+        let http_date_unix_s = as_http_date(format, seq).then(|| {
             let until_ms = self.wall_epoch_unix_ms + self.client_ms(now) + delay;
-            let secs = until_ms.div_ceil(1_000);
-            httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(secs))
-        } else {
-            delay.div_ceil(1_000).to_string()
-        };
-        out.push(("retry-after".to_string(), value));
-        out.push(("retry-after-ms".to_string(), delay.to_string()));
+            until_ms.div_ceil(1_000)
+        });
+        RetryAfterSignal {
+            delay_ms: delay,
+            http_date_unix_s,
+        }
     }
 
-    /// `x-ratelimit-*` (OpenAI style) and IETF `RateLimit-Policy` / `RateLimit` headers.
-    pub(crate) fn rate_limit(&self, scope: &ScopeState, now: u64, out: &mut Vec<(String, String)>) {
+    /// A scope's rate-limit figures at `now`, in client time (see [`RateFigures`]).
+    pub(crate) fn rate_limit(&self, scope: &ScopeState, now: u64) -> RateFigures {
         let l = &scope.limits;
         let minute_reset = self.client_ms(scope.minute.reset_at().saturating_sub(now));
         let day_reset = self.client_ms(scope.day.reset_at().saturating_sub(now));
         let minute_w = self.client_ms(60_000).div_ceil(1_000);
         let day_w = self.client_ms(86_400_000).div_ceil(1_000);
-        // Built in place, one string per header: this runs for every answer.
-        let mut policy = String::new();
-        let mut current = String::new();
-        let mut add = |name: &str, limit: Option<u64>, used: u64, w: u64, reset_ms: u64| {
-            if let Some(q) = limit {
-                if !policy.is_empty() {
-                    policy.push_str(", ");
-                    current.push_str(", ");
-                }
-                policy.push('"');
-                policy.push_str(name);
-                policy.push_str("\";q=");
-                push_number(&mut policy, q);
-                policy.push_str(";w=");
-                push_number(&mut policy, w);
-                current.push('"');
-                current.push_str(name);
-                current.push_str("\";r=");
-                push_number(&mut current, q.saturating_sub(used));
-                current.push_str(";t=");
-                push_number(&mut current, reset_ms.div_ceil(1_000));
-            }
+        let window = |limit: Option<u64>, used: u64, w: u64, reset_ms: u64| {
+            limit.map(|q| WindowFigures {
+                quota: q,
+                remaining: q.saturating_sub(used),
+                window_s: w,
+                reset_s: reset_ms.div_ceil(1_000),
+            })
         };
-        add("rpm", l.rpm, scope.minute.requests, minute_w, minute_reset);
-        add("tpm", l.tpm, scope.minute.tokens, minute_w, minute_reset);
-        add("rpd", l.rpd, scope.day.requests, day_w, day_reset);
-        add("tpd", l.tpd, scope.day.tokens, day_w, day_reset);
         // OpenAI's headers describe the per-minute limits, or the daily ones when only those
         // exist.
-        let requests = l
-            .rpm
-            .map(|q| (q, scope.minute.requests, minute_reset))
-            .or(l.rpd.map(|q| (q, scope.day.requests, day_reset)));
-        if let Some((q, used, reset)) = requests {
-            out.push(("x-ratelimit-limit-requests".into(), number(q)));
-            out.push((
-                "x-ratelimit-remaining-requests".into(),
-                number(q.saturating_sub(used)),
-            ));
-            out.push(("x-ratelimit-reset-requests".into(), go_duration(reset)));
+        let figures = |q: u64, used: u64, reset_ms: u64| LimitFigures {
+            limit: q,
+            remaining: q.saturating_sub(used),
+            reset_ms,
+        };
+        RateFigures {
+            requests: l
+                .rpm
+                .map(|q| figures(q, scope.minute.requests, minute_reset))
+                .or(l.rpd.map(|q| figures(q, scope.day.requests, day_reset))),
+            tokens: l
+                .tpm
+                .map(|q| figures(q, scope.minute.tokens, minute_reset))
+                .or(l.tpd.map(|q| figures(q, scope.day.tokens, day_reset))),
+            windows: [
+                window(l.rpm, scope.minute.requests, minute_w, minute_reset),
+                window(l.tpm, scope.minute.tokens, minute_w, minute_reset),
+                window(l.rpd, scope.day.requests, day_w, day_reset),
+                window(l.tpd, scope.day.tokens, day_w, day_reset),
+            ],
         }
-        let tokens = l
-            .tpm
-            .map(|q| (q, scope.minute.tokens, minute_reset))
-            .or(l.tpd.map(|q| (q, scope.day.tokens, day_reset)));
-        if let Some((q, used, reset)) = tokens {
-            out.push(("x-ratelimit-limit-tokens".into(), number(q)));
-            out.push((
-                "x-ratelimit-remaining-tokens".into(),
-                number(q.saturating_sub(used)),
-            ));
-            out.push(("x-ratelimit-reset-tokens".into(), go_duration(reset)));
+    }
+}
+
+/// A Retry-After as numbers; the HTTP edge writes `retry-after` (seconds, rounded up, or an
+/// HTTP-date) and `retry-after-ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetryAfterSignal {
+    /// The wait in client ms (`retry-after-ms`; `retry-after` is it in seconds, rounded up).
+    pub delay_ms: u64,
+    /// When `retry-after` is an HTTP-date: the Unix time (seconds) it names, the end of the
+    /// wait rounded up to a second.
+    pub http_date_unix_s: Option<u64>,
+}
+
+/// One limit in OpenAI's `x-ratelimit-{limit,remaining,reset}-*` headers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LimitFigures {
+    /// The limit per window (requests or tokens).
+    pub limit: u64,
+    /// What is left of it in the current window.
+    pub remaining: u64,
+    /// Client ms until the window resets (written as a Go duration, `6m0s`).
+    pub reset_ms: u64,
+}
+
+/// One item of the IETF `RateLimit-Policy` / `RateLimit` headers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WindowFigures {
+    /// The quota per window (`q`).
+    pub quota: u64,
+    /// What is left of it (`r`).
+    pub remaining: u64,
+    /// The window, client seconds (`w`).
+    pub window_s: u64,
+    /// Client seconds until it resets, rounded up (`t`).
+    pub reset_s: u64,
+}
+
+/// A scope's rate-limit figures as an answer carries them, in client time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RateFigures {
+    /// Requests: per minute, or per day when the scope has only a daily request limit.
+    pub requests: Option<LimitFigures>,
+    /// Tokens: per minute, or per day when the scope has only a daily token limit.
+    pub tokens: Option<LimitFigures>,
+    /// The IETF items, in [`RateFigures::WINDOW_NAMES`] order (`None`: no such limit).
+    pub windows: [Option<WindowFigures>; 4],
+}
+
+impl RateFigures {
+    /// The IETF item names of `windows`, in order.
+    pub const WINDOW_NAMES: [&'static str; 4] = ["rpm", "tpm", "rpd", "tpd"];
+
+    /// `x-ratelimit-*` (OpenAI style) and IETF `RateLimit-Policy` / `RateLimit` headers.
+    pub(crate) fn render(&self, out: &mut Vec<(String, String)>) {
+        for (kind, figures) in [("requests", &self.requests), ("tokens", &self.tokens)] {
+            if let Some(f) = figures {
+                out.push((format!("x-ratelimit-limit-{kind}"), number(f.limit)));
+                out.push((format!("x-ratelimit-remaining-{kind}"), number(f.remaining)));
+                out.push((format!("x-ratelimit-reset-{kind}"), go_duration(f.reset_ms)));
+            }
+        }
+        let mut policy = String::new();
+        let mut current = String::new();
+        for (name, w) in Self::WINDOW_NAMES.iter().zip(&self.windows) {
+            let Some(w) = w else { continue };
+            if !policy.is_empty() {
+                policy.push_str(", ");
+                current.push_str(", ");
+            }
+            policy.push('"');
+            policy.push_str(name);
+            policy.push_str("\";q=");
+            push_number(&mut policy, w.quota);
+            policy.push_str(";w=");
+            push_number(&mut policy, w.window_s);
+            current.push('"');
+            current.push_str(name);
+            current.push_str("\";r=");
+            push_number(&mut current, w.remaining);
+            current.push_str(";t=");
+            push_number(&mut current, w.reset_s);
         }
         if !policy.is_empty() {
             out.push(("ratelimit-policy".into(), policy));
             out.push(("ratelimit".into(), current));
         }
+    }
+}
+
+impl RetryAfterSignal {
+    /// `retry-after` and `retry-after-ms`.
+    pub(crate) fn render(&self, out: &mut Vec<(String, String)>) {
+        let value = match self.http_date_unix_s {
+            Some(secs) => httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(secs)),
+            None => number(self.delay_ms.div_ceil(1_000)),
+        };
+        out.push(("retry-after".to_string(), value));
+        out.push(("retry-after-ms".to_string(), number(self.delay_ms)));
     }
 }
 
@@ -224,6 +296,134 @@ mod tests {
         }
     }
 
+    /// The headers rendered from the figures are byte for byte what the model wrote before
+    /// it carried figures (the writers below are that code, kept as the reference).
+    #[test]
+    fn rendered_figures_are_the_headers_written_before() {
+        use crate::config::ScopeLimits;
+
+        fn old_retry_after(
+            clock: &ClientClock,
+            format: RetryAfterFormat,
+            seq: u64,
+            now: u64,
+            delay_ms: u64,
+            out: &mut Vec<(String, String)>,
+        ) {
+            let delay = clock.client_ms(delay_ms);
+            let value = if as_http_date(format, seq) {
+                let until_ms = clock.wall_epoch_unix_ms + clock.client_ms(now) + delay;
+                let secs = until_ms.div_ceil(1_000);
+                httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(secs))
+            } else {
+                delay.div_ceil(1_000).to_string()
+            };
+            out.push(("retry-after".to_string(), value));
+            out.push(("retry-after-ms".to_string(), delay.to_string()));
+        }
+
+        fn old_rate_limit(
+            clock: &ClientClock,
+            scope: &ScopeState,
+            now: u64,
+            out: &mut Vec<(String, String)>,
+        ) {
+            let l = &scope.limits;
+            let minute_reset = clock.client_ms(scope.minute.reset_at().saturating_sub(now));
+            let day_reset = clock.client_ms(scope.day.reset_at().saturating_sub(now));
+            let minute_w = clock.client_ms(60_000).div_ceil(1_000);
+            let day_w = clock.client_ms(86_400_000).div_ceil(1_000);
+            let mut policy = Vec::new();
+            let mut current = Vec::new();
+            let mut add = |name: &str, limit: Option<u64>, used: u64, w: u64, reset_ms: u64| {
+                if let Some(q) = limit {
+                    policy.push(format!("\"{name}\";q={q};w={w}"));
+                    current.push(format!(
+                        "\"{name}\";r={};t={}",
+                        q.saturating_sub(used),
+                        reset_ms.div_ceil(1_000)
+                    ));
+                }
+            };
+            add("rpm", l.rpm, scope.minute.requests, minute_w, minute_reset);
+            add("tpm", l.tpm, scope.minute.tokens, minute_w, minute_reset);
+            add("rpd", l.rpd, scope.day.requests, day_w, day_reset);
+            add("tpd", l.tpd, scope.day.tokens, day_w, day_reset);
+            let requests = l
+                .rpm
+                .map(|q| (q, scope.minute.requests, minute_reset))
+                .or(l.rpd.map(|q| (q, scope.day.requests, day_reset)));
+            if let Some((q, used, reset)) = requests {
+                out.push(("x-ratelimit-limit-requests".into(), q.to_string()));
+                out.push((
+                    "x-ratelimit-remaining-requests".into(),
+                    q.saturating_sub(used).to_string(),
+                ));
+                out.push(("x-ratelimit-reset-requests".into(), go_duration(reset)));
+            }
+            let tokens = l
+                .tpm
+                .map(|q| (q, scope.minute.tokens, minute_reset))
+                .or(l.tpd.map(|q| (q, scope.day.tokens, day_reset)));
+            if let Some((q, used, reset)) = tokens {
+                out.push(("x-ratelimit-limit-tokens".into(), q.to_string()));
+                out.push((
+                    "x-ratelimit-remaining-tokens".into(),
+                    q.saturating_sub(used).to_string(),
+                ));
+                out.push(("x-ratelimit-reset-tokens".into(), go_duration(reset)));
+            }
+            if !policy.is_empty() {
+                out.push(("ratelimit-policy".into(), policy.join(", ")));
+                out.push(("ratelimit".into(), current.join(", ")));
+            }
+        }
+
+        let mut compared = 0;
+        for scale in [1.0, 60.0, 7.5] {
+            let clock = ClientClock {
+                scale,
+                wall_epoch_unix_ms: 1_767_225_600_123,
+            };
+            for mask in 0u8..16 {
+                let limit = |bit: u8, q: u64| (mask & bit != 0).then_some(q);
+                let mut scope = ScopeState::new(ScopeLimits {
+                    id: "s".into(),
+                    rpm: limit(1, 5),
+                    tpm: limit(2, 2_000),
+                    rpd: limit(4, 9),
+                    tpd: limit(8, 7_000),
+                    concurrency: None,
+                    count_rejected: false,
+                });
+                for i in 0..40u64 {
+                    let now = i * 4_567 + i * i * 1_001;
+                    let _ = scope.admit(now, 150 + i * 13);
+                    scope.refresh(now);
+                    let mut old = Vec::new();
+                    old_rate_limit(&clock, &scope, now, &mut old);
+                    let mut new = Vec::new();
+                    clock.rate_limit(&scope, now).render(&mut new);
+                    assert_eq!(old, new, "scale {scale} mask {mask} #{i}");
+                    for format in [
+                        RetryAfterFormat::Seconds,
+                        RetryAfterFormat::HttpDate,
+                        RetryAfterFormat::Both,
+                    ] {
+                        let wait = i * 777 + 1;
+                        let mut old = Vec::new();
+                        old_retry_after(&clock, format, i, now, wait, &mut old);
+                        let mut new = Vec::new();
+                        clock.retry_after(format, i, now, wait).render(&mut new);
+                        assert_eq!(old, new, "scale {scale} {format:?} #{i}");
+                    }
+                    compared += 1;
+                }
+            }
+        }
+        assert_eq!(compared, 3 * 16 * 40);
+    }
+
     #[test]
     fn go_durations() {
         assert_eq!(go_duration(250), "250ms");
@@ -239,11 +439,15 @@ mod tests {
             wall_epoch_unix_ms: 1_700_000_000_000,
         };
         let mut h = Vec::new();
-        clock.retry_after(RetryAfterFormat::Seconds, 1, 500, 10_200, &mut h);
+        clock
+            .retry_after(RetryAfterFormat::Seconds, 1, 500, 10_200)
+            .render(&mut h);
         assert_eq!(h[0], ("retry-after".into(), "11".into()));
         assert_eq!(h[1], ("retry-after-ms".into(), "10200".into()));
         let mut h = Vec::new();
-        clock.retry_after(RetryAfterFormat::HttpDate, 1, 500, 10_200, &mut h);
+        clock
+            .retry_after(RetryAfterFormat::HttpDate, 1, 500, 10_200)
+            .render(&mut h);
         // 1_700_000_000_000 + 500 + 10_200 ms rounds up to second 1_700_000_011.
         let expect = httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(1_700_000_011));
         assert_eq!(h[0].1, expect);
@@ -256,7 +460,9 @@ mod tests {
             wall_epoch_unix_ms: 0,
         };
         let mut h = Vec::new();
-        clock.retry_after(RetryAfterFormat::Seconds, 0, 0, 60_000, &mut h);
+        clock
+            .retry_after(RetryAfterFormat::Seconds, 0, 0, 60_000)
+            .render(&mut h);
         assert_eq!(h[1].1, "1000");
         assert_eq!(h[0].1, "1");
     }

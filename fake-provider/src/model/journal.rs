@@ -3,7 +3,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::identity::IdentifiedBy;
+use std::borrow::Cow;
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// One attempt as the provider saw it.
 ///
@@ -18,14 +20,15 @@ pub struct JournalEntry {
     pub at_ms: u64,
     /// Planned answer time, model ms (0 for hangs).
     pub done_ms: u64,
-    /// The credential, masked (`sk-...ared`); `None` when no key was sent.
-    pub credential: Option<String>,
-    /// The scope the credential maps to (`None` for unknown keys).
-    pub scope: Option<String>,
-    /// Route template, e.g. `/v1/records/{id}`.
-    pub route: String,
-    /// HTTP method.
-    pub method: String,
+    /// The credential, masked (`sk-...ared`); `None` when no key was sent. Shared: masked
+    /// once per known credential, not per attempt.
+    pub credential: Option<Arc<str>>,
+    /// The scope the credential maps to (`None` for unknown keys), shared with the model.
+    pub scope: Option<Arc<str>>,
+    /// Route template, e.g. `/v1/records/{id}` (borrowed for the known routes).
+    pub route: Cow<'static, str>,
+    /// HTTP method (borrowed for the known routes).
+    pub method: Cow<'static, str>,
     /// `Idempotency-Key` as sent.
     pub idempotency_key: Option<String>,
     /// External reference of a record write.
@@ -46,10 +49,11 @@ pub struct JournalEntry {
     pub class: Option<String>,
     /// HTTP status when one was sent (200 for streams).
     pub status: Option<u16>,
-    /// Outcome label: "200", "429", "dropped", "hang", "stream_cut", "stream_error".
-    pub outcome: String,
-    /// `error.code` of an error answer.
-    pub error_code: Option<String>,
+    /// Outcome label: "200", "429", "dropped", "hang", "stream_cut", "stream_error"
+    /// (borrowed for the usual statuses).
+    pub outcome: Cow<'static, str>,
+    /// `error.code` of an error answer (borrowed for the codes the model writes).
+    pub error_code: Option<Cow<'static, str>>,
     /// Whether this attempt committed a side effect (a completion or a record).
     pub committed: bool,
     /// Whether this commit is a second (or later) side effect for its logical request, as
@@ -130,6 +134,11 @@ impl JournalBuffer {
     /// Takes everything buffered.
     pub fn drain(&mut self) -> Vec<JournalEntry> {
         self.entries.drain(..).collect()
+    }
+
+    /// Takes the oldest entry buffered.
+    pub fn pop(&mut self) -> Option<JournalEntry> {
+        self.entries.pop_front()
     }
 
     /// Entries evicted undrained since the start.

@@ -23,7 +23,8 @@ mod request;
 mod stats;
 mod streams;
 
-pub use decision::{Answer, Decision};
+pub use decision::{Answer, Decision, ErrorSignal, Signals};
+pub use headers::{LimitFigures, RateFigures, RetryAfterSignal, WindowFigures};
 pub use identity::{IdentifiedBy, Identity, DEFAULT_IDENTITY_WINDOW_MS};
 pub use journal::{JournalBuffer, JournalEntry};
 pub use records::{Record, DEFAULT_MAX_RECORDS, DEFAULT_RECORD_RETENTION_MS};
@@ -39,7 +40,9 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use records::{KeyCheck, RecordStore};
 use serde_json::{json, Value};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 /// Model time: milliseconds since the run (or the server) started.
 pub type Millis = u64;
@@ -64,8 +67,12 @@ pub struct ProviderModel {
     config: ProviderConfig,
     seed: u64,
     clock: ClientClock,
-    credentials: HashMap<String, usize>,
+    /// Each known credential's scope index and its masked form (masked once, shared by
+    /// every journal entry).
+    credentials: HashMap<String, (usize, Arc<str>)>,
     scopes: Vec<ScopeState>,
+    /// Each scope's id, shared by every journal entry of the scope.
+    scope_ids: Vec<Arc<str>>,
     scope_stats: Vec<ScopeStats>,
     faults: FaultSchedule,
     latency: LatencySampler,
@@ -109,7 +116,10 @@ impl ProviderModel {
         let credentials = config
             .credentials
             .iter()
-            .filter_map(|c| Some((c.key.clone(), *scope_index.get(c.scope.as_str())?)))
+            .filter_map(|c| {
+                let scope = *scope_index.get(c.scope.as_str())?;
+                Some((c.key.clone(), (scope, Arc::from(mask_credential(&c.key)))))
+            })
             .collect();
         Ok(ProviderModel {
             seed,
@@ -119,6 +129,11 @@ impl ProviderModel {
             },
             credentials,
             scopes: config.scopes.iter().cloned().map(ScopeState::new).collect(),
+            scope_ids: config
+                .scopes
+                .iter()
+                .map(|s| Arc::from(s.id.as_str()))
+                .collect(),
             scope_stats: vec![ScopeStats::default(); config.scopes.len()],
             faults: FaultSchedule::new(&config.faults, streams::derive(seed, streams::FAULTS)),
             latency: LatencySampler::new(&config.latency),
@@ -148,11 +163,13 @@ impl ProviderModel {
         }
     }
 
-    /// Completion bodies with only their `id` when `lean` (off by default): for an in-process
-    /// driver that reads nothing else from a success (the simulator), building the whole
-    /// OpenAI-shaped body for every completion and dropping it unread is most of the cost of
-    /// a completion. Error bodies, look-up bodies, headers, usage, latency and the journal
-    /// are the same either way; the HTTP server never sets it.
+    /// Completion bodies with only their `id`, and error bodies `Null`, when `lean` (off by
+    /// default): for an in-process driver that reads nothing else from a success and only
+    /// the error's type and code (the answer's `error`) from a failure (the simulator),
+    /// building the whole OpenAI-shaped body for every completion or refusal and dropping it
+    /// unread is most of the cost of the answer. Look-up and record bodies, signals, errors'
+    /// types and codes, usage, latency and the journal are the same either way; the HTTP
+    /// server never sets it.
     pub fn set_lean_bodies(&mut self, lean: bool) {
         self.lean_bodies = lean;
     }
@@ -220,6 +237,13 @@ impl ProviderModel {
         self.journal.drain()
     }
 
+    /// The oldest journal entry not yet drained: [`ProviderModel::drain_journal`] one entry at
+    /// a time, without collecting them into a new `Vec` (the simulator drains after every
+    /// arrival).
+    pub fn next_journal(&mut self) -> Option<JournalEntry> {
+        self.journal.pop()
+    }
+
     /// Totals so far.
     pub fn stats(&self) -> ProviderStats {
         let mut s = self.stats.clone();
@@ -263,8 +287,7 @@ impl ProviderModel {
             if let Some(scope) = self.scopes.get_mut(h.scope) {
                 scope.release();
                 if let Some(key) = h.key {
-                    let id = scope.limits.id.clone();
-                    self.records.release_key(&id, &key, seq);
+                    self.records.release_key(&scope.limits.id, &key, seq);
                 }
             }
         }
@@ -276,11 +299,11 @@ impl ProviderModel {
         self.records.evict(now);
         self.next_seq += 1;
         let seq = self.next_seq;
-        let scope_of_key = req
+        let known = req
             .credential
             .as_deref()
-            .and_then(|c| self.credentials.get(c))
-            .map_or("", |&i| self.scopes[i].limits.id.as_str());
+            .and_then(|c| self.credentials.get(c));
+        let scope_of_key = known.map_or("", |&(i, _)| self.scopes[i].limits.id.as_str());
         let who = self.identity.attribute(req, scope_of_key, now);
         let claim_mismatch = who.ordinal > 0
             && req
@@ -290,25 +313,24 @@ impl ProviderModel {
             seq,
             at_ms: now,
             done_ms: 0,
-            credential: req.credential.as_deref().map(mask_credential),
+            credential: match (known, req.credential.as_deref()) {
+                (Some((_, masked)), _) => Some(Arc::clone(masked)),
+                (None, Some(unknown)) => Some(Arc::from(mask_credential(unknown))),
+                (None, None) => None,
+            },
             scope: None,
-            route: req.route.template().to_string(),
-            method: req.route.method().to_string(),
+            route: Cow::Borrowed(req.route.template()),
+            method: Cow::Borrowed(req.route.method()),
             idempotency_key: req.idempotency_key.clone(),
             external_ref: req.external_ref.clone(),
             lookup: req.route.lookup(),
-            fingerprint: format!(
-                "{} {} {:016x}",
-                req.route.method(),
-                req.route.template(),
-                req.body_hash
-            ),
+            fingerprint: request::fingerprint(&req.route, req.body_hash),
             tenant: req.tenant.clone(),
             action: req.action,
             attempt_no: req.attempt_no,
             class: req.class.clone(),
             status: None,
-            outcome: String::new(),
+            outcome: Cow::Borrowed(""),
             error_code: None,
             committed: false,
             duplicate: false,
@@ -352,7 +374,12 @@ impl ProviderModel {
             );
         entry.status = answer.status();
         entry.outcome = answer.label();
-        entry.error_code = answer.error_code().map(str::to_string);
+        entry.error_code = match &answer {
+            Answer::Respond {
+                error: Some(error), ..
+            } => Some(error.code.clone()),
+            _ => None,
+        };
         entry.retry_after_ms = answer.retry_after_ms();
         entry.done_ms = if matches!(answer, Answer::Hang { .. }) {
             0
@@ -388,10 +415,10 @@ impl ProviderModel {
             seq,
             at_ms: now,
             done_ms: now,
-            credential: credential.map(mask_credential),
+            credential: credential.map(|c| Arc::from(mask_credential(c))),
             scope: None,
-            route: path[..cut].to_string(),
-            method: method.chars().take(16).collect(),
+            route: Cow::Owned(path[..cut].to_string()),
+            method: Cow::Owned(method.chars().take(16).collect()),
             idempotency_key: None,
             external_ref: None,
             lookup: None,
@@ -401,8 +428,8 @@ impl ProviderModel {
             attempt_no: None,
             class: None,
             status: Some(404),
-            outcome: "404".into(),
-            error_code: Some("unknown_route".into()),
+            outcome: Cow::Borrowed("404"),
+            error_code: Some(Cow::Borrowed("unknown_route")),
             committed: false,
             duplicate: false,
             retry_after_violation: false,
@@ -427,7 +454,12 @@ impl ProviderModel {
     fn count(&mut self, e: &JournalEntry) {
         let s = &mut self.stats;
         s.attempts += 1;
-        *s.status_counts.entry(e.outcome.clone()).or_insert(0) += 1;
+        match s.status_counts.get_mut(&*e.outcome) {
+            Some(n) => *n += 1,
+            None => {
+                s.status_counts.insert(e.outcome.to_string(), 1);
+            }
+        }
         s.committed += u64::from(e.committed);
         s.duplicates += u64::from(e.duplicate);
         s.retry_after_violations += u64::from(e.retry_after_violation);
@@ -451,21 +483,26 @@ impl ProviderModel {
         let Some((credential, scope_idx)) = req
             .credential
             .as_deref()
-            .and_then(|c| Some((c, *self.credentials.get(c)?)))
+            .and_then(|c| Some((c, self.credentials.get(c)?.0)))
         else {
             let message = if req.credential.is_none() {
                 "No API key provided: send `Authorization: Bearer KEY`."
             } else {
                 "Incorrect API key provided."
             };
-            let body = error_body(message, "invalid_request_error", "invalid_api_key");
             return (
                 reject_ms,
-                respond(401, vec![seq_header(seq), request_id_header(seq)], body),
+                self.error(
+                    401,
+                    Signals::bare(seq),
+                    || message.to_string(),
+                    "invalid_request_error",
+                    Cow::Borrowed("invalid_api_key"),
+                ),
             );
         };
-        let scope_id = self.scopes[scope_idx].limits.id.clone();
-        entry.scope = Some(scope_id.clone());
+        let scope_id = Arc::clone(&self.scope_ids[scope_idx]);
+        entry.scope = Some(Arc::clone(&scope_id));
         self.scope_stats[scope_idx].attempts += 1;
 
         // 2. Did it reach the scope while a Retry-After already delivered there binds it?
@@ -483,12 +520,6 @@ impl ProviderModel {
         // 3. The fault schedule.
         // Scripted sequences count attempts of the logical request the provider identified
         // (a look-up counts with the write it asks about), never the client's own claim.
-        let action_key = match (entry.logical, &req.idempotency_key, &req.external_ref) {
-            (l, _, _) if l != 0 => format!("l:{l}"),
-            (_, Some(k), _) => format!("k:{k}"),
-            (_, None, Some(r)) => format!("r:{r}"),
-            (_, None, None) => format!("b:{:016x}", req.body_hash),
-        };
         let facts = AttemptFacts {
             now,
             route: req.route.name(),
@@ -496,11 +527,10 @@ impl ProviderModel {
             scope: &scope_id,
             class: req.class.as_deref(),
             tenant: req.tenant.as_deref(),
-            idempotency_key: req
-                .idempotency_key
-                .as_ref()
-                .map_or_else(|| format!("b:{:016x}", req.body_hash), |k| format!("k:{k}")),
-            action_key,
+            logical: entry.logical,
+            key: req.idempotency_key.as_deref(),
+            external_ref: req.external_ref.as_deref(),
+            body_hash: req.body_hash,
         };
         let injection = self.faults.pick(&facts);
         let mut late_fault = None;
@@ -520,9 +550,9 @@ impl ProviderModel {
                     code,
                     retry_after_ms,
                 );
-                if let (Some(retry), Answer::Respond { headers, .. }) = (should_retry, &mut answer)
+                if let (Some(retry), Answer::Respond { signals, .. }) = (should_retry, &mut answer)
                 {
-                    headers.push(("x-should-retry".into(), retry.to_string()));
+                    signals.should_retry = Some(retry);
                 }
                 return (reject_ms, answer);
             }
@@ -550,16 +580,21 @@ impl ProviderModel {
             let wanted = u64::from(req.prompt_tokens) + u64::from(req.max_tokens);
             if let Some(window) = self.config.context_window {
                 if wanted > u64::from(window) {
-                    let body = error_body(
-                        &format!(
-                            "This model's maximum context length is {window} tokens. However, you requested {wanted} tokens ({} in the messages, {} in the completion).",
-                            req.prompt_tokens, req.max_tokens
-                        ),
-                        "invalid_request_error",
-                        "context_length_exceeded",
-                    );
                     let headers = self.headers(scope_idx, seq, now);
-                    return (reject_ms, respond(400, headers, body));
+                    let message = || {
+                        format!(
+                        "This model's maximum context length is {window} tokens. However, you requested {wanted} tokens ({} in the messages, {} in the completion).",
+                        req.prompt_tokens, req.max_tokens
+                    )
+                    };
+                    let answer = self.error(
+                        400,
+                        headers,
+                        message,
+                        "invalid_request_error",
+                        Cow::Borrowed("context_length_exceeded"),
+                    );
+                    return (reject_ms, answer);
                 }
             }
         }
@@ -579,16 +614,23 @@ impl ProviderModel {
                 limits::Refusal::TokensPerMinute => ("tokens", "rate_limit_exceeded"),
                 _ => ("requests", "rate_limit_exceeded"),
             };
-            let message = format!(
-                "{} Please try again in {}.",
-                refusal.describe(limit, used),
-                headers::go_duration(self.clock.client_ms(wait))
-            );
-            let body = error_body(&message, kind, code);
-            return (
+            let client_wait = self.clock.client_ms(wait);
+            let message = move || {
+                format!(
+                    "{} Please try again in {}.",
+                    refusal.describe(limit, used),
+                    headers::go_duration(client_wait)
+                )
+            };
+            let answer = self.rate_limited(
+                scope_idx,
+                seq,
+                now,
                 reject_ms,
-                self.rate_limited(scope_idx, seq, now, reject_ms, wait, body),
+                wait,
+                (message, kind, Cow::Borrowed(code)),
             );
+            return (reject_ms, answer);
         }
         self.scope_stats[scope_idx].admitted += 1;
         let mut holding = Holding {
@@ -612,14 +654,12 @@ impl ProviderModel {
                     Some(r) => (latency, respond(200, headers, r.to_json())),
                     None => (
                         latency,
-                        respond(
+                        self.error(
                             404,
                             headers,
-                            error_body(
-                                &format!("No such record: {id:?}"),
-                                "invalid_request_error",
-                                "not_found",
-                            ),
+                            || format!("No such record: {id:?}"),
+                            "invalid_request_error",
+                            Cow::Borrowed("not_found"),
                         ),
                     ),
                 }
@@ -718,8 +758,9 @@ impl ProviderModel {
         };
         let answer = Answer::Respond {
             status: 200,
-            headers: self.headers(scope_idx, seq, now),
+            signals: self.headers(scope_idx, seq, now),
             body,
+            error: None,
             usage: Some((req.prompt_tokens, completion)),
             stream_chunks: req.stream.then_some(completion.max(1)),
         };
@@ -748,39 +789,32 @@ impl ProviderModel {
             match self.records.check_key(scope_id, key, req.body_hash) {
                 KeyCheck::Fresh => {}
                 KeyCheck::InUse => {
-                    let body = error_body(
-                        "There is currently another in-progress request using this Idempotency-Key. Retry after it completes.",
+                    let answer = self.error(
+                        409,
+                        headers,
+                        || "There is currently another in-progress request using this Idempotency-Key. Retry after it completes.".to_string(),
                         "idempotency_error",
-                        "idempotency_key_in_use",
+                        Cow::Borrowed("idempotency_key_in_use"),
                     );
-                    return (latency, respond(409, headers, body));
+                    return (latency, answer);
                 }
                 KeyCheck::BodyMismatch => {
-                    let body = error_body(
-                        "Keys for idempotent requests can only be used with the same parameters they were first used with.",
+                    let answer = self.error(
+                        400,
+                        headers,
+                        || "Keys for idempotent requests can only be used with the same parameters they were first used with.".to_string(),
                         "idempotency_error",
-                        "idempotency_error",
+                        Cow::Borrowed("idempotency_error"),
                     );
-                    return (latency, respond(400, headers, body));
+                    return (latency, answer);
                 }
                 KeyCheck::Replay(idx) => {
                     let Some(record) = self.records.get(idx) else {
-                        return (
-                            latency,
-                            respond(
-                                500,
-                                headers,
-                                error_body(
-                                    "record store lost a record",
-                                    "server_error",
-                                    "internal_error",
-                                ),
-                            ),
-                        );
+                        return (latency, self.lost_record(headers));
                     };
                     entry.replayed = true;
                     entry.record_id = Some(record.id.clone());
-                    headers.push(("idempotent-replayed".into(), "true".into()));
+                    headers.idempotent_replayed = true;
                     return (latency, respond(200, headers, record.to_json()));
                 }
             }
@@ -799,18 +833,7 @@ impl ProviderModel {
             holding.key = req.idempotency_key.clone();
         }
         let Some(record) = self.records.get(idx) else {
-            return (
-                latency,
-                respond(
-                    500,
-                    headers,
-                    error_body(
-                        "record store lost a record",
-                        "server_error",
-                        "internal_error",
-                    ),
-                ),
-            );
+            return (latency, self.lost_record(headers));
         };
         entry.committed = true;
         entry.duplicate = record.duplicate;
@@ -877,7 +900,8 @@ impl ProviderModel {
             529 => ("Overloaded.", "server_error", "overloaded"),
             _ => ("Injected error.", "server_error", "injected_error"),
         };
-        let body = error_body(message, kind, code.as_deref().unwrap_or(default_code));
+        let code = code.map_or(Cow::Borrowed(default_code), Cow::Owned);
+        let message = || message.to_string();
         let wait = match status {
             429 => Some(retry_after_ms.unwrap_or_else(|| {
                 let scope = &self.scopes[scope_idx];
@@ -894,20 +918,29 @@ impl ProviderModel {
             _ => retry_after_ms,
         };
         match wait {
-            Some(w) if status == 429 => self.rate_limited(scope_idx, seq, now, latency, w, body),
+            Some(w) if status == 429 => {
+                self.rate_limited(scope_idx, seq, now, latency, w, (message, kind, code))
+            }
             Some(w) => {
                 self.tell_retry_after(scope_idx, seq, now, latency, w);
-                let mut headers = self.headers(scope_idx, seq, now);
-                self.clock
-                    .retry_after(self.config.retry_after_format, seq, now, w, &mut headers);
-                respond(status, headers, body)
+                let mut signals = self.headers(scope_idx, seq, now);
+                signals.retry_after =
+                    Some(
+                        self.clock
+                            .retry_after(self.config.retry_after_format, seq, now, w),
+                    );
+                self.error(status, signals, message, kind, code)
             }
-            None => respond(status, self.headers(scope_idx, seq, now), body),
+            None => {
+                let signals = self.headers(scope_idx, seq, now);
+                self.error(status, signals, message, kind, code)
+            }
         }
     }
 
     /// A 429 answered `latency` model ms after `now` telling the scope to wait `wait` model
-    /// ms, remembered for violation checks.
+    /// ms, remembered for violation checks; `error` is its message (written only for a whole
+    /// body), type and code.
     fn rate_limited(
         &mut self,
         scope_idx: usize,
@@ -915,14 +948,57 @@ impl ProviderModel {
         now: Millis,
         latency: u64,
         wait: u64,
-        body: Value,
+        error: (impl FnOnce() -> String, &'static str, Cow<'static, str>),
     ) -> Answer {
         self.tell_retry_after(scope_idx, seq, now, latency, wait);
         self.scope_stats[scope_idx].rate_limited += 1;
-        let mut headers = self.headers(scope_idx, seq, now);
-        self.clock
-            .retry_after(self.config.retry_after_format, seq, now, wait, &mut headers);
-        respond(429, headers, body)
+        let mut signals = self.headers(scope_idx, seq, now);
+        signals.retry_after =
+            Some(
+                self.clock
+                    .retry_after(self.config.retry_after_format, seq, now, wait),
+            );
+        let (message, kind, code) = error;
+        self.error(429, signals, message, kind, code)
+    }
+
+    /// An error answer: its OpenAI-shaped body, or `Null` when bodies are lean (then
+    /// `message` is never written), and its type and code as an [`ErrorSignal`].
+    fn error(
+        &self,
+        status: u16,
+        signals: Signals,
+        message: impl FnOnce() -> String,
+        kind: &'static str,
+        code: Cow<'static, str>,
+    ) -> Answer {
+        let body = if self.lean_bodies {
+            Value::Null
+        } else {
+            error_body(&message(), kind, &code)
+        };
+        Answer::Respond {
+            status,
+            signals,
+            body,
+            error: Some(ErrorSignal {
+                kind: Cow::Borrowed(kind),
+                code,
+            }),
+            usage: None,
+            stream_chunks: None,
+        }
+    }
+
+    /// The 500 of a record the store should hold and does not.
+    fn lost_record(&self, signals: Signals) -> Answer {
+        self.error(
+            500,
+            signals,
+            || "record store lost a record".to_string(),
+            "server_error",
+            Cow::Borrowed("internal_error"),
+        )
     }
 
     /// Remembers, for violation checks, a Retry-After of `wait` model ms on an answer decided
@@ -948,33 +1024,24 @@ impl ProviderModel {
         self.told_until = Some((leaves, until));
     }
 
-    /// Headers every answer on a scope carries.
-    fn headers(&mut self, scope_idx: usize, seq: u64, now: Millis) -> Vec<(String, String)> {
-        let mut out = Vec::with_capacity(13);
-        out.push(seq_header(seq));
-        out.push(request_id_header(seq));
+    /// What every answer on a scope carries: its seq (`x-stampede-seq`, and `x-request-id`,
+    /// which the official SDKs read into their errors) and the scope's rate-limit figures.
+    fn headers(&mut self, scope_idx: usize, seq: u64, now: Millis) -> Signals {
         let scope = &mut self.scopes[scope_idx];
         scope.refresh(now);
-        self.clock.rate_limit(scope, now, &mut out);
-        out
+        Signals {
+            rate: Some(self.clock.rate_limit(scope, now)),
+            ..Signals::bare(seq)
+        }
     }
 }
 
-fn seq_header(seq: u64) -> (String, String) {
-    ("x-stampede-seq".to_string(), seq.to_string())
-}
-
-/// `x-request-id`, which the official SDKs read into their errors and responses
-/// (`req_` and the edge's seq, so a user can find the attempt in the journal).
-fn request_id_header(seq: u64) -> (String, String) {
-    ("x-request-id".to_string(), format!("req_{seq:012}"))
-}
-
-fn respond(status: u16, headers: Vec<(String, String)>, body: Value) -> Answer {
+fn respond(status: u16, signals: Signals, body: Value) -> Answer {
     Answer::Respond {
         status,
-        headers,
+        signals,
         body,
+        error: None,
         usage: None,
         stream_chunks: None,
     }

@@ -160,6 +160,31 @@ pub fn canonical_body_hash(v: &serde_json::Value) -> u64 {
     body_hash(&serde_json::to_vec(v).unwrap_or_default())
 }
 
+/// The journal's fingerprint of an attempt: `"{method} {template} {body_hash:016x}"`, written
+/// into one allocation of the right size.
+pub(crate) fn fingerprint(route: &RequestRoute, body_hash: u64) -> String {
+    let (method, template) = (route.method(), route.template());
+    let mut out = String::with_capacity(method.len() + template.len() + 18);
+    out.push_str(method);
+    out.push(' ');
+    out.push_str(template);
+    out.push(' ');
+    push_hex16(&mut out, body_hash);
+    out
+}
+
+/// Appends `value` as 16 lower-case hex digits (what `{:016x}` writes).
+pub(crate) fn push_hex16(out: &mut String, value: u64) {
+    for shift in (0..16).rev() {
+        let digit = ((value >> (shift * 4)) & 0xf) as u8;
+        out.push(char::from(if digit < 10 {
+            b'0' + digit
+        } else {
+            b'a' + digit - 10
+        }));
+    }
+}
+
 /// A credential as it may appear in the journal: a prefix and the last four characters.
 pub fn mask_credential(key: &str) -> String {
     let chars: Vec<char> = key.chars().collect();
@@ -169,4 +194,24 @@ pub fn mask_credential(key: &str) -> String {
     let head: String = chars[..3].iter().collect();
     let tail: String = chars[chars.len() - 4..].iter().collect();
     format!("{head}...{tail}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fingerprints_are_what_format_wrote() {
+        for (route, hash) in [
+            (RequestRoute::ChatCompletions, 0u64),
+            (RequestRoute::CreateRecord, 0x0123_4567_89ab_cdef),
+            (RequestRoute::GetItem { id: "x".into() }, u64::MAX),
+            (RequestRoute::Embeddings, 0xa5),
+        ] {
+            assert_eq!(
+                fingerprint(&route, hash),
+                format!("{} {} {:016x}", route.method(), route.template(), hash)
+            );
+        }
+    }
 }

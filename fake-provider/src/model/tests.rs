@@ -126,15 +126,24 @@ fn rpm_limit_gives_429_with_retry_after_until_the_window_resets() {
     let d = m.arrive(&chat("a"), 10_000);
     assert_eq!(status(&d), Some(429));
     assert_eq!(d.answer.error_code(), Some("rate_limit_exceeded"));
-    assert_eq!(d.answer.header("retry-after"), Some("50"));
+    assert_eq!(d.answer.header("retry-after").as_deref(), Some("50"));
     assert_eq!(d.answer.retry_after_ms(), Some(50_000));
-    assert_eq!(d.answer.header("x-ratelimit-remaining-requests"), Some("0"));
-    assert_eq!(d.answer.header("x-ratelimit-reset-requests"), Some("50s"));
     assert_eq!(
-        d.answer.header("ratelimit-policy"),
+        d.answer.header("x-ratelimit-remaining-requests").as_deref(),
+        Some("0")
+    );
+    assert_eq!(
+        d.answer.header("x-ratelimit-reset-requests").as_deref(),
+        Some("50s")
+    );
+    assert_eq!(
+        d.answer.header("ratelimit-policy").as_deref(),
         Some("\"rpm\";q=2;w=60")
     );
-    assert_eq!(d.answer.header("ratelimit"), Some("\"rpm\";r=0;t=50"));
+    assert_eq!(
+        d.answer.header("ratelimit").as_deref(),
+        Some("\"rpm\";r=0;t=50")
+    );
     assert_eq!(
         status(&m.arrive(&chat("a"), 60_000)),
         Some(200),
@@ -151,7 +160,10 @@ fn tpm_charges_prompt_plus_max_tokens() {
     assert_eq!(status(&m.arrive(&chat("a"), 0)), Some(200)); // 300
     let d = m.arrive(&chat("a"), 0);
     assert_eq!(status(&d), Some(429));
-    assert_eq!(d.answer.header("x-ratelimit-remaining-tokens"), Some("0"));
+    assert_eq!(
+        d.answer.header("x-ratelimit-remaining-tokens").as_deref(),
+        Some("0")
+    );
 }
 
 #[test]
@@ -263,7 +275,7 @@ fn an_http_date_retry_after_binds_until_the_date_itself() {
     let mut m = model(c);
     m.arrive(&chat("a"), 0);
     let d = m.arrive(&chat("a"), 10_000);
-    let date = httpdate::parse_http_date(d.answer.header("retry-after").unwrap()).unwrap();
+    let date = httpdate::parse_http_date(&d.answer.header("retry-after").unwrap()).unwrap();
     let date_ms = date
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -322,7 +334,10 @@ fn with_count_rejected_the_refusal_says_the_window_is_spent_until_it_resets() {
     let first = m.arrive(&chat("a"), 0);
     let refused = m.arrive(&chat("a"), 1);
     assert_eq!(
-        refused.answer.header("x-ratelimit-remaining-requests"),
+        refused
+            .answer
+            .header("x-ratelimit-remaining-requests")
+            .as_deref(),
         Some("0"),
         "the refused attempt counted"
     );
@@ -377,12 +392,12 @@ fn injected_503_within_window_with_and_without_retry_after() {
     let d = m.arrive(&chat("a"), 1_000);
     assert_eq!(status(&d), Some(503));
     assert_eq!(d.answer.error_code(), Some("service_unavailable"));
-    assert_eq!(d.answer.header("retry-after"), Some("1"));
+    assert_eq!(d.answer.header("retry-after").as_deref(), Some("1"));
     assert_eq!(status(&m.arrive(&chat("a"), 2_000)), Some(200));
     c.retry_after_on_503 = false;
     let mut m = model(c);
     let d = m.arrive(&chat("a"), 1_500);
-    assert_eq!(d.answer.header("retry-after"), None);
+    assert_eq!(d.answer.header("retry-after").as_deref(), None);
     assert!(!m.drain_journal()[0].committed);
 }
 
@@ -418,10 +433,10 @@ fn injected_429_http_date_retry_after_and_both_alternates() {
     let d1 = m.arrive(&chat("a"), 0); // seq 1: date
     let d2 = m.arrive(&chat("a"), 0); // seq 2: seconds
     let date = d1.answer.header("retry-after").unwrap();
-    let at = httpdate::parse_http_date(date).unwrap();
+    let at = httpdate::parse_http_date(&date).unwrap();
     let unix = at.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
     assert_eq!(unix, (EPOCH + 10_000) / 1_000);
-    assert_eq!(d2.answer.header("retry-after"), Some("10"));
+    assert_eq!(d2.answer.header("retry-after").as_deref(), Some("10"));
 }
 
 #[test]
@@ -511,7 +526,7 @@ fn scripted_sequence_per_action_429_then_success() {
     a2.action = Some(1);
     let d = m.arrive(&a1, 0);
     assert_eq!(status(&d), Some(429));
-    assert_eq!(d.answer.header("retry-after"), Some("10"));
+    assert_eq!(d.answer.header("retry-after").as_deref(), Some("10"));
     assert_eq!(status(&m.arrive(&a1, 10_000)), Some(200));
     assert_eq!(status(&m.arrive(&a2, 10_000)), Some(429), "own sequence");
     assert_eq!(status(&m.arrive(&a1, 20_000)), Some(200), "past the end");
@@ -546,7 +561,10 @@ fn drop_after_commit_leaves_the_record_and_a_keyed_retry_replays_it() {
     m.depart(d.seq, d.latency_ms);
     let retry = m.arrive(&write("a", Some("k1"), "ref-1", 1), 1_000);
     assert_eq!(status(&retry), Some(200));
-    assert_eq!(retry.answer.header("idempotent-replayed"), Some("true"));
+    assert_eq!(
+        retry.answer.header("idempotent-replayed").as_deref(),
+        Some("true")
+    );
     assert_eq!(m.records().len(), 1, "no new effect");
     let j = m.drain_journal();
     assert!(j[0].committed && !j[1].committed && j[1].replayed);
@@ -604,7 +622,7 @@ fn hang_with_and_without_commit() {
     assert_eq!(d2.answer, Answer::Hang { committed: true });
     assert_eq!(m.records().len(), 1);
     let j = m.drain_journal();
-    assert_eq!((j[0].outcome.as_str(), j[0].done_ms), ("hang", 0));
+    assert_eq!((&*j[0].outcome, j[0].done_ms), ("hang", 0));
 }
 
 #[test]
@@ -749,7 +767,7 @@ fn journal_is_bounded_and_reset_restarts() {
 }
 
 #[test]
-fn lean_bodies_keep_the_id_and_change_nothing_else() {
+fn lean_bodies_keep_the_id_and_the_error_code_and_change_nothing_else() {
     let mut s = scope("a");
     s.rpm = Some(3);
     let c = config(vec![s], vec![]);
@@ -766,25 +784,31 @@ fn lean_bodies_keep_the_id_and_change_nothing_else() {
             (
                 Answer::Respond {
                     status: fs,
-                    headers: fh,
+                    signals: fh,
                     body: fb,
+                    error: fe,
                     usage: fu,
                     ..
                 },
                 Answer::Respond {
                     status: ls,
-                    headers: lh,
+                    signals: lh,
                     body: lb,
+                    error: le,
                     usage: lu,
                     ..
                 },
             ) => {
-                assert_eq!((fs, &fh, fu), (ls, &lh, lu));
+                assert_eq!((fs, &fh, &fe, fu), (ls, &lh, &le, lu));
                 if fs == 200 {
                     assert_eq!(lb, json!({ "id": fb["id"].clone() }));
                     assert!(fb.get("choices").is_some());
                 } else {
-                    assert_eq!(fb, lb, "error bodies are whole");
+                    // The error's type and code are the body's; the lean body is empty.
+                    let fe = fe.expect("an error answer says its error");
+                    assert_eq!(fb["error"]["type"], json!(&*fe.kind));
+                    assert_eq!(fb["error"]["code"], json!(&*fe.code));
+                    assert_eq!(lb, Value::Null);
                 }
             }
             other => panic!("both answer: {other:?}"),
@@ -827,7 +851,10 @@ fn records_older_than_the_retention_are_forgotten_with_their_keys() {
     m.depart(second.seq, 30_020);
     // Within the retention: everything is found and the key replays.
     let replay = m.arrive(&write("a", Some("k1"), "ref-1", 1), 59_999);
-    assert_eq!(replay.answer.header("idempotent-replayed"), Some("true"));
+    assert_eq!(
+        replay.answer.header("idempotent-replayed").as_deref(),
+        Some("true")
+    );
     m.depart(replay.seq, 60_000);
     assert_eq!(
         status(&m.arrive(&get_record("a", "rec_000001"), 59_999)),
@@ -854,7 +881,7 @@ fn records_older_than_the_retention_are_forgotten_with_their_keys() {
     // never reused), not a replay.
     let again = m.arrive(&write("a", Some("k1"), "ref-1", 1), 61_000);
     assert_eq!(status(&again), Some(200));
-    assert_eq!(again.answer.header("idempotent-replayed"), None);
+    assert_eq!(again.answer.header("idempotent-replayed").as_deref(), None);
     let j = m.drain_journal();
     let last = j.last().unwrap();
     assert!(last.committed && !last.replayed);
@@ -886,10 +913,16 @@ fn the_count_cap_evicts_the_oldest_records_first() {
     assert_eq!(m.records_by_idempotency_key("k4").len(), 1);
     // An evicted key commits anew; a kept one replays.
     let kept = m.arrive(&write("a", Some("k4"), "shared-ref", 4), 100);
-    assert_eq!(kept.answer.header("idempotent-replayed"), Some("true"));
+    assert_eq!(
+        kept.answer.header("idempotent-replayed").as_deref(),
+        Some("true")
+    );
     m.depart(kept.seq, 105);
     let forgotten = m.arrive(&write("a", Some("k0"), "shared-ref", 0), 110);
-    assert_eq!(forgotten.answer.header("idempotent-replayed"), None);
+    assert_eq!(
+        forgotten.answer.header("idempotent-replayed").as_deref(),
+        None
+    );
     assert_eq!(m.stats().records_evicted, 3);
     // The cap survives a reset.
     m.reset();

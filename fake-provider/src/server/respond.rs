@@ -107,11 +107,13 @@ pub(crate) async fn play(
     match decision.answer {
         Answer::Respond {
             status,
-            headers,
+            signals,
             body,
             stream_chunks,
             usage,
+            ..
         } => {
+            let headers = signals.headers();
             wait(real_latency_ms, &mut stop).await;
             match (stream_chunks, wire) {
                 (Some(n), Wire::OpenAi { include_usage }) if status == 200 => {

@@ -75,7 +75,7 @@ impl BlindResends {
 
 /// Whether the answer to a create leaves the client unable to tell if it executed.
 fn leaves_client_unsure(e: &JournalEntry) -> bool {
-    match e.outcome.as_str() {
+    match &*e.outcome {
         "hang" => true,
         "dropped" => e.committed,
         _ => matches!(e.status, Some(500 | 502 | 504)),
@@ -94,8 +94,8 @@ mod tests {
             done_ms: 0,
             credential: None,
             scope: None,
-            route: route.into(),
-            method: method.into(),
+            route: route.to_string().into(),
+            method: method.to_string().into(),
             idempotency_key: None,
             external_ref: None,
             lookup: None,
@@ -105,7 +105,7 @@ mod tests {
             attempt_no: None,
             class: None,
             status,
-            outcome: outcome.into(),
+            outcome: outcome.to_string().into(),
             error_code: None,
             committed,
             duplicate: false,

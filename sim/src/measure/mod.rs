@@ -334,11 +334,23 @@ impl Measurement {
         client_done_ms: Option<u64>,
         by: &SentBy<'_>,
     ) -> AttemptRow {
+        self.observe_journal(e, by);
+        attempt_row(e, client_done_ms, by)
+    }
+
+    /// [`Measurement::on_journal`] without building the row: for a run that keeps no
+    /// attempts.csv, which would copy six strings per attempt to throw them away.
+    pub fn observe_journal(&mut self, e: &JournalEntry, by: &SentBy<'_>) {
         let tenant = by.tenant;
         self.summary.blind_resends += u64::from(self.blind.observe(e));
         let s = &mut self.summary;
         s.outbound_attempts += 1;
-        *s.status_counts.entry(e.outcome.clone()).or_insert(0) += 1;
+        match s.status_counts.get_mut(&*e.outcome) {
+            Some(n) => *n += 1,
+            None => {
+                s.status_counts.insert(e.outcome.to_string(), 1);
+            }
+        }
         let retry = e.logical_attempt > 1;
         if retry {
             s.retries += 1;
@@ -380,30 +392,6 @@ impl Measurement {
         }
         row.tokens_used += e.tokens_used;
         self.tenant_row(e.at_ms, tenant).attempts += 1;
-        let done_ms = if e.done_ms == 0 {
-            client_done_ms.unwrap_or(e.at_ms)
-        } else {
-            e.done_ms
-        };
-        AttemptRow {
-            seq: e.seq,
-            at_ms: e.at_ms,
-            done_ms,
-            tenant: tenant.to_string(),
-            scope: e.scope.clone().unwrap_or_default(),
-            route: e.route.clone(),
-            action: by.action,
-            attempt_no: by.attempt_no,
-            outcome: e.outcome.clone(),
-            error_code: e.error_code.clone().unwrap_or_default(),
-            committed: e.committed,
-            retry_after_violation: e.retry_after_violation,
-            idempotency_key: e.idempotency_key.clone().unwrap_or_default(),
-            logical: e.logical,
-            logical_attempt: e.logical_attempt,
-            duplicate: e.duplicate,
-            scope_wait_violation: e.scope_wait_violation,
-        }
     }
 
     /// Closes the run at `end_ms`, after every action still open was reported with
@@ -450,6 +438,34 @@ impl Measurement {
             tenants: self.tenants.into_values().collect(),
             unfinished,
         }
+    }
+}
+
+/// One journal entry's attempts.csv row; `client_done_ms` fills the end of a hang.
+fn attempt_row(e: &JournalEntry, client_done_ms: Option<u64>, by: &SentBy<'_>) -> AttemptRow {
+    let done_ms = if e.done_ms == 0 {
+        client_done_ms.unwrap_or(e.at_ms)
+    } else {
+        e.done_ms
+    };
+    AttemptRow {
+        seq: e.seq,
+        at_ms: e.at_ms,
+        done_ms,
+        tenant: by.tenant.to_string(),
+        scope: e.scope.as_deref().unwrap_or_default().to_string(),
+        route: e.route.to_string(),
+        action: by.action,
+        attempt_no: by.attempt_no,
+        outcome: e.outcome.to_string(),
+        error_code: e.error_code.as_deref().unwrap_or_default().to_string(),
+        committed: e.committed,
+        retry_after_violation: e.retry_after_violation,
+        idempotency_key: e.idempotency_key.clone().unwrap_or_default(),
+        logical: e.logical,
+        logical_attempt: e.logical_attempt,
+        duplicate: e.duplicate,
+        scope_wait_violation: e.scope_wait_violation,
     }
 }
 

@@ -296,14 +296,18 @@ pub fn run(
                     call.sent += 1;
                     call.first_sent_at.get_or_insert(now);
                     let decision = provider.arrive(&request, now);
-                    for entry in provider.drain_journal() {
+                    while let Some(entry) = provider.next_journal() {
                         let by = SentBy {
                             tenant: &call.arrival.job.tenant,
                             action: call.arrival.job.id,
                             attempt_no: call.sent,
                         };
-                        let row = measure.on_journal(&entry, None, &by);
-                        sink.attempt(&row).map_err(DriverError::Output)?;
+                        if sink.wants_rows() {
+                            let row = measure.on_journal(&entry, None, &by);
+                            sink.attempt(&row).map_err(DriverError::Output)?;
+                        } else {
+                            measure.observe_journal(&entry, &by);
+                        }
                     }
                     let (after, ok, failure) =
                         heard(&decision.answer, decision.latency_ms, timeout);
@@ -460,21 +464,10 @@ fn heard(answer: &Answer, latency: u64, timeout: u64) -> (u64, bool, Option<Fail
             (latency, true, None)
         }
         Answer::Respond { status, .. } if latency <= timeout => {
-            let ms = answer
-                .header("retry-after-ms")
-                .and_then(|v| v.trim().parse::<f64>().ok())
-                .map(|v| v.max(0.0) as u64)
-                .or_else(|| {
-                    answer
-                        .header("retry-after")
-                        .and_then(|v| v.trim().parse::<u64>().ok())
-                        .map(|s| s.saturating_mul(1_000))
-                });
-            let should_retry = match answer.header("x-should-retry") {
-                Some("true") => Some(true),
-                Some("false") => Some(false),
-                _ => None,
-            };
+            // `retry-after-ms` (always sent with `retry-after`) and `x-should-retry`, as
+            // numbers: what the SDKs read from those headers.
+            let ms = answer.retry_after_ms();
+            let should_retry = answer.signals().and_then(|s| s.should_retry);
             (
                 latency,
                 false,

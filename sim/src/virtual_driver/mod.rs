@@ -42,6 +42,11 @@ pub const VIRTUAL_EPOCH_UNIX_MS: u64 = 1_767_225_600_000;
 /// Where attempts.csv rows go as the journal drains.
 pub trait AttemptSink {
     fn attempt(&mut self, row: &AttemptRow) -> Result<(), String>;
+
+    /// Whether rows are wanted at all: `false` lets the loop skip building them.
+    fn wants_rows(&self) -> bool {
+        true
+    }
 }
 
 /// Discards rows (benchmarks).
@@ -50,6 +55,10 @@ pub struct NoAttempts;
 impl AttemptSink for NoAttempts {
     fn attempt(&mut self, _row: &AttemptRow) -> Result<(), String> {
         Ok(())
+    }
+
+    fn wants_rows(&self) -> bool {
+        false
     }
 }
 
@@ -212,9 +221,13 @@ pub fn run_with_audit(
                         action: send.job,
                         attempt_no: send.attempt_no,
                     };
-                    for entry in provider.drain_journal() {
-                        let row = measure.on_journal(&entry, Some(now + after), &by);
-                        sink.attempt(&row).map_err(DriverError::Output)?;
+                    while let Some(entry) = provider.next_journal() {
+                        if sink.wants_rows() {
+                            let row = measure.on_journal(&entry, Some(now + after), &by);
+                            sink.attempt(&row).map_err(DriverError::Output)?;
+                        } else {
+                            measure.observe_journal(&entry, &by);
+                        }
                     }
                     let event = if left > 0 && translate::hidden_layer_retries(&outcome) {
                         Event::HiddenResend {
@@ -254,10 +267,14 @@ pub fn run_with_audit(
                         action: send.job,
                         attempt_no: send.attempt_no,
                     };
-                    for entry in provider.drain_journal() {
+                    while let Some(entry) = provider.next_journal() {
                         crashes.on_journal(&entry);
-                        let row = measure.on_journal(&entry, Some(now + after), &by);
-                        sink.attempt(&row).map_err(DriverError::Output)?;
+                        if sink.wants_rows() {
+                            let row = measure.on_journal(&entry, Some(now + after), &by);
+                            sink.attempt(&row).map_err(DriverError::Output)?;
+                        } else {
+                            measure.observe_journal(&entry, &by);
+                        }
                     }
                     let global = crashes.global(send.attempt);
                     let event = if hidden_retries > 0 && translate::hidden_layer_retries(&outcome) {

@@ -1,11 +1,14 @@
 //! Between the core's words and the provider model's: a `Send` becomes a provider `Request`,
 //! and the model's `Decision` becomes the `Outcome` the core hears, at the time it hears it.
 
+use stampede_core::rate_headers::RateHint;
 use stampede_core::{
     Job, LookupBy, LookupResult, Millis, Outcome, Response, Route, Send, SendKind,
     TransportFailure, Usage,
 };
-use stampede_provider::model::{Answer, Decision, FindBy, Request, RequestRoute};
+use stampede_provider::model::{
+    Answer, Decision, FindBy, RateFigures, Request, RequestRoute, Signals,
+};
 
 /// What the driver knows about a live action beyond what a `Send` carries.
 #[derive(Debug, Clone)]
@@ -103,11 +106,22 @@ pub fn outcome(send: &Send, decision: Decision) -> (Millis, Outcome) {
     match decision.answer {
         Answer::Respond {
             status,
-            headers,
+            signals,
             body,
+            error,
             usage,
             ..
-        } => (latency, answered(send, status, headers, &body, usage)),
+        } => (
+            latency,
+            answered_typed(
+                send,
+                status,
+                &signals,
+                error.map(|e| e.code.into_owned()),
+                &body,
+                usage,
+            ),
+        ),
         Answer::Drop { committed: false } => (
             latency,
             Outcome::Transport(TransportFailure::ResetBeforeWrite),
@@ -131,8 +145,9 @@ pub fn outcome(send: &Send, decision: Decision) -> (Millis, Outcome) {
 }
 
 /// The outcome of an attempt the provider answered with `status`, its headers (names
-/// lower-case) and JSON `body`; `usage` is (prompt, completion) tokens when reported. Shared
-/// with the live driver, which gets the same three things over HTTP.
+/// lower-case) and JSON `body`; `usage` is (prompt, completion) tokens when reported. The
+/// live driver's, which gets these over HTTP: the core reads the Retry-After and rate-limit
+/// headers itself (an HTTP-date against its own clock).
 pub fn answered(
     send: &Send,
     status: u16,
@@ -140,15 +155,78 @@ pub fn answered(
     body: &serde_json::Value,
     usage: Option<(u32, u32)>,
 ) -> Outcome {
-    let lookup = matches!(send.kind, SendKind::Lookup(_));
-    if lookup && (status == 200 || status == 404) {
-        return Outcome::Lookup(lookup_result(status, body));
-    }
     let error_code = body
         .get("error")
         .and_then(|e| e.get("code"))
         .and_then(|c| c.as_str())
         .map(str::to_string);
+    answered_with(send, status, headers, None, None, error_code, body, usage)
+}
+
+/// [`answered`] for the in-process provider: its Retry-After and rate-limit figures go to
+/// the core as numbers ([`rate_hint_of`]), with no header text written or parsed, and the
+/// error code as the model typed it (its error bodies may be lean, `Null`).
+pub fn answered_typed(
+    send: &Send,
+    status: u16,
+    signals: &Signals,
+    error_code: Option<String>,
+    body: &serde_json::Value,
+    usage: Option<(u32, u32)>,
+) -> Outcome {
+    let retry_after_ms = signals.retry_after.map(|r| r.delay_ms);
+    let rate = signals.rate.as_ref().and_then(rate_hint_of);
+    answered_with(
+        send,
+        status,
+        Vec::new(),
+        retry_after_ms,
+        rate,
+        error_code,
+        body,
+        usage,
+    )
+}
+
+/// What the core's header parser (`stampede_core::rate_headers::rate_hint`) reads from the
+/// headers these figures are written as: OpenAI's request and token figures; where the
+/// request ones are absent, the first IETF item (whatever it counts) fills them, since the
+/// parser takes the IETF headers' first item as the request figures. `None` when nothing is
+/// said.
+pub fn rate_hint_of(figures: &RateFigures) -> Option<RateHint> {
+    let mut hint = RateHint::default();
+    if let Some(r) = figures.requests {
+        hint.limit_requests = Some(r.limit);
+        hint.remaining_requests = Some(r.remaining);
+        hint.reset_requests_ms = Some(r.reset_ms);
+    } else if let Some(w) = figures.windows.iter().flatten().next() {
+        hint.limit_requests = Some(w.quota);
+        hint.remaining_requests = Some(w.remaining);
+        hint.reset_requests_ms = Some(w.reset_s.saturating_mul(1_000));
+    }
+    if let Some(t) = figures.tokens {
+        hint.limit_tokens = Some(t.limit);
+        hint.remaining_tokens = Some(t.remaining);
+        hint.reset_tokens_ms = Some(t.reset_ms);
+    }
+    (hint != RateHint::default()).then_some(hint)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn answered_with(
+    send: &Send,
+    status: u16,
+    headers: Vec<(String, String)>,
+    retry_after_ms: Option<Millis>,
+    rate: Option<RateHint>,
+    error_code: Option<String>,
+    body: &serde_json::Value,
+    usage: Option<(u32, u32)>,
+) -> Outcome {
+    let lookup = matches!(send.kind, SendKind::Lookup(_));
+    if lookup && (status == 200 || status == 404) {
+        return Outcome::Lookup(lookup_result(status, body));
+    }
     let operation_id = if (200..300).contains(&status) {
         body.get("id").and_then(|v| v.as_str()).map(str::to_string)
     } else {
@@ -161,6 +239,8 @@ pub fn answered(
     Outcome::Response(Response {
         status,
         headers,
+        retry_after_ms,
+        rate,
         error_code,
         usage,
         operation_id,
@@ -184,5 +264,104 @@ fn lookup_result(status: u16, body: &serde_json::Value) -> LookupResult {
                 .map(str::to_string),
         },
         None => LookupResult::Absent,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stampede_core::rate_headers::rate_hint;
+    use stampede_core::retry_after::retry_after_delay;
+    use stampede_provider::config::{
+        CredentialConfig, DurationMs, FaultRule, RetryAfterFormat, ScopeLimits,
+    };
+    use stampede_provider::{ProviderConfig, ProviderModel};
+
+    /// The numbers the model hands the core are exactly what the core read from the headers
+    /// the HTTP edge writes for the same answer: every mix of limits, every Retry-After form,
+    /// fault statuses with and without `x-should-retry`.
+    #[test]
+    fn typed_signals_say_what_the_rendered_headers_say() {
+        let mut answers = 0;
+        for mask in 0u8..16 {
+            for format in [
+                RetryAfterFormat::Seconds,
+                RetryAfterFormat::HttpDate,
+                RetryAfterFormat::Both,
+            ] {
+                let limit = |bit: u8, q: u64| (mask & bit != 0).then_some(q);
+                let scope = ScopeLimits {
+                    id: "org".into(),
+                    rpm: limit(1, 3),
+                    tpm: limit(2, 1_000),
+                    rpd: limit(4, 5),
+                    tpd: limit(8, 3_000),
+                    concurrency: None,
+                    count_rejected: false,
+                };
+                let config = ProviderConfig {
+                    credentials: vec![CredentialConfig {
+                        key: "sk-org-key1".into(),
+                        scope: "org".into(),
+                    }],
+                    scopes: vec![scope],
+                    faults: vec![
+                        FaultRule {
+                            status: Some(503),
+                            nth: Some(2),
+                            should_retry: Some(false),
+                            retry_after: Some(DurationMs(1_500)),
+                            ..FaultRule::default()
+                        },
+                        FaultRule {
+                            status: Some(500),
+                            nth: Some(4),
+                            should_retry: Some(true),
+                            ..FaultRule::default()
+                        },
+                    ],
+                    retry_after_format: format,
+                    ..ProviderConfig::default()
+                };
+                let mut model = ProviderModel::new(config, 7, 1_767_225_600_000).unwrap();
+                for i in 0..12u64 {
+                    let mut req = Request {
+                        route: RequestRoute::ChatCompletions,
+                        credential: Some(if i == 5 { "sk-unknown" } else { "sk-org-key1" }.into()),
+                        prompt_tokens: 300,
+                        max_tokens: 100,
+                        body_hash: i,
+                        ..Request::default()
+                    };
+                    if i == 9 {
+                        req.route = RequestRoute::CreateRecord;
+                    }
+                    let now = i * 7_321;
+                    let decision = model.arrive(&req, now);
+                    let Some(signals) = decision.answer.signals() else {
+                        continue;
+                    };
+                    answers += 1;
+                    let headers = signals.headers();
+                    let typed = signals.rate.as_ref().and_then(rate_hint_of);
+                    assert_eq!(typed, rate_hint(&headers), "mask {mask} {format:?} #{i}");
+                    // `retry-after-ms` always comes with `retry-after`, so the clock the
+                    // core would read an HTTP-date against does not matter.
+                    for wall in [0, 1_767_225_600_000 + now, u64::MAX / 2] {
+                        assert_eq!(
+                            signals.retry_after.map(|r| r.delay_ms),
+                            retry_after_delay(&headers, wall, 1_000).map(|r| r.delay_ms),
+                            "mask {mask} {format:?} #{i}"
+                        );
+                    }
+                    let should_retry = headers
+                        .iter()
+                        .find(|(n, _)| n == "x-should-retry")
+                        .map(|(_, v)| v == "true");
+                    assert_eq!(signals.should_retry, should_retry);
+                }
+            }
+        }
+        assert!(answers > 16 * 3 * 8, "{answers}");
     }
 }
