@@ -226,6 +226,10 @@ fn print_table(s: &Summary) {
                 s.completed, s.failed, s.cancelled, s.escalations
             ),
         ),
+        (
+            "held back at admission, offered again",
+            s.rejected.to_string(),
+        ),
         ("outbound attempts", s.outbound_attempts.to_string()),
         (
             "attempts per logical",
