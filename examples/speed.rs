@@ -119,10 +119,8 @@ fn output(program: &Path, args: &[&str], dir: &Path) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    assert!(!v.is_empty(), "at least one run");
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+fn median(v: Vec<f64>) -> f64 {
+    stampede_reports::number::median(&v).unwrap_or(f64::NAN)
 }
 
 /// The number just before `unit` in `text` (`"... 1234 cycles/s"` -> 1234).
@@ -139,15 +137,7 @@ fn number_before(text: &str, unit: &str) -> f64 {
 
 /// `12345.6` as `12,346`.
 fn thousands(x: f64) -> String {
-    let digits = format!("{:.0}", x);
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    stampede_reports::number::fmt_grouped(x, 0)
 }
 
 fn core_cycles(root: &Path, opts: &Opts, rows: &mut Vec<Row>) {

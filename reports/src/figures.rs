@@ -198,8 +198,7 @@ pub fn describe(key: &str) -> (FigureGroup, &'static str, &'static str) {
         };
         return (Provider, "answers with this status", meaning);
     }
-    if let Some(p) = key.strip_prefix("latency_ms.") {
-        let _ = p;
+    if key.starts_with("latency_ms.") {
         return (
             Finished,
             "latency",

@@ -331,7 +331,12 @@ fn fault_windows(scenario: &Scenario) -> Vec<stampede_reports::FaultWindow> {
                 what.push_str(&format!(", probability {p}"));
             }
             for (key, value) in [
-                ("credential", f.credential.as_deref().map(mask)),
+                (
+                    "credential",
+                    f.credential
+                        .as_deref()
+                        .map(stampede_provider::model::mask_credential),
+                ),
                 ("scope", f.scope.clone()),
                 ("tenant", f.tenant.clone()),
             ] {
@@ -346,9 +351,4 @@ fn fault_windows(scenario: &Scenario) -> Vec<stampede_reports::FaultWindow> {
             }
         })
         .collect()
-}
-
-/// A key as the report may show it: never whole.
-fn mask(key: &str) -> String {
-    stampede_provider::model::mask_credential(key)
 }

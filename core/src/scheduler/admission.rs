@@ -46,15 +46,15 @@ impl<L: Ledger> Scheduler<L> {
                 job.id
             ));
         }
-        let tenant = self.lanes.intern(&job.tenant);
-        let lane = rank(job.priority);
-        let capacity = self.policy.admission.queue_capacity;
-        if self.lanes.live(tenant, lane) >= capacity {
+        if self.queue_full(&job) {
+            let capacity = self.policy.admission.queue_capacity;
             return reject(format!(
                 "queue full: tenant {:?} already has {capacity} live {:?} actions (admission.queue_capacity)",
                 job.tenant, job.priority
             ));
         }
+        let tenant = self.lanes.intern(&job.tenant);
+        let lane = rank(job.priority);
         if job.idempotency_key.is_none() {
             job.idempotency_key = Some(derive_key(&job.tenant, &job.task, job.payload_hash));
         }
@@ -111,14 +111,20 @@ impl<L: Ledger> Scheduler<L> {
         if self.execution_spent {
             return Err(retry_after_ms);
         }
+        if self.queue_full(job) {
+            return Err(retry_after_ms);
+        }
+        Ok(())
+    }
+
+    /// Whether `job`'s tenant already has `admission.queue_capacity` live actions at its
+    /// priority (a tenant not seen yet has none).
+    fn queue_full(&self, job: &Job) -> bool {
         let live = self
             .lanes
             .tenant(&job.tenant)
             .map_or(0, |tenant| self.lanes.live(tenant, rank(job.priority)));
-        if live >= self.policy.admission.queue_capacity {
-            return Err(retry_after_ms);
-        }
-        Ok(())
+        live >= self.policy.admission.queue_capacity
     }
 
     /// Adds an action to its task (cancellation and the task retry budget act on tasks).

@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 
 #[cfg(test)]
 use super::request::body_hash;
-use super::request::{FindBy, Request, RequestRoute};
+use super::request::{FindBy, Fnv, Request, RequestRoute};
 use super::Millis;
 
 /// Default identity window: 15 minutes of model time.
@@ -106,23 +106,6 @@ pub struct Identity {
     expiry: VecDeque<(Millis, u64)>,
 }
 
-/// FNV-1a, fed in parts: the same value `body_hash` gives for their concatenation.
-struct Fnv(u64);
-
-impl Fnv {
-    fn new() -> Self {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-
-    fn bytes(mut self, bytes: &[u8]) -> Self {
-        for b in bytes {
-            self.0 ^= u64::from(*b);
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
-        self
-    }
-}
-
 /// The hash of `tag NUL scope NUL value`, computed without building that string.
 fn alias(tag: &str, scope: &str, value: &str) -> u64 {
     Fnv::new()
@@ -131,7 +114,7 @@ fn alias(tag: &str, scope: &str, value: &str) -> u64 {
         .bytes(scope.as_bytes())
         .bytes(&[0])
         .bytes(value.as_bytes())
-        .0
+        .finish()
 }
 
 /// The alias of `"{template} {body_hash:016x}"` on the credential, hashed in place.
@@ -154,7 +137,7 @@ fn fingerprint_alias(req: &Request) -> u64 {
         .bytes(req.route.template().as_bytes())
         .bytes(b" ")
         .bytes(&hex)
-        .0
+        .finish()
 }
 
 impl Identity {

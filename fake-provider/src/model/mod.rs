@@ -28,7 +28,9 @@ pub use headers::{LimitFigures, RateFigures, RetryAfterSignal, WindowFigures};
 pub use identity::{IdentifiedBy, Identity, DEFAULT_IDENTITY_WINDOW_MS};
 pub use journal::{JournalBuffer, JournalEntry};
 pub use records::{Record, DEFAULT_MAX_RECORDS, DEFAULT_RECORD_RETENTION_MS};
-pub use request::{body_hash, canonical_body_hash, mask_credential, FindBy, Request, RequestRoute};
+pub use request::{
+    body_hash, canonical_body_hash, mask_credential, FindBy, Fnv, Request, RequestRoute,
+};
 pub use stats::{ProviderStats, ScopeStats};
 
 use crate::config::{ConfigError, ConnectionFault, ProviderConfig, RouteName};

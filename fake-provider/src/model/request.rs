@@ -141,15 +141,42 @@ impl RequestRoute {
     }
 }
 
+/// FNV-1a (64-bit), fed in parts: the same value for the parts as for their concatenation.
+/// Stable across runs and machines, unlike `std`'s hasher.
+#[derive(Debug, Clone, Copy)]
+pub struct Fnv(u64);
+
+impl Fnv {
+    /// The offset basis.
+    pub fn new() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+
+    /// Feeds `bytes`.
+    pub fn bytes(mut self, bytes: &[u8]) -> Self {
+        for b in bytes {
+            self.0 ^= u64::from(*b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+        self
+    }
+
+    /// The hash so far.
+    pub fn finish(self) -> u64 {
+        self.0
+    }
+}
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv::new()
+    }
+}
+
 /// FNV-1a 64-bit hash of a request body, the `body_hash` the server computes (over the
 /// canonical JSON, keys sorted) and the simulator may compute the same way.
 pub fn body_hash(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
+    Fnv::new().bytes(bytes).finish()
 }
 
 /// The `body_hash` of a JSON body as the server computes it: FNV-1a over the body in

@@ -58,7 +58,7 @@ impl Admission {
     /// Submits to `core` every arrival due by `now` (ms), until the core refuses one, which
     /// is held until `now + retry_after`. Nothing is offered while the runner is not
     /// `accepting` (it is down). Admitted actions go to `live`. Returns the arrivals
-    /// offered (loop events).
+    /// admitted (loop events); refused offers are counted apart (`refused_offers`).
     pub fn admit(
         &mut self,
         now: Millis,
@@ -67,7 +67,7 @@ impl Admission {
         live: &mut LiveActions,
         measure: &mut Measurement,
     ) -> u64 {
-        let mut offered = 0;
+        let mut admitted = 0;
         loop {
             let arrival = match self.held.take() {
                 Some((arrival, retry_at)) if retry_at <= now && accepting => arrival,
@@ -87,7 +87,6 @@ impl Admission {
                 }
                 None => break,
             };
-            offered += 1;
             // Backpressure first: a refused offer is held without a copy or a message.
             if let Err(retry_after_ms) = core.room_for(&arrival.job) {
                 self.refused += 1;
@@ -99,15 +98,18 @@ impl Admission {
             let facts = ActionFacts::of(&job);
             let (id, deadline) = (job.id, job.deadline);
             match core.submit(job, now) {
-                Ok(()) => live.insert(
-                    id,
-                    LiveAction {
-                        facts,
-                        submitted_at: arrival.at,
-                        deadline,
-                        first_sent_at: None,
-                    },
-                ),
+                Ok(()) => {
+                    admitted += 1;
+                    live.insert(
+                        id,
+                        LiveAction {
+                            facts,
+                            submitted_at: arrival.at,
+                            deadline,
+                            first_sent_at: None,
+                        },
+                    );
+                }
                 Err(rejection) => {
                     self.refused += 1;
                     measure.on_pushed_back(id);
@@ -116,7 +118,7 @@ impl Admission {
                 }
             }
         }
-        offered
+        admitted
     }
 
     /// Capacity was freed at `now` (ms): a refused arrival is offered again at once.

@@ -13,6 +13,7 @@ use stampede_core::{Millis, Reason, Terminal, TerminalStatus};
 use stampede_provider::model::JournalEntry;
 use stampede_reports::{AttemptRow, Summary, TenantRow, TimeseriesRow, UnfinishedRow};
 
+use crate::virtual_driver::AttemptSink;
 use percentiles::Distribution;
 use waves::RetryBins;
 
@@ -334,14 +335,32 @@ impl Measurement {
         client_done_ms: Option<u64>,
         by: &SentBy<'_>,
     ) -> AttemptRow {
-        self.observe_journal(e, by);
+        self.observe_journal(e, by.tenant);
         attempt_row(e, client_done_ms, by)
     }
 
-    /// [`Measurement::on_journal`] without building the row: for a run that keeps no
-    /// attempts.csv, which would copy six strings per attempt to throw them away.
-    pub fn observe_journal(&mut self, e: &JournalEntry, by: &SentBy<'_>) {
-        let tenant = by.tenant;
+    /// [`Measurement::on_journal`], the row handed to `sink`, and built only when the sink
+    /// keeps rows (a run without attempts.csv would copy six strings per attempt to throw
+    /// them away).
+    pub fn record(
+        &mut self,
+        e: &JournalEntry,
+        client_done_ms: Option<u64>,
+        by: &SentBy<'_>,
+        sink: &mut dyn AttemptSink,
+    ) -> Result<(), String> {
+        self.observe_journal(e, by.tenant);
+        if sink.wants_rows() {
+            sink.attempt(&attempt_row(e, client_done_ms, by))?;
+        }
+        Ok(())
+    }
+
+    /// Every figure an attempt moves, from the provider's journal entry alone. `tenant` is
+    /// who the harness submitted it for (tenants.csv); what the harness numbered the action
+    /// and attempt, and whatever the client claims in headers, never reach a figure: they
+    /// are not even passed in.
+    fn observe_journal(&mut self, e: &JournalEntry, tenant: &str) {
         self.summary.blind_resends += u64::from(self.blind.observe(e));
         let s = &mut self.summary;
         s.outbound_attempts += 1;
@@ -533,6 +552,43 @@ mod tests {
             measured.summary.retry_after_violations,
             m.stats().retry_after_violations,
             "the summary counts what the provider flagged"
+        );
+    }
+
+    #[test]
+    fn no_figure_reads_the_clients_claims_or_the_harness_numbering() {
+        // The same attempts, once claiming nothing, once claiming wrong actions and attempt
+        // numbers in headers and attributed to wrong numbers by the harness: every figure
+        // comes out the same, because only the provider's journal decides them.
+        let play = |claim: bool| {
+            let mut m = provider();
+            for (i, at) in [0u64, 10_000, 30_000, 60_100].into_iter().enumerate() {
+                let mut r = chat(1);
+                r.attempt_no = claim.then_some(90 + i as u32);
+                r.action = claim.then_some(7_000 + i as u64);
+                m.arrive(&r, at);
+            }
+            let mut measure = Measurement::new(1_000, 600_000);
+            for (i, e) in m.drain_journal().iter().enumerate() {
+                let by = SentBy {
+                    tenant: "t",
+                    action: if claim { 40 + i as u64 } else { 0 },
+                    attempt_no: if claim { 9 } else { 0 },
+                };
+                measure.on_journal(e, None, &by);
+            }
+            let mut summary = measure.finish(60_100).summary;
+            // The one figure about claims: how often they disagree with the provider.
+            let mismatches = std::mem::take(&mut summary.claim_mismatches);
+            (serde_json::to_string(&summary).unwrap(), mismatches)
+        };
+        let (silent, none) = play(false);
+        let (claiming, disagreements) = play(true);
+        assert_eq!(silent, claiming);
+        assert_eq!(none, 0);
+        assert!(
+            disagreements > 0,
+            "wrong claims are counted as such, and only there"
         );
     }
 }

@@ -302,12 +302,9 @@ pub fn run(
                             action: call.arrival.job.id,
                             attempt_no: call.sent,
                         };
-                        if sink.wants_rows() {
-                            let row = measure.on_journal(&entry, None, &by);
-                            sink.attempt(&row).map_err(DriverError::Output)?;
-                        } else {
-                            measure.observe_journal(&entry, &by);
-                        }
+                        measure
+                            .record(&entry, None, &by, sink)
+                            .map_err(DriverError::Output)?;
                     }
                     let (after, ok, failure) =
                         heard(&decision.answer, decision.latency_ms, timeout);

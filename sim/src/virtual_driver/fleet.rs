@@ -21,6 +21,8 @@ use stampede_core::{
     Millis, Outcome, Policy, Rejection, Scheduler, ScopeSource,
 };
 
+use stampede_provider::model::Fnv;
+
 use crate::driver_common::client_core::ClientCore;
 use crate::rng;
 
@@ -89,16 +91,6 @@ impl Fleet {
             scope_of: std::collections::HashMap::new(),
             turn: 0,
         })
-    }
-
-    /// Instances in the fleet.
-    pub fn len(&self) -> usize {
-        self.replicas.len()
-    }
-
-    /// Always false: a fleet has at least one replica.
-    pub fn is_empty(&self) -> bool {
-        self.replicas.is_empty()
     }
 
     /// The single core of a fleet of one (crash simulation works on one runner).
@@ -271,9 +263,10 @@ pub fn replica_of(job: &Job, replicas: usize) -> usize {
     if replicas <= 1 {
         return 0;
     }
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in job.tenant.bytes().chain([0]).chain(job.task.bytes()) {
-        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-    }
+    let h = Fnv::new()
+        .bytes(job.tenant.as_bytes())
+        .bytes(&[0])
+        .bytes(job.task.as_bytes())
+        .finish();
     (h % replicas as u64) as usize
 }

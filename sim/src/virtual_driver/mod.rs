@@ -222,12 +222,9 @@ pub fn run_with_audit(
                         attempt_no: send.attempt_no,
                     };
                     while let Some(entry) = provider.next_journal() {
-                        if sink.wants_rows() {
-                            let row = measure.on_journal(&entry, Some(now + after), &by);
-                            sink.attempt(&row).map_err(DriverError::Output)?;
-                        } else {
-                            measure.observe_journal(&entry, &by);
-                        }
+                        measure
+                            .record(&entry, Some(now + after), &by, sink)
+                            .map_err(DriverError::Output)?;
                     }
                     let event = if left > 0 && translate::hidden_layer_retries(&outcome) {
                         Event::HiddenResend {
@@ -269,12 +266,9 @@ pub fn run_with_audit(
                     };
                     while let Some(entry) = provider.next_journal() {
                         crashes.on_journal(&entry);
-                        if sink.wants_rows() {
-                            let row = measure.on_journal(&entry, Some(now + after), &by);
-                            sink.attempt(&row).map_err(DriverError::Output)?;
-                        } else {
-                            measure.observe_journal(&entry, &by);
-                        }
+                        measure
+                            .record(&entry, Some(now + after), &by, sink)
+                            .map_err(DriverError::Output)?;
                     }
                     let global = crashes.global(send.attempt);
                     let event = if hidden_retries > 0 && translate::hidden_layer_retries(&outcome) {
@@ -318,11 +312,10 @@ pub fn run_with_audit(
     admission.unfinished(now, &mut measure);
     let mut measured = measure.finish(now);
     measured.summary.crashes = crashes.count();
-    let refused_offers = admission.refused_offers();
     Ok(VirtualRun {
         measured,
-        events: events - refused_offers,
-        refused_offers,
+        events,
+        refused_offers: admission.refused_offers(),
         end_ms: now,
     })
 }
