@@ -61,8 +61,9 @@ pub struct AttemptNote {
     pub error_code: Option<String>,
     /// The Retry-After the answer carried (ms), if any.
     pub retry_after_ms: Option<Millis>,
-    /// Whether this attempt may have executed unseen: not answered (yet), or answered by a
-    /// failure that may follow execution (read timeout, drop after write, 500, 502, 504).
+    /// For an action attempt, whether it may have executed unseen: not answered (yet), or
+    /// answered by a failure that may follow execution (read timeout, drop after write,
+    /// 500, 502, 504). For a look-up, whether it failed to settle that (no record answer).
     #[serde(skip)]
     pub uncertain: bool,
 }
@@ -149,13 +150,18 @@ impl CaseNotes {
             return;
         };
         note.answered_at_ms = Some(now);
-        note.uncertain = matches!(
-            classify(outcome),
-            Classification::Failure(Failure {
-                group: FailureGroup::MayHaveExecuted,
-                ..
-            })
-        );
+        note.uncertain = if note.kind == "lookup" {
+            // A look-up settles the doubt only with an answer about the record.
+            !matches!(outcome, Outcome::Lookup(_))
+        } else {
+            matches!(
+                classify(outcome),
+                Classification::Failure(Failure {
+                    group: FailureGroup::MayHaveExecuted,
+                    ..
+                })
+            )
+        };
         match outcome {
             Outcome::Response(r) => {
                 note.status = Some(r.status);
@@ -421,7 +427,7 @@ impl CaseFiles {
         // was answered settles it.
         let may_have_executed = terminal.status == TerminalStatus::ReconciliationRequired
             || notes.timeline.iter().fold(false, |doubt, n| match n.kind {
-                "lookup" if !n.uncertain && n.answered_at_ms.is_some() => false,
+                "lookup" if !n.uncertain => false,
                 "lookup" => doubt,
                 _ => doubt || n.uncertain,
             });
@@ -512,7 +518,7 @@ fn next_options(terminal: &Terminal) -> Vec<NextOption> {
             NextAction::RetryWithSameKey => (
                 "retry_with_same_key",
                 None,
-                "low: the provider deduplicates by the idempotency key within its window",
+                "low where the provider deduplicates by the key; otherwise look it up first",
             ),
             NextAction::RaiseQuota => (
                 "raise_quota",
