@@ -14,7 +14,7 @@ pub type AttemptId = u64;
 pub enum Command {
     /// Put this attempt on the wire now. Its concurrency slot and rate reservation are
     /// already held; report the result with `on_outcome(send.attempt, ..)`.
-    Send(Send),
+    Send(SendAttempt),
     /// The logical action reached a terminal outcome (or `reconciliation_required` with no
     /// way to reconcile). Nothing more will be emitted for it.
     Finish(Terminal),
@@ -41,7 +41,7 @@ pub enum LookupBy {
 
 /// One outbound attempt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Send {
+pub struct SendAttempt {
     pub attempt: AttemptId,
     pub job: JobId,
     /// 1-based attempt number of this logical action, counting look-ups and attempts made

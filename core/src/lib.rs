@@ -13,7 +13,8 @@ pub mod outcome;
 pub mod time;
 
 pub use command::{
-    AttemptId, Command, LookupBy, NextAction, Reason, Send, SendKind, Terminal, TerminalStatus,
+    AttemptId, Command, LookupBy, NextAction, Reason, SendAttempt, SendKind, Terminal,
+    TerminalStatus,
 };
 pub use job::{Job, JobId, Priority, Route};
 pub use ledger::{ActionState, InMemoryLedger, Ledger, LedgerEntry, LedgerError};

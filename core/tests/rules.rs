@@ -302,7 +302,7 @@ fn uncertain_write_never_resent_before_lookup_absent() {
     );
 }
 
-fn into_lookup(s: &mut stampede_core::Scheduler) -> stampede_core::Send {
+fn into_lookup(s: &mut stampede_core::Scheduler) -> stampede_core::SendAttempt {
     s.submit(job(1, "uncertain_write"), 0).unwrap();
     let first = sends(&drain(s, 0)).remove(0);
     s.on_outcome(first.attempt, response(502, &[]), 10);

@@ -11,7 +11,7 @@ use super::scope::Blocked;
 use super::state::{Flight, NextSend, Phase};
 use super::Scheduler;
 use crate::audit::AuditKind;
-use crate::command::{Command, Reason, Send, SendKind, TerminalStatus};
+use crate::command::{Command, Reason, SendAttempt, SendKind, TerminalStatus};
 use crate::job::{JobId, Route};
 use crate::ledger::{ActionState, Ledger};
 use crate::time::Millis;
@@ -205,7 +205,7 @@ impl<L: Ledger> Scheduler<L> {
             }
         };
         let first = kind == SendKind::Action && job.action_attempts == 1 && job.retries == 0;
-        let send = Send {
+        let send = SendAttempt {
             attempt,
             job: id,
             attempt_no: job.entry.attempts,
@@ -241,7 +241,7 @@ impl<L: Ledger> Scheduler<L> {
         if first {
             scope.retries.record_first(now);
         }
-        let send = Send {
+        let send = SendAttempt {
             scope: scope.id.clone(),
             ..send
         };

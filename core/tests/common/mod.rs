@@ -5,7 +5,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use stampede_core::{
     Command, InMemoryLedger, Job, JobId, Millis, Outcome, Policy, Priority, Response, Route,
-    Scheduler, Send, Terminal, Usage,
+    Scheduler, SendAttempt, Terminal, Usage,
 };
 
 pub const CREDENTIAL: &str = "sk-secret-credential";
@@ -53,7 +53,7 @@ pub fn drain(s: &mut Scheduler, now: Millis) -> Vec<Command> {
     out
 }
 
-pub fn sends(commands: &[Command]) -> Vec<Send> {
+pub fn sends(commands: &[Command]) -> Vec<SendAttempt> {
     commands
         .iter()
         .filter_map(|c| match c {

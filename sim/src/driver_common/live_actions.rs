@@ -4,7 +4,7 @@
 
 use rustc_hash::FxHashMap;
 
-use stampede_core::{ActionState, JobId, LedgerEntry, Millis, Outcome, Send, Terminal};
+use stampede_core::{ActionState, JobId, LedgerEntry, Millis, Outcome, SendAttempt, Terminal};
 use stampede_provider::model::Request;
 use stampede_reports::UnfinishedRow;
 
@@ -65,7 +65,7 @@ impl LiveActions {
     /// driver does not track, which would be a bug in the core or the driver.
     pub fn dispatch(
         &mut self,
-        send: &Send,
+        send: &SendAttempt,
         now: Millis,
         measure: &mut Measurement,
     ) -> Result<Request, String> {

@@ -30,7 +30,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
-use stampede_core::{Outcome, Send, TransportFailure};
+use stampede_core::{Outcome, SendAttempt, TransportFailure};
 
 use super::dilate::Dilation;
 use crate::virtual_driver::translate;
@@ -62,7 +62,7 @@ impl Transport {
     /// Sends `request` for `send` and waits at most `timeout` (real) for the whole answer.
     pub async fn attempt(
         &self,
-        send: &Send,
+        send: &SendAttempt,
         request: hyper::Request<Full<Bytes>>,
         stream: bool,
         timeout: Duration,
@@ -75,7 +75,7 @@ impl Transport {
 
     async fn exchange(
         &self,
-        send: &Send,
+        send: &SendAttempt,
         request: hyper::Request<Full<Bytes>>,
         stream: bool,
     ) -> Outcome {
@@ -122,7 +122,7 @@ fn usage_of(v: &Value) -> Option<(u32, u32)> {
 
 /// Reads a server-sent-events completion to its end, counting content chunks (tokens).
 async fn read_stream(
-    send: &Send,
+    send: &SendAttempt,
     status: u16,
     headers: Vec<(String, String)>,
     mut body: Incoming,

@@ -17,7 +17,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use stampede_core::{AttemptId, InMemoryLedger, JobId, Millis, Policy, Scheduler, Send};
+use stampede_core::{AttemptId, InMemoryLedger, JobId, Millis, Policy, Scheduler, SendAttempt};
 use stampede_provider::model::JournalEntry;
 
 use super::audit_sink::AuditSink;
@@ -137,14 +137,14 @@ impl Crashes {
     }
 
     /// Whether the runner dies now, with `send` persisted but not put on the wire.
-    pub fn before_send(&mut self, send: &Send) -> bool {
+    pub fn before_send(&mut self, send: &SendAttempt) -> bool {
         self.last_committed = false;
         self.reaches(CrashPoint::AfterPersistBeforeSend, send.job)
     }
 
     /// Whether the runner dies now, `send` being on the wire under `global` (and, when the
     /// journal says so, committed at the provider).
-    pub fn after_send(&mut self, send: &Send, global: u64) -> bool {
+    pub fn after_send(&mut self, send: &SendAttempt, global: u64) -> bool {
         if self.has_point(CrashPoint::AfterResponseBeforePersist) {
             self.flights.insert(global, send.job);
         }

@@ -4,7 +4,7 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use stampede_core::{AttemptId, JobId, Millis, Outcome, Send};
+use stampede_core::{AttemptId, JobId, Millis, Outcome, SendAttempt};
 use stampede_provider::model::Request;
 
 /// Something that happens at a virtual time.
@@ -25,7 +25,7 @@ pub enum Event {
     HiddenResend {
         attempt: AttemptId,
         seq: u64,
-        send: Box<Send>,
+        send: Box<SendAttempt>,
         request: Box<Request>,
         left: u32,
     },

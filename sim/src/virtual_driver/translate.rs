@@ -3,7 +3,7 @@
 
 use stampede_core::rate_headers::RateHint;
 use stampede_core::{
-    Job, LookupBy, LookupResult, Millis, Outcome, Priority, Response, Route, Send, SendKind,
+    Job, LookupBy, LookupResult, Millis, Outcome, Priority, Response, Route, SendAttempt, SendKind,
     TransportFailure, Usage,
 };
 use stampede_provider::model::{
@@ -58,7 +58,7 @@ impl ActionFacts {
 }
 
 /// The provider request for one attempt, with `x-stampede-*` attribution.
-pub fn request(send: &Send, facts: &ActionFacts) -> Request {
+pub fn request(send: &SendAttempt, facts: &ActionFacts) -> Request {
     let route = match &send.kind {
         SendKind::Action => match send.route {
             Route::ChatCompletion => RequestRoute::ChatCompletions,
@@ -119,7 +119,7 @@ pub fn hidden_layer_retries(outcome: &Outcome) -> bool {
 }
 
 /// When (ms after arrival) the client hears about the attempt, and what it hears.
-pub fn outcome(send: &Send, decision: Decision) -> (Millis, Outcome) {
+pub fn outcome(send: &SendAttempt, decision: Decision) -> (Millis, Outcome) {
     let latency = decision.latency_ms;
     match decision.answer {
         Answer::Respond {
@@ -167,7 +167,7 @@ pub fn outcome(send: &Send, decision: Decision) -> (Millis, Outcome) {
 /// live driver's, which gets these over HTTP: the core reads the Retry-After and rate-limit
 /// headers itself (an HTTP-date against its own clock).
 pub fn answered(
-    send: &Send,
+    send: &SendAttempt,
     status: u16,
     headers: Vec<(String, String)>,
     body: &serde_json::Value,
@@ -185,7 +185,7 @@ pub fn answered(
 /// the core as numbers ([`rate_hint_of`]), with no header text written or parsed, and the
 /// error code as the model typed it (its error bodies may be lean, `Null`).
 pub fn answered_typed(
-    send: &Send,
+    send: &SendAttempt,
     status: u16,
     signals: &Signals,
     error_code: Option<String>,
@@ -232,7 +232,7 @@ pub fn rate_hint_of(figures: &RateFigures) -> Option<RateHint> {
 
 #[allow(clippy::too_many_arguments)]
 fn answered_with(
-    send: &Send,
+    send: &SendAttempt,
     status: u16,
     headers: Vec<(String, String)>,
     retry_after_ms: Option<Millis>,
