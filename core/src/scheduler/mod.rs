@@ -179,6 +179,7 @@ impl<L: Ledger> Scheduler<L> {
         now: Millis,
     ) -> Result<Self, CoreError> {
         let mut scheduler = Self::new(policy, ledger, rng)?;
+        let now = scheduler.observe(now);
         scheduler.restore_from_ledger(now)?;
         Ok(scheduler)
     }
@@ -186,7 +187,7 @@ impl<L: Ledger> Scheduler<L> {
     /// Admits a logical action, or refuses it with a reason and a retry-after. The action is
     /// persisted (with its idempotency key) before this returns.
     pub fn submit(&mut self, job: Job, now: Millis) -> Result<(), Rejection> {
-        self.observe(now);
+        let now = self.observe(now);
         self.admit(job, None, now)
     }
 
@@ -198,27 +199,27 @@ impl<L: Ledger> Scheduler<L> {
         not_before: Millis,
         now: Millis,
     ) -> Result<(), Rejection> {
-        self.observe(now);
+        let now = self.observe(now);
         self.admit(job, Some(not_before), now)
     }
 
     /// Reports how an attempt from a `Command::Send` ended. Outcomes of unknown or cancelled
     /// attempts are ignored.
     pub fn on_outcome(&mut self, attempt: AttemptId, outcome: Outcome, now: Millis) {
-        self.observe(now);
+        let now = self.observe(now);
         self.settle(attempt, outcome, now);
     }
 
     /// Cancels every action of a task: delayed work is dropped before it wakes, slots and
     /// reservations are released; each action ends `Cancelled`.
     pub fn cancel_task(&mut self, tenant: &str, task: &str, now: Millis) {
-        self.observe(now);
+        let now = self.observe(now);
         self.cancel(tenant, task, now);
     }
 
     /// The next command due at `now`, if any. Call until `None`.
     pub fn poll(&mut self, now: Millis) -> Option<Command> {
-        self.observe(now);
+        let now = self.observe(now);
         self.next_command(now)
     }
 
@@ -305,7 +306,19 @@ impl<L: Ledger> Scheduler<L> {
         self.ledger
     }
 
-    fn observe(&mut self, now: Millis) {
+    /// Takes in the `now` an entry point was handed and returns the time to act at. The
+    /// time contract (see the crate docs): `now` never goes backwards. Debug builds panic
+    /// on an earlier `now` than one already seen (a driver bug: a clock read early, or a
+    /// stale time kept across an await); release builds go on at the latest time seen, so
+    /// no timer, bucket or budget ever runs backwards.
+    fn observe(&mut self, now: Millis) -> Millis {
+        debug_assert!(
+            now >= self.last_now,
+            "time went backwards: the core was handed now = {now} ms after {} ms; a driver \
+             must never pass an earlier time than one it passed before",
+            self.last_now
+        );
         self.last_now = self.last_now.max(now);
+        self.last_now
     }
 }

@@ -23,7 +23,7 @@ impl<L: Ledger> Scheduler<L> {
         source: ScopeSource,
         now: Millis,
     ) {
-        self.observe(now);
+        let now = self.observe(now);
         let i = self.scopes.intern(scope, &self.policy, now);
         let state = self.scopes.get_mut(i);
         state.publish_wait(until, source);
@@ -36,7 +36,7 @@ impl<L: Ledger> Scheduler<L> {
     /// instance's buckets for the scope are lowered by as much, below zero if need be, so
     /// the fleet together keeps to the scope's budget. Not debt of this instance.
     pub fn observe_peer_spend(&mut self, scope: &str, requests: u64, tokens: u64, now: Millis) {
-        self.observe(now);
+        let now = self.observe(now);
         let i = self.scopes.intern(scope, &self.policy, now);
         self.scopes.get_mut(i).spent_by_peer(requests, tokens, now);
     }

@@ -157,10 +157,13 @@ pub async fn play_from<L: Ledger>(
         },
     );
     let wall_started = Instant::now();
-    let mut now: Millis;
+    // The core's time contract: `now` never goes backwards. A restarted life's clock can
+    // read a hair before the restore time (its origin is rounded through f64), so the time
+    // handed to the core is clamped to the latest one handed so far.
+    let mut now: Millis = restart.as_ref().map_or(0, |r| r.at);
 
     loop {
-        now = clock.now();
+        now = clock.now().max(now);
         gauges.sample_until(now.min(cap), &core, &mut measure);
         if now > cap {
             now = cap;
