@@ -162,7 +162,7 @@ impl InMemoryLedger {
             }
             None => {
                 self.slots.push(Some(entry));
-                (self.slots.len() - 1) as u32
+                u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 ledger entries")
             }
         };
         self.index.insert(id, slot);

@@ -81,6 +81,9 @@ impl<L: Ledger> Scheduler<L> {
         }
         let id = entry.job.id;
         self.lanes.admit(tenant, lane);
+        // Admission is what bounds the queues (a restore re-admits what the ledger holds,
+        // whatever the capacity then).
+        debug_assert!(self.lanes.live(tenant, lane) <= self.policy.admission.queue_capacity);
         self.join_task(tenant, &entry.job.task);
         self.record(now, AuditKind::ActionRequested, id, None, || {
             Detail::new()
@@ -131,6 +134,7 @@ impl<L: Ledger> Scheduler<L> {
     pub(super) fn join_task(&mut self, tenant: u32, task: &str) {
         let tasks = self.tasks.entry(tenant).or_default();
         match tasks.get_mut(task) {
+            // Bounded by the live actions, which memory bounds long before 2^32.
             Some(state) => state.live += 1,
             None => tasks.entry(task.to_owned()).or_default().live = 1,
         }

@@ -77,7 +77,11 @@ impl Coalescing {
         if groups.is_empty() {
             self.by_resource.remove(resource);
         }
-        self.waiters -= group.followers.len() as u64;
+        self.waiters = super::state::held_less(
+            self.waiters,
+            group.followers.len() as u64,
+            "coalesced readers",
+        );
         group.followers
     }
 
@@ -90,7 +94,7 @@ impl Coalescing {
         {
             if let Some(at) = group.followers.iter().position(|&f| f == follower) {
                 group.followers.remove(at);
-                self.waiters -= 1;
+                self.waiters = super::state::held_less(self.waiters, 1, "coalesced readers");
             }
         }
     }

@@ -5,7 +5,7 @@
 
 use super::audit_log::{group_label, Detail};
 use super::scope::ScopeSource;
-use super::state::millis;
+use super::state::{held_less, millis};
 use super::Scheduler;
 use crate::audit::AuditKind;
 use crate::backoff::backoff_delay;
@@ -25,11 +25,15 @@ impl<L: Ledger> Scheduler<L> {
         let Some(flight) = self.in_flight.remove(&attempt) else {
             return;
         };
-        self.slots_used -= 1;
-        self.counts.tokens_reserved -= flight.reserved_tokens;
+        self.slots_used = held_less(self.slots_used, 1, "slots in use");
+        self.counts.tokens_reserved = held_less(
+            self.counts.tokens_reserved,
+            flight.reserved_tokens,
+            "tokens reserved",
+        );
         let classification = classify(&outcome);
         let scope = self.scopes.get_mut(flight.scope);
-        scope.in_flight -= 1;
+        scope.in_flight = held_less(scope.in_flight, 1, "attempts on the wire to a scope");
         scope.settle_tokens(
             flight.reserved_tokens,
             used_tokens(&outcome, classification),
@@ -95,7 +99,8 @@ impl<L: Ledger> Scheduler<L> {
         if !asks_wait || !policy.retry_after.honour {
             if policy.share_scope_state && failure.kind == FailureKind::RateLimited {
                 // A 429 without a usable wait still says the scope is hot: pause it briefly.
-                state.publish_wait(now + millis(policy.backoff.base), ScopeSource::RateLimited);
+                let until = now.saturating_add(millis(policy.backoff.base));
+                state.publish_wait(until, ScopeSource::RateLimited);
             }
             return None;
         }
@@ -108,9 +113,10 @@ impl<L: Ledger> Scheduler<L> {
                     state.publish_wait(until, ScopeSource::RateLimitedRetryAfter);
                     state.hold_requests_until(until, now);
                 }
-                (FailureKind::RateLimited, None) => {
-                    state.publish_wait(now + millis(policy.backoff.base), ScopeSource::RateLimited)
-                }
+                (FailureKind::RateLimited, None) => state.publish_wait(
+                    now.saturating_add(millis(policy.backoff.base)),
+                    ScopeSource::RateLimited,
+                ),
                 (FailureKind::Unavailable, Some(told)) => state.publish_wait(
                     now.saturating_add(told.delay_ms),
                     ScopeSource::UnavailableRetryAfter,
@@ -379,9 +385,9 @@ impl<L: Ledger> Scheduler<L> {
         now: Millis,
     ) {
         let job = self.jobs.get_mut(&id).expect("retried action is live");
-        job.retries += 1;
+        job.retries = job.retries.saturating_add(1);
         job.prev_delay = local;
-        job.entry.waited_ms += delay;
+        job.entry.waited_ms = job.entry.waited_ms.saturating_add(delay);
         job.entry.state = ActionState::Planned;
         job.entry.updated_at = now;
         let (tenant, attempts) = (job.tenant, job.entry.attempts);
@@ -394,7 +400,7 @@ impl<L: Ledger> Scheduler<L> {
             .get_mut(&tenant)
             .and_then(|t| t.get_mut(job.entry.job.task.as_str()))
         {
-            task.retries += 1;
+            task.retries = task.retries.saturating_add(1);
         }
         self.record(now, AuditKind::RetryScheduled, id, None, || {
             format!("after={label} attempts={attempts} delay_ms={delay} local_delay_ms={local}")

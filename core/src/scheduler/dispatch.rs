@@ -8,7 +8,7 @@
 use super::audit_log::Detail;
 use super::lanes::PRIORITIES;
 use super::scope::Blocked;
-use super::state::{Flight, NextSend, Phase};
+use super::state::{self, Flight, NextSend, Phase};
 use super::Scheduler;
 use crate::audit::AuditKind;
 use crate::command::{Command, Reason, SendAttempt, SendKind, TerminalStatus};
@@ -170,15 +170,16 @@ impl<L: Ledger> Scheduler<L> {
             NextSend::Action => None,
             NextSend::Lookup(by) => Some(by.clone()),
         };
-        let previous = (job.entry.state, job.entry.updated_at);
-        job.entry.attempts += 1;
+        let previous = (job.entry.state, job.entry.attempts, job.entry.updated_at);
+        // Counts look-ups and attempts before restarts: saturates rather than wraps (a
+        // ledger can hand back any number).
+        job.entry.attempts = job.entry.attempts.saturating_add(1);
         job.entry.updated_at = now;
         if lookup.is_none() {
             job.entry.state = ActionState::InFlight;
         }
         if let Err(e) = self.ledger.put_progress(&job.entry) {
-            job.entry.attempts -= 1;
-            (job.entry.state, job.entry.updated_at) = previous;
+            (job.entry.state, job.entry.attempts, job.entry.updated_at) = previous;
             let scope = job.scope;
             self.counts.ledger_errors += 1;
             self.scopes.get_mut(scope).unreserve(tokens, now);
@@ -186,21 +187,29 @@ impl<L: Ledger> Scheduler<L> {
             self.record(now, AuditKind::RetryScheduled, id, None, || {
                 format!("ledger write failed ({e}); held back {base}ms")
             });
-            self.delay_until(id, now + base);
+            self.delay_until(id, now.saturating_add(base));
             return None;
         }
+        // Attempt ids are unique within a scheduler's life: one per send, never reused.
+        debug_assert!(!self.in_flight.contains_key(&attempt));
         self.next_attempt += 1;
         self.slots_used += 1;
+        debug_assert!(
+            self.slots_used <= self.policy.workers,
+            "in flight {} > workers {}: dispatch takes a slot only when one is free",
+            self.slots_used,
+            self.policy.workers
+        );
         let job = self.jobs.get_mut(&id).expect("launch of a live action");
         job.phase = Phase::InFlight(attempt);
         job.sent = true;
         let kind = match lookup {
             None => {
-                job.action_attempts += 1;
+                job.action_attempts = job.action_attempts.saturating_add(1);
                 SendKind::Action
             }
             Some(by) => {
-                job.lookups += 1;
+                job.lookups = job.lookups.saturating_add(1);
                 SendKind::Lookup(by)
             }
         };
@@ -225,8 +234,9 @@ impl<L: Ledger> Scheduler<L> {
         let lead = send.kind == SendKind::Action
             && self.policy.coalesce_reads
             && job.entry.job.coalescable;
-        self.counts.ready -= 1;
-        self.counts.tokens_reserved += tokens;
+        // The action left its ready lane (`lane_turn` popped it) for the wire.
+        self.counts.ready = state::held_less(self.counts.ready, 1, "ready actions");
+        self.counts.tokens_reserved = self.counts.tokens_reserved.saturating_add(tokens);
         self.in_flight.insert(
             attempt,
             Flight {
@@ -236,8 +246,20 @@ impl<L: Ledger> Scheduler<L> {
                 lookup: send.kind != SendKind::Action,
             },
         );
+        debug_assert_eq!(
+            self.slots_used as usize,
+            self.in_flight.len(),
+            "every slot in use is one attempt on the wire"
+        );
         let scope = self.scopes.get_mut(scope_index);
         scope.in_flight += 1;
+        debug_assert!(
+            !matches!(scope.concurrency, Some(limit) if scope.in_flight > limit),
+            "scope {} has {} on the wire, over its concurrency budget {:?}",
+            scope.id,
+            scope.in_flight,
+            scope.concurrency
+        );
         if first {
             scope.retries.record_first(now);
         }

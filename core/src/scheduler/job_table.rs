@@ -31,10 +31,11 @@ impl JobTable {
             }
             None => {
                 self.slots.push(Some(job));
-                (self.slots.len() - 1) as u32
+                u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 live actions")
             }
         };
         self.index.insert(id, slot);
+        debug_assert!(self.index.len() + self.free.len() == self.slots.len());
     }
 
     pub fn remove(&mut self, id: &JobId) -> Option<Tracked> {

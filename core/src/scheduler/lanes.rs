@@ -42,7 +42,7 @@ impl Lanes {
         if let Some(id) = self.tenants.get(tenant) {
             return *id;
         }
-        let id = self.tenants.len() as u32;
+        let id = u32::try_from(self.tenants.len()).expect("fewer than 2^32 tenants");
         self.tenants.insert(tenant.to_owned(), id);
         id
     }
@@ -54,7 +54,7 @@ impl Lanes {
 
     /// The lane of a (tenant, scope) pair.
     pub fn lane(&mut self, tenant: u32, scope: usize) -> u32 {
-        let next = self.lane_ids.len() as u32;
+        let next = u32::try_from(self.lane_ids.len()).expect("fewer than 2^32 lanes");
         *self.lane_ids.entry((tenant, scope)).or_insert(next)
     }
 
@@ -70,7 +70,12 @@ impl Lanes {
 
     /// An action of this tenant and priority reached a terminal outcome.
     pub fn release(&mut self, tenant: u32, rank: usize) {
-        if let Some(live) = self.live.get_mut(&(tenant, rank)) {
+        let known = self.live.get_mut(&(tenant, rank));
+        debug_assert!(
+            known.as_ref().is_some_and(|live| **live > 0),
+            "a terminal for tenant {tenant} at rank {rank}, which has no live action"
+        );
+        if let Some(live) = known {
             *live = live.saturating_sub(1);
             if *live == 0 {
                 self.live.remove(&(tenant, rank));

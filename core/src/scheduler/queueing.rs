@@ -5,7 +5,7 @@
 use std::cmp::Reverse;
 
 use super::lanes::rank;
-use super::state::Phase;
+use super::state::{held_less, Phase};
 use super::Scheduler;
 use crate::job::JobId;
 use crate::ledger::Ledger;
@@ -20,8 +20,10 @@ impl<L: Ledger> Scheduler<L> {
     /// Keeps the phase counters in step when an action leaves `phase`.
     pub(super) fn leave_phase(&mut self, phase: Phase) {
         match phase {
-            Phase::Ready => self.counts.ready -= 1,
-            Phase::Delayed(_) => self.counts.delayed -= 1,
+            Phase::Ready => self.counts.ready = held_less(self.counts.ready, 1, "ready actions"),
+            Phase::Delayed(_) => {
+                self.counts.delayed = held_less(self.counts.delayed, 1, "delayed actions")
+            }
             Phase::New | Phase::InFlight(_) | Phase::Following(_) => {}
         }
     }
@@ -40,6 +42,7 @@ impl<L: Ledger> Scheduler<L> {
             self.counts.ready += 1;
         }
         self.lanes.push(lane, rank, id, ticket, front);
+        self.debug_assert_phase_counts();
     }
 
     /// Parks an action on a timer until `due` (ms).
@@ -53,6 +56,21 @@ impl<L: Ledger> Scheduler<L> {
         self.leave_phase(old);
         self.counts.delayed += 1;
         self.delayed.push(Reverse((due, ticket, id, ticket)));
+        self.debug_assert_phase_counts();
+    }
+
+    /// Each live action is in at most one phase, so the phase counts never exceed the
+    /// live actions; and every timer still counted has an entry in the heap.
+    fn debug_assert_phase_counts(&self) {
+        let live = self.jobs.len() as u64;
+        debug_assert!(
+            self.counts.ready + self.counts.delayed + self.in_flight.len() as u64 <= live,
+            "ready {} + delayed {} + in flight {} > live {live}",
+            self.counts.ready,
+            self.counts.delayed,
+            self.in_flight.len()
+        );
+        debug_assert!(self.counts.delayed <= self.delayed.len() as u64);
     }
 
     /// Moves every action whose timer is due at `now` to its ready lane, in timer order.

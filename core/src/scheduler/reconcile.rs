@@ -4,7 +4,7 @@
 //! key only when the look-up says the action is absent, completed when found, and escalated
 //! when the look-up is unsupported or its budget runs out.
 
-use super::state::NextSend;
+use super::state::{held_less, NextSend};
 use super::Scheduler;
 use crate::audit::AuditKind;
 use crate::backoff::backoff_delay;
@@ -49,6 +49,8 @@ impl<L: Ledger> Scheduler<L> {
             self.counts.reconciling += 1;
         }
         job.next_send = NextSend::Lookup(by);
+        // Only live actions reconcile, each counted once (on entering `Lookup`).
+        debug_assert!(self.counts.reconciling <= self.jobs.len() as u64);
         self.record(now, AuditKind::ReconciliationRequired, id, None, || {
             "may have executed: look-up first".to_owned()
         });
@@ -131,11 +133,12 @@ impl<L: Ledger> Scheduler<L> {
         let job = self.jobs.get_mut(&id).expect("looked-up action is live");
         job.uncertain = false;
         job.next_send = NextSend::Action;
-        self.counts.reconciling -= 1;
+        self.counts.reconciling = held_less(self.counts.reconciling, 1, "actions reconciling");
         if job.resends >= max_resends {
             return self.finish(id, TerminalStatus::Failed, Reason::AttemptsExhausted, now);
         }
         job.resends += 1;
+        debug_assert!(job.resends <= max_resends);
         job.entry.state = ActionState::Planned;
         job.entry.updated_at = now;
         if self.ledger.put_progress(&job.entry).is_err() {

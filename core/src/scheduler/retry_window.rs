@@ -50,7 +50,8 @@ impl RetryWindow {
     /// A first attempt of some action went to the scope.
     pub fn record_first(&mut self, now: Millis) {
         if self.enabled {
-            self.current(now).1 += 1;
+            let slice = self.current(now);
+            slice.1 = slice.1.saturating_add(1);
         }
     }
 
@@ -70,7 +71,9 @@ impl RetryWindow {
         if retries >= allowed {
             return false;
         }
-        self.current(now).2 += 1;
+        let slice = self.current(now);
+        slice.2 = slice.2.saturating_add(1);
+        debug_assert!(self.slices.len() as u64 <= SLICES);
         true
     }
 }

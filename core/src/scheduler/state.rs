@@ -13,6 +13,25 @@ pub(super) fn millis(duration: Duration) -> Millis {
     Millis::try_from(duration.as_millis()).unwrap_or(Millis::MAX)
 }
 
+/// `held - released` for a count of things the scheduler holds (slots, reservations,
+/// queued or reconciling actions): it never goes below zero, because nothing is released
+/// that was not taken. Debug builds assert it; release builds stop at zero instead of
+/// wrapping to a count that would block dispatch for ever.
+pub(super) fn held_less<T>(held: T, released: T, what: &str) -> T
+where
+    T: Copy + PartialOrd + std::fmt::Display + std::ops::Sub<Output = T> + Default,
+{
+    debug_assert!(
+        released <= held,
+        "{what}: releasing {released} of {held} held; a count of held things went negative"
+    );
+    if released <= held {
+        held - released
+    } else {
+        T::default()
+    }
+}
+
 /// A class policy with its durations converted once, so the hot path does no conversions.
 #[derive(Debug, Clone)]
 pub(super) struct ClassRules {

@@ -4,7 +4,7 @@
 
 use super::audit_log::Detail;
 use super::lanes::rank;
-use super::state::{NextSend, Phase, Tracked};
+use super::state::{held_less, NextSend, Phase, Tracked};
 use super::Scheduler;
 use crate::audit::AuditKind;
 use crate::command::{Command, NextAction, Reason, Terminal, TerminalStatus};
@@ -111,10 +111,15 @@ impl<L: Ledger> Scheduler<L> {
             Phase::New | Phase::Ready | Phase::Delayed(_) => self.leave_phase(job.phase),
             Phase::InFlight(attempt) => {
                 if let Some(flight) = self.in_flight.remove(&attempt) {
-                    self.slots_used -= 1;
-                    self.counts.tokens_reserved -= flight.reserved_tokens;
+                    self.slots_used = held_less(self.slots_used, 1, "slots in use");
+                    self.counts.tokens_reserved = held_less(
+                        self.counts.tokens_reserved,
+                        flight.reserved_tokens,
+                        "tokens reserved",
+                    );
                     let scope = self.scopes.get_mut(flight.scope);
-                    scope.in_flight -= 1;
+                    scope.in_flight =
+                        held_less(scope.in_flight, 1, "attempts on the wire to a scope");
                     scope.release_tokens(flight.reserved_tokens, now);
                 }
             }
@@ -125,14 +130,14 @@ impl<L: Ledger> Scheduler<L> {
             }
         }
         if matches!(job.next_send, NextSend::Lookup(_)) {
-            self.counts.reconciling -= 1;
+            self.counts.reconciling = held_less(self.counts.reconciling, 1, "actions reconciling");
             job.next_send = NextSend::Action;
         }
         self.lanes.release(job.tenant, rank(job.entry.job.priority));
         if let Some(tasks) = self.tasks.get_mut(&job.tenant) {
             let task = job.entry.job.task.as_str();
             if let Some(state) = tasks.get_mut(task) {
-                state.live -= 1;
+                state.live = held_less(state.live, 1, "live actions of a task");
                 if state.live == 0 {
                     tasks.remove(task);
                 }
@@ -220,7 +225,7 @@ impl<L: Ledger> Scheduler<L> {
                 let ms = self
                     .breaker
                     .open_until(fingerprint, now)
-                    .map_or(0, |until| until - now);
+                    .map_or(0, |until| until.saturating_sub(now));
                 vec![Wait { ms }, Cancel]
             }
             Reason::StreamInterrupted => vec![
