@@ -11,6 +11,7 @@ pub type AttemptId = u64;
 /// A command the driver carries out, in the order `poll` returns them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[must_use = "a dropped Send leaves its slot and reservation held forever; a dropped Finish loses a terminal outcome"]
 pub enum Command {
     /// Put this attempt on the wire now. Its concurrency slot and rate reservation are
     /// already held; report the result with `on_outcome(send.attempt, ..)`.

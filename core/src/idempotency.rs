@@ -18,6 +18,7 @@ fn feed(hasher: &mut Sha256, part: &[u8]) {
 
 /// The idempotency key of one logical action: `"stk_"` followed by 32 lower-case hex
 /// digits (the first 16 bytes of a SHA-256 over tenant, task and payload hash).
+#[must_use]
 pub fn derive_key(tenant: &str, task: &str, payload_hash: u64) -> String {
     let mut hasher = Sha256::new();
     feed(&mut hasher, KEY_DOMAIN);
@@ -38,6 +39,7 @@ const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// A stable 64-bit hash of canonical payload parts (the first 8 bytes, big-endian, of a
 /// SHA-256 over the length-prefixed parts). Same parts, same hash, everywhere.
+#[must_use]
 pub fn stable_hash(parts: &[&str]) -> u64 {
     let mut hasher = Sha256::new();
     feed(&mut hasher, HASH_DOMAIN);

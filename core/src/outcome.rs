@@ -86,12 +86,14 @@ pub enum Outcome {
 
 impl Response {
     /// What the provider said about its limits: the typed figures, else the headers.
+    #[must_use]
     pub fn rate_hint(&self) -> Option<RateHint> {
         self.rate.or_else(|| rate_hint(&self.headers))
     }
 
     /// The provider's requested wait: the typed one, else the headers' (an HTTP-date is
     /// compared with `now_unix_ms`; one at or before it gives `past_date_floor_ms`).
+    #[must_use]
     pub fn retry_after(&self, now_unix_ms: u64, past_date_floor_ms: Millis) -> Option<RetryAfter> {
         match self.retry_after_ms {
             Some(delay_ms) => Some(RetryAfter {

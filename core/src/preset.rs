@@ -22,6 +22,7 @@ pub const PRESETS: &[&str] = &["naive", "exponential", "full-jitter", "stampede"
 ///   record and no scope budgets. Its retries are spread out, so it shows no retry waves, but
 ///   it keeps knocking on a scope the provider asked it to leave alone.
 /// - `stampede`: every rule on ([`Policy::default`]).
+#[must_use]
 pub fn preset(name: &str) -> Option<Policy> {
     match name {
         "naive" => Some(naive()),

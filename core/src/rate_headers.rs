@@ -41,6 +41,7 @@ impl RateHint {
 
 /// Reads rate-limit headers; `None` when no recognised header carried a usable value.
 /// Header names match ASCII case-insensitively; a malformed value is skipped, not fatal.
+#[must_use]
 pub fn rate_hint(headers: &[(String, String)]) -> Option<RateHint> {
     let mut openai = RateHint::default();
     let mut ietf = RateHint::default();
@@ -211,6 +212,7 @@ fn parse_policy(value: &str, hint: &mut RateHint) {
 /// Parses a Go-style duration as OpenAI sends it: one or more `<decimal><unit>` parts with
 /// units `h`, `m`, `s`, `ms`, `us`/`µs`, `ns` (`"6m0s"`, `"1.5s"`, `"20ms"`). A bare number
 /// is taken as seconds. Rounded up to a whole ms, saturating; integer arithmetic only.
+#[must_use]
 pub fn parse_duration_ms(text: &str) -> Option<Millis> {
     let text = trimmed(text);
     if text.is_empty() {

@@ -40,6 +40,7 @@ pub struct RetryAfter {
 /// - negative, non-finite or unparseable values are ignored (`None` when nothing usable).
 ///
 /// Header names match ASCII case-insensitively; the first usable header of each name counts.
+#[must_use]
 pub fn retry_after_delay(
     headers: &[(String, String)],
     now_unix_ms: u64,
@@ -127,6 +128,7 @@ fn parse_decimal_scaled(text: &str, scale: u64) -> Option<Millis> {
 }
 
 /// Formats a Unix time (ms) as an HTTP-date, for drivers and tests that build headers.
+#[must_use]
 pub fn format_http_date(unix_ms: u64) -> String {
     httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_millis(unix_ms))
 }

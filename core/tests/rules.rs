@@ -58,7 +58,7 @@ fn scope_record_is_published_before_the_retry_is_scheduled() {
     let mut s = scheduler(Policy::default());
     s.submit(job(1, "llm"), 0).unwrap();
     let send = sends(&drain(&mut s, 0)).remove(0);
-    s.drain_audit();
+    let _admission_and_send = s.drain_audit();
     s.on_outcome(send.attempt, response(429, &[("retry-after", "4")]), 50);
     let record = s.scope_record("acct").unwrap();
     assert_eq!(record.next_allowed_at, 4_050);

@@ -42,6 +42,7 @@ pub use scope::{ScopeRecord, ScopeSource};
 
 /// Why `submit` refused a job (admission with backpressure).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[must_use = "a rejected job was not admitted: offer it again after retry_after_ms or report it"]
 pub struct Rejection {
     /// What was full or wrong, for the caller and the report.
     pub reason: String,
@@ -217,14 +218,19 @@ impl<L: Ledger> Scheduler<L> {
         self.cancel(tenant, task, now);
     }
 
-    /// The next command due at `now`, if any. Call until `None`.
+    /// The next command due at `now`, if any. Call until `None` after every batch of
+    /// events, and whenever `next_wakeup` comes due; see the crate docs for the call order.
+    #[must_use = "a dropped Send leaves its slot and reservation held forever; a dropped Finish loses a terminal outcome"]
     pub fn poll(&mut self, now: Millis) -> Option<Command> {
         let now = self.observe(now);
         self.next_command(now)
     }
 
     /// When the scheduler next wants `poll` called if nothing else happens (ms since run
-    /// start). `None`: only a new event (submit, outcome, cancel) can make progress.
+    /// start): the earliest timer, rate capacity returning, or the end of the execution
+    /// budget. At or before the latest `now` when commands are already waiting (poll at
+    /// once). `None`: only a new event (submit, outcome, cancel) can make progress.
+    #[must_use = "a driver that ignores the wake-up never polls the timers it asked for"]
     pub fn next_wakeup(&self) -> Option<Millis> {
         if !self.outbox.is_empty() {
             return Some(self.last_now);
@@ -240,7 +246,8 @@ impl<L: Ledger> Scheduler<L> {
             .min()
     }
 
-    /// Audit events recorded since the last drain, in order.
+    /// Audit events recorded since the last drain, in order; they are forgotten here.
+    #[must_use = "drained audit events are gone from the scheduler: write them or they are lost"]
     pub fn drain_audit(&mut self) -> Vec<AuditEvent> {
         if self.audit.is_empty() {
             return Vec::new();
@@ -258,7 +265,9 @@ impl<L: Ledger> Scheduler<L> {
         result
     }
 
-    /// Current queue, delay, in-flight and reservation figures.
+    /// Current queue, delay, in-flight and reservation figures. O(1): the counts are kept
+    /// in step with every move.
+    #[must_use]
     pub fn gauges(&self) -> Gauges {
         Gauges {
             queued: self.counts.ready,
@@ -275,11 +284,13 @@ impl<L: Ledger> Scheduler<L> {
 
     /// The shared record of one scope (`next_allowed_at`, remaining, reset, source), if the
     /// scheduler has seen that scope.
+    #[must_use]
     pub fn scope_record(&self, scope: &str) -> Option<ScopeRecord> {
         self.scopes.record(scope)
     }
 
     /// Every scope seen so far with its record, ordered by scope id.
+    #[must_use]
     pub fn scope_records(&self) -> Vec<(String, ScopeRecord)> {
         self.scopes.records()
     }
@@ -302,6 +313,7 @@ impl<L: Ledger> Scheduler<L> {
     }
 
     /// Gives the ledger back (for a simulated crash: only what it holds survives).
+    #[must_use]
     pub fn into_ledger(self) -> L {
         self.ledger
     }
