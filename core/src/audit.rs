@@ -6,17 +6,29 @@ use crate::command::AttemptId;
 use crate::job::JobId;
 use crate::time::Millis;
 
-/// What happened.
+/// What happened to an action, in the order an action's events are recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AuditKind {
+    /// The action was admitted and persisted (detail: class, route, priority).
     ActionRequested,
+    /// An attempt was handed to the driver, recorded before it leaves (detail: attempt
+    /// number, `action` or `lookup`, reserved tokens).
     ActionSent,
+    /// The driver reported how an attempt ended (detail: success, or the failure kind and
+    /// its group).
     ActionResult,
+    /// Another attempt or look-up was planned, or a send was held back after a ledger
+    /// write failed (detail: what it follows, attempts so far, the delay in ms).
     RetryScheduled,
+    /// An attempt may have executed: the action is looked up before anything is re-sent.
     ReconciliationRequired,
+    /// The action ended `escalated` or `reconciliation_required`: a person (or another
+    /// system) has to decide what happens next (detail: status, reason, attempts).
     Escalated,
+    /// The action ended because its task was cancelled.
     Cancelled,
+    /// The action completed (answered successfully, or found by a look-up).
     Completed,
     /// The action ended failed (deadline, budgets, won't improve, quota...).
     Failed,
@@ -25,10 +37,15 @@ pub enum AuditKind {
 /// One audit event. `detail` is a short sanitized description (status, reason, delay).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditEvent {
-    /// When (ms since run start).
+    /// When it happened (ms since run start: the `now` of the call that caused it).
     pub at: Millis,
+    /// What happened.
     pub kind: AuditKind,
+    /// The logical action it happened to.
     pub job: JobId,
+    /// The attempt it concerns, for `action_sent` and `action_result`; `None` otherwise.
     pub attempt: Option<AttemptId>,
+    /// `key=value` pairs separated by spaces (or a short sentence), free of bodies and
+    /// credentials; a durable trail redacts it once more before writing.
     pub detail: String,
 }

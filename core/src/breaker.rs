@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::job::{Job, Route};
+use crate::job::Route;
 use crate::time::Millis;
 
 /// `METHOD /endpoint/template` for a route; never a concrete id.
@@ -34,7 +34,8 @@ pub fn fingerprint(route: Route, class: &str, payload_hash: u64, failure_label: 
 }
 
 /// The fingerprint of a job's failure: reads only its route, class and payload hash.
-pub fn job_fingerprint(job: &Job, failure_label: &str) -> String {
+#[cfg(test)]
+pub fn job_fingerprint(job: &crate::job::Job, failure_label: &str) -> String {
     fingerprint(job.route, &job.class, job.payload_hash, failure_label)
 }
 
@@ -124,7 +125,7 @@ impl Breaker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::Priority;
+    use crate::job::{Job, Priority};
 
     fn job(credential: &str, key: Option<&str>) -> Job {
         Job {

@@ -44,16 +44,6 @@ impl TokenBucket {
         }
     }
 
-    /// Tokens per window.
-    pub fn capacity(&self) -> u64 {
-        self.capacity
-    }
-
-    /// Refill window (ms).
-    pub fn window_ms(&self) -> Millis {
-        self.window_ms
-    }
-
     fn full(&self) -> i128 {
         full_units(self.capacity, self.window_ms)
     }
@@ -90,7 +80,9 @@ impl TokenBucket {
         self.level = self.level.saturating_add(units).min(self.full());
     }
 
-    /// Whole tokens available now (fractions of a token are not available yet).
+    /// Whole tokens available now (fractions of a token are not available yet). The
+    /// scheduler only ever asks `try_reserve`; the tests read the level through this.
+    #[cfg(test)]
     pub fn available(&mut self, now: Millis) -> u64 {
         self.refill(now);
         let tokens = self.level.max(0) / i128::from(self.window_ms);
@@ -161,6 +153,7 @@ impl TokenBucket {
     }
 
     /// How far below zero the level is right now, as of the last event (tokens, rounded up).
+    #[cfg(test)]
     pub fn outstanding_debt(&self) -> u64 {
         let units = (-self.level).max(0).unsigned_abs();
         u64::try_from(units.div_ceil(u128::from(self.window_ms))).unwrap_or(u64::MAX)
@@ -169,14 +162,6 @@ impl TokenBucket {
     /// Reconciliations whose actual usage was unknown.
     pub fn uncertain(&self) -> u64 {
         self.uncertain
-    }
-
-    /// Changes the capacity (tokens per window), e.g. to a limit the provider announced.
-    /// The level is clamped to the new full bucket; it is never raised.
-    pub fn set_capacity(&mut self, capacity: u64, now: Millis) {
-        self.refill(now);
-        self.capacity = capacity;
-        self.level = self.level.min(self.full());
     }
 
     /// Aligns the bucket with the provider's rate-limit headers: `remaining` tokens left,
@@ -318,17 +303,6 @@ mod tests {
         assert_eq!(bucket.available(4_999), 0);
         assert_eq!(bucket.try_reserve(10, 1_000), Err(5_100));
         assert_eq!(bucket.available(5_100), 10);
-    }
-
-    #[test]
-    fn capacity_change_never_raises_the_level() {
-        let mut bucket = TokenBucket::new(100, 1_000, 0);
-        assert!(bucket.try_reserve(50, 0).is_ok());
-        bucket.set_capacity(200, 0);
-        assert_eq!(bucket.available(0), 50);
-        assert_eq!(bucket.available(1_000), 200);
-        bucket.set_capacity(20, 1_000);
-        assert_eq!(bucket.available(1_000), 20);
     }
 
     #[test]

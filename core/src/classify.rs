@@ -25,7 +25,10 @@ pub enum Classification {
 /// kind keeps the precise cause for messages, metrics and breaker fingerprints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Failure {
+    /// What the failure means for retrying: the class's `retry_on` lists the groups it
+    /// may retry.
     pub group: FailureGroup,
+    /// The precise cause.
     pub kind: FailureKind,
 }
 
@@ -69,19 +72,6 @@ impl ErrorCode {
             .find(|(text, _)| text.eq_ignore_ascii_case(code))
             .map_or(ErrorCode::Other, |(_, known)| *known)
     }
-
-    /// The code as the provider spells it (`"other"` for unknown codes).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::RateLimitExceeded => "rate_limit_exceeded",
-            ErrorCode::InsufficientQuota => "insufficient_quota",
-            ErrorCode::ContentPolicyViolation => "content_policy_violation",
-            ErrorCode::ContentFilter => "content_filter",
-            ErrorCode::ContextLengthExceeded => "context_length_exceeded",
-            ErrorCode::IdempotencyKeyInUse => "idempotency_key_in_use",
-            ErrorCode::Other => "other",
-        }
-    }
 }
 
 /// The precise cause of a failure. Key metrics by [`FailureKind::label`].
@@ -97,7 +87,9 @@ pub enum FailureKind {
     Transport(TransportFailure),
     /// A 4xx (or unexpected 1xx/3xx) that retrying will not fix.
     ClientError {
+        /// The HTTP status (400, 401, 403, 404, 422, ...).
         status: u16,
+        /// The provider's error code, when the body carried one.
         code: Option<ErrorCode>,
     },
     /// The provider refused the content (`content_policy_violation`, `content_filter`).
@@ -105,11 +97,17 @@ pub enum FailureKind {
     /// The prompt is longer than the model's context (`context_length_exceeded`).
     ContextLength,
     /// 409: duplicate, version conflict or lock; resource-specific.
-    Conflict { code: Option<ErrorCode> },
+    Conflict {
+        /// The provider's error code, when the body carried one.
+        code: Option<ErrorCode>,
+    },
     /// A daily or billing quota is used up (`insufficient_quota`): wait for its reset.
     QuotaExhausted,
-    /// An SSE stream ended early after this many tokens.
-    StreamCut { tokens_delivered: u32 },
+    /// An SSE stream ended early.
+    StreamCut {
+        /// Chunks (tokens) delivered before the cut (tokens).
+        tokens_delivered: u32,
+    },
     /// 409 `idempotency_key_in_use`: the same key is still in flight; retry later.
     IdempotencyKeyInUse,
 }
@@ -193,6 +191,7 @@ fn status_label(status: u16) -> &'static str {
 /// Any 2xx and every answered look-up is [`Classification::Success`]. The provider's error
 /// code wins over the status where it is more precise (a 400 `context_length_exceeded` is
 /// [`FailureKind::ContextLength`]); on a 2xx the code is ignored.
+#[must_use]
 pub fn classify(outcome: &Outcome) -> Classification {
     let failure = match outcome {
         Outcome::Lookup(_) => return Classification::Success,

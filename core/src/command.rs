@@ -35,26 +35,41 @@ pub enum SendKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LookupBy {
+    /// The idempotency key the action was sent with (`GET /v1/records?idempotency_key=`):
+    /// used when the policy sends keys.
     IdempotencyKey(String),
+    /// The action's external reference (`GET /v1/records?external_ref=`): used when no key
+    /// was sent and the job carries one.
     ExternalRef(String),
+    /// The provider's operation or record id from an earlier answer
+    /// (`GET /v1/records/{id}`): the last resort.
     OperationId(String),
 }
 
-/// One outbound attempt.
+/// One outbound attempt, as [`Command::Send`] hands it to the driver. Its concurrency slot
+/// and rate reservation are held until the driver reports its outcome.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SendAttempt {
+    /// The id to report the outcome under (`Scheduler::on_outcome(attempt, ..)`).
     pub attempt: AttemptId,
+    /// The logical action this attempt is for.
     pub job: JobId,
     /// 1-based attempt number of this logical action, counting look-ups and attempts made
     /// before a restart.
     pub attempt_no: u32,
+    /// The action itself, or a reconciliation look-up.
     pub kind: SendKind,
+    /// Credential (bearer key) to send it with: the job's own.
     pub credential: String,
+    /// The provider scope the attempt's rate was reserved on (the job's scope, or
+    /// `"account"` when it named none).
     pub scope: String,
+    /// Endpoint family of the action (for a look-up: of the action looked up).
     pub route: Route,
     /// `Idempotency-Key` header to send, if the policy sends keys.
     pub idempotency_key: Option<String>,
-    /// Tokens reserved for this attempt (prompt + max output), 0 for non-LLM routes.
+    /// Tokens reserved for this attempt (tokens: prompt + max output, capped at `u32::MAX`);
+    /// 0 for look-ups and non-LLM routes.
     pub reserved_tokens: u32,
     /// Client timeout for this attempt (ms).
     pub timeout_ms: Millis,
@@ -64,9 +79,15 @@ pub struct SendAttempt {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TerminalStatus {
+    /// The action is done: answered successfully, or found by a reconciliation look-up.
     Completed,
+    /// The action did not happen and will not be tried again by the core; see the reason
+    /// and the next actions.
     Failed,
+    /// Its task was cancelled before it completed.
     Cancelled,
+    /// The core stopped on purpose and hands the action to a person or another system: an
+    /// open circuit, or a look-up that could not settle an uncertain write.
     Escalated,
     /// An uncertain write whose fate could not be established; it stays in the ledger.
     ReconciliationRequired,
@@ -76,28 +97,44 @@ pub enum TerminalStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reason {
+    /// The provider answered the action successfully.
     Succeeded,
     /// The provider confirmed the action exists after an uncertain attempt.
     Reconciled,
+    /// The job's deadline passed, or the next attempt could not go before it.
     DeadlineExceeded,
+    /// The class's `max_attempts` (plus re-sends granted by look-ups) were used, or the
+    /// class does not retry this failure's group.
     AttemptsExhausted,
+    /// The next wait would take the action past its class's `max_wait` (ms waited so far
+    /// plus the next delay).
     WaitBudgetExhausted,
+    /// The task used up its retry budget (`retry_budgets.per_task.max_retries`).
     TaskBudgetExhausted,
+    /// The scope's sliding-window retry budget (`retry_budgets.per_scope`) had no room:
+    /// too many retries against the scope relative to first attempts.
     ScopeBudgetExhausted,
     /// A failure that retrying will not fix (status code and provider error code).
     WontImprove {
+        /// HTTP status of the last answer (0 when none was heard).
         status: u16,
+        /// The provider's error code from the body, if any.
         code: Option<String>,
     },
     /// Daily or billing quota exhausted.
     QuotaExhausted,
     /// 409 that is not retryable (duplicate, version conflict).
     Conflict {
+        /// The provider's error code from the body, if any.
         code: Option<String>,
     },
+    /// The circuit breaker is open on this action's path (route, class, payload): the same
+    /// failure repeated `breaker.threshold` times in a row.
     CircuitOpen {
+        /// The breaker path's fingerprint (route template, class, payload hash, failure).
         fingerprint: String,
     },
+    /// Its task was cancelled (`Scheduler::cancel_task`).
     Cancelled,
     /// A stream that had delivered tokens was cut; it is not retried.
     StreamInterrupted,
@@ -113,14 +150,22 @@ pub enum Reason {
 pub enum NextAction {
     /// Wait this long (ms), then try again.
     Wait {
+        /// How long (ms from the terminal): the scope's published wait, or the breaker's
+        /// open period; 0 when nothing is published.
         ms: Millis,
     },
+    /// Ask the provider whether the action happened before doing anything else.
     QueryStatus,
+    /// Submit the action again with the same idempotency key: the provider deduplicates it,
+    /// so this is safe even if an attempt executed.
     RetryWithSameKey,
+    /// The quota is the limit: raise it (or wait for its reset).
     RaiseQuota,
+    /// Give the action up.
     Cancel,
     /// Send a new operation; it can duplicate the side effect.
     SendNewOperation {
+        /// Whether an earlier attempt may have executed, so a new operation can do it twice.
         may_duplicate: bool,
     },
 }
@@ -128,8 +173,11 @@ pub enum NextAction {
 /// A terminal outcome with its context. Sanitized: no bodies, no credentials.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Terminal {
+    /// The logical action that ended.
     pub job: JobId,
+    /// How it ended.
     pub status: TerminalStatus,
+    /// Why it ended that way.
     pub reason: Reason,
     /// Whether any attempt was put on the wire.
     pub sent: bool,
@@ -141,5 +189,6 @@ pub struct Terminal {
     pub waited_ms: Millis,
     /// Provider operation id, when known.
     pub operation_id: Option<String>,
+    /// What the caller can safely do next, most useful first; empty when completed.
     pub next_actions: Vec<NextAction>,
 }

@@ -14,9 +14,12 @@ pub type JobId = u64;
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Priority {
+    /// Drains before everything else (user-facing work that cannot wait).
     Critical,
+    /// Everything not marked otherwise (the default).
     #[default]
     Normal,
+    /// Drains only when no critical or normal work is ready (backfills, batch jobs).
     Bulk,
 }
 

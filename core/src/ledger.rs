@@ -19,16 +19,21 @@ pub enum ActionState {
     Planned,
     /// An attempt may be on the wire.
     InFlight,
+    /// Done (answered successfully, or found by a look-up). Terminal.
     Completed,
     /// A write that may have executed; must be looked up before anything is re-sent.
     ReconciliationRequired,
+    /// Ended without happening (see the terminal's reason). Terminal.
     Failed,
+    /// Handed to a person or another system (open circuit, look-up impossible). Terminal.
     Escalated,
+    /// Its task was cancelled. Terminal.
     Cancelled,
 }
 
 impl ActionState {
-    /// Whether the state is final.
+    /// Whether the state is final: `completed`, `failed`, `escalated` or `cancelled`.
+    /// `reconciliation_required` is not: a restore looks the action up again.
     pub fn is_terminal(self) -> bool {
         matches!(
             self,
@@ -43,6 +48,7 @@ pub struct LedgerEntry {
     /// The job as submitted, with its idempotency key filled in (persisted before the first
     /// send so every attempt, before or after a restart, reuses it).
     pub job: Job,
+    /// Where the action stands.
     pub state: ActionState,
     /// Attempts made so far, including look-ups (budgets count across restarts).
     pub attempts: u32,
@@ -57,8 +63,14 @@ pub struct LedgerEntry {
 /// A ledger failed to read or write.
 #[derive(Debug, thiserror::Error)]
 pub enum LedgerError {
+    /// The store could not be read or written (disk full, permissions, I/O, a locked
+    /// database). Nothing is ever sent unpersisted: at admission the job is refused, before
+    /// a send the attempt is held back one backoff base and tried again, and any other
+    /// failed write is counted in `Gauges::ledger_errors`. Fix the storage; the run goes on.
     #[error("ledger storage failed: {0}")]
     Storage(String),
+    /// The store holds something that cannot be read back as entries (a damaged file, a
+    /// foreign schema). Restoring from it is refused: repair or move the file aside.
     #[error("ledger is corrupt: {0}")]
     Corrupt(String),
 }
@@ -106,6 +118,7 @@ pub struct InMemoryLedger {
 }
 
 impl InMemoryLedger {
+    /// An empty ledger that keeps every entry, terminal ones included.
     pub fn new() -> Self {
         Self::default()
     }
@@ -124,11 +137,12 @@ impl InMemoryLedger {
         self.stored(id).map(StoredEntry::to_entry)
     }
 
-    /// Number of entries.
+    /// Number of entries (actions).
     pub fn len(&self) -> usize {
         self.index.len()
     }
 
+    /// Whether it holds no entry.
     pub fn is_empty(&self) -> bool {
         self.index.is_empty()
     }

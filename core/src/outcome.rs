@@ -9,11 +9,14 @@ use crate::time::Millis;
 /// Token usage the provider reported (tokens).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
+    /// Tokens the prompt really used (tokens).
     pub prompt_tokens: u32,
+    /// Tokens the completion really produced (tokens).
     pub completion_tokens: u32,
 }
 
-/// An HTTP answer.
+/// An HTTP answer to an attempt, as the driver heard it: the status, and the headers or
+/// the typed figures read from them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Response {
     /// HTTP status code.
@@ -60,7 +63,11 @@ pub enum TransportFailure {
     /// No response before the client's timeout: may have executed.
     ReadTimeout,
     /// An SSE stream ended early after delivering this many chunks (tokens).
-    StreamCut { tokens_delivered: u32 },
+    StreamCut {
+        /// Chunks (tokens) that reached the client before the cut; above 0, the action is
+        /// not retried (the caller already saw part of an answer).
+        tokens_delivered: u32,
+    },
 }
 
 /// The answer to a reconciliation look-up that reached the provider and was answered.
@@ -68,7 +75,10 @@ pub enum TransportFailure {
 #[serde(rename_all = "snake_case")]
 pub enum LookupResult {
     /// The action exists (was committed); its id when the provider gave one.
-    Found { operation_id: Option<String> },
+    Found {
+        /// The provider's id of the action, which the terminal reports.
+        operation_id: Option<String>,
+    },
     /// The provider has no such action: it is safe to send again with the same key.
     Absent,
     /// The provider offers no look-up for this action.
@@ -79,8 +89,12 @@ pub enum LookupResult {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
+    /// The provider answered over HTTP (any status). For a look-up, an answer that is not
+    /// a verdict (429, 5xx): the look-up is tried again later.
     Response(Response),
+    /// The attempt failed below HTTP (connection, timeout, cut stream).
     Transport(TransportFailure),
+    /// A reconciliation look-up was answered with a verdict about the action.
     Lookup(LookupResult),
 }
 

@@ -39,14 +39,19 @@ pub enum Jitter {
     Fixed,
 }
 
-/// Backoff parameters.
+/// Backoff parameters: the `n`-th retry waits a delay drawn from `base * 2^n`, capped at
+/// `cap`, as `jitter` says (a provider's longer wait still wins).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Backoff {
+    /// Delay before the first retry, before jitter; also the pause a 429 without any wait
+    /// puts on its scope, and how long a send refused by the ledger is held back.
     #[serde(with = "humantime_serde_compat")]
     pub base: Duration,
+    /// Longest backoff delay, before a provider's wait is applied.
     #[serde(with = "humantime_serde_compat")]
     pub cap: Duration,
+    /// How the delay is drawn below the exponential bound.
     pub jitter: Jitter,
 }
 
@@ -81,7 +86,7 @@ pub struct ClassPolicy {
 }
 
 /// Shared helper so policy durations read and write as humantime strings.
-pub mod humantime_serde_compat {
+mod humantime_serde_compat {
     use std::time::Duration;
 
     use serde::{Deserialize, Deserializer, Serializer};
@@ -101,7 +106,7 @@ pub mod humantime_serde_compat {
 }
 
 /// Optional durations as humantime strings; absent means "no limit".
-pub mod humantime_option {
+mod humantime_option {
     use std::time::Duration;
 
     use serde::{Deserialize, Deserializer, Serializer};
@@ -219,7 +224,9 @@ impl Default for TaskRetryBudget {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]
 pub struct RetryBudgets {
+    /// Retries all actions of one task may make together.
     pub per_task: TaskRetryBudget,
+    /// Retries all tasks together may send to one scope, relative to first attempts.
     pub per_scope: ScopeRetryBudget,
 }
 
@@ -248,6 +255,7 @@ impl Default for Admission {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct BreakerPolicy {
+    /// Off: failures never open a path; every action retries as its class allows.
     pub enabled: bool,
     /// Identical failures (same fingerprint) that open the path (failures).
     pub threshold: u32,
@@ -317,7 +325,9 @@ pub struct Policy {
     pub workers: u32,
     /// Request classes by name.
     pub classes: BTreeMap<String, ClassPolicy>,
+    /// How long to wait before a retry when the provider asked for nothing longer.
     pub backoff: Backoff,
+    /// How the provider's `Retry-After` / `retry-after-ms` is honoured.
     pub retry_after: RetryAfterPolicy,
     /// Publish 429/503 waits and rate-limit headers on the scope record, which every
     /// dispatch to that scope reads; off: each job only honours what it was told itself.
@@ -331,10 +341,15 @@ pub struct Policy {
     pub scopes: BTreeMap<String, ScopeBudget>,
     /// Budget for scopes not listed in `scopes`.
     pub default_scope: ScopeBudget,
+    /// How many retries a task, and all tasks on one scope, may make.
     pub retry_budgets: RetryBudgets,
+    /// Bounded queues: how many live actions a tenant may hold per priority.
     pub admission: Admission,
+    /// When repeated identical failures stop an action's path.
     pub breaker: BreakerPolicy,
+    /// How many look-ups and re-sends an uncertain write may make.
     pub reconciliation: ReconcilePolicy,
+    /// What a daily or billing quota refusal does.
     pub quota: QuotaPolicy,
     /// Single-flight identical coalescable reads (one send serves every waiter).
     pub coalesce_reads: bool,

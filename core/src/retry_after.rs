@@ -25,6 +25,7 @@ pub enum RetryAfterSource {
 pub struct RetryAfter {
     /// How long to wait from now (ms).
     pub delay_ms: Millis,
+    /// Which header (and form) gave it.
     pub source: RetryAfterSource,
 }
 

@@ -40,7 +40,8 @@ use crate::time::Millis;
 
 pub use scope::{ScopeRecord, ScopeSource};
 
-/// Why `submit` refused a job (admission with backpressure).
+/// Why `submit` refused a job (admission with backpressure). The job was not admitted and
+/// nothing was persisted: offer it again after `retry_after_ms`, or report it as refused.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[must_use = "a rejected job was not admitted: offer it again after retry_after_ms or report it"]
 pub struct Rejection {
@@ -53,8 +54,13 @@ pub struct Rejection {
 /// The scheduler could not be built or restored.
 #[derive(Debug, thiserror::Error)]
 pub enum CoreError {
+    /// The policy is inconsistent (zero workers, no class, a zero timeout, a class a ledger
+    /// entry names but the policy lacks...). The message names the field and a value that
+    /// works: fix the policy and build again.
     #[error("invalid policy: {0}")]
     Policy(String),
+    /// The ledger could not be read (or a restored entry could not be rewritten) while
+    /// restoring; see [`LedgerError`] for what each kind means.
     #[error(transparent)]
     Ledger(#[from] LedgerError),
 }
@@ -300,7 +306,8 @@ impl<L: Ledger> Scheduler<L> {
         &self.policy
     }
 
-    /// The ledger.
+    /// The ledger the scheduler persists to, for reading entries (a driver's final report
+    /// lists what is left unfinished from it).
     pub fn ledger(&self) -> &L {
         &self.ledger
     }
