@@ -15,7 +15,8 @@ pub use latency::{LatencyConfig, LatencyShape};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
-/// The provider under test.
+/// How the fake provider behaves: latencies, limits, faults, Retry-After format,
+/// idempotency and time scale (a scenario's `[provider]` table).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ProviderConfig {

@@ -5,6 +5,8 @@
 //! turns HTTP into model calls and model decisions into HTTP. The simulator calls the model
 //! directly.
 
+#![deny(missing_docs)]
+
 pub mod config;
 pub mod model;
 pub mod server;

@@ -35,9 +35,19 @@ pub enum LatencyShape {
     /// Always this many ms.
     Fixed(u64),
     /// Uniform in `[min, max]` ms.
-    Uniform { min: u64, max: u64 },
+    Uniform {
+        /// Shortest answer (ms).
+        min: u64,
+        /// Longest answer, inclusive (ms).
+        max: u64,
+    },
     /// Lognormal with this median and 99th percentile (ms).
-    LogNormal { median: u64, p99: u64 },
+    LogNormal {
+        /// Half the answers are faster than this (ms).
+        median: u64,
+        /// 99 answers in 100 are faster than this (ms).
+        p99: u64,
+    },
 }
 
 impl LatencyConfig {

@@ -23,7 +23,7 @@ pub struct Decision {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Answer {
-    /// An HTTP response.
+    /// Answer over HTTP with this status, body and signals (headers in the server).
     Respond {
         /// HTTP status.
         status: u16,

@@ -205,7 +205,7 @@ impl ProviderModel {
         self.journal = buffer;
     }
 
-    /// The config this model runs.
+    /// The config this model was built with (limits, faults, latencies).
     pub fn config(&self) -> &ProviderConfig {
         &self.config
     }

@@ -147,7 +147,7 @@ impl RequestRoute {
 pub struct Fnv(u64);
 
 impl Fnv {
-    /// The offset basis.
+    /// A hasher with nothing fed yet (at FNV-1a's 64-bit offset basis).
     pub fn new() -> Self {
         Fnv(0xcbf2_9ce4_8422_2325)
     }
@@ -161,7 +161,7 @@ impl Fnv {
         self
     }
 
-    /// The hash so far.
+    /// The FNV-1a hash of every part fed so far.
     pub fn finish(self) -> u64 {
         self.0
     }

@@ -135,17 +135,17 @@ pub enum ServeError {
         "cannot listen on {addr}: {source} (is another server using it? try --addr 127.0.0.1:0)"
     )]
     Bind {
-        /// The address asked for.
+        /// The address `--addr` asked for.
         addr: SocketAddr,
-        /// The OS error.
+        /// Why the OS refused it (in use, permission denied, not a local address).
         source: std::io::Error,
     },
     /// The scenario file could not be read.
     #[error("cannot read scenario {path}: {source}")]
     Read {
-        /// The file.
+        /// The scenario file named on the command line.
         path: PathBuf,
-        /// The OS error.
+        /// Why it could not be read (missing, permission denied).
         source: std::io::Error,
     },
     /// Listening failed after start.
