@@ -112,7 +112,12 @@ pub enum TailRepair {
         bytes: u64,
     },
     /// The last line was a complete record missing only its `\n`, which was added.
-    NewlineAdded { line: u64, seq: u64 },
+    NewlineAdded {
+        /// Its line number (1-based).
+        line: u64,
+        /// The record's seq.
+        seq: u64,
+    },
 }
 
 impl std::fmt::Display for TailRepair {
@@ -137,6 +142,8 @@ impl std::fmt::Display for TailRepair {
 /// A writer resumed by [`AuditWriter::open_append`], with the repair it made, if any.
 #[derive(Debug)]
 pub struct Resumed {
+    /// The writer, positioned after the last whole record: the next append continues the
+    /// chain.
     pub writer: AuditWriter,
     /// `Some` when the file ended in a torn line; show it to the user.
     pub repaired_tail: Option<TailRepair>,

@@ -13,7 +13,9 @@ pub enum DurableError {
          and that the file is a Stampede ledger (or point the runner at a new file)"
     )]
     LedgerOpen {
+        /// The ledger file.
         path: PathBuf,
+        /// What SQLite said (cannot open, not a database, read-only, ...).
         #[source]
         source: rusqlite::Error,
     },
@@ -22,37 +24,57 @@ pub enum DurableError {
         "the ledger {path} could not be switched to WAL journal mode (it is in {mode} mode); \
          put the ledger on a local filesystem that supports shared memory"
     )]
-    LedgerNotWal { path: PathBuf, mode: String },
+    LedgerNotWal {
+        /// The ledger file.
+        path: PathBuf,
+        /// The journal mode SQLite kept instead (`delete`, `memory`, ...).
+        mode: String,
+    },
     /// The ledger was written by a newer Stampede whose schema this build does not know.
     #[error(
         "the ledger {path} has schema version {found}, but this build understands versions up to \
          {supported}; run a newer stampede on it, or start a new ledger file"
     )]
     LedgerTooNew {
+        /// The ledger file.
         path: PathBuf,
+        /// The schema version the file says it has.
         found: i64,
+        /// The newest schema version this build reads ([`crate::SCHEMA_VERSION`]).
         supported: i64,
     },
     /// A statement on an open ledger failed (disk full, file locked by another runner, ...).
     #[error("ledger {path}: cannot {action}: {source}; check free space and that no other runner holds this file")]
     LedgerSql {
+        /// The ledger file.
         path: PathBuf,
+        /// What the ledger was doing, as a phrase (`"store the entry of job 7"`, `"read the
+        /// schema version"`).
         action: String,
+        /// What SQLite said.
         #[source]
         source: rusqlite::Error,
     },
     /// A stored row does not decode: the file was edited or damaged outside Stampede.
     #[error("ledger {path} is corrupt at job {job}: {problem}; restore it from a backup or start a new ledger file")]
     LedgerCorrupt {
+        /// The ledger file.
         path: PathBuf,
+        /// The job id of the row that does not decode, as text (or what identifies the row
+        /// when its id is unreadable).
         job: String,
+        /// What is wrong with it.
         problem: String,
     },
     /// An audit trail file could not be created, read, written or synced.
     #[error("audit trail {path}: cannot {action}: {source}")]
     AuditIo {
+        /// The audit trail file.
         path: PathBuf,
+        /// What the writer was doing, as a phrase (`"create"`, `"append a record"`, `"write the
+        /// head file"`).
         action: &'static str,
+        /// What the OS said (disk full, permission denied, ...).
         #[source]
         source: std::io::Error,
     },
@@ -61,18 +83,29 @@ pub enum DurableError {
         "audit trail {path} already exists; resume it with AuditWriter::open_append, or choose a new file \
          (an existing trail is never overwritten)"
     )]
-    AuditExists { path: PathBuf },
+    AuditExists {
+        /// The audit trail file.
+        path: PathBuf,
+    },
     /// `AuditWriter::open_append` found a chain that does not verify before its tail.
     #[error(
         "audit trail {path} is broken, refusing to append to it: {report}; keep the file as evidence and \
          start a new trail"
     )]
-    AuditBroken { path: PathBuf, report: String },
+    AuditBroken {
+        /// The audit trail file.
+        path: PathBuf,
+        /// What verification found (the first broken record and why).
+        report: String,
+    },
     /// An audit event did not serialize (should not happen for core events).
     #[error("audit trail {path}: cannot encode event for job {job}: {source}")]
     AuditEncode {
+        /// The audit trail file.
         path: PathBuf,
+        /// The job the event was about.
         job: u64,
+        /// What serde_json said.
         #[source]
         source: serde_json::Error,
     },

@@ -7,6 +7,8 @@
 //! - [`verify()`]: whether a trail is whole, or the first record that is not (backs
 //!   `stampede audit verify FILE` through [`verify_cli`]).
 
+#![deny(missing_docs)]
+
 pub mod audit_log;
 pub mod chain;
 pub mod credential_ref;

@@ -36,6 +36,8 @@ pub enum Redaction {
 /// A detail made safe to record, and what was taken out of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sanitized {
+    /// The detail with secrets and bodies replaced by markers, cut to
+    /// [`MAX_DETAIL_BYTES`] bytes (then marked `...[cut N bytes]`) when longer.
     pub text: String,
     /// Each kind of redaction applied, in the order applied (no repeats).
     pub redactions: Vec<Redaction>,

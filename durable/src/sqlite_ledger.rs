@@ -8,7 +8,7 @@
 //!
 //! Layout: one row per logical action in `entries`, with the fields the runner filters on as
 //! columns (job id, state, attempts, waited ms, operation id, updated at, idempotency key) and
-//! the whole [`Job`](stampede_core::Job) as JSON. Job ids are `u64`; SQLite integers are `i64`,
+//! the whole [`Job`] as JSON. Job ids are `u64`; SQLite integers are `i64`,
 //! so ids are stored bit-cast and sorted back in Rust, which keeps every id (even above
 //! `i64::MAX`) exact and `entries()` in job-id order.
 //!
@@ -67,6 +67,7 @@ impl Synchronous {
 /// Options for [`SqliteLedger::open_with`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct LedgerOptions {
+    /// How hard a returned put is synced to disk (default: [`Synchronous::Full`]).
     pub synchronous: Synchronous,
 }
 

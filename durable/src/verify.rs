@@ -30,7 +30,10 @@ use crate::head_file::{head_path, read_head};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Problem {
     /// The line is not a record (bad JSON, missing or extra fields, malformed hash).
-    Unparsable { reason: String },
+    Unparsable {
+        /// What the parser said about the line.
+        reason: String,
+    },
     /// The last line has no `\n`: a write was cut short by a crash.
     Torn {
         /// Byte offset where the torn line starts.
@@ -41,15 +44,40 @@ pub enum Problem {
         complete_record: bool,
     },
     /// The stored hash is not the hash of the record's content: the record was edited.
-    Edited { stored: String, computed: String },
+    Edited {
+        /// The hash the record carries (64 hex digits).
+        stored: String,
+        /// The hash of the record's content as it is now (64 hex digits).
+        computed: String,
+    },
     /// The seq is not the one expected: records were deleted or reordered before this one.
-    SeqOutOfOrder { expected: u64, found: u64 },
+    SeqOutOfOrder {
+        /// The seq that should come next (one more than the previous record's).
+        expected: u64,
+        /// The seq this record carries.
+        found: u64,
+    },
     /// The seq fits but `prev` is not the previous record's hash: the record before was replaced.
-    PrevMismatch { expected: String, found: String },
+    PrevMismatch {
+        /// The previous record's hash (64 hex digits).
+        expected: String,
+        /// The `prev` this record carries.
+        found: String,
+    },
     /// The trail ends before the expected head: records were cut off the end.
-    MissingTail { last_seq: u64, expected_seq: u64 },
+    MissingTail {
+        /// The seq of the last record in the file.
+        last_seq: u64,
+        /// The seq the head file (or the given head) says the trail reaches.
+        expected_seq: u64,
+    },
     /// The record at the expected head's seq has a different hash: the trail was rewritten.
-    HeadMismatch { expected: String, found: String },
+    HeadMismatch {
+        /// The hash the head says that record has (64 hex digits).
+        expected: String,
+        /// The hash the record in the file has.
+        found: String,
+    },
 }
 
 impl fmt::Display for Problem {
@@ -110,6 +138,7 @@ pub struct Break {
     pub line: u64,
     /// The record's seq as written, when the line had one.
     pub seq: Option<u64>,
+    /// What is wrong with it.
     pub problem: Problem,
 }
 
