@@ -189,7 +189,13 @@ pub fn main(args: RunArgs) -> ExitCode {
         }
     } else if args.quiet {
         for e in summary.expectations.iter().filter(|e| !e.pass) {
-            outln!("FAIL {}: actual {}, limit {}", e.name, e.actual, e.limit);
+            outln!(
+                "FAIL {}: actual {}, limit {}{}",
+                e.name,
+                e.actual,
+                e.limit,
+                ended_run(summary, &e.name)
+            );
         }
     } else {
         print_table(summary);
@@ -300,16 +306,31 @@ fn print_table(s: &Summary) {
     for (k, v) in rows {
         outln!("  {k:<width$}  {v}");
     }
+    if let Some(aborted) = &s.aborted {
+        outln!("{}", aborted.line());
+    }
     if !s.expectations.is_empty() {
         outln!("expectations:");
         for e in &s.expectations {
             let verdict = if e.pass { "pass" } else { "FAIL" };
             outln!(
-                "  {verdict} {}: actual {}, limit {}",
+                "  {verdict} {}: actual {}, limit {}{}",
                 e.name,
                 e.actual,
-                e.limit
+                e.limit,
+                ended_run(s, &e.name)
             );
         }
+    }
+}
+
+/// ` (aborted the run at 12.3 s)` after the expectation that ended the run early.
+fn ended_run(s: &Summary, name: &str) -> String {
+    match &s.aborted {
+        Some(a) if a.expectation == name => format!(
+            " (aborted the run at {} s)",
+            stampede_reports::fmt_figure(a.at_ms as f64 / 1000.0)
+        ),
+        _ => String::new(),
     }
 }

@@ -3,11 +3,13 @@
 //! admitted until their terminal outcome (`live_actions`), sampling the core's gauges once
 //! per report bucket (`gauges`), reading a terminal outcome back from a ledger entry
 //! (`persisted`), and the hash-chained audit file both write (`audit_trail`); `client_core`
-//! is what those parts need of the client, one core or a fleet of replicas.
+//! is what those parts need of the client, one core or a fleet of replicas; `abort` watches
+//! the expectations that may end a run early.
 //!
 //! Each driver keeps what is its own: the virtual one its event queue and simulated
 //! crashes, the live one its clock, HTTP attempts and restart from a durable ledger.
 
+pub mod abort;
 pub mod admission;
 pub mod audit_trail;
 pub mod client_core;

@@ -28,6 +28,7 @@ use super::request::http_request;
 use super::resume::{self, Restart, Start};
 use super::transport::Transport;
 use super::{AttemptTiming, LiveError, LiveOptions, LiveRun};
+use crate::driver_common::abort::AbortWatch;
 use crate::driver_common::admission::Admission;
 use crate::driver_common::gauges::GaugeSampler;
 use crate::driver_common::live_actions::{LiveAction, LiveActions};
@@ -125,6 +126,15 @@ pub async fn play_from<L: Ledger>(
     let mut ready: Vec<Finished> = Vec::new();
     let mut sends: u64 = 0;
     let mut events: u64 = 0;
+    // Expectations with `abort = true`: the driver's own figures are in `measure`; the
+    // journal's, which the run reads in full only at its end, are polled once per report
+    // bucket into `probe` (only when one of them is watched).
+    let abort = AbortWatch::new(scenario);
+    let mut aborted = None;
+    let mut probe = Measurement::new(scenario.bucket_ms, cap);
+    let mut probed_seq = 0u64;
+    let mut next_probe: Millis = 0;
+
     if let Some(r) = &restart {
         adopt_restored(r, &mut live, &mut measure);
         gauges.resume_at(r.at);
@@ -251,6 +261,19 @@ pub async fn play_from<L: Ledger>(
             });
         }
 
+        if abort.watches_journal() && now >= next_probe {
+            next_probe = now + scenario.bucket_ms;
+            for entry in provider.journal(probed_seq).await? {
+                probed_seq = probed_seq.max(entry.seq);
+                probe.on_journal(&entry, None, &SentBy::default());
+            }
+        }
+        // An expectation with `abort = true` that can no longer hold ends the run here.
+        if let Some(a) = abort.check(now, &[measure.running(), probe.running()]) {
+            aborted = Some(a);
+            break;
+        }
+
         let arrival_time = admission.next_time();
         let cancel_time = cancels.get(next_cancel).map(|c| c.at);
         let wake = core.next_wakeup();
@@ -336,6 +359,7 @@ pub async fn play_from<L: Ledger>(
     }
     let mut measured = measure.finish(now);
     measured.summary.mode = "live".to_string();
+    measured.summary.aborted = aborted;
     Ok(LiveRun {
         measured,
         events,

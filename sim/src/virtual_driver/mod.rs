@@ -10,7 +10,9 @@
 //! holds live actions and attempts in flight only; attempts stream to the sink.
 //!
 //! Backpressure on arrivals the core refuses is the live driver's too (see
-//! `driver_common::admission`).
+//! `driver_common::admission`). An expectation with `abort = true` whose figure passes its
+//! max ends the loop at that turn's time (`driver_common::abort`); what was played is
+//! measured as at the cap, and `summary.aborted` says when and why.
 
 pub mod audit_sink;
 pub mod crash;
@@ -23,6 +25,7 @@ use stampede_provider::config::ConfigError;
 use stampede_provider::model::ProviderModel;
 use stampede_reports::AttemptRow;
 
+use crate::driver_common::abort::AbortWatch;
 use crate::driver_common::admission::Admission;
 use crate::driver_common::gauges::GaugeSampler;
 use crate::driver_common::live_actions::LiveActions;
@@ -137,6 +140,8 @@ pub fn run_with_audit(
     let mut measure = Measurement::new(scenario.bucket_ms, scenario.duration_ms);
     let mut gauges = GaugeSampler::new(scenario.bucket_ms);
     let cap = scenario.duration_ms;
+    let abort = AbortWatch::new(scenario);
+    let mut aborted = None;
 
     let mut now: Millis = 0;
     let mut events: u64 = 0;
@@ -303,6 +308,11 @@ pub fn run_with_audit(
             core.drain_audit_with(|events| audit_sink.record(events))
                 .map_err(DriverError::Output)?;
         }
+        // An expectation with `abort = true` that can no longer hold ends the run here.
+        if let Some(a) = abort.check(now, &[measure.running()]) {
+            aborted = Some(a);
+            break;
+        }
         stalled = events == before;
     }
     // The last, partial bucket.
@@ -312,6 +322,7 @@ pub fn run_with_audit(
     admission.unfinished(now, &mut measure);
     let mut measured = measure.finish(now);
     measured.summary.crashes = crashes.count();
+    measured.summary.aborted = aborted;
     Ok(VirtualRun {
         measured,
         events,

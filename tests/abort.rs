@@ -1,0 +1,232 @@
+//! `abort = true` on an expectation: a long run ends as soon as the expectation can no
+//! longer hold (k6's abortOnFail), its run directory is written in full for the part
+//! played, and the summary, the page, summary.md, the console and JUnit say so. Without
+//! `abort` the same scenario plays to its end; on a figure that can fall it is refused.
+
+use std::path::Path;
+
+mod common;
+use common::{a_str, repo, stampede, text};
+
+/// backlog-38k with its last expectation (`retry_after_violations = 0`) replaced by `last`.
+fn backlog_with(last: &str) -> String {
+    let shipped = std::fs::read_to_string(repo().join("scenarios").join("backlog-38k.toml"))
+        .expect("backlog-38k.toml");
+    assert!(shipped.contains("\nretry_after_violations = 0\n"));
+    shipped.replace("\nretry_after_violations = 0\n", &format!("\n{last}\n"))
+}
+
+fn summary(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
+}
+
+/// Runs `text` as a scenario under the naive preset into `dir/run`; returns the output.
+fn run_naive(dir: &Path, text: &str) -> std::process::Output {
+    let file = dir.join("backlog.toml");
+    std::fs::write(&file, text).unwrap();
+    let out = dir.join("run");
+    stampede(&[
+        "run",
+        a_str(&file),
+        "--set",
+        "client.preset=naive",
+        "--out",
+        a_str(&out),
+    ])
+}
+
+#[test]
+fn an_expectation_that_can_no_longer_hold_ends_the_run_early() {
+    let tmp = tempfile::tempdir().unwrap();
+    let output = run_naive(
+        tmp.path(),
+        &backlog_with("retry_after_violations = { max = 100, abort = true }"),
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    let dir = tmp.path().join("run");
+    let s = summary(&dir);
+
+    let aborted = &s["aborted"];
+    assert_eq!(aborted["expectation"], "retry_after_violations", "{s}");
+    let at_ms = aborted["at_ms"].as_u64().unwrap();
+    // The full naive run plays for more than an hour of virtual time (below); this one
+    // stops within its first minute, when the figure passes 100.
+    assert!(at_ms < 60_000, "aborted at {at_ms} ms");
+    assert_eq!(s["virtual_duration_ms"].as_u64(), Some(at_ms));
+    assert!(s["retry_after_violations"].as_u64().unwrap() > 100);
+    let verdict = s["expectations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "retry_after_violations")
+        .unwrap();
+    assert_eq!(verdict["pass"], false);
+
+    // Nothing measured is lost: every file of a run directory, for the part played.
+    let attempts = std::fs::read_to_string(dir.join("attempts.csv")).unwrap();
+    assert_eq!(
+        attempts.lines().count() as u64 - 1,
+        s["outbound_attempts"].as_u64().unwrap(),
+        "one attempts.csv row per attempt that reached the provider"
+    );
+    let unfinished = std::fs::read_to_string(dir.join("unfinished.csv")).unwrap();
+    assert_eq!(
+        unfinished.lines().count() as u64 - 1,
+        s["unfinished"].as_u64().unwrap()
+    );
+    assert_eq!(
+        s["completed"].as_u64().unwrap() + s["unfinished"].as_u64().unwrap(),
+        38_000,
+        "what did not finish before the abort is listed as open, not failed"
+    );
+    for file in [
+        "timeseries.csv",
+        "tenants.csv",
+        "index.html",
+        "summary.md",
+        "junit.xml",
+    ] {
+        assert!(dir.join(file).is_file(), "{file} is written");
+    }
+
+    // Everyone who reads the run is told.
+    assert!(
+        stdout.contains("aborted at ")
+            && stdout.contains("FAIL retry_after_violations: actual ")
+            && stdout.contains("(aborted the run at "),
+        "{stdout}"
+    );
+    let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    let doc = roxmltree::Document::parse(&junit).unwrap();
+    let case = doc
+        .descendants()
+        .find(|n| n.attribute("name") == Some("retry_after_violations"))
+        .unwrap();
+    let failure = case
+        .children()
+        .find(|n| n.has_tag_name("failure"))
+        .expect("the aborting expectation is a failed test case");
+    assert!(
+        failure
+            .attribute("message")
+            .unwrap()
+            .starts_with("ABORTED the run at "),
+        "{junit}"
+    );
+    let page = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    let opts = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..Default::default()
+    };
+    let page = roxmltree::Document::parse_with_options(&page, opts).expect("well-formed page");
+    let banner = page
+        .descendants()
+        .find(|n| n.attribute("id") == Some("aborted"))
+        .expect("the page says the run was aborted");
+    assert_eq!(
+        banner.attribute("data-at-ms"),
+        Some(at_ms.to_string().as_str())
+    );
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(
+        md.contains("aborted at ") && md.contains("(aborted the run)"),
+        "{md}"
+    );
+
+    // Same seed, same bytes: the abort is part of the deterministic run.
+    let again = tempfile::tempdir().unwrap();
+    run_naive(
+        again.path(),
+        &backlog_with("retry_after_violations = { max = 100, abort = true }"),
+    );
+    let mut first = s.clone();
+    let mut second = summary(&again.path().join("run"));
+    first["wall_ms"] = 0.into();
+    second["wall_ms"] = 0.into();
+    assert_eq!(first, second);
+}
+
+#[test]
+fn without_abort_the_same_run_plays_to_the_end() {
+    let tmp = tempfile::tempdir().unwrap();
+    let output = run_naive(
+        tmp.path(),
+        &backlog_with("retry_after_violations = { max = 100 }"),
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let s = summary(&tmp.path().join("run"));
+    assert!(
+        s.get("aborted").is_none(),
+        "no abort key when the run played out"
+    );
+    assert!(
+        s["virtual_duration_ms"].as_u64().unwrap() > 3_600_000,
+        "the naive backlog plays past its 75 min deadline: {}",
+        s["virtual_duration_ms"]
+    );
+    assert!(!text(&output.stdout).contains("aborted"));
+}
+
+#[test]
+fn check_marks_the_aborting_expectation_in_its_junit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let folder = tmp.path().join("scenarios");
+    std::fs::create_dir_all(&folder).unwrap();
+    let text_ = backlog_with("retry_after_violations = { max = 100, abort = true }")
+        .replace("preset = \"stampede\"", "preset = \"naive\"");
+    std::fs::write(folder.join("backlog.toml"), text_).unwrap();
+    let out = tmp.path().join("out");
+    let output = stampede(&["check", a_str(&folder), "--out", a_str(&out)]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stdout).contains("    aborted at "),
+        "{}",
+        text(&output.stdout)
+    );
+    let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
+    assert!(junit.contains("message=\"ABORTED the run at "), "{junit}");
+}
+
+#[test]
+fn abort_on_a_figure_that_can_fall_is_refused_with_file_line_and_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (expect, key, words) in [
+        (
+            "latency_ms.p99 = { max = 5000, abort = true }",
+            "expect.latency_ms.p99.abort",
+            "can fall as well as rise",
+        ),
+        (
+            "goodput_per_min = { max = 1000, abort = true }",
+            "expect.goodput_per_min.abort",
+            "can fall as well as rise",
+        ),
+        (
+            "failed = { min = 3, abort = true }",
+            "expect.failed.abort",
+            "needs a max",
+        ),
+        (
+            "failed = { max = 3, abort = \"yes\" }",
+            "expect.failed.abort",
+            "true or false",
+        ),
+    ] {
+        let scenario = backlog_with(expect);
+        let line = scenario
+            .lines()
+            .position(|l| l == expect)
+            .expect("the expectation is written")
+            + 1;
+        let file = tmp.path().join("bad.toml");
+        std::fs::write(&file, &scenario).unwrap();
+        let output = stampede(&["validate", a_str(&file)]);
+        assert_eq!(output.status.code(), Some(2), "{expect}");
+        let err = text(&output.stderr);
+        assert!(
+            err.contains(&format!("bad.toml:{line}: key `{key}`")) && err.contains(words),
+            "{expect}: {err}"
+        );
+    }
+}
