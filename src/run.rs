@@ -12,6 +12,7 @@ use stampede_sim::run::{default_out_dir, run_virtual, RunOptions};
 use stampede_sim::scenario::{self, parse_override};
 
 use crate::exit;
+use crate::progress_bar::TerminalProgress;
 
 /// `println!` that ends quietly on a closed stdout. `run` keeps SIGPIPE ignored (a live run
 /// holds sockets), so writing to a closed pipe (`stampede run ... | head`) is an error here,
@@ -123,7 +124,10 @@ pub fn main(args: RunArgs) -> ExitCode {
         .out
         .clone()
         .unwrap_or_else(|| default_out_dir(&scenario));
+    // On a terminal, unless asked to be quiet: requests done, attempts, 429s, time.
+    let progress = TerminalProgress::for_terminal(!(args.quiet || args.json));
     let opts = RunOptions {
+        progress: progress.as_ref().map(TerminalProgress::handle),
         out_dir: Some(out_dir.clone()),
         render: !args.no_render,
         png: args.png,
@@ -181,6 +185,9 @@ pub fn main(args: RunArgs) -> ExitCode {
             Err(e) => return exit::bad_input(e),
         }
     };
+    if let Some(p) = &progress {
+        p.clear();
+    }
     let summary = &outcome.report.summary;
     if args.json {
         match serde_json::to_string_pretty(summary) {

@@ -33,6 +33,7 @@ use crate::driver_common::admission::Admission;
 use crate::driver_common::gauges::GaugeSampler;
 use crate::driver_common::live_actions::{LiveAction, LiveActions};
 use crate::measure::{Ended, Measurement, SentBy};
+use crate::progress::{self, Pacer, ProgressHandle, Snapshot};
 use crate::rng;
 use crate::scenario::Scenario;
 use crate::virtual_driver::translate::{self, ActionFacts};
@@ -134,7 +135,11 @@ pub async fn play_from<L: Ledger>(
     let mut probe = Measurement::new(scenario.bucket_ms, cap);
     let mut probed_seq = 0u64;
     let mut next_probe: Millis = 0;
-
+    let progress = opts.progress.as_ref().map(ProgressHandle::get);
+    let mut pacer = Pacer::new();
+    let requests = progress::requests_of(scenario);
+    // 429 answers the client heard, for the progress display.
+    let mut throttled = 0u64;
     if let Some(r) = &restart {
         adopt_restored(r, &mut live, &mut measure);
         gauges.resume_at(r.at);
@@ -193,6 +198,7 @@ pub async fn play_from<L: Ledger>(
                 done_real_us: f.done_us,
                 heard_ms: now,
             });
+            throttled += u64::from(matches!(&f.outcome, Outcome::Response(r) if r.status == 429));
             core.on_outcome(f.attempt, f.outcome, now);
         }
         // Drain the core first, then make its ledger writes durable (one group commit per
@@ -272,6 +278,12 @@ pub async fn play_from<L: Ledger>(
         if let Some(a) = abort.check(now, &[measure.running(), probe.running()]) {
             aborted = Some(a);
             break;
+        }
+        if let Some(p) = progress.filter(|_| pacer.due_by_clock()) {
+            let mut snapshot = Snapshot::of(measure.running(), now, cap, requests);
+            snapshot.attempts = sends;
+            snapshot.throttled = throttled;
+            p.update(&snapshot);
         }
 
         let arrival_time = admission.next_time();

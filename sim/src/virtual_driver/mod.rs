@@ -30,6 +30,7 @@ use crate::driver_common::admission::Admission;
 use crate::driver_common::gauges::GaugeSampler;
 use crate::driver_common::live_actions::LiveActions;
 use crate::measure::{Measured, Measurement, SentBy};
+use crate::progress::{self, Pacer, Progress, Snapshot};
 use crate::rng;
 use crate::scenario::Scenario;
 use crate::workload;
@@ -109,6 +110,17 @@ pub fn run_with_audit(
     sink: &mut dyn AttemptSink,
     audit_sink: &mut dyn AuditSink,
 ) -> Result<VirtualRun, DriverError> {
+    run_observed(scenario, sink, audit_sink, None)
+}
+
+/// [`run_with_audit`], reporting where the run stands to `progress` now and then (see
+/// [`Pacer`]). Progress changes nothing the run measures or writes.
+pub fn run_observed(
+    scenario: &Scenario,
+    sink: &mut dyn AttemptSink,
+    audit_sink: &mut dyn AuditSink,
+    progress: Option<&dyn Progress>,
+) -> Result<VirtualRun, DriverError> {
     let mut provider = ProviderModel::new(
         scenario.provider.clone(),
         rng::stream_u64(scenario.seed, "provider"),
@@ -142,6 +154,8 @@ pub fn run_with_audit(
     let cap = scenario.duration_ms;
     let abort = AbortWatch::new(scenario);
     let mut aborted = None;
+    let mut pacer = Pacer::new();
+    let requests = progress.map_or(0, |_| progress::requests_of(scenario));
 
     let mut now: Millis = 0;
     let mut events: u64 = 0;
@@ -312,6 +326,9 @@ pub fn run_with_audit(
         if let Some(a) = abort.check(now, &[measure.running()]) {
             aborted = Some(a);
             break;
+        }
+        if let Some(p) = progress.filter(|_| pacer.due(events)) {
+            p.update(&Snapshot::of(measure.running(), now, cap, requests));
         }
         stalled = events == before;
     }
