@@ -230,3 +230,75 @@ fn abort_on_a_figure_that_can_fall_is_refused_with_file_line_and_key() {
         );
     }
 }
+
+/// An SDK client (played by `sdk_client`, not the core) is stopped the same way.
+#[test]
+fn an_sdk_client_run_aborts_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("backlog.toml");
+    std::fs::write(
+        &file,
+        backlog_with("status_counts.429 = { max = 100, abort = true }"),
+    )
+    .unwrap();
+    let out = tmp.path().join("run");
+    let output = stampede(&[
+        "run",
+        a_str(&file),
+        "--set",
+        "client.preset=openai-python",
+        "--out",
+        a_str(&out),
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let s = summary(&out);
+    assert_eq!(s["aborted"]["expectation"], "status_counts.429", "{s}");
+    assert!(s["status_counts"]["429"].as_u64().unwrap() > 100);
+    assert!(s["aborted"]["at_ms"].as_u64().unwrap() < 30 * 60_000);
+}
+
+/// A live run stops on a figure it counts itself (`failed`) and on one it reads from the
+/// provider's journal while playing (`status_counts.429`), long before its cap.
+#[test]
+fn a_live_run_aborts_on_its_own_figures_and_on_the_journals() {
+    use stampede_sim::live_driver::{run_live, LiveOptions};
+    use stampede_sim::run::RunOptions;
+    use stampede_sim::scenario::{self, parse_override};
+
+    let quickstart = repo().join("scenarios").join("quickstart.toml");
+    let text_ = std::fs::read_to_string(&quickstart).unwrap();
+    for (expect, key) in [
+        ("failed = { max = 5, abort = true }", "failed"),
+        (
+            "status_counts.429 = { max = 40, abort = true }",
+            "status_counts.429",
+        ),
+    ] {
+        let scenario_text = text_.replace("[expect]\n", &format!("[expect]\n{expect}\n"));
+        assert_ne!(scenario_text, text_, "quickstart has an [expect] table");
+        let naive = parse_override("client.preset=naive").unwrap();
+        let scenario = scenario::parse(&scenario_text, "quickstart.toml", &[naive]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let opts = RunOptions {
+            out_dir: Some(dir.path().to_path_buf()),
+            ..RunOptions::default()
+        };
+        let (outcome, _) = run_live(&scenario, &LiveOptions::default(), &opts).expect("live run");
+        let s = &outcome.report.summary;
+        let aborted = s
+            .aborted
+            .as_ref()
+            .unwrap_or_else(|| panic!("{expect}: not aborted"));
+        assert_eq!(aborted.expectation, key);
+        assert_eq!(s.mode, "live");
+        // Naive meets the account's limit within its first seconds; the cap is 10 minutes.
+        assert!(
+            aborted.at_ms < 120_000,
+            "{expect}: aborted at {} ms",
+            aborted.at_ms
+        );
+        assert!(!outcome.passed());
+        let attempts = std::fs::read_to_string(dir.path().join("attempts.csv")).unwrap();
+        assert_eq!(attempts.lines().count() as u64 - 1, s.outbound_attempts);
+    }
+}
