@@ -9,10 +9,11 @@ pub mod waves;
 
 use std::collections::BTreeMap;
 
-use stampede_core::{Millis, Reason, Terminal, TerminalStatus};
+use stampede_core::{Job, Millis, Reason, Terminal, TerminalStatus};
 use stampede_provider::model::JournalEntry;
 use stampede_reports::{AttemptRow, Summary, TenantRow, TimeseriesRow, UnfinishedRow};
 
+use crate::driver_common::case_file::{CaseFiles, CaseNotes, Ending};
 use crate::virtual_driver::AttemptSink;
 use percentiles::Distribution;
 use waves::RetryBins;
@@ -47,6 +48,8 @@ pub struct Measurement {
     last_pushed_back: Option<u64>,
     /// Logical requests open at the cap, listed with their next safe action.
     unfinished: Vec<UnfinishedRow>,
+    /// Dead letters and case files of the actions that did not complete.
+    cases: CaseFiles,
 }
 
 /// What the harness itself sent an attempt as: the tenant it submitted the action for, the
@@ -81,6 +84,9 @@ pub struct Measured {
     pub tenants: Vec<TenantRow>,
     /// Logical requests open at the cap, in action order (`unfinished.csv`).
     pub unfinished: Vec<UnfinishedRow>,
+    /// Actions that did not complete, in the order they ended (`dead_letter.jsonl`,
+    /// `escalations.jsonl`).
+    pub cases: CaseFiles,
 }
 
 /// Rounds a figure to 4 decimals so its printed form is stable and short.
@@ -113,6 +119,7 @@ impl Measurement {
             blind: blind_resends::BlindResends::default(),
             last_pushed_back: None,
             unfinished: Vec::new(),
+            cases: CaseFiles::default(),
         }
     }
 
@@ -309,6 +316,18 @@ impl Measurement {
         self.unfinished.push(row);
     }
 
+    /// Keeps a dead letter (and a case file, when a person must decide) for an action that
+    /// ended with `terminal` without completing; nothing for one that completed.
+    pub fn on_case(&mut self, terminal: &Terminal, notes: CaseNotes, ending: &Ending<'_>) {
+        self.cases.on_terminal(terminal, notes, ending);
+    }
+
+    /// [`Measurement::on_case`] for an action of `job` whose attempts no notes followed
+    /// (see [`CaseFiles::on_unseen_terminal`]); `(submitted, ended)` in ms.
+    pub fn on_unseen_case(&mut self, terminal: &Terminal, job: &Job, span: (Millis, Millis)) {
+        self.cases.on_unseen_terminal(terminal, job, span);
+    }
+
     fn flush_bucket_latency(&mut self) {
         if let Some((idx, dist)) = self.bucket_latency.take() {
             let t = idx as u64 * self.bucket_ms;
@@ -463,6 +482,7 @@ impl Measurement {
             timeseries: self.rows,
             tenants: self.tenants.into_values().collect(),
             unfinished,
+            cases: self.cases,
         }
     }
 }

@@ -207,12 +207,17 @@ pub fn run_observed(
             match event {
                 Event::Answer {
                     attempt,
+                    job,
+                    attempt_no,
                     seq,
                     outcome,
                 } => {
                     provider.depart(seq, now);
                     match crashes.deliver(attempt) {
-                        Delivery::Deliver(attempt) => core.on_outcome(attempt, outcome, now),
+                        Delivery::Deliver(attempt) => {
+                            live.note_answer(job, attempt_no, &outcome, now);
+                            core.on_outcome(attempt, outcome, now);
+                        }
                         // Its process died: the answer reaches no one.
                         Delivery::Dead => {}
                         Delivery::Crash => crashes.crash(
@@ -256,6 +261,8 @@ pub fn run_observed(
                     } else {
                         Event::Answer {
                             attempt,
+                            job: send.job,
+                            attempt_no: send.attempt_no,
                             seq,
                             outcome,
                         }
@@ -301,6 +308,8 @@ pub fn run_observed(
                     } else {
                         Event::Answer {
                             attempt: global,
+                            job: send.job,
+                            attempt_no: send.attempt_no,
                             seq,
                             outcome,
                         }
