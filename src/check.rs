@@ -114,6 +114,7 @@ pub fn main(args: CheckArgs) -> ExitCode {
                     github_step_summary: None,
                     // A scenario's own output.audit still asks for its trail.
                     audit: false,
+                    progress: None,
                 };
                 run_scenario(scenario, &opts)
                     .map(|outcome| outcome.report.summary)
@@ -135,6 +136,7 @@ pub fn main(args: CheckArgs) -> ExitCode {
                     scenario: Some(summary.scenario.clone()),
                     path: entries[i].path().display().to_string(),
                     outcome: Ok(summary.expectations),
+                    aborted: summary.aborted,
                 });
             }
             Err(message) => {
@@ -146,6 +148,7 @@ pub fn main(args: CheckArgs) -> ExitCode {
                     scenario,
                     path: entries[i].path().display().to_string(),
                     outcome: Err(message.clone()),
+                    aborted: None,
                 });
                 println!("ERROR {message}");
                 report.push(format!("ERROR {message}"));
@@ -198,6 +201,9 @@ pub fn main(args: CheckArgs) -> ExitCode {
 /// The scenario's check line, then each failed expectation indented under it.
 fn result_lines(summary: &Summary) -> Vec<String> {
     let mut lines = vec![check_line(summary)];
+    if let Some(aborted) = &summary.aborted {
+        lines.push(format!("    {}", aborted.line()));
+    }
     lines.extend(
         failed_expectation_lines(&summary.expectations)
             .into_iter()

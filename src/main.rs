@@ -5,6 +5,7 @@ mod audit;
 mod check;
 mod diff;
 mod exit;
+mod progress_bar;
 mod run;
 mod serve;
 mod sweep;

@@ -12,6 +12,7 @@ use stampede_sim::run::{default_out_dir, run_virtual, RunOptions};
 use stampede_sim::scenario::{self, parse_override};
 
 use crate::exit;
+use crate::progress_bar::TerminalProgress;
 
 /// `println!` that ends quietly on a closed stdout. `run` keeps SIGPIPE ignored (a live run
 /// holds sockets), so writing to a closed pipe (`stampede run ... | head`) is an error here,
@@ -123,7 +124,10 @@ pub fn main(args: RunArgs) -> ExitCode {
         .out
         .clone()
         .unwrap_or_else(|| default_out_dir(&scenario));
+    // On a terminal, unless asked to be quiet: requests done, attempts, 429s, time.
+    let progress = TerminalProgress::for_terminal(!(args.quiet || args.json));
     let opts = RunOptions {
+        progress: progress.as_ref().map(TerminalProgress::handle),
         out_dir: Some(out_dir.clone()),
         render: !args.no_render,
         png: args.png,
@@ -181,6 +185,9 @@ pub fn main(args: RunArgs) -> ExitCode {
             Err(e) => return exit::bad_input(e),
         }
     };
+    if let Some(p) = &progress {
+        p.clear();
+    }
     let summary = &outcome.report.summary;
     if args.json {
         match serde_json::to_string_pretty(summary) {
@@ -189,7 +196,13 @@ pub fn main(args: RunArgs) -> ExitCode {
         }
     } else if args.quiet {
         for e in summary.expectations.iter().filter(|e| !e.pass) {
-            outln!("FAIL {}: actual {}, limit {}", e.name, e.actual, e.limit);
+            outln!(
+                "FAIL {}: actual {}, limit {}{}",
+                e.name,
+                e.actual,
+                e.limit,
+                ended_run(summary, &e.name)
+            );
         }
     } else {
         print_table(summary);
@@ -300,16 +313,31 @@ fn print_table(s: &Summary) {
     for (k, v) in rows {
         outln!("  {k:<width$}  {v}");
     }
+    if let Some(aborted) = &s.aborted {
+        outln!("{}", aborted.line());
+    }
     if !s.expectations.is_empty() {
         outln!("expectations:");
         for e in &s.expectations {
             let verdict = if e.pass { "pass" } else { "FAIL" };
             outln!(
-                "  {verdict} {}: actual {}, limit {}",
+                "  {verdict} {}: actual {}, limit {}{}",
                 e.name,
                 e.actual,
-                e.limit
+                e.limit,
+                ended_run(s, &e.name)
             );
         }
+    }
+}
+
+/// ` (aborted the run at 12.3 s)` after the expectation that ended the run early.
+fn ended_run(s: &Summary, name: &str) -> String {
+    match &s.aborted {
+        Some(a) if a.expectation == name => format!(
+            " (aborted the run at {} s)",
+            stampede_reports::fmt_figure(a.at_ms as f64 / 1000.0)
+        ),
+        _ => String::new(),
     }
 }

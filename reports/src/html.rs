@@ -35,6 +35,14 @@ pub(crate) fn render_html(report: &RunReport, plots: &[Plot]) -> String {
         if all_pass { "pass" } else { "fail" },
         esc(&verdict_line(&s.expectations))
     ));
+    if let Some(a) = &s.aborted {
+        h.push_str(&format!(
+            "<p class=\"fail\" id=\"aborted\" data-expectation=\"{}\" data-at-ms=\"{}\">{}</p>\n",
+            esc(&a.expectation),
+            a.at_ms,
+            esc(&a.line())
+        ));
+    }
     if let Some(d) = &report.description {
         h.push_str(&format!("<p class=\"description\">{}</p>\n", esc(d)));
     }
@@ -74,8 +82,13 @@ pub(crate) fn render_html(report: &RunReport, plots: &[Plot]) -> String {
         h.push_str("<table id=\"expectations\">\n<tr><th>expectation</th><th>limit</th><th>actual</th><th>verdict</th></tr>\n");
         for e in &s.expectations {
             let verdict = if e.pass { "pass" } else { "fail" };
+            let ended = s
+                .aborted
+                .as_ref()
+                .filter(|a| a.expectation == e.name)
+                .map_or("", |_| " (aborted the run)");
             h.push_str(&format!(
-                "<tr class=\"{verdict}\" data-expectation=\"{}\"><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"{verdict}\">{verdict}</td></tr>\n",
+                "<tr class=\"{verdict}\" data-expectation=\"{}\"><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"{verdict}\">{verdict}{ended}</td></tr>\n",
                 esc(&e.name),
                 esc(&e.name),
                 esc(&e.limit),

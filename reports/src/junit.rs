@@ -3,13 +3,45 @@
 
 use crate::escape::escape_xml;
 use crate::number::fmt_figure;
-use crate::schema::Expectation;
+use crate::schema::{Aborted, Expectation, Summary};
+
+/// A failed expectation's message: `failed: actual 12, limit <= 10`, and when it is the one
+/// that ended the run early, `ABORTED the run at 3.2 s: ...` before it.
+fn failure_detail(e: &Expectation, aborted: Option<&Aborted>) -> String {
+    let detail = format!(
+        "{}: actual {}, limit {}",
+        e.name,
+        fmt_figure(e.actual),
+        e.limit
+    );
+    match aborted.filter(|a| a.expectation == e.name) {
+        Some(a) => format!(
+            "ABORTED the run at {} s (abort = true: it could no longer hold; figures are of \
+             the part played): {detail}",
+            fmt_figure(a.at_ms as f64 / 1000.0)
+        ),
+        None => detail,
+    }
+}
+
+/// A single run's `junit.xml`: [`junit_suite`] for its scenario, the expectation that
+/// ended the run early (`summary.aborted`) marked ABORTED in its failure message.
+pub fn junit_run(summary: &Summary) -> String {
+    suites(
+        &[(summary.scenario.clone(), summary.expectations.clone())],
+        summary.aborted.as_ref(),
+    )
+}
 
 /// One `<testsuites>` document with a `<testsuite>` per scenario and a `<testcase>` per
 /// expectation (`classname` = scenario name, `name` = the expectation's key). Failed
 /// expectations carry a `<failure>` with the limit and the actual value. Used for a single
 /// run's `junit.xml` and for `stampede check`'s combined file.
 pub fn junit_suite(results: &[(String, Vec<Expectation>)]) -> String {
+    suites(results, None)
+}
+
+fn suites(results: &[(String, Vec<Expectation>)], aborted: Option<&Aborted>) -> String {
     let tests: usize = results.iter().map(|r| r.1.len()).sum();
     let failures: usize = results
         .iter()
@@ -33,12 +65,7 @@ pub fn junit_suite(results: &[(String, Vec<Expectation>)]) -> String {
                     "    <testcase classname=\"{scenario}\" name=\"{name}\"/>\n"
                 ));
             } else {
-                let detail = escape_xml(&format!(
-                    "{}: actual {}, limit {}",
-                    e.name,
-                    fmt_figure(e.actual),
-                    e.limit
-                ));
+                let detail = escape_xml(&failure_detail(e, aborted));
                 out.push_str(&format!(
                     "    <testcase classname=\"{scenario}\" name=\"{name}\">\n      <failure type=\"expectation\" message=\"{detail}\">{detail}</failure>\n    </testcase>\n"
                 ));
@@ -59,6 +86,8 @@ pub struct CheckedFile {
     pub path: String,
     /// Its expectations, or why it could not run.
     pub outcome: Result<Vec<Expectation>, String>,
+    /// The expectation that ended its run early, if one did (`summary.aborted`).
+    pub aborted: Option<Aborted>,
 }
 
 /// `stampede check`'s combined JUnit document: a `<testsuite>` per file, named by its
@@ -107,12 +136,7 @@ pub fn junit_check(files: &[CheckedFile]) -> String {
                             "    <testcase classname=\"{name}\" name=\"{case}\" file=\"{file}\"/>\n"
                         ));
                     } else {
-                        let detail = escape_xml(&format!(
-                            "{}: actual {}, limit {}",
-                            e.name,
-                            fmt_figure(e.actual),
-                            e.limit
-                        ));
+                        let detail = escape_xml(&failure_detail(e, f.aborted.as_ref()));
                         out.push_str(&format!(
                             "    <testcase classname=\"{name}\" name=\"{case}\" file=\"{file}\">\n      <failure type=\"expectation\" message=\"{detail}\">{detail}</failure>\n    </testcase>\n"
                         ));

@@ -24,7 +24,7 @@ pub use console::{check_line, failed_expectation_lines};
 pub use data_files::{read_summary, write_csv, write_run_data, write_summary_json};
 pub use error::ReportError;
 pub use figures::{describe, figure, figures, Figure, FigureGroup};
-pub use junit::{junit_check, junit_suite, CheckedFile};
+pub use junit::{junit_check, junit_run, junit_suite, CheckedFile};
 pub use markdown::{render_markdown, verdict_line};
 pub use number::{fmt_figure, fmt_num};
 pub use report::{
@@ -32,7 +32,7 @@ pub use report::{
     PNG_UNSUPPORTED,
 };
 pub use schema::{
-    AttemptRow, Expectation, Percentiles, Summary, TenantRow, TimeseriesRow, UnfinishedRow,
+    Aborted, AttemptRow, Expectation, Percentiles, Summary, TenantRow, TimeseriesRow, UnfinishedRow,
 };
 pub use sweep::{
     recommend, render_sweep_plots, render_sweep_plots_with, write_sweep_csv, Recommendation,

@@ -35,6 +35,9 @@ pub fn render_markdown(report: &RunReport) -> String {
     let title = report.title.as_deref().unwrap_or(&s.scenario);
     md.push_str(&format!("## stampede: {}\n\n", escape_md_cell(title)));
     md.push_str(&format!("**{}**\n\n", verdict_line(&s.expectations)));
+    if let Some(aborted) = &s.aborted {
+        md.push_str(&format!("**{}**\n\n", escape_md_cell(&aborted.line())));
+    }
     md.push_str(&format!(
         "scenario {} · seed {} · mode {} · preset {}\n\n",
         code(&s.scenario),
@@ -53,7 +56,11 @@ pub fn render_markdown(report: &RunReport) -> String {
                 code(&e.name),
                 escape_md_cell(&e.limit),
                 fmt_figure(e.actual),
-                if e.pass { "pass" } else { "**FAIL**" }
+                match (e.pass, &s.aborted) {
+                    (true, _) => "pass",
+                    (false, Some(a)) if a.expectation == e.name => "**FAIL** (aborted the run)",
+                    (false, _) => "**FAIL**",
+                }
             ));
         }
         md.push('\n');

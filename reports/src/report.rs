@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::ReportError;
 use crate::html::render_html;
-use crate::junit::junit_suite;
+use crate::junit::junit_run;
 use crate::markdown::render_markdown;
 use crate::plots::fine_retries::FineRetries;
 #[cfg(feature = "png")]
@@ -183,10 +183,7 @@ pub fn render(
         render_html(report, &plots),
         &mut files,
     )?;
-    let junit = junit_suite(&[(
-        report.summary.scenario.clone(),
-        report.summary.expectations.clone(),
-    )]);
+    let junit = junit_run(&report.summary);
     write(dir.join("junit.xml"), &junit, &mut files)?;
     let markdown = render_markdown(report);
     write(dir.join("summary.md"), &markdown, &mut files)?;

@@ -147,6 +147,34 @@ pub struct Summary {
     /// signal N, e.g. when the scenario's duration ran out). Absent for other runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_exit_code: Option<i64>,
+    /// Set when an expectation with `abort = true` could no longer hold and ended the run
+    /// early: every figure is then of the part played, up to `at_ms`. Absent when the run
+    /// played to its end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aborted: Option<Aborted>,
+}
+
+/// An early end: the expectation that could no longer hold, and when the run stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Aborted {
+    /// The expectation's key (`failed`, `status_counts.429`).
+    pub expectation: String,
+    /// Run time when its figure passed the limit and the run stopped (ms since run start;
+    /// scenario ms for a live run).
+    pub at_ms: u64,
+}
+
+impl Aborted {
+    /// One line for people: `aborted at 12.3 s: failed passed its limit and can no longer
+    /// hold`.
+    pub fn line(&self) -> String {
+        format!(
+            "aborted at {} s: {} passed its limit, so the expectation could no longer hold \
+             (figures are of the part played)",
+            crate::number::fmt_figure(self.at_ms as f64 / 1000.0),
+            self.expectation
+        )
+    }
 }
 
 /// One row of `timeseries.csv`: one time bucket.

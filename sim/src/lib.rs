@@ -4,6 +4,7 @@ pub mod client_process;
 pub(crate) mod driver_common;
 pub mod live_driver;
 pub mod measure;
+pub mod progress;
 pub mod rng;
 pub mod run;
 pub mod scenario;

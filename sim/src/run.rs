@@ -12,8 +12,11 @@ use stampede_reports::{LeftOut, RenderOptions, RunReport};
 
 use crate::driver_common::case_file as case_files;
 use crate::measure::{round4, Measured};
+use crate::progress::ProgressHandle;
 use crate::scenario::{expect, Scenario};
-use crate::virtual_driver::{self, AttemptSink, AuditFile, DriverError, NoAttempts, VirtualRun};
+use crate::virtual_driver::{
+    self, AttemptSink, AuditFile, DriverError, NoAttempts, NoAudit, VirtualRun,
+};
 
 /// How to run and what to write.
 #[derive(Debug, Clone, Default)]
@@ -30,6 +33,9 @@ pub struct RunOptions {
     /// `--audit` asks; the scenario's `output.audit` asks too. Off, the page and
     /// `summary.md` say it was not written and how to get it.
     pub audit: bool,
+    /// Where the run reports how far it has got while it plays (a terminal display; see
+    /// [`crate::progress`]). Nothing it shows reaches the run directory.
+    pub progress: Option<ProgressHandle>,
 }
 
 /// A finished run.
@@ -93,6 +99,7 @@ pub fn run_virtual(scenario: &Scenario, opts: &RunOptions) -> Result<RunOutcome,
     let started = Instant::now();
     let mut files = Vec::new();
     let mut left_out = Vec::new();
+    let progress = opts.progress.as_ref().map(ProgressHandle::get);
     let run = match &opts.out_dir {
         Some(dir) if opts.audit || scenario.output.audit => {
             fs::create_dir_all(dir).map_err(|e| output_err(dir, e))?;
@@ -101,7 +108,7 @@ pub fn run_virtual(scenario: &Scenario, opts: &RunOptions) -> Result<RunOutcome,
             let mut audit =
                 AuditFile::create(&audit_path).map_err(|e| output_err(&audit_path, e))?;
             let run = with_attempts_csv(dir, &mut files, |sink| {
-                virtual_driver::run_with_audit(scenario, sink, &mut audit)
+                virtual_driver::run_observed(scenario, sink, &mut audit, progress)
             })?;
             audit.close().map_err(|e| output_err(&audit_path, e))?;
             files.push(audit_path);
@@ -113,9 +120,11 @@ pub fn run_virtual(scenario: &Scenario, opts: &RunOptions) -> Result<RunOutcome,
             // this folder is left beside this run's files to be taken for its own.
             remove_stale_audit(dir)?;
             left_out.push(audit_left_out());
-            with_attempts_csv(dir, &mut files, |sink| virtual_driver::run(scenario, sink))?
+            with_attempts_csv(dir, &mut files, |sink| {
+                virtual_driver::run_observed(scenario, sink, &mut NoAudit, progress)
+            })?
         }
-        None => virtual_driver::run(scenario, &mut NoAttempts)?,
+        None => virtual_driver::run_observed(scenario, &mut NoAttempts, &mut NoAudit, progress)?,
     };
     let refused_offers = run.refused_offers;
     let mut outcome = finish_run_with(

@@ -244,6 +244,7 @@ pub fn run_client(
             key: "client_exit_code".into(),
             min: Some(0.0),
             max: Some(0.0),
+            abort: false,
         });
     }
     scenario.client.preset = format!("client: {}", command_text(&command));

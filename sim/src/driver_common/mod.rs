@@ -4,11 +4,13 @@
 //! per report bucket (`gauges`), reading a terminal outcome back from a ledger entry
 //! (`persisted`), the hash-chained audit file both write (`audit_trail`), the dead letters
 //! and escalation case files of actions that did not complete (`case_file`); `client_core`
-//! is what those parts need of the client, one core or a fleet of replicas.
+//! is what those parts need of the client, one core or a fleet of replicas; `abort` watches
+//! the expectations that may end a run early.
 //!
 //! Each driver keeps what is its own: the virtual one its event queue and simulated
 //! crashes, the live one its clock, HTTP attempts and restart from a durable ledger.
 
+pub mod abort;
 pub mod admission;
 pub mod audit_trail;
 pub mod case_file;

@@ -28,11 +28,13 @@ use super::request::http_request;
 use super::resume::{self, Restart, Start};
 use super::transport::Transport;
 use super::{AttemptTiming, LiveError, LiveOptions, LiveRun};
+use crate::driver_common::abort::AbortWatch;
 use crate::driver_common::admission::Admission;
 use crate::driver_common::case_file::CaseNotes;
 use crate::driver_common::gauges::GaugeSampler;
 use crate::driver_common::live_actions::{LiveAction, LiveActions};
 use crate::measure::{Ended, Measurement, SentBy};
+use crate::progress::{self, Pacer, ProgressHandle, Snapshot};
 use crate::rng;
 use crate::scenario::Scenario;
 use crate::virtual_driver::translate::{self, ActionFacts};
@@ -126,6 +128,19 @@ pub async fn play_from<L: Ledger>(
     let mut ready: Vec<Finished> = Vec::new();
     let mut sends: u64 = 0;
     let mut events: u64 = 0;
+    // Expectations with `abort = true`: the driver's own figures are in `measure`; the
+    // journal's, which the run reads in full only at its end, are polled once per report
+    // bucket into `probe` (only when one of them is watched).
+    let abort = AbortWatch::new(scenario);
+    let mut aborted = None;
+    let mut probe = Measurement::new(scenario.bucket_ms, cap);
+    let mut probed_seq = 0u64;
+    let mut next_probe: Millis = 0;
+    let progress = opts.progress.as_ref().map(ProgressHandle::get);
+    let mut pacer = Pacer::new();
+    let requests = progress::requests_of(scenario);
+    // 429 answers the client heard, for the progress display.
+    let mut throttled = 0u64;
     if let Some(r) = &restart {
         adopt_restored(r, &mut live, &mut measure);
         gauges.resume_at(r.at);
@@ -187,6 +202,7 @@ pub async fn play_from<L: Ledger>(
                 done_real_us: f.done_us,
                 heard_ms: now,
             });
+            throttled += u64::from(matches!(&f.outcome, Outcome::Response(r) if r.status == 429));
             live.note_answer(f.job, f.attempt_no, &f.outcome, now);
             core.on_outcome(f.attempt, f.outcome, now);
         }
@@ -254,6 +270,25 @@ pub async fn play_from<L: Ledger>(
                     done_us: clock.real_elapsed_us(),
                 }
             });
+        }
+
+        if abort.watches_journal() && now >= next_probe {
+            next_probe = now + scenario.bucket_ms;
+            for entry in provider.journal(probed_seq).await? {
+                probed_seq = probed_seq.max(entry.seq);
+                probe.on_journal(&entry, None, &SentBy::default());
+            }
+        }
+        // An expectation with `abort = true` that can no longer hold ends the run here.
+        if let Some(a) = abort.check(now, &[measure.running(), probe.running()]) {
+            aborted = Some(a);
+            break;
+        }
+        if let Some(p) = progress.filter(|_| pacer.due_by_clock()) {
+            let mut snapshot = Snapshot::of(measure.running(), now, cap, requests);
+            snapshot.attempts = sends;
+            snapshot.throttled = throttled;
+            p.update(&snapshot);
         }
 
         let arrival_time = admission.next_time();
@@ -341,6 +376,7 @@ pub async fn play_from<L: Ledger>(
     }
     let mut measured = measure.finish(now);
     measured.summary.mode = "live".to_string();
+    measured.summary.aborted = aborted;
     Ok(LiveRun {
         measured,
         events,

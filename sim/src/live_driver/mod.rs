@@ -68,6 +68,9 @@ pub struct LiveOptions {
     /// The control token of a `--provider` that requires one (`stampede serve` on a
     /// non-loopback address, or started with `--control-token`).
     pub control_token: Option<String>,
+    /// Where the run reports how far it has got, about every 100 real ms (a terminal
+    /// display); [`run_live`] takes [`RunOptions::progress`] when this is `None`.
+    pub progress: Option<crate::progress::ProgressHandle>,
 }
 
 impl Default for LiveOptions {
@@ -79,6 +82,7 @@ impl Default for LiveOptions {
             keep_audit: false,
             ledger: None,
             control_token: None,
+            progress: None,
         }
     }
 }
@@ -216,6 +220,10 @@ pub fn run_live(
     let mut files = Vec::new();
     let output = |path: &PathBuf, e: &dyn std::fmt::Display| {
         LiveError::Output(format!("cannot write {}: {e}", path.display()))
+    };
+    let live = &LiveOptions {
+        progress: live.progress.clone().or_else(|| opts.progress.clone()),
+        ..live.clone()
     };
     let mut run = match &opts.out_dir {
         Some(dir) => {

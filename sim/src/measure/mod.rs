@@ -165,6 +165,13 @@ impl Measurement {
         }
     }
 
+    /// The figures so far, as they stand mid-run: counts only (ratios, percentiles, waves
+    /// and the service window are filled by [`Measurement::finish`]). What an expectation
+    /// with `abort = true` watches.
+    pub fn running(&self) -> &Summary {
+        &self.summary
+    }
+
     /// Logical requests submitted so far.
     pub fn logical_requests(&self) -> u64 {
         self.summary.logical_requests

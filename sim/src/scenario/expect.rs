@@ -1,6 +1,12 @@
 //! `[expect]`: limits on summary figures. A number is a maximum; `{ min, max }` is a range
 //! (either bound may be left out). Keys are summary.json keys, dotted for nested figures
 //! (`latency_ms.p99`, `status_counts.429`); TOML's own dotted keys and quoted keys both work.
+//!
+//! `abort = true` beside a `max` (`failed = { max = 10, abort = true }`, or `[expect.failed]`
+//! with `max = 10` and `abort = true`) ends the run early, k6-style, as soon as the figure
+//! passes its maximum: allowed only on figures that never fall while a run plays (counts
+//! such as `failed`, `duplicates`, `outbound_attempts`; see [`monotone`]), so once over the
+//! limit the expectation can no longer hold.
 
 use std::collections::BTreeSet;
 
@@ -13,6 +19,9 @@ pub struct ExpectSpec {
     pub key: String,
     pub min: Option<f64>,
     pub max: Option<f64>,
+    /// `abort = true`: end the run as soon as the figure passes `max` (a figure that only
+    /// grows while the run plays, so the expectation can no longer hold).
+    pub abort: bool,
 }
 
 impl ExpectSpec {
@@ -167,6 +176,7 @@ fn parse_limit(key: &str, v: &toml::Value) -> Result<ExpectSpec, (String, String
             key: key.to_string(),
             min: None,
             max: Some(max),
+            abort: false,
         });
     }
     let toml::Value::Table(t) = v else {
@@ -179,8 +189,21 @@ fn parse_limit(key: &str, v: &toml::Value) -> Result<ExpectSpec, (String, String
         key: key.to_string(),
         min: None,
         max: None,
+        abort: false,
     };
     for (k, bound) in t {
+        if k == "abort" {
+            spec.abort = bound.as_bool().ok_or_else(|| {
+                (
+                    format!("expect.{key}.abort"),
+                    format!(
+                        "`{key}.abort` must be true or false (true: end the run as soon as \
+                         `{key}` passes its max)"
+                    ),
+                )
+            })?;
+            continue;
+        }
         let n = as_number(bound).ok_or_else(|| {
             (
                 format!("expect.{key}.{k}"),
@@ -193,7 +216,7 @@ fn parse_limit(key: &str, v: &toml::Value) -> Result<ExpectSpec, (String, String
             other => {
                 return Err((
                     format!("expect.{key}.{other}"),
-                    format!("unknown bound `{other}` for `{key}`: {hint}"),
+                    format!("unknown bound `{other}` for `{key}`: {hint} (and abort = true to end the run early)"),
                 ))
             }
         }
@@ -204,7 +227,115 @@ fn parse_limit(key: &str, v: &toml::Value) -> Result<ExpectSpec, (String, String
             format!("`{key}` has no bound: {hint}"),
         ));
     }
+    if spec.abort {
+        if monotone(key).is_none() {
+            return Err((
+                format!("expect.{key}.abort"),
+                format!(
+                    "`{key}` can fall as well as rise while a run plays (or is known only at \
+                     its end), so no moment proves it will end over its limit: abort = true \
+                     works on figures that only grow: {}, status_counts.<status>; remove \
+                     abort here",
+                    MONOTONE_KEYS.join(", ")
+                ),
+            ));
+        }
+        if spec.max.is_none() {
+            return Err((
+                format!("expect.{key}.abort"),
+                format!(
+                    "abort = true needs a max: `{key}` only grows while the run plays, so only \
+                     passing a maximum proves early that it fails (a minimum can still be \
+                     reached until the end); write {{ max = .., abort = true }}"
+                ),
+            ));
+        }
+    }
     Ok(spec)
+}
+
+/// Summary figures that never fall while a run plays: each counts events as they happen
+/// (at the provider's edge or at a terminal outcome), so a value over a maximum at any
+/// moment stays over it. What `abort = true` may name, with `status_counts.<status>`.
+/// Figures known only at the end (`unfinished`, `crashes`, `retry_waves`), ratios and
+/// percentiles are not here.
+pub const MONOTONE_KEYS: [&str; 23] = [
+    "blind_resends",
+    "cancelled",
+    "claim_mismatches",
+    "completed",
+    "deadline_misses",
+    "duplicate_completions",
+    "duplicate_tokens",
+    "duplicate_writes",
+    "duplicates",
+    "escalations",
+    "failed",
+    "logical_requests",
+    "outbound_attempts",
+    "provider_logical_requests",
+    "reconciliation_required",
+    "reconciliations",
+    "rejected",
+    "retries",
+    "retry_after_violations",
+    "scope_wait_violations",
+    "tokens_reserved",
+    "tokens_used",
+    "undelivered_tokens",
+];
+
+/// A figure a run can watch while it plays (see [`MONOTONE_KEYS`]).
+#[derive(Debug, Clone)]
+pub enum Monotone {
+    /// A top-level count of the summary.
+    Count(fn(&Summary) -> u64),
+    /// `status_counts.<status>`.
+    Status(String),
+}
+
+impl Monotone {
+    /// Its value in a summary of the figures so far.
+    pub fn read(&self, s: &Summary) -> u64 {
+        match self {
+            Monotone::Count(f) => f(s),
+            Monotone::Status(label) => s.status_counts.get(label).copied().unwrap_or(0),
+        }
+    }
+}
+
+/// How to read `key` while the run plays, when it is a figure that only grows.
+pub fn monotone(key: &str) -> Option<Monotone> {
+    if let Some(label) = key.strip_prefix("status_counts.") {
+        return Some(Monotone::Status(label.to_string()));
+    }
+    let read: fn(&Summary) -> u64 = match key {
+        "blind_resends" => |s| s.blind_resends,
+        "cancelled" => |s| s.cancelled,
+        "claim_mismatches" => |s| s.claim_mismatches,
+        "completed" => |s| s.completed,
+        "deadline_misses" => |s| s.deadline_misses,
+        "duplicate_completions" => |s| s.duplicate_completions,
+        "duplicate_tokens" => |s| s.duplicate_tokens,
+        "duplicate_writes" => |s| s.duplicate_writes,
+        "duplicates" => |s| s.duplicates,
+        "escalations" => |s| s.escalations,
+        "failed" => |s| s.failed,
+        "logical_requests" => |s| s.logical_requests,
+        "outbound_attempts" => |s| s.outbound_attempts,
+        "provider_logical_requests" => |s| s.provider_logical_requests,
+        "reconciliation_required" => |s| s.reconciliation_required,
+        "reconciliations" => |s| s.reconciliations,
+        "rejected" => |s| s.rejected,
+        "retries" => |s| s.retries,
+        "retry_after_violations" => |s| s.retry_after_violations,
+        "scope_wait_violations" => |s| s.scope_wait_violations,
+        "tokens_reserved" => |s| s.tokens_reserved,
+        "tokens_used" => |s| s.tokens_used,
+        "undelivered_tokens" => |s| s.undelivered_tokens,
+        _ => return None,
+    };
+    Some(Monotone::Count(read))
 }
 
 /// The value of a dotted key in a summary (`status_counts.<missing>` is 0).

@@ -22,6 +22,7 @@ use stampede_core::{Millis, Reason, Route, Terminal, TerminalStatus};
 use stampede_provider::model::{Answer, ProviderModel, Request, RequestRoute};
 use stampede_reports::UnfinishedRow;
 
+use crate::driver_common::abort::AbortWatch;
 use crate::measure::{Ended, Measurement, SentBy};
 use crate::rng;
 use crate::scenario::Scenario;
@@ -189,8 +190,14 @@ pub fn run(
         })
         .collect();
     let innermost = layers.len() - 1;
+    let abort = AbortWatch::new(scenario);
+    let mut aborted = None;
     let mut now: Millis = 0;
     loop {
+        if let Some(a) = abort.check(now, &[measure.running()]) {
+            aborted = Some(a);
+            break;
+        }
         let next = [
             events.peek().map(|Reverse((t, ..))| *t),
             arrivals.peek_time(),
@@ -406,7 +413,8 @@ pub fn run(
     for arrival in instances.iter().flat_map(|i| &i.waiting) {
         open(&mut measure, now, arrival, false);
     }
-    let measured = measure.finish(now);
+    let mut measured = measure.finish(now);
+    measured.summary.aborted = aborted;
     Ok(VirtualRun {
         measured,
         events: handled,

@@ -10,7 +10,9 @@
 //! holds live actions and attempts in flight only; attempts stream to the sink.
 //!
 //! Backpressure on arrivals the core refuses is the live driver's too (see
-//! `driver_common::admission`).
+//! `driver_common::admission`). An expectation with `abort = true` whose figure passes its
+//! max ends the loop at that turn's time (`driver_common::abort`); what was played is
+//! measured as at the cap, and `summary.aborted` says when and why.
 
 pub mod audit_sink;
 pub mod crash;
@@ -23,10 +25,12 @@ use stampede_provider::config::ConfigError;
 use stampede_provider::model::ProviderModel;
 use stampede_reports::AttemptRow;
 
+use crate::driver_common::abort::AbortWatch;
 use crate::driver_common::admission::Admission;
 use crate::driver_common::gauges::GaugeSampler;
 use crate::driver_common::live_actions::LiveActions;
 use crate::measure::{Measured, Measurement, SentBy};
+use crate::progress::{self, Pacer, Progress, Snapshot};
 use crate::rng;
 use crate::scenario::Scenario;
 use crate::workload;
@@ -106,6 +110,17 @@ pub fn run_with_audit(
     sink: &mut dyn AttemptSink,
     audit_sink: &mut dyn AuditSink,
 ) -> Result<VirtualRun, DriverError> {
+    run_observed(scenario, sink, audit_sink, None)
+}
+
+/// [`run_with_audit`], reporting where the run stands to `progress` now and then (see
+/// [`Pacer`]). Progress changes nothing the run measures or writes.
+pub fn run_observed(
+    scenario: &Scenario,
+    sink: &mut dyn AttemptSink,
+    audit_sink: &mut dyn AuditSink,
+    progress: Option<&dyn Progress>,
+) -> Result<VirtualRun, DriverError> {
     let mut provider = ProviderModel::new(
         scenario.provider.clone(),
         rng::stream_u64(scenario.seed, "provider"),
@@ -137,6 +152,10 @@ pub fn run_with_audit(
     let mut measure = Measurement::new(scenario.bucket_ms, scenario.duration_ms);
     let mut gauges = GaugeSampler::new(scenario.bucket_ms);
     let cap = scenario.duration_ms;
+    let abort = AbortWatch::new(scenario);
+    let mut aborted = None;
+    let mut pacer = Pacer::new();
+    let requests = progress.map_or(0, |_| progress::requests_of(scenario));
 
     let mut now: Millis = 0;
     let mut events: u64 = 0;
@@ -312,6 +331,14 @@ pub fn run_with_audit(
             core.drain_audit_with(|events| audit_sink.record(events))
                 .map_err(DriverError::Output)?;
         }
+        // An expectation with `abort = true` that can no longer hold ends the run here.
+        if let Some(a) = abort.check(now, &[measure.running()]) {
+            aborted = Some(a);
+            break;
+        }
+        if let Some(p) = progress.filter(|_| pacer.due(events)) {
+            p.update(&Snapshot::of(measure.running(), now, cap, requests));
+        }
         stalled = events == before;
     }
     // The last, partial bucket.
@@ -321,6 +348,7 @@ pub fn run_with_audit(
     admission.unfinished(now, &mut measure);
     let mut measured = measure.finish(now);
     measured.summary.crashes = crashes.count();
+    measured.summary.aborted = aborted;
     Ok(VirtualRun {
         measured,
         events,
