@@ -32,7 +32,8 @@ pub use report::{
     PNG_UNSUPPORTED,
 };
 pub use schema::{
-    AttemptRow, Expectation, Percentiles, Summary, TenantRow, TimeseriesRow, UnfinishedRow,
+    AttemptRow, ErrorCount, Expectation, GroupOutcomes, Percentiles, Summary, TenantRow,
+    TimeseriesRow, UnfinishedRow,
 };
 pub use sweep::{
     recommend, render_sweep_plots, render_sweep_plots_with, write_sweep_csv, Recommendation,

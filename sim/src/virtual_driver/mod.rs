@@ -218,6 +218,7 @@ pub fn run_with_audit(
                     let (after, outcome) = translate::outcome(&send, decision);
                     let by = SentBy {
                         tenant: live.tenant_of(send.job),
+                        class: live.class_of(send.job),
                         action: send.job,
                         attempt_no: send.attempt_no,
                     };
@@ -261,6 +262,7 @@ pub fn run_with_audit(
                     let (after, outcome) = translate::outcome(&send, decision);
                     let by = SentBy {
                         tenant: live.tenant_of(send.job),
+                        class: live.class_of(send.job),
                         action: send.job,
                         attempt_no: send.attempt_no,
                     };

@@ -15,6 +15,8 @@ use stampede_provider::model::{
 pub struct ActionFacts {
     pub tenant: String,
     pub class: String,
+    /// The route the action calls.
+    pub route: stampede_core::Route,
     pub resource: Option<String>,
     pub prompt_tokens: u32,
     pub max_output_tokens: u32,
@@ -29,6 +31,7 @@ impl ActionFacts {
         Self {
             tenant: job.tenant.clone(),
             class: job.class.clone(),
+            route: job.route,
             resource: job.resource.clone(),
             prompt_tokens: job.prompt_tokens,
             max_output_tokens: job.max_output_tokens,
