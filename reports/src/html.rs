@@ -3,6 +3,7 @@
 //! figures and the plots. All text from the scenario is escaped, and the page is also
 //! well-formed XML, so any XML tool (and our tests) can read it.
 
+use crate::breakdown::{error_table, outcome_tables, Table};
 use crate::escape::escape_xml as esc;
 use crate::figures::{describe, figures, FigureGroup};
 use crate::markdown::verdict_line;
@@ -117,6 +118,23 @@ pub(crate) fn render_html(report: &RunReport, plots: &[Plot]) -> String {
         h.push_str("</table>\n");
     }
 
+    let outcomes = outcome_tables(s);
+    if !outcomes.is_empty() {
+        h.push_str("<h2>Outcomes by class, tenant and route</h2>\n<p>Logical requests of each group and how they ended; attempts counted at the provider; latency counts a request that never completed until its deadline.</p>\n");
+        for t in &outcomes {
+            h.push_str(&format!("<h3>{}</h3>\n", esc(t.heading)));
+            h.push_str(&table_html(t));
+        }
+    }
+    let errors = error_table(s);
+    h.push_str("<h2>Errors</h2>\n");
+    if errors.rows.is_empty() {
+        h.push_str("<p id=\"errors\">Every attempt was answered with success.</p>\n");
+    } else {
+        h.push_str("<p>Attempts the provider did not answer with success, by status and message (first and last seen: arrival at the provider, from the run's start).</p>\n");
+        h.push_str(&table_html(&errors));
+    }
+
     if !report.left_out.is_empty() {
         h.push_str("<h2>Not written</h2>\n<table id=\"left-out\">\n<tr><th>file</th><th>why</th><th>how to get it</th></tr>\n");
         for l in &report.left_out {
@@ -145,5 +163,29 @@ pub(crate) fn render_html(report: &RunReport, plots: &[Plot]) -> String {
         h.push_str("</figure>\n");
     }
     h.push_str("</body>\n</html>\n");
+    h
+}
+
+/// One breakdown table, its rows marked with `data-row` (the first cell) for readers and tests.
+fn table_html(t: &Table) -> String {
+    let mut h = format!("<table id=\"{}\" class=\"breakdown\">\n<tr>", t.id);
+    for cell in &t.header {
+        h.push_str(&format!("<th>{}</th>", esc(cell)));
+    }
+    h.push_str("</tr>\n");
+    for row in &t.rows {
+        let name = row.first().map_or("", String::as_str);
+        h.push_str(&format!("<tr data-row=\"{}\">", esc(name)));
+        for (i, cell) in row.iter().enumerate() {
+            let class = if t.numeric.get(i).copied().unwrap_or(false) {
+                " class=\"num\""
+            } else {
+                ""
+            };
+            h.push_str(&format!("<td{class}>{}</td>", esc(cell)));
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n");
     h
 }

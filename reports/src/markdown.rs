@@ -1,6 +1,7 @@
 //! The markdown summary (`summary.md`, and what goes to `$GITHUB_STEP_SUMMARY`): verdict,
 //! expectations, figures.
 
+use crate::breakdown::{error_table, outcome_tables, Table};
 use crate::escape::escape_md_cell;
 use crate::figures::figures;
 use crate::number::fmt_figure;
@@ -73,6 +74,15 @@ pub fn render_markdown(report: &RunReport) -> String {
         ));
     }
     md.push('\n');
+    for t in outcome_tables(s) {
+        md.push_str(&format!("Outcomes {}:\n\n", t.heading.to_lowercase()));
+        md.push_str(&table_md(&t));
+    }
+    let errors = error_table(s);
+    if !errors.rows.is_empty() {
+        md.push_str("Errors by status and message:\n\n");
+        md.push_str(&table_md(&errors));
+    }
     if !report.left_out.is_empty() {
         md.push_str("Not written:\n\n");
         for l in &report.left_out {
@@ -85,5 +95,41 @@ pub fn render_markdown(report: &RunReport) -> String {
         }
         md.push('\n');
     }
+    md
+}
+
+/// A breakdown table in markdown, numbers right-aligned.
+fn table_md(t: &Table) -> String {
+    // Names and codes as code spans (no markdown inside them), numbers as they are.
+    let cells = |row: &[String]| -> String {
+        let shown: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if t.numeric.get(i).copied().unwrap_or(false) {
+                    escape_md_cell(c)
+                } else {
+                    code(c)
+                }
+            })
+            .collect();
+        format!("| {} |\n", shown.join(" | "))
+    };
+    let header: Vec<String> = t.header.iter().map(|h| escape_md_cell(h)).collect();
+    let mut md = format!("| {} |\n", header.join(" | "));
+    let rule: Vec<&str> = (0..t.header.len())
+        .map(|i| {
+            if t.numeric.get(i).copied().unwrap_or(false) {
+                "---:"
+            } else {
+                "---"
+            }
+        })
+        .collect();
+    md.push_str(&format!("|{}|\n", rule.join("|")));
+    for row in &t.rows {
+        md.push_str(&cells(row));
+    }
+    md.push('\n');
     md
 }
