@@ -114,6 +114,7 @@ pub fn main(args: CheckArgs) -> ExitCode {
                     github_step_summary: None,
                     // A scenario's own output.audit still asks for its trail.
                     audit: false,
+                    baseline: None,
                 };
                 run_scenario(scenario, &opts)
                     .map(|outcome| outcome.report.summary)

@@ -2,6 +2,7 @@
 //! expectations, figures.
 
 use crate::breakdown::{error_table, outcome_tables, Table};
+use crate::compare::{compare, verdict_word};
 use crate::escape::escape_md_cell;
 use crate::figures::figures;
 use crate::number::fmt_figure;
@@ -58,6 +59,9 @@ pub fn render_markdown(report: &RunReport) -> String {
             ));
         }
         md.push('\n');
+    }
+    if let Some(baseline) = &report.baseline {
+        md.push_str(&comparison_md(baseline, s));
     }
     md.push_str("| figure | value |\n|---|---:|\n");
     for f in figures(s).iter().filter(|f| f.deterministic) {
@@ -129,6 +133,61 @@ fn table_md(t: &Table) -> String {
     md.push_str(&format!("|{}|\n", rule.join("|")));
     for row in &t.rows {
         md.push_str(&cells(row));
+    }
+    md.push('\n');
+    md
+}
+
+/// This run beside `baseline`, as the page shows it: the runs, the expectations whose
+/// verdict changed, and every figure with its change, `**worse**` in bold.
+fn comparison_md(baseline: &crate::schema::Summary, run: &crate::schema::Summary) -> String {
+    let c = compare(baseline, run);
+    let mut md = format!(
+        "### Compared with the baseline\n\nbaseline: {} · this run: {}\n\n",
+        code(&c.before_label),
+        code(&c.after_label)
+    );
+    if c.verdicts.is_empty() {
+        md.push_str("No expectation changed verdict.\n\n");
+    } else {
+        md.push_str("Expectations that changed verdict:\n\n");
+        for v in &c.verdicts {
+            let after = match v.after {
+                Some(false) => format!("**{}**", verdict_word(v.after)),
+                _ => verdict_word(v.after).to_string(),
+            };
+            let actual = |x: Option<f64>| x.map_or("-".to_string(), fmt_figure);
+            md.push_str(&format!(
+                "- {}: {} → {} (actual {} → {}, limit {})\n",
+                code(&v.name),
+                verdict_word(v.before),
+                after,
+                actual(v.actual_before),
+                actual(v.actual_after),
+                escape_md_cell(&v.limit)
+            ));
+        }
+        md.push('\n');
+    }
+    md.push_str(
+        "| figure | baseline | this run | change | change % | |\n|---|---:|---:|---:|---:|---|\n",
+    );
+    for f in c.deterministic_figures() {
+        let key = if f.unit.is_empty() {
+            code(&f.key)
+        } else {
+            format!("{} ({})", code(&f.key), escape_md_cell(f.unit))
+        };
+        let (change, pct) = f.change_text();
+        let direction = match f.improved() {
+            Some(false) => format!("**{}**", f.direction_text()),
+            _ => f.direction_text(),
+        };
+        md.push_str(&format!(
+            "| {key} | {} | {} | {change} | {pct} | {direction} |\n",
+            fmt_figure(f.before),
+            fmt_figure(f.after)
+        ));
     }
     md.push('\n');
     md

@@ -37,6 +37,9 @@ pub struct RunReport {
     /// When the provider was injecting faults, from the scenario: shaded on every time plot
     /// and listed on the page.
     pub fault_windows: Vec<FaultWindow>,
+    /// An earlier run to compare with (`run --baseline`): the page, `summary.md` and the
+    /// step summary show both runs side by side, each figure marked better or worse.
+    pub baseline: Option<Summary>,
 }
 
 /// A span of the run in which the provider injected a fault.

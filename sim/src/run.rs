@@ -8,7 +8,7 @@ use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use stampede_reports::{LeftOut, RenderOptions, RunReport};
+use stampede_reports::{LeftOut, RenderOptions, RunReport, Summary};
 
 use crate::measure::{round4, Measured};
 use crate::scenario::{expect, Scenario};
@@ -29,6 +29,9 @@ pub struct RunOptions {
     /// `--audit` asks; the scenario's `output.audit` asks too. Off, the page and
     /// `summary.md` say it was not written and how to get it.
     pub audit: bool,
+    /// An earlier run's summary (`run --baseline`): the rendered page, `summary.md` and the
+    /// step summary compare this run with it.
+    pub baseline: Option<Summary>,
 }
 
 /// A finished run.
@@ -274,6 +277,7 @@ fn finish_run_with(
         bucket_ms: Some(scenario.bucket_ms),
         left_out,
         fault_windows: fault_windows(scenario),
+        baseline: opts.baseline.clone(),
     };
     if let Some(dir) = &opts.out_dir {
         let summary_path = dir.join("summary.json");

@@ -160,6 +160,7 @@ pub fn synthetic_report_of(seed: u64, buckets: u64) -> RunReport {
         bucket_ms: Some(1000),
         left_out: Vec::new(),
         fault_windows: Vec::new(),
+        baseline: None,
     }
 }
 
