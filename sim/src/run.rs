@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use stampede_reports::{LeftOut, RenderOptions, RunReport, Summary};
 
+use crate::driver_common::case_file as case_files;
 use crate::measure::{round4, Measured};
 use crate::scenario::{expect, Scenario};
 use crate::virtual_driver::{self, AttemptSink, AuditFile, DriverError, NoAttempts, VirtualRun};
@@ -250,6 +251,7 @@ fn finish_run_with(
 ) -> Result<RunOutcome, RunError> {
     let mut summary = measured.summary;
     let measured_unfinished = measured.unfinished;
+    let measured_cases = measured.cases;
     summary.scenario = scenario.name.clone();
     summary.seed = scenario.seed;
     summary.preset = scenario.client.preset.clone();
@@ -296,6 +298,9 @@ fn finish_run_with(
         stampede_reports::write_csv(&unfinished, &measured_unfinished)
             .map_err(|e| output_err(dir, e))?;
         files.push(unfinished);
+        // What did not complete, for a person: original input and next safe actions, and
+        // the case file of each escalation (empty files when every action completed).
+        files.extend(case_files::write(dir, &measured_cases).map_err(|e| output_err(dir, e))?);
         if opts.render {
             let render_opts = RenderOptions {
                 plots: true,

@@ -3,7 +3,7 @@
 use crate::config::{ConnectionFault, FaultRule, RouteName, SequenceKey, SequenceStep};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// What the schedule injects into one attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,7 +67,7 @@ struct RuleState {
     /// Attempts that passed this rule's filters and window.
     matched: u64,
     /// Attempts seen per sequence identity (action or key); bounded by the actions of the run.
-    per_identity: HashMap<String, usize>,
+    per_identity: FxHashMap<String, usize>,
 }
 
 /// The schedule with its counters and its own seeded stream.
@@ -85,7 +85,7 @@ impl FaultSchedule {
                 .map(|r| RuleState {
                     rule: r.clone(),
                     matched: 0,
-                    per_identity: HashMap::new(),
+                    per_identity: FxHashMap::default(),
                 })
                 .collect(),
             rng,

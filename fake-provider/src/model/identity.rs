@@ -26,7 +26,9 @@
 //! Aliases are 64-bit FNV-1a hashes of a tagged string (a collision among a million live
 //! requests has a probability near 3e-8).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -99,8 +101,8 @@ pub struct Identity {
     /// Whether the tables were given their steady-state room (see `presize`).
     presized: bool,
     next: u64,
-    logicals: HashMap<u64, Logical>,
-    aliases: HashMap<u64, u64>,
+    logicals: FxHashMap<u64, Logical>,
+    aliases: FxHashMap<u64, u64>,
     /// `(expires at, logical)` in touch order: arrivals come in time order, so expiries are
     /// non-decreasing and forgetting pops from the front.
     expiry: VecDeque<(Millis, u64)>,
@@ -154,8 +156,8 @@ impl Identity {
             max_logicals: max_logicals.max(1),
             presized: false,
             next: 0,
-            logicals: HashMap::new(),
-            aliases: HashMap::new(),
+            logicals: FxHashMap::default(),
+            aliases: FxHashMap::default(),
             expiry: VecDeque::new(),
         }
     }

@@ -43,7 +43,9 @@ use rand_chacha::ChaCha8Rng;
 use records::{KeyCheck, RecordStore};
 use serde_json::{json, Value};
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 /// Model time: milliseconds since the run (or the server) started.
@@ -71,7 +73,7 @@ pub struct ProviderModel {
     clock: ClientClock,
     /// Each known credential's scope index and its masked form (masked once, shared by
     /// every journal entry).
-    credentials: HashMap<String, (usize, Arc<str>)>,
+    credentials: FxHashMap<String, (usize, Arc<str>)>,
     scopes: Vec<ScopeState>,
     /// Each scope's id, shared by every journal entry of the scope.
     scope_ids: Vec<Arc<str>>,
@@ -85,7 +87,7 @@ pub struct ProviderModel {
     /// Records kept at most (see `set_max_records`).
     max_records: usize,
     journal: JournalBuffer,
-    holding: HashMap<u64, Holding>,
+    holding: FxHashMap<u64, Holding>,
     next_seq: u64,
     stats: ProviderStats,
     /// Completion bodies carry only their `id` (see `set_lean_bodies`).
@@ -145,7 +147,7 @@ impl ProviderModel {
             records: RecordStore::new(config.record_retention.ms(), DEFAULT_MAX_RECORDS),
             max_records: DEFAULT_MAX_RECORDS,
             journal: JournalBuffer::new(DEFAULT_JOURNAL_CAPACITY),
-            holding: HashMap::new(),
+            holding: FxHashMap::default(),
             next_seq: 0,
             stats: ProviderStats::default(),
             lean_bodies: false,

@@ -10,7 +10,9 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
+
+use rustc_hash::FxHashMap;
 
 /// Default of `provider.record_retention`: 24 hours of model time.
 pub const DEFAULT_RECORD_RETENTION_MS: u64 = 24 * 60 * 60_000;
@@ -87,7 +89,7 @@ pub(crate) struct RecordStore {
     by_ref: BTreeMap<String, VecDeque<usize>>,
     by_key: BTreeMap<String, VecDeque<usize>>,
     /// Keys are scoped per provider scope (an account), as Stripe scopes them per account.
-    keys: HashMap<(String, String), KeyEntry>,
+    keys: FxHashMap<(String, String), KeyEntry>,
     retention_ms: u64,
     max_records: usize,
     evicted: u64,
@@ -125,7 +127,7 @@ impl RecordStore {
             base: 0,
             by_ref: BTreeMap::new(),
             by_key: BTreeMap::new(),
-            keys: HashMap::new(),
+            keys: FxHashMap::default(),
             retention_ms: retention_ms.max(1),
             max_records: max_records.max(1),
             evicted: 0,

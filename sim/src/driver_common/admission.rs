@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 
 use stampede_core::{JobId, Millis};
 
+use super::case_file::CaseNotes;
 use super::client_core::ClientCore;
 use super::live_actions::{LiveAction, LiveActions};
 use crate::measure::Measurement;
@@ -96,6 +97,7 @@ impl Admission {
             }
             let job = arrival.job.clone();
             let facts = ActionFacts::of(&job);
+            let case = CaseNotes::of(&job);
             let (id, deadline) = (job.id, job.deadline);
             match core.submit(job, now) {
                 Ok(()) => {
@@ -107,6 +109,7 @@ impl Admission {
                             submitted_at: arrival.at,
                             deadline,
                             first_sent_at: None,
+                            case,
                         },
                     );
                 }

@@ -2,12 +2,13 @@
 //! their attempts need on the wire, when they arrived, their deadline, and whether an
 //! attempt of theirs has left yet. Measured at their first dispatch and at their end.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
-use stampede_core::{ActionState, JobId, LedgerEntry, Millis, Send, Terminal};
+use stampede_core::{ActionState, JobId, LedgerEntry, Millis, Outcome, Send, Terminal};
 use stampede_provider::model::Request;
 use stampede_reports::UnfinishedRow;
 
+use crate::driver_common::case_file::{CaseNotes, Ending, PROVIDER};
 use crate::measure::{action_route, Ended, Group, Measurement};
 use crate::virtual_driver::translate::{self, ActionFacts};
 
@@ -21,13 +22,15 @@ pub struct LiveAction {
     /// When its first attempt was sent (ms), if one has been. A restored action that a dead
     /// process had sent has its restart time here (its first send is not known).
     pub first_sent_at: Option<Millis>,
+    /// Its task, scope, key and attempt timeline, for a dead letter or a case file.
+    pub case: CaseNotes,
 }
 
 /// Live actions by id. Looked up, never iterated into an output: only counted, or walked
 /// in sorted id order.
 #[derive(Default)]
 pub struct LiveActions {
-    by_id: HashMap<JobId, LiveAction>,
+    by_id: FxHashMap<JobId, LiveAction>,
     /// Whether requests carry the client's `x-stampede-*` claims (`client.claims`).
     silent: bool,
 }
@@ -80,6 +83,16 @@ impl LiveActions {
             measure.on_first_dispatch(send.job, action.submitted_at, now);
         }
         measure.on_reserved(send.reserved_tokens);
+        action.case.sent(
+            send.attempt_no,
+            &send.kind,
+            (
+                &send.scope,
+                &send.credential,
+                send.idempotency_key.as_deref(),
+            ),
+            now,
+        );
         let mut request = translate::request(send, &action.facts);
         if self.silent {
             request.tenant = None;
@@ -88,6 +101,14 @@ impl LiveActions {
             request.attempt_no = None;
         }
         Ok(request)
+    }
+
+    /// The client heard `outcome` of attempt `attempt_no` of action `id` at `now` (ms): noted
+    /// in the action's timeline (an action no longer live is ignored).
+    pub fn note_answer(&mut self, id: JobId, attempt_no: u32, outcome: &Outcome, now: Millis) {
+        if let Some(action) = self.by_id.get_mut(&id) {
+            action.case.answered(attempt_no, outcome, now);
+        }
     }
 
     /// Measures `terminal` at `now` (ms) and stops tracking its action. `false` when the
@@ -106,6 +127,18 @@ impl LiveActions {
             first_sent_at: action.first_sent_at,
             deadline: action.deadline,
         });
+        measure.on_case(
+            terminal,
+            action.case,
+            &Ending {
+                action: terminal.job,
+                facts: &action.facts,
+                provider: PROVIDER,
+                submitted_at: action.submitted_at,
+                at: now,
+                deadline: action.deadline,
+            },
+        );
         true
     }
 
@@ -113,7 +146,7 @@ impl LiveActions {
     /// id order (sent or not: one with an attempt out may have executed), and lists it with
     /// its next safe action, its key and state read from the core's ledger `entries`.
     pub fn unfinished(&self, now: Millis, measure: &mut Measurement, entries: Vec<LedgerEntry>) {
-        let ledger: HashMap<JobId, LedgerEntry> = entries
+        let ledger: FxHashMap<JobId, LedgerEntry> = entries
             .into_iter()
             .filter(|e| !e.state.is_terminal())
             .map(|e| (e.job.id, e))

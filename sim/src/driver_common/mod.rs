@@ -2,7 +2,8 @@
 //! arrivals into the core with backpressure (`admission`), tracking the actions the core
 //! admitted until their terminal outcome (`live_actions`), sampling the core's gauges once
 //! per report bucket (`gauges`), reading a terminal outcome back from a ledger entry
-//! (`persisted`), and the hash-chained audit file both write (`audit_trail`); `client_core`
+//! (`persisted`), the hash-chained audit file both write (`audit_trail`), the dead letters
+//! and escalation case files of actions that did not complete (`case_file`); `client_core`
 //! is what those parts need of the client, one core or a fleet of replicas.
 //!
 //! Each driver keeps what is its own: the virtual one its event queue and simulated
@@ -10,6 +11,7 @@
 
 pub mod admission;
 pub mod audit_trail;
+pub mod case_file;
 pub mod client_core;
 pub mod gauges;
 pub mod live_actions;

@@ -29,6 +29,7 @@ use super::resume::{self, Restart, Start};
 use super::transport::Transport;
 use super::{AttemptTiming, LiveError, LiveOptions, LiveRun};
 use crate::driver_common::admission::Admission;
+use crate::driver_common::case_file::CaseNotes;
 use crate::driver_common::gauges::GaugeSampler;
 use crate::driver_common::live_actions::{LiveAction, LiveActions};
 use crate::measure::{Ended, Measurement, SentBy};
@@ -183,6 +184,7 @@ pub async fn play_from<L: Ledger>(
                 done_real_us: f.done_us,
                 heard_ms: now,
             });
+            live.note_answer(f.job, f.attempt_no, &f.outcome, now);
             core.on_outcome(f.attempt, f.outcome, now);
         }
         // Drain the core first, then make its ledger writes durable (one group commit per
@@ -403,6 +405,8 @@ fn adopt_restored(restart: &Restart, live: &mut LiveActions, measure: &mut Measu
                     first_sent_at: None,
                     deadline: entry.job.deadline,
                 });
+                // It ended in the dead process: its timeline went with it.
+                measure.on_unseen_case(&terminal, &entry.job, (arrived, entry.updated_at));
             }
             None => {
                 live.insert(
@@ -412,6 +416,7 @@ fn adopt_restored(restart: &Restart, live: &mut LiveActions, measure: &mut Measu
                         submitted_at: arrived,
                         deadline: entry.job.deadline,
                         first_sent_at: (entry.attempts > 0).then_some(restart.at),
+                        case: CaseNotes::of(&entry.job),
                     },
                 );
             }

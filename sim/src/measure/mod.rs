@@ -12,10 +12,11 @@ pub mod waves;
 
 use std::collections::BTreeMap;
 
-use stampede_core::{Millis, Reason, Terminal, TerminalStatus};
+use stampede_core::{Job, Millis, Reason, Terminal, TerminalStatus};
 use stampede_provider::model::JournalEntry;
 use stampede_reports::{AttemptRow, Summary, TenantRow, TimeseriesRow, UnfinishedRow};
 
+use crate::driver_common::case_file::{CaseFiles, CaseNotes, Ending};
 use crate::virtual_driver::AttemptSink;
 use buckets::{Backlog, BucketQuantiles};
 use errors::Errors;
@@ -68,6 +69,8 @@ pub struct Measurement {
     /// `METHOD /template` of the journal's routes seen so far, as `(method, route, key)`:
     /// the key made once per route, not per attempt.
     route_keys: Vec<(String, String, String)>,
+    /// Dead letters and case files of the actions that did not complete.
+    cases: CaseFiles,
 }
 
 /// What the harness itself sent an attempt as: the tenant it submitted the action for, the
@@ -108,6 +111,9 @@ pub struct Measured {
     pub tenants: Vec<TenantRow>,
     /// Logical requests open at the cap, in action order (`unfinished.csv`).
     pub unfinished: Vec<UnfinishedRow>,
+    /// Actions that did not complete, in the order they ended (`dead_letter.jsonl`,
+    /// `escalations.jsonl`).
+    pub cases: CaseFiles,
 }
 
 /// Rounds a figure to 4 decimals so its printed form is stable and short.
@@ -146,6 +152,7 @@ impl Measurement {
             bucket_queue_wait: Default::default(),
             backlog: Backlog::default(),
             route_keys: Vec::new(),
+            cases: CaseFiles::default(),
         }
     }
 
@@ -370,6 +377,18 @@ impl Measurement {
         self.unfinished.push(row);
     }
 
+    /// Keeps a dead letter (and a case file, when a person must decide) for an action that
+    /// ended with `terminal` without completing; nothing for one that completed.
+    pub fn on_case(&mut self, terminal: &Terminal, notes: CaseNotes, ending: &Ending<'_>) {
+        self.cases.on_terminal(terminal, notes, ending);
+    }
+
+    /// [`Measurement::on_case`] for an action of `job` whose attempts no notes followed
+    /// (see [`CaseFiles::on_unseen_terminal`]); `(submitted, ended)` in ms.
+    pub fn on_unseen_case(&mut self, terminal: &Terminal, job: &Job, span: (Millis, Millis)) {
+        self.cases.on_unseen_terminal(terminal, job, span);
+    }
+
     fn flush_bucket_latency(&mut self) {
         if let Some((idx, dist)) = self.bucket_latency.take() {
             let t = idx as u64 * self.bucket_ms;
@@ -591,6 +610,7 @@ impl Measurement {
             timeseries: self.rows,
             tenants: self.tenants.into_values().collect(),
             unfinished,
+            cases: self.cases,
         }
     }
 }

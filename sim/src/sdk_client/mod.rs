@@ -677,6 +677,8 @@ fn end(measure: &mut Measurement, call: &Call, now: Millis, ok: bool, route: &st
         first_sent_at: call.first_sent_at,
         deadline: call.arrival.job.deadline,
     });
+    // The SDK keeps no notes the harness can read: a dead letter without a timeline.
+    measure.on_unseen_case(&terminal, &call.arrival.job, (call.arrival.at, now));
 }
 
 fn open(measure: &mut Measurement, now: Millis, arrival: &Arrival, sent: bool, route: &str) {

@@ -4,15 +4,18 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use stampede_core::{AttemptId, Millis, Outcome, Send};
+use stampede_core::{AttemptId, JobId, Millis, Outcome, Send};
 use stampede_provider::model::Request;
 
 /// Something that happens at a virtual time.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
-    /// The client hears how an attempt ended; the provider's side of it (`seq`) departs.
+    /// The client hears how attempt `attempt_no` of action `job` ended; the provider's side
+    /// of it (`seq`) departs.
     Answer {
         attempt: AttemptId,
+        job: JobId,
+        attempt_no: u32,
         seq: u64,
         outcome: Outcome,
     },
@@ -28,19 +31,16 @@ pub enum Event {
     },
 }
 
-#[derive(Debug)]
+/// A heap entry: the event's time and scheduling order, and where its payload waits. The
+/// payload stays put while the heap sifts: an answer carries a whole response (about 200
+/// bytes), and moving it at every level of every push and pop cost more than the sort.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Timed {
     at: Millis,
     seq: u64,
-    event: Event,
+    slot: u32,
 }
 
-impl PartialEq for Timed {
-    fn eq(&self, other: &Self) -> bool {
-        (self.at, self.seq) == (other.at, other.seq)
-    }
-}
-impl Eq for Timed {}
 impl PartialOrd for Timed {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
@@ -57,6 +57,9 @@ impl Ord for Timed {
 #[derive(Debug, Default)]
 pub struct EventQueue {
     heap: BinaryHeap<Timed>,
+    /// Payloads by slot; `None` is a free slot, listed in `free`.
+    slots: Vec<Option<Event>>,
+    free: Vec<u32>,
     next_seq: u64,
 }
 
@@ -64,10 +67,23 @@ impl EventQueue {
     /// Schedules `event` at `at` (ms).
     pub fn push(&mut self, at: Millis, event: Event) {
         self.next_seq += 1;
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                debug_assert!(self.slots[slot as usize].is_none(), "a free slot is empty");
+                self.slots[slot as usize] = Some(event);
+                slot
+            }
+            None => {
+                let slot = u32::try_from(self.slots.len())
+                    .expect("fewer than 2^32 events pending at once");
+                self.slots.push(Some(event));
+                slot
+            }
+        };
         self.heap.push(Timed {
             at,
             seq: self.next_seq,
-            event,
+            slot,
         });
     }
 
@@ -78,11 +94,14 @@ impl EventQueue {
 
     /// Removes the earliest event if it is due at or before `now`.
     pub fn pop_due(&mut self, now: Millis) -> Option<Event> {
-        if self.peek_time()? <= now {
-            self.heap.pop().map(|t| t.event)
-        } else {
-            None
+        if self.peek_time()? > now {
+            return None;
         }
+        let timed = self.heap.pop()?;
+        let event = self.slots[timed.slot as usize].take();
+        debug_assert!(event.is_some(), "a scheduled slot holds its event");
+        self.free.push(timed.slot);
+        event
     }
 
     /// Events pending.
@@ -103,6 +122,8 @@ mod tests {
     fn answer(attempt: AttemptId) -> Event {
         Event::Answer {
             attempt,
+            job: attempt,
+            attempt_no: 1,
             seq: attempt,
             outcome: Outcome::Transport(TransportFailure::ReadTimeout),
         }

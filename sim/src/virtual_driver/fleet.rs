@@ -16,6 +16,7 @@
 
 use std::collections::VecDeque;
 
+use rustc_hash::FxHashMap;
 use stampede_core::{
     AttemptId, AuditEvent, Command, CoreError, Gauges, InMemoryLedger, Job, Ledger, LedgerEntry,
     Millis, Outcome, Policy, Rejection, Scheduler, ScopeSource,
@@ -52,7 +53,7 @@ pub struct Fleet {
     news: VecDeque<(Millis, usize, News)>,
     /// Scope of each attempt on the wire by global attempt id, while sharing (what an
     /// outcome changed is read off that scope's record).
-    scope_of: std::collections::HashMap<AttemptId, String>,
+    scope_of: FxHashMap<AttemptId, String>,
     /// Which replica `poll` asks first: turns rotate so no replica sends first every time.
     turn: usize,
 }
@@ -88,7 +89,7 @@ impl Fleet {
             replicas: list,
             share_delay: share_delay.filter(|_| replicas > 1),
             news: VecDeque::new(),
-            scope_of: std::collections::HashMap::new(),
+            scope_of: FxHashMap::default(),
             turn: 0,
         })
     }

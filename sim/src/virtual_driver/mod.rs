@@ -188,12 +188,17 @@ pub fn run_with_audit(
             match event {
                 Event::Answer {
                     attempt,
+                    job,
+                    attempt_no,
                     seq,
                     outcome,
                 } => {
                     provider.depart(seq, now);
                     match crashes.deliver(attempt) {
-                        Delivery::Deliver(attempt) => core.on_outcome(attempt, outcome, now),
+                        Delivery::Deliver(attempt) => {
+                            live.note_answer(job, attempt_no, &outcome, now);
+                            core.on_outcome(attempt, outcome, now);
+                        }
                         // Its process died: the answer reaches no one.
                         Delivery::Dead => {}
                         Delivery::Crash => crashes.crash(
@@ -238,6 +243,8 @@ pub fn run_with_audit(
                     } else {
                         Event::Answer {
                             attempt,
+                            job: send.job,
+                            attempt_no: send.attempt_no,
                             seq,
                             outcome,
                         }
@@ -284,6 +291,8 @@ pub fn run_with_audit(
                     } else {
                         Event::Answer {
                             attempt: global,
+                            job: send.job,
+                            attempt_no: send.attempt_no,
                             seq,
                             outcome,
                         }

@@ -1,0 +1,600 @@
+//! What a run leaves behind for a person when an action does not complete: a dead letter
+//! for every action that ended without completing (its original input, reason and next
+//! safe actions, so it can be resubmitted or closed deliberately), and an escalation case
+//! file for every action the core handed to a person (seed 000: outcome, provider, route,
+//! scope, a sanitized fingerprint, the attempt timeline with statuses and Retry-After
+//! values, the budget used, the key or operation id, and the next options with their risk).
+//!
+//! Both are sanitized by construction: no credential (only its masked form), no request
+//! body (only the body's hash), no response text. The files are `dead_letter.jsonl` and
+//! `escalations.jsonl`, one JSON object per line, in the order the actions ended; their
+//! keys are documented in `docs/contract.md` and checked against it by a test.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::virtual_driver::translate::ActionFacts;
+use stampede_core::{
+    classify::{classify, Classification, Failure},
+    FailureGroup, Job, Millis, NextAction, Outcome, Priority, Reason, Route, SendKind, Terminal,
+    TerminalStatus,
+};
+
+/// At most this many records of each kind are kept per run; past it they are counted in
+/// [`CaseFiles::dropped`], not written. Bounds memory: a dead letter is about 500 bytes.
+pub const MAX_RECORDS: usize = 200_000;
+
+/// At most this many attempts are kept in one action's timeline (the first ones); the
+/// rest are counted in the case file's `attempts_left_out`.
+pub const MAX_TIMELINE: usize = 64;
+
+/// The facts of an action needed for its case, taken at admission.
+#[derive(Debug, Clone, Default)]
+pub struct CaseInput {
+    /// Task (goal) the action belongs to.
+    pub task: String,
+    /// Endpoint family.
+    pub route: Option<Route>,
+    /// Admission priority.
+    pub priority: Priority,
+}
+
+/// One attempt in an action's timeline, as the client saw it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AttemptNote {
+    /// The attempt's number within its action (1 = first).
+    pub attempt_no: u32,
+    /// `action` (the request itself) or `lookup` (a reconciliation read).
+    pub kind: &'static str,
+    /// When it left the client (ms since run start).
+    pub sent_at_ms: Millis,
+    /// When the client heard how it ended (ms since run start); `null` if it never did.
+    pub answered_at_ms: Option<Millis>,
+    /// HTTP status of the answer; `null` for a transport failure or no answer.
+    pub status: Option<u16>,
+    /// The transport failure (`read_timeout`, `reset_after_write`, ...), if any.
+    pub transport: Option<String>,
+    /// The provider's error code (`rate_limit_exceeded`, ...), if any.
+    pub error_code: Option<String>,
+    /// The Retry-After the answer carried (ms), if any.
+    pub retry_after_ms: Option<Millis>,
+    /// Whether this attempt may have executed unseen: not answered (yet), or answered by a
+    /// failure that may follow execution (read timeout, drop after write, 500, 502, 504).
+    #[serde(skip)]
+    pub uncertain: bool,
+}
+
+/// The case notes of a live action: its input facts, the scope and key its attempts were
+/// sent with, and its attempts so far.
+#[derive(Debug, Clone, Default)]
+pub struct CaseNotes {
+    input: CaseInput,
+    scope: String,
+    credential: String,
+    idempotency_key: Option<String>,
+    timeline: Vec<AttemptNote>,
+    left_out: u32,
+}
+
+impl CaseNotes {
+    /// Notes for an action with `input`, before any attempt.
+    pub fn new(input: CaseInput) -> Self {
+        CaseNotes {
+            input,
+            ..CaseNotes::default()
+        }
+    }
+
+    /// Notes for `job`, taken when it is admitted (or restored from a ledger).
+    pub fn of(job: &Job) -> Self {
+        Self::new(CaseInput {
+            task: job.task.clone(),
+            route: Some(job.route),
+            priority: job.priority,
+        })
+    }
+
+    /// The action's attempts go out on `scope` with `credential` (kept masked) and
+    /// `idempotency_key`; the first call decides.
+    pub fn on_wire(&mut self, scope: &str, credential: &str, key: Option<&str>) {
+        if self.scope.is_empty() {
+            self.scope = scope.to_string();
+            self.credential = stampede_provider::model::mask_credential(credential);
+            self.idempotency_key = key.map(str::to_string);
+        }
+    }
+
+    /// Attempt `attempt_no` (a lookup when `kind` says so) left at `now` (ms) on `scope`
+    /// with `credential` and `idempotency_key`.
+    pub fn sent(
+        &mut self,
+        attempt_no: u32,
+        kind: &SendKind,
+        (scope, credential, key): (&str, &str, Option<&str>),
+        now: Millis,
+    ) {
+        self.on_wire(scope, credential, key);
+        if self.timeline.len() >= MAX_TIMELINE {
+            self.left_out = self.left_out.saturating_add(1);
+            return;
+        }
+        self.timeline.push(AttemptNote {
+            attempt_no,
+            kind: match kind {
+                SendKind::Action => "action",
+                SendKind::Lookup(_) => "lookup",
+            },
+            sent_at_ms: now,
+            answered_at_ms: None,
+            status: None,
+            transport: None,
+            error_code: None,
+            retry_after_ms: None,
+            uncertain: true,
+        });
+    }
+
+    /// The client heard `outcome` of attempt `attempt_no` at `now` (ms).
+    pub fn answered(&mut self, attempt_no: u32, outcome: &Outcome, now: Millis) {
+        let Some(note) = self
+            .timeline
+            .iter_mut()
+            .rev()
+            .find(|n| n.attempt_no == attempt_no && n.answered_at_ms.is_none())
+        else {
+            // Left out of a full timeline, or an answer to an attempt of a dead process.
+            return;
+        };
+        note.answered_at_ms = Some(now);
+        note.uncertain = matches!(
+            classify(outcome),
+            Classification::Failure(Failure {
+                group: FailureGroup::MayHaveExecuted,
+                ..
+            })
+        );
+        match outcome {
+            Outcome::Response(r) => {
+                note.status = Some(r.status);
+                note.error_code = r.error_code.clone();
+                note.retry_after_ms = r.retry_after_ms;
+            }
+            Outcome::Transport(t) => note.transport = Some(snake(&format!("{t:?}"))),
+            Outcome::Lookup(l) => note.transport = Some(snake(&format!("{l:?}"))),
+        }
+    }
+}
+
+/// `ReadTimeout` as `read_timeout`; a variant with fields keeps its name only.
+fn snake(debug: &str) -> String {
+    let name = debug.split(['(', ' ', '{']).next().unwrap_or(debug);
+    let mut out = String::with_capacity(name.len() + 4);
+    for (i, c) in name.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The action's original input, enough to submit it again; never its body.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OriginalInput {
+    /// Request class (`llm`, `read`, `uncertain_write`, ...).
+    pub class: String,
+    /// Endpoint family (`chat_completion`, `create_record`, `get_item`).
+    pub route: String,
+    /// Admission priority (`critical`, `normal`, `bulk`).
+    pub priority: String,
+    /// Estimated prompt tokens (tokens).
+    pub prompt_tokens: u32,
+    /// Maximum output tokens requested (tokens).
+    pub max_output_tokens: u32,
+    /// Absolute deadline (ms since run start), if any.
+    pub deadline_ms: Option<Millis>,
+    /// Resource id of a read, if any.
+    pub resource: Option<String>,
+    /// External reference of a write's side effect, if any.
+    pub external_ref: Option<String>,
+    /// Whether the answer was streamed.
+    pub stream: bool,
+    /// Hash of the canonical payload (16 hex digits): identifies the body, never holds it.
+    pub payload_hash: String,
+}
+
+/// A next option and what it risks, for the person who decides.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NextOption {
+    /// `wait`, `query_status`, `retry_with_same_key`, `raise_quota`, `change_plan`,
+    /// `cancel`, `send_new_operation`.
+    pub option: &'static str,
+    /// For `wait`: how long (ms).
+    pub wait_ms: Option<Millis>,
+    /// What taking it risks, in a sentence.
+    pub risk: &'static str,
+}
+
+/// One line of `dead_letter.jsonl`: an action that ended without completing.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DeadLetter {
+    /// The logical action's id (the harness's numbering, as in `attempts.csv`).
+    pub action: u64,
+    /// Tenant the action was submitted for.
+    pub tenant: String,
+    /// Task (goal) it belongs to.
+    pub task: String,
+    /// `failed`, `escalated` or `reconciliation_required`.
+    pub status: &'static str,
+    /// Why it ended (`attempts_exhausted`, `wait_budget_exhausted`, ...).
+    pub reason: String,
+    /// When it was submitted and when it ended (ms since run start).
+    pub submitted_at_ms: Millis,
+    pub ended_at_ms: Millis,
+    /// Whether any attempt left the client: if so, it may have executed.
+    pub sent: bool,
+    /// Attempts made, look-ups included.
+    pub attempts: u32,
+    /// The last HTTP status heard, if any.
+    pub last_status: Option<u16>,
+    /// Whether a case file for it is in `escalations.jsonl`.
+    pub escalated: bool,
+    /// What to submit again.
+    pub input: OriginalInput,
+    /// The next safe actions, with their risk.
+    pub next_safe_actions: Vec<NextOption>,
+}
+
+/// The attempt budget an escalated action used.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BudgetUsed {
+    /// Attempts made, look-ups included.
+    pub attempts: u32,
+    /// Time spent waiting between attempts (ms), Retry-After included.
+    pub waited_ms: Millis,
+    /// Time from submission to the end (ms).
+    pub elapsed_ms: Millis,
+}
+
+/// One line of `escalations.jsonl`: the case file of an action handed to a person.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Escalation {
+    /// The logical action that stopped.
+    pub action: u64,
+    pub tenant: String,
+    pub task: String,
+    /// `escalated` or `reconciliation_required`.
+    pub outcome: &'static str,
+    /// Why (`reconciliation_unavailable`, `quota_exhausted`, ...).
+    pub reason: String,
+    /// The provider it was sent to.
+    pub provider: String,
+    /// HTTP method and endpoint (`POST /v1/records`).
+    pub method: &'static str,
+    pub endpoint: &'static str,
+    /// The provider scope (`account:acme`) the attempts counted against.
+    pub scope: String,
+    /// The credential, masked (`sk-…a1b2`).
+    pub credential: String,
+    /// A fingerprint of the request without its content: 16 hex digits of a hash of
+    /// method, endpoint, scope and class.
+    pub fingerprint: String,
+    /// Whether the action may have executed at the provider (an attempt was sent and no
+    /// answer or look-up settled it).
+    pub may_have_executed: bool,
+    /// Every attempt, in order (the first [`MAX_TIMELINE`]).
+    pub timeline: Vec<AttemptNote>,
+    /// Attempts beyond the timeline's cap.
+    pub attempts_left_out: u32,
+    pub budget_used: BudgetUsed,
+    /// How to ask the provider whether it executed: the key, the operation id, the
+    /// reference, and the look-up to run.
+    pub idempotency_key: Option<String>,
+    pub operation_id: Option<String>,
+    pub external_ref: Option<String>,
+    pub reconcile_with: Option<String>,
+    /// What a person can do next, with what each risks.
+    pub next_options: Vec<NextOption>,
+}
+
+/// The dead letters and case files of a run, in the order the actions ended.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CaseFiles {
+    pub dead_letters: Vec<DeadLetter>,
+    pub escalations: Vec<Escalation>,
+    /// Records not kept past [`MAX_RECORDS`].
+    pub dropped: u64,
+}
+
+/// The provider an action's case names: the scenario's one `[provider]`.
+pub const PROVIDER: &str = "provider";
+
+/// What the driver knows of an ending action besides its notes.
+pub struct Ending<'a> {
+    /// The action's id.
+    pub action: u64,
+    /// What the driver kept of its job.
+    pub facts: &'a ActionFacts,
+    /// The provider it was sent to.
+    pub provider: &'a str,
+    /// When it was submitted and when it ended (ms since run start).
+    pub submitted_at: Millis,
+    pub at: Millis,
+    /// Its deadline (ms since run start), if any.
+    pub deadline: Option<Millis>,
+}
+
+impl CaseFiles {
+    /// Records `terminal` of `job`'s action, submitted at `submitted_at` and ended at `at`
+    /// (ms), whose attempts no notes followed: it ended in a process that died, or under a
+    /// client that is not the core (an SDK preset). Its case has no timeline.
+    pub fn on_unseen_terminal(
+        &mut self,
+        terminal: &Terminal,
+        job: &Job,
+        (submitted_at, at): (Millis, Millis),
+    ) {
+        let mut notes = CaseNotes::of(job);
+        let scope = job.scope.as_deref().unwrap_or("account");
+        notes.on_wire(scope, &job.credential, job.idempotency_key.as_deref());
+        let ending = Ending {
+            action: job.id,
+            facts: &ActionFacts::of(job),
+            provider: PROVIDER,
+            submitted_at,
+            at,
+            deadline: job.deadline,
+        };
+        self.on_terminal(terminal, notes, &ending);
+    }
+
+    /// Records `terminal` of an action if it did not complete: a dead letter, and a case
+    /// file when a person must decide. Completed and cancelled actions leave nothing.
+    pub fn on_terminal(&mut self, terminal: &Terminal, notes: CaseNotes, e: &Ending<'_>) {
+        let status = match terminal.status {
+            TerminalStatus::Completed | TerminalStatus::Cancelled => return,
+            TerminalStatus::Failed => "failed",
+            TerminalStatus::Escalated => "escalated",
+            TerminalStatus::ReconciliationRequired => "reconciliation_required",
+        };
+        let escalated = status != "failed";
+        if self.dead_letters.len() >= MAX_RECORDS
+            || (escalated && self.escalations.len() >= MAX_RECORDS)
+        {
+            self.dropped += 1;
+            return;
+        }
+        let reason = reason_name(&terminal.reason);
+        let next = next_options(terminal);
+        let route = notes.input.route;
+        let (method, endpoint) = match route {
+            Some(Route::ChatCompletion) | None => ("POST", "/v1/chat/completions"),
+            Some(Route::CreateRecord) => ("POST", "/v1/records"),
+            Some(Route::GetItem) => ("GET", "/v1/items/{id}"),
+        };
+        self.dead_letters.push(DeadLetter {
+            action: e.action,
+            tenant: e.facts.tenant.clone(),
+            task: notes.input.task.clone(),
+            status,
+            reason: reason.clone(),
+            submitted_at_ms: e.submitted_at,
+            ended_at_ms: e.at,
+            sent: terminal.sent,
+            attempts: terminal.attempts,
+            last_status: terminal.last_status,
+            escalated,
+            input: OriginalInput {
+                class: e.facts.class.clone(),
+                route: snake(&format!("{:?}", route.unwrap_or(Route::ChatCompletion))),
+                priority: snake(&format!("{:?}", notes.input.priority)),
+                prompt_tokens: e.facts.prompt_tokens,
+                max_output_tokens: e.facts.max_output_tokens,
+                deadline_ms: e.deadline,
+                resource: e.facts.resource.clone(),
+                external_ref: e.facts.external_ref.clone(),
+                stream: e.facts.stream,
+                payload_hash: format!("{:016x}", e.facts.payload_hash),
+            },
+            next_safe_actions: next.clone(),
+        });
+        if !escalated {
+            return;
+        }
+        let fingerprint = stampede_provider::model::Fnv::new()
+            .bytes(method.as_bytes())
+            .bytes(&[0])
+            .bytes(endpoint.as_bytes())
+            .bytes(&[0])
+            .bytes(notes.scope.as_bytes())
+            .bytes(&[0])
+            .bytes(e.facts.class.as_bytes())
+            .finish();
+        // An attempt that may have executed unseen leaves the doubt until a look-up that
+        // was answered settles it.
+        let may_have_executed = terminal.status == TerminalStatus::ReconciliationRequired
+            || notes.timeline.iter().fold(false, |doubt, n| match n.kind {
+                "lookup" if !n.uncertain && n.answered_at_ms.is_some() => false,
+                "lookup" => doubt,
+                _ => doubt || n.uncertain,
+            });
+        // Only the records API can be asked whether a write happened.
+        let reconcile_with = match (route, &e.facts.external_ref, &notes.idempotency_key) {
+            (Some(Route::CreateRecord), Some(r), _) => {
+                Some(format!("GET /v1/records?external_ref={r}"))
+            }
+            (Some(Route::CreateRecord), None, Some(k)) => {
+                Some(format!("GET /v1/records?idempotency_key={k}"))
+            }
+            _ => None,
+        };
+        self.escalations.push(Escalation {
+            action: e.action,
+            tenant: e.facts.tenant.clone(),
+            task: notes.input.task,
+            outcome: status,
+            reason,
+            provider: e.provider.to_string(),
+            method,
+            endpoint,
+            scope: notes.scope,
+            credential: notes.credential,
+            fingerprint: format!("{fingerprint:016x}"),
+            may_have_executed,
+            timeline: notes.timeline,
+            attempts_left_out: notes.left_out,
+            budget_used: BudgetUsed {
+                attempts: terminal.attempts,
+                waited_ms: terminal.waited_ms,
+                elapsed_ms: e.at.saturating_sub(e.submitted_at),
+            },
+            idempotency_key: notes.idempotency_key,
+            operation_id: terminal.operation_id.clone(),
+            external_ref: e.facts.external_ref.clone(),
+            reconcile_with,
+            next_options: next,
+        });
+    }
+}
+
+/// Writes `dead_letter.jsonl` and `escalations.jsonl` into `dir` (empty when every action
+/// completed), buffered; returns their paths.
+pub fn write(dir: &Path, cases: &CaseFiles) -> std::io::Result<Vec<PathBuf>> {
+    let dead = dir.join(DEAD_LETTER_FILE);
+    write_lines(&dead, &cases.dead_letters)?;
+    let escalations = dir.join(ESCALATIONS_FILE);
+    write_lines(&escalations, &cases.escalations)?;
+    Ok(vec![dead, escalations])
+}
+
+/// The dead-letter file's name in a run directory.
+pub const DEAD_LETTER_FILE: &str = "dead_letter.jsonl";
+/// The escalation case files' file name in a run directory.
+pub const ESCALATIONS_FILE: &str = "escalations.jsonl";
+
+fn write_lines<T: Serialize>(path: &Path, records: &[T]) -> std::io::Result<()> {
+    let mut out = BufWriter::new(File::create(path)?);
+    for r in records {
+        serde_json::to_writer(&mut out, r)?;
+        out.write_all(b"\n")?;
+    }
+    out.flush()
+}
+
+/// `AttemptsExhausted` as `attempts_exhausted`; a reason with a status names it
+/// (`wont_improve_422`).
+fn reason_name(reason: &Reason) -> String {
+    match reason {
+        Reason::WontImprove { status, .. } => format!("wont_improve_{status}"),
+        other => snake(&format!("{other:?}")),
+    }
+}
+
+/// The core's next actions as options with their risk; `raise_quota` comes with
+/// `change_plan`, the other way to get a higher limit.
+fn next_options(terminal: &Terminal) -> Vec<NextOption> {
+    let mut out = Vec::with_capacity(terminal.next_actions.len() + 1);
+    for a in &terminal.next_actions {
+        let (option, wait_ms, risk) = match a {
+            NextAction::Wait { ms } => ("wait", Some(*ms), "none: nothing is sent meanwhile"),
+            NextAction::QueryStatus => (
+                "query_status",
+                None,
+                "none: a read that tells whether an earlier attempt took effect",
+            ),
+            NextAction::RetryWithSameKey => (
+                "retry_with_same_key",
+                None,
+                "low: the provider deduplicates by the idempotency key within its window",
+            ),
+            NextAction::RaiseQuota => (
+                "raise_quota",
+                None,
+                "none to data; the limit is the account's, not the request's",
+            ),
+            NextAction::Cancel if terminal.sent => (
+                "cancel",
+                None,
+                "an attempt already sent may still have executed: look it up first",
+            ),
+            NextAction::Cancel => ("cancel", None, "none: nothing was sent"),
+            NextAction::SendNewOperation {
+                may_duplicate: true,
+            } => (
+                "send_new_operation",
+                None,
+                "may create a second external effect: only after a look-up shows none",
+            ),
+            NextAction::SendNewOperation {
+                may_duplicate: false,
+            } => (
+                "send_new_operation",
+                None,
+                "none: the first attempt is known not to have executed",
+            ),
+        };
+        out.push(NextOption {
+            option,
+            wait_ms,
+            risk,
+        });
+        if matches!(a, NextAction::RaiseQuota) {
+            out.push(NextOption {
+                option: "change_plan",
+                wait_ms: None,
+                risk: "none to data; moves the account to a plan with higher limits",
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stampede_core::TransportFailure;
+
+    #[test]
+    fn names_are_snake_case() {
+        assert_eq!(snake("ReadTimeout"), "read_timeout");
+        assert_eq!(snake("AttemptsExhausted"), "attempts_exhausted");
+        assert_eq!(snake("CircuitOpen { fingerprint: \"x\" }"), "circuit_open");
+        assert_eq!(
+            reason_name(&Reason::WontImprove {
+                status: 422,
+                code: None
+            }),
+            "wont_improve_422"
+        );
+    }
+
+    #[test]
+    fn an_answer_fills_its_attempt() {
+        let mut notes = CaseNotes::new(CaseInput::default());
+        let key = ("account:a", "sk-secret-1234567890", Some("k1"));
+        notes.sent(1, &SendKind::Action, key, 10);
+        notes.sent(2, &SendKind::Action, key, 20);
+        notes.answered(1, &Outcome::Transport(TransportFailure::ReadTimeout), 15);
+        assert_eq!(notes.timeline[0].transport.as_deref(), Some("read_timeout"));
+        assert_eq!(notes.timeline[0].answered_at_ms, Some(15));
+        assert_eq!(notes.timeline[1].answered_at_ms, None);
+        assert!(!notes.credential.contains("secret-1234567890"));
+    }
+
+    #[test]
+    fn a_long_timeline_is_capped_and_counted() {
+        let mut notes = CaseNotes::new(CaseInput::default());
+        for n in 1..=(MAX_TIMELINE as u32 + 5) {
+            notes.sent(n, &SendKind::Action, ("s", "k", None), u64::from(n));
+        }
+        assert_eq!(notes.timeline.len(), MAX_TIMELINE);
+        assert_eq!(notes.left_out, 5);
+    }
+}
