@@ -2,7 +2,9 @@
 //! bucket (service time, queue wait), and the backlog, counted as arrivals minus first sends
 //! over time.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashSet;
 
 use super::percentiles::Distribution;
 
@@ -51,7 +53,7 @@ pub(crate) struct Backlog {
     delta: Vec<i64>,
     /// Requests sent at least once and not ended: their end does not leave the backlog
     /// again. Membership only, never iterated.
-    sent: HashSet<u64>,
+    sent: FxHashSet<u64>,
 }
 
 impl Backlog {
