@@ -95,21 +95,18 @@ impl Admission {
                 self.held = Some((arrival, now + retry_after_ms.max(1)));
                 break;
             }
-            let job = arrival.job.clone();
-            let facts = ActionFacts::of(&job);
-            let case = CaseNotes::of(&job);
-            let (id, deadline) = (job.id, job.deadline);
-            match core.submit(job, now) {
+            let (id, deadline) = (arrival.job.id, arrival.job.deadline);
+            match core.submit(arrival.job.clone(), now) {
                 Ok(()) => {
                     admitted += 1;
                     live.insert(
                         id,
                         LiveAction {
-                            facts,
                             submitted_at: arrival.at,
+                            facts: ActionFacts::from_job(arrival.job),
                             deadline,
                             first_sent_at: None,
-                            case,
+                            case: CaseNotes::default(),
                         },
                     );
                 }

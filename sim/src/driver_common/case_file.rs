@@ -15,13 +15,16 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+use smallvec::SmallVec;
+
+use stampede_core::classify::{classify, Classification, Failure, FailureKind};
+use stampede_core::idempotency::derive_key;
+use stampede_core::{
+    FailureGroup, Job, LookupResult, Millis, NextAction, Outcome, Reason, Route, SendKind,
+    Terminal, TerminalStatus,
+};
 
 use crate::virtual_driver::translate::ActionFacts;
-use stampede_core::{
-    classify::{classify, Classification, Failure},
-    FailureGroup, Job, Millis, NextAction, Outcome, Priority, Reason, Route, SendKind, Terminal,
-    TerminalStatus,
-};
 
 /// At most this many records of each kind are kept per run; past it they are counted in
 /// [`CaseFiles::dropped`], not written. Bounds memory: a dead letter is about 500 bytes.
@@ -31,19 +34,48 @@ pub const MAX_RECORDS: usize = 200_000;
 /// rest are counted in the case file's `attempts_left_out`.
 pub const MAX_TIMELINE: usize = 64;
 
-/// The facts of an action needed for its case, taken at admission.
-#[derive(Debug, Clone, Default)]
-pub struct CaseInput {
-    /// Task (goal) the action belongs to.
-    pub task: String,
-    /// Endpoint family.
-    pub route: Option<Route>,
-    /// Admission priority.
-    pub priority: Priority,
+/// A provider error code kept inline (codes are short ASCII words; a longer one is cut at
+/// 31 bytes), so noting an answer never allocates.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct ShortCode {
+    len: u8,
+    bytes: [u8; 31],
 }
 
-/// One attempt in an action's timeline, as the client saw it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+impl ShortCode {
+    fn new(code: &str) -> Self {
+        let mut bytes = [0u8; 31];
+        let mut len = code.len().min(bytes.len());
+        while !code.is_char_boundary(len) {
+            len -= 1;
+        }
+        bytes[..len].copy_from_slice(&code.as_bytes()[..len]);
+        ShortCode {
+            len: len as u8,
+            bytes,
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or("")
+    }
+}
+
+impl std::fmt::Debug for ShortCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for ShortCode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// One attempt in an action's timeline, as the client saw it. Plain data: noting an attempt
+/// or its answer never allocates.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct AttemptNote {
     /// The attempt's number within its action (1 = first).
     pub attempt_no: u32,
@@ -53,70 +85,39 @@ pub struct AttemptNote {
     pub sent_at_ms: Millis,
     /// When the client heard how it ended (ms since run start); `null` if it never did.
     pub answered_at_ms: Option<Millis>,
-    /// HTTP status of the answer; `null` for a transport failure or no answer.
+    /// HTTP status of the answer; `null` for a transport failure, a look-up's answer or no
+    /// answer.
     pub status: Option<u16>,
     /// The transport failure (`read_timeout`, `reset_after_write`, ...), if any.
-    pub transport: Option<String>,
+    pub transport: Option<&'static str>,
+    /// A look-up's answer: `found`, `absent` or `unsupported`.
+    pub lookup: Option<&'static str>,
     /// The provider's error code (`rate_limit_exceeded`, ...), if any.
-    pub error_code: Option<String>,
+    pub error_code: Option<ShortCode>,
     /// The Retry-After the answer carried (ms), if any.
     pub retry_after_ms: Option<Millis>,
-    /// Whether this attempt may have executed unseen: not answered (yet), or answered by a
-    /// failure that may follow execution (read timeout, drop after write, 500, 502, 504).
+    /// For an action attempt, whether it may have executed unseen: not answered (yet), or
+    /// answered by a failure that may follow execution (read timeout, drop after write,
+    /// 500, 502, 504). For a look-up, whether it failed to settle that (no record answer).
     #[serde(skip)]
     pub uncertain: bool,
 }
 
-/// The case notes of a live action: its input facts, the scope and key its attempts were
-/// sent with, and its attempts so far.
+/// The case notes of a live action: its attempts so far, and whether they carried an
+/// idempotency key. The first two attempts are kept inline: an action that completes in
+/// one or two attempts notes them without an allocation.
 #[derive(Debug, Clone, Default)]
 pub struct CaseNotes {
-    input: CaseInput,
-    scope: String,
-    credential: String,
-    idempotency_key: Option<String>,
-    timeline: Vec<AttemptNote>,
+    timeline: SmallVec<[AttemptNote; 2]>,
     left_out: u32,
+    keyed: bool,
 }
 
 impl CaseNotes {
-    /// Notes for an action with `input`, before any attempt.
-    pub fn new(input: CaseInput) -> Self {
-        CaseNotes {
-            input,
-            ..CaseNotes::default()
-        }
-    }
-
-    /// Notes for `job`, taken when it is admitted (or restored from a ledger).
-    pub fn of(job: &Job) -> Self {
-        Self::new(CaseInput {
-            task: job.task.clone(),
-            route: Some(job.route),
-            priority: job.priority,
-        })
-    }
-
-    /// The action's attempts go out on `scope` with `credential` (kept masked) and
-    /// `idempotency_key`; the first call decides.
-    pub fn on_wire(&mut self, scope: &str, credential: &str, key: Option<&str>) {
-        if self.scope.is_empty() {
-            self.scope = scope.to_string();
-            self.credential = stampede_provider::model::mask_credential(credential);
-            self.idempotency_key = key.map(str::to_string);
-        }
-    }
-
-    /// Attempt `attempt_no` (a lookup when `kind` says so) left at `now` (ms) on `scope`
-    /// with `credential` and `idempotency_key`.
-    pub fn sent(
-        &mut self,
-        attempt_no: u32,
-        kind: &SendKind,
-        (scope, credential, key): (&str, &str, Option<&str>),
-        now: Millis,
-    ) {
-        self.on_wire(scope, credential, key);
+    /// Attempt `attempt_no` (a lookup when `kind` says so) left at `now` (ms), with an
+    /// idempotency key when `keyed`.
+    pub fn sent(&mut self, attempt_no: u32, kind: &SendKind, keyed: bool, now: Millis) {
+        self.keyed |= keyed;
         if self.timeline.len() >= MAX_TIMELINE {
             self.left_out = self.left_out.saturating_add(1);
             return;
@@ -131,6 +132,7 @@ impl CaseNotes {
             answered_at_ms: None,
             status: None,
             transport: None,
+            lookup: None,
             error_code: None,
             retry_after_ms: None,
             uncertain: true,
@@ -149,21 +151,32 @@ impl CaseNotes {
             return;
         };
         note.answered_at_ms = Some(now);
-        note.uncertain = matches!(
-            classify(outcome),
-            Classification::Failure(Failure {
-                group: FailureGroup::MayHaveExecuted,
-                ..
-            })
-        );
+        note.uncertain = if note.kind == "lookup" {
+            // A look-up settles the doubt only with an answer about the record.
+            !matches!(outcome, Outcome::Lookup(_))
+        } else {
+            matches!(
+                classify(outcome),
+                Classification::Failure(Failure {
+                    group: FailureGroup::MayHaveExecuted,
+                    ..
+                })
+            )
+        };
         match outcome {
             Outcome::Response(r) => {
                 note.status = Some(r.status);
-                note.error_code = r.error_code.clone();
+                note.error_code = r.error_code.as_deref().map(ShortCode::new);
                 note.retry_after_ms = r.retry_after_ms;
             }
-            Outcome::Transport(t) => note.transport = Some(snake(&format!("{t:?}"))),
-            Outcome::Lookup(l) => note.transport = Some(snake(&format!("{l:?}"))),
+            Outcome::Transport(t) => note.transport = Some(FailureKind::Transport(*t).label()),
+            Outcome::Lookup(l) => {
+                note.lookup = Some(match l {
+                    LookupResult::Found { .. } => "found",
+                    LookupResult::Absent => "absent",
+                    LookupResult::Unsupported => "unsupported",
+                });
+            }
         }
     }
 }
@@ -341,9 +354,10 @@ impl CaseFiles {
         job: &Job,
         (submitted_at, at): (Millis, Millis),
     ) {
-        let mut notes = CaseNotes::of(job);
-        let scope = job.scope.as_deref().unwrap_or("account");
-        notes.on_wire(scope, &job.credential, job.idempotency_key.as_deref());
+        let notes = CaseNotes {
+            keyed: job.idempotency_key.is_some(),
+            ..CaseNotes::default()
+        };
         let ending = Ending {
             action: job.id,
             facts: &ActionFacts::of(job),
@@ -352,12 +366,34 @@ impl CaseFiles {
             at,
             deadline: job.deadline,
         };
-        self.on_terminal(terminal, notes, &ending);
+        self.record(terminal, notes, &ending, job.idempotency_key.clone());
     }
 
     /// Records `terminal` of an action if it did not complete: a dead letter, and a case
     /// file when a person must decide. Completed and cancelled actions leave nothing.
     pub fn on_terminal(&mut self, terminal: &Terminal, notes: CaseNotes, e: &Ending<'_>) {
+        if matches!(
+            terminal.status,
+            TerminalStatus::Completed | TerminalStatus::Cancelled
+        ) {
+            return;
+        }
+        // The core derives an action's key from tenant, task and body hash when the job
+        // names none (the workload never does): derived again here, only for a case.
+        let f = e.facts;
+        let key = notes
+            .keyed
+            .then(|| derive_key(&f.tenant, &f.task, f.payload_hash));
+        self.record(terminal, notes, e, key);
+    }
+
+    fn record(
+        &mut self,
+        terminal: &Terminal,
+        notes: CaseNotes,
+        e: &Ending<'_>,
+        idempotency_key: Option<String>,
+    ) {
         let status = match terminal.status {
             TerminalStatus::Completed | TerminalStatus::Cancelled => return,
             TerminalStatus::Failed => "failed",
@@ -373,16 +409,17 @@ impl CaseFiles {
         }
         let reason = reason_name(&terminal.reason);
         let next = next_options(terminal);
-        let route = notes.input.route;
+        let route = e.facts.route;
         let (method, endpoint) = match route {
-            Some(Route::ChatCompletion) | None => ("POST", "/v1/chat/completions"),
-            Some(Route::CreateRecord) => ("POST", "/v1/records"),
-            Some(Route::GetItem) => ("GET", "/v1/items/{id}"),
+            Route::ChatCompletion => ("POST", "/v1/chat/completions"),
+            Route::CreateRecord => ("POST", "/v1/records"),
+            Route::GetItem => ("GET", "/v1/items/{id}"),
         };
+        let scope = e.facts.scope.as_deref().unwrap_or("account");
         self.dead_letters.push(DeadLetter {
             action: e.action,
             tenant: e.facts.tenant.clone(),
-            task: notes.input.task.clone(),
+            task: e.facts.task.clone(),
             status,
             reason: reason.clone(),
             submitted_at_ms: e.submitted_at,
@@ -393,8 +430,8 @@ impl CaseFiles {
             escalated,
             input: OriginalInput {
                 class: e.facts.class.clone(),
-                route: snake(&format!("{:?}", route.unwrap_or(Route::ChatCompletion))),
-                priority: snake(&format!("{:?}", notes.input.priority)),
+                route: snake(&format!("{route:?}")),
+                priority: snake(&format!("{:?}", e.facts.priority)),
                 prompt_tokens: e.facts.prompt_tokens,
                 max_output_tokens: e.facts.max_output_tokens,
                 deadline_ms: e.deadline,
@@ -413,7 +450,7 @@ impl CaseFiles {
             .bytes(&[0])
             .bytes(endpoint.as_bytes())
             .bytes(&[0])
-            .bytes(notes.scope.as_bytes())
+            .bytes(scope.as_bytes())
             .bytes(&[0])
             .bytes(e.facts.class.as_bytes())
             .finish();
@@ -421,16 +458,14 @@ impl CaseFiles {
         // was answered settles it.
         let may_have_executed = terminal.status == TerminalStatus::ReconciliationRequired
             || notes.timeline.iter().fold(false, |doubt, n| match n.kind {
-                "lookup" if !n.uncertain && n.answered_at_ms.is_some() => false,
+                "lookup" if !n.uncertain => false,
                 "lookup" => doubt,
                 _ => doubt || n.uncertain,
             });
         // Only the records API can be asked whether a write happened.
-        let reconcile_with = match (route, &e.facts.external_ref, &notes.idempotency_key) {
-            (Some(Route::CreateRecord), Some(r), _) => {
-                Some(format!("GET /v1/records?external_ref={r}"))
-            }
-            (Some(Route::CreateRecord), None, Some(k)) => {
+        let reconcile_with = match (route, &e.facts.external_ref, &idempotency_key) {
+            (Route::CreateRecord, Some(r), _) => Some(format!("GET /v1/records?external_ref={r}")),
+            (Route::CreateRecord, None, Some(k)) => {
                 Some(format!("GET /v1/records?idempotency_key={k}"))
             }
             _ => None,
@@ -438,24 +473,24 @@ impl CaseFiles {
         self.escalations.push(Escalation {
             action: e.action,
             tenant: e.facts.tenant.clone(),
-            task: notes.input.task,
+            task: e.facts.task.clone(),
             outcome: status,
             reason,
             provider: e.provider.to_string(),
             method,
             endpoint,
-            scope: notes.scope,
-            credential: notes.credential,
+            scope: scope.to_string(),
+            credential: stampede_provider::model::mask_credential(&e.facts.credential),
             fingerprint: format!("{fingerprint:016x}"),
             may_have_executed,
-            timeline: notes.timeline,
+            timeline: notes.timeline.into_vec(),
             attempts_left_out: notes.left_out,
             budget_used: BudgetUsed {
                 attempts: terminal.attempts,
                 waited_ms: terminal.waited_ms,
                 elapsed_ms: e.at.saturating_sub(e.submitted_at),
             },
-            idempotency_key: notes.idempotency_key,
+            idempotency_key,
             operation_id: terminal.operation_id.clone(),
             external_ref: e.facts.external_ref.clone(),
             reconcile_with,
@@ -512,7 +547,7 @@ fn next_options(terminal: &Terminal) -> Vec<NextOption> {
             NextAction::RetryWithSameKey => (
                 "retry_with_same_key",
                 None,
-                "low: the provider deduplicates by the idempotency key within its window",
+                "low where the provider deduplicates by the key; otherwise look it up first",
             ),
             NextAction::RaiseQuota => (
                 "raise_quota",
@@ -559,7 +594,7 @@ fn next_options(terminal: &Terminal) -> Vec<NextOption> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use stampede_core::TransportFailure;
+    use stampede_core::{Response, TransportFailure};
 
     #[test]
     fn names_are_snake_case() {
@@ -577,24 +612,48 @@ mod tests {
 
     #[test]
     fn an_answer_fills_its_attempt() {
-        let mut notes = CaseNotes::new(CaseInput::default());
-        let key = ("account:a", "sk-secret-1234567890", Some("k1"));
-        notes.sent(1, &SendKind::Action, key, 10);
-        notes.sent(2, &SendKind::Action, key, 20);
+        let mut notes = CaseNotes::default();
+        notes.sent(1, &SendKind::Action, true, 10);
+        notes.sent(2, &SendKind::Action, true, 20);
         notes.answered(1, &Outcome::Transport(TransportFailure::ReadTimeout), 15);
-        assert_eq!(notes.timeline[0].transport.as_deref(), Some("read_timeout"));
-        assert_eq!(notes.timeline[0].answered_at_ms, Some(15));
-        assert_eq!(notes.timeline[1].answered_at_ms, None);
-        assert!(!notes.credential.contains("secret-1234567890"));
+        let refused = Response {
+            status: 429,
+            headers: Vec::new(),
+            retry_after_ms: Some(2_000),
+            rate: None,
+            error_code: Some("rate_limit_exceeded".into()),
+            usage: None,
+            operation_id: None,
+        };
+        notes.answered(2, &Outcome::Response(refused), 25);
+        let (first, second) = (notes.timeline[0], notes.timeline[1]);
+        assert_eq!(first.transport, Some("read_timeout"));
+        assert_eq!(first.answered_at_ms, Some(15));
+        assert!(first.uncertain, "a read timeout may have executed");
+        assert_eq!(second.status, Some(429));
+        assert_eq!(second.retry_after_ms, Some(2_000));
+        assert!(!second.uncertain, "a 429 never executed");
+        let json = serde_json::to_string(&second).unwrap();
+        assert!(
+            json.contains("\"error_code\":\"rate_limit_exceeded\""),
+            "{json}"
+        );
+        assert!(notes.keyed);
     }
 
     #[test]
     fn a_long_timeline_is_capped_and_counted() {
-        let mut notes = CaseNotes::new(CaseInput::default());
+        let mut notes = CaseNotes::default();
         for n in 1..=(MAX_TIMELINE as u32 + 5) {
-            notes.sent(n, &SendKind::Action, ("s", "k", None), u64::from(n));
+            notes.sent(n, &SendKind::Action, false, u64::from(n));
         }
         assert_eq!(notes.timeline.len(), MAX_TIMELINE);
         assert_eq!(notes.left_out, 5);
+    }
+
+    #[test]
+    fn a_long_error_code_is_cut_on_a_character_boundary() {
+        let code = ShortCode::new("é".repeat(20).as_str());
+        assert_eq!(code.as_str(), "é".repeat(15));
     }
 }

@@ -83,16 +83,8 @@ impl LiveActions {
             measure.on_first_dispatch(send.job, action.submitted_at, now);
         }
         measure.on_reserved(send.reserved_tokens);
-        action.case.sent(
-            send.attempt_no,
-            &send.kind,
-            (
-                &send.scope,
-                &send.credential,
-                send.idempotency_key.as_deref(),
-            ),
-            now,
-        );
+        let keyed = send.idempotency_key.is_some();
+        action.case.sent(send.attempt_no, &send.kind, keyed, now);
         let mut request = translate::request(send, &action.facts);
         if self.silent {
             request.tenant = None;

@@ -416,7 +416,7 @@ fn adopt_restored(restart: &Restart, live: &mut LiveActions, measure: &mut Measu
                         submitted_at: arrived,
                         deadline: entry.job.deadline,
                         first_sent_at: (entry.attempts > 0).then_some(restart.at),
-                        case: CaseNotes::of(&entry.job),
+                        case: CaseNotes::default(),
                     },
                 );
             }

@@ -3,7 +3,7 @@
 
 use stampede_core::rate_headers::RateHint;
 use stampede_core::{
-    Job, LookupBy, LookupResult, Millis, Outcome, Response, Route, Send, SendKind,
+    Job, LookupBy, LookupResult, Millis, Outcome, Priority, Response, Route, Send, SendKind,
     TransportFailure, Usage,
 };
 use stampede_provider::model::{
@@ -14,9 +14,15 @@ use stampede_provider::model::{
 #[derive(Debug, Clone)]
 pub struct ActionFacts {
     pub tenant: String,
+    /// Task (goal) it belongs to; for its dead letter or case file.
+    pub task: String,
     pub class: String,
-    /// The route the action calls.
-    pub route: stampede_core::Route,
+    /// Credential its attempts are sent with (never written out whole) and its scope, if
+    /// known; for its case file.
+    pub credential: String,
+    pub scope: Option<String>,
+    pub route: Route,
+    pub priority: Priority,
     pub resource: Option<String>,
     pub prompt_tokens: u32,
     pub max_output_tokens: u32,
@@ -26,16 +32,25 @@ pub struct ActionFacts {
 }
 
 impl ActionFacts {
-    /// The facts of `job`, taken when it is admitted (or restored from a ledger).
+    /// The facts of `job`, copied (an action restored from a ledger).
     pub fn of(job: &Job) -> Self {
+        Self::from_job(job.clone())
+    }
+
+    /// The facts of `job`, taken over when it is admitted: its strings move, not copied.
+    pub fn from_job(job: Job) -> Self {
         Self {
-            tenant: job.tenant.clone(),
-            class: job.class.clone(),
+            tenant: job.tenant,
+            task: job.task,
+            class: job.class,
+            credential: job.credential,
+            scope: job.scope,
             route: job.route,
-            resource: job.resource.clone(),
+            priority: job.priority,
+            resource: job.resource,
             prompt_tokens: job.prompt_tokens,
             max_output_tokens: job.max_output_tokens,
-            external_ref: job.external_ref.clone(),
+            external_ref: job.external_ref,
             stream: job.stream,
             payload_hash: job.payload_hash,
         }
