@@ -115,6 +115,7 @@ pub fn main(args: CheckArgs) -> ExitCode {
                     // A scenario's own output.audit still asks for its trail.
                     audit: false,
                     progress: None,
+                    baseline: None,
                 };
                 run_scenario(scenario, &opts)
                     .map(|outcome| outcome.report.summary)

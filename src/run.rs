@@ -52,7 +52,8 @@ pub struct RunArgs {
     /// writes its trail with --ledger.
     #[arg(long, conflicts_with_all = ["live", "client"])]
     audit: bool,
-    /// An earlier run directory (or its summary.json): print each figure's change against it.
+    /// An earlier run directory (or its summary.json): print each figure's change against it,
+    /// and show both runs side by side on the page, in summary.md and in the step summary.
     #[arg(long, value_name = "DIR")]
     baseline: Option<PathBuf>,
     /// Play in real time over HTTP against the fake provider (started in-process on an
@@ -134,6 +135,8 @@ pub fn main(args: RunArgs) -> ExitCode {
         // The library never reads the environment; the command passes CI's summary file in.
         github_step_summary: std::env::var_os("GITHUB_STEP_SUMMARY").map(PathBuf::from),
         audit: args.audit,
+        // The page, summary.md and the step summary show the comparison too.
+        baseline: baseline.clone(),
     };
     let outcome = if args.client || !scenario.client.command.is_empty() && !args.live {
         match run_client(&scenario, &args.command, &opts) {

@@ -273,6 +273,40 @@ fn an_uncertain_write_nobody_can_look_up_is_handed_over_with_its_look_up() {
 }
 
 #[test]
+fn the_page_and_summary_md_link_the_files_that_hold_cases() {
+    let rendered = |set: Option<&str>| {
+        let path = common::repo().join("scenarios/quickstart.toml");
+        let sets: Vec<_> = set
+            .map(|s| parse_override(s).unwrap())
+            .into_iter()
+            .collect();
+        let scenario = scenario::load(&path, None, &sets).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let opts = RunOptions {
+            out_dir: Some(dir.path().to_path_buf()),
+            render: true,
+            ..RunOptions::default()
+        };
+        let failed = run_virtual(&scenario, &opts).unwrap().report.summary.failed;
+        let page = std::fs::read_to_string(dir.path().join("index.html")).unwrap();
+        let md = std::fs::read_to_string(dir.path().join("summary.md")).unwrap();
+        (failed, page, md)
+    };
+    // The naive client leaves failures: both the page and summary.md point at them.
+    let (failed, page, md) = rendered(Some("client.preset=naive"));
+    assert!(failed > 0);
+    assert!(page.contains("<a href=\"dead_letter.jsonl\">dead_letter.jsonl</a>: 300 actions"));
+    assert!(md.contains("`dead_letter.jsonl`: 300 actions"), "{md}");
+    // No escalation, so no link to an empty escalations.jsonl.
+    assert!(!page.contains("href=\"escalations.jsonl\""));
+    // Every action completed: nothing left for a person, no section.
+    let (failed, page, md) = rendered(None);
+    assert_eq!(failed, 0);
+    assert!(!page.contains("id=\"case-files\""));
+    assert!(!md.contains("Left for a person"));
+}
+
+#[test]
 fn the_same_seed_writes_the_same_bytes() {
     let (a, _, _) = run("quickstart", Some("client.preset=naive"));
     let (b, _, _) = run("quickstart", Some("client.preset=naive"));

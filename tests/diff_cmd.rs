@@ -90,6 +90,45 @@ fn run_with_a_baseline_prints_the_comparison_after_its_table() {
 }
 
 #[test]
+fn run_with_a_baseline_puts_the_comparison_on_the_page_in_summary_md_and_the_step_summary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().join("base");
+    run("naive", &base, &[]);
+    let later = tmp.path().join("later");
+    let step = tmp.path().join("step-summary.md");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stampede"))
+        .args([
+            "run",
+            &quickstart(),
+            "--set",
+            "client.workers=16",
+            "--out",
+            a_str(&later),
+            "--baseline",
+            a_str(&base),
+        ])
+        .env("GITHUB_STEP_SUMMARY", &step)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // The stampede preset against the naive one: fewer attempts, marked better everywhere
+    // a reviewer looks.
+    let html = std::fs::read_to_string(later.join("index.html")).unwrap();
+    assert!(
+        html.contains("<tr data-figure=\"outbound_attempts\" class=\"better\">"),
+        "no comparison row on the page"
+    );
+    let md = std::fs::read_to_string(later.join("summary.md")).unwrap();
+    let attempts = md
+        .lines()
+        .find(|l| l.starts_with("| `outbound_attempts` |"))
+        .unwrap_or_else(|| panic!("no comparison in summary.md:\n{md}"));
+    assert!(attempts.ends_with("| ↓ better |"), "{attempts}");
+    assert!(md.contains("preset naive"), "the baseline is named");
+    assert_eq!(std::fs::read_to_string(&step).unwrap(), md);
+}
+
+#[test]
 fn a_missing_run_directory_exits_2_naming_it() {
     let tmp = tempfile::tempdir().unwrap();
     let missing = tmp.path().join("no-such-run");

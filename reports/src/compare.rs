@@ -59,6 +59,28 @@ impl FigureChange {
         Some(self.percent().map_or(f64::INFINITY, f64::abs))
     }
 
+    /// The change as the comparison tables show it: `+12` and `+4.5%` (`new` when it
+    /// moved off zero).
+    pub fn change_text(&self) -> (String, String) {
+        let pct = match self.percent() {
+            Some(p) if p > 0.0 => format!("+{}%", fmt_num(p, 1)),
+            Some(p) => format!("{}%", fmt_num(p, 1)),
+            None if self.after == 0.0 => "0.0%".to_string(),
+            None => "new".to_string(),
+        };
+        (signed(self.change()), pct)
+    }
+
+    /// The direction word: `↓ better`, `↑ worse`, or the bare arrow for a figure with no
+    /// better direction or no change.
+    pub fn direction_text(&self) -> String {
+        match self.improved() {
+            Some(true) => format!("{} better", self.arrow()),
+            Some(false) => format!("{} worse", self.arrow()),
+            None => self.arrow().to_string(),
+        }
+    }
+
     /// `↑`, `↓` or `=`.
     pub fn arrow(&self) -> &'static str {
         match self.after.total_cmp(&self.before) {
@@ -201,6 +223,17 @@ pub fn compare(before: &Summary, after: &Summary) -> Comparison {
 }
 
 impl Comparison {
+    /// The figures that are the same for the same seed (all but wall-clock time): what the
+    /// page and `summary.md` show, so they stay byte-identical per seed.
+    pub fn deterministic_figures(&self) -> impl Iterator<Item = &FigureChange> {
+        let wall: Vec<String> = figures(&Summary::default())
+            .into_iter()
+            .filter(|f| !f.deterministic)
+            .map(|f| f.key)
+            .collect();
+        self.figures.iter().filter(move |f| !wall.contains(&f.key))
+    }
+
     /// Expectations that held in the earlier run and fail in the later one.
     pub fn flipped_to_fail(&self) -> Vec<&VerdictChange> {
         self.verdicts
@@ -219,7 +252,8 @@ impl Comparison {
     }
 }
 
-fn verdict_word(v: Option<bool>) -> &'static str {
+/// `pass`, `FAIL` or `absent` for a verdict in one run.
+pub fn verdict_word(v: Option<bool>) -> &'static str {
     match v {
         Some(true) => "pass",
         Some(false) => "FAIL",
@@ -254,23 +288,14 @@ pub fn render_comparison(c: &Comparison) -> String {
         } else {
             format!("{} ({})", f.key, f.unit)
         };
-        let pct = match f.percent() {
-            Some(p) if p > 0.0 => format!("+{}%", fmt_num(p, 1)),
-            Some(p) => format!("{}%", fmt_num(p, 1)),
-            None if f.after == 0.0 => "0.0%".to_string(),
-            None => "new".to_string(),
-        };
+        let (change, pct) = f.change_text();
         rows.push([
             key,
             fmt_figure(f.before),
             fmt_figure(f.after),
-            signed(f.change()),
+            change,
             pct,
-            match f.improved() {
-                Some(true) => format!("{} better", f.arrow()),
-                Some(false) => format!("{} worse", f.arrow()),
-                None => f.arrow().to_string(),
-            },
+            f.direction_text(),
         ]);
     }
     let mut widths = [0usize; 6];

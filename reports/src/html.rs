@@ -3,10 +3,12 @@
 //! figures and the plots. All text from the scenario is escaped, and the page is also
 //! well-formed XML, so any XML tool (and our tests) can read it.
 
+use crate::breakdown::{error_table, outcome_tables, Table};
+use crate::compare::{compare, verdict_word};
 use crate::escape::escape_xml as esc;
 use crate::figures::{describe, figures, FigureGroup};
 use crate::markdown::verdict_line;
-use crate::number::fmt_figure;
+use crate::number::{fmt_figure, fmt_grouped};
 use crate::plots::run_plots::Plot;
 use crate::report::RunReport;
 
@@ -16,6 +18,7 @@ table{border-collapse:collapse;margin:1em 0}\
 th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left}\
 td.num{text-align:right;font-variant-numeric:tabular-nums}\
 .pass{color:#1a7f37}.fail{color:#cf222e;font-weight:bold}\
+.better{color:#1a7f37}.worse{color:#cf222e;font-weight:bold}\
 p.verdict{font-size:1.3em}\
 figure{margin:1.5em 0}figure svg{max-width:100%;height:auto}\
 pre{background:#f6f8fa;padding:.6em;white-space:pre-wrap}";
@@ -98,6 +101,10 @@ pub(crate) fn render_html(report: &RunReport, plots: &[Plot]) -> String {
         h.push_str("</table>\n");
     }
 
+    if let Some(baseline) = &report.baseline {
+        h.push_str(&comparison_html(baseline, s));
+    }
+
     h.push_str("<h2>Figures</h2>\n");
     let shown: Vec<_> = figures(s).into_iter().filter(|f| f.deterministic).collect();
     for group in [
@@ -130,6 +137,36 @@ pub(crate) fn render_html(report: &RunReport, plots: &[Plot]) -> String {
         h.push_str("</table>\n");
     }
 
+    let outcomes = outcome_tables(s);
+    if !outcomes.is_empty() {
+        h.push_str("<h2>Outcomes by class, tenant and route</h2>\n<p>Logical requests of each group and how they ended; attempts counted at the provider; latency counts a request that never completed until its deadline.</p>\n");
+        for t in &outcomes {
+            h.push_str(&format!("<h3>{}</h3>\n", esc(t.heading)));
+            h.push_str(&table_html(t));
+        }
+    }
+    let errors = error_table(s);
+    h.push_str("<h2>Errors</h2>\n");
+    if errors.rows.is_empty() {
+        h.push_str("<p id=\"errors\">Every attempt was answered with success.</p>\n");
+    } else {
+        h.push_str("<p>Attempts the provider did not answer with success, by status and message (first and last seen: arrival at the provider, from the run's start).</p>\n");
+        h.push_str(&table_html(&errors));
+    }
+
+    if report.case_files.iter().any(|c| c.lines > 0) {
+        h.push_str("<h2>Left for a person</h2>\n<ul id=\"case-files\">\n");
+        for c in report.case_files.iter().filter(|c| c.lines > 0) {
+            h.push_str(&format!(
+                "<li data-file=\"{f}\"><a href=\"{f}\">{f}</a>: {} {}</li>\n",
+                fmt_grouped(c.lines as f64, 0),
+                esc(&c.what),
+                f = esc(&c.file),
+            ));
+        }
+        h.push_str("</ul>\n");
+    }
+
     if !report.left_out.is_empty() {
         h.push_str("<h2>Not written</h2>\n<table id=\"left-out\">\n<tr><th>file</th><th>why</th><th>how to get it</th></tr>\n");
         for l in &report.left_out {
@@ -158,5 +195,85 @@ pub(crate) fn render_html(report: &RunReport, plots: &[Plot]) -> String {
         h.push_str("</figure>\n");
     }
     h.push_str("</body>\n</html>\n");
+    h
+}
+
+/// One breakdown table, its rows marked with `data-row` (the first cell) for readers and tests.
+fn table_html(t: &Table) -> String {
+    let mut h = format!("<table id=\"{}\" class=\"breakdown\">\n<tr>", t.id);
+    for cell in &t.header {
+        h.push_str(&format!("<th>{}</th>", esc(cell)));
+    }
+    h.push_str("</tr>\n");
+    for row in &t.rows {
+        let name = row.first().map_or("", String::as_str);
+        h.push_str(&format!("<tr data-row=\"{}\">", esc(name)));
+        for (i, cell) in row.iter().enumerate() {
+            let class = if t.numeric.get(i).copied().unwrap_or(false) {
+                " class=\"num\""
+            } else {
+                ""
+            };
+            h.push_str(&format!("<td{class}>{}</td>", esc(cell)));
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n");
+    h
+}
+
+/// This run beside `baseline`: whose runs, the expectations whose verdict changed, and
+/// every figure with its change marked better or worse where one way is better.
+fn comparison_html(baseline: &crate::schema::Summary, run: &crate::schema::Summary) -> String {
+    let c = compare(baseline, run);
+    let mut h = String::from("<h2>Compared with the baseline</h2>\n<table id=\"baseline-runs\">\n");
+    for (k, v) in [("baseline", &c.before_label), ("this run", &c.after_label)] {
+        h.push_str(&format!("<tr><th>{k}</th><td>{}</td></tr>\n", esc(v)));
+    }
+    h.push_str("</table>\n");
+    if c.verdicts.is_empty() {
+        h.push_str("<p id=\"verdict-changes\">No expectation changed verdict.</p>\n");
+    } else {
+        h.push_str("<p>Expectations that changed verdict:</p>\n<ul id=\"verdict-changes\">\n");
+        for v in &c.verdicts {
+            let class = match v.after {
+                Some(false) => "fail",
+                _ => "pass",
+            };
+            let actual = |x: Option<f64>| x.map_or("-".to_string(), fmt_figure);
+            h.push_str(&format!(
+                "<li class=\"{class}\" data-expectation=\"{}\">{}: {} → {} (actual {} → {}, limit {})</li>\n",
+                esc(&v.name),
+                esc(&v.name),
+                verdict_word(v.before),
+                verdict_word(v.after),
+                actual(v.actual_before),
+                actual(v.actual_after),
+                esc(&v.limit)
+            ));
+        }
+        h.push_str("</ul>\n");
+    }
+    h.push_str("<table id=\"comparison\">\n<tr><th>figure</th><th>unit</th><th>baseline</th><th>this run</th><th>change</th><th>change %</th><th>direction</th></tr>\n");
+    for f in c.deterministic_figures() {
+        let class = match f.improved() {
+            Some(true) => "better",
+            Some(false) => "worse",
+            None => "same",
+        };
+        let (change, pct) = f.change_text();
+        h.push_str(&format!(
+            "<tr data-figure=\"{}\" class=\"{class}\"><td><code>{}</code></td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"{class}\">{}</td></tr>\n",
+            esc(&f.key),
+            esc(&f.key),
+            esc(f.unit),
+            fmt_figure(f.before),
+            fmt_figure(f.after),
+            change,
+            pct,
+            f.direction_text()
+        ));
+    }
+    h.push_str("</table>\n");
     h
 }

@@ -2,6 +2,7 @@
 //! plots (SVG, and PNG on request), `index.html`, `junit.xml`, the markdown summary, run comparison, and sweep
 //! outputs. Every output is a pure function of its input: same input, same bytes.
 
+pub mod breakdown;
 pub mod compare;
 pub mod console;
 pub mod data_files;
@@ -28,11 +29,12 @@ pub use junit::{junit_check, junit_run, junit_suite, CheckedFile};
 pub use markdown::{render_markdown, verdict_line};
 pub use number::{fmt_figure, fmt_num};
 pub use report::{
-    render, FaultWindow, LeftOut, RenderOptions, Rendered, RunReport, PNG_SUPPORTED,
+    render, CaseFileLink, FaultWindow, LeftOut, RenderOptions, Rendered, RunReport, PNG_SUPPORTED,
     PNG_UNSUPPORTED,
 };
 pub use schema::{
-    Aborted, AttemptRow, Expectation, Percentiles, Summary, TenantRow, TimeseriesRow, UnfinishedRow,
+    Aborted, AttemptRow, ErrorCount, Expectation, GroupOutcomes, Percentiles, Summary, TenantRow,
+    TimeseriesRow, UnfinishedRow,
 };
 pub use sweep::{
     recommend, render_sweep_plots, render_sweep_plots_with, write_sweep_csv, Recommendation,

@@ -37,6 +37,23 @@ pub struct RunReport {
     /// When the provider was injecting faults, from the scenario: shaded on every time plot
     /// and listed on the page.
     pub fault_windows: Vec<FaultWindow>,
+    /// An earlier run to compare with (`run --baseline`): the page, `summary.md` and the
+    /// step summary show both runs side by side, each figure marked better or worse.
+    pub baseline: Option<Summary>,
+    /// Files of cases left for a person (dead letters, escalation case files) in the run
+    /// directory: the page and the markdown summary link each that holds any.
+    pub case_files: Vec<CaseFileLink>,
+}
+
+/// A file of the run directory that holds cases for a person, one per line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaseFileLink {
+    /// Its name in the run directory (`dead_letter.jsonl`).
+    pub file: String,
+    /// How many cases (lines) it holds.
+    pub lines: u64,
+    /// What each line is, for the page.
+    pub what: String,
 }
 
 /// A span of the run in which the provider injected a fault.

@@ -152,6 +152,22 @@ pub struct Summary {
     /// played to its end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aborted: Option<Aborted>,
+    /// Outcomes by request class (`llm`, `tool`, ...), by name. Empty for a `--client` run
+    /// (the harness does not know what such a client sent each request for).
+    #[serde(default)]
+    pub by_class: BTreeMap<String, GroupOutcomes>,
+    /// Outcomes by tenant, by name (empty for a `--client` run).
+    #[serde(default)]
+    pub by_tenant: BTreeMap<String, GroupOutcomes>,
+    /// Outcomes by route, `METHOD /path/template` (`POST /v1/chat/completions`). A
+    /// look-up route (`GET /v1/records?external_ref`) has attempts and no requests of its
+    /// own: its requests are the writes it looks up. Empty for a `--client` run.
+    #[serde(default)]
+    pub by_route: BTreeMap<String, GroupOutcomes>,
+    /// Attempts the provider did not answer with success, by status and message, most
+    /// frequent first (then by status and message).
+    #[serde(default)]
+    pub errors: Vec<ErrorCount>,
 }
 
 /// An early end: the expectation that could no longer hold, and when the run stopped.
@@ -175,6 +191,53 @@ impl Aborted {
             self.expectation
         )
     }
+}
+
+/// What happened to one group of logical requests (one class, tenant or route): the
+/// values of `by_class`, `by_tenant` and `by_route` in `summary.json`. Counts are logical
+/// requests unless named otherwise; the terminal counts and `unfinished` add up to
+/// `logical_requests`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GroupOutcomes {
+    /// Logical requests of the group the workload submitted.
+    pub logical_requests: u64,
+    /// Of those, completed (Gatling's OK).
+    pub completed: u64,
+    /// Ended without an answer (Gatling's KO, with `escalations`).
+    pub failed: u64,
+    /// Cancelled with their task.
+    pub cancelled: u64,
+    /// Handed to a person (escalated, or left for reconciliation).
+    pub escalations: u64,
+    /// Still open when the run hit its duration cap (neither completed nor failed).
+    pub unfinished: u64,
+    /// Outbound attempts sent for the group's requests, look-ups included, counted at the
+    /// provider's edge.
+    pub attempts: u64,
+    /// Submit to a completed answer (ms), as the summary's `latency_ms`: a request that
+    /// did not complete counts as unanswered until its deadline (the duration cap without
+    /// one); cancelled requests left out.
+    pub latency_ms: Percentiles,
+    /// Submit to first send (ms), of the group's requests that ended after being sent.
+    pub queue_wait_ms: Percentiles,
+}
+
+/// One kind of unsuccessful answer and how often the provider gave it: an entry of
+/// `summary.json`'s `errors`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorCount {
+    /// The HTTP status (`"429"`, `"503"`), or what happened to the connection
+    /// (`"dropped"`, `"hang"`, `"stream_cut"`, `"stream_error"`), as in `status_counts`.
+    pub status: String,
+    /// The provider's error code (`rate_limit_exceeded`, `overloaded`), empty when the
+    /// answer carried none.
+    pub message: String,
+    /// Attempts that ended this way.
+    pub count: u64,
+    /// Arrival of the first such attempt at the provider (ms since run start).
+    pub first_ms: u64,
+    /// Arrival of the last such attempt (ms since run start).
+    pub last_ms: u64,
 }
 
 /// One row of `timeseries.csv`: one time bucket.
@@ -208,6 +271,27 @@ pub struct TimeseriesRow {
     pub latency_p50_ms: u64,
     /// 99th percentile of the same (ms, 0 if none).
     pub latency_p99_ms: u64,
+    /// Median service time of attempts that arrived at the provider in the bucket and were
+    /// answered with success: arrival at its edge to the answer leaving (ms, 0 if none).
+    /// Time at the provider alone, with no wait in the client before it.
+    #[serde(default)]
+    pub service_p50_ms: u64,
+    /// 99th percentile of the same (ms, 0 if none).
+    #[serde(default)]
+    pub service_p99_ms: u64,
+    /// Median queue wait of logical requests first sent in the bucket: submit to first
+    /// send (ms, 0 if none).
+    #[serde(default)]
+    pub queue_wait_p50_ms: u64,
+    /// 99th percentile of the same (ms, 0 if none).
+    #[serde(default)]
+    pub queue_wait_p99_ms: u64,
+    /// Logical requests waiting in the client at the bucket's end: arrived and not yet sent
+    /// once, whether queued in the client or held back at its admission. Not capped by
+    /// any queue bound (`queue_depth` counts only what the client's own queue holds), so a
+    /// backlog of 38,000 shows here as 38,000 draining.
+    #[serde(default)]
+    pub backlog: u64,
 }
 
 /// One row of `tenants.csv`: one tenant's completions in one time bucket (for per-tenant

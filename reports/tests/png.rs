@@ -126,8 +126,8 @@ fn run_plots_get_a_png_beside_each_svg_when_asked() {
     for f in &rendered.files {
         assert!(f.exists(), "{} listed but not written", f.display());
     }
-    // The synthetic run has two tenants, so all five plots.
-    assert_eq!(with_extension(&rendered.files, "png").len(), 5);
+    // The synthetic run has two tenants, so all seven plots.
+    assert_eq!(with_extension(&rendered.files, "png").len(), 7);
 }
 
 #[test]

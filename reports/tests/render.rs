@@ -101,20 +101,37 @@ fn attempts_plot_shows_attempts_retries_429_and_503() {
 fn every_run_plot_names_its_series_and_axes() {
     let dir = tempfile::tempdir().unwrap();
     render_to(dir.path(), &synthetic_report(7));
-    let expected: [(&str, &[&str], &[&str]); 5] = [
+    let expected: [(&str, &[&str], &[&str]); 7] = [
         (
             "queue.svg",
-            &["queue depth", "in flight", "jobs"],
-            &["series-queue_depth", "series-in_flight"],
+            &[
+                "backlog: arrived, not yet sent",
+                "of which in the client's queue",
+                "in flight",
+                "requests waiting",
+                "requests in flight",
+            ],
+            &["series-backlog", "series-queue_depth", "series-in_flight"],
         ),
         (
             "tokens.svg",
             &[
-                "tokens reserved (left axis)",
-                "tokens used/s (right axis)",
+                "tokens reserved",
+                "tokens used/s",
+                "tokens reserved (tokens)",
                 "tokens used (tokens/s)",
             ],
             &["series-tokens_reserved", "series-tokens_used"],
+        ),
+        (
+            "service.svg",
+            &["p50", "p99", "service time (ms)"],
+            &["series-service_p50", "series-service_p99"],
+        ),
+        (
+            "queue_wait.svg",
+            &["p50", "p99", "queue wait (s)"],
+            &["series-queue_wait_p50", "series-queue_wait_p99"],
         ),
         (
             "latency.svg",
@@ -162,7 +179,7 @@ fn a_single_tenant_run_has_no_tenant_plot() {
     let doc = parse("index.html", &html);
     assert_eq!(
         doc.descendants().filter(|n| n.has_tag_name("svg")).count(),
-        4
+        6
     );
 }
 
@@ -230,7 +247,7 @@ fn page_lists_every_expectation_with_limit_actual_and_verdict() {
     // Self-contained: plots inline, nothing to fetch, no script.
     assert_eq!(
         doc.descendants().filter(|n| n.has_tag_name("svg")).count(),
-        5
+        7
     );
     for n in doc.descendants().filter(|n| n.is_element()) {
         assert!(
@@ -371,7 +388,8 @@ fn an_empty_run_still_renders_every_file() {
     let mut report = RunReport::default();
     report.summary.scenario = "empty".into();
     let rendered = render_to(dir.path(), &report);
-    assert_eq!(rendered.files.len(), 7);
+    // Six plots (no tenant plot), the page, junit.xml and summary.md.
+    assert_eq!(rendered.files.len(), 9);
     let svg = read(dir.path(), "attempts.svg");
     let doc = parse("attempts.svg", &svg);
     assert!(texts(&doc)
@@ -587,7 +605,14 @@ fn fault_windows_are_shaded_on_every_time_plot_and_listed_on_the_page() {
         what: "429, Retry-After 5000 ms, probability 0.5".into(),
     });
     render_to(dir.path(), &report);
-    for plot in ["attempts.svg", "queue.svg", "tokens.svg", "latency.svg"] {
+    for plot in [
+        "attempts.svg",
+        "queue.svg",
+        "tokens.svg",
+        "service.svg",
+        "queue_wait.svg",
+        "latency.svg",
+    ] {
         let svg = read(dir.path(), plot);
         assert!(
             svg.contains("provider faults injected"),

@@ -8,7 +8,7 @@ use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use stampede_reports::{LeftOut, RenderOptions, RunReport};
+use stampede_reports::{LeftOut, RenderOptions, RunReport, Summary};
 
 use crate::driver_common::case_file as case_files;
 use crate::measure::{round4, Measured};
@@ -36,6 +36,9 @@ pub struct RunOptions {
     /// Where the run reports how far it has got while it plays (a terminal display; see
     /// [`crate::progress`]). Nothing it shows reaches the run directory.
     pub progress: Option<ProgressHandle>,
+    /// An earlier run's summary (`run --baseline`): the rendered page, `summary.md` and the
+    /// step summary compare this run with it.
+    pub baseline: Option<Summary>,
 }
 
 /// A finished run.
@@ -285,6 +288,8 @@ fn finish_run_with(
         bucket_ms: Some(scenario.bucket_ms),
         left_out,
         fault_windows: fault_windows(scenario),
+        baseline: opts.baseline.clone(),
+        case_files: case_files::links(&measured_cases),
     };
     if let Some(dir) = &opts.out_dir {
         let summary_path = dir.join("summary.json");

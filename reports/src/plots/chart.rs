@@ -9,10 +9,11 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use super::hover::{hover_layer, value_text, Hover};
 use super::series_tag::{hex, tag_series, SeriesColour};
 use super::y_scale::{y_scale, YScale};
 use crate::error::ReportError;
-use crate::number::{fmt_grouped, fmt_num};
+use crate::number::fmt_num;
 
 /// Plot size (px). Wide enough to see retry waves second by second over several minutes.
 pub(crate) const PLOT_SIZE: (u32, u32) = (960, 420);
@@ -185,16 +186,9 @@ fn x_text(spec: &ChartSpec, x: f64) -> String {
 /// The note for an axis with clipped points: the highest, where, and how many others.
 fn clipped_note(spec: &ChartSpec, scale: &YScale, unit: &str) -> Option<String> {
     let (x, y) = scale.peak()?;
-    let decimals = if y >= 100.0 {
-        0
-    } else if y >= 10.0 {
-        1
-    } else {
-        2
-    };
     let mut note = format!(
         "peak {}{unit} at {} (clipped",
-        fmt_grouped(y, decimals),
+        value_text(y),
         x_text(spec, x)
     );
     match scale.clipped.len() - 1 {
@@ -237,6 +231,7 @@ pub(crate) fn draw(file: &str, spec: &ChartSpec) -> Result<String, ReportError> 
 pub(crate) fn draw_panels(file: &str, panels: &[(u32, &ChartSpec)]) -> Result<String, ReportError> {
     let height: u32 = panels.iter().map(|p| p.0).sum();
     let mut svg = String::new();
+    let mut hovers = Vec::new();
     {
         let root =
             SVGBackend::with_string(&mut svg, (PLOT_SIZE.0, height.max(1))).into_drawing_area();
@@ -245,7 +240,7 @@ pub(crate) fn draw_panels(file: &str, panels: &[(u32, &ChartSpec)]) -> Result<St
         let mut rest = root.clone();
         for (h, spec) in panels {
             let (area, below) = rest.split_vertically(*h);
-            draw_on(&area, spec).map_err(plot_err(file))?;
+            hovers.extend(draw_on(&area, spec).map_err(plot_err(file))?);
             rest = below;
         }
         root.present().map_err(|e| plot_err(file)(e.to_string()))?;
@@ -258,7 +253,7 @@ pub(crate) fn draw_panels(file: &str, panels: &[(u32, &ChartSpec)]) -> Result<St
             class: s.class.clone(),
         })
         .collect();
-    Ok(tag_series(&svg, &colours))
+    Ok(hover_layer(&tag_series(&svg, &colours), &hovers))
 }
 
 /// Each point's stack base: the sum of the `Stacked` series drawn before it (by index),
@@ -281,10 +276,12 @@ fn stack_bases(series: &[Series]) -> Vec<Vec<f64>> {
         .collect()
 }
 
+/// Draws one chart on `root`; returns a hover target (pixel position and value) for every
+/// point of every series.
 fn draw_on<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     spec: &ChartSpec,
-) -> Result<(), String> {
+) -> Result<Vec<Hover>, String> {
     let e = |err: DrawingAreaErrorKind<DB::ErrorType>| err.to_string();
     root.fill(&WHITE).map_err(e)?;
     let bases = stack_bases(&spec.series);
@@ -384,6 +381,7 @@ fn draw_on<DB: DrawingBackend>(
             });
     }
 
+    let mut hovers = Vec::new();
     for (s, base) in spec.series.iter().zip(&bases) {
         let colour = s.colour;
         let line = colour.stroke_width(2);
@@ -391,6 +389,35 @@ fn draw_on<DB: DrawingBackend>(
             Axis::Left => y1,
             Axis::Right => y2,
         };
+        // A hover target on each point where it is drawn (a stacked band's top), naming
+        // the series' own value.
+        let unit = match s.axis {
+            Axis::Left => &spec.y_unit,
+            Axis::Right => &spec.y2_unit,
+        };
+        for (i, p) in s.points.iter().enumerate() {
+            if !p.0.is_finite() || !p.1.is_finite() {
+                continue;
+            }
+            let drawn_at = (p.0, at_most(p.1 + base.get(i).copied().unwrap_or(0.0), top));
+            let (x_px, y_px) = match s.axis {
+                Axis::Left => chart.plotting_area().map_coordinate(&drawn_at),
+                Axis::Right => chart
+                    .borrow_secondary()
+                    .plotting_area()
+                    .map_coordinate(&drawn_at),
+            };
+            hovers.push(Hover {
+                x_px,
+                y_px,
+                text: format!(
+                    "{}: {}{unit} at {}",
+                    s.label,
+                    value_text(p.1),
+                    x_text(spec, p.0)
+                ),
+            });
+        }
         if s.style == Style::Stacked {
             draw_stacked(&mut chart, s, base, top).map_err(e)?;
             continue;
@@ -501,7 +528,7 @@ fn draw_on<DB: DrawingBackend>(
             + Text::new(note.clone(), (26, dy), font.clone());
         chart.plotting_area().draw(&element).map_err(e)?;
     }
-    Ok(())
+    Ok(hovers)
 }
 
 /// One `Stacked` series: the band from `base` to `base + y`, a filled square in the legend,

@@ -5,6 +5,7 @@ pub(crate) mod attempts_plot;
 pub(crate) mod chart;
 pub(crate) mod downsample;
 pub(crate) mod fine_retries;
+pub(crate) mod hover;
 #[cfg(feature = "png")]
 pub(crate) mod raster;
 pub(crate) mod run_plots;

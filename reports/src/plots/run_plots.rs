@@ -1,13 +1,14 @@
 //! The plots of one run, from its time buckets: attempts and retries (see `attempts_plot`),
-//! queue depth and in-flight, tokens reserved against used, latency percentiles, and
-//! per-tenant goodput.
+//! the backlog beside what is in flight, tokens reserved and used, service time and queue
+//! wait apart, end-to-end latency, and per-tenant goodput. One unit per axis: quantities in
+//! different units get panels of their own.
 
 use std::collections::BTreeMap;
 
 use plotters::style::RGBColor;
 
 use super::attempts_plot::{attempts_plot, AttemptsInput};
-use super::chart::{draw, Axis, ChartSpec, Series, Style, XLabels, XUnit};
+use super::chart::{draw, draw_panels, ChartSpec, Series, Style, XLabels, XUnit};
 use super::downsample::{envelope, MAX_POINTS};
 use super::fine_retries::FineRetries;
 use crate::error::ReportError;
@@ -156,64 +157,114 @@ pub(crate) fn run_plots(
         shaded: &shaded,
     })?);
 
-    let queue = spec(
-        format!("{name}: queue depth and in-flight"),
-        "jobs",
-        " jobs",
+    // What waits in the client (everything arrived and not yet sent, and the part of it
+    // the client's own bounded queue holds) above what is out at the provider: one unit,
+    // two panels, so a backlog of thousands does not flatten a few dozen in flight.
+    let waiting = spec(
+        format!("{name}: requests waiting in the client"),
+        "requests waiting",
+        " requests",
         vec![
             Series::new(
-                "queue depth",
-                "queue_depth",
+                "backlog: arrived, not yet sent",
+                "backlog",
                 BLUE,
                 Style::Area,
+                series_of(&|r| r.backlog as f64),
+            ),
+            Series::new(
+                "of which in the client's queue",
+                "queue_depth",
+                PURPLE,
+                Style::Line,
                 series_of(&|r| r.queue_depth as f64),
             ),
-            Series::new(
-                "in flight",
-                "in_flight",
-                GREEN,
-                Style::Line,
-                series_of(&|r| r.in_flight as f64),
-            ),
         ],
     );
-    plots.push(plot("queue.svg", "Queue depth and in-flight", &queue)?);
-
-    let mut used = Series::new(
-        "tokens used/s (right axis)",
-        "tokens_used",
-        ORANGE,
-        Style::Line,
-        series_of(&|r| r.tokens_used as f64 * per_s),
+    let in_flight = spec(
+        format!("{name}: requests in flight"),
+        "requests in flight",
+        " requests",
+        vec![Series::new(
+            "in flight",
+            "in_flight",
+            GREEN,
+            Style::Line,
+            series_of(&|r| r.in_flight as f64),
+        )],
     );
-    used.axis = Axis::Right;
-    let mut tokens = spec(
-        format!("{name}: tokens reserved and used"),
-        "tokens reserved, outstanding (tokens)",
-        " tokens",
-        vec![
-            Series::new(
-                "tokens reserved (left axis)",
-                "tokens_reserved",
-                CYAN,
-                Style::Area,
-                series_of(&|r| r.tokens_reserved as f64),
-            ),
-            used,
-        ],
-    );
-    tokens.y2_desc = "tokens used (tokens/s)".to_string();
-    tokens.y2_unit = " tokens/s".to_string();
-    plots.push(plot("tokens.svg", "Tokens reserved and used", &tokens)?);
-
-    plots.push(latency_plot(
-        &rows,
-        &axis,
-        x_range,
-        name,
-        &empty_note,
-        &shaded,
+    plots.push(plot_panels(
+        "queue.svg",
+        "Backlog and in flight",
+        &[(QUEUE_PANEL_PX, &waiting), (IN_FLIGHT_PANEL_PX, &in_flight)],
     )?);
+
+    // Tokens held in reservations (a level, tokens) and tokens billed (a rate, tokens/s):
+    // two units, so two panels.
+    let reserved = spec(
+        format!("{name}: tokens reserved, outstanding"),
+        "tokens reserved (tokens)",
+        " tokens",
+        vec![Series::new(
+            "tokens reserved",
+            "tokens_reserved",
+            CYAN,
+            Style::Area,
+            series_of(&|r| r.tokens_reserved as f64),
+        )],
+    );
+    let used = spec(
+        format!("{name}: tokens used"),
+        "tokens used (tokens/s)",
+        " tokens/s",
+        vec![Series::new(
+            "tokens used/s",
+            "tokens_used",
+            ORANGE,
+            Style::Line,
+            series_of(&|r| r.tokens_used as f64 * per_s),
+        )],
+    );
+    plots.push(plot_panels(
+        "tokens.svg",
+        "Tokens reserved and used",
+        &[(QUEUE_PANEL_PX, &reserved), (IN_FLIGHT_PANEL_PX, &used)],
+    )?);
+
+    let frame = PercentileFrame {
+        rows: &rows,
+        axis: &axis,
+        x_range,
+        empty_note: &empty_note,
+        shaded: &shaded,
+    };
+    plots.push(frame.plot(&PercentilePlot {
+        file: "service.svg",
+        caption: "Service time at the provider",
+        title: format!("{name}: service time, arrival at the provider to its answer"),
+        what: "service time",
+        class: "service",
+        p50: |r| r.service_p50_ms,
+        p99: |r| r.service_p99_ms,
+    })?);
+    plots.push(frame.plot(&PercentilePlot {
+        file: "queue_wait.svg",
+        caption: "Queue wait in the client",
+        title: format!("{name}: queue wait, submit to first send"),
+        what: "queue wait",
+        class: "queue_wait",
+        p50: |r| r.queue_wait_p50_ms,
+        p99: |r| r.queue_wait_p99_ms,
+    })?);
+    plots.push(frame.plot(&PercentilePlot {
+        file: "latency.svg",
+        caption: "Latency percentiles",
+        title: format!("{name}: latency, submit to outcome, per bucket"),
+        what: "latency",
+        class: "latency",
+        p50: |r| r.latency_p50_ms,
+        p99: |r| r.latency_p99_ms,
+    })?);
 
     if let Some(tenants) = tenants_plot(report, &axis, x_range, bucket, &shaded)? {
         plots.push(tenants);
@@ -229,64 +280,96 @@ fn plot(file: &str, title: &str, spec: &ChartSpec) -> Result<Plot, ReportError> 
     })
 }
 
-fn latency_plot(
-    rows: &[&TimeseriesRow],
-    axis: &TimeAxis,
+/// Heights (px) of the upper and lower panel of a two-panel plot.
+const QUEUE_PANEL_PX: u32 = 300;
+const IN_FLIGHT_PANEL_PX: u32 = 240;
+
+fn plot_panels(file: &str, title: &str, panels: &[(u32, &ChartSpec)]) -> Result<Plot, ReportError> {
+    Ok(Plot {
+        file: file.to_string(),
+        title: title.to_string(),
+        svg: draw_panels(file, panels)?,
+    })
+}
+
+/// What the percentile plots share: the run's buckets and time axis.
+struct PercentileFrame<'a> {
+    rows: &'a [&'a TimeseriesRow],
+    axis: &'a TimeAxis,
     x_range: (f64, f64),
-    name: &str,
-    empty_note: &Option<String>,
-    shaded: &[(f64, f64)],
-) -> Result<Plot, ReportError> {
-    // Buckets where nothing ended carry 0: leave them out rather than draw a false dip.
-    let ended: Vec<&&TimeseriesRow> = rows
-        .iter()
-        .filter(|r| r.latency_p50_ms > 0 || r.latency_p99_ms > 0)
-        .collect();
-    let max_ms = ended.iter().map(|r| r.latency_p99_ms).max().unwrap_or(0);
-    let (div, unit) = if max_ms >= 10_000 {
-        (1000.0, "s")
-    } else {
-        (1.0, "ms")
-    };
-    let pts = |f: &dyn Fn(&TimeseriesRow) -> u64| -> Vec<(f64, f64)> {
-        let all: Vec<(f64, f64)> = ended
+    empty_note: &'a Option<String>,
+    shaded: &'a [(f64, f64)],
+}
+
+/// One plot of a p50 and a p99 column per bucket (ms).
+struct PercentilePlot {
+    file: &'static str,
+    caption: &'static str,
+    title: String,
+    /// What is measured, for the axis (`service time`).
+    what: &'static str,
+    /// Series class prefix: `{class}_p50`, `{class}_p99`.
+    class: &'static str,
+    p50: fn(&TimeseriesRow) -> u64,
+    p99: fn(&TimeseriesRow) -> u64,
+}
+
+impl PercentileFrame<'_> {
+    fn plot(&self, p: &PercentilePlot) -> Result<Plot, ReportError> {
+        // Buckets with nothing measured carry 0: leave them out rather than draw a false dip.
+        let measured: Vec<&&TimeseriesRow> = self
+            .rows
             .iter()
-            .map(|r| (axis.x(r.t_ms), f(r) as f64 / div))
+            .filter(|r| (p.p50)(r) > 0 || (p.p99)(r) > 0)
             .collect();
-        envelope(&all, MAX_POINTS)
-    };
-    let spec = ChartSpec {
-        title: format!("{name}: latency, submit to outcome, per bucket"),
-        x_desc: axis.desc.to_string(),
-        y_desc: format!("latency ({unit})"),
-        y2_desc: String::new(),
-        x_range,
-        x_labels: XLabels::Numeric(axis.decimals),
-        x_unit: axis.unit,
-        y_unit: format!(" {unit}"),
-        y2_unit: String::new(),
-        // p99 first so p50 stays visible on top where the two meet (a backlog whose
-        // latency is all queueing has them on one line).
-        series: vec![
-            Series::new(
-                "p99",
-                "latency_p99",
-                RED,
-                Style::Line,
-                pts(&|r| r.latency_p99_ms),
-            ),
-            Series::new(
-                "p50",
-                "latency_p50",
-                BLUE,
-                Style::Line,
-                pts(&|r| r.latency_p50_ms),
-            ),
-        ],
-        empty_note: empty_note.clone(),
-        shaded: shaded.to_vec(),
-    };
-    plot("latency.svg", "Latency percentiles", &spec)
+        let max_ms = measured.iter().map(|r| (p.p99)(r)).max().unwrap_or(0);
+        let (div, unit) = if max_ms >= 20 * 60_000 {
+            (60_000.0, "min")
+        } else if max_ms >= 10_000 {
+            (1000.0, "s")
+        } else {
+            (1.0, "ms")
+        };
+        let pts = |f: fn(&TimeseriesRow) -> u64| -> Vec<(f64, f64)> {
+            let all: Vec<(f64, f64)> = measured
+                .iter()
+                .map(|r| (self.axis.x(r.t_ms), f(r) as f64 / div))
+                .collect();
+            envelope(&all, MAX_POINTS)
+        };
+        let spec = ChartSpec {
+            title: p.title.clone(),
+            x_desc: self.axis.desc.to_string(),
+            y_desc: format!("{} ({unit})", p.what),
+            y2_desc: String::new(),
+            x_range: self.x_range,
+            x_labels: XLabels::Numeric(self.axis.decimals),
+            x_unit: self.axis.unit,
+            y_unit: format!(" {unit}"),
+            y2_unit: String::new(),
+            // p99 first so p50 stays visible on top where the two meet (a backlog whose
+            // latency is all queueing has them on one line).
+            series: vec![
+                Series::new(
+                    "p99",
+                    format!("{}_p99", p.class),
+                    RED,
+                    Style::Line,
+                    pts(p.p99),
+                ),
+                Series::new(
+                    "p50",
+                    format!("{}_p50", p.class),
+                    BLUE,
+                    Style::Line,
+                    pts(p.p50),
+                ),
+            ],
+            empty_note: self.empty_note.clone(),
+            shaded: self.shaded.to_vec(),
+        };
+        plot(p.file, p.caption, &spec)
+    }
 }
 
 /// A CSS-safe class suffix from a tenant name.

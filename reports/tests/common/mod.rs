@@ -83,6 +83,12 @@ pub fn synthetic_report_of(seed: u64, buckets: u64) -> RunReport {
             completed,
             latency_p50_ms: 2_800 + rng.below(200),
             latency_p99_ms: 9_000 + rng.below(1_000),
+            service_p50_ms: 2_500 + rng.below(300),
+            service_p99_ms: 8_000 + rng.below(1_000),
+            queue_wait_p50_ms: 100 * i,
+            queue_wait_p99_ms: 120 * i,
+            // 3,000 requests arrive at once and drain at 10 a second.
+            backlog: 3_000u64.saturating_sub(10 * i),
             ..Default::default()
         });
         for (k, tenant) in ["acme", "globex"].iter().enumerate() {
@@ -154,6 +160,8 @@ pub fn synthetic_report_of(seed: u64, buckets: u64) -> RunReport {
         bucket_ms: Some(1000),
         left_out: Vec::new(),
         fault_windows: Vec::new(),
+        baseline: None,
+        case_files: Vec::new(),
     }
 }
 

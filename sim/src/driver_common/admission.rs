@@ -134,7 +134,13 @@ impl Admission {
     /// of the run.
     pub fn unfinished(&mut self, now: Millis, measure: &mut Measurement) {
         let never_sent = |measure: &mut Measurement, arrival: &crate::workload::Arrival| {
-            measure.on_unfinished(now, arrival.at, arrival.job.deadline, false);
+            let job = &arrival.job;
+            let group = crate::measure::Group {
+                tenant: &job.tenant,
+                class: &job.class,
+                route: crate::measure::action_route(job.route),
+            };
+            measure.on_unfinished(now, (job.id, group), arrival.at, job.deadline, false);
             measure.list_unfinished(stampede_reports::UnfinishedRow {
                 action: arrival.job.id,
                 tenant: arrival.job.tenant.clone(),

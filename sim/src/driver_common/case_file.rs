@@ -509,6 +509,29 @@ pub fn write(dir: &Path, cases: &CaseFiles) -> std::io::Result<Vec<PathBuf>> {
     Ok(vec![dead, escalations])
 }
 
+/// The page's links to the two files, with how many cases each holds.
+pub fn links(cases: &CaseFiles) -> Vec<stampede_reports::CaseFileLink> {
+    let link = |file: &str, lines: usize, what: &str| stampede_reports::CaseFileLink {
+        file: file.to_string(),
+        lines: lines as u64,
+        what: what.to_string(),
+    };
+    vec![
+        link(
+            DEAD_LETTER_FILE,
+            cases.dead_letters.len(),
+            "actions that did not complete, each with its original input, its reason and the \
+             next safe actions",
+        ),
+        link(
+            ESCALATIONS_FILE,
+            cases.escalations.len(),
+            "case files of actions handed to a person: the attempt timeline with statuses and \
+             Retry-After values, the budget used, the key, and the options with their risk",
+        ),
+    ]
+}
+
 /// The dead-letter file's name in a run directory.
 pub const DEAD_LETTER_FILE: &str = "dead_letter.jsonl";
 /// The escalation case files' file name in a run directory.

@@ -9,7 +9,7 @@ use stampede_provider::model::Request;
 use stampede_reports::UnfinishedRow;
 
 use crate::driver_common::case_file::{CaseNotes, Ending, PROVIDER};
-use crate::measure::{Ended, Measurement};
+use crate::measure::{action_route, Ended, Group, Measurement};
 use crate::virtual_driver::translate::{self, ActionFacts};
 
 /// A live action.
@@ -60,6 +60,11 @@ impl LiveActions {
         self.by_id.get(&id).map_or("", |a| a.facts.tenant.as_str())
     }
 
+    /// The class the harness submitted action `id` as (`""` for an unknown id).
+    pub fn class_of(&self, id: JobId) -> &str {
+        self.by_id.get(&id).map_or("", |a| a.facts.class.as_str())
+    }
+
     /// The provider request for `send` at `now` (ms), measuring the action's first dispatch
     /// and the tokens reserved. Errs (with the message) when the core sent for an action the
     /// driver does not track, which would be a bug in the core or the driver.
@@ -75,7 +80,7 @@ impl LiveActions {
         };
         if action.first_sent_at.is_none() {
             action.first_sent_at = Some(now);
-            measure.on_first_dispatch(now.saturating_sub(action.submitted_at));
+            measure.on_first_dispatch(send.job, action.submitted_at, now);
         }
         measure.on_reserved(send.reserved_tokens);
         let keyed = send.idempotency_key.is_some();
@@ -107,6 +112,8 @@ impl LiveActions {
         measure.on_terminal(Ended {
             at: now,
             tenant: &action.facts.tenant,
+            class: &action.facts.class,
+            route: action_route(action.facts.route),
             terminal,
             submitted_at: action.submitted_at,
             first_sent_at: action.first_sent_at,
@@ -141,7 +148,12 @@ impl LiveActions {
                 continue;
             };
             let sent = a.first_sent_at.is_some();
-            measure.on_unfinished(now, a.submitted_at, a.deadline, sent);
+            let group = Group {
+                tenant: &a.facts.tenant,
+                class: &a.facts.class,
+                route: action_route(a.facts.route),
+            };
+            measure.on_unfinished(now, (id, group), a.submitted_at, a.deadline, sent);
             let entry = ledger.get(&id);
             let state = match (sent, entry.map(|e| e.state)) {
                 (_, Some(ActionState::ReconciliationRequired)) => "reconciliation_required",

@@ -120,7 +120,7 @@ pub async fn play_from<L: Ledger>(
     // What this harness sent, in send order, under the key the provider's journal shows it
     // by (its look-up, else its fingerprint): which action, attempt and tenant each journal
     // entry was, known without reading the client's claims off the wire.
-    let mut sent: HashMap<String, VecDeque<(JobId, u32, String)>> = HashMap::new();
+    let mut sent: HashMap<String, VecDeque<(JobId, u32, String, String)>> = HashMap::new();
     let mut timings: Vec<AttemptTiming> = Vec::new();
     let mut terminals: Vec<Terminal> = Vec::new();
     let mut audit_events: Vec<AuditEvent> = Vec::new();
@@ -221,6 +221,7 @@ pub async fn play_from<L: Ledger>(
                         send.job,
                         send.attempt_no,
                         live.tenant_of(send.job).to_string(),
+                        live.class_of(send.job).to_string(),
                     ));
                     let http =
                         http_request(&provider.base, &request).map_err(LiveError::Provider)?;
@@ -363,11 +364,12 @@ pub async fn play_from<L: Ledger>(
         });
         let done = attempt
             .as_ref()
-            .and_then(|(job, no, _)| heard.get(&(*job, *no)).copied());
+            .and_then(|(job, no, _, _)| heard.get(&(*job, *no)).copied());
         let by = attempt
             .as_ref()
-            .map_or(SentBy::default(), |(job, no, tenant)| SentBy {
+            .map_or(SentBy::default(), |(job, no, tenant, class)| SentBy {
                 tenant,
+                class,
                 action: *job,
                 attempt_no: *no,
             });
@@ -435,6 +437,8 @@ fn adopt_restored(restart: &Restart, live: &mut LiveActions, measure: &mut Measu
                 measure.on_terminal(Ended {
                     at: entry.updated_at,
                     tenant: &entry.job.tenant,
+                    class: &entry.job.class,
+                    route: crate::measure::action_route(entry.job.route),
                     terminal: &terminal,
                     submitted_at: arrived,
                     first_sent_at: None,

@@ -4,6 +4,9 @@
 //! core reported to the driver.
 
 pub mod blind_resends;
+mod buckets;
+mod errors;
+pub mod groups;
 pub mod percentiles;
 pub mod waves;
 
@@ -15,6 +18,10 @@ use stampede_reports::{AttemptRow, Summary, TenantRow, TimeseriesRow, Unfinished
 
 use crate::driver_common::case_file::{CaseFiles, CaseNotes, Ending};
 use crate::virtual_driver::AttemptSink;
+use buckets::{Backlog, BucketQuantiles};
+use errors::Errors;
+pub use groups::{action_route, request_route, Group};
+use groups::{GroupEnd, Groups};
 use percentiles::Distribution;
 use waves::RetryBins;
 
@@ -48,6 +55,20 @@ pub struct Measurement {
     last_pushed_back: Option<u64>,
     /// Logical requests open at the cap, listed with their next safe action.
     unfinished: Vec<UnfinishedRow>,
+    /// Outcomes by class, tenant and route.
+    groups: Groups,
+    /// Unsuccessful answers by status and message.
+    errors: Errors,
+    /// Service time of successful attempts by arrival bucket, and the buckets closed so far
+    /// as `(bucket, p50, p99)` (written into the rows at the end, so no row is made early).
+    bucket_service: (BucketQuantiles, Vec<(usize, u64, u64)>),
+    /// Queue wait by first-send bucket, as `service`.
+    bucket_queue_wait: (BucketQuantiles, Vec<(usize, u64, u64)>),
+    /// Requests arrived and not yet sent, over time.
+    backlog: Backlog,
+    /// `METHOD /template` of the journal's routes seen so far, as `(method, route, key)`:
+    /// the key made once per route, not per attempt.
+    route_keys: Vec<(String, String, String)>,
     /// Dead letters and case files of the actions that did not complete.
     cases: CaseFiles,
 }
@@ -57,6 +78,8 @@ pub struct Measurement {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SentBy<'a> {
     pub tenant: &'a str,
+    /// The class the harness submitted the action as (`""` when it cannot know).
+    pub class: &'a str,
     pub action: u64,
     pub attempt_no: u32,
 }
@@ -67,6 +90,10 @@ pub struct Ended<'a> {
     /// When it ended (ms).
     pub at: Millis,
     pub tenant: &'a str,
+    /// Its class, as the workload named it.
+    pub class: &'a str,
+    /// Its route, `METHOD /template` (see [`action_route`]).
+    pub route: &'a str,
     pub terminal: &'a Terminal,
     /// When it arrived (ms): latency counts from here, admission refusals included.
     pub submitted_at: Millis,
@@ -119,6 +146,12 @@ impl Measurement {
             blind: blind_resends::BlindResends::default(),
             last_pushed_back: None,
             unfinished: Vec::new(),
+            groups: Groups::default(),
+            errors: Errors::default(),
+            bucket_service: Default::default(),
+            bucket_queue_wait: Default::default(),
+            backlog: Backlog::default(),
+            route_keys: Vec::new(),
             cases: CaseFiles::default(),
         }
     }
@@ -177,9 +210,15 @@ impl Measurement {
         self.summary.logical_requests
     }
 
-    /// An action's first attempt left the client after waiting `wait_ms` since submission.
-    pub fn on_first_dispatch(&mut self, wait_ms: u64) {
+    /// Action `action`, submitted at `submitted_at` (ms), sent its first attempt at `at`
+    /// (ms): its queue wait ends, and it leaves the backlog.
+    pub fn on_first_dispatch(&mut self, action: u64, submitted_at: Millis, at: Millis) {
+        let wait_ms = at.saturating_sub(submitted_at);
         self.queue_wait.record(wait_ms);
+        let (arrived, sent) = (self.bucket(submitted_at), self.bucket(at));
+        let (open, closed) = &mut self.bucket_queue_wait;
+        closed.extend(open.record(sent, wait_ms));
+        self.backlog.sent(action, arrived, sent);
     }
 
     /// The client reserved `tokens` for an attempt.
@@ -192,6 +231,8 @@ impl Measurement {
         let Ended {
             at,
             tenant,
+            class,
+            route,
             terminal,
             submitted_at,
             first_sent_at,
@@ -229,11 +270,33 @@ impl Measurement {
             if let Some(sent) = first_sent_at {
                 self.service.record(at.saturating_sub(sent));
             }
-        } else if !cancelled {
-            self.failed_latency.record(latency_ms);
-            self.latency
-                .record(self.unanswered_ms(submitted_at, deadline).max(latency_ms));
         }
+        // As `latency_ms` counts it: unanswered until the deadline when not completed.
+        let counted_latency = if completed {
+            Some(latency_ms)
+        } else if cancelled {
+            None
+        } else {
+            Some(self.unanswered_ms(submitted_at, deadline).max(latency_ms))
+        };
+        if let (false, false, Some(ms)) = (completed, cancelled, counted_latency) {
+            self.failed_latency.record(latency_ms);
+            self.latency.record(ms);
+        }
+        self.groups.end(
+            Group {
+                tenant,
+                class,
+                route,
+            },
+            GroupEnd::Terminal {
+                status: terminal.status,
+                latency_ms: counted_latency,
+                queue_wait_ms: first_sent_at.map(|s| s.saturating_sub(submitted_at)),
+            },
+        );
+        let (arrived, ended) = (self.bucket(submitted_at), self.bucket(at));
+        self.backlog.ended(terminal.job, arrived, Some(ended));
         self.last_terminal_ms = self.last_terminal_ms.max(at);
         let row = self.row(at);
         if completed {
@@ -290,12 +353,14 @@ impl Measurement {
             .saturating_sub(submitted_at)
     }
 
-    /// An action still open when the run stopped at `now` (ms): never finished, so neither
-    /// completed nor failed. `sent`: an attempt of it left, so it may have executed (in
-    /// flight or awaiting reconciliation): look it up before running it again.
+    /// Action `action` of `group` was still open when the run stopped at `now` (ms): never
+    /// finished, so neither completed nor failed. `sent`: an attempt of it left, so it may
+    /// have executed (in flight or awaiting reconciliation): look it up before running it
+    /// again.
     pub fn on_unfinished(
         &mut self,
         now: Millis,
+        (action, group): (u64, Group<'_>),
         submitted_at: Millis,
         deadline: Option<Millis>,
         sent: bool,
@@ -306,8 +371,11 @@ impl Measurement {
             self.summary.deadline_misses += 1;
         }
         let waited = now.saturating_sub(submitted_at);
-        self.latency
-            .record(self.unanswered_ms(submitted_at, deadline).max(waited));
+        let latency_ms = self.unanswered_ms(submitted_at, deadline).max(waited);
+        self.latency.record(latency_ms);
+        self.groups.end(group, GroupEnd::Unfinished { latency_ms });
+        let arrived = self.bucket(submitted_at);
+        self.backlog.ended(action, arrived, None);
         self.window_end_ms = self.window_end_ms.max(now);
     }
 
@@ -361,7 +429,7 @@ impl Measurement {
         client_done_ms: Option<u64>,
         by: &SentBy<'_>,
     ) -> AttemptRow {
-        self.observe_journal(e, by.tenant);
+        self.observe_journal(e, client_done_ms, by);
         attempt_row(e, client_done_ms, by)
     }
 
@@ -375,18 +443,40 @@ impl Measurement {
         by: &SentBy<'_>,
         sink: &mut dyn AttemptSink,
     ) -> Result<(), String> {
-        self.observe_journal(e, by.tenant);
+        self.observe_journal(e, client_done_ms, by);
         if sink.wants_rows() {
             sink.attempt(&attempt_row(e, client_done_ms, by))?;
         }
         Ok(())
     }
 
-    /// Every figure an attempt moves, from the provider's journal entry alone. `tenant` is
-    /// who the harness submitted it for (tenants.csv); what the harness numbered the action
-    /// and attempt, and whatever the client claims in headers, never reach a figure: they
-    /// are not even passed in.
-    fn observe_journal(&mut self, e: &JournalEntry, tenant: &str) {
+    /// Every figure an attempt moves, from the provider's journal entry alone. `by`'s tenant
+    /// and class are who the harness submitted it for (tenants.csv, the outcome tables);
+    /// what the harness numbered the action and attempt, and whatever the client claims in
+    /// headers, never reach a figure. `client_done_ms` ends a hang.
+    fn observe_journal(&mut self, e: &JournalEntry, client_done_ms: Option<u64>, by: &SentBy<'_>) {
+        let tenant = by.tenant;
+        let route = self.route_key(&e.method, &e.route);
+        self.groups
+            .attempt(tenant, by.class, &self.route_keys[route].2);
+        let success =
+            matches!(e.status, Some(200..=299)) && e.outcome.chars().all(|c| c.is_ascii_digit());
+        if success {
+            let done = if e.done_ms == 0 {
+                client_done_ms.unwrap_or(e.at_ms)
+            } else {
+                e.done_ms
+            };
+            let bucket = self.bucket(e.at_ms);
+            let (open, closed) = &mut self.bucket_service;
+            closed.extend(open.record(bucket, done.saturating_sub(e.at_ms)));
+        } else {
+            self.errors.record(
+                &e.outcome,
+                e.error_code.as_deref().unwrap_or_default(),
+                e.at_ms,
+            );
+        }
         self.summary.blind_resends += u64::from(self.blind.observe(e));
         let s = &mut self.summary;
         s.outbound_attempts += 1;
@@ -428,7 +518,7 @@ impl Measurement {
             row.retries += 1;
         }
         match e.status {
-            Some(200..=299) if e.outcome.chars().all(|c| c.is_ascii_digit()) => row.status_2xx += 1,
+            Some(200..=299) if success => row.status_2xx += 1,
             Some(429) => row.status_429 += 1,
             Some(503) => row.status_503 += 1,
             Some(500..=599) => row.status_5xx_other += 1,
@@ -439,10 +529,53 @@ impl Measurement {
         self.tenant_row(e.at_ms, tenant).attempts += 1;
     }
 
+    /// The index in `route_keys` of `METHOD /template` for a journal route, made once.
+    fn route_key(&mut self, method: &str, route: &str) -> usize {
+        match self
+            .route_keys
+            .iter()
+            .position(|(m, r, _)| m == method && r == route)
+        {
+            Some(i) => i,
+            None => {
+                self.route_keys.push((
+                    method.to_string(),
+                    route.to_string(),
+                    format!("{method} {route}"),
+                ));
+                self.route_keys.len() - 1
+            }
+        }
+    }
+
+    /// Writes the per-bucket percentiles and the backlog into the rows the run made (never
+    /// adding a row).
+    fn fill_bucket_figures(&mut self) {
+        let (mut open, mut service) = std::mem::take(&mut self.bucket_service);
+        service.extend(open.finish());
+        for (b, p50, p99) in service {
+            if let Some(row) = self.rows.get_mut(b) {
+                (row.service_p50_ms, row.service_p99_ms) = (p50, p99);
+            }
+        }
+        let (mut open, mut waits) = std::mem::take(&mut self.bucket_queue_wait);
+        waits.extend(open.finish());
+        for (b, p50, p99) in waits {
+            if let Some(row) = self.rows.get_mut(b) {
+                (row.queue_wait_p50_ms, row.queue_wait_p99_ms) = (p50, p99);
+            }
+        }
+        let levels = self.backlog.levels(self.rows.len());
+        for (row, level) in self.rows.iter_mut().zip(levels) {
+            row.backlog = level;
+        }
+    }
+
     /// Closes the run at `end_ms`, after every action still open was reported with
     /// [`Measurement::on_unfinished`].
     pub fn finish(mut self, end_ms: u64) -> Measured {
         self.flush_bucket_latency();
+        self.fill_bucket_figures();
         let mut s = self.summary;
         let unfinished = s.unfinished;
         s.mode = "virtual".to_string();
@@ -475,6 +608,8 @@ impl Measurement {
         s.failed_latency_ms = self.failed_latency.percentiles();
         s.service_ms = self.service.percentiles();
         s.queue_wait_ms = self.queue_wait.percentiles();
+        [s.by_class, s.by_tenant, s.by_route] = self.groups.finish();
+        s.errors = self.errors.finish();
         let mut unfinished = self.unfinished;
         unfinished.sort_by_key(|r| r.action);
         Measured {
@@ -599,6 +734,7 @@ mod tests {
             for (i, e) in m.drain_journal().iter().enumerate() {
                 let by = SentBy {
                     tenant: "t",
+                    class: "llm",
                     action: if claim { 40 + i as u64 } else { 0 },
                     attempt_no: if claim { 9 } else { 0 },
                 };

@@ -23,7 +23,7 @@ use stampede_provider::model::{Answer, ProviderModel, Request, RequestRoute};
 use stampede_reports::UnfinishedRow;
 
 use crate::driver_common::abort::AbortWatch;
-use crate::measure::{Ended, Measurement, SentBy};
+use crate::measure::{request_route, Ended, Group, Measurement, SentBy};
 use crate::rng;
 use crate::scenario::Scenario;
 use crate::virtual_driver::fleet::replica_of;
@@ -306,6 +306,7 @@ pub fn run(
                     while let Some(entry) = provider.next_journal() {
                         let by = SentBy {
                             tenant: &call.arrival.job.tenant,
+                            class: &call.arrival.job.class,
                             action: call.arrival.job.id,
                             attempt_no: call.sent,
                         };
@@ -383,7 +384,8 @@ pub fn run(
                         None => {
                             let done = calls[idx].take();
                             if let Some(call) = done {
-                                end(&mut measure, &call, now, ok);
+                                let route = route_name(&call.arrival.job, layers);
+                                end(&mut measure, &call, now, ok, route);
                             }
                             track(budgets, -1, 0);
                             let instance = &mut instances[replica];
@@ -408,10 +410,12 @@ pub fn run(
     // Calls still open, and arrivals waiting for a worker, did not finish in time.
     for call in calls.iter().flatten() {
         let sent = call.sent > 0;
-        open(&mut measure, now, &call.arrival, sent);
+        let route = route_name(&call.arrival.job, layers);
+        open(&mut measure, now, &call.arrival, sent, route);
     }
     for arrival in instances.iter().flat_map(|i| &i.waiting) {
-        open(&mut measure, now, arrival, false);
+        let route = route_name(&arrival.job, layers);
+        open(&mut measure, now, arrival, false, route);
     }
     let mut measured = measure.finish(now);
     measured.summary.aborted = aborted;
@@ -426,16 +430,7 @@ pub fn run(
 /// The attempt a call puts on the wire: what an SDK sends (no key, no attribution).
 fn request_of(call: &Call, layers: &[RetryLayer]) -> Request {
     let job = &call.arrival.job;
-    // The anthropic SDK calls Messages; the others OpenAI's chat completions.
-    let anthropic = layers.last().is_some_and(|l| l.name == "anthropic-python");
-    let route = match job.route {
-        Route::ChatCompletion if anthropic => RequestRoute::Messages,
-        Route::ChatCompletion => RequestRoute::ChatCompletions,
-        Route::CreateRecord => RequestRoute::CreateRecord,
-        Route::GetItem => RequestRoute::GetItem {
-            id: job.resource.clone().unwrap_or_default(),
-        },
-    };
+    let route = wire_route(job, layers);
     let chat = job.route == Route::ChatCompletion;
     // A router sends with its deployment's credential (the innermost router's pick).
     let credential = call
@@ -625,7 +620,7 @@ fn start_waiting(
         };
         instance.busy += 1;
         track(&mut instance.budgets, 1, 0);
-        measure.on_first_dispatch(now.saturating_sub(arrival.at));
+        measure.on_first_dispatch(arrival.job.id, arrival.at, now);
         calls.push(Some(Call {
             replica,
             arrival,
@@ -641,7 +636,26 @@ fn start_waiting(
     order
 }
 
-fn end(measure: &mut Measurement, call: &Call, now: Millis, ok: bool) {
+/// The route an SDK sends `job` on: the anthropic SDK calls Messages, the others OpenAI's
+/// chat completions.
+fn wire_route(job: &stampede_core::Job, layers: &[RetryLayer]) -> RequestRoute {
+    let anthropic = layers.last().is_some_and(|l| l.name == "anthropic-python");
+    match job.route {
+        Route::ChatCompletion if anthropic => RequestRoute::Messages,
+        Route::ChatCompletion => RequestRoute::ChatCompletions,
+        Route::CreateRecord => RequestRoute::CreateRecord,
+        Route::GetItem => RequestRoute::GetItem {
+            id: job.resource.clone().unwrap_or_default(),
+        },
+    }
+}
+
+/// `job`'s route as the outcome tables name it (see [`wire_route`]).
+fn route_name(job: &stampede_core::Job, layers: &[RetryLayer]) -> &'static str {
+    request_route(&wire_route(job, layers))
+}
+
+fn end(measure: &mut Measurement, call: &Call, now: Millis, ok: bool, route: &str) {
     let terminal = Terminal {
         job: call.arrival.job.id,
         status: if ok {
@@ -664,6 +678,8 @@ fn end(measure: &mut Measurement, call: &Call, now: Millis, ok: bool) {
     measure.on_terminal(Ended {
         at: now,
         tenant: &call.arrival.job.tenant,
+        class: &call.arrival.job.class,
+        route,
         terminal: &terminal,
         submitted_at: call.arrival.at,
         first_sent_at: call.first_sent_at,
@@ -673,8 +689,14 @@ fn end(measure: &mut Measurement, call: &Call, now: Millis, ok: bool) {
     measure.on_unseen_case(&terminal, &call.arrival.job, (call.arrival.at, now));
 }
 
-fn open(measure: &mut Measurement, now: Millis, arrival: &Arrival, sent: bool) {
-    measure.on_unfinished(now, arrival.at, arrival.job.deadline, sent);
+fn open(measure: &mut Measurement, now: Millis, arrival: &Arrival, sent: bool, route: &str) {
+    let job = &arrival.job;
+    let group = Group {
+        tenant: &job.tenant,
+        class: &job.class,
+        route,
+    };
+    measure.on_unfinished(now, (job.id, group), arrival.at, job.deadline, sent);
     measure.list_unfinished(UnfinishedRow {
         action: arrival.job.id,
         tenant: arrival.job.tenant.clone(),

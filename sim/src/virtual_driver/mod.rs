@@ -242,6 +242,7 @@ pub fn run_observed(
                     let (after, outcome) = translate::outcome(&send, decision);
                     let by = SentBy {
                         tenant: live.tenant_of(send.job),
+                        class: live.class_of(send.job),
                         action: send.job,
                         attempt_no: send.attempt_no,
                     };
@@ -287,6 +288,7 @@ pub fn run_observed(
                     let (after, outcome) = translate::outcome(&send, decision);
                     let by = SentBy {
                         tenant: live.tenant_of(send.job),
+                        class: live.class_of(send.job),
                         action: send.job,
                         attempt_no: send.attempt_no,
                     };

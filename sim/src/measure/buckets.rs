@@ -1,0 +1,130 @@
+//! Per-bucket figures that need more than a counter: percentiles of values recorded in a
+//! bucket (service time, queue wait), and the backlog, counted as arrivals minus first sends
+//! over time.
+
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashSet;
+
+use super::percentiles::Distribution;
+
+/// Buckets kept open for late values before the oldest is closed. Values come in nearly
+/// in time order (the live driver's journal in batches), so a few suffice; a value for a
+/// bucket already closed opens it again and its percentiles are those of the late values.
+const OPEN_BUCKETS: usize = 4;
+
+/// Percentiles (p50, p99) of the values recorded in each bucket, closed a few buckets
+/// behind the newest so memory stays a few histograms whatever the run's length.
+#[derive(Debug, Default)]
+pub(crate) struct BucketQuantiles {
+    open: BTreeMap<usize, Distribution>,
+}
+
+impl BucketQuantiles {
+    /// Records `ms` in bucket `bucket`; returns the buckets it closed, as `(bucket, p50,
+    /// p99)`, oldest first.
+    pub(crate) fn record(&mut self, bucket: usize, ms: u64) -> Vec<(usize, u64, u64)> {
+        self.open.entry(bucket).or_default().record(ms);
+        let mut closed = Vec::new();
+        while self.open.len() > OPEN_BUCKETS {
+            if let Some((b, d)) = self.open.pop_first() {
+                closed.push((b, d.quantile(0.5), d.quantile(0.99)));
+            }
+        }
+        closed
+    }
+
+    /// Closes every open bucket, as [`BucketQuantiles::record`] returns them.
+    pub(crate) fn finish(&mut self) -> Vec<(usize, u64, u64)> {
+        std::mem::take(&mut self.open)
+            .into_iter()
+            .map(|(b, d)| (b, d.quantile(0.5), d.quantile(0.99)))
+            .collect()
+    }
+}
+
+/// Logical requests waiting in the client over time: each counts from the bucket it arrived
+/// in until the bucket its first attempt left in (or it ended unsent); one still unsent at
+/// the cap counts to the end. Memory: a counter per bucket, and the ids of requests sent and
+/// not yet ended.
+#[derive(Debug, Default)]
+pub(crate) struct Backlog {
+    /// Change of the backlog in each bucket: arrivals minus departures.
+    delta: Vec<i64>,
+    /// Requests sent at least once and not ended: their end does not leave the backlog
+    /// again. Membership only, never iterated.
+    sent: FxHashSet<u64>,
+}
+
+impl Backlog {
+    fn add(&mut self, bucket: usize, by: i64) {
+        if bucket >= self.delta.len() {
+            self.delta.resize(bucket + 1, 0);
+        }
+        self.delta[bucket] += by;
+    }
+
+    /// Request `action`, arrived in bucket `arrived`, was first sent in bucket `sent`.
+    pub(crate) fn sent(&mut self, action: u64, arrived: usize, sent: usize) {
+        if self.sent.insert(action) {
+            self.add(arrived, 1);
+            self.add(sent, -1);
+        }
+    }
+
+    /// Request `action`, arrived in bucket `arrived`, ended in bucket `ended` (`None`: open
+    /// at the cap). One never sent leaves the backlog when it ends.
+    pub(crate) fn ended(&mut self, action: u64, arrived: usize, ended: Option<usize>) {
+        if self.sent.remove(&action) {
+            return;
+        }
+        self.add(arrived, 1);
+        if let Some(b) = ended {
+            self.add(b, -1);
+        }
+    }
+
+    /// The backlog at the end of each of the first `buckets` buckets.
+    pub(crate) fn levels(&self, buckets: usize) -> Vec<u64> {
+        let mut level = 0i64;
+        (0..buckets)
+            .map(|b| {
+                level += self.delta.get(b).copied().unwrap_or(0);
+                u64::try_from(level).unwrap_or(0)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_backlog_drains_as_requests_are_sent() {
+        let mut b = Backlog::default();
+        // Three arrive in bucket 0; one is sent at once, one in bucket 2, one never (it
+        // times out unsent in bucket 3); a fourth arrives in bucket 1 and is open at the cap.
+        b.sent(1, 0, 0);
+        b.sent(2, 0, 2);
+        b.ended(2, 0, Some(4)); // ends after being sent: already left
+        b.ended(3, 0, Some(3));
+        b.ended(4, 1, None);
+        assert_eq!(b.levels(5), vec![2, 3, 2, 1, 1]);
+    }
+
+    #[test]
+    fn bucket_percentiles_close_behind_the_newest_bucket() {
+        let mut q = BucketQuantiles::default();
+        let mut closed = Vec::new();
+        for (bucket, ms) in [(0, 10), (0, 30), (1, 5), (2, 7), (3, 9), (0, 20), (4, 1)] {
+            closed.extend(q.record(bucket, ms));
+        }
+        assert_eq!(closed, vec![(0, 20, 30)]);
+        closed.extend(q.finish());
+        assert_eq!(
+            closed,
+            vec![(0, 20, 30), (1, 5, 5), (2, 7, 7), (3, 9, 9), (4, 1, 1)]
+        );
+    }
+}

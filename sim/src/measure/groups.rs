@@ -1,0 +1,213 @@
+//! Outcomes by group: each logical request counted under its class, its tenant and its
+//! route (`summary.json`'s `by_class`, `by_tenant`, `by_route`), with its attempts from the
+//! provider's journal and its latency and queue wait, like Gatling's OK/KO table.
+
+use std::collections::BTreeMap;
+
+use stampede_core::{Route, TerminalStatus};
+use stampede_provider::model::RequestRoute;
+use stampede_reports::GroupOutcomes;
+
+use super::percentiles::Distribution;
+
+/// Who a logical request belongs to: the harness's own record of what it submitted, never
+/// the client's claims. Empty strings leave a request out of that grouping.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Group<'a> {
+    pub tenant: &'a str,
+    pub class: &'a str,
+    /// `METHOD /path/template`, see [`action_route`].
+    pub route: &'a str,
+}
+
+/// The route of an action of our core, as `by_route` names it.
+pub fn action_route(route: Route) -> &'static str {
+    match route {
+        Route::ChatCompletion => "POST /v1/chat/completions",
+        Route::CreateRecord => "POST /v1/records",
+        Route::GetItem => "GET /v1/items/{id}",
+    }
+}
+
+/// The route of a provider request, as `by_route` names it (method and path template,
+/// the journal's route).
+pub fn request_route(route: &RequestRoute) -> &'static str {
+    match route {
+        RequestRoute::ChatCompletions => "POST /v1/chat/completions",
+        RequestRoute::Messages => "POST /v1/messages",
+        RequestRoute::Embeddings => "POST /v1/embeddings",
+        RequestRoute::CreateRecord => "POST /v1/records",
+        RequestRoute::GetRecord { .. } => "GET /v1/records/{id}",
+        RequestRoute::FindRecords { .. } => match route.template() {
+            "/v1/records?external_ref" => "GET /v1/records?external_ref",
+            _ => "GET /v1/records?idempotency_key",
+        },
+        RequestRoute::GetItem { .. } => "GET /v1/items/{id}",
+    }
+}
+
+/// One group's figures while the run plays.
+#[derive(Debug, Default)]
+struct Tally {
+    outcomes: GroupOutcomes,
+    latency: Distribution,
+    queue_wait: Distribution,
+}
+
+impl Tally {
+    fn finish(self) -> GroupOutcomes {
+        GroupOutcomes {
+            latency_ms: self.latency.percentiles(),
+            queue_wait_ms: self.queue_wait.percentiles(),
+            ..self.outcomes
+        }
+    }
+}
+
+/// What one logical request's end adds to its groups.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum GroupEnd {
+    /// A terminal outcome, its latency as the summary counts it (ms), and its queue wait
+    /// (ms) if it was sent.
+    Terminal {
+        status: TerminalStatus,
+        latency_ms: Option<u64>,
+        queue_wait_ms: Option<u64>,
+    },
+    /// Open at the duration cap, with the latency it counts with (ms).
+    Unfinished { latency_ms: u64 },
+}
+
+/// Every group's tally. A handful of classes, tenants and routes: maps keyed by name, looked
+/// up without allocating once a name is known.
+#[derive(Debug, Default)]
+pub(crate) struct Groups {
+    by_class: BTreeMap<String, Tally>,
+    by_tenant: BTreeMap<String, Tally>,
+    by_route: BTreeMap<String, Tally>,
+}
+
+fn tally<'m>(map: &'m mut BTreeMap<String, Tally>, name: &str) -> &'m mut Tally {
+    if !map.contains_key(name) {
+        map.insert(name.to_string(), Tally::default());
+    }
+    map.get_mut(name)
+        .unwrap_or_else(|| unreachable!("inserted above"))
+}
+
+impl Groups {
+    /// The tallies `group` names (one per non-empty name).
+    fn each(&mut self, group: Group<'_>, mut f: impl FnMut(&mut Tally)) {
+        for (map, name) in [
+            (&mut self.by_class, group.class),
+            (&mut self.by_tenant, group.tenant),
+            (&mut self.by_route, group.route),
+        ] {
+            if !name.is_empty() {
+                f(tally(map, name));
+            }
+        }
+    }
+
+    /// An attempt reached the provider for a request of `tenant` and `class` (the harness's
+    /// record; empty when unknown) on `route` (the journal's, `METHOD /template`).
+    pub(crate) fn attempt(&mut self, tenant: &str, class: &str, route: &str) {
+        let group = Group {
+            tenant,
+            class,
+            route,
+        };
+        self.each(group, |t| t.outcomes.attempts += 1);
+    }
+
+    /// A logical request of `group` ended (or was left open at the cap).
+    pub(crate) fn end(&mut self, group: Group<'_>, end: GroupEnd) {
+        self.each(group, |t| {
+            let o = &mut t.outcomes;
+            o.logical_requests += 1;
+            match end {
+                GroupEnd::Terminal {
+                    status,
+                    latency_ms,
+                    queue_wait_ms,
+                } => {
+                    match status {
+                        TerminalStatus::Completed => o.completed += 1,
+                        TerminalStatus::Failed => o.failed += 1,
+                        TerminalStatus::Cancelled => o.cancelled += 1,
+                        TerminalStatus::Escalated | TerminalStatus::ReconciliationRequired => {
+                            o.escalations += 1
+                        }
+                    }
+                    if let Some(ms) = latency_ms {
+                        t.latency.record(ms);
+                    }
+                    if let Some(ms) = queue_wait_ms {
+                        t.queue_wait.record(ms);
+                    }
+                }
+                GroupEnd::Unfinished { latency_ms } => {
+                    o.unfinished += 1;
+                    t.latency.record(latency_ms);
+                }
+            }
+        });
+    }
+
+    /// The three maps for the summary: (by class, by tenant, by route).
+    pub(crate) fn finish(self) -> [BTreeMap<String, GroupOutcomes>; 3] {
+        let done =
+            |m: BTreeMap<String, Tally>| m.into_iter().map(|(k, t)| (k, t.finish())).collect();
+        [
+            done(self.by_class),
+            done(self.by_tenant),
+            done(self.by_route),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_counts_once_under_each_of_its_names() {
+        let mut groups = Groups::default();
+        let llm = Group {
+            tenant: "acme",
+            class: "llm",
+            route: "POST /v1/chat/completions",
+        };
+        groups.attempt("acme", "llm", "POST /v1/chat/completions");
+        groups.attempt("acme", "llm", "POST /v1/chat/completions");
+        groups.end(
+            llm,
+            GroupEnd::Terminal {
+                status: TerminalStatus::Completed,
+                latency_ms: Some(800),
+                queue_wait_ms: Some(100),
+            },
+        );
+        groups.end(
+            Group {
+                class: "tool",
+                route: "POST /v1/records",
+                ..llm
+            },
+            GroupEnd::Unfinished { latency_ms: 60_000 },
+        );
+        let [class, tenant, route] = groups.finish();
+        assert_eq!(class["llm"].completed, 1);
+        assert_eq!(class["llm"].attempts, 2);
+        assert_eq!(class["llm"].latency_ms.p50, 800);
+        assert_eq!(class["llm"].queue_wait_ms.p50, 100);
+        assert_eq!(class["tool"].unfinished, 1);
+        assert_eq!(tenant["acme"].logical_requests, 2);
+        assert_eq!(
+            (tenant["acme"].completed, tenant["acme"].unfinished),
+            (1, 1)
+        );
+        assert_eq!(route["POST /v1/records"].logical_requests, 1);
+        assert_eq!(route.len(), 2);
+    }
+}
