@@ -71,6 +71,8 @@ pub struct Measurement {
     route_keys: Vec<(String, String, String)>,
     /// Dead letters and case files of the actions that did not complete.
     cases: CaseFiles,
+    /// Whether to keep them: a run that writes no files (a benchmark) keeps none.
+    keep_cases: bool,
 }
 
 /// What the harness itself sent an attempt as: the tenant it submitted the action for, the
@@ -153,6 +155,7 @@ impl Measurement {
             backlog: Backlog::default(),
             route_keys: Vec::new(),
             cases: CaseFiles::default(),
+            keep_cases: true,
         }
     }
 
@@ -387,13 +390,23 @@ impl Measurement {
     /// Keeps a dead letter (and a case file, when a person must decide) for an action that
     /// ended with `terminal` without completing; nothing for one that completed.
     pub fn on_case(&mut self, terminal: &Terminal, notes: CaseNotes, ending: &Ending<'_>) {
-        self.cases.on_terminal(terminal, notes, ending);
+        if self.keep_cases {
+            self.cases.on_terminal(terminal, notes, ending);
+        }
+    }
+
+    /// Whether to keep dead letters and case files (on by default): a run that writes no
+    /// run directory has nowhere to put them.
+    pub fn keep_cases(&mut self, keep: bool) {
+        self.keep_cases = keep;
     }
 
     /// [`Measurement::on_case`] for an action of `job` whose attempts no notes followed
     /// (see [`CaseFiles::on_unseen_terminal`]); `(submitted, ended)` in ms.
     pub fn on_unseen_case(&mut self, terminal: &Terminal, job: &Job, span: (Millis, Millis)) {
-        self.cases.on_unseen_terminal(terminal, job, span);
+        if self.keep_cases {
+            self.cases.on_unseen_terminal(terminal, job, span);
+        }
     }
 
     fn flush_bucket_latency(&mut self) {

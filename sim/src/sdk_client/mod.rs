@@ -152,6 +152,7 @@ pub fn run(
     let timeout = layers.last().map_or(600_000, |l| l.timeout_ms);
     let cap = scenario.duration_ms;
     let mut measure = Measurement::new(scenario.bucket_ms, cap);
+    measure.keep_cases(sink.wants_rows());
     let mut arrivals = Arrivals::new(scenario);
     let mut calls: Vec<Option<Call>> = Vec::new();
     // (time, order, call index, step): ties in scheduling order.

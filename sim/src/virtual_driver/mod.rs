@@ -150,6 +150,8 @@ pub fn run_observed(
     live.set_claims(scenario.client.claims);
     let hidden_retries = scenario.client.transport_retries;
     let mut measure = Measurement::new(scenario.bucket_ms, scenario.duration_ms);
+    // Dead letters and case files only for a run that writes its files.
+    measure.keep_cases(sink.wants_rows());
     let mut gauges = GaugeSampler::new(scenario.bucket_ms);
     let cap = scenario.duration_ms;
     let abort = AbortWatch::new(scenario);
