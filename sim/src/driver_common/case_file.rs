@@ -15,7 +15,6 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use smallvec::SmallVec;
 
 use stampede_core::classify::{classify, Classification, Failure, FailureKind};
 use stampede_core::idempotency::derive_key;
@@ -104,11 +103,12 @@ pub struct AttemptNote {
 }
 
 /// The case notes of a live action: its attempts so far, and whether they carried an
-/// idempotency key. The first two attempts are kept inline: an action that completes in
-/// one or two attempts notes them without an allocation.
+/// idempotency key. The timeline allocates at the first send, not before: a client holds
+/// hundreds of thousands of queued actions in a long backlog, and inline notes made each
+/// of them 200 bytes larger (97 MiB of the million-request run).
 #[derive(Debug, Clone, Default)]
 pub struct CaseNotes {
-    timeline: SmallVec<[AttemptNote; 2]>,
+    timeline: Vec<AttemptNote>,
     left_out: u32,
     keyed: bool,
 }
@@ -483,7 +483,7 @@ impl CaseFiles {
             credential: stampede_provider::model::mask_credential(&e.facts.credential),
             fingerprint: format!("{fingerprint:016x}"),
             may_have_executed,
-            timeline: notes.timeline.into_vec(),
+            timeline: notes.timeline,
             attempts_left_out: notes.left_out,
             budget_used: BudgetUsed {
                 attempts: terminal.attempts,
