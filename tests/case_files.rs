@@ -92,14 +92,7 @@ fn check_file(path: &Path, schema: &BTreeMap<String, (String, bool)>) -> Vec<Val
 /// Runs `name` (with `set`) into a fresh folder; returns the folder, the summary and the
 /// scenario's credential keys.
 fn run(name: &str, set: Option<&str>) -> (tempfile::TempDir, Value, Vec<String>) {
-    let path = common::repo()
-        .join("scenarios")
-        .join(format!("{name}.toml"));
-    let sets: Vec<_> = set
-        .map(|s| parse_override(s).unwrap())
-        .into_iter()
-        .collect();
-    let scenario = scenario::load(&path, None, &sets).expect("shipped scenario loads");
+    let scenario = common::shipped(name, set);
     let dir = tempfile::tempdir().unwrap();
     let opts = RunOptions {
         out_dir: Some(dir.path().to_path_buf()),

@@ -10,7 +10,6 @@ mod common;
 
 use serde_json::Value;
 use stampede_sim::run::{run_virtual, RunOptions};
-use stampede_sim::scenario::{self, parse_override};
 
 /// Golden runs besides the scenarios as written: `(golden name, scenario, --set)`. The naive
 /// backlog is the benchmark's heaviest path.
@@ -20,14 +19,7 @@ const VARIANTS: [(&str, &str, &str); 2] = [
 ];
 
 fn summary_of(name: &str, set: Option<&str>) -> Value {
-    let path = common::repo()
-        .join("scenarios")
-        .join(format!("{name}.toml"));
-    let sets: Vec<_> = set
-        .map(|s| parse_override(s).unwrap())
-        .into_iter()
-        .collect();
-    let scenario = scenario::load(&path, None, &sets).expect("shipped scenario loads");
+    let scenario = common::shipped(name, set);
     let summary = run_virtual(&scenario, &RunOptions::default())
         .expect("run plays")
         .report

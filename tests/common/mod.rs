@@ -37,3 +37,14 @@ pub fn quickstart() -> String {
 pub fn a_str(p: &Path) -> &str {
     p.to_str().expect("temp paths are UTF-8")
 }
+
+/// A shipped scenario, `scenarios/NAME.toml`, loaded with one `--set` override when given
+/// (`client.preset=naive`).
+pub fn shipped(name: &str, set: Option<&str>) -> stampede_sim::scenario::Scenario {
+    let path = repo().join("scenarios").join(format!("{name}.toml"));
+    let sets: Vec<_> = set
+        .map(|s| stampede_sim::scenario::parse_override(s).unwrap())
+        .into_iter()
+        .collect();
+    stampede_sim::scenario::load(&path, None, &sets).expect("shipped scenario loads")
+}
