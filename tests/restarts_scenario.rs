@@ -54,6 +54,27 @@ fn the_restarts_scenario_passes_and_crashes_at_every_point() {
     let s = &outcome.report.summary;
     assert!(outcome.passed(), "{:?}", s.expectations);
     assert_eq!(s.crashes, scenario.crashes.len() as u64);
+    // Every crash is a window of the report (shaded on every time plot and listed in the
+    // page's faults table, as the provider's faults are): from the crash to the restart.
+    let downs: Vec<_> = outcome
+        .report
+        .fault_windows
+        .iter()
+        .filter(|w| w.what.contains("crashed"))
+        .collect();
+    assert_eq!(downs.len() as u64, s.crashes);
+    let mut delays: Vec<u64> = downs
+        .iter()
+        .map(|w| w.until_ms.expect("a restart") - w.from_ms)
+        .collect();
+    let mut planned: Vec<u64> = scenario
+        .crashes
+        .iter()
+        .map(|c| c.restart_after_ms)
+        .collect();
+    delays.sort_unstable();
+    planned.sort_unstable();
+    assert_eq!(delays, planned);
     assert_eq!((s.duplicate_writes, s.blind_resends), (0, 0));
     // LLM calls that may have executed when the runner died are retried by design, and the
     // provider bills them again: counted, never hidden.

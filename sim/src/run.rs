@@ -261,6 +261,7 @@ fn finish_run_with(
     let mut summary = measured.summary;
     let measured_unfinished = measured.unfinished;
     let measured_cases = measured.cases;
+    let measured_downs = measured.downs;
     summary.scenario = scenario.name.clone();
     summary.seed = scenario.seed;
     summary.preset = scenario.client.preset.clone();
@@ -287,7 +288,7 @@ fn finish_run_with(
         )),
         bucket_ms: Some(scenario.bucket_ms),
         left_out,
-        fault_windows: fault_windows(scenario),
+        fault_windows: fault_windows(scenario, &measured_downs),
         baseline: opts.baseline.clone(),
         case_files: case_files::links(&measured_cases),
     };
@@ -330,8 +331,17 @@ fn finish_run_with(
     })
 }
 
-/// The scenario's faults that have a time window (`from` or `until`), for the report.
-fn fault_windows(scenario: &Scenario) -> Vec<stampede_reports::FaultWindow> {
+/// The scenario's faults that have a time window (`from` or `until`), and the spans the
+/// client's process was down after a crash (`downs`, ms), for the report.
+fn fault_windows(scenario: &Scenario, downs: &[(u64, u64)]) -> Vec<stampede_reports::FaultWindow> {
+    let crashes = downs
+        .iter()
+        .map(|&(from, until)| stampede_reports::FaultWindow {
+            from_ms: from,
+            until_ms: Some(until),
+            what: "the client's process crashed; down until it restarts from its ledger"
+                .to_string(),
+        });
     scenario
         .provider
         .faults
@@ -369,5 +379,6 @@ fn fault_windows(scenario: &Scenario) -> Vec<stampede_reports::FaultWindow> {
                 what,
             }
         })
+        .chain(crashes)
         .collect()
 }

@@ -116,6 +116,9 @@ pub struct Measured {
     /// Actions that did not complete, in the order they ended (`dead_letter.jsonl`,
     /// `escalations.jsonl`).
     pub cases: CaseFiles,
+    /// When the client's process was down, `(crashed at, restarted at)` in ms: drawn as
+    /// bands on the time plots beside the provider's faults.
+    pub downs: Vec<(Millis, Millis)>,
 }
 
 /// Rounds a figure to 4 decimals so its printed form is stable and short.
@@ -631,6 +634,7 @@ impl Measurement {
             tenants: self.tenants.into_values().collect(),
             unfinished,
             cases: self.cases,
+            downs: Vec::new(),
         }
     }
 }

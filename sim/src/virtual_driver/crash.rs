@@ -61,6 +61,8 @@ pub struct Crashes {
     /// Restart delay of the crash that fired last (ms).
     down_for: Millis,
     crashes: u64,
+    /// When each life ended and the next began (ms): `(crashed at, restarted at)`.
+    downs: Vec<(Millis, Millis)>,
     /// Whether the last attempt put on the wire committed a side effect (from the journal).
     last_committed: bool,
 }
@@ -80,6 +82,7 @@ impl Crashes {
             down: None,
             down_for: 0,
             crashes: 0,
+            downs: Vec::new(),
             last_committed: false,
         }
     }
@@ -94,12 +97,17 @@ impl Crashes {
         }
     }
 
-    /// Crashes so far.
     /// Whether the scenario plans any crash (a run without has one runner that never dies).
     pub fn planned(&self) -> bool {
         !self.specs.is_empty()
     }
 
+    /// When the runner was down: `(crashed at, restarted at)` per crash (ms).
+    pub fn downs(&self) -> &[(Millis, Millis)] {
+        &self.downs
+    }
+
+    /// Crashes so far.
     pub fn count(&self) -> u64 {
         self.crashes
     }
@@ -246,6 +254,7 @@ impl Crashes {
         audit: &mut dyn AuditSink,
     ) -> Result<(), DriverError> {
         self.crashes += 1;
+        self.downs.push((now, now.saturating_add(self.down_for)));
         // Audit events are written before dispatch, so what the dead process recorded is in
         // its trail.
         audit

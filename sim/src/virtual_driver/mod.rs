@@ -352,6 +352,7 @@ pub fn run_observed(
     admission.unfinished(now, &mut measure);
     let mut measured = measure.finish(now);
     measured.summary.crashes = crashes.count();
+    measured.downs = crashes.downs().to_vec();
     measured.summary.aborted = aborted;
     Ok(VirtualRun {
         measured,
