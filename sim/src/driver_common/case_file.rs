@@ -25,8 +25,9 @@ use stampede_core::{
 
 use crate::virtual_driver::translate::ActionFacts;
 
-/// At most this many records of each kind are kept per run; past it they are counted in
-/// [`CaseFiles::dropped`], not written. Bounds memory: a dead letter is about 500 bytes.
+/// At most this many records of each kind are kept per run; past it the rest are not
+/// written (the summary's `failed` and `escalations` still count every one). Bounds
+/// memory: a dead letter is about 600 bytes.
 pub const MAX_RECORDS: usize = 200_000;
 
 /// At most this many attempts are kept in one action's timeline (the first ones); the
@@ -322,8 +323,6 @@ pub struct Escalation {
 pub struct CaseFiles {
     pub dead_letters: Vec<DeadLetter>,
     pub escalations: Vec<Escalation>,
-    /// Records not kept past [`MAX_RECORDS`].
-    pub dropped: u64,
 }
 
 /// The provider an action's case names: the scenario's one `[provider]`.
@@ -404,7 +403,6 @@ impl CaseFiles {
         if self.dead_letters.len() >= MAX_RECORDS
             || (escalated && self.escalations.len() >= MAX_RECORDS)
         {
-            self.dropped += 1;
             return;
         }
         let reason = reason_name(&terminal.reason);

@@ -76,7 +76,9 @@ pub struct Measurement {
 }
 
 /// What the harness itself sent an attempt as: the tenant it submitted the action for, the
-/// action's id and the attempt's number (0 and `""` when it cannot know).
+/// action's id and the attempt's number (0 and `""` when it cannot know). Only `tenant`
+/// and `class` reach a figure (see [`Measurement::record`]); the numbering goes to
+/// attempts.csv's `action` and `attempt_no` columns and nowhere else.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SentBy<'a> {
     pub tenant: &'a str,
@@ -445,7 +447,7 @@ impl Measurement {
         client_done_ms: Option<u64>,
         by: &SentBy<'_>,
     ) -> AttemptRow {
-        self.observe_journal(e, client_done_ms, by);
+        self.observe_journal(e, client_done_ms, (by.tenant, by.class));
         attempt_row(e, client_done_ms, by)
     }
 
@@ -459,22 +461,27 @@ impl Measurement {
         by: &SentBy<'_>,
         sink: &mut dyn AttemptSink,
     ) -> Result<(), String> {
-        self.observe_journal(e, client_done_ms, by);
+        self.observe_journal(e, client_done_ms, (by.tenant, by.class));
         if sink.wants_rows() {
             sink.attempt(&attempt_row(e, client_done_ms, by))?;
         }
         Ok(())
     }
 
-    /// Every figure an attempt moves, from the provider's journal entry alone. `by`'s tenant
-    /// and class are who the harness submitted it for (tenants.csv, the outcome tables);
-    /// what the harness numbered the action and attempt, and whatever the client claims in
-    /// headers, never reach a figure. `client_done_ms` ends a hang.
-    fn observe_journal(&mut self, e: &JournalEntry, client_done_ms: Option<u64>, by: &SentBy<'_>) {
-        let tenant = by.tenant;
+    /// Every figure an attempt moves, from the provider's journal entry alone: which logical
+    /// request it belongs to and which attempt of it, as the provider decided. `tenant` and
+    /// `class` are who the harness submitted it for (tenants.csv, the outcome tables). The
+    /// harness's numbering and the client's claimed headers are not even passed in, so no
+    /// figure can read them. `client_done_ms` ends a hang.
+    fn observe_journal(
+        &mut self,
+        e: &JournalEntry,
+        client_done_ms: Option<u64>,
+        (tenant, class): (&str, &str),
+    ) {
         let route = self.route_key(&e.method, &e.route);
         self.groups
-            .attempt(tenant, by.class, &self.route_keys[route].2);
+            .attempt(tenant, class, &self.route_keys[route].2);
         let success =
             matches!(e.status, Some(200..=299)) && e.outcome.chars().all(|c| c.is_ascii_digit());
         if success {
