@@ -23,6 +23,7 @@ use stampede_core::{
     Terminal, TerminalStatus,
 };
 
+use crate::measure::action_route;
 use crate::virtual_driver::translate::ActionFacts;
 
 /// At most this many records of each kind are kept per run; past it the rest are not
@@ -408,11 +409,10 @@ impl CaseFiles {
         let reason = reason_name(&terminal.reason);
         let next = next_options(terminal);
         let route = e.facts.route;
-        let (method, endpoint) = match route {
-            Route::ChatCompletion => ("POST", "/v1/chat/completions"),
-            Route::CreateRecord => ("POST", "/v1/records"),
-            Route::GetItem => ("GET", "/v1/items/{id}"),
-        };
+        // The route as the outcome tables name it (`POST /v1/records`), split in two.
+        let (method, endpoint) = action_route(route)
+            .split_once(' ')
+            .unwrap_or(("POST", action_route(route)));
         let scope = e.facts.scope.as_deref().unwrap_or("account");
         self.dead_letters.push(DeadLetter {
             action: e.action,
