@@ -98,6 +98,48 @@ pub fn figures(summary: &Summary) -> Vec<Figure> {
     for (status, n) in &s.status_counts {
         out.push(fig(format!("status_counts.{status}"), *n as f64, ""));
     }
+    // Figures of features a run may not use (several providers, prices, routing, a
+    // degradation ladder): listed only when the run has them, so the page and the sweep CSV
+    // of a run without them stay as they were.
+    for (name, n) in &s.rate_limit_hits {
+        out.push(fig(format!("rate_limit_hits.{name}"), *n as f64, ""));
+    }
+    if !s.by_provider.is_empty() || s.cross_provider_duplicates > 0 {
+        out.push(fig(
+            "cross_provider_duplicates",
+            s.cross_provider_duplicates as f64,
+            "",
+        ));
+    }
+    for (reason, n) in &s.fallbacks {
+        out.push(fig(format!("fallbacks.{reason}"), *n as f64, ""));
+    }
+    for (rung, n) in &s.degraded {
+        out.push(fig(format!("degraded.{rung}"), *n as f64, ""));
+    }
+    if s.billed_usd != 0.0 {
+        out.push(fig("billed_usd", s.billed_usd, "USD"));
+        out.push(fig("duplicate_billed_usd", s.duplicate_billed_usd, "USD"));
+    }
+    for (name, p) in &s.by_provider {
+        out.push(fig(
+            format!("by_provider.{name}.outbound_attempts"),
+            p.outbound_attempts as f64,
+            "",
+        ));
+        out.push(fig(
+            format!("by_provider.{name}.tokens_used"),
+            p.tokens_used as f64,
+            "tokens",
+        ));
+        if s.billed_usd != 0.0 {
+            out.push(fig(
+                format!("by_provider.{name}.billed_usd"),
+                p.billed_usd,
+                "USD",
+            ));
+        }
+    }
     out.push(Figure {
         key: "wall_ms".to_string(),
         value: s.wall_ms as f64,
@@ -197,6 +239,43 @@ pub fn describe(key: &str) -> (FigureGroup, &'static str, &'static str) {
             _ => "attempts that ended with this status or outcome",
         };
         return (Provider, "answers with this status", meaning);
+    }
+    if let Some(limit) = key.strip_prefix("rate_limit_hits.") {
+        let meaning = match limit {
+            "rpm" => "429s for requests per minute",
+            "tpm" => "429s for tokens per minute",
+            "rpd" => "refusals for requests per day (insufficient_quota)",
+            "tpd" => "refusals for tokens per day (insufficient_quota)",
+            "concurrency" => "429s for requests in flight at once",
+            _ => "refusals by this limit",
+        };
+        return (Provider, "refused by limit", meaning);
+    }
+    if key.starts_with("fallbacks.") {
+        return (
+            Provider,
+            "fell back",
+            "requests the client moved to a fallback route for this reason",
+        );
+    }
+    if key.starts_with("degraded.") {
+        return (
+            Finished,
+            "served degraded",
+            "requests served by this rung of the degradation ladder",
+        );
+    }
+    if let Some(rest) = key.strip_prefix("by_provider.") {
+        let (group, label, meaning) = match rest.rsplit_once('.').map(|(_, f)| f) {
+            Some("billed_usd") => (Cost, "billed by provider", "what this provider billed"),
+            Some("tokens_used") => (Cost, "tokens by provider", "tokens this provider billed"),
+            _ => (
+                Provider,
+                "attempts by provider",
+                "attempts that reached this provider's edge",
+            ),
+        };
+        return (group, label, meaning);
     }
     if key.starts_with("latency_ms.") {
         return (
@@ -310,6 +389,17 @@ pub fn describe(key: &str) -> (FigureGroup, &'static str, &'static str) {
             "prompt plus maximum output, reserved before sending",
         ),
         "tokens_used" => (Cost, "tokens used", "tokens the provider billed"),
+        "cross_provider_duplicates" => (
+            Safety,
+            "billed at two providers",
+            "requests a fallback sent on while the first provider's commit was unknown",
+        ),
+        "billed_usd" => (
+            Cost,
+            "billed",
+            "what the providers billed, duplicates included",
+        ),
+        "duplicate_billed_usd" => (Cost, "billed twice", "what duplicate commits cost"),
         _ => (Finished, "", ""),
     }
 }

@@ -168,6 +168,84 @@ pub struct Summary {
     /// frequent first (then by status and message).
     #[serde(default)]
     pub errors: Vec<ErrorCount>,
+    /// Figures of each provider, by name, in a run with several (`[providers.<name>]`);
+    /// absent for a run with one provider, whose figures are the summary's own.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_provider: BTreeMap<String, ProviderFigures>,
+    /// Figures of each model the provider served or refused, by name; absent when no request
+    /// named a model.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_model: BTreeMap<String, ModelFigures>,
+    /// Logical requests billed at two providers (or more): the fallback went out while the
+    /// first provider's commit was unknown to the client. Counted by the harness, which knows
+    /// the logical request behind every attempt at every provider; each is also in
+    /// `duplicates` and `duplicate_completions` (or `duplicate_writes`), with its tokens in
+    /// `duplicate_tokens`. Absent when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cross_provider_duplicates: u64,
+    /// What the providers billed, US dollars, from each model's price (duplicates included:
+    /// they are billed too). Absent when no model has a price.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub billed_usd: f64,
+    /// Of `billed_usd`, what duplicate commits cost (US dollars). Absent when 0.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub duplicate_billed_usd: f64,
+    /// Logical requests the client moved to a fallback route, by the condition that moved
+    /// them (`provider_5xx`, `rate_limit_after_retry_budget`, `context_length_needed`,
+    /// `primary_unavailable`). Absent when none fell back.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fallbacks: BTreeMap<String, u64>,
+    /// Logical requests the client served degraded, by the rung of its ladder
+    /// (`trim_output`, `smaller_model`, `pause_bulk`, `cached`). Absent when none were.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub degraded: BTreeMap<String, u64>,
+    /// 429 and quota refusals by the limit that refused them (`rpm`, `tpm`, `rpd`, `tpd`,
+    /// `concurrency`), as the provider journaled them. Absent when no limit refused.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub rate_limit_hits: BTreeMap<String, u64>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+fn is_zero_f64(x: &f64) -> bool {
+    *x == 0.0
+}
+
+/// What one provider of a run with several saw and billed: a value of `by_provider`.
+/// Counted from that provider's journal.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProviderFigures {
+    /// Attempts that reached this provider's edge.
+    pub outbound_attempts: u64,
+    /// Of those, retries of a logical request this provider had seen before.
+    pub retries: u64,
+    /// Logical requests as this provider identified them.
+    pub provider_logical_requests: u64,
+    /// Answers by status or outcome, as the summary's `status_counts`.
+    pub status_counts: BTreeMap<String, u64>,
+    /// Tokens of the completions it committed (tokens).
+    pub tokens_used: u64,
+    /// Side effects it committed again for a logical request it had already committed.
+    pub duplicates: u64,
+    /// Commits of logical requests another provider had already committed.
+    pub cross_provider_duplicates: u64,
+    /// What it billed, US dollars.
+    pub billed_usd: f64,
+}
+
+/// What requests for one model used and cost: a value of `by_model`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelFigures {
+    /// Attempts that named the model (or were served by it by default), at every provider.
+    pub outbound_attempts: u64,
+    /// Completions committed.
+    pub completions: u64,
+    /// Tokens of those completions (tokens).
+    pub tokens_used: u64,
+    /// What they were billed, US dollars.
+    pub billed_usd: f64,
 }
 
 /// An early end: the expectation that could no longer hold, and when the run stopped.

@@ -99,6 +99,13 @@ pub fn run_client(
     if command.is_empty() {
         return Err(ClientError::NoCommand);
     }
+    if !scenario.providers.is_empty() {
+        return Err(ClientError::Output(format!(
+            "scenario {:?} names several providers ([providers.*]): a client command is put \
+             under test against one provider for now (write one [provider] table)",
+            scenario.name
+        )));
+    }
     if scenario.client.share_scope == crate::scenario::client::ShareScope::Fleet {
         return Err(ClientError::Output(format!(
             "scenario {:?} sets client.share_scope = \"fleet\": that shares the core's scope \

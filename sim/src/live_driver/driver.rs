@@ -372,6 +372,7 @@ pub async fn play_from<L: Ledger>(
                 class,
                 action: *job,
                 attempt_no: *no,
+                provider: 0,
             });
         let row = measure.on_journal(entry, done, &by);
         sink.attempt(&row).map_err(LiveError::Output)?;

@@ -176,6 +176,13 @@ pub async fn play(
             scenario.name, scenario.client.replicas
         )));
     }
+    if !scenario.providers.is_empty() {
+        return Err(LiveError::Unsupported(format!(
+            "scenario {:?} names several providers ([providers.*]): they play in the \
+             simulator (run it without --live); live, one `stampede serve` plays one provider",
+            scenario.name
+        )));
+    }
     if let Some(ledger) = &opts.ledger {
         return resume::play_durable(scenario, opts, ledger, None, sink).await;
     }

@@ -8,6 +8,7 @@ mod buckets;
 mod errors;
 pub mod groups;
 pub mod percentiles;
+pub mod providers;
 pub mod waves;
 
 use std::collections::BTreeMap;
@@ -73,6 +74,8 @@ pub struct Measurement {
     cases: CaseFiles,
     /// Whether to keep them: a run that writes no files (a benchmark) keeps none.
     keep_cases: bool,
+    /// Each provider's figures and cross-provider commits (a run with several providers).
+    providers: providers::ProviderTally,
 }
 
 /// What the harness itself sent an attempt as: the tenant it submitted the action for, the
@@ -86,6 +89,9 @@ pub struct SentBy<'a> {
     pub class: &'a str,
     pub action: u64,
     pub attempt_no: u32,
+    /// The provider the harness sent it to (its index in the run's provider list; 0 for a
+    /// run with one).
+    pub provider: u8,
 }
 
 /// What a driver knows when an action reaches its terminal outcome.
@@ -121,6 +127,11 @@ pub struct Measured {
     /// When the client's process was down, `(crashed at, restarted at)` in ms: drawn as
     /// bands on the time plots beside the provider's faults.
     pub downs: Vec<(Millis, Millis)>,
+}
+
+/// Micro-dollars as dollars, exact to the micro-dollar in print.
+pub fn usd(micro_usd: u64) -> f64 {
+    micro_usd as f64 / 1_000_000.0
 }
 
 /// Rounds a figure to 4 decimals so its printed form is stable and short.
@@ -161,7 +172,14 @@ impl Measurement {
             route_keys: Vec::new(),
             cases: CaseFiles::default(),
             keep_cases: true,
+            providers: providers::ProviderTally::default(),
         }
+    }
+
+    /// The run has several providers, `names` in index order: keep figures for each and
+    /// count a logical request committed at two of them as a duplicate.
+    pub fn name_providers(&mut self, names: &[String]) {
+        self.providers = providers::ProviderTally::new(names);
     }
 
     fn bucket(&self, t: u64) -> usize {
@@ -448,6 +466,7 @@ impl Measurement {
         by: &SentBy<'_>,
     ) -> AttemptRow {
         self.observe_journal(e, client_done_ms, (by.tenant, by.class));
+        self.observe_providers(e, by);
         attempt_row(e, client_done_ms, by)
     }
 
@@ -462,10 +481,32 @@ impl Measurement {
         sink: &mut dyn AttemptSink,
     ) -> Result<(), String> {
         self.observe_journal(e, client_done_ms, (by.tenant, by.class));
+        self.observe_providers(e, by);
         if sink.wants_rows() {
             sink.attempt(&attempt_row(e, client_done_ms, by))?;
         }
         Ok(())
+    }
+
+    /// A run with several providers: entry `e` at provider `by.provider`, sent for action
+    /// `by.action`. The action is the harness's own record of what it sent: across
+    /// providers it is the only thing that knows two attempts are one logical request, so a
+    /// commit at a second provider is counted a duplicate here, with its tokens.
+    fn observe_providers(&mut self, e: &JournalEntry, by: &SentBy<'_>) {
+        if !self.providers.active() {
+            return;
+        }
+        if self.providers.observe(by.provider, by.action, e).duplicate {
+            let s = &mut self.summary;
+            s.cross_provider_duplicates += 1;
+            s.duplicates += 1;
+            if e.route == "/v1/records" {
+                s.duplicate_writes += 1;
+            } else {
+                s.duplicate_completions += 1;
+            }
+            s.duplicate_tokens += e.tokens_used;
+        }
     }
 
     /// Every figure an attempt moves, from the provider's journal entry alone: which logical
@@ -633,6 +674,7 @@ impl Measurement {
         s.queue_wait_ms = self.queue_wait.percentiles();
         [s.by_class, s.by_tenant, s.by_route] = self.groups.finish();
         s.errors = self.errors.finish();
+        self.providers.finish(&mut s);
         let mut unfinished = self.unfinished;
         unfinished.sort_by_key(|r| r.action);
         Measured {
@@ -761,6 +803,7 @@ mod tests {
                     class: "llm",
                     action: if claim { 40 + i as u64 } else { 0 },
                     attempt_no: if claim { 9 } else { 0 },
+                    provider: 0,
                 };
                 measure.on_journal(e, None, &by);
             }

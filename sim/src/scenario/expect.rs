@@ -84,8 +84,29 @@ pub fn summary_keys() -> (BTreeSet<String>, BTreeSet<String>) {
     }
     // Present only in `--client` runs, so absent from the default summary.
     leaves.insert("client_exit_code".to_string());
+    leaves.extend(OPTIONAL_FIGURES.iter().map(|k| k.to_string()));
+    maps.extend(OPTIONAL_MAPS.iter().map(|k| k.to_string()));
     (leaves, maps)
 }
+
+/// Figures summary.json leaves out when 0 (features a run may not use): an expectation on
+/// one reads 0 when it is absent.
+pub const OPTIONAL_FIGURES: [&str; 3] = [
+    "billed_usd",
+    "cross_provider_duplicates",
+    "duplicate_billed_usd",
+];
+
+/// Map-valued figures summary.json leaves out when empty; an entry that is absent reads 0
+/// (`fallbacks.provider_5xx`, `rate_limit_hits.tpm`), except under `by_provider` and
+/// `by_model`, whose names must exist in the run.
+pub const OPTIONAL_MAPS: [&str; 5] = [
+    "by_model",
+    "by_provider",
+    "degraded",
+    "fallbacks",
+    "rate_limit_hits",
+];
 
 /// Flattens the `[expect]` table into specs. Errors name the key and say what is expected.
 pub fn parse_expect(table: &toml::Table) -> Result<Vec<ExpectSpec>, (String, String)> {
@@ -338,24 +359,27 @@ pub fn monotone(key: &str) -> Option<Monotone> {
     Some(Monotone::Count(read))
 }
 
-/// The value of a dotted key in a summary (`status_counts.<missing>` is 0).
+/// The value of a dotted key in a summary (`status_counts.<missing>` is 0, as is an
+/// optional figure the run did not have: see [`OPTIONAL_FIGURES`], [`OPTIONAL_MAPS`]).
 pub fn summary_value(summary: &Summary, key: &str) -> Option<f64> {
     let value = serde_json::to_value(summary).ok()?;
     let mut cur = &value;
-    let mut parts = key.split('.').peekable();
-    while let Some(part) = parts.next() {
+    for part in key.split('.') {
         match cur.get(part) {
             Some(next) => cur = next,
-            None if parts.peek().is_none()
-                && cur.is_object()
-                && key.starts_with("status_counts.") =>
-            {
-                return Some(0.0)
-            }
-            None => return None,
+            None => return zero_when_absent(key).then_some(0.0),
         }
     }
     cur.as_f64()
+}
+
+/// Whether a figure missing from a summary reads 0: a status never answered, and the
+/// optional figures of features a run did not use.
+fn zero_when_absent(key: &str) -> bool {
+    let top = key.split('.').next().unwrap_or_default();
+    key.starts_with("status_counts.")
+        || OPTIONAL_FIGURES.contains(&key)
+        || (OPTIONAL_MAPS.contains(&top) && top != "by_provider" && top != "by_model")
 }
 
 /// Checks every expectation against a summary.

@@ -7,6 +7,7 @@ pub mod error;
 pub mod expect;
 pub mod locate;
 pub mod overrides;
+pub mod providers;
 pub mod units;
 pub mod workload;
 
@@ -38,6 +39,9 @@ struct ScenarioFile {
     description: Option<String>,
     #[serde(default)]
     provider: ProviderConfig,
+    /// `[providers.<name>]`: several providers, by name (instead of `[provider]`).
+    #[serde(default)]
+    providers: std::collections::BTreeMap<String, ProviderConfig>,
     workload: Vec<WorkloadSpec>,
     #[serde(default)]
     client: ClientSpec,
@@ -93,7 +97,13 @@ pub struct Scenario {
     /// Virtual-time cap (ms).
     pub duration_ms: u64,
     pub description: Option<String>,
+    /// The provider, or with `[providers.<name>]` every provider's scopes, credentials and
+    /// faults in one table: what the harness reads to find a key's scope and the limits the
+    /// client knows. A run plays `providers` when it is not empty.
     pub provider: ProviderConfig,
+    /// The named providers (`[providers.<name>]`), by name; empty for a scenario with one
+    /// `[provider]` table.
+    pub providers: Vec<providers::NamedProvider>,
     pub workloads: Vec<WorkloadSpec>,
     pub client: ClientSpec,
     /// The preset with the scenario's overrides and known provider limits applied.
@@ -304,7 +314,15 @@ fn resolve(raw: ScenarioFile, has_provider: bool) -> Result<Scenario, (String, S
             "add at least one [[workload]] entry".into(),
         ));
     }
-    provider(&raw.provider, has_provider)?;
+    let (provider_view, named) = providers::resolve(raw.provider, has_provider, raw.providers)?;
+    if named.is_empty() {
+        provider(&provider_view, has_provider)?;
+    }
+    let raw = ScenarioFile {
+        provider: provider_view,
+        providers: Default::default(),
+        ..raw
+    };
     limits(&raw.workload)?;
     let policy = client::resolve_policy(&raw.client, &raw.provider)?;
     let credentials: Vec<&str> = raw
@@ -381,12 +399,22 @@ fn resolve(raw: ScenarioFile, has_provider: bool) -> Result<Scenario, (String, S
         ));
     }
     replicas(&raw.client, !sdk_layers.is_empty(), !crashes.is_empty())?;
+    if !named.is_empty() && !sdk_layers.is_empty() {
+        return Err((
+            "providers".into(),
+            "several providers play with the core's presets (stampede, naive, ...) for now: an \
+             SDK preset or its layers send to one provider; use client.preset = \"litellm-router\" \
+             with deployments on one [provider] to compare a router"
+                .into(),
+        ));
+    }
     Ok(Scenario {
         name: raw.name,
         seed: raw.seed,
         duration_ms: raw.duration.ms(),
         description: raw.description,
         provider: raw.provider,
+        providers: named,
         workloads: raw.workload,
         client: raw.client,
         policy,

@@ -310,6 +310,7 @@ pub fn run(
                             class: &call.arrival.job.class,
                             action: call.arrival.job.id,
                             attempt_no: call.sent,
+                            provider: 0,
                         };
                         measure
                             .record(&entry, None, &by, sink)

@@ -16,6 +16,8 @@ pub enum Event {
         attempt: AttemptId,
         job: JobId,
         attempt_no: u32,
+        /// The provider that answered (its index in the run's `ProviderSet`).
+        provider: u8,
         seq: u64,
         outcome: Outcome,
     },
@@ -24,6 +26,7 @@ pub enum Event {
     /// client is not told.
     HiddenResend {
         attempt: AttemptId,
+        provider: u8,
         seq: u64,
         send: Box<SendAttempt>,
         request: Box<Request>,
@@ -124,6 +127,7 @@ mod tests {
             attempt,
             job: attempt,
             attempt_no: 1,
+            provider: 0,
             seq: attempt,
             outcome: Outcome::Transport(TransportFailure::ReadTimeout),
         }

@@ -18,11 +18,11 @@ pub mod audit_sink;
 pub mod crash;
 pub mod events;
 pub mod fleet;
+pub mod provider_set;
 pub mod translate;
 
 use stampede_core::{Command, Millis};
 use stampede_provider::config::ConfigError;
-use stampede_provider::model::ProviderModel;
 use stampede_reports::AttemptRow;
 
 use crate::driver_common::abort::AbortWatch;
@@ -31,13 +31,13 @@ use crate::driver_common::gauges::GaugeSampler;
 use crate::driver_common::live_actions::LiveActions;
 use crate::measure::{Measured, Measurement, SentBy};
 use crate::progress::{self, Pacer, Progress, Snapshot};
-use crate::rng;
 use crate::scenario::Scenario;
 use crate::workload;
 pub use audit_sink::{AuditFile, AuditSink, NoAudit};
 use crash::{Crashes, Delivery};
 use events::{Event, EventQueue};
 use fleet::Fleet;
+use provider_set::ProviderSet;
 
 /// Wall-clock time of virtual t = 0 (2026-01-01T00:00:00Z, ms since the Unix epoch): fixed,
 /// so HTTP-date Retry-After values are the same on every run.
@@ -121,13 +121,7 @@ pub fn run_observed(
     audit_sink: &mut dyn AuditSink,
     progress: Option<&dyn Progress>,
 ) -> Result<VirtualRun, DriverError> {
-    let mut provider = ProviderModel::new(
-        scenario.provider.clone(),
-        rng::stream_u64(scenario.seed, "provider"),
-        VIRTUAL_EPOCH_UNIX_MS,
-    )?;
-    // The driver reads only a completion's id from its body (translate::answered).
-    provider.set_lean_bodies(true);
+    let mut providers = ProviderSet::new(scenario, VIRTUAL_EPOCH_UNIX_MS)?;
     let mut policy = scenario.policy.clone();
     policy.wall_epoch_unix_ms = VIRTUAL_EPOCH_UNIX_MS;
     // Audit events change no decision of the core: skip them when the sink drops them.
@@ -150,6 +144,9 @@ pub fn run_observed(
     live.set_claims(scenario.client.claims);
     let hidden_retries = scenario.client.transport_retries;
     let mut measure = Measurement::new(scenario.bucket_ms, scenario.duration_ms);
+    if providers.several() {
+        measure.name_providers(providers.names());
+    }
     // Dead letters and case files only for a run that writes its files.
     measure.keep_cases(sink.wants_rows());
     let mut gauges = GaugeSampler::new(scenario.bucket_ms);
@@ -211,10 +208,11 @@ pub fn run_observed(
                     attempt,
                     job,
                     attempt_no,
+                    provider,
                     seq,
                     outcome,
                 } => {
-                    provider.depart(seq, now);
+                    providers.depart(provider, seq, now);
                     match crashes.deliver(attempt) {
                         Delivery::Deliver(attempt) => {
                             live.note_answer(job, attempt_no, &outcome, now);
@@ -233,13 +231,14 @@ pub fn run_observed(
                 }
                 Event::HiddenResend {
                     attempt,
+                    provider,
                     seq,
                     send,
                     request,
                     left,
                 } => {
-                    provider.depart(seq, now);
-                    let decision = provider.arrive(&request, now);
+                    providers.depart(provider, seq, now);
+                    let (provider, decision) = providers.arrive(&request, now);
                     let seq = decision.seq;
                     let (after, outcome) = translate::outcome(&send, decision);
                     let by = SentBy {
@@ -247,8 +246,9 @@ pub fn run_observed(
                         class: live.class_of(send.job),
                         action: send.job,
                         attempt_no: send.attempt_no,
+                        provider,
                     };
-                    while let Some(entry) = provider.next_journal() {
+                    while let Some(entry) = providers.next_journal(provider) {
                         measure
                             .record(&entry, Some(now + after), &by, sink)
                             .map_err(DriverError::Output)?;
@@ -256,6 +256,7 @@ pub fn run_observed(
                     let event = if left > 0 && translate::hidden_layer_retries(&outcome) {
                         Event::HiddenResend {
                             attempt,
+                            provider,
                             seq,
                             send,
                             request,
@@ -266,6 +267,7 @@ pub fn run_observed(
                             attempt,
                             job: send.job,
                             attempt_no: send.attempt_no,
+                            provider,
                             seq,
                             outcome,
                         }
@@ -285,7 +287,7 @@ pub fn run_observed(
                     let request = live
                         .dispatch(&send, now, &mut measure)
                         .map_err(DriverError::Output)?;
-                    let decision = provider.arrive(&request, now);
+                    let (provider, decision) = providers.arrive(&request, now);
                     let seq = decision.seq;
                     let (after, outcome) = translate::outcome(&send, decision);
                     let by = SentBy {
@@ -293,8 +295,9 @@ pub fn run_observed(
                         class: live.class_of(send.job),
                         action: send.job,
                         attempt_no: send.attempt_no,
+                        provider,
                     };
-                    while let Some(entry) = provider.next_journal() {
+                    while let Some(entry) = providers.next_journal(provider) {
                         crashes.on_journal(&entry);
                         measure
                             .record(&entry, Some(now + after), &by, sink)
@@ -304,6 +307,7 @@ pub fn run_observed(
                     let event = if hidden_retries > 0 && translate::hidden_layer_retries(&outcome) {
                         Event::HiddenResend {
                             attempt: global,
+                            provider,
                             seq,
                             send: Box::new(send.clone()),
                             request: Box::new(request),
@@ -314,6 +318,7 @@ pub fn run_observed(
                             attempt: global,
                             job: send.job,
                             attempt_no: send.attempt_no,
+                            provider,
                             seq,
                             outcome,
                         }
