@@ -2,8 +2,12 @@
 //! from seeded ChaCha streams (one per component, see `streams`).
 //!
 //! One attempt goes through, in order: authentication (401), the Retry-After violation check,
-//! the fault schedule (first matching rule), the context-length check (400), the scope's
-//! limits (429), and the route itself (the commit). A fault that commits first
+//! the model check of a completion route (404 `model_not_found` when `provider.models` is
+//! listed and the body names another), the fault schedule (first matching rule), the
+//! context-length check (400; the model's window, else the provider's), the limits of every
+//! scope its key counts against (429; its own scope, then its further `scopes` in listed
+//! order, all checked before any is charged), and the route itself (the commit, billed at
+//! its model's price). A fault that commits first
 //! (`drop_after_commit`, `hang_after_commit`, `stream_cut`, `stream_error`) is applied after
 //! the route ran, so an attempt the limits refuse gets the 429 instead.
 //!
