@@ -17,10 +17,12 @@ pub fn demo_config() -> ProviderConfig {
             tpd: None,
             concurrency: Some(50),
             count_rejected: false,
+            model: None,
         }],
         credentials: vec![CredentialConfig {
             key: "sk-demo".into(),
             scope: "account:demo".into(),
+            scopes: Vec::new(),
         }],
         ..ProviderConfig::default()
     }
