@@ -3,6 +3,7 @@
 //! reached the edge); latencies, queue waits and terminal outcomes from what the client's
 //! core reported to the driver.
 
+mod billing;
 pub mod blind_resends;
 mod buckets;
 mod errors;
@@ -76,6 +77,8 @@ pub struct Measurement {
     keep_cases: bool,
     /// Each provider's figures and cross-provider commits (a run with several providers).
     providers: providers::ProviderTally,
+    /// What was billed, by model, and refusals by limit.
+    billing: billing::Billing,
 }
 
 /// What the harness itself sent an attempt as: the tenant it submitted the action for, the
@@ -173,6 +176,7 @@ impl Measurement {
             cases: CaseFiles::default(),
             keep_cases: true,
             providers: providers::ProviderTally::default(),
+            billing: billing::Billing::default(),
         }
     }
 
@@ -466,7 +470,8 @@ impl Measurement {
         by: &SentBy<'_>,
     ) -> AttemptRow {
         self.observe_journal(e, client_done_ms, (by.tenant, by.class));
-        self.observe_providers(e, by);
+        let cross = self.observe_providers(e, by);
+        self.billing.observe(e, e.duplicate || cross);
         attempt_row(e, client_done_ms, by)
     }
 
@@ -481,7 +486,8 @@ impl Measurement {
         sink: &mut dyn AttemptSink,
     ) -> Result<(), String> {
         self.observe_journal(e, client_done_ms, (by.tenant, by.class));
-        self.observe_providers(e, by);
+        let cross = self.observe_providers(e, by);
+        self.billing.observe(e, e.duplicate || cross);
         if sink.wants_rows() {
             sink.attempt(&attempt_row(e, client_done_ms, by))?;
         }
@@ -492,11 +498,13 @@ impl Measurement {
     /// `by.action`. The action is the harness's own record of what it sent: across
     /// providers it is the only thing that knows two attempts are one logical request, so a
     /// commit at a second provider is counted a duplicate here, with its tokens.
-    fn observe_providers(&mut self, e: &JournalEntry, by: &SentBy<'_>) {
+    fn observe_providers(&mut self, e: &JournalEntry, by: &SentBy<'_>) -> bool {
         if !self.providers.active() {
-            return;
+            return false;
         }
-        if self.providers.observe(by.provider, by.action, e).duplicate {
+        self.providers.billed(by.provider, e.billed_micro_usd);
+        let cross = self.providers.observe(by.provider, by.action, e).duplicate;
+        if cross {
             let s = &mut self.summary;
             s.cross_provider_duplicates += 1;
             s.duplicates += 1;
@@ -507,6 +515,7 @@ impl Measurement {
             }
             s.duplicate_tokens += e.tokens_used;
         }
+        cross
     }
 
     /// Every figure an attempt moves, from the provider's journal entry alone: which logical
@@ -675,6 +684,7 @@ impl Measurement {
         [s.by_class, s.by_tenant, s.by_route] = self.groups.finish();
         s.errors = self.errors.finish();
         self.providers.finish(&mut s);
+        self.billing.finish(&mut s);
         let mut unfinished = self.unfinished;
         unfinished.sort_by_key(|r| r.action);
         Measured {
