@@ -372,19 +372,68 @@ impl ProviderConfig {
 
     /// Reads a `[provider]` table from a whole scenario TOML (other top-level tables are
     /// ignored) or a bare provider table when there is no `provider` key.
+    /// A scenario with named `[providers.<name>]` tables needs
+    /// [`ProviderConfig::from_scenario_toml_named`].
     pub fn from_scenario_toml(text: &str, source_name: &str) -> Result<Self, ConfigError> {
+        Self::from_scenario_toml_named(text, source_name, None)
+    }
+
+    /// [`ProviderConfig::from_scenario_toml`], or the table `[providers.<name>]` of a
+    /// scenario that names several providers. `name` may be left out when the scenario
+    /// names exactly one; the error lists the names otherwise.
+    pub fn from_scenario_toml_named(
+        text: &str,
+        source_name: &str,
+        name: Option<&str>,
+    ) -> Result<Self, ConfigError> {
         let parse_err = |e: toml::de::Error| ConfigError::Parse {
             source_name: source_name.to_string(),
             message: e.to_string(),
         };
         let doc: toml::Table = toml::from_str(text).map_err(parse_err)?;
-        let config: ProviderConfig = match doc.get("provider") {
+        let named = doc.get("providers").and_then(toml::Value::as_table);
+        let (table, what) = match (named, name) {
+            (Some(all), Some(n)) => match all.get(n) {
+                Some(p) => (Some(p), format!("[providers.{n}]")),
+                None => {
+                    return Err(invalid(
+                        "providers",
+                        format!(
+                            "no [providers.{n}] in this scenario; it names: {}",
+                            all.keys().cloned().collect::<Vec<_>>().join(", ")
+                        ),
+                    ))
+                }
+            },
+            (Some(all), None) if all.len() == 1 => {
+                let (n, p) = all.iter().next().expect("one entry");
+                (Some(p), format!("[providers.{n}]"))
+            }
+            (Some(all), None) => {
+                return Err(invalid(
+                    "providers",
+                    format!(
+                        "this scenario names several providers ({}): say which one to serve \
+                         (`stampede serve --scenario FILE --provider NAME`)",
+                        all.keys().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                ))
+            }
+            (None, Some(n)) => {
+                return Err(invalid(
+                    "providers",
+                    format!("no [providers.{n}]: this scenario has one [provider] table"),
+                ))
+            }
+            (None, None) => (doc.get("provider"), "[provider]".to_string()),
+        };
+        let config: ProviderConfig = match table {
             Some(p) => p
                 .clone()
                 .try_into()
                 .map_err(|e: toml::de::Error| ConfigError::Parse {
                     source_name: source_name.to_string(),
-                    message: format!("in [provider]: {e}"),
+                    message: format!("in {what}: {e}"),
                 })?,
             None => toml::from_str(text).map_err(parse_err)?,
         };
@@ -521,6 +570,20 @@ sequence = [{ status = 429, retry_after = "10s" }, {}]
 [workload]
 ignored = true
 "#;
+
+    #[test]
+    fn a_named_provider_is_picked_by_name_and_several_need_one() {
+        let text = "[providers.a]\n[[providers.a.scopes]]\nid = \"a\"\n[[providers.a.credentials]]\nkey = \"sk-a\"\nscope = \"a\"\n[providers.b]\n[[providers.b.scopes]]\nid = \"b\"\n[[providers.b.credentials]]\nkey = \"sk-b\"\nscope = \"b\"\n";
+        let b = ProviderConfig::from_scenario_toml_named(text, "x.toml", Some("b")).unwrap();
+        assert_eq!(b.credentials[0].key, "sk-b");
+        let e = ProviderConfig::from_scenario_toml(text, "x.toml").unwrap_err();
+        assert!(
+            e.to_string().contains("a, b") && e.to_string().contains("--provider"),
+            "{e}"
+        );
+        let e = ProviderConfig::from_scenario_toml_named(text, "x.toml", Some("c")).unwrap_err();
+        assert!(e.to_string().contains("no [providers.c]"), "{e}");
+    }
 
     #[test]
     fn reads_the_provider_table_of_a_scenario() {
