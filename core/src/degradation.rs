@@ -107,8 +107,7 @@ pub(crate) fn validate(ladder: &[Rung]) -> Result<(), String> {
                 ));
             }
         }
-        if rung.kind == RungKind::SmallerModel
-            && rung.model.as_deref().map_or(true, str::is_empty)
+        if rung.kind == RungKind::SmallerModel && rung.model.as_deref().map_or(true, str::is_empty)
         {
             return Err(format!(
                 "degradation.{i}.model is missing: a smaller_model rung names the model to use, e.g. model = \"gpt-4o-mini\""

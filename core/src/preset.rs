@@ -144,10 +144,16 @@ mod tests {
         // Default routing and an empty ladder leave no trace in a serialized policy.
         for name in ["exponential", "full-jitter", "stampede"] {
             let text = toml::to_string(&preset(name).unwrap()).expect("serializes");
-            assert!(!text.contains("routing") && !text.contains("degradation"), "{name}");
+            assert!(
+                !text.contains("routing") && !text.contains("degradation"),
+                "{name}"
+            );
         }
         let naive = toml::to_string(&preset("naive").unwrap()).expect("serializes");
-        assert!(naive.contains("reconcile_before_fallback = false"), "{naive}");
+        assert!(
+            naive.contains("reconcile_before_fallback = false"),
+            "{naive}"
+        );
         assert!(!naive.contains("degradation"), "{naive}");
     }
 

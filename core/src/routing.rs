@@ -155,7 +155,9 @@ impl Routing {
         if self.plans.is_empty() {
             return None;
         }
-        self.plans.iter().position(|plan| plan.primary == credential)
+        self.plans
+            .iter()
+            .position(|plan| plan.primary == credential)
     }
 
     /// Checks the plans; the message names the key (`routing.plans.0.fallbacks.1.when`).

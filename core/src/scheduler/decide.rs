@@ -4,6 +4,7 @@
 //! reconcile an uncertain write, wait for a quota reset, or fail with context.
 
 use super::audit_log::{group_label, Detail};
+use super::fallback::Move;
 use super::scope::ScopeSource;
 use super::state::{held_less, millis};
 use super::Scheduler;
@@ -17,7 +18,6 @@ use crate::ledger::{ActionState, Ledger};
 use crate::outcome::{Outcome, TransportFailure};
 use crate::policy::FailureGroup;
 use crate::routing::FallbackWhen;
-use super::fallback::Move;
 use crate::time::Millis;
 use rand::Rng;
 

@@ -48,7 +48,9 @@ impl<L: Ledger> Scheduler<L> {
         let job = &self.jobs[&id];
         let plan = job.plan?;
         let index = usize::from(job.route.checked_sub(1)?);
-        self.policy.routing.plans[plan as usize].fallbacks.get(index)
+        self.policy.routing.plans[plan as usize]
+            .fallbacks
+            .get(index)
     }
 
     /// Moves the action to the first route after its current one whose `when` holds one of
@@ -82,7 +84,10 @@ impl<L: Ledger> Scheduler<L> {
         let to = from + offset;
         if self.policy.routing.reconcile_before_fallback && job.route_uncertain {
             let scope = job.scope;
-            self.jobs.get_mut(&id).expect("routed action is live").withheld = true;
+            self.jobs
+                .get_mut(&id)
+                .expect("routed action is live")
+                .withheld = true;
             let scope_id = &self.scopes.get(scope).id;
             if self.policy.audit {
                 let detail = Detail::new()

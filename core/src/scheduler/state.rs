@@ -4,10 +4,10 @@ use std::time::Duration;
 
 use crate::command::LookupBy;
 use crate::degradation::RungKind;
-use crate::routing::FallbackWhen;
 use crate::job::JobId;
 use crate::ledger::LedgerEntry;
 use crate::policy::{ClassPolicy, FailureGroup};
+use crate::routing::FallbackWhen;
 use crate::time::Millis;
 
 /// Whole milliseconds of a policy duration, saturating.
