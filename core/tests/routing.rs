@@ -320,6 +320,33 @@ fn timeouts_and_drops_after_the_write_are_reconciled_on_the_route_too() {
 }
 
 #[test]
+fn a_lookup_that_finds_nothing_settles_the_route() {
+    let mut s = scheduler(backup_on(&[
+        FallbackWhen::ProviderFiveXx,
+        FallbackWhen::PrimaryUnavailable,
+    ]));
+    s.submit(job(1, "tool"), 0).unwrap();
+    let answers = [
+        status(500),
+        Outcome::Lookup(stampede_core::LookupResult::Absent),
+        status(503),
+        ok(),
+    ];
+    let (sent, done) = play(&mut s, &answers);
+    let kinds: Vec<(bool, &str)> = sent
+        .iter()
+        .map(|s| (s.kind == SendKind::Action, s.credential.as_str()))
+        .collect();
+    // The uncertain write is looked up on its route (never crossed); the look-up says it
+    // did not execute, so the 503 after the re-send may cross.
+    assert_eq!(
+        kinds,
+        vec![(true, CREDENTIAL), (false, CREDENTIAL), (true, CREDENTIAL), (true, BACKUP)]
+    );
+    assert_eq!(done.unwrap().status, TerminalStatus::Completed);
+}
+
+#[test]
 fn uncertain_action_out_of_budget_offers_a_status_query_and_never_claims_it_did_not_execute() {
     let mut s = scheduler(backup_on(&[FallbackWhen::ProviderFiveXx]));
     s.submit(job(1, "llm"), 0).unwrap();
