@@ -341,7 +341,12 @@ fn a_lookup_that_finds_nothing_settles_the_route() {
     // did not execute, so the 503 after the re-send may cross.
     assert_eq!(
         kinds,
-        vec![(true, CREDENTIAL), (false, CREDENTIAL), (true, CREDENTIAL), (true, BACKUP)]
+        vec![
+            (true, CREDENTIAL),
+            (false, CREDENTIAL),
+            (true, CREDENTIAL),
+            (true, BACKUP)
+        ]
     );
     assert_eq!(done.unwrap().status, TerminalStatus::Completed);
 }

@@ -56,41 +56,35 @@ impl<L: Ledger> Scheduler<L> {
     pub(super) fn ladder(&self, id: JobId) -> Ladder {
         let pressure = self.pressure();
         let job = &self.jobs[&id].entry.job;
+        // The shape so far, with the `at_queued` of the most severe rung applied.
         let mut shape: Option<(u64, Shape)> = None;
         for rung in &self.policy.degradation {
             if !rung.active(pressure) || !rung.applies_to(job.priority) {
                 continue;
             }
-            let shaping = matches!(rung.kind, RungKind::TrimOutput | RungKind::SmallerModel);
-            if rung.kind == RungKind::Cached {
-                return Ladder::Cached;
-            }
-            if !shaping {
-                continue;
-            }
-            let (_, current) = shape.get_or_insert_with(|| {
-                (
-                    rung.at_queued,
-                    Shape {
-                        kind: rung.kind,
-                        prompt_tokens: job.prompt_tokens,
-                        max_output_tokens: job.max_output_tokens,
-                        model: None,
-                    },
-                )
-            });
             match rung.kind {
-                RungKind::TrimOutput => {
-                    current.prompt_tokens = rung.trim(current.prompt_tokens);
-                    current.max_output_tokens = rung.trim(current.max_output_tokens);
-                }
-                RungKind::SmallerModel => current.model.clone_from(&rung.model),
-                RungKind::PauseBulk | RungKind::Cached => {}
+                RungKind::Cached => return Ladder::Cached,
+                RungKind::PauseBulk => continue,
+                RungKind::TrimOutput | RungKind::SmallerModel => {}
             }
-            let severest = shape.as_mut().expect("just set");
-            if rung.at_queued >= severest.0 {
-                severest.0 = rung.at_queued;
-                severest.1.kind = rung.kind;
+            let (severest, current) = shape.get_or_insert((
+                rung.at_queued,
+                Shape {
+                    kind: rung.kind,
+                    prompt_tokens: job.prompt_tokens,
+                    max_output_tokens: job.max_output_tokens,
+                    model: None,
+                },
+            ));
+            if rung.kind == RungKind::TrimOutput {
+                current.prompt_tokens = rung.trim(current.prompt_tokens);
+                current.max_output_tokens = rung.trim(current.max_output_tokens);
+            } else {
+                current.model.clone_from(&rung.model);
+            }
+            if rung.at_queued >= *severest {
+                *severest = rung.at_queued;
+                current.kind = rung.kind;
             }
         }
         Ladder::Send(shape.map(|(_, shape)| Box::new(shape)))
