@@ -89,6 +89,10 @@ pub struct SendAttempt {
     /// highest `at_queued`; `reserved_tokens` and `model` carry the shape itself).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub degraded: Option<RungKind>,
+    /// The prompt and maximum output a degradation rung cut this attempt to (tokens), to
+    /// send in place of the job's own; `None` when no rung trimmed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trimmed: Option<(u32, u32)>,
 }
 
 /// Terminal status of a logical action.

@@ -908,3 +908,36 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_move_is_new_load_on_the_fallback_scope_not_a_retry_against_its_budget() {
+    // A scope retry budget that allows no retry at all (ratio 0, floor 0): every action of
+    // a 503'd primary still moves, because its first attempt on the fallback is a first
+    // attempt there. Only retries on the fallback route draw on the budget.
+    let mut policy = backup_on(&[FallbackWhen::PrimaryUnavailable]);
+    policy.retry_budgets.per_scope.enabled = true;
+    policy.retry_budgets.per_scope.ratio = 0.0;
+    policy.retry_budgets.per_scope.floor = 0;
+    let mut s = scheduler(policy);
+    for id in 1..=5 {
+        s.submit(job(id, "llm"), 0).unwrap();
+    }
+    for send in sends(&drain(&mut s, 0)) {
+        s.on_outcome(send.attempt, status(503), 10);
+    }
+    let moved = sends(&drain(&mut s, 10));
+    assert_eq!(moved.len(), 5, "every action moved: {moved:?}");
+    assert!(moved.iter().all(|m| m.scope == "backup"));
+    // A 503 on the fallback is a retry there: the empty budget refuses it.
+    for send in &moved {
+        s.on_outcome(send.attempt, status(503), 20);
+    }
+    let ended: Vec<_> = drain(&mut s, 20)
+        .into_iter()
+        .filter_map(|c| match c {
+            Command::Finish(t) => Some(t.reason),
+            Command::Send(_) => None,
+        })
+        .collect();
+    assert_eq!(ended, vec![Reason::ScopeBudgetExhausted; 5]);
+}

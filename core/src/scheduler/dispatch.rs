@@ -253,7 +253,11 @@ impl<L: Ledger> Scheduler<L> {
                 SendKind::Lookup(by)
             }
         };
-        let first = kind == SendKind::Action && job.action_attempts == 1 && job.retries == 0;
+        // The first attempt of the action, or its first on a fallback route: either is new
+        // load on its scope, not a retry there (see `fall_back`).
+        let first = kind == SendKind::Action
+            && ((job.action_attempts == 1 && job.retries == 0)
+                || (job.route > 0 && job.action_attempts == job.route_start.saturating_add(1)));
         let send = SendAttempt {
             attempt,
             job: id,
@@ -286,6 +290,14 @@ impl<L: Ledger> Scheduler<L> {
                 job.shape.as_ref().map(|s| s.kind)
             } else {
                 None
+            },
+            trimmed: match job.shape.as_deref() {
+                Some(s) if is_action => {
+                    let own = (job.entry.job.prompt_tokens, job.entry.job.max_output_tokens);
+                    let cut = (s.prompt_tokens, s.max_output_tokens);
+                    (cut != own).then_some(cut)
+                }
+                _ => None,
             },
         };
         let scope_index = job.scope;

@@ -111,10 +111,10 @@ impl<L: Ledger> Scheduler<L> {
             }
         }
         let scope_name = fallbacks[to].scope.as_deref().unwrap_or(DEFAULT_SCOPE);
+        // Not a retry against the new scope: the action has never been sent there, so its
+        // first attempt on the route counts there as a first attempt (dispatch records it),
+        // and only that route's later retries draw on the new scope's retry budget.
         let scope = self.scopes.intern(scope_name, &self.policy, now);
-        if !self.scopes.get_mut(scope).retries.try_retry(now) {
-            return Move::Refused(Reason::ScopeBudgetExhausted);
-        }
         let from_scope = self.jobs[&id].scope;
         let tenant = self.jobs[&id].tenant;
         let lane = self.lanes.lane(tenant, scope);

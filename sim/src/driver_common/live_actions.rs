@@ -33,6 +33,9 @@ pub struct LiveActions {
     by_id: FxHashMap<JobId, LiveAction>,
     /// Whether requests carry the client's `x-stampede-*` claims (`client.claims`).
     silent: bool,
+    /// In a run with several providers, which provider issued each key: a case file names
+    /// the provider its action went to last. Empty: the one `[provider]`.
+    provider_of_key: FxHashMap<String, String>,
 }
 
 impl LiveActions {
@@ -40,6 +43,11 @@ impl LiveActions {
     /// default; off plays a client that says nothing about itself).
     pub fn set_claims(&mut self, claims: bool) {
         self.silent = !claims;
+    }
+
+    /// A run with several providers: `(key, provider name)` for every key.
+    pub fn name_providers(&mut self, keys: impl IntoIterator<Item = (String, String)>) {
+        self.provider_of_key = keys.into_iter().collect();
     }
 
     /// Tracks `action` under `id`.
@@ -81,6 +89,16 @@ impl LiveActions {
         if action.first_sent_at.is_none() {
             action.first_sent_at = Some(now);
             measure.on_first_dispatch(send.job, action.submitted_at, now);
+            // A rung shapes an action once, at its first send; its retries keep the shape.
+            if let Some(rung) = send.degraded {
+                measure.on_degraded(rung.label());
+            }
+        }
+        if let Some(reason) = send.fallback {
+            measure.on_fallback(reason.label());
+            // The case file names where the action went last.
+            action.facts.credential = send.credential.clone();
+            action.facts.scope = Some(send.scope.clone());
         }
         measure.on_reserved(send.reserved_tokens);
         let keyed = send.idempotency_key.is_some();
@@ -125,7 +143,10 @@ impl LiveActions {
             &Ending {
                 action: terminal.job,
                 facts: &action.facts,
-                provider: PROVIDER,
+                provider: self
+                    .provider_of_key
+                    .get(&action.facts.credential)
+                    .map_or(PROVIDER, String::as_str),
                 submitted_at: action.submitted_at,
                 at: now,
                 deadline: action.deadline,

@@ -251,6 +251,22 @@ impl Measurement {
         self.backlog.sent(action, arrived, sent);
     }
 
+    /// The client moved an action to a fallback route for `reason`
+    /// (`FallbackWhen::label`).
+    pub fn on_fallback(&mut self, reason: &'static str) {
+        *self
+            .summary
+            .fallbacks
+            .entry(reason.to_string())
+            .or_insert(0) += 1;
+    }
+
+    /// The client served an action degraded by `rung` (`RungKind::label`): shaped at its
+    /// first send, or answered from cache.
+    pub fn on_degraded(&mut self, rung: &'static str) {
+        *self.summary.degraded.entry(rung.to_string()).or_insert(0) += 1;
+    }
+
     /// The client reserved `tokens` for an attempt.
     pub fn on_reserved(&mut self, tokens: u32) {
         self.summary.tokens_reserved += u64::from(tokens);
@@ -282,6 +298,9 @@ impl Measurement {
         }
         let cancelled = terminal.status == TerminalStatus::Cancelled;
         let missed_deadline = !cancelled && deadline.is_some_and(|d| at > d);
+        if let Reason::Degraded { rung } = terminal.reason {
+            self.on_degraded(rung.label());
+        }
         if missed_deadline || terminal.reason == Reason::DeadlineExceeded {
             self.summary.deadline_misses += 1;
         }

@@ -324,7 +324,8 @@ fn resolve(raw: ScenarioFile, has_provider: bool) -> Result<Scenario, (String, S
         ..raw
     };
     limits(&raw.workload)?;
-    let policy = client::resolve_policy(&raw.client, &raw.provider)?;
+    let mut policy = client::resolve_policy(&raw.client, &raw.provider)?;
+    routes(&mut policy, &raw.provider)?;
     let credentials: Vec<&str> = raw
         .provider
         .credentials
@@ -354,6 +355,20 @@ fn resolve(raw: ScenarioFile, has_provider: bool) -> Result<Scenario, (String, S
                     w.class
                 ),
             ));
+        }
+        if let Some(model) = &w.model {
+            let models = providers::models_of(&raw.provider, &named, &w.credential);
+            if !models.is_empty() && !models.iter().any(|m| &m.name == model) {
+                let names: Vec<&str> = models.iter().map(|m| m.name.as_str()).collect();
+                return Err((
+                    at("model"),
+                    format!(
+                        "model {model:?} is not one of the models its key's provider serves \
+                         ({}); name one of those, or add it to that provider's models",
+                        names.join(", ")
+                    ),
+                ));
+            }
         }
         if w.tasks == Some(0) {
             return Err((
@@ -424,6 +439,38 @@ fn resolve(raw: ScenarioFile, has_provider: bool) -> Result<Scenario, (String, S
         sdk_layers,
         output: raw.output,
     })
+}
+
+/// Checks the routing plans against the providers' keys, and gives a fallback without a
+/// `scope` the scope its key is limited on (the model's own, when its key has one), so the
+/// client paces it on the provider's real limit rather than a shared `"account"`.
+fn routes(policy: &mut Policy, view: &ProviderConfig) -> Result<(), (String, String)> {
+    let known = |key: &str| view.credentials.iter().any(|c| c.key == key);
+    for (i, plan) in policy.routing.plans.iter_mut().enumerate() {
+        let at = |k: String| format!("client.policy.routing.plans.{i}.{k}");
+        if !known(&plan.primary) {
+            return Err((
+                at("primary".into()),
+                format!(
+                    "{:?} is not a key any provider issued; a plan's primary is the key of the \
+                     actions it routes",
+                    plan.primary
+                ),
+            ));
+        }
+        for (j, f) in plan.fallbacks.iter_mut().enumerate() {
+            if !known(&f.credential) {
+                return Err((
+                    at(format!("fallbacks.{j}.credential")),
+                    format!("{:?} is not a key any provider issued", f.credential),
+                ));
+            }
+            if f.scope.is_none() {
+                f.scope = providers::client_scope(view, &f.credential, f.model.as_deref());
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Checks the `[provider]` table as the provider will (so its errors carry the file, line and

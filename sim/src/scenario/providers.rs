@@ -114,6 +114,43 @@ pub fn resolve(
     Ok((union(&list), list))
 }
 
+/// The scope the client paces an action of `credential` asking for `model` on: the most
+/// specific one the provider limits it by, a scope of the key's own that limits only that
+/// model, else the key's scope. `None` for a key no provider issued.
+pub fn client_scope(
+    view: &ProviderConfig,
+    credential: &str,
+    model: Option<&str>,
+) -> Option<String> {
+    let c = view.credentials.iter().find(|c| c.key == credential)?;
+    let per_model = model.and_then(|m| {
+        c.scopes.iter().find(|id| {
+            view.scopes
+                .iter()
+                .any(|s| &s.id == *id && s.model.as_deref() == Some(m))
+        })
+    });
+    Some(per_model.unwrap_or(&c.scope).clone())
+}
+
+/// The models the provider that issued `credential` serves (empty: it lists none, and any
+/// name passes).
+pub fn models_of<'a>(
+    single: &'a ProviderConfig,
+    named: &'a [NamedProvider],
+    credential: &str,
+) -> &'a [stampede_provider::config::ModelConfig] {
+    let owner = if named.is_empty() {
+        Some(single)
+    } else {
+        named
+            .iter()
+            .map(|p| &p.config)
+            .find(|c| c.credentials.iter().any(|k| k.key == credential))
+    };
+    owner.map_or(&[], |c| c.models.as_slice())
+}
+
 fn is_name_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '-' || c == '_'
 }

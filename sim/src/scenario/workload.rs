@@ -68,6 +68,10 @@ pub struct WorkloadSpec {
     /// Ask for a streamed (SSE) answer.
     #[serde(default)]
     pub stream: bool,
+    /// The model asked for (LLM calls): one of its provider's `models`. Absent: the
+    /// provider's first model, or none when it lists none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 fn default_class() -> String {

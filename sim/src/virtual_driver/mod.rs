@@ -142,6 +142,12 @@ pub fn run_observed(
     let mut queue = EventQueue::default();
     let mut live = LiveActions::default();
     live.set_claims(scenario.client.claims);
+    live.name_providers(scenario.providers.iter().flat_map(|p| {
+        p.config
+            .credentials
+            .iter()
+            .map(|c| (c.key.clone(), p.name.clone()))
+    }));
     let hidden_retries = scenario.client.transport_retries;
     let mut measure = Measurement::new(scenario.bucket_ms, scenario.duration_ms);
     if providers.several() {

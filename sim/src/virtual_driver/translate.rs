@@ -91,8 +91,17 @@ pub fn request(send: &SendAttempt, facts: &ActionFacts) -> Request {
         } else {
             None
         },
-        prompt_tokens: if chat { facts.prompt_tokens } else { 0 },
-        max_tokens: if chat { facts.max_output_tokens } else { 0 },
+        // A degradation rung's cut, when one trimmed the attempt.
+        prompt_tokens: match (chat, send.trimmed) {
+            (false, _) => 0,
+            (true, Some((prompt, _))) => prompt,
+            (true, None) => facts.prompt_tokens,
+        },
+        max_tokens: match (chat, send.trimmed) {
+            (false, _) => 0,
+            (true, Some((_, output))) => output,
+            (true, None) => facts.max_output_tokens,
+        },
         stream: chat && facts.stream,
         // Our client asks for the usage chunk of a stream (it reconciles reservations).
         stream_usage: chat && facts.stream,
@@ -101,7 +110,7 @@ pub fn request(send: &SendAttempt, facts: &ActionFacts) -> Request {
         action: Some(send.job),
         attempt_no: Some(send.attempt_no),
         sdk_retry_count: None,
-        model: None,
+        model: send.model.clone(),
     }
 }
 

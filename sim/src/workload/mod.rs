@@ -41,12 +41,11 @@ struct EntryStream {
 
 impl EntryStream {
     fn new(scenario: &Scenario, index: usize, spec: &WorkloadSpec) -> Self {
-        let scope = scenario
-            .provider
-            .credentials
-            .iter()
-            .find(|c| c.key == spec.credential)
-            .map(|c| c.scope.clone());
+        let scope = crate::scenario::providers::client_scope(
+            &scenario.provider,
+            &spec.credential,
+            spec.model.as_deref(),
+        );
         let mut s = EntryStream {
             index,
             spec: spec.clone(),
@@ -125,7 +124,7 @@ impl EntryStream {
             external_ref,
             coalescable: self.spec.coalescable,
             stream: self.spec.stream,
-            model: None,
+            model: self.spec.model.clone(),
         };
         self.next += 1;
         self.next_at = match self.spec.arrival {
