@@ -184,6 +184,45 @@ fn virtual_table() -> String {
 
 /// `scenarios/amplification.toml` under the stack it ships with and under the core, on one
 /// replica and on four, with and without a shared scope record.
+/// The issue-16 scenarios under stampede and naive: billing across providers, per-model
+/// refusals and the ladder.
+fn routing_table() -> String {
+    let mut rows = vec![
+        "| scenario | client | completed | outbound attempts | fallbacks | degraded | 429 by limit | duplicates (across providers) | billed (of it twice) |"
+            .to_string(),
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |".to_string(),
+    ];
+    let join = |m: &std::collections::BTreeMap<String, u64>| {
+        if m.is_empty() {
+            "-".to_string()
+        } else {
+            m.iter()
+                .map(|(k, v)| format!("{k} {}", thousands(*v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    };
+    for file in ["fallback.toml", "models.toml", "degradation.toml"] {
+        for (client, sets) in [("stampede", vec![]), ("naive", vec!["client.preset=naive"])] {
+            let s = summary(file, &sets);
+            rows.push(format!(
+                "| {} | {client} | {} | {} | {} | {} | {} | {} ({}) | ${:.2} (${:.2}) |",
+                file.trim_end_matches(".toml"),
+                thousands(s.completed),
+                thousands(s.outbound_attempts),
+                join(&s.fallbacks),
+                join(&s.degraded),
+                join(&s.rate_limit_hits),
+                s.duplicates,
+                s.cross_provider_duplicates,
+                s.billed_usd,
+                s.duplicate_billed_usd,
+            ));
+        }
+    }
+    rows.join("\n")
+}
+
 fn amplification_table() -> String {
     let mut rows = vec![
         "| client | replicas | completed | outbound attempts | attempts per logical | retry waves | Retry-After violations (own / scope) |"
@@ -268,13 +307,14 @@ fn with_block(readme: &str, name: &str, body: &str) -> Option<String> {
 fn the_readme_quotes_the_figures_of_a_fresh_run() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
     let readme = std::fs::read_to_string(&path).expect("README.md");
-    let blocks: [(&str, String); 7] = [
+    let blocks: [(&str, String); 8] = [
         ("quickstart-tour", quickstart_tour()),
         ("quickstart-naive", quickstart_naive()),
         ("backlog-table", backlog_table()),
         ("restarts-counts", restarts_counts()),
         ("virtual-table", virtual_table()),
         ("amplification-table", amplification_table()),
+        ("routing-table", routing_table()),
         ("sdk-presets-table", sdk_presets_table()),
     ];
     let mut expected = readme.clone();
