@@ -202,8 +202,17 @@ fn routing_table() -> String {
                 .join(", ")
         }
     };
+    let router = vec![
+        "client.preset=litellm-router",
+        "client.deployments=[\"sk-primary-support\"]",
+        "client.fallbacks=[\"sk-secondary-support\"]",
+    ];
     for file in ["fallback.toml", "models.toml", "degradation.toml"] {
-        for (client, sets) in [("stampede", vec![]), ("naive", vec!["client.preset=naive"])] {
+        let mut clients = vec![("stampede", vec![]), ("naive", vec!["client.preset=naive"])];
+        if file == "fallback.toml" {
+            clients.push(("litellm-router", router.clone()));
+        }
+        for (client, sets) in clients {
             let s = summary(file, &sets);
             rows.push(format!(
                 "| {} | {client} | {} | {} | {} | {} | {} | {} ({}) | ${:.2} (${:.2}) |",

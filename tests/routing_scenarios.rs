@@ -106,3 +106,28 @@ fn several_providers_play_the_same_bytes_for_the_same_seed() {
     };
     assert_eq!(strip(&a), strip(&b));
 }
+
+#[test]
+fn litellm_router_falls_back_its_own_way_across_providers() {
+    let scenario = {
+        let path = common::repo().join("scenarios/fallback.toml");
+        let sets: Vec<_> = [
+            "client.preset=litellm-router",
+            "client.deployments=[\"sk-primary-support\"]",
+            "client.fallbacks=[\"sk-secondary-support\"]",
+        ]
+        .iter()
+        .map(|s| stampede_sim::scenario::parse_override(s).unwrap())
+        .collect();
+        stampede_sim::scenario::load(&path, None, &sets).unwrap()
+    };
+    let s = run_virtual(&scenario, &RunOptions::default())
+        .unwrap()
+        .report
+        .summary;
+    // The router sends no Idempotency-Key: its retries after a drop bill again at the
+    // primary, and its fallback group takes calls to the secondary.
+    assert!(s.by_provider["primary"].duplicates > 0);
+    assert!(s.by_provider["secondary"].outbound_attempts > 0);
+    assert!(s.duplicates > 0 && s.duplicate_billed_usd > 0.0);
+}

@@ -414,15 +414,6 @@ fn resolve(raw: ScenarioFile, has_provider: bool) -> Result<Scenario, (String, S
         ));
     }
     replicas(&raw.client, !sdk_layers.is_empty(), !crashes.is_empty())?;
-    if !named.is_empty() && !sdk_layers.is_empty() {
-        return Err((
-            "providers".into(),
-            "several providers play with the core's presets (stampede, naive, ...) for now: an \
-             SDK preset or its layers send to one provider; use client.preset = \"litellm-router\" \
-             with deployments on one [provider] to compare a router"
-                .into(),
-        ));
-    }
     Ok(Scenario {
         name: raw.name,
         seed: raw.seed,

@@ -19,7 +19,7 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use rand_chacha::ChaCha8Rng;
 use stampede_core::{Millis, Reason, Route, Terminal, TerminalStatus};
-use stampede_provider::model::{Answer, ProviderModel, Request, RequestRoute};
+use stampede_provider::model::{Answer, Request, RequestRoute};
 use stampede_reports::UnfinishedRow;
 
 use crate::driver_common::abort::AbortWatch;
@@ -27,6 +27,7 @@ use crate::measure::{request_route, Ended, Group, Measurement, SentBy};
 use crate::rng;
 use crate::scenario::Scenario;
 use crate::virtual_driver::fleet::replica_of;
+use crate::virtual_driver::provider_set::ProviderSet;
 use crate::virtual_driver::{AttemptSink, DriverError, VirtualRun, VIRTUAL_EPOCH_UNIX_MS};
 use crate::workload::{Arrival, Arrivals};
 pub use layer::{sdk_preset, BudgetState, Failure, RetryBudget, RetryLayer, SDK_PRESETS};
@@ -72,6 +73,9 @@ enum Step {
     /// `layer`: the innermost layer that sees the outcome (a router that found no healthy
     /// deployment fails its attempt before the layers under it run).
     Heard {
+        /// The provider that answered (index in the run's `ProviderSet`; 0 for a local
+        /// refusal).
+        provider: u8,
         seq: u64,
         ok: bool,
         failure: Option<FailureKey>,
@@ -141,17 +145,15 @@ pub fn run(
         })
         .collect();
     let layers = &layers[..];
-    let mut provider = ProviderModel::new(
-        scenario.provider.clone(),
-        rng::stream_u64(scenario.seed, "provider"),
-        VIRTUAL_EPOCH_UNIX_MS,
-    )?;
-    provider.set_lean_bodies(true);
+    let mut providers = ProviderSet::new(scenario, VIRTUAL_EPOCH_UNIX_MS)?;
     let mut jitter: ChaCha8Rng = rng::stream(scenario.seed, "client");
     let workers = scenario.client.workers.unwrap_or(DEFAULT_WORKERS).max(1) as usize;
     let timeout = layers.last().map_or(600_000, |l| l.timeout_ms);
     let cap = scenario.duration_ms;
     let mut measure = Measurement::new(scenario.bucket_ms, cap);
+    if providers.several() {
+        measure.name_providers(providers.names());
+    }
     measure.keep_cases(sink.wants_rows());
     let mut arrivals = Arrivals::new(scenario);
     let mut calls: Vec<Option<Call>> = Vec::new();
@@ -267,6 +269,7 @@ pub fn run(
                     if let Some(i) = pick_deployments(call, layers, routers, now, &mut jitter) {
                         order += 1;
                         let none = Step::Heard {
+                            provider: 0,
                             seq: LOCAL,
                             ok: false,
                             failure: Some(FailureKey {
@@ -289,6 +292,7 @@ pub fn run(
                         // Refused in the client: the call ends failed, nothing was sent.
                         order += 1;
                         let rejected = Step::Heard {
+                            provider: 0,
                             seq: LOCAL,
                             ok: false,
                             failure: None,
@@ -303,14 +307,14 @@ pub fn run(
                     let request = request_of(call, layers);
                     call.sent += 1;
                     call.first_sent_at.get_or_insert(now);
-                    let decision = provider.arrive(&request, now);
-                    while let Some(entry) = provider.next_journal() {
+                    let (pix, decision) = providers.arrive(&request, now);
+                    while let Some(entry) = providers.next_journal(pix) {
                         let by = SentBy {
                             tenant: &call.arrival.job.tenant,
                             class: &call.arrival.job.class,
                             action: call.arrival.job.id,
                             attempt_no: call.sent,
-                            provider: 0,
+                            provider: pix,
                         };
                         measure
                             .record(&entry, None, &by, sink)
@@ -325,6 +329,7 @@ pub fn run(
                         order,
                         idx,
                         Step::Heard {
+                            provider: pix,
                             seq: decision.seq,
                             ok,
                             failure,
@@ -333,6 +338,7 @@ pub fn run(
                     )));
                 }
                 Step::Heard {
+                    provider: pix,
                     seq,
                     ok,
                     failure,
@@ -345,7 +351,7 @@ pub fn run(
                         for l in limiters.iter_mut().flatten() {
                             l.on_answer(client_ms(now), throttled);
                         }
-                        provider.depart(seq, now);
+                        providers.depart(pix, seq, now);
                         if call.sent > 1 {
                             track(budgets, 0, -1);
                         }
@@ -441,6 +447,7 @@ fn request_of(call: &Call, layers: &[RetryLayer]) -> Request {
         .rev()
         .find_map(|r| r.picked.clone())
         .unwrap_or_else(|| job.credential.clone());
+    let credential_is_jobs = credential == job.credential;
     Request {
         route,
         credential: Some(credential),
@@ -450,6 +457,8 @@ fn request_of(call: &Call, layers: &[RetryLayer]) -> Request {
         max_tokens: if chat { job.max_output_tokens } else { 0 },
         stream: chat && job.stream,
         stream_usage: chat && job.stream,
+        // A deployment of another provider asks for that provider's default model.
+        model: job.model.clone().filter(|_| credential_is_jobs),
         sdk_retry_count: call
             .attempts
             .get(layers.len().saturating_sub(1))
