@@ -33,8 +33,8 @@ pub use report::{
     PNG_UNSUPPORTED,
 };
 pub use schema::{
-    Aborted, AttemptRow, ErrorCount, Expectation, GroupOutcomes, ModelFigures, Percentiles,
-    ProviderFigures, Summary, TenantRow, TimeseriesRow, UnfinishedRow,
+    Aborted, AttemptRow, Backoff, ErrorCount, Expectation, GroupOutcomes, ModelFigures,
+    Percentiles, ProviderFigures, QueueFigures, Summary, TenantRow, TimeseriesRow, UnfinishedRow,
 };
 pub use sweep::{
     recommend, render_sweep_plots, render_sweep_plots_with, write_sweep_csv, Recommendation,

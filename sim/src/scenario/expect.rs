@@ -91,21 +91,26 @@ pub fn summary_keys() -> (BTreeSet<String>, BTreeSet<String>) {
 
 /// Figures summary.json leaves out when 0 (features a run may not use): an expectation on
 /// one reads 0 when it is absent.
-pub const OPTIONAL_FIGURES: [&str; 3] = [
+pub const OPTIONAL_FIGURES: [&str; 4] = [
     "billed_usd",
     "cross_provider_duplicates",
     "duplicate_billed_usd",
+    "uncertain_usage",
 ];
 
 /// Map-valued figures summary.json leaves out when empty; an entry that is absent reads 0
-/// (`fallbacks.provider_5xx`, `rate_limit_hits.tpm`), except under `by_provider` and
-/// `by_model`, whose names must exist in the run.
-pub const OPTIONAL_MAPS: [&str; 5] = [
+/// (`fallbacks.provider_5xx`, `rate_limit_hits.tpm`, `failures_by_reason.circuit_open`),
+/// except under `by_provider`, `by_model` and `queues`, whose names must exist in the run.
+pub const OPTIONAL_MAPS: [&str; 9] = [
     "by_model",
     "by_provider",
     "degraded",
+    "failures_by_reason",
     "fallbacks",
+    "queues",
     "rate_limit_hits",
+    "rejected_by_reason",
+    "retries_by_group",
 ];
 
 /// Flattens the `[expect]` table into specs. Errors name the key and say what is expected.
@@ -379,7 +384,7 @@ fn zero_when_absent(key: &str) -> bool {
     let top = key.split('.').next().unwrap_or_default();
     key.starts_with("status_counts.")
         || OPTIONAL_FIGURES.contains(&key)
-        || (OPTIONAL_MAPS.contains(&top) && top != "by_provider" && top != "by_model")
+        || (OPTIONAL_MAPS.contains(&top) && !["by_provider", "by_model", "queues"].contains(&top))
 }
 
 /// Checks every expectation against a summary.
