@@ -137,7 +137,8 @@ mod tests {
         assert_eq!(tables.len(), 1);
         assert_eq!(tables[0].id, "by-tenant");
         assert_eq!(tables[0].rows[0][..3], ["acme", "38,000", "38,000"]);
-        s.by_priority.insert("bulk".into(), GroupOutcomes::default());
+        s.by_priority
+            .insert("bulk".into(), GroupOutcomes::default());
         let ids: Vec<&str> = outcome_tables(&s).iter().map(|t| t.id).collect();
         assert_eq!(ids, ["by-tenant", "by-priority"]);
     }
