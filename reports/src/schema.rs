@@ -238,8 +238,9 @@ pub struct Summary {
     /// Attempts whose token usage stayed unknown (a dropped or cut answer), so the client
     /// kept its reservation as the upper estimate and marked it uncertain: the core's count
     /// over its scopes' token buckets (scopes with a `tpm` in the client's policy), of the
-    /// client alive at the run's end. Absent when 0 or when the client does not report it
-    /// (several replicas, SDK presets, `--client`).
+    /// client alive at the run's end. Absent when 0 or when the client does not report it:
+    /// today only a live run's core does (the virtual driver's fleet does not pass it on
+    /// yet; SDK presets and `--client` runs have no such count).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub uncertain_usage: u64,
     /// Attempts the provider answered with the original result of an earlier attempt

@@ -14,7 +14,8 @@ pub trait ClientCore {
     fn gauges(&self) -> Gauges;
     /// Attempts whose token usage stayed unknown, so their reservation was kept as the
     /// upper estimate (`ScopeRecord::uncertain_usage`, summed over scopes); `None` when the
-    /// client does not report it.
+    /// client does not report it (today the virtual driver's `Fleet`, which keeps the
+    /// default: summing its replicas' counts there would report it for virtual runs too).
     fn uncertain_usage(&self) -> Option<u64> {
         None
     }
