@@ -29,7 +29,9 @@ use percentiles::Distribution;
 use waves::RetryBins;
 
 /// Figures accumulated while a run plays. Memory grows with the run's length in buckets
-/// and with the write actions still live, not with the number of requests.
+/// and with the write actions still live; per request only one byte (each action's queue,
+/// for `by_priority` and `queues`: see [`queues`]), and a bounded window of the provider's
+/// logical requests (for `retries_by_group`: see [`retry_groups`]).
 #[derive(Debug)]
 pub struct Measurement {
     bucket_ms: u64,
