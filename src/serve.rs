@@ -17,6 +17,10 @@ pub struct ServeArgs {
     /// Scenario whose `[provider]` table configures the provider (default: a demo account).
     #[arg(long, value_name = "SCENARIO")]
     scenario: Option<PathBuf>,
+    /// With a scenario that names several providers (`[providers.<name>]`): which one to
+    /// serve.
+    #[arg(long, value_name = "NAME", requires = "scenario")]
+    provider: Option<String>,
     /// Address to bind. Loopback unless you say otherwise (a non-loopback address is warned
     /// about, and its control plane needs a token).
     #[arg(long, default_value = "127.0.0.1:8080")]
@@ -41,6 +45,7 @@ pub fn main(args: ServeArgs) -> ExitCode {
     }));
     match runtime.block_on(stampede_provider::server::serve_cli(
         args.scenario.as_deref(),
+        args.provider.as_deref(),
         args.addr,
         args.control_token,
         Some(check),

@@ -35,6 +35,7 @@ fn job(id: u64) -> Job {
         external_ref: None,
         coalescable: false,
         stream: false,
+        model: None,
     }
 }
 

@@ -33,6 +33,7 @@ fn job(id: u64) -> Job {
         external_ref: None,
         coalescable: false,
         stream: false,
+        model: None,
     }
 }
 

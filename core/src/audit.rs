@@ -32,6 +32,13 @@ pub enum AuditKind {
     Completed,
     /// The action ended failed (deadline, budgets, won't improve, quota...).
     Failed,
+    /// The action moved to a fallback route (detail: the condition, the route number, the
+    /// scopes it left and joined, the model asked for; never a credential).
+    Fallback,
+    /// A fallback was withheld: an attempt on the current route may have executed and no
+    /// answer settled it, so the action stays on that route with the same idempotency key
+    /// instead of risking a second execution elsewhere (detail: the condition, the scope).
+    FallbackWithheld,
 }
 
 /// One audit event. `detail` is a short sanitized description (status, reason, delay).

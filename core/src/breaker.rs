@@ -146,6 +146,7 @@ mod tests {
             external_ref: Some("ref-123".into()),
             coalescable: false,
             stream: false,
+            model: None,
         }
     }
 

@@ -2,7 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::degradation::RungKind;
 use crate::job::{JobId, Route};
+use crate::routing::FallbackWhen;
 use crate::time::Millis;
 
 /// Identifies one outbound attempt; unique and increasing within a scheduler's life.
@@ -59,10 +61,11 @@ pub struct SendAttempt {
     pub attempt_no: u32,
     /// The action itself, or a reconciliation look-up.
     pub kind: SendKind,
-    /// Credential (bearer key) to send it with: the job's own.
+    /// Credential (bearer key) to send it with: the credential of the action's current
+    /// route (the job's own, or a fallback route's).
     pub credential: String,
-    /// The provider scope the attempt's rate was reserved on (the job's scope, or
-    /// `"account"` when it named none).
+    /// The provider scope the attempt's rate was reserved on: the current route's scope
+    /// (the job's scope, or a fallback route's), `"account"` when the route names none.
     pub scope: String,
     /// Endpoint family of the action (for a look-up: of the action looked up).
     pub route: Route,
@@ -73,6 +76,19 @@ pub struct SendAttempt {
     pub reserved_tokens: u32,
     /// Client timeout for this attempt (ms).
     pub timeout_ms: Millis,
+    /// Model to ask for: the current route's (a fallback route's own model, else a
+    /// `smaller_model` rung's, else the job's). `None` for look-ups and when none is named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Set on the first attempt sent on a new route: the condition that moved the action
+    /// there. `None` on every other attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<FallbackWhen>,
+    /// Set on attempts of an action shaped by the degradation ladder when its first
+    /// attempt was dispatched: the most severe rung applied (the active one with the
+    /// highest `at_queued`; `reserved_tokens` and `model` carry the shape itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<RungKind>,
 }
 
 /// Terminal status of a logical action.
@@ -142,6 +158,12 @@ pub enum Reason {
     ReconciliationUnavailable,
     /// The whole run's execution budget ran out.
     ExecutionBudgetExhausted,
+    /// The degradation ladder answered the action without sending it (status
+    /// `completed`, `sent = false`).
+    Degraded {
+        /// The rung that answered it (`cached`).
+        rung: RungKind,
+    },
 }
 
 /// A next safe action offered with a terminal outcome.

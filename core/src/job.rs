@@ -75,4 +75,9 @@ pub struct Job {
     pub coalescable: bool,
     /// Streamed response (SSE); a stream that delivered its first token is never retried.
     pub stream: bool,
+    /// The model asked for, if the route takes one (`None`: the provider's default). A
+    /// fallback route or a `smaller_model` degradation rung may send another
+    /// ([`crate::SendAttempt::model`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }

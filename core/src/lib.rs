@@ -82,6 +82,7 @@
 //!     external_ref: None,
 //!     coalescable: false,
 //!     stream: false,
+//!     model: None,
 //! };
 //! let mut now = 0;
 //! core.submit(job, now).expect("the queue has room");
@@ -153,6 +154,7 @@ mod breaker;
 mod bucket;
 pub mod classify;
 mod command;
+mod degradation;
 mod id_hash;
 pub mod idempotency;
 mod job;
@@ -162,6 +164,7 @@ pub mod policy;
 pub mod preset;
 pub mod rate_headers;
 pub mod retry_after;
+mod routing;
 mod scheduler;
 mod stored_entry;
 mod time;
@@ -185,7 +188,10 @@ pub use command::{
 pub use ledger::{ActionState, InMemoryLedger, Ledger, LedgerEntry, LedgerError};
 
 // The policy and its named presets.
-pub use policy::{Backoff, ClassPolicy, FailureGroup, Jitter, Policy, ScopeBudget};
+pub use policy::{
+    Backoff, ClassPolicy, FailureGroup, FallbackRoute, FallbackWhen, Jitter, Policy, RoutePlan,
+    Routing, Rung, RungKind, ScopeBudget,
+};
 pub use preset::{preset, PRESETS};
 
 // Time.

@@ -6,6 +6,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::degradation::{Rung, RungKind, DEFAULT_TRIM_FACTOR};
+pub use crate::routing::{FallbackRoute, FallbackWhen, RoutePlan, Routing};
+
 /// The group a failure falls into; classes list the groups they may retry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -363,6 +366,14 @@ pub struct Policy {
     pub wall_epoch_unix_ms: u64,
     /// Record audit events (`drain_audit`). Off only for benchmarks of the bare policy.
     pub audit: bool,
+    /// Primary and fallback routes by credential (`[routing]`); default: no plans, every
+    /// action keeps its own route.
+    #[serde(skip_serializing_if = "Routing::is_default")]
+    pub routing: Routing,
+    /// The degradation ladder (`[[degradation]]`), in order; default empty: nothing is
+    /// ever degraded.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub degradation: Vec<Rung>,
 }
 
 impl Policy {
@@ -431,6 +442,8 @@ impl Policy {
                 ));
             }
         }
+        self.routing.validate()?;
+        crate::degradation::validate(&self.degradation)?;
         Ok(())
     }
 }
@@ -509,6 +522,8 @@ impl Default for Policy {
             execution_budget: None,
             wall_epoch_unix_ms: 0,
             audit: true,
+            routing: Routing::default(),
+            degradation: Vec::new(),
         }
     }
 }

@@ -14,7 +14,9 @@ pub const PRESETS: &[&str] = &["naive", "exponential", "full-jitter", "stampede"
 ///
 /// - `naive`: every worker retries any failure (writes that may have executed included)
 ///   after a fixed 1 s sleep, up to 10 attempts; nothing shared, no token budget,
-///   `Retry-After` ignored, no reconciliation (blind re-send), no breaker, no keys.
+///   `Retry-After` ignored, no reconciliation (blind re-send), no breaker, no keys; a
+///   routing plan crosses to a fallback at once, even after an attempt that may have
+///   executed (`routing.reconcile_before_fallback = false`).
 /// - `exponential`: exponential backoff without jitter, each job on its own, `Retry-After`
 ///   ignored.
 /// - `full-jitter`: capped full-jitter backoff, each job on its own: `Retry-After` ignored (the
@@ -54,6 +56,7 @@ fn naive() -> Policy {
     policy.retry_after.honour = false;
     policy.send_idempotency_keys = false;
     policy.quota.wait_for_reset = false;
+    policy.routing.reconcile_before_fallback = false;
     for class in policy.classes.values_mut() {
         class.max_attempts = 10;
         class.max_wait = Duration::from_secs(600);
@@ -125,6 +128,33 @@ mod tests {
         assert!(!policy.retry_after.honour && !policy.share_scope_state && !policy.token_budget);
         // Writes keep the safe classification: jitter is the only thing it lacks in sharing.
         assert!(policy.classes["uncertain_write"].reconcile);
+    }
+
+    #[test]
+    fn only_naive_falls_back_without_reconciling_and_no_preset_routes_or_degrades() {
+        for name in PRESETS {
+            let policy = preset(name).unwrap();
+            assert!(policy.routing.plans.is_empty() && policy.degradation.is_empty());
+            assert_eq!(policy.routing.reconcile_before_fallback, *name != "naive");
+        }
+    }
+
+    #[test]
+    fn presets_without_routing_serialize_as_before() {
+        // Default routing and an empty ladder leave no trace in a serialized policy.
+        for name in ["exponential", "full-jitter", "stampede"] {
+            let text = toml::to_string(&preset(name).unwrap()).expect("serializes");
+            assert!(
+                !text.contains("routing") && !text.contains("degradation"),
+                "{name}"
+            );
+        }
+        let naive = toml::to_string(&preset("naive").unwrap()).expect("serializes");
+        assert!(
+            naive.contains("reconcile_before_fallback = false"),
+            "{naive}"
+        );
+        assert!(!naive.contains("degradation"), "{naive}");
     }
 
     #[test]

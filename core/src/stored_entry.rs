@@ -84,6 +84,7 @@ pub(crate) struct StoredEntry {
     external_ref: Option<Text<30>>,
     coalescable: bool,
     stream: bool,
+    model: Option<Text<22>>,
     pub state: ActionState,
     attempts: u32,
     waited_ms: Millis,
@@ -112,6 +113,7 @@ impl StoredEntry {
             external_ref: text(&job.external_ref),
             coalescable: job.coalescable,
             stream: job.stream,
+            model: text(&job.model),
             state: entry.state,
             attempts: entry.attempts,
             waited_ms: entry.waited_ms,
@@ -139,6 +141,7 @@ impl StoredEntry {
             && same(&self.external_ref, &job.external_ref)
             && self.coalescable == job.coalescable
             && self.stream == job.stream
+            && same(&self.model, &job.model)
     }
 
     /// Takes the progress of an entry whose job is the one stored here.
@@ -173,6 +176,7 @@ impl StoredEntry {
                 external_ref: owned(&self.external_ref),
                 coalescable: self.coalescable,
                 stream: self.stream,
+                model: owned(&self.model),
             },
             state: self.state,
             attempts: self.attempts,
@@ -214,6 +218,7 @@ mod tests {
                 external_ref: Some(String::new()),
                 coalescable: true,
                 stream: false,
+                model: Some(text("gpt-4o-mini")),
             },
             state: ActionState::InFlight,
             attempts: 2,

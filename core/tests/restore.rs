@@ -29,6 +29,7 @@ fn job(id: u64, class: &str, route: Route) -> Job {
         external_ref: None,
         coalescable: false,
         stream: false,
+        model: None,
     }
 }
 

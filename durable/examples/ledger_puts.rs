@@ -43,6 +43,7 @@ fn entry(id: u64, step: usize) -> LedgerEntry {
             external_ref: Some(format!("ref-{id}")),
             coalescable: false,
             stream: false,
+            model: None,
         },
         state: LIFE[step],
         attempts: step as u32,

@@ -29,6 +29,7 @@ fn job(id: u64) -> Job {
         external_ref: Some(format!("ref-{id}")),
         coalescable: false,
         stream: false,
+        model: None,
     }
 }
 

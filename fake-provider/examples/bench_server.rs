@@ -28,10 +28,12 @@ fn config(rpm: Option<u64>) -> ProviderConfig {
             tpd: None,
             concurrency: None,
             count_rejected: false,
+            model: None,
         }],
         credentials: vec![CredentialConfig {
             key: "sk-bench".into(),
             scope: "account:bench".into(),
+            scopes: Vec::new(),
         }],
         ..ProviderConfig::default()
     }

@@ -48,6 +48,7 @@ fn config(window: Option<DurationMs>) -> ProviderConfig {
         tpd: None,
         concurrency: None,
         count_rejected: false,
+        model: None,
     };
     let fault = |f: &dyn Fn(&mut FaultRule)| {
         let mut r = FaultRule::default();
@@ -63,10 +64,12 @@ fn config(window: Option<DurationMs>) -> ProviderConfig {
             CredentialConfig {
                 key: KEY_A.into(),
                 scope: "account:a".into(),
+                scopes: Vec::new(),
             },
             CredentialConfig {
                 key: KEY_B.into(),
                 scope: "account:b".into(),
+                scopes: Vec::new(),
             },
         ],
         faults: vec![

@@ -7,10 +7,12 @@
 mod duration;
 mod faults;
 mod latency;
+mod models;
 
 pub use duration::DurationMs;
 pub use faults::{ConnectionFault, FaultRule, RouteName, SequenceKey, SequenceStep};
 pub use latency::{LatencyConfig, LatencyShape};
+pub use models::{ModelConfig, Price};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -55,6 +57,16 @@ pub struct ProviderConfig {
     pub credentials: Vec<CredentialConfig>,
     /// The fault schedule, tried in order.
     pub faults: Vec<FaultRule>,
+    /// The models served (`[[provider.models]]`). Empty (the default): any model name is
+    /// accepted and the provider behaves as one unnamed model.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<ModelConfig>,
+    /// Whether a chat completion (or `/v1/messages`) carrying an `Idempotency-Key` its scope
+    /// already completed within `record_retention` is answered with that completion again
+    /// (no new commit, nothing billed) instead of running anew (default false: a re-send
+    /// with the same key is billed again, as most LLM APIs do).
+    #[serde(skip_serializing_if = "is_false")]
+    pub completion_idempotency: bool,
 }
 
 impl Default for ProviderConfig {
@@ -73,6 +85,8 @@ impl Default for ProviderConfig {
             scopes: Vec::new(),
             credentials: Vec::new(),
             faults: Vec::new(),
+            models: Vec::new(),
+            completion_idempotency: false,
         }
     }
 }
@@ -122,6 +136,10 @@ pub struct ScopeLimits {
     /// window. Daily-quota refusals (`insufficient_quota`) and injected faults never count.
     #[serde(default, skip_serializing_if = "is_false")]
     pub count_rejected: bool,
+    /// Only requests for this model (a name in `provider.models`) count against the scope,
+    /// as providers limit each model separately. Absent: every request counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -134,8 +152,13 @@ fn is_false(b: &bool) -> bool {
 pub struct CredentialConfig {
     /// The bearer key (`Authorization: Bearer KEY`).
     pub key: String,
-    /// The id of the scope it counts against.
+    /// The id of the scope it counts against (and is journaled under).
     pub scope: String,
+    /// Further scope ids the key also counts against (an account above the key, a model
+    /// family), checked in this order after `scope`; one with a `model` counts only that
+    /// model's requests. Default none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
 }
 
 /// A provider config that cannot run, naming the key.
@@ -211,6 +234,7 @@ impl ProviderConfig {
         if self.context_window == Some(0) {
             return Err(invalid("provider.context_window", "must be above 0 tokens"));
         }
+        let model_names = self.validate_models()?;
         let mut scope_ids = BTreeSet::new();
         for (i, s) in self.scopes.iter().enumerate() {
             if s.id.trim().is_empty() {
@@ -239,6 +263,17 @@ impl ProviderConfig {
                     ));
                 }
             }
+            if let Some(m) = &s.model {
+                if !model_names.contains(m.as_str()) {
+                    return Err(invalid(
+                        format!("provider.scopes.{i}.model"),
+                        format!(
+                            "unknown model {m:?}: add a [[provider.models]] with that name (known: {})",
+                            list(&model_names)
+                        ),
+                    ));
+                }
+            }
         }
         let mut keys = BTreeSet::new();
         for (i, c) in self.credentials.iter().enumerate() {
@@ -264,6 +299,25 @@ impl ProviderConfig {
                     ),
                 ));
             }
+            for (j, also) in c.scopes.iter().enumerate() {
+                let key = format!("provider.credentials.{i}.scopes.{j}");
+                if !scope_ids.contains(also.as_str()) {
+                    return Err(invalid(
+                        key,
+                        format!(
+                            "unknown scope {also:?}: add a [[provider.scopes]] with that id (known: {})",
+                            list(&scope_ids)
+                        ),
+                    ));
+                }
+                // Counting a request twice against one scope would halve its limits.
+                if *also == c.scope || c.scopes[..j].contains(also) {
+                    return Err(invalid(
+                        key,
+                        format!("scope {also:?} is already counted for this key: list it once"),
+                    ));
+                }
+            }
         }
         for (i, f) in self.faults.iter().enumerate() {
             validate_fault(i, f, &scope_ids, &keys)?;
@@ -271,21 +325,115 @@ impl ProviderConfig {
         Ok(())
     }
 
+    /// Checks `provider.models` and returns its names.
+    fn validate_models(&self) -> Result<BTreeSet<&str>, ConfigError> {
+        let mut names = BTreeSet::new();
+        for (i, m) in self.models.iter().enumerate() {
+            let key = |k: &str| format!("provider.models.{i}.{k}");
+            if m.name.trim().is_empty() {
+                return Err(invalid(
+                    key("name"),
+                    "must not be empty (write the name requests send as \"model\")",
+                ));
+            }
+            if !names.insert(m.name.as_str()) {
+                return Err(invalid(
+                    key("name"),
+                    format!("model {:?} is listed twice", m.name),
+                ));
+            }
+            if m.context_window == Some(0) {
+                return Err(invalid(
+                    key("context_window"),
+                    "must be above 0 tokens (leave it out for the provider's window)",
+                ));
+            }
+            if let Some(latency) = &m.latency {
+                if let Err(e) = latency.shape() {
+                    return Err(invalid(key("latency"), e));
+                }
+            }
+            if let Some(p) = &m.price {
+                for (name, v) in [
+                    ("prompt_per_mtok", p.prompt_per_mtok),
+                    ("completion_per_mtok", p.completion_per_mtok),
+                ] {
+                    if !(v.is_finite() && v >= 0.0) {
+                        return Err(invalid(
+                            format!("provider.models.{i}.price.{name}"),
+                            format!("must be a price of 0 or more US dollars per million tokens (got {v})"),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(names)
+    }
+
     /// Reads a `[provider]` table from a whole scenario TOML (other top-level tables are
     /// ignored) or a bare provider table when there is no `provider` key.
+    /// A scenario with named `[providers.<name>]` tables needs
+    /// [`ProviderConfig::from_scenario_toml_named`].
     pub fn from_scenario_toml(text: &str, source_name: &str) -> Result<Self, ConfigError> {
+        Self::from_scenario_toml_named(text, source_name, None)
+    }
+
+    /// [`ProviderConfig::from_scenario_toml`], or the table `[providers.<name>]` of a
+    /// scenario that names several providers. `name` may be left out when the scenario
+    /// names exactly one; the error lists the names otherwise.
+    pub fn from_scenario_toml_named(
+        text: &str,
+        source_name: &str,
+        name: Option<&str>,
+    ) -> Result<Self, ConfigError> {
         let parse_err = |e: toml::de::Error| ConfigError::Parse {
             source_name: source_name.to_string(),
             message: e.to_string(),
         };
         let doc: toml::Table = toml::from_str(text).map_err(parse_err)?;
-        let config: ProviderConfig = match doc.get("provider") {
+        let named = doc.get("providers").and_then(toml::Value::as_table);
+        let (table, what) = match (named, name) {
+            (Some(all), Some(n)) => match all.get(n) {
+                Some(p) => (Some(p), format!("[providers.{n}]")),
+                None => {
+                    return Err(invalid(
+                        "providers",
+                        format!(
+                            "no [providers.{n}] in this scenario; it names: {}",
+                            all.keys().cloned().collect::<Vec<_>>().join(", ")
+                        ),
+                    ))
+                }
+            },
+            (Some(all), None) if all.len() == 1 => {
+                let (n, p) = all.iter().next().expect("one entry");
+                (Some(p), format!("[providers.{n}]"))
+            }
+            (Some(all), None) => {
+                return Err(invalid(
+                    "providers",
+                    format!(
+                        "this scenario names several providers ({}): say which one to serve \
+                         (`stampede serve --scenario FILE --provider NAME`)",
+                        all.keys().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                ))
+            }
+            (None, Some(n)) => {
+                return Err(invalid(
+                    "providers",
+                    format!("no [providers.{n}]: this scenario has one [provider] table"),
+                ))
+            }
+            (None, None) => (doc.get("provider"), "[provider]".to_string()),
+        };
+        let config: ProviderConfig = match table {
             Some(p) => p
                 .clone()
                 .try_into()
                 .map_err(|e: toml::de::Error| ConfigError::Parse {
                     source_name: source_name.to_string(),
-                    message: format!("in [provider]: {e}"),
+                    message: format!("in {what}: {e}"),
                 })?,
             None => toml::from_str(text).map_err(parse_err)?,
         };
@@ -424,6 +572,20 @@ ignored = true
 "#;
 
     #[test]
+    fn a_named_provider_is_picked_by_name_and_several_need_one() {
+        let text = "[providers.a]\n[[providers.a.scopes]]\nid = \"a\"\n[[providers.a.credentials]]\nkey = \"sk-a\"\nscope = \"a\"\n[providers.b]\n[[providers.b.scopes]]\nid = \"b\"\n[[providers.b.credentials]]\nkey = \"sk-b\"\nscope = \"b\"\n";
+        let b = ProviderConfig::from_scenario_toml_named(text, "x.toml", Some("b")).unwrap();
+        assert_eq!(b.credentials[0].key, "sk-b");
+        let e = ProviderConfig::from_scenario_toml(text, "x.toml").unwrap_err();
+        assert!(
+            e.to_string().contains("a, b") && e.to_string().contains("--provider"),
+            "{e}"
+        );
+        let e = ProviderConfig::from_scenario_toml_named(text, "x.toml", Some("c")).unwrap_err();
+        assert!(e.to_string().contains("no [providers.c]"), "{e}");
+    }
+
+    #[test]
     fn reads_the_provider_table_of_a_scenario() {
         let c = ProviderConfig::from_scenario_toml(SAMPLE, "x.toml").unwrap();
         assert_eq!(c.scopes[0].rpm, Some(600));
@@ -454,6 +616,7 @@ ignored = true
             tpd: None,
             concurrency: None,
             count_rejected: false,
+            model: None,
         });
         let e = c.validate().unwrap_err().to_string();
         assert!(e.starts_with("provider.scopes.1.rpm:"), "{e}");
@@ -501,6 +664,120 @@ ignored = true
             .unwrap_err()
             .to_string();
         assert!(e.contains("count_rejected"), "{e}");
+    }
+
+    const MODELS: &str = r#"
+[provider]
+completion_idempotency = true
+[[provider.models]]
+name = "gpt-4o-mini"
+context_window = 128_000
+latency = { median = "800ms", p99 = "3s" }
+price = { prompt_per_mtok = 0.15, completion_per_mtok = 0.6 }
+[[provider.models]]
+name = "gpt-4o"
+[[provider.scopes]]
+id = "key"
+[[provider.scopes]]
+id = "account"
+rpm = 10
+[[provider.scopes]]
+id = "account:gpt-4o"
+model = "gpt-4o"
+tpm = 30_000
+[[provider.credentials]]
+key = "sk-one"
+scope = "key"
+scopes = ["account", "account:gpt-4o"]
+"#;
+
+    fn models_config() -> ProviderConfig {
+        ProviderConfig::from_scenario_toml(MODELS, "m.toml").unwrap()
+    }
+
+    fn error_of(c: &ProviderConfig) -> String {
+        c.validate().unwrap_err().to_string()
+    }
+
+    #[test]
+    fn models_and_further_scopes_read_and_round_trip() {
+        let c = models_config();
+        assert_eq!(c.models.len(), 2);
+        assert_eq!(c.models[0].price.unwrap().prompt_per_mtok, 0.15);
+        assert_eq!(c.scopes[2].model.as_deref(), Some("gpt-4o"));
+        assert_eq!(c.credentials[0].scopes, ["account", "account:gpt-4o"]);
+        assert!(c.completion_idempotency);
+        let json = serde_json::to_string(&c).unwrap();
+        assert_eq!(serde_json::from_str::<ProviderConfig>(&json).unwrap(), c);
+        // Without the new keys nothing new is written.
+        let plain =
+            serde_json::to_string(&ProviderConfig::from_scenario_toml(SAMPLE, "x").unwrap())
+                .unwrap();
+        for key in [
+            "models",
+            "completion_idempotency",
+            "\"model\"",
+            "\"scopes\":[]",
+        ] {
+            assert!(!plain.contains(key), "{key} in {plain}");
+        }
+    }
+
+    #[test]
+    fn model_and_scope_errors_name_the_key() {
+        let mut c = models_config();
+        c.models[1].name = "gpt-4o-mini".into();
+        let e = error_of(&c);
+        assert!(
+            e.starts_with("provider.models.1.name:") && e.contains("twice"),
+            "{e}"
+        );
+
+        let mut c = models_config();
+        c.models[0].name = " ".into();
+        assert!(error_of(&c).starts_with("provider.models.0.name:"));
+
+        let mut c = models_config();
+        c.models[0].context_window = Some(0);
+        assert!(error_of(&c).starts_with("provider.models.0.context_window:"));
+
+        let mut c = models_config();
+        c.models[0].price = Some(Price {
+            prompt_per_mtok: -1.0,
+            completion_per_mtok: 0.0,
+        });
+        assert!(error_of(&c).starts_with("provider.models.0.price.prompt_per_mtok:"));
+        c.models[0].price = Some(Price {
+            prompt_per_mtok: 1.0,
+            completion_per_mtok: f64::NAN,
+        });
+        assert!(error_of(&c).starts_with("provider.models.0.price.completion_per_mtok:"));
+
+        let mut c = models_config();
+        c.scopes[0].model = Some("claude".into());
+        let e = error_of(&c);
+        assert!(
+            e.starts_with("provider.scopes.0.model:") && e.contains("gpt-4o-mini"),
+            "{e}"
+        );
+
+        let mut c = models_config();
+        c.credentials[0].scopes.push("acount".into());
+        let e = error_of(&c);
+        assert!(
+            e.starts_with("provider.credentials.0.scopes.2:") && e.contains("account"),
+            "{e}"
+        );
+
+        let mut c = models_config();
+        c.credentials[0].scopes.push("key".into());
+        assert!(error_of(&c).starts_with("provider.credentials.0.scopes.2:"));
+
+        let bad = MODELS.replace("name = \"gpt-4o\"", "name = \"gpt-4o\"\nprice = 3");
+        let e = ProviderConfig::from_scenario_toml(&bad, "m.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("price"), "{e}");
     }
 
     #[test]

@@ -23,10 +23,12 @@ fn config() -> ProviderConfig {
             tpd: None,
             concurrency: None,
             count_rejected: false,
+            model: None,
         }],
         credentials: vec![CredentialConfig {
             key: "sk-a-test-key".into(),
             scope: "a".into(),
+            scopes: Vec::new(),
         }],
         ..ProviderConfig::default()
     }

@@ -72,6 +72,7 @@ fn scope(id: &str, rpm: Option<u64>, concurrency: Option<u64>) -> ScopeLimits {
         tpd: None,
         concurrency,
         count_rejected: rpm.is_some(),
+        model: None,
     }
 }
 
@@ -98,10 +99,12 @@ fn faulty_config(latency_ms: u64) -> ProviderConfig {
             CredentialConfig {
                 key: KEY.into(),
                 scope: "a".into(),
+                scopes: Vec::new(),
             },
             CredentialConfig {
                 key: "sk-fuzz-key-0002".into(),
                 scope: "b".into(),
+                scopes: Vec::new(),
             },
         ],
         faults: vec![
@@ -818,6 +821,7 @@ fn request() -> impl Strategy<Value = Request> {
                 action,
                 attempt_no,
                 sdk_retry_count,
+                model: None,
             },
         )
 }

@@ -18,6 +18,7 @@ fn scope(id: &str, rpm: Option<u64>) -> ScopeLimits {
         tpd: None,
         concurrency: None,
         count_rejected: false,
+        model: None,
     }
 }
 
@@ -25,6 +26,7 @@ fn cred(key: &str, scope: &str) -> CredentialConfig {
     CredentialConfig {
         key: key.into(),
         scope: scope.into(),
+        scopes: Vec::new(),
     }
 }
 

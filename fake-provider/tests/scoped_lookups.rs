@@ -17,6 +17,7 @@ fn scope(id: &str) -> ScopeLimits {
         tpd: None,
         concurrency: None,
         count_rejected: false,
+        model: None,
     }
 }
 
@@ -32,6 +33,7 @@ fn config() -> ProviderConfig {
             .map(|s| CredentialConfig {
                 key: format!("sk-{s}-key-0001"),
                 scope: (*s).into(),
+                scopes: Vec::new(),
             })
             .collect(),
         ..ProviderConfig::default()

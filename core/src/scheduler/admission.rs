@@ -93,8 +93,10 @@ impl<L: Ledger> Scheduler<L> {
                 .done()
         });
         let lane_id = self.lanes.lane(tenant, scope);
-        self.jobs
-            .insert(id, Tracked::new(entry, scope, class, tenant, lane_id));
+        let plan = self.plan_of(&entry.job.credential);
+        let mut tracked = Tracked::new(entry, scope, class, tenant, lane_id);
+        tracked.plan = plan;
+        self.jobs.insert(id, tracked);
         match not_before {
             Some(at) if at > now => self.delay_until(id, at),
             _ => self.make_ready(id, false),

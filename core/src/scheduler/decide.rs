@@ -4,6 +4,7 @@
 //! reconcile an uncertain write, wait for a quota reset, or fail with context.
 
 use super::audit_log::{group_label, Detail};
+use super::fallback::Move;
 use super::scope::ScopeSource;
 use super::state::{held_less, millis};
 use super::Scheduler;
@@ -16,6 +17,7 @@ use crate::job::JobId;
 use crate::ledger::{ActionState, Ledger};
 use crate::outcome::{Outcome, TransportFailure};
 use crate::policy::FailureGroup;
+use crate::routing::FallbackWhen;
 use crate::time::Millis;
 use rand::Rng;
 
@@ -142,6 +144,8 @@ impl<L: Ledger> Scheduler<L> {
         let job = self.jobs.get_mut(&id).expect("settled action is live");
         if failure.group == FailureGroup::MayHaveExecuted {
             job.uncertain = true;
+            // Unsettled on this route until the action ends: only a 2xx settles it.
+            job.route_uncertain = true;
         }
         if let Some(fingerprint) = self.breaker_failure(id, failure.kind, now) {
             return self.finish(
@@ -156,6 +160,10 @@ impl<L: Ledger> Scheduler<L> {
             Outcome::Response(response) => response.error_code.clone(),
             _ => None,
         };
+        let rate_limited = matches!(
+            failure.kind,
+            FailureKind::RateLimited | FailureKind::QuotaExhausted
+        );
         match (failure.group, failure.kind) {
             // Never retried, whatever the class says: tokens already streamed, or a refusal.
             (_, FailureKind::StreamCut { tokens_delivered }) if tokens_delivered > 0 => {
@@ -180,6 +188,33 @@ impl<L: Ledger> Scheduler<L> {
             (_, FailureKind::IdempotencyKeyInUse) if class.reconcile => {
                 self.start_reconciliation(id, now)
             }
+            _ => self.route_or_retry(id, failure, code, rate_limited, told, now),
+        }
+    }
+
+    /// After the failures that end or reconcile an action whatever its route: move it to a
+    /// fallback route when the failure is a condition a later route lists, else retry it
+    /// or end it as its class says.
+    fn route_or_retry(
+        &mut self,
+        id: JobId,
+        failure: Failure,
+        code: Option<String>,
+        rate_limited: bool,
+        told: Option<Millis>,
+        now: Millis,
+    ) {
+        if self.jobs[&id].plan.is_some() {
+            match self.fall_back(id, FallbackWhen::immediate(failure), now) {
+                Move::Moved => return,
+                Move::Refused(reason) => {
+                    return self.finish(id, TerminalStatus::Failed, reason, now)
+                }
+                Move::NoRoute | Move::Withheld => {}
+            }
+        }
+        let class = &self.classes[self.jobs[&id].class];
+        match (failure.group, failure.kind) {
             (group, _) if class.retries(group) => self.retry(id, failure, told, now),
             (FailureGroup::WontImprove, _) => {
                 let status = self.jobs[&id].last_status.unwrap_or(0);
@@ -194,7 +229,7 @@ impl<L: Ledger> Scheduler<L> {
                 self.finish(id, TerminalStatus::Failed, Reason::Conflict { code }, now)
             }
             // The class allows no further attempt for this group.
-            _ => self.finish(id, TerminalStatus::Failed, Reason::AttemptsExhausted, now),
+            _ => self.fail_or_move_on(id, Reason::AttemptsExhausted, rate_limited, now),
         }
     }
 
@@ -260,8 +295,14 @@ impl<L: Ledger> Scheduler<L> {
     fn retry(&mut self, id: JobId, failure: Failure, told: Option<Millis>, now: Millis) {
         let job = &self.jobs[&id];
         let class = &self.classes[job.class];
-        if job.action_attempts >= class.max_attempts.saturating_add(job.resends) {
-            return self.finish(id, TerminalStatus::Failed, Reason::AttemptsExhausted, now);
+        let rate_limited = matches!(
+            failure.kind,
+            FailureKind::RateLimited | FailureKind::QuotaExhausted
+        );
+        // Each route gets the class's attempts afresh (without routing, route_start is 0).
+        let on_route = job.action_attempts.saturating_sub(job.route_start);
+        if on_route >= class.max_attempts.saturating_add(job.resends) {
+            return self.fail_or_move_on(id, Reason::AttemptsExhausted, rate_limited, now);
         }
         let per_task = self.policy.retry_budgets.per_task;
         if per_task.enabled {
@@ -277,22 +318,17 @@ impl<L: Ledger> Scheduler<L> {
         }
         let backoff = backoff_delay(
             &self.policy.backoff,
-            job.retries,
+            job.retries.saturating_sub(job.route_retry_start),
             job.prev_delay,
             &mut self.rng,
         );
         let delay = self.delay_with_waits(id, backoff, told, now);
         if let Err(reason) = self.fits_budgets(id, delay, now) {
-            return self.finish(id, TerminalStatus::Failed, reason, now);
+            return self.fail_or_move_on(id, reason, rate_limited, now);
         }
         let job = &self.jobs[&id];
         if !self.scopes.get_mut(job.scope).retries.try_retry(now) {
-            return self.finish(
-                id,
-                TerminalStatus::Failed,
-                Reason::ScopeBudgetExhausted,
-                now,
-            );
+            return self.fail_or_move_on(id, Reason::ScopeBudgetExhausted, rate_limited, now);
         }
         self.schedule_retry(id, delay, backoff, failure.kind.label(), now);
     }
@@ -317,11 +353,12 @@ impl<L: Ledger> Scheduler<L> {
                 .publish_wait(now.saturating_add(reset), ScopeSource::QuotaReset);
         }
         let class = &self.classes[job.class];
+        let on_route = job.action_attempts.saturating_sub(job.route_start);
         let retryable = class.retries(FailureGroup::QuotaExhausted)
-            && job.action_attempts < class.max_attempts.saturating_add(job.resends);
+            && on_route < class.max_attempts.saturating_add(job.resends);
         let delay = self.delay_with_waits(id, reset, None, now);
         if !retryable || self.fits_budgets(id, delay, now).is_err() {
-            return self.finish(id, TerminalStatus::Failed, Reason::QuotaExhausted, now);
+            return self.fail_or_move_on(id, Reason::QuotaExhausted, true, now);
         }
         self.schedule_retry(id, delay, reset, "quota_exhausted", now);
     }

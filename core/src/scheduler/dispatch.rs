@@ -6,13 +6,15 @@
 //! is handed to the driver: a slot is never held while waiting for rate.
 
 use super::audit_log::Detail;
-use super::lanes::PRIORITIES;
+use super::degrade::Ladder;
+use super::lanes::{rank as rank_of, PRIORITIES};
 use super::scope::Blocked;
 use super::state::{self, Flight, NextSend, Phase};
 use super::Scheduler;
 use crate::audit::AuditKind;
 use crate::command::{Command, Reason, SendAttempt, SendKind, TerminalStatus};
-use crate::job::{JobId, Route};
+use crate::degradation::RungKind;
+use crate::job::{JobId, Priority, Route};
 use crate::ledger::{ActionState, Ledger};
 use crate::time::Millis;
 
@@ -44,19 +46,22 @@ impl<L: Ledger> Scheduler<L> {
     }
 
     fn dispatch(&mut self, now: Millis) -> Option<Command> {
-        if self.slots_used >= self.policy.workers {
-            // Nothing can be sent before an outcome frees a slot.
+        if self.slots_used >= self.policy.workers && !self.cached_active() {
+            // Nothing can be sent before an outcome frees a slot (and no cached answer
+            // is due, which would take none).
             return None;
         }
         for rank in 0..PRIORITIES {
             let Some(start) = self.lanes.first(rank) else {
                 continue;
             };
+            // Held by a `pause_bulk` rung: heads are only checked against their deadlines.
+            let paused = rank == rank_of(Priority::Bulk) && self.bulk_paused();
             let mut lane = start;
             // Bounds the round: lanes can empty (and leave the ring) while it runs.
             let mut left = self.lanes.ready_lanes(rank);
             loop {
-                match self.lane_turn(lane, rank, now) {
+                match self.lane_turn(lane, rank, paused, now) {
                     LaneTurn::Command(command) => {
                         self.lanes.served(rank, lane);
                         return Some(command);
@@ -76,7 +81,7 @@ impl<L: Ledger> Scheduler<L> {
     /// Serves the head of one lane: skips stale entries, fails heads past their deadline or
     /// on an open breaker path, parks coalescable reads behind an identical read in flight,
     /// and sends the first head that gets rate capacity and a slot.
-    fn lane_turn(&mut self, lane: u32, rank: usize, now: Millis) -> LaneTurn {
+    fn lane_turn(&mut self, lane: u32, rank: usize, paused: bool, now: Millis) -> LaneTurn {
         loop {
             let Some((id, ticket)) = self.lanes.head(lane, rank) else {
                 return LaneTurn::Empty;
@@ -100,7 +105,29 @@ impl<L: Ledger> Scheduler<L> {
                 let reason = Reason::DeadlineExceeded;
                 return LaneTurn::Command(self.finish_now(id, status, reason, now));
             }
+            if paused {
+                if let Some(deadline) = job.entry.job.deadline {
+                    // Wake at its deadline: a paused action still fails on time.
+                    self.rate_wakeup = Some(self.rate_wakeup.map_or(deadline, |w| w.min(deadline)));
+                }
+                return LaneTurn::Blocked;
+            }
             let is_action = job.next_send == NextSend::Action;
+            let mut shape = None;
+            if is_action && job.action_attempts == 0 && !self.policy.degradation.is_empty() {
+                match self.ladder(id) {
+                    Ladder::Cached => {
+                        self.lanes.pop(lane, rank);
+                        let reason = Reason::Degraded {
+                            rung: RungKind::Cached,
+                        };
+                        let status = TerminalStatus::Completed;
+                        return LaneTurn::Command(self.finish_now(id, status, reason, now));
+                    }
+                    Ladder::Send(shaped) => shape = shaped,
+                }
+            }
+            let job = &self.jobs[&id];
             if is_action && self.policy.coalesce_reads && job.entry.job.coalescable {
                 if let Some(leader) = self.coalescing.leader_for(&job.entry.job, job.scope) {
                     if leader != id {
@@ -124,12 +151,11 @@ impl<L: Ledger> Scheduler<L> {
                 return LaneTurn::Blocked;
             }
             let job = &self.jobs[&id];
-            let tokens = reservation(
-                job.entry.job.route,
-                is_action,
-                job.entry.job.prompt_tokens,
-                job.entry.job.max_output_tokens,
-            );
+            let (prompt, max_output) = match shape.as_deref().or(job.shape.as_deref()) {
+                Some(shape) => (shape.prompt_tokens, shape.max_output_tokens),
+                None => (job.entry.job.prompt_tokens, job.entry.job.max_output_tokens),
+            };
+            let tokens = reservation(job.entry.job.route, is_action, prompt, max_output);
             let shared = self.policy.share_scope_state;
             match self
                 .scopes
@@ -151,7 +177,7 @@ impl<L: Ledger> Scheduler<L> {
                 Ok(()) => {
                     self.lanes.pop(lane, rank);
                     // Rate capacity is held: only now take the concurrency slot.
-                    match self.launch(id, tokens, now) {
+                    match self.launch(id, tokens, shape, now) {
                         Some(command) => return LaneTurn::Command(command),
                         None => continue,
                     }
@@ -163,7 +189,13 @@ impl<L: Ledger> Scheduler<L> {
     /// Takes a slot and hands the send to the driver, after persisting the attempt and
     /// recording `action_sent`. `None` when the ledger refused the write: the reservation
     /// is given back and the action retries the write after one backoff base.
-    fn launch(&mut self, id: JobId, tokens: u64, now: Millis) -> Option<Command> {
+    fn launch(
+        &mut self,
+        id: JobId,
+        tokens: u64,
+        shape: Option<Box<state::Shape>>,
+        now: Millis,
+    ) -> Option<Command> {
         let attempt = self.next_attempt;
         let job = self.jobs.get_mut(&id).expect("launch of a live action");
         let lookup = match &job.next_send {
@@ -200,9 +232,17 @@ impl<L: Ledger> Scheduler<L> {
             self.slots_used,
             self.policy.workers
         );
+        let (credential, route_model) = match self.fallback_route(id) {
+            Some(route) => (route.credential.clone(), route.model.clone()),
+            None => (self.jobs[&id].entry.job.credential.clone(), None),
+        };
         let job = self.jobs.get_mut(&id).expect("launch of a live action");
         job.phase = Phase::InFlight(attempt);
         job.sent = true;
+        if shape.is_some() {
+            job.shape = shape;
+        }
+        let is_action = lookup.is_none();
         let kind = match lookup {
             None => {
                 job.action_attempts = job.action_attempts.saturating_add(1);
@@ -219,7 +259,7 @@ impl<L: Ledger> Scheduler<L> {
             job: id,
             attempt_no: job.entry.attempts,
             kind,
-            credential: job.entry.job.credential.clone(),
+            credential,
             scope: String::new(),
             route: job.entry.job.route,
             idempotency_key: if self.policy.send_idempotency_keys {
@@ -229,13 +269,32 @@ impl<L: Ledger> Scheduler<L> {
             },
             reserved_tokens: u32::try_from(tokens).unwrap_or(u32::MAX),
             timeout_ms: self.classes[job.class].timeout_ms,
+            // The route's own model wins (a bigger context), then a smaller_model rung's.
+            model: if is_action {
+                route_model
+                    .or_else(|| job.shape.as_ref().and_then(|s| s.model.clone()))
+                    .or_else(|| job.entry.job.model.clone())
+            } else {
+                None
+            },
+            fallback: if is_action {
+                job.pending_fallback.take()
+            } else {
+                None
+            },
+            degraded: if is_action {
+                job.shape.as_ref().map(|s| s.kind)
+            } else {
+                None
+            },
         };
         let scope_index = job.scope;
         let lead = send.kind == SendKind::Action
             && self.policy.coalesce_reads
             && job.entry.job.coalescable;
         // The action left its ready lane (`lane_turn` popped it) for the wire.
-        self.counts.ready = state::held_less(self.counts.ready, 1, "ready actions");
+        let priority = job.entry.job.priority;
+        self.leave_ready(priority);
         self.counts.tokens_reserved = self.counts.tokens_reserved.saturating_add(tokens);
         self.in_flight.insert(
             attempt,

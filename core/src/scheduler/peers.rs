@@ -87,6 +87,7 @@ mod tests {
             external_ref: None,
             coalescable: false,
             stream: false,
+            model: None,
         }
     }
 

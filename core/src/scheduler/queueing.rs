@@ -7,7 +7,7 @@ use std::cmp::Reverse;
 use super::lanes::rank;
 use super::state::{held_less, Phase};
 use super::Scheduler;
-use crate::job::JobId;
+use crate::job::{JobId, Priority};
 use crate::ledger::Ledger;
 use crate::time::Millis;
 
@@ -17,14 +17,22 @@ impl<L: Ledger> Scheduler<L> {
         self.seq
     }
 
-    /// Keeps the phase counters in step when an action leaves `phase`.
-    pub(super) fn leave_phase(&mut self, phase: Phase) {
+    /// Keeps the phase counters in step when an action of `priority` leaves `phase`.
+    pub(super) fn leave_phase(&mut self, phase: Phase, priority: Priority) {
         match phase {
-            Phase::Ready => self.counts.ready = held_less(self.counts.ready, 1, "ready actions"),
+            Phase::Ready => self.leave_ready(priority),
             Phase::Delayed(_) => {
                 self.counts.delayed = held_less(self.counts.delayed, 1, "delayed actions")
             }
             Phase::New | Phase::InFlight(_) | Phase::Following(_) => {}
+        }
+    }
+
+    /// Counts an action of `priority` out of the ready queues.
+    pub(super) fn leave_ready(&mut self, priority: Priority) {
+        self.counts.ready = held_less(self.counts.ready, 1, "ready actions");
+        if priority == Priority::Bulk {
+            self.counts.ready_bulk = held_less(self.counts.ready_bulk, 1, "ready bulk actions");
         }
     }
 
@@ -36,10 +44,14 @@ impl<L: Ledger> Scheduler<L> {
         };
         let old = std::mem::replace(&mut job.phase, Phase::Ready);
         job.ticket = ticket;
-        let (lane, rank) = (job.lane, rank(job.entry.job.priority));
+        let priority = job.entry.job.priority;
+        let (lane, rank) = (job.lane, rank(priority));
         if old != Phase::Ready {
-            self.leave_phase(old);
+            self.leave_phase(old, priority);
             self.counts.ready += 1;
+            if priority == Priority::Bulk {
+                self.counts.ready_bulk += 1;
+            }
         }
         self.lanes.push(lane, rank, id, ticket, front);
         self.debug_assert_phase_counts();
@@ -53,7 +65,8 @@ impl<L: Ledger> Scheduler<L> {
         };
         let old = std::mem::replace(&mut job.phase, Phase::Delayed(due));
         job.ticket = ticket;
-        self.leave_phase(old);
+        let priority = job.entry.job.priority;
+        self.leave_phase(old, priority);
         self.counts.delayed += 1;
         self.delayed.push(Reverse((due, ticket, id, ticket)));
         self.debug_assert_phase_counts();

@@ -132,6 +132,8 @@ impl<L: Ledger> Scheduler<L> {
         let max_resends = self.policy.reconciliation.max_resends;
         let job = self.jobs.get_mut(&id).expect("looked-up action is live");
         job.uncertain = false;
+        // The look-up settled the route too: nothing executed there.
+        job.route_uncertain = false;
         job.next_send = NextSend::Action;
         self.counts.reconciling = held_less(self.counts.reconciling, 1, "actions reconciling");
         if job.resends >= max_resends {

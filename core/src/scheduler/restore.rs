@@ -46,7 +46,9 @@ impl<L: Ledger> Scheduler<L> {
             self.join_task(tenant, &entry.job.task);
             let state = entry.state;
             let lane = self.lanes.lane(tenant, scope);
-            let tracked = Tracked::new(entry, scope, class, tenant, lane);
+            let plan = self.plan_of(&entry.job.credential);
+            let mut tracked = Tracked::new(entry, scope, class, tenant, lane);
+            tracked.plan = plan;
             let reconcile = self.classes[class].reconcile;
             let spent = tracked.action_attempts >= self.classes[class].max_attempts;
             let attempted = tracked.action_attempts > 0;

@@ -3,9 +3,11 @@
 use std::time::Duration;
 
 use crate::command::LookupBy;
+use crate::degradation::RungKind;
 use crate::job::JobId;
 use crate::ledger::LedgerEntry;
 use crate::policy::{ClassPolicy, FailureGroup};
+use crate::routing::FallbackWhen;
 use crate::time::Millis;
 
 /// Whole milliseconds of a policy duration, saturating.
@@ -125,6 +127,36 @@ pub(super) struct Tracked {
     pub last_status: Option<u16>,
     /// Breaker fingerprint of the action's last failure, cleared by a success on that path.
     pub last_failure: Option<String>,
+    /// Index of the routing plan the action follows (`Policy::routing.plans`), if any.
+    pub plan: Option<u32>,
+    /// Its current route: 0 the primary (the job's own), `k` the plan's fallback `k - 1`.
+    pub route: u16,
+    /// `action_attempts` when the current route began (each route gets `max_attempts`).
+    pub route_start: u32,
+    /// `retries` when the current route began (the backoff exponent restarts per route).
+    pub route_retry_start: u32,
+    /// An attempt on the current route may have executed and no answer settled it.
+    pub route_uncertain: bool,
+    /// A fallback was withheld because the current route was uncertain: the terminal
+    /// must offer a status query and never claim the action did not execute.
+    pub withheld: bool,
+    /// The condition that moved the action to its current route, for its next send.
+    pub pending_fallback: Option<FallbackWhen>,
+    /// What the degradation ladder gave its first attempt (kept for its retries).
+    pub shape: Option<Box<Shape>>,
+}
+
+/// An action's shape from the degradation ladder, fixed at its first dispatch.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Shape {
+    /// The most severe rung applied (the highest `at_queued` among those applied).
+    pub kind: RungKind,
+    /// Prompt tokens after trimming (tokens).
+    pub prompt_tokens: u32,
+    /// Maximum output tokens after trimming (tokens).
+    pub max_output_tokens: u32,
+    /// The model a `smaller_model` rung asks for.
+    pub model: Option<String>,
 }
 
 impl Tracked {
@@ -149,6 +181,14 @@ impl Tracked {
             uncertain: false,
             last_status: None,
             last_failure: None,
+            plan: None,
+            route: 0,
+            route_start: 0,
+            route_retry_start: 0,
+            route_uncertain: false,
+            withheld: false,
+            pending_fallback: None,
+            shape: None,
         }
     }
 }
@@ -174,6 +214,8 @@ pub(super) struct TaskState {
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Counts {
     pub ready: u64,
+    /// The bulk actions among `ready` (a `pause_bulk` rung's pressure leaves them out).
+    pub ready_bulk: u64,
     pub delayed: u64,
     pub reconciling: u64,
     pub tokens_reserved: u64,

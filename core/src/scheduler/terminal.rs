@@ -108,7 +108,9 @@ impl<L: Ledger> Scheduler<L> {
     fn let_go(&mut self, job: &mut Tracked, now: Millis) {
         let id = job.entry.job.id;
         match job.phase {
-            Phase::New | Phase::Ready | Phase::Delayed(_) => self.leave_phase(job.phase),
+            Phase::New | Phase::Ready | Phase::Delayed(_) => {
+                self.leave_phase(job.phase, job.entry.job.priority)
+            }
             Phase::InFlight(attempt) => {
                 if let Some(flight) = self.in_flight.remove(&attempt) {
                     self.slots_used = held_less(self.slots_used, 1, "slots in use");
@@ -206,9 +208,11 @@ impl<L: Ledger> Scheduler<L> {
             .saturating_sub(now);
         // After an attempt that may have executed, only a keyed retry or a status query is
         // safe; anything else can duplicate the side effect.
-        let uncertain = job.uncertain && self.classes[job.class].reconcile;
+        // So does an action that stayed on its route, instead of falling back, because an
+        // attempt there may have executed: it must never be reported as not executed.
+        let uncertain = job.uncertain && (self.classes[job.class].reconcile || job.withheld);
         let mut actions = match reason {
-            Reason::Succeeded | Reason::Reconciled => Vec::new(),
+            Reason::Succeeded | Reason::Reconciled | Reason::Degraded { .. } => Vec::new(),
             Reason::Cancelled if job.sent => vec![QueryStatus],
             Reason::Cancelled => vec![SendNewOperation {
                 may_duplicate: false,
@@ -254,10 +258,17 @@ impl<L: Ledger> Scheduler<L> {
                 actions
             }
         };
+        if job.withheld && job.uncertain && !actions.contains(&QueryStatus) {
+            // Ask before anything else is sent: the last route may have executed it.
+            actions.insert(0, QueryStatus);
+        }
         if keyed
             && !matches!(
                 reason,
-                Reason::Succeeded | Reason::Reconciled | Reason::WontImprove { .. }
+                Reason::Succeeded
+                    | Reason::Reconciled
+                    | Reason::WontImprove { .. }
+                    | Reason::Degraded { .. }
             )
         {
             // The same key makes a later retry safe even when the action may have executed.
@@ -292,6 +303,7 @@ pub(super) fn reason_label(reason: &Reason) -> &'static str {
         Reason::StreamInterrupted => "stream_interrupted",
         Reason::ReconciliationUnavailable => "reconciliation_unavailable",
         Reason::ExecutionBudgetExhausted => "execution_budget_exhausted",
+        Reason::Degraded { .. } => "degraded",
     }
 }
 

@@ -40,6 +40,7 @@ pub fn job(id: JobId, class: &str) -> Job {
         external_ref: None,
         coalescable: false,
         stream: false,
+        model: None,
     }
 }
 

@@ -395,6 +395,7 @@ mod tests {
                     tpd: limit(8, 7_000),
                     concurrency: None,
                     count_rejected: false,
+                    model: None,
                 });
                 for i in 0..40u64 {
                     let now = i * 4_567 + i * i * 1_001;

@@ -101,6 +101,23 @@ pub struct JournalEntry {
     /// `x-stainless-retry-count` as the client's SDK sent it (a claim).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sdk_retry_count: Option<u32>,
+    /// The model the provider served or refused: the resolved name when `provider.models`
+    /// is listed (the first model for a request naming none; the name as sent, cut to 200
+    /// bytes, for an unknown one), `None` when no models are listed. Shared with the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<Arc<str>>,
+    /// What this commit costs at its model's price, micro-dollars (US$ 1e-6), rounded to
+    /// nearest; 0 without a price or a commit. A duplicate commit is billed too.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub billed_micro_usd: u64,
+    /// Which of its scope's limits refused it (429 or `insufficient_quota`): `rpm`, `tpm`,
+    /// `rpd`, `tpd` or `concurrency`; `None` otherwise (injected faults included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<Cow<'static, str>>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A bounded buffer of entries not yet drained: the oldest are dropped (and counted) past

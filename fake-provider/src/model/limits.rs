@@ -85,6 +85,17 @@ impl Refusal {
         !self.is_quota()
     }
 
+    /// The limit's key in `[[provider.scopes]]`, as the journal's `limit` names it.
+    pub(crate) fn key(self) -> &'static str {
+        match self {
+            Refusal::Concurrency => "concurrency",
+            Refusal::RequestsPerMinute => "rpm",
+            Refusal::TokensPerMinute => "tpm",
+            Refusal::RequestsPerDay => "rpd",
+            Refusal::TokensPerDay => "tpd",
+        }
+    }
+
     /// A message in the style of the provider's.
     pub(crate) fn describe(self, limit: u64, used: u64) -> String {
         let what = match self {
@@ -170,26 +181,42 @@ impl ScopeState {
     /// Admits an attempt charging `tokens`, or says which limit refuses it (with the limit
     /// and the amount used before this attempt). Admission counts the request and tokens and
     /// takes a slot; a rate-limit refusal counts one request of the minute window when the
-    /// scope has `count_rejected`.
+    /// scope has `count_rejected`. (The model admits over several scopes with `check_at`,
+    /// then `charge` or `refused`; this is the same for one.)
+    #[cfg(test)]
     pub(crate) fn admit(&mut self, now: u64, tokens: u64) -> Result<(), (Refusal, u64, u64)> {
-        self.minute.roll(now);
-        self.day.roll(now);
-        let refused = self.check(tokens);
+        let refused = self.check_at(now, tokens);
         match refused {
-            Ok(()) => {
-                self.minute.requests += 1;
-                self.minute.tokens += tokens;
-                self.day.requests += 1;
-                self.day.tokens += tokens;
-                self.in_flight += 1;
-            }
-            Err((refusal, _, _)) => {
-                if self.limits.count_rejected && refusal.counts_when_rejected() {
-                    self.minute.requests += 1;
-                }
-            }
+            Ok(()) => self.charge(tokens),
+            Err((refusal, _, _)) => self.refused(refusal),
         }
         refused
+    }
+
+    /// Which limit, if any, refuses an attempt charging `tokens` at `now`, charging nothing:
+    /// an attempt counted against several scopes is checked on all before any is charged.
+    pub(crate) fn check_at(&mut self, now: u64, tokens: u64) -> Result<(), (Refusal, u64, u64)> {
+        self.minute.roll(now);
+        self.day.roll(now);
+        self.check(tokens)
+    }
+
+    /// Charges an admitted attempt (windows rolled by `check_at`): its request, its tokens
+    /// and a concurrency slot until `release`.
+    pub(crate) fn charge(&mut self, tokens: u64) {
+        self.minute.requests += 1;
+        self.minute.tokens += tokens;
+        self.day.requests += 1;
+        self.day.tokens += tokens;
+        self.in_flight += 1;
+    }
+
+    /// This scope refused an attempt: with `count_rejected`, the refusal uses up a request
+    /// of the minute window.
+    pub(crate) fn refused(&mut self, refusal: Refusal) {
+        if self.limits.count_rejected && refusal.counts_when_rejected() {
+            self.minute.requests += 1;
+        }
     }
 
     /// Which limit, if any, refuses an attempt charging `tokens` (windows already rolled).
@@ -261,6 +288,7 @@ mod tests {
             tpd: None,
             concurrency: None,
             count_rejected: false,
+            model: None,
         };
         f(&mut l);
         ScopeState::new(l)

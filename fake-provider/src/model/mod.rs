@@ -2,8 +2,12 @@
 //! from seeded ChaCha streams (one per component, see `streams`).
 //!
 //! One attempt goes through, in order: authentication (401), the Retry-After violation check,
-//! the fault schedule (first matching rule), the context-length check (400), the scope's
-//! limits (429), and the route itself (the commit). A fault that commits first
+//! the model check of a completion route (404 `model_not_found` when `provider.models` is
+//! listed and the body names another), the fault schedule (first matching rule), the
+//! context-length check (400; the model's window, else the provider's), the limits of every
+//! scope its key counts against (429; its own scope, then its further `scopes` in listed
+//! order, all checked before any is charged), and the route itself (the commit, billed at
+//! its model's price). A fault that commits first
 //! (`drop_after_commit`, `hang_after_commit`, `stream_cut`, `stream_error`) is applied after
 //! the route ran, so an attempt the limits refuse gets the 429 instead.
 //!
@@ -18,7 +22,9 @@ mod identity;
 mod journal;
 mod latency;
 mod limits;
+mod models;
 mod records;
+mod replays;
 mod request;
 mod stats;
 mod streams;
@@ -38,9 +44,11 @@ use faults::{AttemptFacts, FaultSchedule, Injection};
 use headers::ClientClock;
 use latency::LatencySampler;
 use limits::ScopeState;
+use models::{Models, Resolved};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use records::{KeyCheck, RecordStore};
+use replays::{CompletionKeys, ReplayCheck};
 use serde_json::{json, Value};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -61,9 +69,31 @@ const DEFAULT_503_RETRY_MS: u64 = 1_000;
 /// An admitted attempt that has not departed yet.
 #[derive(Debug, Clone)]
 struct Holding {
+    /// Its credential's own scope (record and completion keys live there).
     scope: usize,
+    /// Its credential's ordinal, whose further scopes it also holds a slot on.
+    credential: usize,
+    /// The listed model it was for, which decides the scopes it counted against.
+    model: Option<usize>,
+    /// The record write's idempotency key it holds.
     key: Option<String>,
+    /// The completion's idempotency key it holds (`completion_idempotency`).
+    completion_key: Option<String>,
 }
+
+/// A known bearer key.
+#[derive(Debug, Clone)]
+struct KnownKey {
+    /// Its own scope's index.
+    scope: usize,
+    /// Its masked form (masked once, shared by every journal entry).
+    masked: Arc<str>,
+    /// Its ordinal in `provider.credentials` (indexes `ProviderModel::also_counts`).
+    ordinal: usize,
+}
+
+/// Longest model name a journal entry keeps of a request for an unknown model, bytes.
+const MAX_JOURNALED_MODEL: usize = 200;
 
 /// The provider: credentials, scopes, faults, records and the journal.
 #[derive(Debug, Clone)]
@@ -71,10 +101,17 @@ pub struct ProviderModel {
     config: ProviderConfig,
     seed: u64,
     clock: ClientClock,
-    /// Each known credential's scope index and its masked form (masked once, shared by
-    /// every journal entry).
-    credentials: FxHashMap<String, (usize, Arc<str>)>,
+    /// Each known credential's scope, masked form and ordinal.
+    credentials: FxHashMap<String, KnownKey>,
+    /// Per credential ordinal: the further scopes it counts against, in listed order.
+    also_counts: Vec<Box<[usize]>>,
     scopes: Vec<ScopeState>,
+    /// Per scope: the only model it counts (index into `models`), if it has a filter.
+    scope_models: Vec<Option<usize>>,
+    /// The listed models.
+    models: Models,
+    /// Completions remembered by idempotency key (`completion_idempotency`).
+    replays: CompletionKeys,
     /// Each scope's id, shared by every journal entry of the scope.
     scope_ids: Vec<Arc<str>>,
     scope_stats: Vec<ScopeStats>,
@@ -120,10 +157,35 @@ impl ProviderModel {
         let credentials = config
             .credentials
             .iter()
-            .filter_map(|c| {
+            .enumerate()
+            .filter_map(|(ordinal, c)| {
                 let scope = *scope_index.get(c.scope.as_str())?;
-                Some((c.key.clone(), (scope, Arc::from(mask_credential(&c.key)))))
+                let masked = Arc::from(mask_credential(&c.key));
+                Some((
+                    c.key.clone(),
+                    KnownKey {
+                        scope,
+                        masked,
+                        ordinal,
+                    },
+                ))
             })
+            .collect();
+        let also_counts = config
+            .credentials
+            .iter()
+            .map(|c| {
+                c.scopes
+                    .iter()
+                    .filter_map(|id| scope_index.get(id.as_str()).copied())
+                    .collect()
+            })
+            .collect();
+        let models = Models::new(&config.models);
+        let scope_models = config
+            .scopes
+            .iter()
+            .map(|s| s.model.as_deref().and_then(|m| models.index(m)))
             .collect();
         Ok(ProviderModel {
             seed,
@@ -132,6 +194,14 @@ impl ProviderModel {
                 wall_epoch_unix_ms,
             },
             credentials,
+            also_counts,
+            scope_models,
+            models,
+            replays: CompletionKeys::new(
+                config.scopes.len(),
+                config.record_retention.ms(),
+                DEFAULT_MAX_RECORDS,
+            ),
             scopes: config.scopes.iter().cloned().map(ScopeState::new).collect(),
             scope_ids: config
                 .scopes
@@ -190,10 +260,12 @@ impl ProviderModel {
     }
 
     /// Keeps at most `max_records` records (at least 1; default [`DEFAULT_MAX_RECORDS`]):
-    /// beyond it the oldest are evicted as if their retention had passed.
+    /// beyond it the oldest are evicted as if their retention had passed. The same cap
+    /// bounds the completions remembered by idempotency key.
     pub fn set_max_records(&mut self, max_records: usize) {
         self.max_records = max_records.max(1);
         self.records.set_max_records(self.max_records);
+        self.replays.set_max_keys(self.max_records);
     }
 
     /// Caps the undrained journal at `capacity` entries (older ones are evicted and counted).
@@ -288,12 +360,44 @@ impl ProviderModel {
     /// concurrency slot and its idempotency key. Unknown or repeated seqs are ignored.
     pub fn depart(&mut self, seq: u64, _now: Millis) {
         if let Some(h) = self.holding.remove(&seq) {
-            if let Some(scope) = self.scopes.get_mut(h.scope) {
-                scope.release();
+            for pos in 0..self.counted_scopes(h.credential) {
+                let s = self.nth_scope(h.scope, h.credential, pos);
+                if self.counts(s, h.model) {
+                    self.scopes[s].release();
+                }
+            }
+            if let Some(scope) = self.scopes.get(h.scope) {
                 if let Some(key) = h.key {
                     self.records.release_key(&scope.limits.id, &key, seq);
                 }
             }
+            if let Some(key) = h.completion_key {
+                self.replays.release(h.scope, &key, seq);
+            }
+        }
+    }
+
+    /// How many scopes a key with credential ordinal `credential` may count against: its
+    /// own, then its further `scopes`.
+    fn counted_scopes(&self, credential: usize) -> usize {
+        1 + self.also_counts.get(credential).map_or(0, |a| a.len())
+    }
+
+    /// The `pos`-th scope a key counts against (0: its own scope `main`, then its further
+    /// scopes in listed order): the order admission checks them in.
+    fn nth_scope(&self, main: usize, credential: usize, pos: usize) -> usize {
+        match pos {
+            0 => main,
+            _ => self.also_counts[credential][pos - 1],
+        }
+    }
+
+    /// Whether scope `s` counts a request for `model` (a scope with a model filter counts
+    /// only that model's requests).
+    fn counts(&self, s: usize, model: Option<usize>) -> bool {
+        match self.scope_models[s] {
+            None => true,
+            Some(only) => model == Some(only),
         }
     }
 
@@ -301,13 +405,16 @@ impl ProviderModel {
     /// effects, and say what the client sees and after how long.
     pub fn arrive(&mut self, req: &Request, now: Millis) -> Decision {
         self.records.evict(now);
+        if self.config.completion_idempotency {
+            self.replays.evict(now);
+        }
         self.next_seq += 1;
         let seq = self.next_seq;
         let known = req
             .credential
             .as_deref()
             .and_then(|c| self.credentials.get(c));
-        let scope_of_key = known.map_or("", |&(i, _)| self.scopes[i].limits.id.as_str());
+        let scope_of_key = known.map_or("", |k| self.scopes[k.scope].limits.id.as_str());
         let who = self.identity.attribute(req, scope_of_key, now);
         let claim_mismatch = who.ordinal > 0
             && req
@@ -318,7 +425,7 @@ impl ProviderModel {
             at_ms: now,
             done_ms: 0,
             credential: match (known, req.credential.as_deref()) {
-                (Some((_, masked)), _) => Some(Arc::clone(masked)),
+                (Some(k), _) => Some(Arc::clone(&k.masked)),
                 (None, Some(unknown)) => Some(Arc::from(mask_credential(unknown))),
                 (None, None) => None,
             },
@@ -351,6 +458,9 @@ impl ProviderModel {
             undelivered: false,
             claim_mismatch,
             sdk_retry_count: req.sdk_retry_count,
+            model: None,
+            billed_micro_usd: 0,
+            limit: None,
         };
         self.told_until = None;
         let (latency_ms, answer) = self.decide(req, now, seq, &mut entry);
@@ -449,6 +559,9 @@ impl ProviderModel {
             undelivered: false,
             claim_mismatch: false,
             sdk_retry_count: None,
+            model: None,
+            billed_micro_usd: 0,
+            limit: None,
         };
         self.count(&entry);
         self.journal.push(entry);
@@ -484,11 +597,10 @@ impl ProviderModel {
     ) -> (u64, Answer) {
         let reject_ms = self.config.reject_latency.ms();
         // 1. Authentication.
-        let Some((credential, scope_idx)) = req
-            .credential
-            .as_deref()
-            .and_then(|c| Some((c, self.credentials.get(c)?.0)))
-        else {
+        let Some((credential, scope_idx, ordinal)) = req.credential.as_deref().and_then(|c| {
+            let k = self.credentials.get(c)?;
+            Some((c, k.scope, k.ordinal))
+        }) else {
             let message = if req.credential.is_none() {
                 "No API key provided: send `Authorization: Bearer KEY`."
             } else {
@@ -520,6 +632,37 @@ impl ProviderModel {
         if entry.retry_after_violation {
             self.scope_stats[scope_idx].retry_after_violations += 1;
         }
+
+        // 2b. The model, for the routes that name one: resolved once to a listed model (its
+        // name shared by the journal); with no models listed, nothing changes.
+        let is_chat = matches!(
+            req.route.name(),
+            RouteName::ChatCompletions | RouteName::Messages | RouteName::Embeddings
+        );
+        let model = if is_chat {
+            match self.models.resolve(req.model.as_deref()) {
+                Resolved::Unlisted => None,
+                Resolved::Served(i) => {
+                    entry.model = Some(Arc::clone(self.models.name(i)));
+                    Some(i)
+                }
+                Resolved::Unknown => {
+                    let name = req.model.as_deref().unwrap_or_default();
+                    entry.model = Some(Arc::from(cut(name, MAX_JOURNALED_MODEL)));
+                    let headers = self.headers(scope_idx, seq, now);
+                    let answer = self.error(
+                        404,
+                        headers,
+                        || format!("The model `{name}` does not exist or you do not have access to it."),
+                        "invalid_request_error",
+                        Cow::Borrowed("model_not_found"),
+                    );
+                    return (reject_ms, answer);
+                }
+            }
+        } else {
+            None
+        };
 
         // 3. The fault schedule.
         // Scripted sequences count attempts of the logical request the provider identified
@@ -575,14 +718,13 @@ impl ProviderModel {
             None => {}
         }
 
-        // 4. Context length.
-        let is_chat = matches!(
-            req.route.name(),
-            RouteName::ChatCompletions | RouteName::Messages | RouteName::Embeddings
-        );
+        // 4. Context length: the model's own window, else the provider's.
         if is_chat {
             let wanted = u64::from(req.prompt_tokens) + u64::from(req.max_tokens);
-            if let Some(window) = self.config.context_window {
+            let window = model
+                .and_then(|m| self.models.context_window(m))
+                .or(self.config.context_window);
+            if let Some(window) = window {
                 if wanted > u64::from(window) {
                     let headers = self.headers(scope_idx, seq, now);
                     let message = || {
@@ -603,14 +745,22 @@ impl ProviderModel {
             }
         }
 
-        // 5. The scope's limits.
+        // 5. The limits of every scope it counts against.
         let charge = if is_chat {
             u64::from(req.prompt_tokens) + u64::from(req.max_tokens)
         } else {
             0
         };
-        if let Err((refusal, limit, used)) = self.scopes[scope_idx].admit(now, charge) {
-            let wait = self.scopes[scope_idx].wait_ms(refusal, now);
+        if let Err((refuser, (refusal, limit, used))) =
+            self.admit(scope_idx, ordinal, model, now, charge)
+        {
+            // The refusing scope speaks for the refusal: the journal, the headers and the
+            // wait are its own.
+            if refuser != scope_idx {
+                entry.scope = Some(Arc::clone(&self.scope_ids[refuser]));
+            }
+            entry.limit = Some(Cow::Borrowed(refusal.key()));
+            let wait = self.scopes[refuser].wait_ms(refusal, now);
             // OpenAI's error `type` names the limit: `tokens` for tokens per minute,
             // `requests` otherwise; the daily quota is `insufficient_quota`.
             let (kind, code) = match refusal {
@@ -627,7 +777,7 @@ impl ProviderModel {
                 )
             };
             let answer = self.rate_limited(
-                scope_idx,
+                refuser,
                 seq,
                 now,
                 reject_ms,
@@ -639,13 +789,16 @@ impl ProviderModel {
         self.scope_stats[scope_idx].admitted += 1;
         let mut holding = Holding {
             scope: scope_idx,
+            credential: ordinal,
+            model,
             key: None,
+            completion_key: None,
         };
 
         // 6. The route.
         let (latency_ms, mut answer) = match &req.route {
             RequestRoute::ChatCompletions | RequestRoute::Messages | RequestRoute::Embeddings => {
-                self.complete(req, scope_idx, seq, now, entry)
+                self.complete(req, scope_idx, seq, now, entry, model, &mut holding)
             }
             RequestRoute::CreateRecord => {
                 self.create_record(req, &scope_id, scope_idx, seq, now, entry, &mut holding)
@@ -690,6 +843,14 @@ impl ProviderModel {
                 )
             }
         };
+        if entry.tokens_used > 0 {
+            for pos in 1..self.counted_scopes(ordinal) {
+                let s = self.nth_scope(scope_idx, ordinal, pos);
+                if self.counts(s, model) {
+                    self.scope_stats[s].tokens_used += entry.tokens_used;
+                }
+            }
+        }
         self.holding.insert(seq, holding);
 
         // 7. Faults that show after the commit.
@@ -720,7 +881,51 @@ impl ProviderModel {
         (latency_ms, answer)
     }
 
-    /// A completion: draws its size, charges nothing more (tokens were charged at admission).
+    /// Admission on every scope a key counts against, in order: its own scope, then its
+    /// further `scopes` as listed, skipping any whose model filter does not match `model`.
+    /// The first refusal wins and names its scope (index, refusal); only when all admit is
+    /// each charged, so a refusal by a later scope costs the earlier ones nothing (beyond the
+    /// refusing scope's own `count_rejected`).
+    fn admit(
+        &mut self,
+        main: usize,
+        credential: usize,
+        model: Option<usize>,
+        now: Millis,
+        tokens: u64,
+    ) -> Result<(), (usize, (limits::Refusal, u64, u64))> {
+        let n = self.counted_scopes(credential);
+        for pos in 0..n {
+            let s = self.nth_scope(main, credential, pos);
+            if !self.counts(s, model) {
+                continue;
+            }
+            // The key's own scope counted its attempt at authentication.
+            if pos > 0 {
+                self.scope_stats[s].attempts += 1;
+            }
+            if let Err(refused) = self.scopes[s].check_at(now, tokens) {
+                self.scopes[s].refused(refused.0);
+                return Err((s, refused));
+            }
+        }
+        for pos in 0..n {
+            let s = self.nth_scope(main, credential, pos);
+            if self.counts(s, model) {
+                self.scopes[s].charge(tokens);
+                if pos > 0 {
+                    self.scope_stats[s].admitted += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A completion: draws its size, charges nothing more (tokens were charged at admission)
+    /// and bills it at its model's price. With `completion_idempotency`, a key its scope
+    /// already completed is answered with that completion again instead, at the edge's
+    /// speed (`reject_latency`: a stored answer, nothing runs) and without a latency draw.
+    #[allow(clippy::too_many_arguments)]
     fn complete(
         &mut self,
         req: &Request,
@@ -728,47 +933,128 @@ impl ProviderModel {
         seq: u64,
         now: Millis,
         entry: &mut JournalEntry,
+        model: Option<usize>,
+        holding: &mut Holding,
     ) -> (u64, Answer) {
+        let key = req
+            .idempotency_key
+            .as_deref()
+            .filter(|_| self.config.completion_idempotency);
+        if let Some(key) = key {
+            let reject_ms = self.config.reject_latency.ms();
+            match self.replays.check(scope_idx, key, req.body_hash) {
+                ReplayCheck::Fresh => {}
+                ReplayCheck::InUse => {
+                    let headers = self.headers(scope_idx, seq, now);
+                    let answer = self.error(
+                        409,
+                        headers,
+                        || "There is currently another in-progress request using this Idempotency-Key. Retry after it completes.".to_string(),
+                        "idempotency_error",
+                        Cow::Borrowed("idempotency_key_in_use"),
+                    );
+                    return (reject_ms, answer);
+                }
+                ReplayCheck::BodyMismatch => {
+                    let headers = self.headers(scope_idx, seq, now);
+                    let answer = self.error(
+                        400,
+                        headers,
+                        || "Keys for idempotent requests can only be used with the same parameters they were first used with.".to_string(),
+                        "idempotency_error",
+                        Cow::Borrowed("idempotency_error"),
+                    );
+                    return (reject_ms, answer);
+                }
+                ReplayCheck::Replay(done) => {
+                    entry.replayed = true;
+                    let usage = (done.prompt_tokens, done.completion_tokens);
+                    let mut answer =
+                        self.completion_answer(req, scope_idx, seq, done.seq, now, usage);
+                    if let Answer::Respond { signals, .. } = &mut answer {
+                        signals.idempotent_replayed = true;
+                    }
+                    return (reject_ms, answer);
+                }
+            }
+        }
         let completion = if req.max_tokens == 0 {
             0
         } else {
             self.usage_rng.gen_range(1..=req.max_tokens)
         };
-        let latency = self.latency.sample(&mut self.latency_rng, completion);
+        // One latency draw per completion whichever model serves it, so listing a model's
+        // latency does not reshuffle the draws of the others.
+        let sampler = model
+            .and_then(|m| self.models.latency(m))
+            .unwrap_or(&self.latency);
+        let latency = sampler.sample(&mut self.latency_rng, completion);
         let total = u64::from(req.prompt_tokens) + u64::from(completion);
         entry.committed = true;
         entry.tokens_used = total;
+        entry.billed_micro_usd = model
+            .and_then(|m| self.models.price(m))
+            .map_or(0, |p| p.micro_usd(req.prompt_tokens, completion));
         self.scope_stats[scope_idx].tokens_used += total;
+        if let Some(key) = key {
+            let usage = (req.prompt_tokens, completion);
+            self.replays
+                .remember(scope_idx, key, req.body_hash, seq, usage, now);
+            holding.completion_key = Some(key.to_string());
+        }
+        let answer = self.completion_answer(
+            req,
+            scope_idx,
+            seq,
+            seq,
+            now,
+            (req.prompt_tokens, completion),
+        );
+        (latency, answer)
+    }
+
+    /// The answer of the completion `id_seq` committed (`chatcmpl-<id_seq>`) with `usage`
+    /// (prompt, completion tokens), given to attempt `seq`.
+    fn completion_answer(
+        &mut self,
+        req: &Request,
+        scope_idx: usize,
+        seq: u64,
+        id_seq: u64,
+        now: Millis,
+        usage: (u32, u32),
+    ) -> Answer {
+        let (prompt, completion) = usage;
+        let total = u64::from(prompt) + u64::from(completion);
         let created = (self.clock.wall_epoch_unix_ms + self.clock.client_ms(now)) / 1_000;
         let body = if self.lean_bodies {
-            json!({ "id": format!("chatcmpl-{seq}") })
+            json!({ "id": format!("chatcmpl-{id_seq}") })
         } else {
             json!({
-                "id": format!("chatcmpl-{seq}"),
+                "id": format!("chatcmpl-{id_seq}"),
                 "object": "chat.completion",
                 "created": created,
                 "model": "stampede-fake",
                 "choices": [{
                     "index": 0,
-                    "message": { "role": "assistant", "content": format!("stampede fake completion #{seq} ({completion} tokens)") },
+                    "message": { "role": "assistant", "content": format!("stampede fake completion #{id_seq} ({completion} tokens)") },
                     "finish_reason": if completion == req.max_tokens { "length" } else { "stop" },
                 }],
                 "usage": {
-                    "prompt_tokens": req.prompt_tokens,
+                    "prompt_tokens": prompt,
                     "completion_tokens": completion,
                     "total_tokens": total,
                 },
             })
         };
-        let answer = Answer::Respond {
+        Answer::Respond {
             status: 200,
             signals: self.headers(scope_idx, seq, now),
             body,
             error: None,
-            usage: Some((req.prompt_tokens, completion)),
+            usage: Some(usage),
             stream_chunks: req.stream.then_some(completion.max(1)),
-        };
-        (latency, answer)
+        }
     }
 
     /// `POST /v1/records` with Stripe-style idempotency.
@@ -1040,6 +1326,15 @@ impl ProviderModel {
     }
 }
 
+/// The longest prefix of `s` of at most `max` bytes that ends on a character boundary.
+fn cut(s: &str, max: usize) -> &str {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
 fn respond(status: u16, signals: Signals, body: Value) -> Answer {
     Answer::Respond {
         status,
@@ -1058,3 +1353,5 @@ pub fn error_body(message: &str, kind: &str, code: &str) -> Value {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_models;

@@ -42,6 +42,10 @@ pub struct Request {
     /// it retried this request (a claim, journaled, never counted).
     #[serde(default)]
     pub sdk_retry_count: Option<u32>,
+    /// The body's `"model"` of a completion, message or embedding (as sent; `None` when the
+    /// body names none). Decides nothing unless `provider.models` is listed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// The endpoint an attempt targets.

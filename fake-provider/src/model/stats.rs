@@ -44,9 +44,11 @@ pub struct ProviderStats {
 /// Totals of one scope.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScopeStats {
-    /// Attempts that reached this scope.
+    /// Attempts that reached this scope: every attempt of its own keys, and the attempts of
+    /// keys counting it as a further scope that its admission check was reached for (a
+    /// refusal by an earlier scope stops there).
     pub attempts: u64,
-    /// Attempts the limits admitted.
+    /// Attempts the limits admitted (on a further scope: the attempts charged to it).
     pub admitted: u64,
     /// 429 answers (limits and injected).
     pub rate_limited: u64,
@@ -55,7 +57,7 @@ pub struct ScopeStats {
     /// Scope-wait violations on this scope.
     #[serde(default)]
     pub scope_wait_violations: u64,
-    /// Tokens used by committed completions.
+    /// Tokens used by committed completions counted against this scope.
     pub tokens_used: u64,
     /// Admitted attempts in flight now.
     pub in_flight: u64,

@@ -17,6 +17,7 @@ fn scope(id: &str) -> ScopeLimits {
         tpd: None,
         concurrency: None,
         count_rejected: false,
+        model: None,
     }
 }
 
@@ -27,6 +28,7 @@ fn config(scopes: Vec<ScopeLimits>, faults: Vec<FaultRule>) -> ProviderConfig {
             .map(|s| CredentialConfig {
                 key: format!("sk-{}-key1", s.id),
                 scope: s.id.clone(),
+                scopes: Vec::new(),
             })
             .collect(),
         scopes,
@@ -209,6 +211,7 @@ fn two_keys_on_one_scope_share_its_quota_and_a_third_scope_is_unaffected() {
     c.credentials.push(CredentialConfig {
         key: "sk-second-key".into(),
         scope: "shared".into(),
+        scopes: Vec::new(),
     });
     let mut m = model(c);
     let mut second = chat("shared");

@@ -118,6 +118,7 @@ pub(crate) async fn messages(
     req.max_tokens = parsed.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
     req.stream = parsed.stream;
     req.body_hash = parse::canonical_hash(&v);
+    req.model = parse::model(&v);
     super::routes::attempt_as(&app, req, super::respond::Wire::Anthropic).await
 }
 

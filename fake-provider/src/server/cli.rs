@@ -17,10 +17,12 @@ pub fn demo_config() -> ProviderConfig {
             tpd: None,
             concurrency: Some(50),
             count_rejected: false,
+            model: None,
         }],
         credentials: vec![CredentialConfig {
             key: "sk-demo".into(),
             scope: "account:demo".into(),
+            scopes: Vec::new(),
         }],
         ..ProviderConfig::default()
     }
@@ -32,13 +34,14 @@ fn generate_token() -> String {
     format!("stc_{:032x}", rand::random::<u128>())
 }
 
-/// Reads the scenario's `[provider]` table (other tables ignored; its top-level `seed` seeds
+/// Reads the scenario's `[provider]` table, or its `[providers.<provider_name>]` (other tables ignored; its top-level `seed` seeds
 /// the model), prints the address and credentials (masked), and serves until Ctrl-C.
 ///
 /// On a non-loopback address it warns on stderr, and the control plane needs a token: the
 /// one given, or one generated and printed once here.
 pub async fn serve_cli(
     scenario_path: Option<&Path>,
+    provider_name: Option<&str>,
     addr: SocketAddr,
     control_token: Option<String>,
     scenario_check: Option<ScenarioCheck>,
@@ -50,7 +53,7 @@ pub async fn serve_cli(
                 source,
             })?;
             let name = path.display().to_string();
-            let config = ProviderConfig::from_scenario_toml(&text, &name)?;
+            let config = ProviderConfig::from_scenario_toml_named(&text, &name, provider_name)?;
             let seed = toml::from_str::<toml::Table>(&text)
                 .ok()
                 .and_then(|t| t.get("seed").and_then(toml::Value::as_integer))

@@ -146,6 +146,13 @@ pub(crate) fn canonical_hash(v: &Value) -> u64 {
     canonical_body_hash(v)
 }
 
+/// The body's `"model"` when it is a string. Anything else is left as today (ignored): the
+/// provider checks names only against `provider.models`, and the journal keeps at most a
+/// cut of an unknown one.
+pub(crate) fn model(v: &Value) -> Option<String> {
+    v.get("model").and_then(Value::as_str).map(str::to_string)
+}
+
 /// Rough tokens of a prompt: 4 characters a token plus 4 per message, as OpenAI's rule of thumb.
 fn prompt_tokens(messages: &[ChatMessage]) -> u32 {
     let chars: usize = messages
@@ -170,6 +177,7 @@ pub(crate) fn chat(req: &mut Request, bytes: &[u8]) -> Result<(), BadRequest> {
         ));
     }
     req.body_hash = canonical_hash(&v);
+    req.model = model(&v);
     req.prompt_tokens = prompt_tokens(&body.messages);
     req.max_tokens = body
         .max_completion_tokens
@@ -200,6 +208,7 @@ pub(crate) fn embeddings(req: &mut Request, bytes: &[u8]) -> Result<(), BadReque
         }
     };
     req.body_hash = canonical_hash(&v);
+    req.model = model(&v);
     req.prompt_tokens = u32::try_from(chars.div_ceil(4).max(1)).unwrap_or(u32::MAX);
     req.max_tokens = 0;
     Ok(())

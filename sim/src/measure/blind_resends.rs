@@ -122,6 +122,9 @@ mod tests {
             undelivered: false,
             claim_mismatch: false,
             sdk_retry_count: None,
+            model: None,
+            billed_micro_usd: 0,
+            limit: None,
         }
     }
 

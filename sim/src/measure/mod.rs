@@ -3,6 +3,7 @@
 //! reached the edge); latencies, queue waits and terminal outcomes from what the client's
 //! core reported to the driver.
 
+mod billing;
 pub mod blind_resends;
 mod buckets;
 mod errors;
@@ -88,6 +89,8 @@ pub struct Measurement {
     queues: queues::Queues,
     /// Time between attempts of each logical request that ended (ms), as the core counted it.
     backoff: Distribution,
+    /// What was billed, by model, and refusals by limit.
+    billing: billing::Billing,
 }
 
 /// What the harness itself sent an attempt as: the tenant it submitted the action for, the
@@ -189,6 +192,7 @@ impl Measurement {
             retry_groups: retry_groups::RetryGroups::default(),
             queues: queues::Queues::default(),
             backoff: Distribution::default(),
+            billing: billing::Billing::default(),
         }
     }
 
@@ -528,7 +532,8 @@ impl Measurement {
     ) -> AttemptRow {
         let priority = self.queues.priority_of(by.action);
         self.observe_journal(e, client_done_ms, (by.tenant, by.class, priority));
-        self.observe_providers(e, by);
+        let cross = self.observe_providers(e, by);
+        self.billing.observe(e, e.duplicate || cross);
         self.retry_groups.observe(by.provider, e);
         attempt_row(e, client_done_ms, by)
     }
@@ -545,7 +550,8 @@ impl Measurement {
     ) -> Result<(), String> {
         let priority = self.queues.priority_of(by.action);
         self.observe_journal(e, client_done_ms, (by.tenant, by.class, priority));
-        self.observe_providers(e, by);
+        let cross = self.observe_providers(e, by);
+        self.billing.observe(e, e.duplicate || cross);
         self.retry_groups.observe(by.provider, e);
         if sink.wants_rows() {
             sink.attempt(&attempt_row(e, client_done_ms, by))?;
@@ -557,11 +563,13 @@ impl Measurement {
     /// `by.action`. The action is the harness's own record of what it sent: across
     /// providers it is the only thing that knows two attempts are one logical request, so a
     /// commit at a second provider is counted a duplicate here, with its tokens.
-    fn observe_providers(&mut self, e: &JournalEntry, by: &SentBy<'_>) {
+    fn observe_providers(&mut self, e: &JournalEntry, by: &SentBy<'_>) -> bool {
         if !self.providers.active() {
-            return;
+            return false;
         }
-        if self.providers.observe(by.provider, by.action, e).duplicate {
+        self.providers.billed(by.provider, e.billed_micro_usd);
+        let cross = self.providers.observe(by.provider, by.action, e).duplicate;
+        if cross {
             let s = &mut self.summary;
             s.cross_provider_duplicates += 1;
             s.duplicates += 1;
@@ -572,6 +580,7 @@ impl Measurement {
             }
             s.duplicate_tokens += e.tokens_used;
         }
+        cross
     }
 
     /// Every figure an attempt moves, from the provider's journal entry alone: which logical
@@ -747,6 +756,7 @@ impl Measurement {
         [s.by_class, s.by_tenant, s.by_route, s.by_priority] = self.groups.finish(window);
         s.errors = self.errors.finish();
         self.providers.finish(&mut s);
+        self.billing.finish(&mut s);
         s.retries_by_group = self.retry_groups.total();
         for (ix, name) in self.provider_names.iter().enumerate() {
             if let (Some(f), Ok(ix)) = (s.by_provider.get_mut(name), u8::try_from(ix)) {
@@ -822,10 +832,12 @@ mod tests {
                 tpd: None,
                 concurrency: None,
                 count_rejected: false,
+                model: None,
             }],
             credentials: vec![CredentialConfig {
                 key: "sk-s".into(),
                 scope: "s".into(),
+                scopes: Vec::new(),
             }],
             ..ProviderConfig::default()
         };

@@ -156,10 +156,12 @@ mod tests {
                 tpd: None,
                 concurrency: None,
                 count_rejected: false,
+                model: None,
             }],
             credentials: vec![CredentialConfig {
                 key: "sk-s".into(),
                 scope: "s".into(),
+                scopes: Vec::new(),
             }],
             ..ProviderConfig::default()
         };

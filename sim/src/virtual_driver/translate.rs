@@ -101,6 +101,7 @@ pub fn request(send: &SendAttempt, facts: &ActionFacts) -> Request {
         action: Some(send.job),
         attempt_no: Some(send.attempt_no),
         sdk_retry_count: None,
+        model: None,
     }
 }
 
@@ -316,11 +317,13 @@ mod tests {
                     tpd: limit(8, 3_000),
                     concurrency: None,
                     count_rejected: false,
+                    model: None,
                 };
                 let config = ProviderConfig {
                     credentials: vec![CredentialConfig {
                         key: "sk-org-key1".into(),
                         scope: "org".into(),
+                        scopes: Vec::new(),
                     }],
                     scopes: vec![scope],
                     faults: vec![

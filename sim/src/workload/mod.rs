@@ -125,6 +125,7 @@ impl EntryStream {
             external_ref,
             coalescable: self.spec.coalescable,
             stream: self.spec.stream,
+            model: None,
         };
         self.next += 1;
         self.next_at = match self.spec.arrival {
