@@ -1,5 +1,5 @@
 //! The breakdown tables shared by the page and the markdown summary: outcomes by class,
-//! tenant and route (Gatling's OK/KO with percentiles), and errors by status and message.
+//! tenant, route and priority (Gatling's OK/KO with percentiles), and errors by status and message.
 //! Each table is header and rows of plain text cells; the renderers escape and lay them out.
 
 use std::collections::BTreeMap;
@@ -71,13 +71,14 @@ fn group_table(
     }
 }
 
-/// The outcome tables that have rows: by class, by tenant, by route (a `--client` run has
-/// none).
+/// The outcome tables that have rows: by class, by tenant, by route, by priority (a
+/// `--client` run has none).
 pub fn outcome_tables(s: &Summary) -> Vec<Table> {
     [
         group_table("by-class", "By class", &s.by_class),
         group_table("by-tenant", "By tenant", &s.by_tenant),
         group_table("by-route", "By route", &s.by_route),
+        group_table("by-priority", "By priority", &s.by_priority),
     ]
     .into_iter()
     .filter(|t| !t.rows.is_empty())
@@ -136,5 +137,9 @@ mod tests {
         assert_eq!(tables.len(), 1);
         assert_eq!(tables[0].id, "by-tenant");
         assert_eq!(tables[0].rows[0][..3], ["acme", "38,000", "38,000"]);
+        s.by_priority
+            .insert("bulk".into(), GroupOutcomes::default());
+        let ids: Vec<&str> = outcome_tables(&s).iter().map(|t| t.id).collect();
+        assert_eq!(ids, ["by-tenant", "by-priority"]);
     }
 }

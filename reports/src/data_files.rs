@@ -19,6 +19,12 @@ pub fn write_summary_json(path: &Path, summary: &Summary) -> Result<(), ReportEr
     fs::write(path, text).map_err(|e| ReportError::io("writing", path, e))
 }
 
+/// Writes `metrics.prom`: the run's figures as Prometheus metrics (`prometheus::render`).
+pub fn write_metrics_prom(path: &Path, summary: &Summary) -> Result<(), ReportError> {
+    fs::write(path, crate::prometheus::render(summary))
+        .map_err(|e| ReportError::io("writing", path, e))
+}
+
 /// Reads a `summary.json`. `path` may be the file or a run directory holding one (so
 /// `--baseline DIR` and `stampede diff A B` can pass directories). Errors name the file.
 pub fn read_summary(path: &Path) -> Result<Summary, ReportError> {
@@ -46,7 +52,8 @@ pub fn write_csv<T: Serialize>(path: &Path, rows: &[T]) -> Result<(), ReportErro
 }
 
 /// Writes a run's data files into `dir` (created if missing): `summary.json`,
-/// `timeseries.csv`, `attempts.csv`, and `tenants.csv` when there are tenant rows. Returns the
+/// `timeseries.csv`, `attempts.csv`, `tenants.csv` when there are tenant rows, and
+/// `metrics.prom`. Returns the
 /// files written. The renderers (`render`) write the human-facing files separately.
 pub fn write_run_data(
     dir: &Path,
@@ -66,5 +73,8 @@ pub fn write_run_data(
         write_csv(&tenants, &report.tenants)?;
         files.push(tenants);
     }
+    let metrics = dir.join("metrics.prom");
+    write_metrics_prom(&metrics, &report.summary)?;
+    files.push(metrics);
     Ok(files)
 }

@@ -121,6 +121,31 @@ pub fn figures(summary: &Summary) -> Vec<Figure> {
         out.push(fig("billed_usd", s.billed_usd, "USD"));
         out.push(fig("duplicate_billed_usd", s.duplicate_billed_usd, "USD"));
     }
+    // The seeds' figures of causes: listed only when the run has them.
+    for (reason, n) in &s.failures_by_reason {
+        out.push(fig(format!("failures_by_reason.{reason}"), *n as f64, ""));
+    }
+    for (reason, n) in &s.rejected_by_reason {
+        out.push(fig(format!("rejected_by_reason.{reason}"), *n as f64, ""));
+    }
+    for (group, n) in &s.retries_by_group {
+        out.push(fig(format!("retries_by_group.{group}"), *n as f64, ""));
+    }
+    if s.backoff_ms.total > 0 {
+        let b = &s.backoff_ms;
+        out.push(fig("backoff_ms.total", b.total as f64, "ms"));
+        for (suffix, v) in [
+            ("p50", b.p50),
+            ("p95", b.p95),
+            ("p99", b.p99),
+            ("max", b.max),
+        ] {
+            out.push(fig(format!("backoff_ms.{suffix}"), v as f64, "ms"));
+        }
+    }
+    if s.uncertain_usage > 0 {
+        out.push(fig("uncertain_usage", s.uncertain_usage as f64, ""));
+    }
     for (name, p) in &s.by_provider {
         out.push(fig(
             format!("by_provider.{name}.outbound_attempts"),
@@ -165,6 +190,11 @@ mod tests {
         s.status_counts.insert("200".into(), 1);
         s.status_counts.insert("429".into(), 1);
         s.status_counts.insert("dropped".into(), 1);
+        s.failures_by_reason.insert("deadline_exceeded".into(), 1);
+        s.rejected_by_reason.insert("queue_full".into(), 1);
+        s.retries_by_group.insert("never_arrived".into(), 1);
+        s.backoff_ms.total = 1;
+        s.uncertain_usage = 1;
         for f in super::figures(&s).iter().filter(|f| f.deterministic) {
             let (_, label, meaning) = super::describe(&f.key);
             assert!(
@@ -276,6 +306,48 @@ pub fn describe(key: &str) -> (FigureGroup, &'static str, &'static str) {
             ),
         };
         return (group, label, meaning);
+    }
+    if key.starts_with("failures_by_reason.") {
+        return (
+            Finished,
+            "failed for",
+            "requests that ended without completing for this reason (the core's)",
+        );
+    }
+    if key.starts_with("rejected_by_reason.") {
+        return (
+            Finished,
+            "pushed back for",
+            "requests admission first refused for this cause (offered again later)",
+        );
+    }
+    if key.starts_with("retries_by_group.") {
+        return (
+            Provider,
+            "retries after",
+            "retries whose previous answer fell in this failure group",
+        );
+    }
+    if key == "backoff_ms.total" {
+        return (
+            Finished,
+            "backoff, summed",
+            "time requests waited between attempts, as the client counted it",
+        );
+    }
+    if key.starts_with("backoff_ms.") {
+        return (
+            Finished,
+            "backoff",
+            "time one request waited between its attempts (not queue, not provider)",
+        );
+    }
+    if key == "uncertain_usage" {
+        return (
+            Cost,
+            "usage uncertain",
+            "attempts whose token usage was unknown: the reservation kept as the estimate",
+        );
     }
     if key.starts_with("latency_ms.") {
         return (

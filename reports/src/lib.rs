@@ -14,6 +14,7 @@ pub mod junit;
 pub mod markdown;
 pub mod number;
 mod plots;
+pub mod prometheus;
 pub mod report;
 pub mod schema;
 pub mod sweep;
@@ -22,7 +23,9 @@ pub use compare::{
     better_when, compare, render_comparison, Better, Comparison, FigureChange, VerdictChange,
 };
 pub use console::{check_line, failed_expectation_lines};
-pub use data_files::{read_summary, write_csv, write_run_data, write_summary_json};
+pub use data_files::{
+    read_summary, write_csv, write_metrics_prom, write_run_data, write_summary_json,
+};
 pub use error::ReportError;
 pub use figures::{describe, figure, figures, Figure, FigureGroup};
 pub use junit::{junit_check, junit_run, junit_suite, CheckedFile};
@@ -33,8 +36,8 @@ pub use report::{
     PNG_UNSUPPORTED,
 };
 pub use schema::{
-    Aborted, AttemptRow, ErrorCount, Expectation, GroupOutcomes, ModelFigures, Percentiles,
-    ProviderFigures, Summary, TenantRow, TimeseriesRow, UnfinishedRow,
+    Aborted, AttemptRow, Backoff, ErrorCount, Expectation, GroupOutcomes, ModelFigures,
+    Percentiles, ProviderFigures, QueueFigures, Summary, TenantRow, TimeseriesRow, UnfinishedRow,
 };
 pub use sweep::{
     recommend, render_sweep_plots, render_sweep_plots_with, write_sweep_csv, Recommendation,

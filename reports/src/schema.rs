@@ -203,6 +203,87 @@ pub struct Summary {
     /// `concurrency`), as the provider journaled them. Absent when no limit refused.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub rate_limit_hits: BTreeMap<String, u64>,
+    /// Outcomes by priority (`critical`, `normal`, `bulk`), as `by_class` (empty for a
+    /// `--client` run).
+    #[serde(default)]
+    pub by_priority: BTreeMap<String, GroupOutcomes>,
+    /// Logical requests that ended without completing (`failed`, `escalated`,
+    /// `reconciliation_required`), by the core's reason, named as in `dead_letter.jsonl`
+    /// (`deadline_exceeded`, `attempts_exhausted`, `quota_exhausted`, `circuit_open`,
+    /// `wont_improve_422`, ...): they add up to `failed + escalations`. Absent when every
+    /// request completed, and for a `--client` run (the harness hears no reason there).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub failures_by_reason: BTreeMap<String, u64>,
+    /// `rejected` by the cause of the first refusal of each action: `queue_full` (its
+    /// tenant's queue at its priority held `admission.queue_capacity`),
+    /// `execution_budget_spent` (the run's execution budget had passed), `ledger_refused`,
+    /// `invalid_action`; they add up to `rejected`. Absent when admission refused nothing.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub rejected_by_reason: BTreeMap<String, u64>,
+    /// `retries` by the failure group of the answer the provider gave the previous attempt
+    /// of the same logical request (as the provider identified it; look-ups skipped):
+    /// `never_arrived`, `may_have_executed`, `wont_improve`, `conflict`, `quota_exhausted`
+    /// (the core's groups, the answer classified as the core classifies it), `stream_cut`,
+    /// `after_success` (the previous attempt was answered with success) and `unknown` (its
+    /// previous attempt is too far back to be remembered). Counted from the journal; they
+    /// add up to `retries`. Absent when there were no retries.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub retries_by_group: BTreeMap<String, u64>,
+    /// Time logical requests spent waiting between their attempts (backoff and
+    /// Retry-After), apart from queue wait (before the first send) and provider time: the
+    /// core's own count of what the client waited (`Terminal::waited_ms`), over the requests
+    /// that reached a terminal outcome. A client-side figure; 0 for a `--client` run.
+    #[serde(default)]
+    pub backoff_ms: Backoff,
+    /// Attempts whose token usage stayed unknown (a dropped or cut answer), so the client
+    /// kept its reservation as the upper estimate and marked it uncertain: the core's count
+    /// over its scopes' token buckets (scopes with a `tpm` in the client's policy), of the
+    /// client alive at the run's end. Absent when 0 or when the client does not report it:
+    /// today only a live run's core does (the virtual driver's fleet does not pass it on
+    /// yet; SDK presets and `--client` runs have no such count).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub uncertain_usage: u64,
+    /// Attempts the provider answered with the original result of an earlier attempt
+    /// (same Idempotency-Key and body): a duplicate suppressed, no new effect. From the
+    /// journal.
+    #[serde(default)]
+    pub duplicates_suppressed: u64,
+    /// Queues by priority and class, keyed `PRIORITY/CLASS` (`normal/llm`): how deep they
+    /// got and how long their requests waited for a first send. Absent for a `--client`
+    /// run.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub queues: BTreeMap<String, QueueFigures>,
+}
+
+/// Backoff: time between attempts of a logical request (ms): `summary.json`'s `backoff_ms`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Backoff {
+    /// Summed over every logical request that ended (ms).
+    pub total: u64,
+    /// Percentiles over those requests, one value each (ms; 0 for a request that never
+    /// waited).
+    pub p50: u64,
+    pub p95: u64,
+    pub p99: u64,
+    pub max: u64,
+}
+
+/// One queue of `summary.json`'s `queues`: requests of one priority and class.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct QueueFigures {
+    /// Logical requests that arrived for it.
+    pub arrived: u64,
+    /// Arrived and not yet sent once (held at admission or queued in the client) at the
+    /// run's end (requests), as the time series' `backlog` counts.
+    pub depth_end: u64,
+    /// The most there were at any time (requests).
+    pub depth_peak: u64,
+    /// Of the arrivals, first sent: the queue waits measured.
+    pub sent: u64,
+    /// Their queue waits summed: submit to first send (ms).
+    pub wait_total_ms: u64,
+    /// Their queue waits' percentiles (ms).
+    pub wait_ms: Percentiles,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -233,6 +314,10 @@ pub struct ProviderFigures {
     pub cross_provider_duplicates: u64,
     /// What it billed, US dollars.
     pub billed_usd: f64,
+    /// Its retries by the failure group of the previous answer, as the summary's
+    /// `retries_by_group`. Absent when it had no retries.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub retries_by_group: BTreeMap<String, u64>,
 }
 
 /// What requests for one model used and cost: a value of `by_model`.
@@ -298,6 +383,22 @@ pub struct GroupOutcomes {
     pub latency_ms: Percentiles,
     /// Submit to first send (ms), of the group's requests that ended after being sent.
     pub queue_wait_ms: Percentiles,
+    /// Tokens the client reserved for the group's attempts (prompt plus maximum output,
+    /// at each send).
+    #[serde(default)]
+    pub tokens_reserved: u64,
+    /// Tokens of the completions the provider committed for the group's attempts, from
+    /// its journal.
+    #[serde(default)]
+    pub tokens_used: u64,
+    /// The group's completed requests per minute of the run's service window
+    /// (`goodput_window_ms`, the same for every group).
+    #[serde(default)]
+    pub goodput_per_min: f64,
+    /// The group's attempts the provider answered as an idempotent replay (a duplicate
+    /// suppressed).
+    #[serde(default)]
+    pub duplicates_suppressed: u64,
 }
 
 /// One kind of unsuccessful answer and how often the provider gave it: an entry of

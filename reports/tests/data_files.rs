@@ -73,7 +73,8 @@ fn run_data_files_read_back_as_written() {
             "summary.json",
             "timeseries.csv",
             "attempts.csv",
-            "tenants.csv"
+            "tenants.csv",
+            "metrics.prom"
         ]
     );
     assert_eq!(

@@ -297,6 +297,11 @@ fn finish_run_with(
         stampede_reports::write_summary_json(&summary_path, &report.summary)
             .map_err(|e| output_err(dir, e))?;
         files.push(summary_path);
+        // The same figures as Prometheus metrics, with seed 003's names and labels.
+        let metrics = dir.join("metrics.prom");
+        stampede_reports::write_metrics_prom(&metrics, &report.summary)
+            .map_err(|e| output_err(dir, e))?;
+        files.push(metrics);
         let ts = dir.join("timeseries.csv");
         stampede_reports::write_csv(&ts, &report.timeseries).map_err(|e| output_err(dir, e))?;
         files.push(ts);

@@ -28,6 +28,9 @@ pub struct Admission {
     restored: BTreeSet<JobId>,
     /// Offers the core refused (backpressure), over the run.
     refused: u64,
+    /// When the client policy's execution budget ends (ms), if it has one: a refusal from
+    /// then on is for the spent budget, not a full queue (`room_for` does not say which).
+    execution_end: Option<Millis>,
 }
 
 impl Admission {
@@ -38,6 +41,10 @@ impl Admission {
             held: None,
             restored,
             refused: 0,
+            execution_end: scenario
+                .policy
+                .execution_budget
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         }
     }
 
@@ -81,6 +88,7 @@ impl Admission {
                         Some(a) if self.restored.contains(&a.job.id) => continue,
                         Some(a) => {
                             measure.on_submit();
+                            measure.on_arrival(a.job.id, a.job.priority, &a.job.class);
                             a
                         }
                         None => break,
@@ -91,7 +99,12 @@ impl Admission {
             // Backpressure first: a refused offer is held without a copy or a message.
             if let Err(retry_after_ms) = core.room_for(&arrival.job) {
                 self.refused += 1;
-                measure.on_pushed_back(arrival.job.id);
+                let cause = if self.execution_end.is_some_and(|end| now >= end) {
+                    "execution_budget_spent"
+                } else {
+                    "queue_full"
+                };
+                measure.on_pushed_back(arrival.job.id, cause);
                 self.held = Some((arrival, now + retry_after_ms.max(1)));
                 break;
             }
@@ -112,7 +125,7 @@ impl Admission {
                 }
                 Err(rejection) => {
                     self.refused += 1;
-                    measure.on_pushed_back(id);
+                    measure.on_pushed_back(id, refusal_cause(&rejection.reason));
                     self.held = Some((arrival, now + rejection.retry_after_ms.max(1)));
                     break;
                 }
@@ -164,8 +177,24 @@ impl Admission {
                 continue;
             }
             measure.on_submit();
+            measure.on_arrival(arrival.job.id, arrival.job.priority, &arrival.job.class);
             never_sent(measure, &arrival);
         }
+    }
+}
+
+/// The cause of a refusal by `submit` after `room_for` found room, from the core's
+/// message: the ledger refused to persist the action, or the action itself was wrong (an
+/// unknown class, an id already live).
+fn refusal_cause(reason: &str) -> &'static str {
+    if reason.contains("execution budget") {
+        "execution_budget_spent"
+    } else if reason.starts_with("queue full") {
+        "queue_full"
+    } else if reason.contains("ledger") {
+        "ledger_refused"
+    } else {
+        "invalid_action"
     }
 }
 

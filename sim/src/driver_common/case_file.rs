@@ -546,7 +546,7 @@ fn write_lines<T: Serialize>(path: &Path, records: &[T]) -> std::io::Result<()> 
 
 /// `AttemptsExhausted` as `attempts_exhausted`; a reason with a status names it
 /// (`wont_improve_422`).
-fn reason_name(reason: &Reason) -> String {
+pub(crate) fn reason_name(reason: &Reason) -> String {
     match reason {
         Reason::WontImprove { status, .. } => format!("wont_improve_{status}"),
         other => snake(&format!("{other:?}")),

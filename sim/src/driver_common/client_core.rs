@@ -12,6 +12,12 @@ pub trait ClientCore {
     fn room_for(&self, job: &Job) -> Result<(), Millis>;
     /// Queue, delay and in-flight figures, summed over instances.
     fn gauges(&self) -> Gauges;
+    /// Attempts whose token usage stayed unknown, so their reservation was kept as the
+    /// upper estimate (`ScopeRecord::uncertain_usage`, summed over scopes); `None` when the
+    /// client does not report it.
+    fn uncertain_usage(&self) -> Option<u64> {
+        None
+    }
 }
 
 impl<L: Ledger> ClientCore for Scheduler<L> {
@@ -25,5 +31,14 @@ impl<L: Ledger> ClientCore for Scheduler<L> {
 
     fn gauges(&self) -> Gauges {
         Scheduler::gauges(self)
+    }
+
+    fn uncertain_usage(&self) -> Option<u64> {
+        Some(
+            self.scope_records()
+                .iter()
+                .map(|(_, r)| r.uncertain_usage)
+                .sum(),
+        )
     }
 }

@@ -52,8 +52,12 @@ impl GaugeSampler {
         }
     }
 
-    /// Samples the last, partial bucket of a run that stopped at `now` (ms).
+    /// Samples the last, partial bucket of a run that stopped at `now` (ms), and takes the
+    /// client's count of uncertain usage.
     pub fn finish(&self, now: Millis, core: &impl ClientCore, measure: &mut Measurement) {
+        if let Some(n) = core.uncertain_usage() {
+            measure.on_uncertain_usage(n);
+        }
         if self.next.saturating_sub(self.bucket) <= now {
             let g = core.gauges();
             measure.on_gauges(now, g.queued + g.delayed, g.in_flight, g.tokens_reserved);

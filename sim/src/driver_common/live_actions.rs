@@ -100,7 +100,12 @@ impl LiveActions {
             action.facts.credential = send.credential.clone();
             action.facts.scope = Some(send.scope.clone());
         }
-        measure.on_reserved(send.reserved_tokens);
+        let group = Group {
+            tenant: &action.facts.tenant,
+            class: &action.facts.class,
+            route: action_route(action.facts.route),
+        };
+        measure.on_reserved(send.job, group, send.reserved_tokens);
         let keyed = send.idempotency_key.is_some();
         action.case.sent(send.attempt_no, &send.kind, keyed, now);
         let mut request = translate::request(send, &action.facts);

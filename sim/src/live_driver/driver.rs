@@ -432,6 +432,11 @@ fn record_audit<L: Ledger>(
 fn adopt_restored(restart: &Restart, live: &mut LiveActions, measure: &mut Measurement) {
     for entry in &restart.entries {
         measure.on_submit();
+        measure.on_arrival(entry.job.id, entry.job.priority, &entry.job.class);
+        if entry.attempts > 0 {
+            // Sent by the dead process: out of its queue, its wait unknown here.
+            measure.on_sent_before(entry.job.id);
+        }
         let arrived = restart.arrived_at(entry);
         match resume::persisted_terminal(entry) {
             Some(terminal) => {

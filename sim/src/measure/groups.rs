@@ -1,6 +1,7 @@
-//! Outcomes by group: each logical request counted under its class, its tenant and its
-//! route (`summary.json`'s `by_class`, `by_tenant`, `by_route`), with its attempts from the
-//! provider's journal and its latency and queue wait, like Gatling's OK/KO table.
+//! Outcomes by group: each logical request counted under its class, its tenant, its route
+//! and its priority (`summary.json`'s `by_class`, `by_tenant`, `by_route`, `by_priority`),
+//! with its attempts and tokens used from the provider's journal, the tokens the client
+//! reserved for it, and its latency and queue wait, like Gatling's OK/KO table.
 
 use std::collections::BTreeMap;
 
@@ -55,10 +56,17 @@ struct Tally {
 }
 
 impl Tally {
-    fn finish(self) -> GroupOutcomes {
+    /// The group's outcomes, its goodput over the run's service window of `window_ms`.
+    fn finish(self, window_ms: u64) -> GroupOutcomes {
+        let goodput = if window_ms == 0 {
+            0.0
+        } else {
+            self.outcomes.completed as f64 * 60_000.0 / window_ms as f64
+        };
         GroupOutcomes {
             latency_ms: self.latency.percentiles(),
             queue_wait_ms: self.queue_wait.percentiles(),
+            goodput_per_min: super::round4(goodput),
             ..self.outcomes
         }
     }
@@ -85,6 +93,7 @@ pub(crate) struct Groups {
     by_class: BTreeMap<String, Tally>,
     by_tenant: BTreeMap<String, Tally>,
     by_route: BTreeMap<String, Tally>,
+    by_priority: BTreeMap<String, Tally>,
 }
 
 fn tally<'m>(map: &'m mut BTreeMap<String, Tally>, name: &str) -> &'m mut Tally {
@@ -96,12 +105,13 @@ fn tally<'m>(map: &'m mut BTreeMap<String, Tally>, name: &str) -> &'m mut Tally 
 }
 
 impl Groups {
-    /// The tallies `group` names (one per non-empty name).
-    fn each(&mut self, group: Group<'_>, mut f: impl FnMut(&mut Tally)) {
+    /// The tallies `group` and `priority` name (one per non-empty name).
+    fn each(&mut self, group: Group<'_>, priority: &str, mut f: impl FnMut(&mut Tally)) {
         for (map, name) in [
             (&mut self.by_class, group.class),
             (&mut self.by_tenant, group.tenant),
             (&mut self.by_route, group.route),
+            (&mut self.by_priority, priority),
         ] {
             if !name.is_empty() {
                 f(tally(map, name));
@@ -109,20 +119,31 @@ impl Groups {
         }
     }
 
-    /// An attempt reached the provider for a request of `tenant` and `class` (the harness's
-    /// record; empty when unknown) on `route` (the journal's, `METHOD /template`).
-    pub(crate) fn attempt(&mut self, tenant: &str, class: &str, route: &str) {
-        let group = Group {
-            tenant,
-            class,
-            route,
-        };
-        self.each(group, |t| t.outcomes.attempts += 1);
+    /// An attempt reached the provider for a request of `group` (tenant, class and priority
+    /// the harness's record, empty when unknown; the route the journal's,
+    /// `METHOD /template`): it used `tokens_used` and was an idempotent replay or not.
+    pub(crate) fn attempt(
+        &mut self,
+        group: Group<'_>,
+        priority: &str,
+        tokens_used: u64,
+        replayed: bool,
+    ) {
+        self.each(group, priority, |t| {
+            t.outcomes.attempts += 1;
+            t.outcomes.tokens_used += tokens_used;
+            t.outcomes.duplicates_suppressed += u64::from(replayed);
+        });
     }
 
-    /// A logical request of `group` ended (or was left open at the cap).
-    pub(crate) fn end(&mut self, group: Group<'_>, end: GroupEnd) {
-        self.each(group, |t| {
+    /// The client reserved `tokens` for an attempt of a request of `group`.
+    pub(crate) fn reserved(&mut self, group: Group<'_>, priority: &str, tokens: u64) {
+        self.each(group, priority, |t| t.outcomes.tokens_reserved += tokens);
+    }
+
+    /// A logical request of `group` and `priority` ended (or was left open at the cap).
+    pub(crate) fn end(&mut self, group: Group<'_>, priority: &str, end: GroupEnd) {
+        self.each(group, priority, |t| {
             let o = &mut t.outcomes;
             o.logical_requests += 1;
             match end {
@@ -154,14 +175,19 @@ impl Groups {
         });
     }
 
-    /// The three maps for the summary: (by class, by tenant, by route).
-    pub(crate) fn finish(self) -> [BTreeMap<String, GroupOutcomes>; 3] {
-        let done =
-            |m: BTreeMap<String, Tally>| m.into_iter().map(|(k, t)| (k, t.finish())).collect();
+    /// The four maps for the summary: (by class, by tenant, by route, by priority), goodput
+    /// over the run's service window of `window_ms`.
+    pub(crate) fn finish(self, window_ms: u64) -> [BTreeMap<String, GroupOutcomes>; 4] {
+        let done = |m: BTreeMap<String, Tally>| {
+            m.into_iter()
+                .map(|(k, t)| (k, t.finish(window_ms)))
+                .collect()
+        };
         [
             done(self.by_class),
             done(self.by_tenant),
             done(self.by_route),
+            done(self.by_priority),
         ]
     }
 }
@@ -178,10 +204,12 @@ mod tests {
             class: "llm",
             route: "POST /v1/chat/completions",
         };
-        groups.attempt("acme", "llm", "POST /v1/chat/completions");
-        groups.attempt("acme", "llm", "POST /v1/chat/completions");
+        groups.attempt(llm, "bulk", 30, false);
+        groups.attempt(llm, "bulk", 0, true);
+        groups.reserved(llm, "bulk", 50);
         groups.end(
             llm,
+            "bulk",
             GroupEnd::Terminal {
                 status: TerminalStatus::Completed,
                 latency_ms: Some(800),
@@ -194,9 +222,16 @@ mod tests {
                 route: "POST /v1/records",
                 ..llm
             },
+            "",
             GroupEnd::Unfinished { latency_ms: 60_000 },
         );
-        let [class, tenant, route] = groups.finish();
+        let [class, tenant, route, priority] = groups.finish(30_000);
+        assert_eq!(priority.len(), 1, "no priority, no group");
+        let bulk = &priority["bulk"];
+        assert_eq!((bulk.completed, bulk.attempts), (1, 2));
+        assert_eq!((bulk.tokens_reserved, bulk.tokens_used), (50, 30));
+        assert_eq!(bulk.duplicates_suppressed, 1);
+        assert_eq!(bulk.goodput_per_min, 2.0, "one completion in half a minute");
         assert_eq!(class["llm"].completed, 1);
         assert_eq!(class["llm"].attempts, 2);
         assert_eq!(class["llm"].latency_ms.p50, 800);

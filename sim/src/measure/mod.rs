@@ -10,6 +10,8 @@ mod errors;
 pub mod groups;
 pub mod percentiles;
 pub mod providers;
+pub mod queues;
+pub mod retry_groups;
 pub mod waves;
 
 use std::collections::BTreeMap;
@@ -28,7 +30,9 @@ use percentiles::Distribution;
 use waves::RetryBins;
 
 /// Figures accumulated while a run plays. Memory grows with the run's length in buckets
-/// and with the write actions still live, not with the number of requests.
+/// and with the write actions still live; per request only one byte (each action's queue,
+/// for `by_priority` and `queues`: see [`queues`]), and a bounded window of the provider's
+/// logical requests (for `retries_by_group`: see [`retry_groups`]).
 #[derive(Debug)]
 pub struct Measurement {
     bucket_ms: u64,
@@ -77,6 +81,14 @@ pub struct Measurement {
     keep_cases: bool,
     /// Each provider's figures and cross-provider commits (a run with several providers).
     providers: providers::ProviderTally,
+    /// The providers' names in index order (a run with several; empty otherwise).
+    provider_names: Vec<String>,
+    /// Retries by the failure group of the previous answer (from the journal).
+    retry_groups: retry_groups::RetryGroups,
+    /// Queues by priority and class, and each action's priority.
+    queues: queues::Queues,
+    /// Time between attempts of each logical request that ended (ms), as the core counted it.
+    backoff: Distribution,
     /// What was billed, by model, and refusals by limit.
     billing: billing::Billing,
 }
@@ -176,6 +188,10 @@ impl Measurement {
             cases: CaseFiles::default(),
             keep_cases: true,
             providers: providers::ProviderTally::default(),
+            provider_names: Vec::new(),
+            retry_groups: retry_groups::RetryGroups::default(),
+            queues: queues::Queues::default(),
+            backoff: Distribution::default(),
             billing: billing::Billing::default(),
         }
     }
@@ -184,6 +200,7 @@ impl Measurement {
     /// count a logical request committed at two of them as a duplicate.
     pub fn name_providers(&mut self, names: &[String]) {
         self.providers = providers::ProviderTally::new(names);
+        self.provider_names = names.to_vec();
     }
 
     fn bucket(&self, t: u64) -> usize {
@@ -219,13 +236,39 @@ impl Measurement {
         self.summary.logical_requests += 1;
     }
 
-    /// Admission refused action `id` and the driver held it back to offer it again
-    /// (backpressure). `rejected` counts each action pushed back at least once.
-    pub fn on_pushed_back(&mut self, id: u64) {
+    /// Action `action` of `priority` and `class` arrived (after [`Measurement::on_submit`],
+    /// before admission takes it or not): it counts in its queue until first sent, and its
+    /// attempts and outcome count under its priority.
+    pub fn on_arrival(&mut self, action: u64, priority: stampede_core::Priority, class: &str) {
+        self.queues.arrive(action, priority, class);
+    }
+
+    /// Action `action` was sent before this process took it over (restored from a ledger):
+    /// it leaves its queue with no queue wait measured.
+    pub fn on_sent_before(&mut self, action: u64) {
+        self.queues.ended_unsent(action);
+    }
+
+    /// Admission refused action `id` for `cause` (`queue_full`, `execution_budget_spent`,
+    /// ...) and the driver held it back to offer it again (backpressure). `rejected` counts
+    /// each action pushed back at least once, `rejected_by_reason` its first refusal's cause.
+    pub fn on_pushed_back(&mut self, id: u64, cause: &str) {
         if self.last_pushed_back != Some(id) {
             self.last_pushed_back = Some(id);
             self.summary.rejected += 1;
+            match self.summary.rejected_by_reason.get_mut(cause) {
+                Some(n) => *n += 1,
+                None => {
+                    self.summary.rejected_by_reason.insert(cause.to_string(), 1);
+                }
+            }
         }
+    }
+
+    /// The client reports `n` attempts whose token usage stayed unknown (kept at the upper
+    /// estimate, marked uncertain), at the run's end.
+    pub fn on_uncertain_usage(&mut self, n: u64) {
+        self.summary.uncertain_usage = n;
     }
 
     /// The figures so far, as they stand mid-run: counts only (ratios, percentiles, waves
@@ -245,6 +288,7 @@ impl Measurement {
     pub fn on_first_dispatch(&mut self, action: u64, submitted_at: Millis, at: Millis) {
         let wait_ms = at.saturating_sub(submitted_at);
         self.queue_wait.record(wait_ms);
+        self.queues.sent(action, wait_ms);
         let (arrived, sent) = (self.bucket(submitted_at), self.bucket(at));
         let (open, closed) = &mut self.bucket_queue_wait;
         closed.extend(open.record(sent, wait_ms));
@@ -267,9 +311,11 @@ impl Measurement {
         *self.summary.degraded.entry(rung.to_string()).or_insert(0) += 1;
     }
 
-    /// The client reserved `tokens` for an attempt.
-    pub fn on_reserved(&mut self, tokens: u32) {
+    /// The client reserved `tokens` for an attempt of action `action` of `group`.
+    pub fn on_reserved(&mut self, action: u64, group: Group<'_>, tokens: u32) {
         self.summary.tokens_reserved += u64::from(tokens);
+        let priority = self.queues.priority_of(action);
+        self.groups.reserved(group, priority, u64::from(tokens));
     }
 
     /// An action reached its terminal outcome (see [`Ended`]).
@@ -295,6 +341,18 @@ impl Measurement {
                 self.summary.escalations += 1;
                 self.summary.reconciliation_required += 1;
             }
+        }
+        if !matches!(
+            terminal.status,
+            TerminalStatus::Completed | TerminalStatus::Cancelled
+        ) {
+            let reason = crate::driver_common::case_file::reason_name(&terminal.reason);
+            *self.summary.failures_by_reason.entry(reason).or_insert(0) += 1;
+        }
+        self.backoff.record(terminal.waited_ms);
+        self.summary.backoff_ms.total += terminal.waited_ms;
+        if first_sent_at.is_none() {
+            self.queues.ended_unsent(terminal.job);
         }
         let cancelled = terminal.status == TerminalStatus::Cancelled;
         let missed_deadline = !cancelled && deadline.is_some_and(|d| at > d);
@@ -338,6 +396,7 @@ impl Measurement {
                 class,
                 route,
             },
+            self.queues.priority_of(terminal.job),
             GroupEnd::Terminal {
                 status: terminal.status,
                 latency_ms: counted_latency,
@@ -422,7 +481,9 @@ impl Measurement {
         let waited = now.saturating_sub(submitted_at);
         let latency_ms = self.unanswered_ms(submitted_at, deadline).max(waited);
         self.latency.record(latency_ms);
-        self.groups.end(group, GroupEnd::Unfinished { latency_ms });
+        let priority = self.queues.priority_of(action);
+        self.groups
+            .end(group, priority, GroupEnd::Unfinished { latency_ms });
         let arrived = self.bucket(submitted_at);
         self.backlog.ended(action, arrived, None);
         self.window_end_ms = self.window_end_ms.max(now);
@@ -488,9 +549,11 @@ impl Measurement {
         client_done_ms: Option<u64>,
         by: &SentBy<'_>,
     ) -> AttemptRow {
-        self.observe_journal(e, client_done_ms, (by.tenant, by.class));
+        let priority = self.queues.priority_of(by.action);
+        self.observe_journal(e, client_done_ms, (by.tenant, by.class, priority));
         let cross = self.observe_providers(e, by);
         self.billing.observe(e, e.duplicate || cross);
+        self.retry_groups.observe(by.provider, e);
         attempt_row(e, client_done_ms, by)
     }
 
@@ -504,9 +567,11 @@ impl Measurement {
         by: &SentBy<'_>,
         sink: &mut dyn AttemptSink,
     ) -> Result<(), String> {
-        self.observe_journal(e, client_done_ms, (by.tenant, by.class));
+        let priority = self.queues.priority_of(by.action);
+        self.observe_journal(e, client_done_ms, (by.tenant, by.class, priority));
         let cross = self.observe_providers(e, by);
         self.billing.observe(e, e.duplicate || cross);
+        self.retry_groups.observe(by.provider, e);
         if sink.wants_rows() {
             sink.attempt(&attempt_row(e, client_done_ms, by))?;
         }
@@ -538,19 +603,26 @@ impl Measurement {
     }
 
     /// Every figure an attempt moves, from the provider's journal entry alone: which logical
-    /// request it belongs to and which attempt of it, as the provider decided. `tenant` and
-    /// `class` are who the harness submitted it for (tenants.csv, the outcome tables). The
+    /// request it belongs to and which attempt of it, as the provider decided. `tenant`,
+    /// `class` and `priority` are who the harness submitted it for (tenants.csv, the outcome
+    /// tables; the priority as noted at arrival, [`Measurement::on_arrival`]). The
     /// harness's numbering and the client's claimed headers are not even passed in, so no
     /// figure can read them. `client_done_ms` ends a hang.
     fn observe_journal(
         &mut self,
         e: &JournalEntry,
         client_done_ms: Option<u64>,
-        (tenant, class): (&str, &str),
+        (tenant, class, priority): (&str, &str, &str),
     ) {
         let route = self.route_key(&e.method, &e.route);
+        let group = Group {
+            tenant,
+            class,
+            route: &self.route_keys[route].2,
+        };
         self.groups
-            .attempt(tenant, class, &self.route_keys[route].2);
+            .attempt(group, priority, e.tokens_used, e.replayed);
+        self.summary.duplicates_suppressed += u64::from(e.replayed);
         let success =
             matches!(e.status, Some(200..=299)) && e.outcome.chars().all(|c| c.is_ascii_digit());
         if success {
@@ -700,10 +772,25 @@ impl Measurement {
         s.failed_latency_ms = self.failed_latency.percentiles();
         s.service_ms = self.service.percentiles();
         s.queue_wait_ms = self.queue_wait.percentiles();
-        [s.by_class, s.by_tenant, s.by_route] = self.groups.finish();
+        [s.by_class, s.by_tenant, s.by_route, s.by_priority] = self.groups.finish(window);
         s.errors = self.errors.finish();
         self.providers.finish(&mut s);
         self.billing.finish(&mut s);
+        s.retries_by_group = self.retry_groups.total();
+        for (ix, name) in self.provider_names.iter().enumerate() {
+            if let (Some(f), Ok(ix)) = (s.by_provider.get_mut(name), u8::try_from(ix)) {
+                f.retries_by_group = self.retry_groups.of_provider(ix);
+            }
+        }
+        let backoff = self.backoff.percentiles();
+        s.backoff_ms = stampede_reports::Backoff {
+            total: s.backoff_ms.total,
+            p50: backoff.p50,
+            p95: backoff.p95,
+            p99: backoff.p99,
+            max: backoff.max,
+        };
+        s.queues = self.queues.finish();
         let mut unfinished = self.unfinished;
         unfinished.sort_by_key(|r| r.action);
         Measured {

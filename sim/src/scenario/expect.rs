@@ -91,21 +91,26 @@ pub fn summary_keys() -> (BTreeSet<String>, BTreeSet<String>) {
 
 /// Figures summary.json leaves out when 0 (features a run may not use): an expectation on
 /// one reads 0 when it is absent.
-pub const OPTIONAL_FIGURES: [&str; 3] = [
+pub const OPTIONAL_FIGURES: [&str; 4] = [
     "billed_usd",
     "cross_provider_duplicates",
     "duplicate_billed_usd",
+    "uncertain_usage",
 ];
 
 /// Map-valued figures summary.json leaves out when empty; an entry that is absent reads 0
-/// (`fallbacks.provider_5xx`, `rate_limit_hits.tpm`), except under `by_provider` and
-/// `by_model`, whose names must exist in the run.
-pub const OPTIONAL_MAPS: [&str; 5] = [
+/// (`fallbacks.provider_5xx`, `rate_limit_hits.tpm`, `failures_by_reason.circuit_open`),
+/// except under `by_provider` and `by_model`, whose names must exist in the run. (`queues`,
+/// like `by_class`, holds tables, which an expectation cannot name yet.)
+pub const OPTIONAL_MAPS: [&str; 8] = [
     "by_model",
     "by_provider",
     "degraded",
+    "failures_by_reason",
     "fallbacks",
     "rate_limit_hits",
+    "rejected_by_reason",
+    "retries_by_group",
 ];
 
 /// Flattens the `[expect]` table into specs. Errors name the key and say what is expected.
@@ -420,6 +425,25 @@ mod tests {
             msg.contains("duplicates") && msg.contains("latency_ms.p99"),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn the_seeds_figures_can_be_expected() {
+        let specs = parse(
+            "failures_by_reason.circuit_open = 0\nrejected_by_reason.queue_full = 0\n\
+             retries_by_group.never_arrived = 0\nbackoff_ms.p99 = 0\nbackoff_ms.total = 0\n\
+             uncertain_usage = 0\nduplicates_suppressed = 0",
+        )
+        .unwrap();
+        let verdict = evaluate(&specs, &Summary::default());
+        let by_key: std::collections::BTreeMap<&str, bool> = specs
+            .iter()
+            .zip(&verdict)
+            .map(|(s, v)| (s.key.as_str(), v.pass))
+            .collect();
+        // Absent causes read 0.
+        assert!(by_key.values().all(|pass| *pass), "{by_key:?}");
+        assert_eq!(by_key.len(), 7);
     }
 
     #[test]

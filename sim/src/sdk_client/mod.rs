@@ -217,6 +217,7 @@ pub fn run(
         while arrivals.peek_time().is_some_and(|a| a <= now) {
             if let Some(a) = arrivals.next() {
                 measure.on_submit();
+                measure.on_arrival(a.job.id, a.job.priority, &a.job.class);
                 let r = replica_of(&a.job, replicas);
                 instances[r].waiting.push_back(a);
                 handled += 1;

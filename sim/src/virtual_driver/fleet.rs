@@ -232,6 +232,17 @@ impl Fleet {
 }
 
 impl ClientCore for Fleet {
+    /// Summed over the replicas' scope records (each replica keeps its own).
+    fn uncertain_usage(&self) -> Option<u64> {
+        Some(
+            self.replicas
+                .iter()
+                .flat_map(|c| c.scope_records())
+                .map(|(_, r)| r.uncertain_usage)
+                .sum(),
+        )
+    }
+
     fn submit(&mut self, job: Job, now: Millis) -> Result<(), Rejection> {
         let r = replica_of(&job, self.replicas.len());
         self.replicas[r].submit(job, now)

@@ -1,0 +1,291 @@
+//! Retries by failure group (`summary.json`'s `retries_by_group`), from the provider's
+//! journal: a retry is an attempt with `logical_attempt > 1`, and its group is the group of
+//! the answer the provider gave the previous attempt of the same logical request,
+//! classified as the core classifies an outcome (`stampede_core::classify`).
+//!
+//! That needs the last answer of each logical request still open. Logical requests are
+//! numbered by the provider in order of first arrival, so the memory is a window of the
+//! most recent ones: past [`REMEMBERED`] requests the oldest half is forgotten, and a retry
+//! of a forgotten request counts as `unknown`. Memory is bounded whatever the run's length.
+
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
+use stampede_provider::model::JournalEntry;
+
+/// Logical requests whose last answer is remembered at most (per run).
+pub const REMEMBERED: usize = 1 << 18;
+
+/// The group names, in the order of their index.
+pub const GROUPS: [&str; 8] = [
+    "never_arrived",
+    "may_have_executed",
+    "wont_improve",
+    "conflict",
+    "quota_exhausted",
+    "stream_cut",
+    "after_success",
+    "unknown",
+];
+
+const UNKNOWN: u8 = 7;
+
+/// The group of one journaled answer, as the core would classify the outcome the client
+/// heard for it (an index of [`GROUPS`]).
+///
+/// - `dropped` before the commit is a reset before the request was written (never
+///   arrived), after it a reset after the write (may have executed); `hang` is the client's
+///   read timeout (may have executed);
+/// - `stream_cut` and `stream_error` are a group of their own: the core retries a stream cut
+///   before its first token and never one after, which the journal does not tell apart;
+/// - 2xx is `after_success`; 429 and 503 never arrived unless the code is
+///   `insufficient_quota` (quota exhausted); 409 `idempotency_key_in_use` never arrived,
+///   any other 409 is a conflict; other 4xx and `context_length_exceeded` or content-policy
+///   codes won't improve; 5xx may have executed.
+pub fn group_of(e: &JournalEntry) -> u8 {
+    let code = e.error_code.as_deref().unwrap_or_default();
+    match (&*e.outcome, e.status) {
+        ("dropped", _) => u8::from(e.committed),
+        ("hang", _) => 1,
+        ("stream_cut" | "stream_error", _) => 5,
+        (_, Some(200..=299)) => 6,
+        (_, Some(status)) => {
+            if code.eq_ignore_ascii_case("insufficient_quota") && (400..500).contains(&status) {
+                4
+            } else if [
+                "content_policy_violation",
+                "content_filter",
+                "context_length_exceeded",
+            ]
+            .iter()
+            .any(|c| c.eq_ignore_ascii_case(code))
+            {
+                2
+            } else {
+                match status {
+                    429 | 503 => 0,
+                    409 if code.eq_ignore_ascii_case("idempotency_key_in_use") => 0,
+                    409 => 3,
+                    500..=599 => 1,
+                    _ => 2,
+                }
+            }
+        }
+        (_, None) => UNKNOWN,
+    }
+}
+
+/// Retries counted by group, per provider (index), and the last answer of each recent
+/// logical request.
+#[derive(Debug, Default)]
+pub struct RetryGroups {
+    last: FxHashMap<(u8, u64), u8>,
+    /// Newest logical request seen, per provider.
+    newest: Vec<u64>,
+    counts: BTreeMap<(u8, u8), u64>,
+}
+
+impl RetryGroups {
+    /// Entry `e` of provider `provider`'s journal.
+    pub fn observe(&mut self, provider: u8, e: &JournalEntry) {
+        // Look-ups are not retries and do not stand between a write and its re-send.
+        if e.logical_attempt == 0 || e.logical == 0 {
+            return;
+        }
+        let key = (provider, e.logical);
+        if e.logical_attempt > 1 {
+            let group = self.last.get(&key).copied().unwrap_or(UNKNOWN);
+            *self.counts.entry((provider, group)).or_insert(0) += 1;
+        }
+        self.last.insert(key, group_of(e));
+        let ix = usize::from(provider);
+        if self.newest.len() <= ix {
+            self.newest.resize(ix + 1, 0);
+        }
+        self.newest[ix] = self.newest[ix].max(e.logical);
+        if self.last.len() > REMEMBERED {
+            let newest = &self.newest;
+            let keep = (REMEMBERED / 2) as u64;
+            self.last.retain(|&(p, logical), _| {
+                newest
+                    .get(usize::from(p))
+                    .is_some_and(|&n| logical + keep > n)
+            });
+        }
+    }
+
+    /// Retries by group name, over every provider.
+    pub fn total(&self) -> BTreeMap<String, u64> {
+        let mut out = BTreeMap::new();
+        for (&(_, g), &n) in &self.counts {
+            *out.entry(GROUPS[usize::from(g)].to_string()).or_insert(0) += n;
+        }
+        out
+    }
+
+    /// Retries by group name at provider `provider`.
+    pub fn of_provider(&self, provider: u8) -> BTreeMap<String, u64> {
+        self.counts
+            .iter()
+            .filter(|((p, _), _)| *p == provider)
+            .map(|(&(_, g), &n)| (GROUPS[usize::from(g)].to_string(), n))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stampede_core::classify::{classify, Classification};
+    use stampede_core::{FailureGroup, Outcome, Response, TransportFailure};
+
+    /// A journal entry as the provider writes one, then given this answer.
+    fn entry(
+        outcome: &'static str,
+        status: Option<u16>,
+        code: Option<&'static str>,
+    ) -> JournalEntry {
+        use stampede_provider::config::{CredentialConfig, ScopeLimits};
+        use stampede_provider::{ProviderConfig, ProviderModel, Request, RequestRoute};
+        let config = ProviderConfig {
+            scopes: vec![ScopeLimits {
+                id: "s".into(),
+                rpm: None,
+                tpm: None,
+                rpd: None,
+                tpd: None,
+                concurrency: None,
+                count_rejected: false,
+                model: None,
+            }],
+            credentials: vec![CredentialConfig {
+                key: "sk-s".into(),
+                scope: "s".into(),
+                scopes: Vec::new(),
+            }],
+            ..ProviderConfig::default()
+        };
+        let mut model = ProviderModel::new(config, 1, 0).unwrap();
+        let request = Request {
+            route: RequestRoute::ChatCompletions,
+            credential: Some("sk-s".into()),
+            prompt_tokens: 10,
+            max_tokens: 5,
+            ..Request::default()
+        };
+        model.arrive(&request, 0);
+        let mut e = model.drain_journal().remove(0);
+        e.outcome = outcome.into();
+        e.status = status;
+        e.error_code = code.map(Into::into);
+        e.committed = false;
+        e
+    }
+
+    fn response(status: u16, code: Option<&str>) -> Outcome {
+        let json = serde_json::json!({
+            "status": status,
+            "headers": [],
+            "error_code": code,
+            "usage": null,
+            "operation_id": null,
+        });
+        Outcome::Response(serde_json::from_value::<Response>(json).unwrap())
+    }
+
+    fn core_group(outcome: &Outcome) -> &'static str {
+        match classify(outcome) {
+            Classification::Success => "after_success",
+            Classification::Failure(f) => match f.group {
+                FailureGroup::NeverArrived => "never_arrived",
+                FailureGroup::MayHaveExecuted => "may_have_executed",
+                FailureGroup::WontImprove => "wont_improve",
+                FailureGroup::Conflict => "conflict",
+                FailureGroup::QuotaExhausted => "quota_exhausted",
+            },
+        }
+    }
+
+    #[test]
+    fn answers_fall_in_the_group_the_core_gives_them() {
+        let statuses: [(u16, Option<&'static str>); 14] = [
+            (200, None),
+            (429, Some("rate_limit_exceeded")),
+            (429, Some("insufficient_quota")),
+            (503, None),
+            (500, None),
+            (502, None),
+            (504, None),
+            (400, None),
+            (400, Some("context_length_exceeded")),
+            (400, Some("content_policy_violation")),
+            (401, None),
+            (409, None),
+            (409, Some("idempotency_key_in_use")),
+            (422, None),
+        ];
+        for (status, code) in statuses {
+            let ours = GROUPS[usize::from(group_of(&entry("x", Some(status), code)))];
+            assert_eq!(
+                ours,
+                core_group(&response(status, code)),
+                "{status} {code:?}"
+            );
+        }
+        let mut dropped = entry("dropped", None, None);
+        assert_eq!(
+            GROUPS[usize::from(group_of(&dropped))],
+            core_group(&Outcome::Transport(TransportFailure::ResetBeforeWrite))
+        );
+        dropped.committed = true;
+        assert_eq!(
+            GROUPS[usize::from(group_of(&dropped))],
+            core_group(&Outcome::Transport(TransportFailure::ResetAfterWrite))
+        );
+        assert_eq!(
+            GROUPS[usize::from(group_of(&entry("hang", None, None)))],
+            core_group(&Outcome::Transport(TransportFailure::ReadTimeout))
+        );
+    }
+
+    #[test]
+    fn a_retry_takes_the_group_of_the_previous_answer_and_they_add_up() {
+        let mut groups = RetryGroups::default();
+        let attempt = |logical, n, outcome, status| JournalEntry {
+            logical,
+            logical_attempt: n,
+            ..entry(outcome, status, None)
+        };
+        groups.observe(0, &attempt(1, 1, "429", Some(429)));
+        groups.observe(0, &attempt(2, 1, "hang", None));
+        groups.observe(0, &attempt(1, 2, "500", Some(500)));
+        groups.observe(0, &attempt(1, 3, "200", Some(200)));
+        groups.observe(0, &attempt(2, 2, "200", Some(200)));
+        groups.observe(1, &attempt(9, 2, "200", Some(200)));
+        let total = groups.total();
+        assert_eq!(total["never_arrived"], 1);
+        assert_eq!(total["may_have_executed"], 2);
+        assert_eq!(
+            total["unknown"], 1,
+            "a retry whose first attempt was never seen"
+        );
+        assert_eq!(total.values().sum::<u64>(), 4);
+        assert_eq!(groups.of_provider(1)["unknown"], 1);
+    }
+
+    #[test]
+    fn memory_stays_bounded() {
+        let mut groups = RetryGroups::default();
+        for logical in 1..=(REMEMBERED as u64 * 3) {
+            groups.observe(
+                0,
+                &JournalEntry {
+                    logical,
+                    logical_attempt: 1,
+                    ..entry("429", Some(429), None)
+                },
+            );
+        }
+        assert!(groups.last.len() <= REMEMBERED + 1);
+    }
+}
