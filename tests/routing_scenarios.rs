@@ -37,6 +37,25 @@ fn fallback_bills_once_under_stampede_and_twice_under_a_naive_fallback() {
     // The drops were retried at the primary with their key and replayed, not re-billed.
     assert_eq!((s.duplicates, s.cross_provider_duplicates), (0, 0));
     assert_eq!(s.duplicate_billed_usd, 0.0);
+    let moves: Vec<(&str, &str, &str)> = s
+        .fallback_routes
+        .iter()
+        .map(|r| {
+            (
+                r.from_provider.as_str(),
+                r.to_provider.as_str(),
+                r.reason.as_str(),
+            )
+        })
+        .collect();
+    assert!(
+        moves.contains(&("primary", "secondary", "provider_5xx")),
+        "{moves:?}"
+    );
+    assert!(
+        moves.contains(&("primary", "longctx", "context_length_needed")),
+        "{moves:?}"
+    );
     let per_provider: u64 = s.by_provider.values().map(|p| p.outbound_attempts).sum();
     assert_eq!(per_provider, s.outbound_attempts);
 

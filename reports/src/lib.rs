@@ -36,8 +36,9 @@ pub use report::{
     PNG_UNSUPPORTED,
 };
 pub use schema::{
-    Aborted, AttemptRow, Backoff, ErrorCount, Expectation, GroupOutcomes, ModelFigures,
-    Percentiles, ProviderFigures, QueueFigures, Summary, TenantRow, TimeseriesRow, UnfinishedRow,
+    Aborted, AttemptRow, Backoff, ErrorCount, Expectation, FallbackRouteCount, GroupOutcomes,
+    ModelFigures, Percentiles, ProviderFigures, QueueFigures, Summary, TenantRow, TimeseriesRow,
+    UnfinishedRow,
 };
 pub use sweep::{
     recommend, render_sweep_plots, render_sweep_plots_with, write_sweep_csv, Recommendation,

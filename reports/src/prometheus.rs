@@ -265,11 +265,11 @@ pub fn render(s: &Summary) -> String {
     let mut fallbacks = Family::new(
         "llm_fallbacks_total",
         "counter",
-        "Logical requests the client moved to a fallback route, by the condition that moved \
-         them (providers not recorded by the run: empty).",
+        "Logical requests the client moved to a fallback route, from which provider to which, \
+         by the condition that moved them.",
     );
-    for (reason, n) in &s.fallbacks {
-        fallbacks.add(&["", "", reason], *n);
+    for r in &s.fallback_routes {
+        fallbacks.add(&[&r.from_provider, &r.to_provider, &r.reason], r.count);
     }
 
     let mut suppressed = Family::new(

@@ -195,6 +195,11 @@ pub struct Summary {
     /// `primary_unavailable`). Absent when none fell back.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub fallbacks: BTreeMap<String, u64>,
+    /// The same moves by where they went: `[{from_provider, to_provider, reason, count}]`,
+    /// providers named as in `by_provider` (`provider` for a scenario's one `[provider]`),
+    /// sorted. Absent when none fell back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fallback_routes: Vec<FallbackRouteCount>,
     /// Logical requests the client served degraded, by the rung of its ladder
     /// (`trim_output`, `smaller_model`, `pause_bulk`, `cached`). Absent when none were.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -292,6 +297,20 @@ fn is_zero(n: &u64) -> bool {
 
 fn is_zero_f64(x: &f64) -> bool {
     *x == 0.0
+}
+
+/// Moves to a fallback route between two providers for one reason: an entry of
+/// `fallback_routes`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct FallbackRouteCount {
+    /// The provider the action left.
+    pub from_provider: String,
+    /// The provider it moved to (the same one when only the model changed).
+    pub to_provider: String,
+    /// The condition that moved it (`provider_5xx`, ...).
+    pub reason: String,
+    /// Logical requests moved so.
+    pub count: u64,
 }
 
 /// What one provider of a run with several saw and billed: a value of `by_provider`.

@@ -60,6 +60,13 @@ fn full() -> Summary {
     );
     s.rate_limit_hits.insert("tpm".into(), 2);
     s.fallbacks.insert("provider_5xx".into(), 1);
+    s.fallback_routes
+        .push(stampede_reports::FallbackRouteCount {
+            from_provider: "openai".into(),
+            to_provider: "anthropic".into(),
+            reason: "provider_5xx".into(),
+            count: 1,
+        });
     s.by_class.insert(
         "llm".into(),
         GroupOutcomes {
@@ -136,7 +143,7 @@ fn the_values_are_the_summarys() {
         "llm_queue_wait_seconds_sum{priority=\"bulk\",task_type=\"llm\"} 4.500",
         "llm_queue_wait_seconds_count{priority=\"bulk\",task_type=\"llm\"} 3",
         "llm_rate_limit_hits_total{provider=\"\",model=\"gpt-\\\"5\\\"\",limit_type=\"tpm\"} 2",
-        "llm_fallbacks_total{from_provider=\"\",to_provider=\"\",reason=\"provider_5xx\"} 1",
+        "llm_fallbacks_total{from_provider=\"openai\",to_provider=\"anthropic\",reason=\"provider_5xx\"} 1",
         "llm_duplicate_suppressed_total{task_type=\"llm\"} 2",
     ] {
         assert!(text.lines().any(|l| l == line), "no {line}\n{text}");

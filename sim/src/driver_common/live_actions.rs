@@ -95,7 +95,15 @@ impl LiveActions {
             }
         }
         if let Some(reason) = send.fallback {
-            measure.on_fallback(reason.label());
+            let name = |key: &str| {
+                self.provider_of_key
+                    .get(key)
+                    .map_or(PROVIDER, String::as_str)
+            };
+            measure.on_fallback(
+                reason.label(),
+                (name(&action.facts.credential), name(&send.credential)),
+            );
             // The case file names where the action went last.
             action.facts.credential = send.credential.clone();
             action.facts.scope = Some(send.scope.clone());

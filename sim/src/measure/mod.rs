@@ -297,12 +297,29 @@ impl Measurement {
 
     /// The client moved an action to a fallback route for `reason`
     /// (`FallbackWhen::label`).
-    pub fn on_fallback(&mut self, reason: &'static str) {
+    /// `(from, to)` name the providers it left and moved to.
+    pub fn on_fallback(&mut self, reason: &'static str, (from, to): (&str, &str)) {
         *self
             .summary
             .fallbacks
             .entry(reason.to_string())
             .or_insert(0) += 1;
+        let routes = &mut self.summary.fallback_routes;
+        match routes
+            .iter_mut()
+            .find(|r| r.reason == reason && r.from_provider == from && r.to_provider == to)
+        {
+            Some(r) => r.count += 1,
+            None => {
+                routes.push(stampede_reports::FallbackRouteCount {
+                    from_provider: from.to_string(),
+                    to_provider: to.to_string(),
+                    reason: reason.to_string(),
+                    count: 1,
+                });
+                routes.sort();
+            }
+        }
     }
 
     /// The client served an action degraded by `rung` (`RungKind::label`): shaped at its
