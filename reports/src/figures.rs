@@ -117,6 +117,9 @@ pub fn figures(summary: &Summary) -> Vec<Figure> {
     for (rung, n) in &s.degraded {
         out.push(fig(format!("degraded.{rung}"), *n as f64, ""));
     }
+    if s.starvation_ms != 0 {
+        out.push(fig("starvation_ms", s.starvation_ms as f64, "ms"));
+    }
     if s.billed_usd != 0.0 {
         out.push(fig("billed_usd", s.billed_usd, "USD"));
         out.push(fig("duplicate_billed_usd", s.duplicate_billed_usd, "USD"));
@@ -195,6 +198,13 @@ mod tests {
         s.retries_by_group.insert("never_arrived".into(), 1);
         s.backoff_ms.total = 1;
         s.uncertain_usage = 1;
+        s.starvation_ms = 1;
+        s.billed_usd = 1.0;
+        s.cross_provider_duplicates = 1;
+        s.fallbacks.insert("provider_5xx".into(), 1);
+        s.degraded.insert("cached".into(), 1);
+        s.rate_limit_hits.insert("tpm".into(), 1);
+        s.by_provider.insert("a".into(), Default::default());
         for f in super::figures(&s).iter().filter(|f| f.deterministic) {
             let (_, label, meaning) = super::describe(&f.key);
             assert!(
@@ -465,6 +475,11 @@ pub fn describe(key: &str) -> (FigureGroup, &'static str, &'static str) {
             Safety,
             "billed at two providers",
             "requests a fallback sent on while the first provider's commit was unknown",
+        ),
+        "starvation_ms" => (
+            Finished,
+            "longest starvation",
+            "the longest a tenant waited with work queued while other tenants were served",
         ),
         "billed_usd" => (
             Cost,

@@ -190,6 +190,15 @@ pub struct Summary {
     /// Of `billed_usd`, what duplicate commits cost (US dollars). Absent when 0.
     #[serde(default, skip_serializing_if = "is_zero_f64")]
     pub duplicate_billed_usd: f64,
+    /// The longest any tenant waited with work queued (arrived, not yet sent) while other
+    /// tenants were served, ms: a wait starts when the tenant's queue fills or at its last
+    /// send, ends at its next send (or the run's end), and counts only if another tenant
+    /// sent meanwhile. Absent when 0 (one tenant, or none ever waited behind another).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub starvation_ms: u64,
+    /// The tenant of `starvation_ms`. Absent with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub starved_tenant: Option<String>,
     /// Logical requests the client moved to a fallback route, by the condition that moved
     /// them (`provider_5xx`, `rate_limit_after_retry_budget`, `context_length_needed`,
     /// `primary_unavailable`). Absent when none fell back.

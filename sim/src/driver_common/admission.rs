@@ -89,6 +89,7 @@ impl Admission {
                         Some(a) => {
                             measure.on_submit();
                             measure.on_arrival(a.job.id, a.job.priority, &a.job.class);
+                            measure.on_tenant_arrival(a.job.id, &a.job.tenant, a.at);
                             a
                         }
                         None => break,
@@ -178,6 +179,7 @@ impl Admission {
             }
             measure.on_submit();
             measure.on_arrival(arrival.job.id, arrival.job.priority, &arrival.job.class);
+            measure.on_tenant_arrival(arrival.job.id, &arrival.job.tenant, arrival.at);
             never_sent(measure, &arrival);
         }
     }

@@ -12,6 +12,7 @@ pub mod percentiles;
 pub mod providers;
 pub mod queues;
 pub mod retry_groups;
+mod starvation;
 pub mod waves;
 
 use std::collections::BTreeMap;
@@ -91,6 +92,8 @@ pub struct Measurement {
     backoff: Distribution,
     /// What was billed, by model, and refusals by limit.
     billing: billing::Billing,
+    /// The longest any tenant waited with work queued while others were served.
+    starvation: starvation::Starvation,
 }
 
 /// What the harness itself sent an attempt as: the tenant it submitted the action for, the
@@ -193,6 +196,7 @@ impl Measurement {
             queues: queues::Queues::default(),
             backoff: Distribution::default(),
             billing: billing::Billing::default(),
+            starvation: starvation::Starvation::default(),
         }
     }
 
@@ -236,6 +240,12 @@ impl Measurement {
         self.summary.logical_requests += 1;
     }
 
+    /// Action `action` of `tenant` arrived at `at` (ms): it waits in its tenant's queue
+    /// until first sent (see `starvation`).
+    pub fn on_tenant_arrival(&mut self, action: u64, tenant: &str, at: Millis) {
+        self.starvation.arrive(action, tenant, at);
+    }
+
     /// Action `action` of `priority` and `class` arrived (after [`Measurement::on_submit`],
     /// before admission takes it or not): it counts in its queue until first sent, and its
     /// attempts and outcome count under its priority.
@@ -247,6 +257,7 @@ impl Measurement {
     /// it leaves its queue with no queue wait measured.
     pub fn on_sent_before(&mut self, action: u64) {
         self.queues.ended_unsent(action);
+        self.starvation.ended_unsent(action);
     }
 
     /// Admission refused action `id` for `cause` (`queue_full`, `execution_budget_spent`,
@@ -289,6 +300,7 @@ impl Measurement {
         let wait_ms = at.saturating_sub(submitted_at);
         self.queue_wait.record(wait_ms);
         self.queues.sent(action, wait_ms);
+        self.starvation.sent(action, at);
         let (arrived, sent) = (self.bucket(submitted_at), self.bucket(at));
         let (open, closed) = &mut self.bucket_queue_wait;
         closed.extend(open.record(sent, wait_ms));
@@ -370,6 +382,7 @@ impl Measurement {
         self.summary.backoff_ms.total += terminal.waited_ms;
         if first_sent_at.is_none() {
             self.queues.ended_unsent(terminal.job);
+            self.starvation.ended_unsent(terminal.job);
         }
         let cancelled = terminal.status == TerminalStatus::Cancelled;
         let missed_deadline = !cancelled && deadline.is_some_and(|d| at > d);
@@ -793,6 +806,7 @@ impl Measurement {
         s.errors = self.errors.finish();
         self.providers.finish(&mut s);
         self.billing.finish(&mut s);
+        (s.starvation_ms, s.starved_tenant) = self.starvation.finish(end_ms);
         s.retries_by_group = self.retry_groups.total();
         for (ix, name) in self.provider_names.iter().enumerate() {
             if let (Some(f), Ok(ix)) = (s.by_provider.get_mut(name), u8::try_from(ix)) {

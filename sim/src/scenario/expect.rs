@@ -91,10 +91,11 @@ pub fn summary_keys() -> (BTreeSet<String>, BTreeSet<String>) {
 
 /// Figures summary.json leaves out when 0 (features a run may not use): an expectation on
 /// one reads 0 when it is absent.
-pub const OPTIONAL_FIGURES: [&str; 4] = [
+pub const OPTIONAL_FIGURES: [&str; 5] = [
     "billed_usd",
     "cross_provider_duplicates",
     "duplicate_billed_usd",
+    "starvation_ms",
     "uncertain_usage",
 ];
 
@@ -131,7 +132,12 @@ fn walk(
 ) -> Result<(), (String, String)> {
     for (k, v) in table {
         let key = if prefix.is_empty() {
-            k.clone()
+            // `tenants.<name>.<figure>`: per-tenant expectations, read from `by_tenant`.
+            if k == "tenants" {
+                "by_tenant".to_string()
+            } else {
+                k.clone()
+            }
         } else {
             format!("{prefix}.{k}")
         };
@@ -149,6 +155,16 @@ fn walk(
                     ),
                 ));
             }
+        }
+        // Inside a map, a table that is not a bound (`{ min, max, abort }`) holds figures
+        // of one entry (`[expect.tenants.bulk]` with `failed = 0`).
+        let entry_table = matches!(v, toml::Value::Table(t)
+            if t.keys().any(|k| !matches!(k.as_str(), "min" | "max" | "abort")));
+        if in_map.is_some() && entry_table {
+            if let toml::Value::Table(inner) = v {
+                walk(inner, &key, leaves, maps, out)?;
+            }
+            continue;
         }
         let is_leaf = leaves.contains(&key) || in_map.is_some();
         if is_leaf {
@@ -415,6 +431,27 @@ mod tests {
         assert!(keys.contains(&("latency_ms.p99", None, Some(5000.0))));
         assert!(keys.contains(&("queue_wait_ms.max", None, Some(7.0))));
         assert!(keys.contains(&("retries", Some(1.0), Some(9.0))));
+    }
+
+    #[test]
+    fn tenants_name_a_tenants_figures() {
+        let specs =
+            parse("tenants.support.completed = { min = 5 }\n[tenants.bulk]\nfailed = 0").unwrap();
+        let keys: Vec<_> = specs.iter().map(|s| s.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            ["by_tenant.bulk.failed", "by_tenant.support.completed"]
+        );
+        let mut summary = Summary::default();
+        summary.by_tenant.insert(
+            "support".into(),
+            stampede_reports::GroupOutcomes {
+                completed: 7,
+                ..Default::default()
+            },
+        );
+        let verdict = evaluate(&specs[1..], &summary);
+        assert!(verdict[0].pass && verdict[0].actual == 7.0);
     }
 
     #[test]

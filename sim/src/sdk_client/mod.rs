@@ -218,6 +218,7 @@ pub fn run(
             if let Some(a) = arrivals.next() {
                 measure.on_submit();
                 measure.on_arrival(a.job.id, a.job.priority, &a.job.class);
+                measure.on_tenant_arrival(a.job.id, &a.job.tenant, a.at);
                 let r = replica_of(&a.job, replicas);
                 instances[r].waiting.push_back(a);
                 handled += 1;
