@@ -864,7 +864,10 @@ scopes = [{ id = "account", rpm = 10 }, { id = "project", tpm = 1000 }]
             ..LatencyConfig::default()
         });
         let e = error_of(&c);
-        assert!(e.starts_with("provider.phases.0.latency:") && e.contains("p99"), "{e}");
+        assert!(
+            e.starts_with("provider.phases.0.latency:") && e.contains("p99"),
+            "{e}"
+        );
 
         let mut c = phases_config();
         c.phases[1].scopes[0].rpm = Some(0);

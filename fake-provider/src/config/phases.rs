@@ -135,7 +135,10 @@ pub(super) fn validate_phase(
         if !seen.insert(s.id.as_str()) {
             return Err(invalid(
                 key(&format!("scopes.{j}.id")),
-                format!("scope {:?} is listed twice in this phase: list it once", s.id),
+                format!(
+                    "scope {:?} is listed twice in this phase: list it once",
+                    s.id
+                ),
             ));
         }
         for (name, v) in s.limits() {

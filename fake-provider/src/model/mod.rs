@@ -11,6 +11,9 @@
 //! (`drop_after_commit`, `hang_after_commit`, `stream_cut`, `stream_error`) is applied after
 //! the route ran, so an attempt the limits refuse gets the 429 instead.
 //!
+//! Before any of it, `provider.phases` active at the arrival's time put their completion
+//! latency and scope limits in force (see `phases`); with no phases nothing changes.
+//!
 //! Call [`ProviderModel::depart`] for every decision when its answer left (or its connection
 //! closed, or the client gave up on a hang): admitted attempts hold a concurrency slot, and a
 //! keyed write holds its idempotency key, until then.

@@ -69,7 +69,12 @@ impl Phases {
     /// Brings what is in force to model time `now`: when the set of active phases changed
     /// since the last call, each scope's limits are rebuilt from `configured` (the scopes'
     /// own limits, by index) with the active phases' overrides applied in listed order.
-    pub(crate) fn apply(&mut self, now: u64, configured: &[ScopeLimits], scopes: &mut [ScopeState]) {
+    pub(crate) fn apply(
+        &mut self,
+        now: u64,
+        configured: &[ScopeLimits],
+        scopes: &mut [ScopeState],
+    ) {
         let mut changed = false;
         for (p, active) in self.list.iter().zip(self.active.iter_mut()) {
             let is = now >= p.from && p.until.map_or(true, |u| now < u);

@@ -1,7 +1,9 @@
 //! `[[provider.phases]]`: latency and limits that change over the run.
 
 use super::*;
-use crate::config::{CredentialConfig, DurationMs, LatencyConfig, Phase, ScopeLimits, ScopeOverride};
+use crate::config::{
+    CredentialConfig, DurationMs, LatencyConfig, Phase, ScopeLimits, ScopeOverride,
+};
 
 const EPOCH: u64 = 1_700_000_000_000;
 
@@ -135,23 +137,40 @@ fn a_phase_latency_replaces_a_models_own_latency() {
     let mut m = model(c);
     assert_eq!(m.arrive(&chat("a", 1), 0).latency_ms, 7);
     assert_eq!(m.arrive(&chat("a", 2), 1_000).latency_ms, 5_000);
-    assert_eq!(m.arrive(&chat("a", 3), 600_000).latency_ms, 5_000, "no `until`: to the end");
+    assert_eq!(
+        m.arrive(&chat("a", 3), 600_000).latency_ms,
+        5_000,
+        "no `until`: to the end"
+    );
 }
 
 #[test]
 fn an_rpm_cut_refuses_inside_its_window_and_not_after() {
     let mut quota_cut = phase(60_000, Some(120_000));
     quota_cut.scopes = vec![cut("a", |o| o.rpm = Some(2))];
-    let mut m = model(with_phases(vec![scope("a", |s| s.rpm = Some(10))], vec![quota_cut]));
+    let mut m = model(with_phases(
+        vec![scope("a", |s| s.rpm = Some(10))],
+        vec![quota_cut],
+    ));
     for i in 0..5 {
-        assert_eq!(m.arrive(&chat("a", i), 1_000 + i).answer.status(), Some(200));
+        assert_eq!(
+            m.arrive(&chat("a", i), 1_000 + i).answer.status(),
+            Some(200)
+        );
     }
     for i in 0..2 {
-        assert_eq!(m.arrive(&chat("a", 10 + i), 60_000 + i).answer.status(), Some(200));
+        assert_eq!(
+            m.arrive(&chat("a", 10 + i), 60_000 + i).answer.status(),
+            Some(200)
+        );
     }
     let d = m.arrive(&chat("a", 20), 61_000);
     assert_eq!(d.answer.status(), Some(429));
-    assert_eq!(d.answer.retry_after_ms(), Some(59_000), "until the minute resets");
+    assert_eq!(
+        d.answer.retry_after_ms(),
+        Some(59_000),
+        "until the minute resets"
+    );
     let j = m.drain_journal();
     assert_eq!(j.last().unwrap().limit.as_deref(), Some("rpm"));
     for i in 0..10 {
@@ -168,15 +187,24 @@ fn an_rpm_cut_refuses_inside_its_window_and_not_after() {
 fn a_cut_mid_window_applies_to_what_the_window_already_counted() {
     let mut quota_cut = phase(30_000, None);
     quota_cut.scopes = vec![cut("a", |o| o.rpm = Some(3))];
-    let mut m = model(with_phases(vec![scope("a", |s| s.rpm = Some(10))], vec![quota_cut]));
+    let mut m = model(with_phases(
+        vec![scope("a", |s| s.rpm = Some(10))],
+        vec![quota_cut],
+    ));
     for i in 0..5 {
         assert_eq!(m.arrive(&chat("a", i), i).answer.status(), Some(200));
     }
     // 5 of the minute used, the limit now 3: refused until the minute resets.
     let d = m.arrive(&chat("a", 9), 30_000);
     assert_eq!(d.answer.status(), Some(429));
-    assert_eq!(header(&d, "x-ratelimit-limit-requests").as_deref(), Some("3"));
-    assert_eq!(header(&d, "x-ratelimit-remaining-requests").as_deref(), Some("0"));
+    assert_eq!(
+        header(&d, "x-ratelimit-limit-requests").as_deref(),
+        Some("3")
+    );
+    assert_eq!(
+        header(&d, "x-ratelimit-remaining-requests").as_deref(),
+        Some("0")
+    );
     assert_eq!(m.arrive(&chat("a", 10), 60_000).answer.status(), Some(200));
 }
 
@@ -212,9 +240,16 @@ fn rate_limit_headers_show_the_limit_in_force() {
         ("20".into(), "5000".into()),
         "the later phase wins for rpm, the earlier one still sets tpm"
     );
-    assert_eq!(header(&d, "x-ratelimit-remaining-requests").as_deref(), Some("17"));
+    assert_eq!(
+        header(&d, "x-ratelimit-remaining-requests").as_deref(),
+        Some("17")
+    );
     let d = m.arrive(&chat("a", 4), 20_000);
-    assert_eq!(limits(&d), ("100".into(), "10000".into()), "back after both");
+    assert_eq!(
+        limits(&d),
+        ("100".into(), "10000".into()),
+        "back after both"
+    );
 }
 
 #[test]
@@ -227,10 +262,17 @@ fn a_phase_can_lower_concurrency_and_in_flight_attempts_finish() {
     ));
     let a = m.arrive(&chat("a", 1), 0);
     let b = m.arrive(&chat("a", 2), 0);
-    assert_eq!((a.answer.status(), b.answer.status()), (Some(200), Some(200)));
+    assert_eq!(
+        (a.answer.status(), b.answer.status()),
+        (Some(200), Some(200))
+    );
     assert_eq!(m.arrive(&chat("a", 3), 1_000).answer.status(), Some(429));
     m.depart(a.seq, 1_050);
-    assert_eq!(m.arrive(&chat("a", 4), 1_060).answer.status(), Some(429), "one still in flight");
+    assert_eq!(
+        m.arrive(&chat("a", 4), 1_060).answer.status(),
+        Some(429),
+        "one still in flight"
+    );
     m.depart(b.seq, 1_070);
     assert_eq!(m.arrive(&chat("a", 5), 1_080).answer.status(), Some(200));
 }
@@ -251,7 +293,10 @@ fn a_phase_that_adds_a_limit_the_scope_has_not_got_takes_it_away_again() {
 fn reset_starts_again_from_the_configured_limits() {
     let mut cap = phase(0, Some(60_000));
     cap.scopes = vec![cut("a", |o| o.rpm = Some(1))];
-    let mut m = model(with_phases(vec![scope("a", |s| s.rpm = Some(5))], vec![cap]));
+    let mut m = model(with_phases(
+        vec![scope("a", |s| s.rpm = Some(5))],
+        vec![cap],
+    ));
     assert_eq!(m.arrive(&chat("a", 1), 70_000).answer.status(), Some(200));
     m.reset();
     assert_eq!(m.arrive(&chat("a", 1), 0).answer.status(), Some(200));
