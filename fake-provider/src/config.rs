@@ -8,11 +8,13 @@ mod duration;
 mod faults;
 mod latency;
 mod models;
+mod phases;
 
 pub use duration::DurationMs;
 pub use faults::{ConnectionFault, FaultRule, RouteName, SequenceKey, SequenceStep};
 pub use latency::{LatencyConfig, LatencyShape};
 pub use models::{ModelConfig, Price};
+pub use phases::{Phase, ScopeOverride};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -67,6 +69,12 @@ pub struct ProviderConfig {
     /// with the same key is billed again, as most LLM APIs do).
     #[serde(skip_serializing_if = "is_false")]
     pub completion_idempotency: bool,
+    /// Spans of model time with their own completion latency or scope limits
+    /// (`[[provider.phases]]`: a latency spike, a quota cut), applied in listed order, a
+    /// later active phase winning for the same field. Empty (the default): the provider
+    /// behaves the same for the whole run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<Phase>,
 }
 
 impl Default for ProviderConfig {
@@ -87,6 +95,7 @@ impl Default for ProviderConfig {
             faults: Vec::new(),
             models: Vec::new(),
             completion_idempotency: false,
+            phases: Vec::new(),
         }
     }
 }
@@ -321,6 +330,9 @@ impl ProviderConfig {
         }
         for (i, f) in self.faults.iter().enumerate() {
             validate_fault(i, f, &scope_ids, &keys)?;
+        }
+        for (i, p) in self.phases.iter().enumerate() {
+            phases::validate_phase(i, p, &scope_ids)?;
         }
         Ok(())
     }
@@ -778,6 +790,115 @@ scopes = ["account", "account:gpt-4o"]
             .unwrap_err()
             .to_string();
         assert!(e.contains("price"), "{e}");
+    }
+
+    const PHASES: &str = r#"
+[provider]
+latency = { fixed = "20s" }
+[[provider.scopes]]
+id = "account"
+rpm = 60
+concurrency = 20
+[[provider.scopes]]
+id = "project"
+[[provider.credentials]]
+key = "sk-one"
+scope = "account"
+[[provider.phases]]
+from = "5m"
+latency = { fixed = "90s" }
+[[provider.phases]]
+from = "1m"
+until = "2m"
+scopes = [{ id = "account", rpm = 10 }, { id = "project", tpm = 1000 }]
+"#;
+
+    fn phases_config() -> ProviderConfig {
+        ProviderConfig::from_scenario_toml(PHASES, "p.toml").unwrap()
+    }
+
+    #[test]
+    fn phases_read_and_round_trip() {
+        let c = phases_config();
+        assert_eq!(c.phases.len(), 2);
+        assert_eq!(c.phases[0].from, DurationMs(300_000));
+        assert_eq!(c.phases[0].until, None);
+        assert_eq!(
+            c.phases[0].latency.as_ref().unwrap().shape().unwrap(),
+            LatencyShape::Fixed(90_000)
+        );
+        assert_eq!(c.phases[1].until, Some(DurationMs(120_000)));
+        assert_eq!(c.phases[1].scopes[0].rpm, Some(10));
+        assert_eq!(c.phases[1].scopes[1].tpm, Some(1000));
+        assert!(c.phases[1].active_at(60_000) && !c.phases[1].active_at(120_000));
+        assert!(!c.phases[0].active_at(299_999) && c.phases[0].active_at(u64::MAX));
+        let json = serde_json::to_string(&c).unwrap();
+        assert_eq!(serde_json::from_str::<ProviderConfig>(&json).unwrap(), c);
+        let text = toml::to_string(&c).unwrap();
+        assert_eq!(toml::from_str::<ProviderConfig>(&text).unwrap(), c);
+        // Without phases, no `phases` key is written.
+        let plain = serde_json::to_string(&ProviderConfig::default()).unwrap();
+        assert!(!plain.contains("phases"), "{plain}");
+    }
+
+    #[test]
+    fn phase_errors_name_the_key() {
+        let mut c = phases_config();
+        c.phases[1].scopes[1].id = "projekt".into();
+        let e = error_of(&c);
+        assert!(
+            e.starts_with("provider.phases.1.scopes.1.id:") && e.contains("account, project"),
+            "{e}"
+        );
+
+        let mut c = phases_config();
+        c.phases[1].until = Some(DurationMs(60_000));
+        let e = error_of(&c);
+        assert!(e.starts_with("provider.phases.1.until:"), "{e}");
+        c.phases[1].until = Some(DurationMs(30_000));
+        assert!(error_of(&c).starts_with("provider.phases.1.until:"));
+
+        let mut c = phases_config();
+        c.phases[0].latency = Some(LatencyConfig {
+            median: Some(DurationMs(5_000)),
+            ..LatencyConfig::default()
+        });
+        let e = error_of(&c);
+        assert!(
+            e.starts_with("provider.phases.0.latency:") && e.contains("p99"),
+            "{e}"
+        );
+
+        let mut c = phases_config();
+        c.phases[1].scopes[0].rpm = Some(0);
+        assert!(error_of(&c).starts_with("provider.phases.1.scopes.0.rpm:"));
+
+        let mut c = phases_config();
+        c.phases[1].scopes[1].id = "account".into();
+        let e = error_of(&c);
+        assert!(
+            e.starts_with("provider.phases.1.scopes.1.id:") && e.contains("twice"),
+            "{e}"
+        );
+
+        let mut c = phases_config();
+        c.phases[1].scopes[1].tpm = None;
+        assert!(error_of(&c).starts_with("provider.phases.1.scopes.1:"));
+
+        let mut c = phases_config();
+        c.phases[0].latency = None;
+        assert!(error_of(&c).starts_with("provider.phases.0:"));
+
+        let bad = PHASES.replace("from = \"5m\"", "from = \"5m\"\nuntill = \"6m\"");
+        let e = ProviderConfig::from_scenario_toml(&bad, "p.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("untill"), "{e}");
+        let bad = PHASES.replace("rpm = 10 }", "rpm = 10, rpn = 3 }");
+        let e = ProviderConfig::from_scenario_toml(&bad, "p.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("rpn"), "{e}");
     }
 
     #[test]

@@ -11,6 +11,9 @@
 //! (`drop_after_commit`, `hang_after_commit`, `stream_cut`, `stream_error`) is applied after
 //! the route ran, so an attempt the limits refuse gets the 429 instead.
 //!
+//! Before any of it, `provider.phases` active at the arrival's time put their completion
+//! latency and scope limits in force (see `phases`); with no phases nothing changes.
+//!
 //! Call [`ProviderModel::depart`] for every decision when its answer left (or its connection
 //! closed, or the client gave up on a hang): admitted attempts hold a concurrency slot, and a
 //! keyed write holds its idempotency key, until then.
@@ -23,6 +26,7 @@ mod journal;
 mod latency;
 mod limits;
 mod models;
+mod phases;
 mod records;
 mod replays;
 mod request;
@@ -45,6 +49,7 @@ use headers::ClientClock;
 use latency::LatencySampler;
 use limits::ScopeState;
 use models::{Models, Resolved};
+use phases::Phases;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use records::{KeyCheck, RecordStore};
@@ -116,6 +121,8 @@ pub struct ProviderModel {
     scope_ids: Vec<Arc<str>>,
     scope_stats: Vec<ScopeStats>,
     faults: FaultSchedule,
+    /// `provider.phases`: what is in force over time.
+    phases: Phases,
     latency: LatencySampler,
     tool_latency: LatencySampler,
     latency_rng: ChaCha8Rng,
@@ -210,6 +217,7 @@ impl ProviderModel {
                 .collect(),
             scope_stats: vec![ScopeStats::default(); config.scopes.len()],
             faults: FaultSchedule::new(&config.faults, streams::derive(seed, streams::FAULTS)),
+            phases: Phases::new(&config.phases, &scope_index),
             latency: LatencySampler::new(&config.latency),
             tool_latency: LatencySampler::new(&config.tool_latency),
             latency_rng: streams::derive(seed, streams::LATENCY),
@@ -407,6 +415,10 @@ impl ProviderModel {
         self.records.evict(now);
         if self.config.completion_idempotency {
             self.replays.evict(now);
+        }
+        if !self.phases.is_empty() {
+            self.phases
+                .apply(now, &self.config.scopes, &mut self.scopes);
         }
         self.next_seq += 1;
         let seq = self.next_seq;
@@ -984,9 +996,12 @@ impl ProviderModel {
             self.usage_rng.gen_range(1..=req.max_tokens)
         };
         // One latency draw per completion whichever model serves it, so listing a model's
-        // latency does not reshuffle the draws of the others.
-        let sampler = model
-            .and_then(|m| self.models.latency(m))
+        // latency does not reshuffle the draws of the others; an active phase's latency
+        // replaces both (same draw, another distribution).
+        let sampler = self
+            .phases
+            .latency()
+            .or_else(|| model.and_then(|m| self.models.latency(m)))
             .unwrap_or(&self.latency);
         let latency = sampler.sample(&mut self.latency_rng, completion);
         let total = u64::from(req.prompt_tokens) + u64::from(completion);
@@ -1355,3 +1370,5 @@ pub fn error_body(message: &str, kind: &str, code: &str) -> Value {
 mod tests;
 #[cfg(test)]
 mod tests_models;
+#[cfg(test)]
+mod tests_phases;
