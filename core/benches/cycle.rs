@@ -68,6 +68,7 @@ fn loaded(audit: bool) -> Scheduler {
             rpm: Some(u32::MAX),
             tpm: Some(u32::MAX),
             concurrency: None,
+            reserve: None,
         },
     );
     let mut s = Scheduler::new(

@@ -52,6 +52,7 @@ fn main() {
         rpm: Some(u32::MAX),
         tpm: Some(u32::MAX),
         concurrency: None,
+        reserve: None,
     };
     policy.scopes.insert("account:bench".into(), budget);
     let mut s = Scheduler::new(

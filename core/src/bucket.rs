@@ -94,8 +94,24 @@ impl TokenBucket {
     /// An amount larger than the capacity is granted when the bucket is full, taking the
     /// level below zero as recorded debt, so a huge request waits for a full bucket instead
     /// of starving forever. Zero is always granted. With a capacity of 0 nothing else is
-    /// ever granted (`Err(Millis::MAX)`).
+    /// ever granted (`Err(Millis::MAX)`). The scheduler asks `try_reserve_keeping` (a keep
+    /// of 0 is this); the tests ask this.
+    #[cfg(test)]
     pub fn try_reserve(&mut self, amount: u64, now: Millis) -> Result<(), Millis> {
+        self.try_reserve_keeping(amount, 0.0, now)
+    }
+
+    /// Like `try_reserve`, but grants only when `keep` (a fraction of the
+    /// capacity, 0 to 1) is still left in the bucket afterwards; otherwise says when (ms)
+    /// refill will have brought the level that high. An amount that cannot fit above the
+    /// kept part waits for a full bucket, like an oversized one, so it is never starved.
+    /// A `keep` of 0 (or less, or NaN) is exactly `try_reserve`.
+    pub fn try_reserve_keeping(
+        &mut self,
+        amount: u64,
+        keep: f64,
+        now: Millis,
+    ) -> Result<(), Millis> {
         self.refill(now);
         if amount == 0 {
             return Ok(());
@@ -104,8 +120,9 @@ impl TokenBucket {
             return Err(Millis::MAX);
         }
         let need = self.units(amount);
-        // An oversized request needs a full bucket, a normal one just its own amount.
-        let target = need.min(self.full());
+        // An oversized request needs a full bucket, a normal one just its own amount (plus
+        // what must stay in the bucket).
+        let target = need.saturating_add(self.kept_units(keep)).min(self.full());
         if self.level >= target {
             self.take(need);
             return Ok(());
@@ -115,6 +132,18 @@ impl TokenBucket {
             + i128::from(deficit.rem_euclid(i128::from(self.capacity)) != 0);
         let ready_from = now.max(self.hold_until);
         Err(ready_from.saturating_add(u64::try_from(wait).unwrap_or(u64::MAX)))
+    }
+
+    /// `keep` of the capacity in units, rounded to the nearest unit (a unit is a
+    /// `1 / window_ms` token, so rounding never moves a whole token).
+    fn kept_units(&self, keep: f64) -> i128 {
+        if keep > 0.0 {
+            let full = self.full();
+            // `as` saturates on floats; the product is at most `full` for keep <= 1.
+            ((keep.min(1.0) * full as f64).round() as i128).clamp(0, full)
+        } else {
+            0
+        }
     }
 
     /// Settles a reservation of `reserved` tokens against what was really used.
@@ -306,6 +335,37 @@ mod tests {
     }
 
     #[test]
+    fn keeping_a_fraction_grants_only_above_it_and_says_when() {
+        // 10 per second, 30 % kept: 7 single grants out of a full bucket, then a wait for
+        // the level to reach 3 + 1 tokens (100 ms a token).
+        let mut bucket = TokenBucket::new(10, 1_000, 0);
+        for _ in 0..7 {
+            assert_eq!(bucket.try_reserve_keeping(1, 0.3, 0), Ok(()));
+        }
+        assert_eq!(bucket.try_reserve_keeping(1, 0.3, 0), Err(100));
+        assert_eq!(bucket.available(0), 3, "the kept part is untouched");
+        // Work that keeps nothing still takes the rest.
+        assert_eq!(bucket.try_reserve(3, 0), Ok(()));
+        assert_eq!(bucket.try_reserve_keeping(1, 0.3, 0), Err(400));
+        assert_eq!(bucket.try_reserve_keeping(1, 0.3, 399), Err(400));
+        assert_eq!(bucket.try_reserve_keeping(1, 0.3, 400), Ok(()));
+        // Too big to fit above the kept part: waits for a full bucket, never starves.
+        let mut big = TokenBucket::new(10, 1_000, 0);
+        assert!(big.try_reserve(1, 0).is_ok());
+        assert_eq!(big.try_reserve_keeping(8, 0.3, 0), Err(100));
+        assert_eq!(big.try_reserve_keeping(8, 0.3, 100), Ok(()));
+        assert_eq!(big.available(100), 2);
+        // Keeping nothing is plain `try_reserve`.
+        let (mut a, mut b) = (
+            TokenBucket::new(10, 1_000, 0),
+            TokenBucket::new(10, 1_000, 0),
+        );
+        for t in [0, 0, 50, 50, 300] {
+            assert_eq!(a.try_reserve_keeping(4, 0.0, t), b.try_reserve(4, t));
+        }
+    }
+
+    #[test]
     fn zero_capacity_grants_nothing_and_time_going_back_refills_nothing() {
         let mut empty = TokenBucket::new(0, 1_000, 0);
         assert_eq!(empty.try_reserve(1, 10), Err(Millis::MAX));
@@ -370,6 +430,43 @@ mod tests {
                     }
                 }
                 prop_assert!(bucket.available(now) <= capacity);
+            }
+        }
+
+        #[test]
+        fn keeping_leaves_the_kept_part_or_waits_for_a_full_bucket(
+            capacity in 1u64..200,
+            window in 1u64..10_000,
+            keep in 0.01f64..0.99,
+            ops in proptest::collection::vec((0u64..2_000, 0u64..300, any::<bool>()), 1..60),
+        ) {
+            let mut bucket = TokenBucket::new(capacity, window, 0);
+            let kept = bucket.kept_units(keep);
+            let mut now = 0;
+            for (step, amount, bulk) in ops {
+                now += step;
+                if !bulk {
+                    let _ = bucket.try_reserve(amount, now);
+                    continue;
+                }
+                bucket.refill(now);
+                let (before, full) = (bucket.level, bucket.level == bucket.full());
+                match bucket.try_reserve_keeping(amount, keep, now) {
+                    Ok(()) => prop_assert!(
+                        amount == 0 || bucket.level >= kept || full,
+                        "granted {} at level {} of {} keeping {}", amount, before,
+                        bucket.full(), kept
+                    ),
+                    Err(at) => {
+                        prop_assert!(at > now);
+                        let mut probe = bucket.clone();
+                        prop_assert!(probe.try_reserve_keeping(amount, keep, at).is_ok());
+                        if at > now + 1 {
+                            let mut early = bucket.clone();
+                            prop_assert!(early.try_reserve_keeping(amount, keep, at - 1).is_err());
+                        }
+                    }
+                }
             }
         }
     }

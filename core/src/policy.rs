@@ -164,7 +164,7 @@ impl Default for RetryAfterPolicy {
 /// What the client believes one provider scope allows. `None` means "not known": no local
 /// bucket for that dimension (rate-limit headers may still teach one when
 /// `rate_header_pacing` is on).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]
 pub struct ScopeBudget {
     /// Requests per minute the client allows itself on this scope (requests).
@@ -173,6 +173,14 @@ pub struct ScopeBudget {
     pub tpm: Option<u32>,
     /// Attempts on the wire at once on this scope (requests).
     pub concurrency: Option<u32>,
+    /// Fraction, strictly between 0 and 1, of this scope's request and token buckets held
+    /// back for critical and normal work: a bulk send waits (it does not fail) while taking
+    /// its tokens would leave less than `reserve` of a bucket's capacity, so a bulk backlog
+    /// cannot take a whole minute's quota. Critical and normal work may use all of it. A
+    /// bulk send too big to fit above the reservation waits for a full bucket, like an
+    /// oversized one. Applies to learned buckets too; `None` (the default): no reservation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserve: Option<f64>,
 }
 
 /// A retry budget shared by every task sending to one scope: in any sliding `window`,
@@ -440,6 +448,20 @@ impl Policy {
                 return Err(format!(
                     "scopes.{id}: a limit of 0 admits nothing; leave it out for no local limit"
                 ));
+            }
+        }
+        let budgets = self
+            .scopes
+            .iter()
+            .map(|(id, b)| (format!("scopes.{id}"), b));
+        for (key, budget) in budgets.chain([("default_scope".to_string(), &self.default_scope)]) {
+            if let Some(reserve) = budget.reserve {
+                if !(reserve > 0.0 && reserve < 1.0) {
+                    return Err(format!(
+                        "{key}.reserve = {reserve}: use a fraction strictly between 0 and 1, \
+                         such as 0.3 (leave it out for no reservation)"
+                    ));
+                }
             }
         }
         self.routing.validate()?;

@@ -107,6 +107,7 @@ fn policy_of(input: &Input) -> Policy {
             rpm: input.rpm,
             tpm: input.tpm,
             concurrency: Some(3),
+            reserve: None,
         };
         policy.scopes.insert(scope.into(), budget);
     }

@@ -674,6 +674,7 @@ fn pause_bulk_holds_bulk_work_while_other_work_waits_then_releases_it() {
             rpm: Some(1),
             tpm: None,
             concurrency: None,
+            reserve: None,
         },
     );
     let mut s = scheduler(policy);

@@ -21,6 +21,7 @@ fn scoped(rpm: Option<u32>, tpm: Option<u32>) -> Policy {
             rpm,
             tpm,
             concurrency: None,
+            reserve: None,
         },
     );
     policy
@@ -1194,4 +1195,172 @@ fn scope_reopened_after_retry_after_drains_paced_not_as_a_burst() {
         (9..=12).contains(&sent),
         "{sent} sent in the 10 s after reopening: paced at one a second, not a burst"
     );
+}
+
+/// Scope "acct" with a request bucket of 10 a minute (one token every 6 s) and 30 % of it
+/// held back from bulk work.
+fn reserved(rpm: Option<u32>, tpm: Option<u32>) -> Policy {
+    let mut policy = scoped(rpm, tpm);
+    policy.scopes.get_mut("acct").unwrap().reserve = Some(0.3);
+    policy
+}
+
+fn bulk(id: u64, class: &str) -> stampede_core::Job {
+    let mut j = job(id, class);
+    j.tenant = "bulk".into();
+    j.priority = Priority::Bulk;
+    j
+}
+
+/// Sends everything due at `now`, answering each with a 200 at once (no slot stays held)
+/// and draining the completions; the jobs sent, in order.
+fn send_and_answer(s: &mut stampede_core::Scheduler, now: u64) -> Vec<u64> {
+    let mut jobs = Vec::new();
+    loop {
+        let sent = sends(&drain(s, now));
+        if sent.is_empty() {
+            return jobs;
+        }
+        for send in &sent {
+            s.on_outcome(send.attempt, ok(), now);
+            jobs.push(send.job);
+        }
+    }
+}
+
+#[test]
+fn scope_reserve_holds_bulk_back_but_not_normal_work() {
+    let mut s = scheduler(reserved(Some(10), None));
+    for id in 1..=10 {
+        s.submit(bulk(id, "read"), 0).unwrap();
+    }
+    // A full bucket of 10 with 30 % reserved: bulk sends 7 and waits, holding no slot.
+    assert_eq!(send_and_answer(&mut s, 0), (1..=7).collect::<Vec<_>>());
+    assert_eq!(s.gauges().in_flight, 0);
+    // Bulk waits for the level to come back to 3 + 1 tokens: one token, 6 s.
+    assert_eq!(s.next_wakeup(), Some(6_000));
+    // A normal job goes at once, into the reserved part.
+    let mut normal = job(20, "read");
+    normal.tenant = "interactive".into();
+    s.submit(normal, 10).unwrap();
+    assert_eq!(send_and_answer(&mut s, 10), vec![20]);
+    // 2 tokens left plus what refilled: bulk now needs two more, at 12 s, not sooner.
+    assert_eq!(s.next_wakeup(), Some(12_000));
+    assert!(send_and_answer(&mut s, 11_999).is_empty());
+    // Bulk resumes as the bucket refills, one send per refilled token above the reserve.
+    assert_eq!(send_and_answer(&mut s, 12_000), vec![8]);
+    assert_eq!(s.next_wakeup(), Some(18_000));
+    assert_eq!(send_and_answer(&mut s, 18_000), vec![9]);
+    // Refilled to full, bulk takes its 7 again.
+    assert_eq!(send_and_answer(&mut s, 120_000), vec![10]);
+}
+
+#[test]
+fn scope_reserve_holds_the_token_bucket_too_and_critical_work_uses_it() {
+    // 1,000 tokens a minute, 200 per call (100 prompt + 100 output): bulk leaves 300.
+    let mut s = scheduler(reserved(None, Some(1_000)));
+    for id in 1..=5 {
+        s.submit(bulk(id, "llm"), 0).unwrap();
+    }
+    assert_eq!(send_and_answer(&mut s, 0), vec![1, 2, 3]);
+    let mut critical = job(20, "llm");
+    critical.priority = Priority::Critical;
+    s.submit(critical, 0).unwrap();
+    let mut normal = job(21, "llm");
+    normal.tenant = "interactive".into();
+    s.submit(normal, 0).unwrap();
+    // Each answer reports no usage: the reservation is kept, 400 then 200 then 0 left.
+    assert_eq!(send_and_answer(&mut s, 0), vec![20, 21]);
+}
+
+#[test]
+fn without_a_reserve_bulk_takes_the_whole_bucket() {
+    let mut s = scheduler(scoped(Some(10), None));
+    for id in 1..=12 {
+        s.submit(bulk(id, "read"), 0).unwrap();
+    }
+    assert_eq!(send_and_answer(&mut s, 0), (1..=10).collect::<Vec<_>>());
+}
+
+#[test]
+fn bulk_held_by_the_reserve_still_fails_at_its_deadline() {
+    let mut s = scheduler(reserved(Some(10), None));
+    for id in 1..=7 {
+        s.submit(bulk(id, "read"), 0).unwrap();
+    }
+    assert_eq!(send_and_answer(&mut s, 0).len(), 7);
+    // The reserve frees a token for bulk only at 6 s: a 5 s deadline fails now.
+    let mut early = bulk(8, "read");
+    early.deadline = Some(5_000);
+    s.submit(early, 0).unwrap();
+    let now = drain(&mut s, 0);
+    assert!(sends(&now).is_empty(), "{now:?}");
+    let done = finishes(&now);
+    assert_eq!(
+        done.iter()
+            .map(|t| (t.job, t.reason.clone()))
+            .collect::<Vec<_>>(),
+        vec![(8, Reason::DeadlineExceeded)]
+    );
+    assert!(!done[0].sent);
+    // One due at 7 s waits for 6 s. Normal work then takes a token at 5 s, so bulk would
+    // need until 12 s: it fails there and then, not at some later wake-up.
+    let mut later = bulk(9, "read");
+    later.deadline = Some(7_000);
+    s.submit(later, 0).unwrap();
+    assert!(drain(&mut s, 0).is_empty());
+    assert_eq!(s.next_wakeup(), Some(6_000));
+    let mut normal = job(20, "read");
+    normal.tenant = "interactive".into();
+    s.submit(normal, 5_000).unwrap();
+    let then = drain(&mut s, 5_000);
+    assert_eq!(
+        sends(&then).iter().map(|x| x.job).collect::<Vec<_>>(),
+        vec![20]
+    );
+    assert_eq!(
+        finishes(&then)
+            .iter()
+            .map(|t| (t.job, t.reason.clone()))
+            .collect::<Vec<_>>(),
+        vec![(9, Reason::DeadlineExceeded)]
+    );
+}
+
+#[test]
+fn scope_reserve_is_validated_and_left_out_when_unset() {
+    let policy: Policy = toml::from_str(
+        r#"
+        [scopes."account:acme"]
+        rpm = 600
+        reserve = 0.3
+        "#,
+    )
+    .unwrap();
+    assert_eq!(policy.scope_budget("account:acme").reserve, Some(0.3));
+    assert!(policy.validate().is_ok());
+    for bad in [0.0, 1.0, 1.5, -0.2, f64::NAN] {
+        let mut policy = reserved(Some(10), None);
+        policy.scopes.get_mut("acct").unwrap().reserve = Some(bad);
+        let err = policy.validate().unwrap_err();
+        assert!(err.starts_with("scopes.acct.reserve = "), "{err}");
+        let err = stampede_core::Scheduler::new(
+            policy,
+            InMemoryLedger::new(),
+            rand::SeedableRng::seed_from_u64(1),
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(err.contains("scopes.acct.reserve"), "{err}");
+    }
+    let mut policy = Policy::default();
+    policy.default_scope.reserve = Some(2.0);
+    let err = policy.validate().unwrap_err();
+    assert!(err.starts_with("default_scope.reserve = 2"), "{err}");
+    // Unset, it is not written: serialized policies do not change.
+    let written = serde_json::to_string(&scoped(Some(10), None)).unwrap();
+    assert!(!written.contains("reserve"), "{written}");
+    let written = serde_json::to_string(&reserved(Some(10), None)).unwrap();
+    assert!(written.contains("\"reserve\":0.3"), "{written}");
 }

@@ -3,7 +3,10 @@
 //! Order: priority (critical, normal, bulk), then round robin across tenants. An action
 //! first needs rate capacity on its scope (the shared record's `next_allowed_at`, then the
 //! request and token buckets), and only then takes a concurrency slot, just before the send
-//! is handed to the driver: a slot is never held while waiting for rate.
+//! is handed to the driver: a slot is never held while waiting for rate. Bulk work must
+//! also leave its scope's `reserve` in both buckets; held back by it, it waits for refill
+//! like any rate wait (its wake-up is the time the buckets are high enough again, and its
+//! deadline still applies).
 
 use super::audit_log::Detail;
 use super::degrade::Ladder;
@@ -157,10 +160,12 @@ impl<L: Ledger> Scheduler<L> {
             };
             let tokens = reservation(job.entry.job.route, is_action, prompt, max_output);
             let shared = self.policy.share_scope_state;
+            // Bulk work leaves the scope's reservation (if any) to critical and normal work.
+            let bulk = job.entry.job.priority == Priority::Bulk;
             match self
                 .scopes
                 .get_mut(job.scope)
-                .try_admit(tokens, now, shared)
+                .try_admit(tokens, now, shared, bulk)
             {
                 Err(Blocked::Until(at)) => {
                     if job.entry.job.deadline.is_some_and(|deadline| at > deadline) {

@@ -69,6 +69,9 @@ pub(super) struct ScopeState {
     pub requests: Option<TokenBucket>,
     pub tokens: Option<TokenBucket>,
     pub concurrency: Option<u32>,
+    /// Fraction of each bucket bulk sends must leave for critical and normal work
+    /// (`ScopeBudget::reserve`); `None`: bulk may use all of it.
+    pub reserve: Option<f64>,
     pub in_flight: u32,
     pub retries: RetryWindow,
 }
@@ -88,14 +91,22 @@ impl ScopeState {
             requests: bucket(budget.rpm),
             tokens: bucket(budget.tpm),
             concurrency: budget.concurrency.filter(|_| shaped),
+            reserve: budget.reserve,
             in_flight: 0,
             retries: RetryWindow::new(&policy.retry_budgets.per_scope),
         }
     }
 
     /// Reserves rate capacity for one send of `tokens` (tokens), reading the shared record
-    /// first. Nothing is held when it fails.
-    pub fn try_admit(&mut self, tokens: u64, now: Millis, shared: bool) -> Result<(), Blocked> {
+    /// first. A `bulk` send must leave the scope's reservation in both buckets; when it
+    /// would not, it is blocked until refill restores it. Nothing is held when it fails.
+    pub fn try_admit(
+        &mut self,
+        tokens: u64,
+        now: Millis,
+        shared: bool,
+        bulk: bool,
+    ) -> Result<(), Blocked> {
         if shared && self.record.next_allowed_at > now {
             return Err(Blocked::Until(self.record.next_allowed_at));
         }
@@ -105,13 +116,17 @@ impl ScopeState {
         {
             return Err(Blocked::Concurrency);
         }
+        let keep = match self.reserve {
+            Some(reserve) if bulk => reserve,
+            _ => 0.0,
+        };
         if let Some(requests) = &mut self.requests {
             requests
-                .try_reserve(1, now)
+                .try_reserve_keeping(1, keep, now)
                 .map_err(|at| Blocked::Until(at.max(now + 1)))?;
         }
         if let (Some(bucket), true) = (&mut self.tokens, tokens > 0) {
-            if let Err(at) = bucket.try_reserve(tokens, now) {
+            if let Err(at) = bucket.try_reserve_keeping(tokens, keep, now) {
                 if let Some(requests) = &mut self.requests {
                     requests.release(1, now);
                 }
