@@ -452,11 +452,17 @@ pub fn resolve_policy(
 /// The key a message of `Policy::validate` is about: it starts with the key's path inside
 /// the policy (`classes.llm.max_attempts = 0: ...`, `breaker.threshold = 0: ...`).
 fn policy_key(message: &str) -> String {
-    let head = message.split([' ', ':']).next().unwrap_or_default();
+    // Cut at the first space: a scope id such as `account:shared` holds a colon, so only a
+    // colon that ends the word ends the key.
+    let head = message
+        .split(' ')
+        .next()
+        .unwrap_or_default()
+        .trim_end_matches(':');
     let looks_like_key = !head.is_empty()
         && head
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-');
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | ':'));
     if looks_like_key {
         format!("client.policy.{head}")
     } else {
@@ -567,6 +573,22 @@ arrival = {{ rate = "1/s" }}
     fn error(client: &str) -> (String, String) {
         let e = parse(&scenario(client), "t.toml", &[]).unwrap_err();
         (e.key.unwrap_or_default(), e.message)
+    }
+
+    #[test]
+    fn a_policy_error_on_a_scope_with_a_colon_names_the_whole_key() {
+        assert_eq!(
+            super::policy_key("scopes.account:shared.reserve = 1.5: use a fraction"),
+            "client.policy.scopes.account:shared.reserve"
+        );
+        assert_eq!(
+            super::policy_key("breaker.threshold = 0: use 1 or more"),
+            "client.policy.breaker.threshold"
+        );
+        assert_eq!(
+            super::policy_key("retry_budgets.per_scope.window is 0: use a window"),
+            "client.policy.retry_budgets.per_scope.window"
+        );
     }
 
     #[test]
