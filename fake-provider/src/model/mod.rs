@@ -893,6 +893,28 @@ impl ProviderModel {
         (latency_ms, answer)
     }
 
+    /// Stripe's answers to an `Idempotency-Key` that cannot be honoured, for records and
+    /// completions alike: 409 while the first request with the key is in flight, 400 when
+    /// the key comes back with another body.
+    fn key_refusal(&self, headers: Signals, why: KeyRefusal) -> Answer {
+        match why {
+            KeyRefusal::InUse => self.error(
+                409,
+                headers,
+                || "There is currently another in-progress request using this Idempotency-Key. Retry after it completes.".to_string(),
+                "idempotency_error",
+                Cow::Borrowed("idempotency_key_in_use"),
+            ),
+            KeyRefusal::BodyMismatch => self.error(
+                400,
+                headers,
+                || "Keys for idempotent requests can only be used with the same parameters they were first used with.".to_string(),
+                "idempotency_error",
+                Cow::Borrowed("idempotency_error"),
+            ),
+        }
+    }
+
     /// Admission on every scope a key counts against, in order: its own scope, then its
     /// further `scopes` as listed, skipping any whose model filter does not match `model`.
     /// The first refusal wins and names its scope (index, refusal); only when all admit is
@@ -958,25 +980,14 @@ impl ProviderModel {
                 ReplayCheck::Fresh => {}
                 ReplayCheck::InUse => {
                     let headers = self.headers(scope_idx, seq, now);
-                    let answer = self.error(
-                        409,
-                        headers,
-                        || "There is currently another in-progress request using this Idempotency-Key. Retry after it completes.".to_string(),
-                        "idempotency_error",
-                        Cow::Borrowed("idempotency_key_in_use"),
-                    );
-                    return (reject_ms, answer);
+                    return (reject_ms, self.key_refusal(headers, KeyRefusal::InUse));
                 }
                 ReplayCheck::BodyMismatch => {
                     let headers = self.headers(scope_idx, seq, now);
-                    let answer = self.error(
-                        400,
-                        headers,
-                        || "Keys for idempotent requests can only be used with the same parameters they were first used with.".to_string(),
-                        "idempotency_error",
-                        Cow::Borrowed("idempotency_error"),
+                    return (
+                        reject_ms,
+                        self.key_refusal(headers, KeyRefusal::BodyMismatch),
                     );
-                    return (reject_ms, answer);
                 }
                 ReplayCheck::Replay(done) => {
                     entry.replayed = true;
@@ -1094,24 +1105,10 @@ impl ProviderModel {
             match self.records.check_key(scope_id, key, req.body_hash) {
                 KeyCheck::Fresh => {}
                 KeyCheck::InUse => {
-                    let answer = self.error(
-                        409,
-                        headers,
-                        || "There is currently another in-progress request using this Idempotency-Key. Retry after it completes.".to_string(),
-                        "idempotency_error",
-                        Cow::Borrowed("idempotency_key_in_use"),
-                    );
-                    return (latency, answer);
+                    return (latency, self.key_refusal(headers, KeyRefusal::InUse));
                 }
                 KeyCheck::BodyMismatch => {
-                    let answer = self.error(
-                        400,
-                        headers,
-                        || "Keys for idempotent requests can only be used with the same parameters they were first used with.".to_string(),
-                        "idempotency_error",
-                        Cow::Borrowed("idempotency_error"),
-                    );
-                    return (latency, answer);
+                    return (latency, self.key_refusal(headers, KeyRefusal::BodyMismatch));
                 }
                 KeyCheck::Replay(idx) => {
                     let Some(record) = self.records.get(idx) else {
@@ -1359,6 +1356,15 @@ fn respond(status: u16, signals: Signals, body: Value) -> Answer {
         usage: None,
         stream_chunks: None,
     }
+}
+
+/// Why an `Idempotency-Key` cannot be honoured (see `ProviderModel::key_refusal`).
+#[derive(Debug, Clone, Copy)]
+enum KeyRefusal {
+    /// The first request with the key is still in flight.
+    InUse,
+    /// The key came back with another body.
+    BodyMismatch,
 }
 
 /// An OpenAI-shaped error body.
