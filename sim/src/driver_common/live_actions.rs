@@ -73,6 +73,13 @@ impl LiveActions {
         self.by_id.get(&id).map_or("", |a| a.facts.class.as_str())
     }
 
+    /// The priority the harness submitted action `id` at (`""` for an unknown id).
+    pub fn priority_of(&self, id: JobId) -> &'static str {
+        self.by_id.get(&id).map_or("", |a| {
+            crate::measure::queues::priority_name(a.facts.priority)
+        })
+    }
+
     /// The provider request for `send` at `now` (ms), measuring the action's first dispatch
     /// and the tokens reserved. Errs (with the message) when the core sent for an action the
     /// driver does not track, which would be a bug in the core or the driver.

@@ -41,6 +41,10 @@ use crate::virtual_driver::translate::{self, ActionFacts};
 use crate::virtual_driver::{AttemptSink, AuditSink, NoAudit, VIRTUAL_EPOCH_UNIX_MS};
 use crate::workload;
 
+/// What the harness sent an attempt as, until its journal entry is read: action, attempt
+/// number, tenant, class and priority (see `SentBy`).
+type SentAs = (JobId, u32, String, String, &'static str);
+
 /// What an attempt task hands back.
 struct Finished {
     attempt: AttemptId,
@@ -120,7 +124,7 @@ pub async fn play_from<L: Ledger>(
     // What this harness sent, in send order, under the key the provider's journal shows it
     // by (its look-up, else its fingerprint): which action, attempt and tenant each journal
     // entry was, known without reading the client's claims off the wire.
-    let mut sent: HashMap<String, VecDeque<(JobId, u32, String, String)>> = HashMap::new();
+    let mut sent: HashMap<String, VecDeque<SentAs>> = HashMap::new();
     let mut timings: Vec<AttemptTiming> = Vec::new();
     let mut terminals: Vec<Terminal> = Vec::new();
     let mut audit_events: Vec<AuditEvent> = Vec::new();
@@ -222,6 +226,7 @@ pub async fn play_from<L: Ledger>(
                         send.attempt_no,
                         live.tenant_of(send.job).to_string(),
                         live.class_of(send.job).to_string(),
+                        live.priority_of(send.job),
                     ));
                     let http =
                         http_request(&provider.base, &request).map_err(LiveError::Provider)?;
@@ -364,16 +369,20 @@ pub async fn play_from<L: Ledger>(
         });
         let done = attempt
             .as_ref()
-            .and_then(|(job, no, _, _)| heard.get(&(*job, *no)).copied());
-        let by = attempt
-            .as_ref()
-            .map_or(SentBy::default(), |(job, no, tenant, class)| SentBy {
-                tenant,
-                class,
-                action: *job,
-                attempt_no: *no,
-                provider: 0,
-            });
+            .and_then(|(job, no, ..)| heard.get(&(*job, *no)).copied());
+        let by =
+            attempt
+                .as_ref()
+                .map_or(SentBy::default(), |(job, no, tenant, class, priority)| {
+                    SentBy {
+                        tenant,
+                        class,
+                        priority,
+                        action: *job,
+                        attempt_no: *no,
+                        provider: 0,
+                    }
+                });
         let row = measure.on_journal(entry, done, &by);
         sink.attempt(&row).map_err(LiveError::Output)?;
     }

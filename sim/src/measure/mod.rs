@@ -96,15 +96,19 @@ pub struct Measurement {
     starvation: starvation::Starvation,
 }
 
-/// What the harness itself sent an attempt as: the tenant it submitted the action for, the
-/// action's id and the attempt's number (0 and `""` when it cannot know). Only `tenant`
-/// and `class` reach a figure (see [`Measurement::record`]); the numbering goes to
-/// attempts.csv's `action` and `attempt_no` columns and nowhere else.
+/// What the harness itself sent an attempt as: the tenant, class and priority it submitted
+/// the action with, the action's id and the attempt's number (0 and `""` when it cannot
+/// know). Only `tenant`, `class`, `priority` and `provider` (which journal the entry came
+/// from) reach a figure (see [`Measurement::record`]); the numbering goes to attempts.csv's
+/// `action` and `attempt_no` columns and nowhere else.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SentBy<'a> {
     pub tenant: &'a str,
     /// The class the harness submitted the action as (`""` when it cannot know).
     pub class: &'a str,
+    /// The priority it submitted the action at (`""` when it cannot know):
+    /// `queues::priority_name`.
+    pub priority: &'static str,
     pub action: u64,
     pub attempt_no: u32,
     /// The provider the harness sent it to (its index in the run's provider list; 0 for a
@@ -579,9 +583,8 @@ impl Measurement {
         client_done_ms: Option<u64>,
         by: &SentBy<'_>,
     ) -> AttemptRow {
-        let priority = self.queues.priority_of(by.action);
-        self.observe_journal(e, client_done_ms, (by.tenant, by.class, priority));
-        let cross = self.observe_providers(e, by);
+        self.observe_journal(e, client_done_ms, (by.tenant, by.class, by.priority));
+        let cross = self.observe_providers(e, by.provider);
         self.billing.observe(e, e.duplicate || cross);
         self.retry_groups.observe(by.provider, e);
         attempt_row(e, client_done_ms, by)
@@ -597,9 +600,8 @@ impl Measurement {
         by: &SentBy<'_>,
         sink: &mut dyn AttemptSink,
     ) -> Result<(), String> {
-        let priority = self.queues.priority_of(by.action);
-        self.observe_journal(e, client_done_ms, (by.tenant, by.class, priority));
-        let cross = self.observe_providers(e, by);
+        self.observe_journal(e, client_done_ms, (by.tenant, by.class, by.priority));
+        let cross = self.observe_providers(e, by.provider);
         self.billing.observe(e, e.duplicate || cross);
         self.retry_groups.observe(by.provider, e);
         if sink.wants_rows() {
@@ -608,16 +610,16 @@ impl Measurement {
         Ok(())
     }
 
-    /// A run with several providers: entry `e` at provider `by.provider`, sent for action
-    /// `by.action`. The action is the harness's own record of what it sent: across
-    /// providers it is the only thing that knows two attempts are one logical request, so a
-    /// commit at a second provider is counted a duplicate here, with its tokens.
-    fn observe_providers(&mut self, e: &JournalEntry, by: &SentBy<'_>) -> bool {
+    /// A run with several providers: entry `e` of provider `provider`'s journal. A commit
+    /// of a request another provider already committed, by the providers' own identity (its
+    /// Idempotency-Key, else its fingerprint: see `providers::ProviderTally`), is counted a
+    /// duplicate here, with its tokens.
+    fn observe_providers(&mut self, e: &JournalEntry, provider: u8) -> bool {
         if !self.providers.active() {
             return false;
         }
-        self.providers.billed(by.provider, e.billed_micro_usd);
-        let cross = self.providers.observe(by.provider, by.action, e).duplicate;
+        self.providers.billed(provider, e.billed_micro_usd);
+        let cross = self.providers.observe(provider, e).duplicate;
         if cross {
             let s = &mut self.summary;
             s.cross_provider_duplicates += 1;
@@ -950,6 +952,7 @@ mod tests {
                 let by = SentBy {
                     tenant: "t",
                     class: "llm",
+                    priority: "normal",
                     action: if claim { 40 + i as u64 } else { 0 },
                     attempt_no: if claim { 9 } else { 0 },
                     provider: 0,

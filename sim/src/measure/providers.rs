@@ -1,13 +1,15 @@
 //! Figures of a run with several providers: each provider's own counts, and the one thing
 //! no single provider can see, a logical request billed at two of them.
 //!
-//! Each provider identifies logical requests from what reaches *its* edge; across providers
-//! only the harness knows that two attempts are one logical request, because it sent both
-//! for one action. That knowledge is the harness's own record of what it sent, never a
-//! header the client wrote about itself.
+//! Each provider identifies logical requests from what reaches its edge: the
+//! Idempotency-Key, else the request's fingerprint (method, route template, hash of the
+//! canonical payload). A fallback sends the same payload, with the same key when the
+//! client sends keys, so the same identity read off two providers' journals is one logical
+//! request committed twice. Nothing the client says about itself (`x-stampede-*`) and
+//! nothing the harness numbered enters it.
 
 use rustc_hash::FxHashMap;
-use stampede_provider::model::JournalEntry;
+use stampede_provider::model::{Fnv, JournalEntry};
 use stampede_reports::{ProviderFigures, Summary};
 
 /// Per-provider counts and cross-provider commits, kept only when a run has several
@@ -18,16 +20,27 @@ pub struct ProviderTally {
     figures: Vec<ProviderFigures>,
     /// What each provider billed, micro-dollars (summed exactly, rounded once at the end).
     billed_micro_usd: Vec<u64>,
-    /// Providers (bit per index) that committed each action that committed anywhere: at
-    /// most one entry per action that completed, so memory grows with the run's actions.
+    /// Providers (bit per index) that committed each identity (a 64-bit hash of its key or
+    /// fingerprint): one entry per logical request committed anywhere.
     committed_at: FxHashMap<u64, u8>,
 }
 
 /// What a journal entry adds to the run's duplicates beyond what its provider counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CrossDuplicate {
-    /// Whether this commit is of an action another provider already committed.
+    /// Whether this commit is of a request another provider already committed.
     pub duplicate: bool,
+}
+
+/// The identity the providers give `e`: its Idempotency-Key, else its fingerprint, hashed.
+fn identity(e: &JournalEntry) -> u64 {
+    match &e.idempotency_key {
+        Some(key) => Fnv::new().bytes(b"key:").bytes(key.as_bytes()),
+        None => Fnv::new()
+            .bytes(b"fingerprint:")
+            .bytes(e.fingerprint.as_bytes()),
+    }
+    .finish()
 }
 
 impl ProviderTally {
@@ -46,9 +59,9 @@ impl ProviderTally {
         !self.names.is_empty()
     }
 
-    /// Entry `e` of provider `ix`'s journal, sent by the harness for `action` (0 when it
-    /// cannot know). Returns whether the commit is a cross-provider duplicate.
-    pub fn observe(&mut self, ix: u8, action: u64, e: &JournalEntry) -> CrossDuplicate {
+    /// Entry `e` of provider `ix`'s journal. Returns whether the commit is a cross-provider
+    /// duplicate.
+    pub fn observe(&mut self, ix: u8, e: &JournalEntry) -> CrossDuplicate {
         let Some(f) = self.figures.get_mut(usize::from(ix)) else {
             return CrossDuplicate::default();
         };
@@ -64,9 +77,9 @@ impl ProviderTally {
         f.tokens_used += e.tokens_used;
         f.duplicates += u64::from(e.duplicate);
         let mut cross = CrossDuplicate::default();
-        if e.committed && !e.replayed && action != 0 {
+        if e.committed && !e.replayed {
             let bit = 1u8 << ix.min(7);
-            let seen = self.committed_at.entry(action).or_insert(0);
+            let seen = self.committed_at.entry(identity(e)).or_insert(0);
             // A second commit at the same provider is that provider's own duplicate
             // (`e.duplicate`); only a commit where another provider already committed is
             // new here.
@@ -93,5 +106,98 @@ impl ProviderTally {
             f.billed_usd = super::usd(micro);
             summary.by_provider.insert(name, f);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::borrow::Cow;
+
+    fn commit(key: Option<&str>, fingerprint: &str) -> JournalEntry {
+        JournalEntry {
+            seq: 1,
+            at_ms: 0,
+            done_ms: 0,
+            credential: None,
+            scope: None,
+            route: Cow::Borrowed("/v1/chat/completions"),
+            method: Cow::Borrowed("POST"),
+            idempotency_key: key.map(str::to_string),
+            external_ref: None,
+            lookup: None,
+            fingerprint: fingerprint.to_string(),
+            tenant: None,
+            action: None,
+            attempt_no: None,
+            class: None,
+            status: Some(200),
+            outcome: Cow::Borrowed("200"),
+            error_code: None,
+            committed: true,
+            duplicate: false,
+            retry_after_violation: false,
+            retry_after_ms: None,
+            replayed: false,
+            record_id: None,
+            tokens_used: 10,
+            logical: 1,
+            logical_attempt: 1,
+            identified_by: Default::default(),
+            scope_wait_violation: false,
+            duplicate_tokens: 0,
+            undelivered: false,
+            claim_mismatch: false,
+            sdk_retry_count: None,
+            model: None,
+            billed_micro_usd: 0,
+            limit: None,
+        }
+    }
+
+    fn tally() -> ProviderTally {
+        ProviderTally::new(&["a".to_string(), "b".to_string()])
+    }
+
+    #[test]
+    fn one_identity_committed_at_two_providers_is_a_duplicate_at_the_second() {
+        let mut t = tally();
+        let e = commit(Some("stk_1"), "POST /v1/chat/completions 01");
+        assert!(!t.observe(0, &e).duplicate);
+        assert!(t.observe(1, &e).duplicate);
+        // Without a key, the fingerprint is the identity.
+        let f = commit(None, "POST /v1/chat/completions 02");
+        assert!(!t.observe(0, &f).duplicate);
+        assert!(t.observe(1, &f).duplicate);
+    }
+
+    #[test]
+    fn the_clients_claims_do_not_make_two_requests_one() {
+        let mut t = tally();
+        let mut a = commit(None, "POST /v1/chat/completions 01");
+        let mut b = commit(None, "POST /v1/chat/completions 02");
+        // The same claimed action and attempt on both: still two payloads, two requests.
+        (a.action, a.attempt_no) = (Some(7), Some(1));
+        (b.action, b.attempt_no) = (Some(7), Some(1));
+        assert!(!t.observe(0, &a).duplicate);
+        assert!(!t.observe(1, &b).duplicate);
+    }
+
+    #[test]
+    fn a_replay_or_a_providers_own_duplicate_is_not_counted_again() {
+        let mut t = tally();
+        let e = commit(Some("stk_1"), "x");
+        t.observe(0, &e);
+        let replay = JournalEntry {
+            replayed: true,
+            committed: false,
+            ..commit(Some("stk_1"), "x")
+        };
+        assert!(!t.observe(1, &replay).duplicate);
+        let own = JournalEntry {
+            duplicate: true,
+            ..commit(Some("stk_1"), "x")
+        };
+        assert!(!t.observe(0, &own).duplicate);
     }
 }

@@ -314,6 +314,9 @@ pub fn run(
                         let by = SentBy {
                             tenant: &call.arrival.job.tenant,
                             class: &call.arrival.job.class,
+                            priority: crate::measure::queues::priority_name(
+                                call.arrival.job.priority,
+                            ),
                             action: call.arrival.job.id,
                             attempt_no: call.sent,
                             provider: pix,

@@ -250,6 +250,7 @@ pub fn run_observed(
                     let by = SentBy {
                         tenant: live.tenant_of(send.job),
                         class: live.class_of(send.job),
+                        priority: live.priority_of(send.job),
                         action: send.job,
                         attempt_no: send.attempt_no,
                         provider,
@@ -299,6 +300,7 @@ pub fn run_observed(
                     let by = SentBy {
                         tenant: live.tenant_of(send.job),
                         class: live.class_of(send.job),
+                        priority: live.priority_of(send.job),
                         action: send.job,
                         attempt_no: send.attempt_no,
                         provider,
