@@ -583,10 +583,7 @@ impl Measurement {
         client_done_ms: Option<u64>,
         by: &SentBy<'_>,
     ) -> AttemptRow {
-        self.observe_journal(e, client_done_ms, (by.tenant, by.class, by.priority));
-        let cross = self.observe_providers(e, by.provider);
-        self.billing.observe(e, e.duplicate || cross);
-        self.retry_groups.observe(by.provider, e);
+        self.observe(e, client_done_ms, by);
         attempt_row(e, client_done_ms, by)
     }
 
@@ -600,14 +597,20 @@ impl Measurement {
         by: &SentBy<'_>,
         sink: &mut dyn AttemptSink,
     ) -> Result<(), String> {
-        self.observe_journal(e, client_done_ms, (by.tenant, by.class, by.priority));
-        let cross = self.observe_providers(e, by.provider);
-        self.billing.observe(e, e.duplicate || cross);
-        self.retry_groups.observe(by.provider, e);
+        self.observe(e, client_done_ms, by);
         if sink.wants_rows() {
             sink.attempt(&attempt_row(e, client_done_ms, by))?;
         }
         Ok(())
+    }
+
+    /// Every figure one journal entry moves: the run's, its provider's, its model's and its
+    /// retry group's.
+    fn observe(&mut self, e: &JournalEntry, client_done_ms: Option<u64>, by: &SentBy<'_>) {
+        self.observe_journal(e, client_done_ms, (by.tenant, by.class, by.priority));
+        let cross = self.observe_providers(e, by.provider);
+        self.billing.observe(e, e.duplicate || cross);
+        self.retry_groups.observe(by.provider, e);
     }
 
     /// A run with several providers: entry `e` of provider `provider`'s journal. A commit
