@@ -1,0 +1,151 @@
+//! The scenarios that play one seed rule each that no other shipped scenario plays (daily
+//! quota, stream cut, latency spike, the TPM wall, interactive against batch, nested limits):
+//! each passes under the stampede preset and fails under the naive one, where the rule
+//! matters.
+
+mod common;
+
+use stampede_reports::Summary;
+use stampede_sim::run::{run_virtual, RunOptions};
+
+fn summary(name: &str, set: Option<&str>) -> Summary {
+    run_virtual(&common::shipped(name, set), &RunOptions::default())
+        .expect("run plays")
+        .report
+        .summary
+}
+
+fn failed(s: &Summary) -> Vec<String> {
+    s.expectations
+        .iter()
+        .filter(|e| !e.pass)
+        .map(|e| e.name.clone())
+        .collect()
+}
+
+/// A count of a map-valued figure (`rate_limit_hits`, `failures_by_reason`, ...); absent is 0.
+fn count(map: &std::collections::BTreeMap<String, u64>, key: &str) -> u64 {
+    map.get(key).copied().unwrap_or(0)
+}
+
+#[test]
+fn a_spent_daily_quota_is_waited_out_not_hammered() {
+    let s = summary("daily-quota", None);
+    assert_eq!(failed(&s), Vec::<String>::new());
+    // The day's 400 requests, then one `insufficient_quota` and nothing more sent.
+    assert_eq!(s.completed, 400);
+    assert!(count(&s.rate_limit_hits, "rpd") <= 5, "{:?}", s.rate_limit_hits);
+    assert_eq!(count(&s.retries_by_group, "quota_exhausted"), 0);
+    assert!(s.outbound_attempts <= 410, "{}", s.outbound_attempts);
+    // The rest wait for the reset: still open at the cap, not failed.
+    assert!(s.unfinished > 150, "{} unfinished", s.unfinished);
+
+    let naive = summary("daily-quota", Some("client.preset=naive"));
+    assert!(
+        count(&naive.rate_limit_hits, "rpd") > 1_000,
+        "{:?}",
+        naive.rate_limit_hits
+    );
+    assert!(failed(&naive).contains(&"rate_limit_hits.rpd".to_string()));
+    assert!(failed(&naive).contains(&"outbound_attempts".to_string()));
+}
+
+#[test]
+fn a_stream_cut_is_interrupted_after_tokens_and_re_sent_with_its_key_before() {
+    let s = summary("stream-cut", None);
+    assert_eq!(failed(&s), Vec::<String>::new());
+    let interrupted = count(&s.failures_by_reason, "stream_interrupted");
+    assert!(interrupted >= 10, "{:?}", s.failures_by_reason);
+    assert_eq!(s.duplicates, 0);
+    assert_eq!(s.duplicate_billed_usd, 0.0);
+    // The cuts before the first token were re-sent and replayed, not run again.
+    assert!(s.duplicates_suppressed >= 10, "{}", s.duplicates_suppressed);
+
+    let naive = summary("stream-cut", Some("client.preset=naive"));
+    // After tokens, the core never re-sends, naive included.
+    assert!(count(&naive.failures_by_reason, "stream_interrupted") >= 10);
+    // Before the first token, naive re-sends without a key: billed twice.
+    assert!(naive.duplicates >= 10, "{}", naive.duplicates);
+    assert!(naive.duplicate_billed_usd > 0.0);
+    assert!(failed(&naive).contains(&"duplicate_billed_usd".to_string()));
+    assert!(failed(&naive).contains(&"duplicates".to_string()));
+}
+
+#[test]
+fn a_latency_spike_past_the_timeout_is_re_sent_with_the_same_key_and_billed_once() {
+    let s = summary("latency-spike", None);
+    assert_eq!(failed(&s), Vec::<String>::new());
+    // The timed-out calls are re-sent, and the provider replays them.
+    assert!(count(&s.retries_by_group, "may_have_executed") >= 30);
+    assert!(s.duplicates_suppressed >= 30, "{}", s.duplicates_suppressed);
+    assert_eq!(s.duplicates, 0);
+    assert_eq!(s.duplicate_billed_usd, 0.0);
+
+    let naive = summary("latency-spike", Some("client.preset=naive"));
+    assert!(naive.duplicates >= 30, "{}", naive.duplicates);
+    assert!(naive.duplicate_billed_usd > 0.0);
+    assert!(failed(&naive).contains(&"duplicates".to_string()));
+    assert!(failed(&naive).contains(&"duplicate_billed_usd".to_string()));
+}
+
+#[test]
+fn the_tpm_wall_is_paced_to_not_pushed_through() {
+    let s = summary("tpm-wall", None);
+    assert_eq!(failed(&s), Vec::<String>::new());
+    // 120,000 TPM / 5,000 tokens a call = 24 calls a minute.
+    assert_eq!(s.completed, 480);
+    assert!(
+        s.goodput_per_min > 22.0 && s.goodput_per_min <= 25.0,
+        "{}",
+        s.goodput_per_min
+    );
+    assert!(count(&s.rate_limit_hits, "tpm") <= 20, "{:?}", s.rate_limit_hits);
+
+    let naive = summary("tpm-wall", Some("client.preset=naive"));
+    assert!(
+        count(&naive.rate_limit_hits, "tpm") > 1_000,
+        "{:?}",
+        naive.rate_limit_hits
+    );
+    assert!(failed(&naive).contains(&"rate_limit_hits.tpm".to_string()));
+}
+
+#[test]
+fn interactive_work_keeps_its_latency_while_the_batch_waits_and_completes() {
+    let s = summary("interactive-batch", None);
+    assert_eq!(failed(&s), Vec::<String>::new());
+    let chat = &s.by_tenant["chat"];
+    let batch = &s.by_tenant["batch"];
+    assert!(chat.latency_ms.p99 <= 12_000, "{:?}", chat.latency_ms);
+    assert!(chat.failed <= 5, "{} chat calls failed", chat.failed);
+    assert_eq!(batch.completed, 3_000);
+
+    let naive = summary("interactive-batch", Some("client.preset=naive"));
+    assert!(naive.by_tenant["chat"].failed > 5);
+    assert!(naive.by_tenant["batch"].completed < 1_000);
+    assert!(failed(&naive).contains(&"by_tenant.chat.latency_ms.p99".to_string()));
+    assert!(failed(&naive).contains(&"by_tenant.chat.failed".to_string()));
+    assert!(failed(&naive).contains(&"by_tenant.batch.completed".to_string()));
+}
+
+#[test]
+fn two_keys_inside_one_account_are_paced_to_the_account() {
+    let s = summary("nested-limits", None);
+    assert_eq!(failed(&s), Vec::<String>::new());
+    assert_eq!(s.completed, 3_000);
+    // The account's 400 a minute binds, not the two keys' 600.
+    assert!(
+        s.goodput_per_min > 380.0 && s.goodput_per_min < 420.0,
+        "{}",
+        s.goodput_per_min
+    );
+    assert!(count(&s.rate_limit_hits, "rpm") <= 40, "{:?}", s.rate_limit_hits);
+
+    let naive = summary("nested-limits", Some("client.preset=naive"));
+    assert!(
+        count(&naive.rate_limit_hits, "rpm") > 1_000,
+        "{:?}",
+        naive.rate_limit_hits
+    );
+    assert!(failed(&naive).contains(&"rate_limit_hits.rpm".to_string()));
+}
