@@ -33,6 +33,56 @@ pub fn fingerprint(route: Route, class: &str, payload_hash: u64, failure_label: 
     )
 }
 
+/// The wider path a failure that no change of payload will fix is also counted on (seed
+/// 000: "if the same endpoint, method and normalized error code fail several times in one
+/// run, stop that route", so an agent cannot reorder fields, change a filter or pick a
+/// nearby id and call it a new option):
+///
+/// - a refused credential (401, 403): the key, on every endpoint template of the route,
+///   named by a hash of the key, never the key itself;
+/// - any other 4xx the provider answered (400, 404, 422, ...): the task, on that endpoint
+///   template and request class.
+///
+/// `None` for every other failure (transient ones, rate refusals, a prompt too long or
+/// content refused, which a different payload can fix). The returned text is the path
+/// without its failure label; the fingerprint is `<path>|<label>`.
+pub fn wide_path(job: &crate::job::Job, kind: crate::classify::FailureKind) -> Option<String> {
+    use crate::classify::FailureKind;
+    let template = route_template(job.route);
+    match kind {
+        FailureKind::ClientError {
+            status: 401 | 403, ..
+        } => Some(format!(
+            "{template}|key {:016x}",
+            crate::idempotency::stable_hash(&["credential", &job.credential])
+        )),
+        FailureKind::ClientError { .. } => Some(format!(
+            "{template}|{}|task {}/{}",
+            job.class, job.tenant, job.task
+        )),
+        _ => None,
+    }
+}
+
+/// Whether a job's wide paths (see [`wide_path`]) include `path`: the key path or the task
+/// path it would take. Allocates the two candidate paths; called only while a wide path is
+/// open.
+pub fn wide_paths_of(job: &crate::job::Job) -> [String; 2] {
+    use crate::classify::FailureKind;
+    let key = FailureKind::ClientError {
+        status: 401,
+        code: None,
+    };
+    let task = FailureKind::ClientError {
+        status: 422,
+        code: None,
+    };
+    [
+        wide_path(job, key).expect("401 has a key path"),
+        wide_path(job, task).expect("422 has a task path"),
+    ]
+}
+
 /// The fingerprint of a job's failure: reads only its route, class and payload hash.
 #[cfg(test)]
 pub fn job_fingerprint(job: &crate::job::Job, failure_label: &str) -> String {

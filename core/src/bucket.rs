@@ -44,6 +44,11 @@ impl TokenBucket {
         }
     }
 
+    /// Tokens granted per window (tokens).
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
     fn full(&self) -> i128 {
         full_units(self.capacity, self.window_ms)
     }

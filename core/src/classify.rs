@@ -113,6 +113,21 @@ pub enum FailureKind {
 }
 
 impl FailureKind {
+    /// The HTTP status the failure was answered with; `None` for a failure below HTTP (a
+    /// timeout, a drop, a cut stream), which no answer carried.
+    pub fn status(&self) -> Option<u16> {
+        match *self {
+            FailureKind::RateLimited | FailureKind::QuotaExhausted => Some(429),
+            FailureKind::Unavailable => Some(503),
+            FailureKind::ServerError(status) | FailureKind::ClientError { status, .. } => {
+                Some(status)
+            }
+            FailureKind::ContentPolicy | FailureKind::ContextLength => Some(400),
+            FailureKind::Conflict { .. } | FailureKind::IdempotencyKeyInUse => Some(409),
+            FailureKind::Transport(_) | FailureKind::StreamCut { .. } => None,
+        }
+    }
+
     /// A short stable label for messages, metrics and breaker fingerprints: the status for
     /// HTTP failures (`"429"`, `"503"`, `"500"`, `"404"`), a snake_case name otherwise
     /// (`"reset_after_write"`, `"content_policy"`, `"quota_exhausted"`).

@@ -168,6 +168,41 @@ pub enum Reason {
         /// The rung that answered it (`cached`).
         rung: RungKind,
     },
+    /// The action's deadline had already passed when it was submitted: admission refused
+    /// it for good ([`crate::RejectionCause::DeadlinePassed`], seed 001) and it was never
+    /// queued or sent. The core never ends an admitted action with it; a driver reports
+    /// the refusal with it (see [`Terminal::refused`]).
+    DeadlinePassed,
+    /// The action needs more of a limit than its scope grants in a whole window, so no
+    /// wait can make it fit: an account configuration problem (the limit is set too low
+    /// for this work), escalated instead of retried against the same refusal.
+    LimitBelowRequest {
+        /// The limit (`tpm`: tokens per minute).
+        limit: String,
+        /// What the scope grants per window (tokens), as published by the provider or set
+        /// in the policy.
+        capacity: u64,
+        /// What this one request needs (tokens: prompt plus maximum output).
+        needed: u64,
+    },
+}
+
+impl Terminal {
+    /// The terminal a driver reports for an action admission refused for good (a
+    /// deadline already past): failed, never sent, nothing to do but drop it.
+    pub fn refused(job: JobId) -> Terminal {
+        Terminal {
+            job,
+            status: TerminalStatus::Failed,
+            reason: Reason::DeadlinePassed,
+            sent: false,
+            last_status: None,
+            attempts: 0,
+            waited_ms: 0,
+            operation_id: None,
+            next_actions: vec![NextAction::Cancel],
+        }
+    }
 }
 
 /// A next safe action offered with a terminal outcome.

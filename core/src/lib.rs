@@ -170,7 +170,9 @@ mod stored_entry;
 mod time;
 
 // The state machine, its figures and its errors.
-pub use scheduler::{CoreError, Gauges, Rejection, Scheduler, ScopeRecord, ScopeSource};
+pub use scheduler::{
+    CoreError, Gauges, Rejection, RejectionCause, Scheduler, ScopeRecord, ScopeSource,
+};
 
 // What goes in: logical actions, and what the driver observed of each attempt.
 pub use job::{Job, JobId, Priority, Route};

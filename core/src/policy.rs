@@ -86,6 +86,14 @@ pub struct ClassPolicy {
     /// A write that may have executed is reconciled (looked up) instead of re-sent.
     #[serde(default)]
     pub reconcile: bool,
+    /// HTTP statuses this class may retry, when the rule is per status rather than per
+    /// group (seed 000: `retry_statuses: [408, 429, 502, 503, 504]`, "retry 502, not 500").
+    /// When set, an answered failure is retried only if its status is listed, whatever its
+    /// group; failures with no status (a timeout, a dropped connection) still follow
+    /// `retry_on`. A write that may have executed is still reconciled first when
+    /// `reconcile` is on. Absent: `retry_on` decides alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_statuses: Option<Vec<u16>>,
 }
 
 /// Shared helper so policy durations read and write as humantime strings.
@@ -421,6 +429,16 @@ impl Policy {
                     "classes.{name}.timeout is 0: give the attempt time, e.g. \"10s\""
                 ));
             }
+            if let Some(bad) = class
+                .retry_statuses
+                .iter()
+                .flatten()
+                .find(|s| !(100..=599).contains(*s))
+            {
+                return Err(format!(
+                    "classes.{name}.retry_statuses lists {bad}: HTTP statuses run from 100 to 599, e.g. [408, 429, 502, 503, 504]"
+                ));
+            }
         }
         let budget = &self.retry_budgets.per_scope;
         if !(budget.ratio.is_finite() && budget.ratio >= 0.0) {
@@ -481,6 +499,7 @@ impl Default for Policy {
                 retry_on: retry_on.to_vec(),
                 timeout,
                 reconcile,
+                retry_statuses: None,
             };
         let mut classes = BTreeMap::new();
         // LLM calls retry never-arrived and may-have-executed, and wait out quota resets.

@@ -117,6 +117,13 @@ pub fn figures(summary: &Summary) -> Vec<Figure> {
     for (rung, n) in &s.degraded {
         out.push(fig(format!("degraded.{rung}"), *n as f64, ""));
     }
+    for (name, n) in &s.agent_runs {
+        let unit = if name.ends_with("_ms") { "ms" } else { "" };
+        out.push(fig(format!("agent_runs.{name}"), *n as f64, unit));
+    }
+    for (change, n) in &s.improvised {
+        out.push(fig(format!("improvised.{change}"), *n as f64, ""));
+    }
     if s.starvation_ms != 0 {
         out.push(fig("starvation_ms", s.starvation_ms as f64, "ms"));
     }
@@ -303,6 +310,30 @@ pub fn describe(key: &str) -> (FigureGroup, &'static str, &'static str) {
             Finished,
             "served degraded",
             "requests served by this rung of the degradation ladder",
+        );
+    }
+    if let Some(rest) = key.strip_prefix("agent_runs.") {
+        let meaning = match rest {
+            "runs" => "agent runs started (LLM, tool, LLM, ...)",
+            "completed" => "runs whose every call ended inside the run's execution budget",
+            "over_budget" => "runs stopped because a call could not end inside the budget",
+            "cancelled" => "runs whose task was cancelled",
+            "unfinished" => "runs still going when the scenario ended",
+            "calls" => "LLM requests the runs made, changed requests included",
+            "failed_calls_returned" => {
+                "calls whose retries ran out and whose error went back to the run as a tool result"
+            }
+            "tool_timeouts" => "tool calls given up at their timeout",
+            "calls_per_run_p50" | "calls_per_run_max" => "LLM requests per ended run",
+            _ => "how long an ended run took, first call to last answer",
+        };
+        return (Finished, "agent runs", meaning);
+    }
+    if key.starts_with("improvised.") {
+        return (
+            Safety,
+            "improvised requests",
+            "changed requests an agent sent after a failure (stopped: agents that stopped on the breaker's constraint)",
         );
     }
     if let Some(rest) = key.strip_prefix("by_provider.") {

@@ -213,6 +213,21 @@ pub struct Summary {
     /// (`trim_output`, `smaller_model`, `pause_bulk`, `cached`). Absent when none were.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub degraded: BTreeMap<String, u64>,
+    /// Agent runs (workloads with `agent`, seed 004), counted by the client as each run
+    /// ends: `runs` started, `completed` (every call done inside the run's budget, a call
+    /// whose retries ran out included: it came back as a tool result), `over_budget`,
+    /// `cancelled`, `unfinished` at the cap; `calls` made, `failed_calls_returned` (calls
+    /// whose error went back to the run as a tool result), `tool_timeouts`;
+    /// `calls_per_run_p50`/`_max` and `duration_p50_ms`/`_p99_ms` over ended runs. Absent
+    /// without agent runs.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub agent_runs: BTreeMap<String, u64>,
+    /// Changed requests an improvising agent sent after a failure (workloads with
+    /// `improvise`, seed 000), by change: `reorder` (same normalized payload), `filter` (a
+    /// new payload), `nearby` (another resource on the same endpoint); `stopped` counts the
+    /// agents that stopped because the breaker's constraint came back. Absent when none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub improvised: BTreeMap<String, u64>,
     /// 429 and quota refusals by the limit that refused them (`rpm`, `tpm`, `rpd`, `tpd`,
     /// `concurrency`), as the provider journaled them. Absent when no limit refused.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

@@ -4,7 +4,7 @@
 use super::audit_log::{priority_label, route_label, Detail};
 use super::lanes::rank;
 use super::state::Tracked;
-use super::{Rejection, Scheduler};
+use super::{Rejection, RejectionCause, Scheduler};
 use crate::audit::AuditKind;
 use crate::idempotency::derive_key;
 use crate::job::Job;
@@ -22,18 +22,34 @@ impl<L: Ledger> Scheduler<L> {
         now: Millis,
     ) -> Result<(), Rejection> {
         let retry_after_ms = super::state::millis(self.policy.admission.reject_retry_after);
-        let reject = |reason: String| {
+        let reject = |cause: RejectionCause, reason: String| {
             Err(Rejection {
+                cause,
                 reason,
                 retry_after_ms,
             })
         };
+        if let Some(deadline) = job.deadline.filter(|&deadline| now >= deadline) {
+            // Nothing it could do would be in time (seed 001: admission rejects a deadline
+            // already past): refused for good, before it takes a queue place or a ledger row.
+            return reject(
+                RejectionCause::DeadlinePassed,
+                format!(
+                    "job {}: its deadline passed {} ms before it was submitted; submit it again with a new deadline or drop it",
+                    job.id,
+                    now - deadline
+                ),
+            );
+        }
         if self.execution_spent {
-            return reject("the run's execution budget is spent: no new action is admitted".into());
+            return reject(
+                RejectionCause::ExecutionBudgetSpent,
+                "the run's execution budget is spent: no new action is admitted".into(),
+            );
         }
         let Some(&class) = self.class_index.get(job.class.as_str()) else {
             let known: Vec<&str> = self.class_index.keys().map(String::as_str).collect();
-            return reject(format!(
+            return reject(RejectionCause::InvalidAction, format!(
                 "job {}: unknown request class {:?}; known classes: {} (add it under policy classes)",
                 job.id,
                 job.class,
@@ -41,14 +57,17 @@ impl<L: Ledger> Scheduler<L> {
             ));
         };
         if self.jobs.contains_key(&job.id) {
-            return reject(format!(
-                "job {}: an action with this id is already live; job ids must be unique",
-                job.id
-            ));
+            return reject(
+                RejectionCause::InvalidAction,
+                format!(
+                    "job {}: an action with this id is already live; job ids must be unique",
+                    job.id
+                ),
+            );
         }
         if self.queue_full(&job) {
             let capacity = self.policy.admission.queue_capacity;
-            return reject(format!(
+            return reject(RejectionCause::QueueFull, format!(
                 "queue full: tenant {:?} already has {capacity} live {:?} actions (admission.queue_capacity)",
                 job.tenant, job.priority
             ));
@@ -74,10 +93,10 @@ impl<L: Ledger> Scheduler<L> {
         // Persist the key with the action before it can be sent.
         if let Err(e) = self.ledger.put(&entry) {
             self.counts.ledger_errors += 1;
-            return reject(format!(
-                "job {}: the ledger refused the action: {e}",
-                entry.job.id
-            ));
+            return reject(
+                RejectionCause::LedgerRefused,
+                format!("job {}: the ledger refused the action: {e}", entry.job.id),
+            );
         }
         let id = entry.job.id;
         self.lanes.admit(tenant, lane);

@@ -10,7 +10,7 @@ use super::state::{held_less, millis};
 use super::Scheduler;
 use crate::audit::AuditKind;
 use crate::backoff::backoff_delay;
-use crate::breaker::fingerprint;
+use crate::breaker::{fingerprint, wide_path, wide_paths_of};
 use crate::classify::{classify, Classification, Failure, FailureKind};
 use crate::command::{AttemptId, Reason, TerminalStatus};
 use crate::job::JobId;
@@ -215,7 +215,7 @@ impl<L: Ledger> Scheduler<L> {
         }
         let class = &self.classes[self.jobs[&id].class];
         match (failure.group, failure.kind) {
-            (group, _) if class.retries(group) => self.retry(id, failure, told, now),
+            _ if class.retries_failure(failure) => self.retry(id, failure, told, now),
             (FailureGroup::WontImprove, _) => {
                 let status = self.jobs[&id].last_status.unwrap_or(0);
                 self.finish(
@@ -239,6 +239,12 @@ impl<L: Ledger> Scheduler<L> {
             self.breaker.record_success(&fp);
             let path = (job.entry.job.route, job.class, job.entry.job.payload_hash);
             self.open_paths.remove(&path);
+        }
+        if let Some(fp) = job.last_wide_failure.take() {
+            self.breaker.record_success(&fp);
+            if let Some((path, _)) = fp.rsplit_once('|') {
+                self.open_wide.remove(path);
+            }
         }
         self.finish(id, TerminalStatus::Completed, Reason::Succeeded, now);
     }
@@ -271,12 +277,31 @@ impl<L: Ledger> Scheduler<L> {
             self.open_paths.insert(path, fp.clone());
             return Some(fp);
         }
+        let wide = wide_path(&job.entry.job, kind)?;
+        let fp = format!("{wide}|{}", kind.label());
+        let open = self.breaker.record_failure(&fp, now) || self.breaker.is_open(&fp, now);
+        job.last_wide_failure = Some(fp.clone());
+        if open {
+            self.open_wide.insert(wide, fp.clone());
+            return Some(fp);
+        }
         None
     }
 
     /// The fingerprint of an open breaker path this action would take, if any. A path whose
     /// open period ended is forgotten here (its next failure reopens it at once).
     pub(super) fn open_breaker_path(&mut self, id: JobId, now: Millis) -> Option<String> {
+        if !self.open_wide.is_empty() {
+            for path in wide_paths_of(&self.jobs[&id].entry.job) {
+                let Some(fp) = self.open_wide.get(&path) else {
+                    continue;
+                };
+                if self.breaker.is_open(fp, now) {
+                    return Some(fp.clone());
+                }
+                self.open_wide.remove(&path);
+            }
+        }
         if self.open_paths.is_empty() {
             return None;
         }

@@ -179,6 +179,16 @@ impl<L: Ledger> Scheduler<L> {
                     return LaneTurn::Blocked;
                 }
                 Err(Blocked::Concurrency) => return LaneTurn::Blocked,
+                Err(Blocked::NeverFits { capacity }) => {
+                    self.lanes.pop(lane, rank);
+                    let reason = Reason::LimitBelowRequest {
+                        limit: "tpm".into(),
+                        capacity,
+                        needed: tokens,
+                    };
+                    let status = TerminalStatus::Escalated;
+                    return LaneTurn::Command(self.finish_now(id, status, reason, now));
+                }
                 Ok(()) => {
                     self.lanes.pop(lane, rank);
                     // Rate capacity is held: only now take the concurrency slot.

@@ -47,10 +47,47 @@ pub use scope::{ScopeRecord, ScopeSource};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[must_use = "a rejected job was not admitted: offer it again after retry_after_ms or report it"]
 pub struct Rejection {
+    /// Why, in one word the caller can branch on.
+    pub cause: RejectionCause,
     /// What was full or wrong, for the caller and the report.
     pub reason: String,
     /// When it makes sense to submit again (ms from now).
     pub retry_after_ms: Millis,
+}
+
+/// Why a submit was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RejectionCause {
+    /// The tenant's queue at this priority is full (`admission.queue_capacity`):
+    /// backpressure; offer it again after `retry_after_ms`.
+    QueueFull,
+    /// The run's execution budget is spent: nothing new is admitted.
+    ExecutionBudgetSpent,
+    /// The action's deadline had already passed: refused for good, never offer it again.
+    DeadlinePassed,
+    /// The ledger could not persist the action; offering it again may succeed.
+    LedgerRefused,
+    /// The action itself is wrong (an unknown class, an id already live).
+    InvalidAction,
+}
+
+impl RejectionCause {
+    /// A short stable label for reports (`queue_full`, `deadline_passed`, ...).
+    pub fn label(self) -> &'static str {
+        match self {
+            RejectionCause::QueueFull => "queue_full",
+            RejectionCause::ExecutionBudgetSpent => "execution_budget_spent",
+            RejectionCause::DeadlinePassed => "deadline_passed",
+            RejectionCause::LedgerRefused => "ledger_refused",
+            RejectionCause::InvalidAction => "invalid_action",
+        }
+    }
+
+    /// Whether offering the same action again can never succeed.
+    pub fn is_final(self) -> bool {
+        self == RejectionCause::DeadlinePassed
+    }
 }
 
 /// The scheduler could not be built or restored.
@@ -115,6 +152,9 @@ pub struct Scheduler<L: Ledger = InMemoryLedger> {
     /// Breaker paths (route, class, payload hash) that opened, with the fingerprint that
     /// opened them: dispatch checks them before sending.
     open_paths: BTreeMap<(Route, usize, u64), String>,
+    /// Wide breaker paths (a key, or a task's endpoint; `breaker::wide_path`) that opened,
+    /// with the fingerprint that opened them.
+    open_wide: BTreeMap<String, String>,
     outbox: VecDeque<Command>,
     audit: Vec<AuditEvent>,
     next_attempt: AttemptId,
@@ -163,6 +203,7 @@ impl<L: Ledger> Scheduler<L> {
             coalescing: coalesce::Coalescing::default(),
             breaker,
             open_paths: BTreeMap::new(),
+            open_wide: BTreeMap::new(),
             outbox: VecDeque::new(),
             audit: Vec::new(),
             next_attempt: 1,

@@ -59,6 +59,12 @@ pub(super) enum Blocked {
     Until(Millis),
     /// The scope's concurrency budget is full: an outcome must free it.
     Concurrency,
+    /// The send needs more tokens than the scope grants in a whole window (`capacity`,
+    /// tokens): no wait makes it fit.
+    NeverFits {
+        /// The scope's tokens per window (tokens).
+        capacity: u64,
+    },
 }
 
 /// One scope's live state.
@@ -115,6 +121,13 @@ impl ScopeState {
             .is_some_and(|limit| self.in_flight >= limit)
         {
             return Err(Blocked::Concurrency);
+        }
+        if let Some(bucket) = self.tokens.as_ref().filter(|b| b.capacity() > 0) {
+            if tokens > bucket.capacity() {
+                return Err(Blocked::NeverFits {
+                    capacity: bucket.capacity(),
+                });
+            }
         }
         let keep = match self.reserve {
             Some(reserve) if bulk => reserve,

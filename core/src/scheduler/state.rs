@@ -43,6 +43,8 @@ pub(super) struct ClassRules {
     pub reconcile: bool,
     /// Bit set of the retryable failure groups.
     retry_on: u8,
+    /// The statuses retried when the class lists them (`ClassPolicy::retry_statuses`).
+    retry_statuses: Option<Box<[u16]>>,
 }
 
 impl ClassRules {
@@ -56,6 +58,16 @@ impl ClassRules {
                 .retry_on
                 .iter()
                 .fold(0, |bits, group| bits | group_bit(*group)),
+            retry_statuses: class.retry_statuses.as_deref().map(Box::from),
+        }
+    }
+
+    /// Whether this class may retry `failure`: by its status when the class lists
+    /// statuses and the failure was answered, else by its group.
+    pub fn retries_failure(&self, failure: crate::classify::Failure) -> bool {
+        match (&self.retry_statuses, failure.kind.status()) {
+            (Some(statuses), Some(status)) => statuses.contains(&status),
+            _ => self.retries(failure.group),
         }
     }
 
@@ -127,6 +139,9 @@ pub(super) struct Tracked {
     pub last_status: Option<u16>,
     /// Breaker fingerprint of the action's last failure, cleared by a success on that path.
     pub last_failure: Option<String>,
+    /// Fingerprint of the action's last failure on a wide breaker path (its key or its
+    /// task, see `breaker::wide_path`), cleared by a success.
+    pub last_wide_failure: Option<String>,
     /// Index of the routing plan the action follows (`Policy::routing.plans`), if any.
     pub plan: Option<u32>,
     /// Its current route: 0 the primary (the job's own), `k` the plan's fallback `k - 1`.
@@ -181,6 +196,7 @@ impl Tracked {
             uncertain: false,
             last_status: None,
             last_failure: None,
+            last_wide_failure: None,
             plan: None,
             route: 0,
             route_start: 0,

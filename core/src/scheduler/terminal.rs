@@ -224,6 +224,9 @@ impl<L: Ledger> Scheduler<L> {
                 },
             ],
             Reason::Conflict { .. } => vec![QueryStatus, Cancel],
+            Reason::DeadlinePassed => vec![Cancel],
+            // Change the plan: raise the limit, or split the request.
+            Reason::LimitBelowRequest { .. } => vec![RaiseQuota, Cancel],
             Reason::QuotaExhausted => vec![Wait { ms: scope_wait }, RaiseQuota, Cancel],
             Reason::CircuitOpen { fingerprint } => {
                 let ms = self
@@ -304,6 +307,8 @@ pub(super) fn reason_label(reason: &Reason) -> &'static str {
         Reason::ReconciliationUnavailable => "reconciliation_unavailable",
         Reason::ExecutionBudgetExhausted => "execution_budget_exhausted",
         Reason::Degraded { .. } => "degraded",
+        Reason::DeadlinePassed => "deadline_passed",
+        Reason::LimitBelowRequest { .. } => "limit_below_request",
     }
 }
 

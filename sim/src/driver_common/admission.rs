@@ -8,7 +8,7 @@
 
 use std::collections::BTreeSet;
 
-use stampede_core::{JobId, Millis};
+use stampede_core::{JobId, Millis, Terminal};
 
 use super::case_file::CaseNotes;
 use super::client_core::ClientCore;
@@ -87,6 +87,9 @@ impl Admission {
                     match self.arrivals.next() {
                         Some(a) if self.restored.contains(&a.job.id) => continue,
                         Some(a) => {
+                            if a.run_start {
+                                measure.agents().started();
+                            }
                             measure.on_submit();
                             measure.on_arrival(a.job.id, a.job.priority, &a.job.class);
                             measure.on_tenant_arrival(a.job.id, &a.job.tenant, a.at);
@@ -124,15 +127,40 @@ impl Admission {
                         },
                     );
                 }
+                Err(rejection) if rejection.cause.is_final() => {
+                    // Never offered again: it ends here, failed and never sent.
+                    admitted += 1;
+                    live.insert(
+                        id,
+                        LiveAction {
+                            submitted_at: arrival.at,
+                            facts: ActionFacts::from_job(arrival.job),
+                            deadline,
+                            first_sent_at: None,
+                            case: CaseNotes::default(),
+                        },
+                    );
+                    let terminal = Terminal::refused(id);
+                    live.finish(&terminal, now, measure);
+                    self.arrivals.on_terminal(&terminal, now, measure);
+                }
                 Err(rejection) => {
                     self.refused += 1;
-                    measure.on_pushed_back(id, refusal_cause(&rejection.reason));
+                    measure.on_pushed_back(id, rejection.cause.label());
                     self.held = Some((arrival, now + rejection.retry_after_ms.max(1)));
                     break;
                 }
             }
         }
         admitted
+    }
+
+    /// Action `terminal.job` ended at `now` (ms): its capacity is free, so a refused
+    /// arrival is offered again at once, and what follows from its outcome (an agent run's
+    /// next call, a changed request) is scheduled.
+    pub fn ended(&mut self, terminal: &Terminal, now: Millis, measure: &mut Measurement) {
+        self.capacity_freed(now);
+        self.arrivals.on_terminal(terminal, now, measure);
     }
 
     /// Capacity was freed at `now` (ms): a refused arrival is offered again at once.
@@ -177,26 +205,15 @@ impl Admission {
             if self.restored.contains(&arrival.job.id) {
                 continue;
             }
+            if arrival.run_start {
+                measure.agents().started();
+            }
             measure.on_submit();
             measure.on_arrival(arrival.job.id, arrival.job.priority, &arrival.job.class);
             measure.on_tenant_arrival(arrival.job.id, &arrival.job.tenant, arrival.at);
             never_sent(measure, &arrival);
         }
-    }
-}
-
-/// The cause of a refusal by `submit` after `room_for` found room, from the core's
-/// message: the ledger refused to persist the action, or the action itself was wrong (an
-/// unknown class, an id already live).
-fn refusal_cause(reason: &str) -> &'static str {
-    if reason.contains("execution budget") {
-        "execution_budget_spent"
-    } else if reason.starts_with("queue full") {
-        "queue_full"
-    } else if reason.contains("ledger") {
-        "ledger_refused"
-    } else {
-        "invalid_action"
+        measure.agents().unfinished(self.arrivals.open_runs());
     }
 }
 

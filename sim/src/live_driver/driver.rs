@@ -238,7 +238,7 @@ pub async fn play_from<L: Ledger>(
                 }
                 Command::Finish(terminal) => {
                     if live.finish(&terminal, now, &mut measure) {
-                        admission.capacity_freed(now);
+                        admission.ended(&terminal, now, &mut measure);
                         terminals.push(terminal);
                     }
                 }

@@ -3,6 +3,7 @@
 //! reached the edge); latencies, queue waits and terminal outcomes from what the client's
 //! core reported to the driver.
 
+pub mod agents;
 mod billing;
 pub mod blind_resends;
 mod buckets;
@@ -94,6 +95,8 @@ pub struct Measurement {
     billing: billing::Billing,
     /// The longest any tenant waited with work queued while others were served.
     starvation: starvation::Starvation,
+    /// Agent runs as they end (`agent_runs`).
+    agents: agents::AgentRuns,
 }
 
 /// What the harness itself sent an attempt as: the tenant, class and priority it submitted
@@ -201,6 +204,7 @@ impl Measurement {
             backoff: Distribution::default(),
             billing: billing::Billing::default(),
             starvation: starvation::Starvation::default(),
+            agents: agents::AgentRuns::default(),
         }
     }
 
@@ -338,6 +342,21 @@ impl Measurement {
         }
     }
 
+    /// The agent runs' tally (see [`agents::AgentRuns`]).
+    pub fn agents(&mut self) -> &mut agents::AgentRuns {
+        &mut self.agents
+    }
+
+    /// An improvising agent sent a changed request (`reorder`, `filter`, `nearby`), or
+    /// stopped on the breaker's constraint (`stopped`).
+    pub fn on_improvised(&mut self, change: &'static str) {
+        *self
+            .summary
+            .improvised
+            .entry(change.to_string())
+            .or_insert(0) += 1;
+    }
+
     /// The client served an action degraded by `rung` (`RungKind::label`): shaped at its
     /// first send, or answered from cache.
     pub fn on_degraded(&mut self, rung: &'static str) {
@@ -393,7 +412,12 @@ impl Measurement {
         if let Reason::Degraded { rung } = terminal.reason {
             self.on_degraded(rung.label());
         }
-        if missed_deadline || terminal.reason == Reason::DeadlineExceeded {
+        if missed_deadline
+            || matches!(
+                terminal.reason,
+                Reason::DeadlineExceeded | Reason::DeadlinePassed
+            )
+        {
             self.summary.deadline_misses += 1;
         }
         let completed = terminal.status == TerminalStatus::Completed;
@@ -827,6 +851,7 @@ impl Measurement {
             max: backoff.max,
         };
         s.queues = self.queues.finish();
+        s.agent_runs = self.agents.finish();
         let mut unfinished = self.unfinished;
         unfinished.sort_by_key(|r| r.action);
         Measured {

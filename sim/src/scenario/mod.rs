@@ -405,6 +405,18 @@ fn resolve(raw: ScenarioFile, has_provider: bool) -> Result<Scenario, (String, S
                 .into(),
         ));
     }
+    if let Some(i) = raw
+        .workload
+        .iter()
+        .position(|w| w.agent.is_some() || w.improvise.is_some())
+        .filter(|_| !crashes.is_empty() || !sdk_layers.is_empty())
+    {
+        return Err((
+            format!("workload.{i}"),
+            "agent runs and improvisation follow each call's outcome in the core's client; they cannot be combined with [[crashes]] or an SDK preset yet: remove one of the two"
+                .into(),
+        ));
+    }
     if !crashes.is_empty() && raw.client.transport_retries > 0 {
         return Err((
             "client.transport_retries".into(),
@@ -539,8 +551,37 @@ fn limits(workloads: &[WorkloadSpec]) -> Result<(), (String, String)> {
                     .into(),
             ));
         }
+        if let Some(agent) = &w.agent {
+            if agent.calls == 0 || agent.calls > 1_000 {
+                return Err((
+                    at("agent.calls"),
+                    format!("{} calls per run: give 1 to 1000", agent.calls),
+                ));
+            }
+            if agent.budget.ms() == 0 {
+                return Err((
+                    at("agent.budget"),
+                    "a run budget of 0s ends every run before its first call; give a span such as \"300s\""
+                        .into(),
+                ));
+            }
+            if w.effective_route() != stampede_core::Route::ChatCompletion {
+                return Err((
+                    at("agent"),
+                    "an agent run chains LLM calls: give the workload class \"llm\" (or route = \"chat_completion\")"
+                        .into(),
+                ));
+            }
+        }
+        if w.improvise.is_some_and(|i| i.times > 100) {
+            return Err((
+                at("improvise.times"),
+                "more than 100 changed requests per request; give 1 to 100".into(),
+            ));
+        }
         let mut spans = vec![
             ("start", Some(w.start)),
+            ("age", w.age),
             ("deadline", w.deadline),
             ("cancel_at", w.cancel_at),
         ];

@@ -40,6 +40,11 @@ pub struct WorkloadSpec {
     /// Deadline relative to submission; none means no deadline.
     #[serde(default)]
     pub deadline: Option<DurationMs>,
+    /// How long each action already waited upstream before it reached the client: its
+    /// deadline counts from then, so an action older than its deadline arrives already
+    /// late (seed 001: admission rejects a deadline already past). Default 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub age: Option<DurationMs>,
     /// Admission priority.
     #[serde(default)]
     pub priority: Priority,
@@ -72,6 +77,65 @@ pub struct WorkloadSpec {
     /// provider's first model, or none when it lists none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// Each arrival starts an agent run: a chain of LLM calls with a tool call between two
+    /// of them, under one execution budget (seed 004). Absent: every arrival is one call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentSpec>,
+    /// A failed request comes back slightly changed, as an agent under pressure improvises
+    /// (seed 000): the same call with its fields reordered, with a changed filter, or for
+    /// a nearby resource. Absent: a failure is final.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub improvise: Option<ImproviseSpec>,
+}
+
+/// `agent = { calls = 4, tool_time = "3s" }`: an agent run (seed 004). A call whose retries
+/// are exhausted comes back to the run as a tool result and the run goes on; the run ends
+/// over budget when a call cannot finish inside the run's execution budget.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSpec {
+    /// LLM calls per run, the first included.
+    pub calls: u32,
+    /// How long the tool call between two LLM calls takes (virtual time).
+    #[serde(default = "default_tool_time")]
+    pub tool_time: DurationMs,
+    /// A tool call is given up after this long and its timeout comes back to the run as
+    /// the tool's result (seed 004: 180 s).
+    #[serde(default = "default_tool_timeout")]
+    pub tool_timeout: DurationMs,
+    /// The run's execution budget, retries and tool calls included (seed 004: 300 s): each
+    /// call's deadline is the run's start plus this, or its own `deadline` if sooner.
+    #[serde(default = "default_run_budget")]
+    pub budget: DurationMs,
+}
+
+fn default_tool_time() -> DurationMs {
+    DurationMs(2_000)
+}
+fn default_tool_timeout() -> DurationMs {
+    DurationMs(180_000)
+}
+fn default_run_budget() -> DurationMs {
+    DurationMs(300_000)
+}
+
+/// `improvise = { times = 3, after = "1s" }`: after a failure, the agent sends a changed
+/// request, up to `times` per original request, cycling through the changes seed 000
+/// names: fields reordered (the same normalized payload), a changed filter (a new
+/// payload), a nearby resource (another id on the same endpoint template). An agent told
+/// the path is open (the breaker's constraint) stops improvising.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImproviseSpec {
+    /// Changed requests per original request, at most.
+    pub times: u32,
+    /// How long the agent takes to send the changed request after the failure.
+    #[serde(default = "default_improvise_after")]
+    pub after: DurationMs,
+}
+
+fn default_improvise_after() -> DurationMs {
+    DurationMs(1_000)
 }
 
 fn default_class() -> String {

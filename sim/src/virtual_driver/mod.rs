@@ -339,7 +339,7 @@ pub fn run_observed(
                 }
                 Command::Finish(terminal) => {
                     if live.finish(&terminal, now, &mut measure) {
-                        admission.capacity_freed(now);
+                        admission.ended(&terminal, now, &mut measure);
                     }
                 }
             }

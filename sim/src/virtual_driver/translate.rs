@@ -131,6 +131,15 @@ pub fn hidden_layer_retries(outcome: &Outcome) -> bool {
 /// When (ms after arrival) the client hears about the attempt, and what it hears.
 pub fn outcome(send: &SendAttempt, decision: Decision) -> (Millis, Outcome) {
     let latency = decision.latency_ms;
+    if latency > send.timeout_ms && !matches!(decision.answer, Answer::Hang { .. }) {
+        // The client stops waiting at its own timeout, whatever the provider does after:
+        // an answer slower than the timeout is a read timeout to the client (the live
+        // driver's HTTP client does the same), and may have executed.
+        return (
+            send.timeout_ms,
+            Outcome::Transport(TransportFailure::ReadTimeout),
+        );
+    }
     match decision.answer {
         Answer::Respond {
             status,

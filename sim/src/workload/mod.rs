@@ -2,6 +2,7 @@
 //! order: each entry is a stream with its own ChaCha RNG, and the streams are merged by
 //! arrival time, so memory stays constant however many actions a scenario has.
 
+mod follow_ups;
 pub mod tokens;
 
 use std::cmp::Reverse;
@@ -22,6 +23,8 @@ pub struct Arrival {
     /// Index of the `[[workload]]` entry it came from.
     pub workload: usize,
     pub job: Job,
+    /// The first call of an agent run: the run starts with it.
+    pub run_start: bool,
 }
 
 /// One workload entry's stream of actions.
@@ -80,23 +83,34 @@ impl EntryStream {
         format!("{}-{}", self.task_prefix, n % self.tasks)
     }
 
-    fn take(&mut self, id: JobId) -> Arrival {
-        let n = self.next;
-        let at = self.next_at.floor() as Millis;
+    /// The job of call `call` (0: the arrival itself) of action number `n`, arriving at
+    /// `at` (ms). Follow-up calls draw their tokens from a stream of their own, so a run's
+    /// later calls are the same whichever preset played its earlier ones.
+    pub(crate) fn job(&mut self, id: JobId, at: Millis, n: u64, call: u32, seed: u64) -> Job {
         let llm = self.route == Route::ChatCompletion;
+        let mut own;
+        let rng = if call == 0 {
+            &mut self.rng
+        } else {
+            own = rng::stream(
+                seed,
+                &format!("workload/{}/action/{n}/call/{call}", self.index),
+            );
+            &mut own
+        };
         let prompt_tokens = if llm {
-            tokens::draw(self.spec.prompt_tokens, &mut self.rng)
+            tokens::draw(self.spec.prompt_tokens, rng)
         } else {
             0
         };
         let max_output_tokens = if llm {
-            tokens::draw(self.spec.max_output_tokens, &mut self.rng)
+            tokens::draw(self.spec.max_output_tokens, rng)
         } else {
             0
         };
         let resource = (self.route == Route::GetItem).then(|| {
             let item = match self.spec.resources {
-                Some(k) => self.rng.gen_range(0..k),
+                Some(k) => rng.gen_range(0..k),
                 None => n,
             };
             format!("item-{item}")
@@ -106,7 +120,15 @@ impl EntryStream {
             .spec
             .external_ref
             .then(|| format!("{}-{n}", self.task_prefix));
-        let job = Job {
+        // The deadline counts from when the action was created upstream (`age` before it
+        // arrived); an agent run's calls share the run's budget.
+        let created = at.saturating_sub(self.spec.age.map_or(0, |a| a.ms()));
+        let own_deadline = self.spec.deadline.map(|d| created + d.ms());
+        let deadline = match self.spec.agent {
+            Some(_) => None,
+            None => own_deadline,
+        };
+        Job {
             id,
             tenant: self.spec.tenant.clone(),
             task,
@@ -118,14 +140,24 @@ impl EntryStream {
             priority: self.spec.priority,
             prompt_tokens,
             max_output_tokens,
-            deadline: self.spec.deadline.map(|d| at + d.ms()),
+            deadline,
             idempotency_key: None,
-            payload_hash: rng::mix(self.index as u64, n),
+            payload_hash: if call == 0 {
+                rng::mix(self.index as u64, n)
+            } else {
+                rng::mix(self.index as u64, rng::mix(n, u64::from(call)))
+            },
             external_ref,
             coalescable: self.spec.coalescable,
             stream: self.spec.stream,
             model: self.spec.model.clone(),
-        };
+        }
+    }
+
+    fn take(&mut self, id: JobId, seed: u64) -> Arrival {
+        let n = self.next;
+        let at = self.next_at.floor() as Millis;
+        let job = self.job(id, at, n, 0, seed);
         self.next += 1;
         self.next_at = match self.spec.arrival {
             ArrivalSpec::Backlog => self.next_at,
@@ -141,16 +173,21 @@ impl EntryStream {
             at,
             workload: self.index,
             job,
+            run_start: false,
         }
     }
 }
 
-/// Every workload entry merged into one stream in arrival order. Ties break on the entry's
-/// index, so the order is fixed by the scenario alone.
+/// Every workload entry merged into one stream in arrival order, with the calls that
+/// follow from outcomes (an agent run's next call, an improvising agent's changed request;
+/// see [`Arrivals::on_terminal`]). Ties break on the entry's index, follow-ups first, so
+/// the order is fixed by the scenario and the outcomes alone.
 pub struct Arrivals {
     streams: Vec<EntryStream>,
     heap: BinaryHeap<Reverse<(Millis, usize)>>,
     next_id: JobId,
+    seed: u64,
+    follow: follow_ups::FollowUps,
 }
 
 impl Arrivals {
@@ -170,17 +207,42 @@ impl Arrivals {
             streams,
             heap,
             next_id: 1,
+            seed: scenario.seed,
+            follow: follow_ups::FollowUps::default(),
         }
     }
 
     /// When the next action arrives (ms), if any is left.
     pub fn peek_time(&self) -> Option<Millis> {
-        self.heap.peek().map(|Reverse((t, _))| *t)
+        let stream = self.heap.peek().map(|Reverse((t, _))| *t);
+        match (stream, self.follow.peek_time()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
-    /// Total actions the scenario will produce.
+    /// Total actions the scenario's streams produce (an agent run counts once, however many
+    /// calls it makes).
     pub fn total(&self) -> u64 {
         self.streams.iter().map(|s| s.spec.count).sum()
+    }
+
+    /// Agent runs started and not ended.
+    pub fn open_runs(&self) -> u64 {
+        self.follow.open_runs()
+    }
+
+    /// Action `terminal.job` ended at `now` (ms): an agent run's next call or an
+    /// improvising agent's changed request may follow; their figures go to `measure`.
+    pub fn on_terminal(
+        &mut self,
+        terminal: &stampede_core::Terminal,
+        now: Millis,
+        measure: &mut crate::measure::Measurement,
+    ) {
+        let specs: Vec<&crate::scenario::WorkloadSpec> =
+            self.streams.iter().map(|s| &s.spec).collect();
+        self.follow.on_terminal(&specs, terminal, now, measure);
     }
 }
 
@@ -188,13 +250,33 @@ impl Iterator for Arrivals {
     type Item = Arrival;
 
     fn next(&mut self) -> Option<Arrival> {
+        let stream_at = self.heap.peek().map(|Reverse((t, _))| *t);
+        if let Some(at) = self
+            .follow
+            .peek_time()
+            .filter(|&at| stream_at.map_or(true, |s| at <= s))
+        {
+            let id = self.next_id;
+            self.next_id += 1;
+            let seed = self.seed;
+            let specs: Vec<WorkloadSpec> = self.streams.iter().map(|s| s.spec.clone()).collect();
+            let specs: Vec<&WorkloadSpec> = specs.iter().collect();
+            let streams = &mut self.streams;
+            let arrival = self.follow.pop(&specs, id, at, |workload, n, call| {
+                streams[workload].job(id, at, n, call, seed)
+            });
+            return Some(arrival);
+        }
         let Reverse((_, index)) = self.heap.pop()?;
         let stream = &mut self.streams[index];
-        let arrival = stream.take(self.next_id);
+        let n = stream.next;
+        let mut arrival = stream.take(self.next_id, self.seed);
         self.next_id += 1;
         if let Some(t) = stream.peek() {
             self.heap.push(Reverse((t, index)));
         }
+        let spec = &self.streams[index].spec;
+        self.follow.register(spec, n, &mut arrival);
         Some(arrival)
     }
 }
