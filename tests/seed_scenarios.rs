@@ -4,21 +4,13 @@
 mod common;
 
 use stampede_reports::Summary;
-use stampede_sim::run::{run_virtual, RunOptions};
 
 fn summary(name: &str, set: Option<&str>) -> Summary {
-    run_virtual(&common::shipped(name, set), &RunOptions::default())
-        .expect("run plays")
-        .report
-        .summary
+    common::shipped_summary(name, set)
 }
 
 fn failed(s: &Summary) -> Vec<String> {
-    s.expectations
-        .iter()
-        .filter(|e| !e.pass)
-        .map(|e| e.name.clone())
-        .collect()
+    common::failed_expectations(s)
 }
 
 #[test]

@@ -48,3 +48,21 @@ pub fn shipped(name: &str, set: Option<&str>) -> stampede_sim::scenario::Scenari
         .collect();
     stampede_sim::scenario::load(&path, None, &sets).expect("shipped scenario loads")
 }
+
+/// The summary of shipped scenario `name` played in virtual time (see [`shipped`]).
+pub fn shipped_summary(name: &str, set: Option<&str>) -> stampede_reports::Summary {
+    let options = stampede_sim::run::RunOptions::default();
+    stampede_sim::run::run_virtual(&shipped(name, set), &options)
+        .expect("run plays")
+        .report
+        .summary
+}
+
+/// The names of a summary's failed expectations.
+pub fn failed_expectations(s: &stampede_reports::Summary) -> Vec<String> {
+    s.expectations
+        .iter()
+        .filter(|e| !e.pass)
+        .map(|e| e.name.clone())
+        .collect()
+}

@@ -10,12 +10,10 @@ use std::collections::BTreeSet;
 
 use stampede_core::{JobId, Millis, Terminal};
 
-use super::case_file::CaseNotes;
 use super::client_core::ClientCore;
 use super::live_actions::{LiveAction, LiveActions};
 use crate::measure::Measurement;
 use crate::scenario::Scenario;
-use crate::virtual_driver::translate::ActionFacts;
 use crate::workload::{Arrival, Arrivals};
 
 /// The arrivals still to offer, and the one the core refused.
@@ -116,30 +114,12 @@ impl Admission {
             match core.submit(arrival.job.clone(), now) {
                 Ok(()) => {
                     admitted += 1;
-                    live.insert(
-                        id,
-                        LiveAction {
-                            submitted_at: arrival.at,
-                            facts: ActionFacts::from_job(arrival.job),
-                            deadline,
-                            first_sent_at: None,
-                            case: CaseNotes::default(),
-                        },
-                    );
+                    live.insert(id, LiveAction::of(arrival.at, arrival.job, deadline));
                 }
                 Err(rejection) if rejection.cause.is_final() => {
                     // Never offered again: it ends here, failed and never sent.
                     admitted += 1;
-                    live.insert(
-                        id,
-                        LiveAction {
-                            submitted_at: arrival.at,
-                            facts: ActionFacts::from_job(arrival.job),
-                            deadline,
-                            first_sent_at: None,
-                            case: CaseNotes::default(),
-                        },
-                    );
+                    live.insert(id, LiveAction::of(arrival.at, arrival.job, deadline));
                     let terminal = Terminal::refused(id);
                     live.finish(&terminal, now, measure);
                     self.arrivals.on_terminal(&terminal, now, measure);

@@ -26,6 +26,19 @@ pub struct LiveAction {
     pub case: CaseNotes,
 }
 
+impl LiveAction {
+    /// Action `job`, arrived at `submitted_at` (ms), just admitted: nothing sent yet.
+    pub fn of(submitted_at: Millis, job: stampede_core::Job, deadline: Option<Millis>) -> Self {
+        LiveAction {
+            submitted_at,
+            facts: ActionFacts::from_job(job),
+            deadline,
+            first_sent_at: None,
+            case: CaseNotes::default(),
+        }
+    }
+}
+
 /// Live actions by id. Looked up, never iterated into an output: only counted, or walked
 /// in sorted id order.
 #[derive(Default)]
