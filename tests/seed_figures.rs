@@ -183,3 +183,25 @@ fn metrics_prom_of_a_real_run_has_seed_003s_names_and_labels() {
     let again = run_virtual(&scenario, &RunOptions::default()).expect("run plays");
     assert_eq!(render(&again.report.summary), text);
 }
+
+/// Seed 001's "backpressure with a reason": every refused offer is counted with the wait the
+/// caller was given, here the policy's `admission.reject_retry_after` (1 s by default); an
+/// action refused several times counts each time, so there are at least as many refusals as
+/// actions held back.
+#[test]
+fn each_refusal_is_counted_with_the_wait_the_caller_was_given() {
+    let s = common::shipped_summary("backlog-38k", None);
+    let given = s.refusal_wait_ms;
+    assert!(s.rejected > 0);
+    assert!(
+        given.count >= s.rejected,
+        "{given:?} for {} held back",
+        s.rejected
+    );
+    assert_eq!((given.p50, given.max), (1_000, 1_000), "{given:?}");
+    let quiet = common::shipped_summary("quickstart", None);
+    assert!(
+        quiet.refusal_wait_ms.is_empty(),
+        "nothing refused, nothing listed"
+    );
+}

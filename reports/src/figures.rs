@@ -121,6 +121,12 @@ pub fn figures(summary: &Summary) -> Vec<Figure> {
         let unit = if name.ends_with("_ms") { "ms" } else { "" };
         out.push(fig(format!("agent_runs.{name}"), *n as f64, unit));
     }
+    if !s.refusal_wait_ms.is_empty() {
+        let w = &s.refusal_wait_ms;
+        out.push(fig("refusal_wait_ms.count", w.count as f64, ""));
+        out.push(fig("refusal_wait_ms.p50", w.p50 as f64, "ms"));
+        out.push(fig("refusal_wait_ms.max", w.max as f64, "ms"));
+    }
     for (change, n) in &s.improvised {
         out.push(fig(format!("improvised.{change}"), *n as f64, ""));
     }
@@ -328,6 +334,14 @@ pub fn describe(key: &str) -> (FigureGroup, &'static str, &'static str) {
             _ => "how long an ended run took, first call to last answer",
         };
         return (Finished, "agent runs", meaning);
+    }
+    if let Some(rest) = key.strip_prefix("refusal_wait_ms.") {
+        let meaning = if rest == "count" {
+            "offers admission refused (backpressure), each told when to come back"
+        } else {
+            "the wait admission gave a refused caller before offering again"
+        };
+        return (Finished, "wait given when refused", meaning);
     }
     if key.starts_with("improvised.") {
         return (

@@ -264,6 +264,11 @@ pub struct Summary {
     /// that reached a terminal outcome. A client-side figure; 0 for a `--client` run.
     #[serde(default)]
     pub backoff_ms: Backoff,
+    /// The wait admission gave each refusal (seed 001: "backpressure with a reason"; the
+    /// caller is told when to offer again): `count` refusals, and percentiles of the wait
+    /// given (ms). Absent when admission refused nothing.
+    #[serde(default, skip_serializing_if = "WaitsGiven::is_empty")]
+    pub refusal_wait_ms: WaitsGiven,
     /// Attempts whose token usage stayed unknown (a dropped or cut answer), so the client
     /// kept its reservation as the upper estimate and marked it uncertain: the core's count
     /// over its scopes' token buckets (scopes with a `tpm` in the client's policy), of the
@@ -295,6 +300,24 @@ pub struct Backoff {
     pub p95: u64,
     pub p99: u64,
     pub max: u64,
+}
+
+/// Waits a client gave the callers it refused (ms).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WaitsGiven {
+    /// Refusals, each offer counted (an action refused twice counts twice).
+    pub count: u64,
+    /// Percentiles of the wait given (ms).
+    pub p50: u64,
+    pub p99: u64,
+    pub max: u64,
+}
+
+impl WaitsGiven {
+    /// Whether nothing was refused.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
 }
 
 /// One queue of `summary.json`'s `queues`: requests of one priority and class.

@@ -106,7 +106,7 @@ impl Admission {
                 } else {
                     "queue_full"
                 };
-                measure.on_pushed_back(arrival.job.id, cause);
+                measure.on_pushed_back(arrival.job.id, cause, retry_after_ms);
                 self.held = Some((arrival, now + retry_after_ms.max(1)));
                 break;
             }
@@ -126,7 +126,7 @@ impl Admission {
                 }
                 Err(rejection) => {
                     self.refused += 1;
-                    measure.on_pushed_back(id, rejection.cause.label());
+                    measure.on_pushed_back(id, rejection.cause.label(), rejection.retry_after_ms);
                     self.held = Some((arrival, now + rejection.retry_after_ms.max(1)));
                     break;
                 }

@@ -97,6 +97,8 @@ pub struct Measurement {
     starvation: starvation::Starvation,
     /// Agent runs as they end (`agent_runs`).
     agents: agents::AgentRuns,
+    /// The wait given to each admission refusal (ms).
+    refusal_waits: Distribution,
 }
 
 /// What the harness itself sent an attempt as: the tenant, class and priority it submitted
@@ -205,6 +207,7 @@ impl Measurement {
             billing: billing::Billing::default(),
             starvation: starvation::Starvation::default(),
             agents: agents::AgentRuns::default(),
+            refusal_waits: Distribution::default(),
         }
     }
 
@@ -271,7 +274,8 @@ impl Measurement {
     /// Admission refused action `id` for `cause` (`queue_full`, `execution_budget_spent`,
     /// ...) and the driver held it back to offer it again (backpressure). `rejected` counts
     /// each action pushed back at least once, `rejected_by_reason` its first refusal's cause.
-    pub fn on_pushed_back(&mut self, id: u64, cause: &str) {
+    pub fn on_pushed_back(&mut self, id: u64, cause: &str, wait_ms: u64) {
+        self.refusal_waits.record(wait_ms);
         if self.last_pushed_back != Some(id) {
             self.last_pushed_back = Some(id);
             self.summary.rejected += 1;
@@ -852,6 +856,15 @@ impl Measurement {
         };
         s.queues = self.queues.finish();
         s.agent_runs = self.agents.finish();
+        if !self.refusal_waits.is_empty() {
+            let given = self.refusal_waits.percentiles();
+            s.refusal_wait_ms = stampede_reports::WaitsGiven {
+                count: self.refusal_waits.len(),
+                p50: given.p50,
+                p99: given.p99,
+                max: given.max,
+            };
+        }
         let mut unfinished = self.unfinished;
         unfinished.sort_by_key(|r| r.action);
         Measured {

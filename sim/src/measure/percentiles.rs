@@ -26,6 +26,11 @@ impl Distribution {
         let _ = self.hist.record(ms);
     }
 
+    /// How many values were recorded.
+    pub fn len(&self) -> u64 {
+        self.hist.len()
+    }
+
     /// Whether nothing was recorded.
     pub fn is_empty(&self) -> bool {
         self.hist.is_empty()

@@ -103,7 +103,7 @@ pub const OPTIONAL_FIGURES: [&str; 5] = [
 /// (`fallbacks.provider_5xx`, `rate_limit_hits.tpm`, `failures_by_reason.circuit_open`),
 /// except under `by_provider` and `by_model`, whose names must exist in the run. (`queues`,
 /// like `by_class`, holds tables, which an expectation cannot name yet.)
-pub const OPTIONAL_MAPS: [&str; 10] = [
+pub const OPTIONAL_MAPS: [&str; 11] = [
     "agent_runs",
     "by_model",
     "by_provider",
@@ -112,6 +112,7 @@ pub const OPTIONAL_MAPS: [&str; 10] = [
     "fallbacks",
     "improvised",
     "rate_limit_hits",
+    "refusal_wait_ms",
     "rejected_by_reason",
     "retries_by_group",
 ];
