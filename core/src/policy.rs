@@ -374,6 +374,11 @@ pub struct Policy {
     pub coalesce_reads: bool,
     /// Send the `Idempotency-Key` header (the key is derived and persisted either way).
     pub send_idempotency_keys: bool,
+    /// Send a stream again after it was cut once tokens had arrived, like any other
+    /// failure of its class. Off (every preset but `naive`): such a stream ends
+    /// `stream_interrupted`, since a re-send would show and bill the same text twice
+    /// (seed 003, seed 004).
+    pub resend_cut_streams: bool,
     /// Time (since run start) after which every unfinished action fails; `None`: unbounded.
     #[serde(with = "humantime_option", skip_serializing_if = "Option::is_none")]
     pub execution_budget: Option<Duration>,
@@ -560,6 +565,7 @@ impl Default for Policy {
             quota: QuotaPolicy::default(),
             coalesce_reads: true,
             send_idempotency_keys: true,
+            resend_cut_streams: false,
             execution_budget: None,
             wall_epoch_unix_ms: 0,
             audit: true,

@@ -55,6 +55,7 @@ fn naive() -> Policy {
     policy.backoff.base = Duration::from_secs(1);
     policy.retry_after.honour = false;
     policy.send_idempotency_keys = false;
+    policy.resend_cut_streams = true;
     policy.quota.wait_for_reset = false;
     policy.routing.reconcile_before_fallback = false;
     for class in policy.classes.values_mut() {
@@ -119,6 +120,11 @@ mod tests {
         );
         let write = &policy.classes["uncertain_write"];
         assert!(!write.reconcile && write.retry_on.contains(&FailureGroup::MayHaveExecuted));
+        // Streams cut after tokens too; every other preset ends them interrupted.
+        assert!(policy.resend_cut_streams);
+        for name in PRESETS.iter().filter(|n| **n != "naive") {
+            assert!(!preset(name).unwrap().resend_cut_streams, "{name}");
+        }
     }
 
     #[test]

@@ -166,7 +166,9 @@ impl<L: Ledger> Scheduler<L> {
         );
         match (failure.group, failure.kind) {
             // Never retried, whatever the class says: tokens already streamed, or a refusal.
-            (_, FailureKind::StreamCut { tokens_delivered }) if tokens_delivered > 0 => {
+            (_, FailureKind::StreamCut { tokens_delivered })
+                if tokens_delivered > 0 && !self.policy.resend_cut_streams =>
+            {
                 self.finish(id, TerminalStatus::Failed, Reason::StreamInterrupted, now)
             }
             (_, FailureKind::ContentPolicy) => {
