@@ -240,3 +240,46 @@ fn enum_and_list_errors_read_as_the_format_and_name_the_override() {
     let err = refused(tmp.path(), &scenario(""), &["workload.0.prompt_tokens=-3"]);
     assert!(err.contains("a whole number from 0 to"), "{err}");
 }
+
+#[test]
+fn agent_and_improvise_mistakes_name_the_key_and_what_to_write() {
+    let tmp = tempfile::tempdir().unwrap();
+    let err = refused(tmp.path(), &scenario("agent = { calls = 0 }\n"), &[]);
+    assert!(
+        err.contains("workload.0.agent.calls") && err.contains("give 1 to 1000"),
+        "{err}"
+    );
+    let err = refused(
+        tmp.path(),
+        &scenario("agent = { calls = 3, budget = \"0s\" }\n"),
+        &[],
+    );
+    assert!(err.contains("workload.0.agent.budget"), "{err}");
+    let body = scenario("agent = { calls = 3 }\n").replace("class = \"llm\"", "class = \"read\"");
+    let err = refused(tmp.path(), &body, &[]);
+    assert!(
+        err.contains("workload.0.agent") && err.contains("chains LLM calls"),
+        "{err}"
+    );
+    let err = refused(
+        tmp.path(),
+        &scenario("agent = { calls = 3, tool = \"5s\" }\n"),
+        &[],
+    );
+    assert!(
+        err.contains("unknown field `tool`") || err.contains("tool"),
+        "{err}"
+    );
+    let err = refused(tmp.path(), &scenario("improvise = { times = 1000 }\n"), &[]);
+    assert!(err.contains("workload.0.improvise.times"), "{err}");
+    let crash = "\n[[crashes]]\nat = \"10s\"\nrestart_after = \"1s\"\n";
+    let err = refused(
+        tmp.path(),
+        &scenario(&format!("improvise = {{ times = 2 }}\n{crash}")),
+        &[],
+    );
+    assert!(
+        err.contains("[[crashes]]") && err.contains("workload.0"),
+        "{err}"
+    );
+}

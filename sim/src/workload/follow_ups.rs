@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use stampede_core::{Job, JobId, Millis, Reason, Terminal, TerminalStatus};
 
-use super::Arrival;
+use super::{Arrival, EntryStream};
 use crate::measure::agents::RunEnd;
 use crate::measure::Measurement;
 use crate::scenario::WorkloadSpec;
@@ -160,21 +160,21 @@ impl FollowUps {
         );
     }
 
-    /// The follow-up due first, as arrival `id` at `at` (ms), tracked as a call of
-    /// `specs[workload]`; `job_of(workload, n, call)` builds an agent run's next call.
+    /// The follow-up due first, as arrival `id` at `at` (ms), tracked as a call of its
+    /// workload in `streams`; an agent run's next call is drawn from its stream (`seed`).
     pub fn pop(
         &mut self,
-        specs: &[&WorkloadSpec],
+        streams: &mut [EntryStream],
+        seed: u64,
         id: JobId,
         at: Millis,
-        job_of: impl FnOnce(usize, u64, u32) -> Job,
     ) -> Arrival {
         let (_, pending) = self.pending.pop_first().expect("a follow-up is due");
         let (workload, n, call, variant, job) = match pending {
             Pending::Call { workload, n, call } => {
-                let mut job = job_of(workload, n, call);
+                let mut job = streams[workload].job(id, at, n, call, seed);
                 if let Some(run) = self.runs.get(&(workload, n)) {
-                    job.deadline = Some(call_deadline(specs[workload], at, run.end));
+                    job.deadline = Some(call_deadline(&streams[workload].spec, at, run.end));
                 }
                 (workload, n, call, 0, job)
             }
@@ -189,7 +189,7 @@ impl FollowUps {
                 (workload, n, call, variant, *job)
             }
         };
-        self.track(specs[workload], workload, n, call, variant, &job);
+        self.track(&streams[workload].spec, workload, n, call, variant, &job);
         Arrival {
             at,
             workload,
@@ -198,18 +198,21 @@ impl FollowUps {
         }
     }
 
-    /// Action `terminal.job` ended at `now` (ms). `specs` are the workload entries.
+    /// Action `terminal.job` ended at `now` (ms), one of `streams`' actions.
     pub fn on_terminal(
         &mut self,
-        specs: &[&WorkloadSpec],
+        streams: &[EntryStream],
         terminal: &Terminal,
         now: Millis,
         measure: &mut Measurement,
     ) {
+        if self.steps.is_empty() {
+            return; // no workload follows its outcomes: nothing to look up
+        }
         let Some(step) = self.steps.remove(&terminal.job) else {
             return;
         };
-        let spec = specs[step.workload];
+        let spec = &streams[step.workload].spec;
         let failed = matches!(
             terminal.status,
             TerminalStatus::Failed

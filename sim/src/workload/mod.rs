@@ -240,9 +240,8 @@ impl Arrivals {
         now: Millis,
         measure: &mut crate::measure::Measurement,
     ) {
-        let specs: Vec<&crate::scenario::WorkloadSpec> =
-            self.streams.iter().map(|s| &s.spec).collect();
-        self.follow.on_terminal(&specs, terminal, now, measure);
+        self.follow
+            .on_terminal(&self.streams, terminal, now, measure);
     }
 }
 
@@ -258,13 +257,7 @@ impl Iterator for Arrivals {
         {
             let id = self.next_id;
             self.next_id += 1;
-            let seed = self.seed;
-            let specs: Vec<WorkloadSpec> = self.streams.iter().map(|s| s.spec.clone()).collect();
-            let specs: Vec<&WorkloadSpec> = specs.iter().collect();
-            let streams = &mut self.streams;
-            let arrival = self.follow.pop(&specs, id, at, |workload, n, call| {
-                streams[workload].job(id, at, n, call, seed)
-            });
+            let arrival = self.follow.pop(&mut self.streams, self.seed, id, at);
             return Some(arrival);
         }
         let Reverse((_, index)) = self.heap.pop()?;
