@@ -232,3 +232,18 @@ fn work_already_late_is_refused_at_admission_and_never_sent() {
     // Refused for good: never held back and offered again.
     assert_eq!(count(&s.rejected_by_reason, "deadline_passed"), 0);
 }
+
+/// Follow-up calls are created from outcomes: the same scenario and seed still give the same
+/// figures, run after run (`wall_ms` apart).
+#[test]
+fn runs_that_follow_outcomes_are_deterministic() {
+    for name in ["agent-runs", "agent-loops"] {
+        let json = |s: Summary| {
+            let mut v = serde_json::to_value(s).unwrap();
+            v.as_object_mut().unwrap().remove("wall_ms");
+            v.to_string()
+        };
+        let (a, b) = (json(summary(name, None)), json(summary(name, None)));
+        assert_eq!(a, b, "{name} played twice differs");
+    }
+}
