@@ -11,9 +11,13 @@ use crate::schema::{ErrorCount, GroupOutcomes, Summary};
 /// first cell of a row names it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Table {
+    /// The table's HTML id on the page (`by-class`, `errors`).
     pub id: &'static str,
+    /// Heading shown above the table.
     pub heading: &'static str,
+    /// Column titles, left to right.
     pub header: Vec<&'static str>,
+    /// The rows, each a list of plain-text cells; the first cell names the row.
     pub rows: Vec<Vec<String>>,
     /// Which columns are numbers (right-aligned).
     pub numeric: Vec<bool>,

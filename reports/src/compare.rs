@@ -15,7 +15,9 @@ pub struct FigureChange {
     pub key: String,
     /// Display unit (`ms`, `tokens`, `per min`, or empty).
     pub unit: &'static str,
+    /// The figure's value in the earlier run (the baseline), in `unit`.
     pub before: f64,
+    /// The figure's value in the later run, in `unit`.
     pub after: f64,
 }
 
@@ -128,11 +130,15 @@ pub fn better_when(key: &str) -> Better {
 /// An expectation whose verdict differs between the runs (or that exists in only one).
 #[derive(Debug, Clone, PartialEq)]
 pub struct VerdictChange {
+    /// The expectation's name: the summary key it constrains (`latency_ms.p99`).
     pub name: String,
     /// Verdict before (`None`: the earlier run did not have this expectation).
     pub before: Option<bool>,
+    /// Verdict after, `true` when it held (`None`: the later run does not have this expectation).
     pub after: Option<bool>,
+    /// Measured value in the earlier run (`None`: it did not have this expectation).
     pub actual_before: Option<f64>,
+    /// Measured value in the later run (`None`: it does not have this expectation).
     pub actual_after: Option<f64>,
     /// The limit as the later run states it (the earlier one's if the later has none).
     pub limit: String,
@@ -143,6 +149,7 @@ pub struct VerdictChange {
 pub struct Comparison {
     /// `scenario seed N preset P (mode)` of the earlier run.
     pub before_label: String,
+    /// `scenario seed N preset P (mode)` of the later run.
     pub after_label: String,
     /// Every numeric figure of either run, in the summary's order; a status code seen in only
     /// one run counts as 0 in the other.

@@ -10,27 +10,38 @@ pub enum ReportError {
     Io {
         /// What we were doing (`writing`, `reading`, `creating folder`, `appending to`).
         action: &'static str,
+        /// The file or folder it was about.
         path: PathBuf,
+        /// The underlying I/O error.
         #[source]
         source: std::io::Error,
     },
     /// A `summary.json` (or other JSON file) did not parse as the expected schema.
     #[error("{path}: not a valid stampede summary: {source} (was it written by `stampede run`?)")]
     Json {
+        /// The file that did not parse.
         path: PathBuf,
+        /// The JSON parser's error.
         #[source]
         source: serde_json::Error,
     },
     /// A CSV file could not be written.
     #[error("writing {path}: {source}")]
     Csv {
+        /// The CSV file being written.
         path: PathBuf,
+        /// The CSV writer's error.
         #[source]
         source: csv::Error,
     },
     /// plotters refused to draw a plot.
     #[error("drawing plot {file}: {message}")]
-    Plot { file: String, message: String },
+    Plot {
+        /// The plot's file name (`latency.svg`).
+        file: String,
+        /// What went wrong: the drawing or PNG error, or that this build has no PNG support.
+        message: String,
+    },
 }
 
 impl ReportError {

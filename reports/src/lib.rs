@@ -2,6 +2,8 @@
 //! plots (SVG, and PNG on request), `index.html`, `junit.xml`, the markdown summary, run comparison, and sweep
 //! outputs. Every output is a pure function of its input: same input, same bytes.
 
+#![deny(missing_docs)]
+
 pub mod breakdown;
 pub mod compare;
 pub mod console;

@@ -349,6 +349,7 @@ pub struct ParsedSample {
     pub name: String,
     /// Its labels, in the order written, values unescaped.
     pub labels: Vec<(String, String)>,
+    /// The sample's value (seconds for a `_seconds` family's quantiles and `_sum`).
     pub value: f64,
 }
 

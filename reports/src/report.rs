@@ -18,6 +18,7 @@ use crate::schema::{Summary, TenantRow, TimeseriesRow};
 /// Everything the renderers need about one run.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunReport {
+    /// The run's figures, as written to `summary.json`.
     pub summary: Summary,
     /// One row per time bucket, in time order.
     pub timeseries: Vec<TimeseriesRow>,

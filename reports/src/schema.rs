@@ -8,9 +8,13 @@ use serde::{Deserialize, Serialize};
 /// Latency-like percentiles (ms), from an HdrHistogram.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Percentiles {
+    /// Median (ms).
     pub p50: u64,
+    /// 95th percentile (ms).
     pub p95: u64,
+    /// 99th percentile (ms).
     pub p99: u64,
+    /// Largest value recorded (ms).
     pub max: u64,
 }
 
@@ -23,22 +27,31 @@ pub struct Expectation {
     pub limit: String,
     /// The measured value.
     pub actual: f64,
+    /// Whether the measured value is within the limit.
     pub pass: bool,
 }
 
 /// `summary.json`: the run's figures, counted at the provider edge where it matters.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
+    /// The scenario's name (its `name` key).
     pub scenario: String,
+    /// The seed the run played (the scenario's, or `--seed`).
     pub seed: u64,
     /// `"virtual"` or `"live"`.
     pub mode: String,
     /// The client preset the run used.
     pub preset: String,
+    /// Logical requests the workload submitted.
     pub logical_requests: u64,
+    /// Logical requests that ended with a completed answer.
     pub completed: u64,
+    /// Logical requests that ended failed: the client gave up on them.
     pub failed: u64,
+    /// Logical requests that ended cancelled (left out of `latency_ms`).
     pub cancelled: u64,
+    /// Logical requests handed to a person: escalated, or left `reconciliation_required`
+    /// (also counted there).
     pub escalations: u64,
     /// Logical actions the client's admission refused at least once under backpressure (its
     /// queue full) and held back to offer again later: not failures (an action held back may
@@ -47,6 +60,7 @@ pub struct Summary {
     pub rejected: u64,
     /// Attempts that reached the provider's edge, from its journal.
     pub outbound_attempts: u64,
+    /// Outbound attempts per logical request: `outbound_attempts` / `logical_requests`.
     pub attempts_per_logical: f64,
     /// `{"200": n, "429": n, "503": n, "dropped": n, ...}` from the journal.
     pub status_counts: BTreeMap<String, u64>,
@@ -56,6 +70,7 @@ pub struct Summary {
     pub retries: u64,
     /// Synchronized retry bursts (definition in the README).
     pub retry_waves: u64,
+    /// Retries in the fullest 100 ms bin of virtual time (see `retry_waves`).
     pub peak_retries_per_100ms: u64,
     /// Side effects (records created, completions billed) committed more than once for one
     /// logical request, as the provider identified it: the second and later commits.
@@ -64,6 +79,8 @@ pub struct Summary {
     pub reconciliations: u64,
     /// Uncertain writes left unresolved (`reconciliation_required`).
     pub reconciliation_required: u64,
+    /// Logical requests that missed their deadline: ended past it or failed for it (cancelled
+    /// ones aside), or still open past it at the cap.
     pub deadline_misses: u64,
     /// Attempts of a logical request that had itself been told to wait (a Retry-After on an
     /// earlier attempt of it) and came back before that wait had passed: a client that
@@ -79,11 +96,14 @@ pub struct Summary {
     pub latency_ms: Percentiles,
     /// Submit to first dispatch (ms).
     pub queue_wait_ms: Percentiles,
+    /// Tokens the client reserved for its attempts, summed over every attempt.
     pub tokens_reserved: u64,
+    /// Tokens the provider reported used, from its journal.
     pub tokens_used: u64,
     /// Completed logical requests per minute of the service window (`goodput_window_ms`),
     /// which an early end through failures cannot shorten.
     pub goodput_per_min: f64,
+    /// The scenario's `[expect]` entries, each with its measured value and verdict.
     pub expectations: Vec<Expectation>,
     /// Simulated runner crashes (scenario `[[crashes]]`) that happened during the run.
     #[serde(default)]
@@ -297,8 +317,11 @@ pub struct Backoff {
     /// Percentiles over those requests, one value each (ms; 0 for a request that never
     /// waited).
     pub p50: u64,
+    /// 95th percentile of the same (ms).
     pub p95: u64,
+    /// 99th percentile of the same (ms).
     pub p99: u64,
+    /// Longest of the same (ms).
     pub max: u64,
 }
 
@@ -309,7 +332,9 @@ pub struct WaitsGiven {
     pub count: u64,
     /// Percentiles of the wait given (ms).
     pub p50: u64,
+    /// 99th percentile of the wait given (ms).
     pub p99: u64,
+    /// Longest wait given (ms).
     pub max: u64,
 }
 
@@ -495,14 +520,21 @@ pub struct TimeseriesRow {
     /// Of those, retries (not the first attempt of their logical request, as the provider
     /// identified it).
     pub retries: u64,
+    /// Attempts in the bucket answered with success (2xx).
     pub status_2xx: u64,
+    /// Attempts in the bucket answered 429 (rate limited).
     pub status_429: u64,
+    /// Attempts in the bucket answered 503 (unavailable).
     pub status_503: u64,
+    /// Attempts in the bucket answered with a 5xx other than 503.
     pub status_5xx_other: u64,
+    /// Attempts in the bucket answered with a 4xx other than 429.
     pub status_4xx_other: u64,
+    /// Attempts in the bucket with no complete answer (dropped, hung, stream cut).
     pub dropped: u64,
     /// Queue depth at the bucket's end (jobs admitted, not yet dispatched).
     pub queue_depth: u64,
+    /// Attempts the client had sent and not yet heard back on, at the bucket's end.
     pub in_flight: u64,
     /// Tokens reserved by the client at the bucket's end.
     pub tokens_reserved: u64,
@@ -545,7 +577,9 @@ pub struct TimeseriesRow {
 pub struct TenantRow {
     /// Bucket start (ms since run start).
     pub t_ms: u64,
+    /// The tenant's name (the workload's `tenant`).
     pub tenant: String,
+    /// The tenant's logical requests completed in the bucket.
     pub completed: u64,
     /// Outbound attempts of this tenant's actions in the bucket.
     pub attempts: u64,
@@ -558,7 +592,9 @@ pub struct TenantRow {
 pub struct UnfinishedRow {
     /// The client's action id.
     pub action: u64,
+    /// Tenant it was submitted for.
     pub tenant: String,
+    /// Its request class (a key of the client's classes: `llm`, `read`, ...).
     pub class: String,
     /// When it arrived (ms since run start).
     pub submitted_at_ms: u64,
@@ -585,8 +621,11 @@ pub struct AttemptRow {
     pub at_ms: u64,
     /// When the answer left or the connection closed (ms).
     pub done_ms: u64,
+    /// Tenant the harness sent it for (empty when it cannot know: a `--client` process).
     pub tenant: String,
+    /// Provider scope it counted against (`account:acme`; empty when none).
     pub scope: String,
+    /// Route template it reached (`/v1/records`).
     pub route: String,
     /// The action the harness sent this attempt for (0 when it cannot know: a `--client`
     /// process). Never read from the client's headers.
@@ -601,6 +640,7 @@ pub struct AttemptRow {
     pub committed: bool,
     /// Whether its logical request had been told to wait and it came back early.
     pub retry_after_violation: bool,
+    /// The Idempotency-Key it carried (empty when none).
     pub idempotency_key: String,
     /// The logical request the provider attached it to (0: a look-up of an unknown write).
     #[serde(default)]

@@ -17,7 +17,9 @@ use crate::schema::Summary;
 pub struct SweepRow {
     /// Varied key (dotted scenario path, as given to `--vary`) -> the value used, as written.
     pub config: BTreeMap<String, String>,
+    /// The seed this run played.
     pub seed: u64,
+    /// The run's figures (its `summary.json`).
     pub summary: Summary,
 }
 
