@@ -32,6 +32,9 @@ fn a_spent_daily_quota_is_waited_out_not_hammered() {
         s.rate_limit_hits
     );
     assert_eq!(count(&s.retries_by_group, "quota_exhausted"), 0);
+    // The one refused request is escalated: a spent quota is for a person to settle.
+    assert_eq!(s.escalations, 1);
+    assert_eq!(count(&s.failures_by_reason, "quota_exhausted"), 1);
     assert!(s.outbound_attempts <= 410, "{}", s.outbound_attempts);
     // The rest wait for the reset: still open at the cap, not failed.
     assert!(s.unfinished > 150, "{} unfinished", s.unfinished);

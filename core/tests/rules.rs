@@ -533,7 +533,7 @@ fn quota_exhausted_waits_for_the_reset_not_a_burst_backoff() {
 }
 
 #[test]
-fn quota_exhausted_past_the_deadline_fails_with_raise_quota() {
+fn quota_exhausted_past_the_deadline_is_escalated_with_raise_quota() {
     let mut s = scheduler(Policy::default());
     let mut j = job(1, "llm");
     j.deadline = Some(10_000);
@@ -542,6 +542,8 @@ fn quota_exhausted_past_the_deadline_fails_with_raise_quota() {
     s.on_outcome(send.attempt, with_code(429, "insufficient_quota"), 0);
     let done = finishes(&drain(&mut s, 0));
     assert_eq!(done[0].reason, Reason::QuotaExhausted);
+    // Seed 000: a spent shared quota is for a person to settle.
+    assert_eq!(done[0].status, TerminalStatus::Escalated);
     assert!(done[0].next_actions.contains(&NextAction::RaiseQuota));
 }
 

@@ -187,6 +187,13 @@ impl<L: Ledger> Scheduler<L> {
                 Move::NoRoute | Move::Withheld => {}
             }
         }
-        self.finish(id, crate::TerminalStatus::Failed, reason, now);
+        // A spent shared quota is for a person to settle (seed 000: someone takes over "when
+        // the shared quota is exhausted"): raise it, or wait for its reset.
+        let status = if reason == Reason::QuotaExhausted {
+            crate::TerminalStatus::Escalated
+        } else {
+            crate::TerminalStatus::Failed
+        };
+        self.finish(id, status, reason, now);
     }
 }
