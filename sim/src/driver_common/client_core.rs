@@ -1,15 +1,24 @@
-//! What admission and gauge sampling need from the client under test: one core, or a fleet
-//! of replicas of it (`virtual_driver::fleet`). Two calls, so either can stand behind them.
+//! The client under test as the drivers see it: one core, or a fleet of replicas of it
+//! (`virtual_driver::fleet`). The core's own calls, so either can stand behind a turn.
 
-use stampede_core::{Gauges, Job, Ledger, Millis, Rejection, Scheduler};
+use stampede_core::{
+    AttemptId, Command, Gauges, Job, Ledger, Millis, Outcome, Rejection, Scheduler,
+};
 
-/// The client as the shared driver parts see it.
+/// The client as the shared driver parts see it. Every `now` is ms since the run's start and
+/// never goes back (the core's time contract).
 pub trait ClientCore {
     /// Admits a logical action, or refuses it (see `Scheduler::submit`).
     fn submit(&mut self, job: Job, now: Millis) -> Result<(), Rejection>;
     /// Whether `submit` would find room for `job`, `Err(retry_after_ms)` when not (see
     /// `Scheduler::room_for`): asked first, so a refused offer costs no clone.
     fn room_for(&self, job: &Job) -> Result<(), Millis>;
+    /// The next command due at `now`; call until `None` (see `Scheduler::poll`).
+    fn poll(&mut self, now: Millis) -> Option<Command>;
+    /// How attempt `attempt` ended, heard at `now` (see `Scheduler::on_outcome`).
+    fn on_outcome(&mut self, attempt: AttemptId, outcome: Outcome, now: Millis);
+    /// Cancels every action of one task (see `Scheduler::cancel_task`).
+    fn cancel_task(&mut self, tenant: &str, task: &str, now: Millis);
     /// Queue, delay and in-flight figures, summed over instances.
     fn gauges(&self) -> Gauges;
     /// Attempts whose token usage stayed unknown, so their reservation was kept as the
@@ -27,6 +36,18 @@ impl<L: Ledger> ClientCore for Scheduler<L> {
 
     fn room_for(&self, job: &Job) -> Result<(), Millis> {
         Scheduler::room_for(self, job)
+    }
+
+    fn poll(&mut self, now: Millis) -> Option<Command> {
+        Scheduler::poll(self, now)
+    }
+
+    fn on_outcome(&mut self, attempt: AttemptId, outcome: Outcome, now: Millis) {
+        Scheduler::on_outcome(self, attempt, outcome, now)
+    }
+
+    fn cancel_task(&mut self, tenant: &str, task: &str, now: Millis) {
+        Scheduler::cancel_task(self, tenant, task, now)
     }
 
     fn gauges(&self) -> Gauges {

@@ -1,4 +1,6 @@
-//! What the virtual and the live driver do alike, written once: admitting the workload's
+//! What the virtual and the live driver do alike, written once: the turn of their loops
+//! (`turn`: arrivals, cancellations, answers, the core's commands, over a small `Wire`
+//! trait each driver implements), admitting the workload's
 //! arrivals into the core with backpressure (`admission`), tracking the actions the core
 //! admitted until their terminal outcome (`live_actions`), sampling the core's gauges once
 //! per report bucket (`gauges`), reading a terminal outcome back from a ledger entry
@@ -18,3 +20,4 @@ pub mod client_core;
 pub mod gauges;
 pub mod live_actions;
 pub mod persisted;
+pub mod turn;

@@ -3,10 +3,11 @@
 //! the earliest of the next arrival, cancellation, core wake-up, report bucket, the
 //! duration cap, or an attempt finishing.
 //!
-//! It mirrors the virtual driver's turn (arrivals with the same backpressure, then
-//! cancellations, then outcomes, then the core's commands) so both drivers differ only
-//! where real I/O adds something: latency noise, timer granularity, and a reset that HTTP
-//! cannot place before or after the write (see `transport`).
+//! Its turn is the virtual driver's, written once (`driver_common::turn`): arrivals with the
+//! same backpressure, then cancellations, then outcomes, then the core's commands, each
+//! `Send` handed to [`HttpWire`]. So both drivers differ only where real I/O adds
+//! something: latency noise, timer granularity, and a reset that HTTP cannot place before
+//! or after the write (see `transport`).
 //!
 //! [`play_from`] is the same loop on any ledger, and resumed when its [`Start`] says so
 //! (see `resume`); [`play`] is a first life on the in-memory ledger.
@@ -15,10 +16,10 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::Instant;
 
 use stampede_core::{
-    AttemptId, AuditEvent, Command, InMemoryLedger, JobId, Ledger, Millis, Outcome, Scheduler,
+    AttemptId, AuditEvent, InMemoryLedger, JobId, Ledger, Millis, Outcome, Scheduler, SendAttempt,
     Terminal,
 };
-use stampede_provider::model::JournalEntry;
+use stampede_provider::model::{JournalEntry, Request};
 use tokio::task::JoinSet;
 
 use super::clock::LiveClock;
@@ -29,17 +30,15 @@ use super::resume::{self, Restart, Start};
 use super::transport::Transport;
 use super::{AttemptTiming, LiveError, LiveOptions, LiveRun};
 use crate::driver_common::abort::AbortWatch;
-use crate::driver_common::admission::Admission;
 use crate::driver_common::case_file::CaseNotes;
-use crate::driver_common::gauges::GaugeSampler;
 use crate::driver_common::live_actions::{LiveAction, LiveActions};
+use crate::driver_common::turn::{Flow, Heard, Turn, Untracked, Wire};
 use crate::measure::{Ended, Measurement, SentBy};
 use crate::progress::{self, Pacer, ProgressHandle, Snapshot};
 use crate::rng;
 use crate::scenario::Scenario;
 use crate::virtual_driver::translate::{self, ActionFacts};
 use crate::virtual_driver::{AttemptSink, AuditSink, NoAudit, VIRTUAL_EPOCH_UNIX_MS};
-use crate::workload;
 
 /// What the harness sent an attempt as, until its journal entry is read: action, attempt
 /// number, tenant, class and priority (see `SentBy`).
@@ -104,34 +103,26 @@ pub async fn play_from<L: Ledger>(
         )?,
     };
     // Actions a dead process already submitted: the workload replays them, they are skipped.
-    let mut admission = Admission::new(
+    let mut turn = Turn::new(
         scenario,
         restart.as_ref().map(Restart::ids).unwrap_or_default(),
     );
-    let cancels = workload::cancellations(scenario);
-    let mut next_cancel = restart
-        .as_ref()
-        .map_or(0, |r| r.cancellations_done(&cancels));
-    let mut live = LiveActions::default();
-    live.set_claims(scenario.client.claims);
-    let hidden_retries = scenario.client.transport_retries;
-    let mut measure = Measurement::new(scenario.bucket_ms, scenario.duration_ms);
-    let mut gauges = GaugeSampler::new(scenario.bucket_ms);
-    let cap = scenario.duration_ms;
+    let cap = turn.cap();
     // When the client heard how each attempt ended (scenario ms), by (action, attempt_no):
     // the end of a hang in attempts.csv, which only the client's timeout knows.
     let mut heard: BTreeMap<(JobId, u32), Millis> = BTreeMap::new();
-    // What this harness sent, in send order, under the key the provider's journal shows it
-    // by (its look-up, else its fingerprint): which action, attempt and tenant each journal
-    // entry was, known without reading the client's claims off the wire.
-    let mut sent: HashMap<String, VecDeque<SentAs>> = HashMap::new();
+    let mut wire = HttpWire {
+        base: provider.base.clone(),
+        hidden_retries: scenario.client.transport_retries,
+        sent: HashMap::new(),
+        outgoing: Vec::new(),
+        terminals: Vec::new(),
+    };
     let mut timings: Vec<AttemptTiming> = Vec::new();
-    let mut terminals: Vec<Terminal> = Vec::new();
     let mut audit_events: Vec<AuditEvent> = Vec::new();
     let mut inflight: JoinSet<Finished> = JoinSet::new();
     let mut ready: Vec<Finished> = Vec::new();
     let mut sends: u64 = 0;
-    let mut events: u64 = 0;
     // Expectations with `abort = true`: the driver's own figures are in `measure`; the
     // journal's, which the run reads in full only at its end, are polled once per report
     // bucket into `probe` (only when one of them is watched).
@@ -146,8 +137,9 @@ pub async fn play_from<L: Ledger>(
     // 429 answers the client heard, for the progress display.
     let mut throttled = 0u64;
     if let Some(r) = &restart {
-        adopt_restored(r, &mut live, &mut measure);
-        gauges.resume_at(r.at);
+        let done = r.cancellations_done(turn.cancellations());
+        turn.resume_at(r.at, done);
+        adopt_restored(r, &mut turn.live, &mut turn.measure);
     }
 
     let unix_now_ms = || {
@@ -183,21 +175,14 @@ pub async fn play_from<L: Ledger>(
 
     loop {
         now = clock.now().max(now);
-        gauges.sample_until(now.min(cap), &core, &mut measure);
-        if now > cap {
+        if !turn.open(now, &core) {
             now = cap;
             break;
         }
-        let before = events;
+        let before = turn.events;
 
-        events += admission.admit(now, true, &mut core, &mut live, &mut measure);
-        while let Some(c) = cancels.get(next_cancel).filter(|c| c.at <= now) {
-            events += 1;
-            core.cancel_task(&c.tenant, &c.task, now);
-            next_cancel += 1;
-        }
+        turn.arrivals(now, true, &mut core);
         for f in ready.drain(..) {
-            events += 1;
             heard.insert((f.job, f.attempt_no), now);
             timings.push(AttemptTiming {
                 job: f.job,
@@ -207,43 +192,18 @@ pub async fn play_from<L: Ledger>(
                 heard_ms: now,
             });
             throttled += u64::from(matches!(&f.outcome, Outcome::Response(r) if r.status == 429));
-            live.note_answer(f.job, f.attempt_no, &f.outcome, now);
-            core.on_outcome(f.attempt, f.outcome, now);
+            let heard = Heard {
+                attempt: f.attempt,
+                job: f.job,
+                attempt_no: f.attempt_no,
+            };
+            turn.answer(&mut core, heard, f.outcome, now);
         }
         // Drain the core first, then make its ledger writes durable (one group commit per
         // turn), then put the attempts on the wire: an action is on disk before its first
         // send, and no core call ever waits on the disk.
-        let mut outgoing = Vec::new();
-        while let Some(command) = core.poll(now) {
-            events += 1;
-            match command {
-                Command::Send(send) => {
-                    let request = live
-                        .dispatch(&send, now, &mut measure)
-                        .map_err(LiveError::Provider)?;
-                    sent.entry(journal_key(&request)).or_default().push_back((
-                        send.job,
-                        send.attempt_no,
-                        live.tenant_of(send.job).to_string(),
-                        live.class_of(send.job).to_string(),
-                        live.priority_of(send.job),
-                    ));
-                    let http =
-                        http_request(&provider.base, &request).map_err(LiveError::Provider)?;
-                    // A retry layer under the client (`client.transport_retries`) sends the
-                    // same request again after a connection error, and the core never hears.
-                    let hidden = (hidden_retries > 0)
-                        .then(|| (provider.base.clone(), request.clone(), hidden_retries));
-                    outgoing.push((send, http, request.stream, hidden));
-                }
-                Command::Finish(terminal) => {
-                    if live.finish(&terminal, now, &mut measure) {
-                        admission.ended(&terminal, now, &mut measure);
-                        terminals.push(terminal);
-                    }
-                }
-            }
-        }
+        let flow = turn.commands(now, &mut core, &mut wire)?;
+        debug_assert_eq!(flow, Flow::Go, "a live runner dies only by being killed");
         core.flush_ledger()
             .map_err(|e| LiveError::Durable(format!("--ledger: {e}")))?;
         // The trail records the attempts before they leave (a killed process must not have
@@ -251,7 +211,7 @@ pub async fn play_from<L: Ledger>(
         if audit {
             record_audit(&mut core, opts.keep_audit, &mut audit_events, audit_sink)?;
         }
-        for (send, http, stream, hidden) in outgoing {
+        for (send, http, stream, hidden) in wire.outgoing.drain(..) {
             let timeout = clock.real(send.timeout_ms);
             let transport = transport.clone();
             sends += 1;
@@ -286,37 +246,29 @@ pub async fn play_from<L: Ledger>(
             }
         }
         // An expectation with `abort = true` that can no longer hold ends the run here.
-        if let Some(a) = abort.check(now, &[measure.running(), probe.running()]) {
+        if let Some(a) = abort.check(now, &[turn.measure.running(), probe.running()]) {
             aborted = Some(a);
             break;
         }
         if let Some(p) = progress.filter(|_| pacer.due_by_clock()) {
-            let mut snapshot = Snapshot::of(measure.running(), now, cap, requests);
+            let mut snapshot = Snapshot::of(turn.measure.running(), now, cap, requests);
             snapshot.attempts = sends;
             snapshot.throttled = throttled;
             p.update(&snapshot);
         }
 
-        let arrival_time = admission.next_time();
-        let cancel_time = cancels.get(next_cancel).map(|c| c.at);
+        let arrival_time = turn.next_arrival(true);
         let wake = core.next_wakeup();
-        if inflight.is_empty() && arrival_time.is_none() && cancel_time.is_none() && wake.is_none()
-        {
+        if inflight.is_empty() && arrival_time.is_none() && wake.is_none() {
             break;
         }
         // A wake-up that is due but yielded nothing must not spin: take it a tick later.
-        let stalled = events == before;
-        let due = [
-            arrival_time,
-            cancel_time,
-            wake,
-            Some(gauges.next_time()),
-            Some(cap + 1),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
-        .unwrap_or(cap + 1);
+        let stalled = turn.events == before;
+        let due = [arrival_time, wake, Some(turn.next_bucket()), Some(cap + 1)]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(cap + 1);
         let due = if stalled { due.max(now + 1) } else { due };
         let sleep = tokio::time::sleep_until(clock.instant_at(due).into());
         tokio::select! {
@@ -336,13 +288,18 @@ pub async fn play_from<L: Ledger>(
     while inflight.join_next().await.is_some() {}
     let real_ms = u64::try_from(wall_started.elapsed().as_millis()).unwrap_or(u64::MAX);
 
-    gauges.finish(now, &core, &mut measure);
-    live.unfinished(
-        now,
-        &mut measure,
-        core.ledger().entries().unwrap_or_default(),
-    );
-    admission.unfinished(now, &mut measure);
+    let entries = core.ledger().entries().unwrap_or_default();
+    turn.close(now, &core, entries);
+    let Turn {
+        mut measure,
+        events,
+        ..
+    } = turn;
+    let HttpWire {
+        mut sent,
+        terminals,
+        ..
+    } = wire;
 
     // Ground truth: what reached the provider's edge, from its own journal.
     let journal: Vec<JournalEntry> = provider.journal(0).await?;
@@ -402,6 +359,71 @@ pub async fn play_from<L: Ledger>(
         scale,
         restart: None,
     })
+}
+
+/// An attempt ready to leave: the core's send, its HTTP request, whether it streams, and
+/// what the retry layer under the client re-sends after a connection error.
+type Outgoing = (
+    SendAttempt,
+    hyper::Request<http_body_util::Full<bytes::Bytes>>,
+    bool,
+    Option<(String, Request, u32)>,
+);
+
+/// The live driver's wire: each send is rendered as HTTP and noted under the key the
+/// provider's journal will show it by; it leaves after the turn's ledger commit.
+struct HttpWire {
+    /// The provider's base URL.
+    base: String,
+    /// `client.transport_retries`: re-sends a layer under the client makes, unknown to it.
+    hidden_retries: u32,
+    /// What this harness sent, in send order, under the key the provider's journal shows it
+    /// by (its look-up, else its fingerprint): which action, attempt and tenant each journal
+    /// entry was, known without reading the client's claims off the wire.
+    sent: HashMap<String, VecDeque<SentAs>>,
+    /// Attempts of this turn, to spawn once the ledger is durable.
+    outgoing: Vec<Outgoing>,
+    /// Every terminal outcome, for the run's caller.
+    terminals: Vec<Terminal>,
+}
+
+impl From<Untracked> for LiveError {
+    fn from(e: Untracked) -> Self {
+        LiveError::Provider(e.0)
+    }
+}
+
+impl Wire for HttpWire {
+    type Error = LiveError;
+
+    fn send(
+        &mut self,
+        send: SendAttempt,
+        request: Request,
+        live: &LiveActions,
+        _measure: &mut Measurement,
+        _now: Millis,
+    ) -> Result<Flow, LiveError> {
+        self.sent
+            .entry(journal_key(&request))
+            .or_default()
+            .push_back((
+                send.job,
+                send.attempt_no,
+                live.tenant_of(send.job).to_string(),
+                live.class_of(send.job).to_string(),
+                live.priority_of(send.job),
+            ));
+        let http = http_request(&self.base, &request).map_err(LiveError::Provider)?;
+        let hidden = (self.hidden_retries > 0)
+            .then(|| (self.base.clone(), request.clone(), self.hidden_retries));
+        self.outgoing.push((send, http, request.stream, hidden));
+        Ok(Flow::Go)
+    }
+
+    fn finished(&mut self, terminal: Terminal) {
+        self.terminals.push(terminal);
+    }
 }
 
 /// The key the provider's journal shows an attempt of `request` by: what a look-up asked

@@ -252,6 +252,18 @@ impl ClientCore for Fleet {
         self.replicas[replica_of(job, self.replicas.len())].room_for(job)
     }
 
+    fn poll(&mut self, now: Millis) -> Option<Command> {
+        Fleet::poll(self, now)
+    }
+
+    fn on_outcome(&mut self, attempt: AttemptId, outcome: Outcome, now: Millis) {
+        Fleet::on_outcome(self, attempt, outcome, now)
+    }
+
+    fn cancel_task(&mut self, tenant: &str, task: &str, now: Millis) {
+        Fleet::cancel_task(self, tenant, task, now)
+    }
+
     fn gauges(&self) -> Gauges {
         let mut sum = Gauges::default();
         for g in self.replicas.iter().map(Scheduler::gauges) {

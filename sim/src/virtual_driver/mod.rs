@@ -4,9 +4,10 @@
 //!
 //! Each turn of the loop jumps to the earliest of: the next arrival (generated lazily), the
 //! next cancellation, the next answer in the event queue, and the core's next wake-up. At
-//! that time it submits arrivals, cancels tasks, delivers answers (and lets the provider
-//! release their slots), then drains the core's commands: a `Send` goes to the provider
-//! model at once and its answer is queued at `now + latency`; a `Finish` is measured. Memory
+//! that time it plays the turn both drivers share (`driver_common::turn`): it submits
+//! arrivals, cancels tasks, delivers answers (and lets the provider release their slots),
+//! then drains the core's commands: a `Send` goes to the provider model at once and its
+//! answer is queued at `now + latency` ([`wire::ModelWire`]); a `Finish` is measured. Memory
 //! holds live actions and attempts in flight only; attempts stream to the sink.
 //!
 //! Backpressure on arrivals the core refuses is the live driver's too (see
@@ -20,24 +21,23 @@ pub mod events;
 pub mod fleet;
 pub mod provider_set;
 pub mod translate;
+pub mod wire;
 
-use stampede_core::{Command, Millis};
+use stampede_core::Millis;
 use stampede_provider::config::ConfigError;
 use stampede_reports::AttemptRow;
 
 use crate::driver_common::abort::AbortWatch;
-use crate::driver_common::admission::Admission;
-use crate::driver_common::gauges::GaugeSampler;
-use crate::driver_common::live_actions::LiveActions;
-use crate::measure::{Measured, Measurement, SentBy};
+use crate::driver_common::turn::{Flow, Heard, Turn};
+use crate::measure::Measured;
 use crate::progress::{self, Pacer, Progress, Snapshot};
 use crate::scenario::Scenario;
-use crate::workload;
 pub use audit_sink::{AuditFile, AuditSink, NoAudit};
 use crash::{Crashes, Delivery};
-use events::{Event, EventQueue};
+use events::Event;
 use fleet::Fleet;
 use provider_set::ProviderSet;
+use wire::ModelWire;
 
 /// Wall-clock time of virtual t = 0 (2026-01-01T00:00:00Z, ms since the Unix epoch): fixed,
 /// so HTTP-date Retry-After values are the same on every run.
@@ -121,13 +121,13 @@ pub fn run_observed(
     audit_sink: &mut dyn AuditSink,
     progress: Option<&dyn Progress>,
 ) -> Result<VirtualRun, DriverError> {
-    let mut providers = ProviderSet::new(scenario, VIRTUAL_EPOCH_UNIX_MS)?;
+    let providers = ProviderSet::new(scenario, VIRTUAL_EPOCH_UNIX_MS)?;
     let mut policy = scenario.policy.clone();
     policy.wall_epoch_unix_ms = VIRTUAL_EPOCH_UNIX_MS;
     // Audit events change no decision of the core: skip them when the sink drops them.
     policy.audit = policy.audit && audit_sink.keeps_events();
     let audit = policy.audit;
-    let mut crashes = Crashes::new(scenario, &policy);
+    let crashes = Crashes::new(scenario, &policy);
     let mut core = Fleet::new(
         &policy,
         crashes.first_ledger(),
@@ -136,34 +136,26 @@ pub fn run_observed(
         scenario.client.fleet_share_delay(),
     )?;
 
-    let mut admission = Admission::new(scenario, Default::default());
-    let cancels = workload::cancellations(scenario);
-    let mut next_cancel = 0usize;
-    let mut queue = EventQueue::default();
-    let mut live = LiveActions::default();
-    live.set_claims(scenario.client.claims);
-    live.name_providers(scenario.providers.iter().flat_map(|p| {
-        p.config
-            .credentials
-            .iter()
-            .map(|c| (c.key.clone(), p.name.clone()))
-    }));
-    let hidden_retries = scenario.client.transport_retries;
-    let mut measure = Measurement::new(scenario.bucket_ms, scenario.duration_ms);
+    let mut turn = Turn::new(scenario, Default::default());
+    turn.live
+        .name_providers(scenario.providers.iter().flat_map(|p| {
+            p.config
+                .credentials
+                .iter()
+                .map(|c| (c.key.clone(), p.name.clone()))
+        }));
     if providers.several() {
-        measure.name_providers(providers.names());
+        turn.measure.name_providers(providers.names());
     }
     // Dead letters and case files only for a run that writes its files.
-    measure.keep_cases(sink.wants_rows());
-    let mut gauges = GaugeSampler::new(scenario.bucket_ms);
-    let cap = scenario.duration_ms;
+    turn.measure.keep_cases(sink.wants_rows());
+    let mut wire = ModelWire::new(providers, crashes, sink, scenario.client.transport_retries);
     let abort = AbortWatch::new(scenario);
     let mut aborted = None;
     let mut pacer = Pacer::new();
     let requests = progress.map_or(0, |_| progress::requests_of(scenario));
 
     let mut now: Millis = 0;
-    let mut events: u64 = 0;
     // Set when a turn changed nothing: the core's wake-up is then taken as at least `now + 1`,
     // so a wake-up that is due but yields nothing cannot spin the loop.
     let mut stalled = false;
@@ -172,43 +164,32 @@ pub fn run_observed(
         let wake = core
             .next_wakeup()
             .map(|w| if stalled { w.max(now + 1) } else { w });
+        let accepting = wire.crashes.accepting();
         let candidates = [
-            queue.peek_time(),
-            admission.next_time().filter(|_| crashes.accepting()),
-            cancels
-                .get(next_cancel)
-                .map(|c| c.at)
-                .filter(|_| crashes.accepting()),
+            wire.queue.peek_time(),
+            turn.next_arrival(accepting),
             wake,
-            crashes.next_time(),
+            wire.crashes.next_time(),
         ];
         let Some(t) = candidates.into_iter().flatten().min() else {
             break;
         };
         let t = t.max(now);
-        gauges.sample_until(t.min(cap), &core, &mut measure);
-        if t > cap {
-            now = cap;
+        if !turn.open(t, &core) {
+            now = turn.cap();
             break;
         }
         now = t;
-        let before = events;
+        let before = turn.events;
         // A restart or a crash at a time comes first; while down, only answers move.
-        if crashes.planned() {
-            crashes.turn(now, core.sole_mut(), &mut live, &mut measure, audit_sink)?;
+        if wire.crashes.planned() {
+            let Turn { live, measure, .. } = &mut turn;
+            wire.crashes
+                .turn(now, core.sole_mut(), live, measure, audit_sink)?;
         }
 
-        events += admission.admit(now, crashes.accepting(), &mut core, &mut live, &mut measure);
-        while let Some(c) = cancels
-            .get(next_cancel)
-            .filter(|c| c.at <= now && crashes.accepting())
-        {
-            events += 1;
-            core.cancel_task(&c.tenant, &c.task, now);
-            next_cancel += 1;
-        }
-        while let Some(event) = queue.pop_due(now) {
-            events += 1;
+        turn.arrivals(now, wire.crashes.accepting(), &mut core);
+        while let Some(event) = wire.queue.pop_due(now) {
             match event {
                 Event::Answer {
                     attempt,
@@ -218,21 +199,24 @@ pub fn run_observed(
                     seq,
                     outcome,
                 } => {
-                    providers.depart(provider, seq, now);
-                    match crashes.deliver(attempt) {
+                    wire.providers.depart(provider, seq, now);
+                    match wire.crashes.deliver(attempt) {
                         Delivery::Deliver(attempt) => {
-                            live.note_answer(job, attempt_no, &outcome, now);
-                            core.on_outcome(attempt, outcome, now);
+                            let heard = Heard {
+                                attempt,
+                                job,
+                                attempt_no,
+                            };
+                            turn.answer(&mut core, heard, outcome, now);
                         }
                         // Its process died: the answer reaches no one.
-                        Delivery::Dead => {}
-                        Delivery::Crash => crashes.crash(
-                            now,
-                            core.sole_mut(),
-                            &mut live,
-                            &mut measure,
-                            audit_sink,
-                        )?,
+                        Delivery::Dead => turn.events += 1,
+                        Delivery::Crash => {
+                            turn.events += 1;
+                            let Turn { live, measure, .. } = &mut turn;
+                            wire.crashes
+                                .crash(now, core.sole_mut(), live, measure, audit_sink)?;
+                        }
                     }
                 }
                 Event::HiddenResend {
@@ -243,134 +227,47 @@ pub fn run_observed(
                     request,
                     left,
                 } => {
-                    providers.depart(provider, seq, now);
-                    let (provider, decision) = providers.arrive(&request, now);
-                    let seq = decision.seq;
-                    let (after, outcome) = translate::outcome(&send, decision);
-                    let by = SentBy {
-                        tenant: live.tenant_of(send.job),
-                        class: live.class_of(send.job),
-                        priority: live.priority_of(send.job),
-                        action: send.job,
-                        attempt_no: send.attempt_no,
-                        provider,
-                    };
-                    while let Some(entry) = providers.next_journal(provider) {
-                        measure
-                            .record(&entry, Some(now + after), &by, sink)
-                            .map_err(DriverError::Output)?;
-                    }
-                    let event = if left > 0 && translate::hidden_layer_retries(&outcome) {
-                        Event::HiddenResend {
-                            attempt,
-                            provider,
-                            seq,
-                            send,
-                            request,
-                            left: left - 1,
-                        }
-                    } else {
-                        Event::Answer {
-                            attempt,
-                            job: send.job,
-                            attempt_no: send.attempt_no,
-                            provider,
-                            seq,
-                            outcome,
-                        }
-                    };
-                    queue.push(now + after, event);
+                    turn.events += 1;
+                    wire.providers.depart(provider, seq, now);
+                    wire.resend(attempt, send, request, left, &mut turn, now)?;
                 }
             }
         }
-        while let Some(command) = core.poll(now) {
-            events += 1;
-            match command {
-                Command::Send(send) => {
-                    if crashes.before_send(&send) {
-                        crashes.crash(now, core.sole_mut(), &mut live, &mut measure, audit_sink)?;
-                        break;
-                    }
-                    let request = live
-                        .dispatch(&send, now, &mut measure)
-                        .map_err(DriverError::Output)?;
-                    let (provider, decision) = providers.arrive(&request, now);
-                    let seq = decision.seq;
-                    let (after, outcome) = translate::outcome(&send, decision);
-                    let by = SentBy {
-                        tenant: live.tenant_of(send.job),
-                        class: live.class_of(send.job),
-                        priority: live.priority_of(send.job),
-                        action: send.job,
-                        attempt_no: send.attempt_no,
-                        provider,
-                    };
-                    while let Some(entry) = providers.next_journal(provider) {
-                        crashes.on_journal(&entry);
-                        measure
-                            .record(&entry, Some(now + after), &by, sink)
-                            .map_err(DriverError::Output)?;
-                    }
-                    let global = crashes.global(send.attempt);
-                    let event = if hidden_retries > 0 && translate::hidden_layer_retries(&outcome) {
-                        Event::HiddenResend {
-                            attempt: global,
-                            provider,
-                            seq,
-                            send: Box::new(send.clone()),
-                            request: Box::new(request),
-                            left: hidden_retries - 1,
-                        }
-                    } else {
-                        Event::Answer {
-                            attempt: global,
-                            job: send.job,
-                            attempt_no: send.attempt_no,
-                            provider,
-                            seq,
-                            outcome,
-                        }
-                    };
-                    queue.push(now + after, event);
-                    if crashes.after_send(&send, global) {
-                        crashes.crash(now, core.sole_mut(), &mut live, &mut measure, audit_sink)?;
-                        break;
-                    }
-                }
-                Command::Finish(terminal) => {
-                    if live.finish(&terminal, now, &mut measure) {
-                        admission.ended(&terminal, now, &mut measure);
-                    }
-                }
-            }
+        if turn.commands(now, &mut core, &mut wire)? == Flow::Dies {
+            let Turn { live, measure, .. } = &mut turn;
+            wire.crashes
+                .crash(now, core.sole_mut(), live, measure, audit_sink)?;
         }
         if audit {
             core.drain_audit_with(|events| audit_sink.record(events))
                 .map_err(DriverError::Output)?;
         }
         // An expectation with `abort = true` that can no longer hold ends the run here.
-        if let Some(a) = abort.check(now, &[measure.running()]) {
+        if let Some(a) = abort.check(now, &[turn.measure.running()]) {
             aborted = Some(a);
             break;
         }
-        if let Some(p) = progress.filter(|_| pacer.due(events)) {
-            p.update(&Snapshot::of(measure.running(), now, cap, requests));
+        if let Some(p) = progress.filter(|_| pacer.due(turn.events)) {
+            p.update(&Snapshot::of(
+                turn.measure.running(),
+                now,
+                turn.cap(),
+                requests,
+            ));
         }
-        stalled = events == before;
+        stalled = turn.events == before;
     }
-    // The last, partial bucket.
-    gauges.finish(now, &core, &mut measure);
     // Actions still live, the one held back and those never pulled did not finish in time.
-    live.unfinished(now, &mut measure, core.ledger_entries());
-    admission.unfinished(now, &mut measure);
-    let mut measured = measure.finish(now);
-    measured.summary.crashes = crashes.count();
-    measured.downs = crashes.downs().to_vec();
+    let entries = core.ledger_entries();
+    turn.close(now, &core, entries);
+    let mut measured = turn.measure.finish(now);
+    measured.summary.crashes = wire.crashes.count();
+    measured.downs = wire.crashes.downs().to_vec();
     measured.summary.aborted = aborted;
     Ok(VirtualRun {
         measured,
-        events,
-        refused_offers: admission.refused_offers(),
+        events: turn.events,
+        refused_offers: turn.admission.refused_offers(),
         end_ms: now,
     })
 }

@@ -1,0 +1,179 @@
+//! The virtual driver's wire: an attempt reaches the provider model at once, the model
+//! decides everything on arrival, and the answer is queued at `now + latency` (virtual ms).
+//! What the model journaled is measured as it drains, and streamed to the attempt sink.
+
+use stampede_core::{Millis, Outcome, SendAttempt};
+use stampede_provider::model::Request;
+
+use super::crash::Crashes;
+use super::events::{Event, EventQueue};
+use super::provider_set::ProviderSet;
+use super::translate;
+use super::{AttemptSink, DriverError};
+use crate::driver_common::live_actions::LiveActions;
+use crate::driver_common::turn::{Flow, Turn, Untracked, Wire};
+use crate::measure::{Measurement, SentBy};
+
+impl From<Untracked> for DriverError {
+    fn from(e: Untracked) -> Self {
+        DriverError::Output(e.0)
+    }
+}
+
+/// The provider model in-process, the answers on their way, and the simulated crashes.
+pub struct ModelWire<'a> {
+    /// Every provider of the scenario.
+    pub providers: ProviderSet,
+    /// Answers (and hidden re-sends) in time order.
+    pub queue: EventQueue,
+    /// The runner's planned deaths.
+    pub crashes: Crashes,
+    sink: &'a mut dyn AttemptSink,
+    /// Re-sends a retry layer under the client makes after a connection error
+    /// (`client.transport_retries`), unknown to the core.
+    hidden_retries: u32,
+}
+
+/// Where one attempt landed: which provider, its seq at that provider's edge, and the
+/// answer the client will hear `after` ms later.
+struct Landed {
+    provider: u8,
+    seq: u64,
+    after: Millis,
+    outcome: Outcome,
+}
+
+impl<'a> ModelWire<'a> {
+    /// A wire to `providers`, journal rows to `sink`.
+    pub fn new(
+        providers: ProviderSet,
+        crashes: Crashes,
+        sink: &'a mut dyn AttemptSink,
+        hidden_retries: u32,
+    ) -> Self {
+        Self {
+            providers,
+            queue: EventQueue::default(),
+            crashes,
+            sink,
+            hidden_retries,
+        }
+    }
+
+    /// Whether rows are wanted at all (see [`AttemptSink::wants_rows`]).
+    pub fn wants_rows(&self) -> bool {
+        self.sink.wants_rows()
+    }
+
+    /// `request` (attempt `send`) reaches its provider at `now` (ms); what the provider
+    /// journaled is measured, attributed to the action the harness sent it for.
+    fn land(
+        &mut self,
+        send: &SendAttempt,
+        request: &Request,
+        live: &LiveActions,
+        measure: &mut Measurement,
+        now: Millis,
+    ) -> Result<Landed, DriverError> {
+        let (provider, decision) = self.providers.arrive(request, now);
+        let seq = decision.seq;
+        let (after, outcome) = translate::outcome(send, decision);
+        let by = SentBy {
+            tenant: live.tenant_of(send.job),
+            class: live.class_of(send.job),
+            priority: live.priority_of(send.job),
+            action: send.job,
+            attempt_no: send.attempt_no,
+            provider,
+        };
+        while let Some(entry) = self.providers.next_journal(provider) {
+            self.crashes.on_journal(&entry);
+            measure
+                .record(&entry, Some(now + after), &by, self.sink)
+                .map_err(DriverError::Output)?;
+        }
+        Ok(Landed {
+            provider,
+            seq,
+            after,
+            outcome,
+        })
+    }
+
+    /// The retry layer under the client sends `request` again at `now` (ms), after the
+    /// connection of attempt `global` failed; `left` re-sends remain after this one.
+    pub fn resend(
+        &mut self,
+        global: stampede_core::AttemptId,
+        send: Box<SendAttempt>,
+        request: Box<Request>,
+        left: u32,
+        turn: &mut Turn,
+        now: Millis,
+    ) -> Result<(), DriverError> {
+        let landed = self.land(&send, &request, &turn.live, &mut turn.measure, now)?;
+        let event = if left > 0 && translate::hidden_layer_retries(&landed.outcome) {
+            Event::HiddenResend {
+                attempt: global,
+                provider: landed.provider,
+                seq: landed.seq,
+                send,
+                request,
+                left: left - 1,
+            }
+        } else {
+            Event::Answer {
+                attempt: global,
+                job: send.job,
+                attempt_no: send.attempt_no,
+                provider: landed.provider,
+                seq: landed.seq,
+                outcome: landed.outcome,
+            }
+        };
+        self.queue.push(now + landed.after, event);
+        Ok(())
+    }
+}
+
+impl Wire for ModelWire<'_> {
+    type Error = DriverError;
+
+    fn dies_before(&mut self, send: &SendAttempt) -> bool {
+        self.crashes.before_send(send)
+    }
+
+    fn send(
+        &mut self,
+        send: SendAttempt,
+        request: Request,
+        live: &LiveActions,
+        measure: &mut Measurement,
+        now: Millis,
+    ) -> Result<Flow, DriverError> {
+        let landed = self.land(&send, &request, live, measure, now)?;
+        let global = self.crashes.global(send.attempt);
+        let dies = self.crashes.after_send(&send, global);
+        let event = if self.hidden_retries > 0 && translate::hidden_layer_retries(&landed.outcome) {
+            Event::HiddenResend {
+                attempt: global,
+                provider: landed.provider,
+                seq: landed.seq,
+                send: Box::new(send),
+                request: Box::new(request),
+                left: self.hidden_retries - 1,
+            }
+        } else {
+            Event::Answer {
+                attempt: global,
+                job: send.job,
+                attempt_no: send.attempt_no,
+                provider: landed.provider,
+                seq: landed.seq,
+                outcome: landed.outcome,
+            }
+        };
+        self.queue.push(now + landed.after, event);
+        Ok(if dies { Flow::Dies } else { Flow::Go })
+    }
+}
