@@ -1,5 +1,7 @@
 //! stampede-sim: scenario format, workload, virtual and live drivers, measurement.
 
+#![deny(missing_docs)]
+
 pub mod client_process;
 pub(crate) mod driver_common;
 pub mod live_driver;

@@ -79,6 +79,8 @@ impl Pacer {
     /// quick run shows nothing.
     pub const EVERY_MS: u64 = 100;
 
+    /// A pacer that first looks at the wall clock [`Pacer::EVERY_EVENTS`] events from now,
+    /// and reports no sooner than [`Pacer::EVERY_MS`] real ms from now.
     pub fn new() -> Self {
         Pacer {
             next_check: Self::EVERY_EVENTS,

@@ -65,10 +65,17 @@ impl RunOutcome {
 /// A run that could not be carried out.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
+    /// The run could not be played; see [`DriverError`].
     #[error(transparent)]
     Driver(#[from] DriverError),
+    /// A file or folder of the run directory could not be written.
     #[error("cannot write the run directory {path}: {message}")]
-    Output { path: PathBuf, message: String },
+    Output {
+        /// The file or folder that could not be written.
+        path: PathBuf,
+        /// Why, as the writer said.
+        message: String,
+    },
 }
 
 fn output_err(path: &Path, e: impl std::fmt::Display) -> RunError {

@@ -51,22 +51,32 @@ const GRACE: Duration = Duration::from_secs(5);
 /// Why a client run could not happen. Each says what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
+    /// No command to run: none after `--` and no `[client] command` in the scenario.
     #[error(
         "no client command: give one after `--` (`stampede run SCENARIO --client -- python3 \
          agent.py`) or set [client] command = [\"python3\", \"agent.py\"] in the scenario"
     )]
     NoCommand,
+    /// The command could not be started (not found, not on PATH, not executable).
     #[error(
         "cannot start the client {program:?}: {source} (is it installed, on PATH and executable?)"
     )]
     Spawn {
+        /// The program that was to run (the command's first word).
         program: String,
+        /// Why the operating system refused to start it.
         source: std::io::Error,
     },
+    /// The in-process fake provider, or the async runtime it runs on, could not start, reset
+    /// or hand over its journal.
     #[error("{0}")]
     Provider(String),
+    /// The run directory or a workload file could not be written, the client could not be
+    /// waited for, or the scenario asks what a client command cannot do (several providers, a
+    /// fleet-shared scope).
     #[error("{0}")]
     Output(String),
+    /// Finishing the run (its report and run directory) failed; see [`RunError`].
     #[error(transparent)]
     Run(#[from] RunError),
 }

@@ -90,20 +90,32 @@ impl Default for LiveOptions {
 /// A live run that could not be carried out.
 #[derive(Debug, thiserror::Error)]
 pub enum LiveError {
+    /// The fake provider could not be started, reached or read (its clock, stats or journal),
+    /// or an attempt task failed.
     #[error("live run: {0}")]
     Provider(String),
+    /// The time scale asked for (scenario ms per real ms) is not a finite number above 0.
     #[error("--time-scale must be a number above 0 (got {0}); 60 plays a scenario minute in a real second")]
     TimeScale(f64),
+    /// The scenario or the options ask what a live run cannot do (replicas, several
+    /// providers, simulated crashes, an SDK preset, a resume without its provider); the
+    /// message says what to do instead.
     #[error("{0}")]
     Unsupported(String),
+    /// The scenario's client policy is invalid.
     #[error("the client policy is invalid: {0}")]
     Core(#[from] stampede_core::CoreError),
+    /// The tokio runtime could not be built.
     #[error("live run: cannot start the async runtime: {0}")]
     Runtime(std::io::Error),
+    /// The run directory, attempts.csv or the audit trail could not be written.
     #[error("{0}")]
     Output(String),
+    /// Finishing the run (its report and run directory) failed; see [`RunError`].
     #[error(transparent)]
     Run(#[from] RunError),
+    /// The `--ledger` file could not be opened, read or written, or it belongs to a run the
+    /// provider no longer remembers (reset since).
     #[error("{0}")]
     Durable(String),
 }
@@ -111,6 +123,7 @@ pub enum LiveError {
 /// What a live run produced.
 #[derive(Debug, Clone)]
 pub struct LiveRun {
+    /// The run's figures, in scenario ms (except `wall_ms`, real ms).
     pub measured: Measured,
     /// Loop events handled: arrivals, cancellations, outcomes and commands.
     pub events: u64,
@@ -137,6 +150,7 @@ pub struct LiveRun {
 /// When one attempt left and came back, as the client saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AttemptTiming {
+    /// The logical action the attempt was for.
     pub job: JobId,
     /// The action's attempt number (matches the journal's `attempt_no`).
     pub attempt_no: u32,

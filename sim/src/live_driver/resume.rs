@@ -43,9 +43,12 @@ use crate::workload::{Arrivals, Cancellation};
 /// What a live loop starts from: the ledger the core persists to, whether this life
 /// resumes a dead one, and where audit events go.
 pub struct Start<'a, L> {
+    /// The ledger the core persists its logical actions to: the `--ledger` file's
+    /// [`SqliteLedger`], or an in-memory ledger for a run without one.
     pub ledger: L,
     /// `None`: a first life (the provider is reset, the clock starts at 0).
     pub restart: Option<Restart>,
+    /// Where the core's audit events go (the run's audit trail, or nowhere).
     pub audit: &'a mut dyn AuditSink,
 }
 

@@ -15,7 +15,9 @@ use super::percentiles::Distribution;
 /// the client's claims. Empty strings leave a request out of that grouping.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Group<'a> {
+    /// The tenant the harness submitted it for (`""`: left out of `by_tenant`).
     pub tenant: &'a str,
+    /// Its class, as the workload named it (`""`: left out of `by_class`).
     pub class: &'a str,
     /// `METHOD /path/template`, see [`action_route`].
     pub route: &'a str,

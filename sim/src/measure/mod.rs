@@ -108,13 +108,17 @@ pub struct Measurement {
 /// `action` and `attempt_no` columns and nowhere else.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SentBy<'a> {
+    /// The tenant the harness submitted the action for (`""` when it cannot know).
     pub tenant: &'a str,
     /// The class the harness submitted the action as (`""` when it cannot know).
     pub class: &'a str,
     /// The priority it submitted the action at (`""` when it cannot know):
     /// `queues::priority_name`.
     pub priority: &'static str,
+    /// The logical action's id (0 when it cannot know: a `--client` process).
     pub action: u64,
+    /// The attempt's 1-based number within its action, as the core numbered it (0 when it
+    /// cannot know).
     pub attempt_no: u32,
     /// The provider the harness sent it to (its index in the run's provider list; 0 for a
     /// run with one).
@@ -126,11 +130,13 @@ pub struct SentBy<'a> {
 pub struct Ended<'a> {
     /// When it ended (ms).
     pub at: Millis,
+    /// The tenant that owns the action.
     pub tenant: &'a str,
     /// Its class, as the workload named it.
     pub class: &'a str,
     /// Its route, `METHOD /template` (see [`action_route`]).
     pub route: &'a str,
+    /// Its terminal outcome, as the core reported it.
     pub terminal: &'a Terminal,
     /// When it arrived (ms): latency counts from here, admission refusals included.
     pub submitted_at: Millis,
@@ -143,8 +149,11 @@ pub struct Ended<'a> {
 /// What a finished measurement hands to the report.
 #[derive(Debug, Clone, Default)]
 pub struct Measured {
+    /// The run's figures (`summary.json`).
     pub summary: Summary,
+    /// `timeseries.csv`: one row per time bucket (`[measure] bucket`, ms).
     pub timeseries: Vec<TimeseriesRow>,
+    /// `tenants.csv`: one row per tenant per time bucket.
     pub tenants: Vec<TenantRow>,
     /// Logical requests open at the cap, in action order (`unfinished.csv`).
     pub unfinished: Vec<UnfinishedRow>,

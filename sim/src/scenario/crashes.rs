@@ -84,14 +84,25 @@ pub enum CrashTrigger {
     /// At this virtual time (ms), whatever is going on.
     At(u64),
     /// When the `nth` logical action (1-based, counted at this point) reaches `point`.
-    Nth { point: CrashPoint, nth: u64 },
+    Nth {
+        /// The point counted.
+        point: CrashPoint,
+        /// Which action to reach `point` crashes the runner: the nth distinct one (1-based).
+        nth: u64,
+    },
     /// When logical action `action` first reaches `point`.
-    Action { point: CrashPoint, action: u64 },
+    Action {
+        /// The point the action must reach.
+        point: CrashPoint,
+        /// The logical action's id.
+        action: u64,
+    },
 }
 
 /// One crash of the runner, checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CrashSpec {
+    /// What makes the runner die.
     pub trigger: CrashTrigger,
     /// How long the runner stays down before it restores from its ledger (ms).
     pub restart_after_ms: u64,

@@ -17,7 +17,9 @@ use stampede_reports::{Expectation, Summary};
 pub struct ExpectSpec {
     /// Dotted summary key.
     pub key: String,
+    /// Least value that passes (inclusive); `None`: no lower bound.
     pub min: Option<f64>,
+    /// Greatest value that passes (inclusive); `None`: no upper bound.
     pub max: Option<f64>,
     /// `abort = true`: end the run as soon as the figure passes `max` (a figure that only
     /// grows while the run plays, so the expectation can no longer hold).

@@ -92,10 +92,14 @@ pub struct OutputSpec {
 /// A scenario ready to run: checked, with the client's policy resolved.
 #[derive(Debug, Clone)]
 pub struct Scenario {
+    /// The scenario's `name`: names its run directory (`runs/<name>/`) and its reports.
     pub name: String,
+    /// Seed of every random stream of the run (the `seed` key, 1 when absent; `--seed`
+    /// replaces it).
     pub seed: u64,
     /// Virtual-time cap (ms).
     pub duration_ms: u64,
+    /// Free text on what the scenario plays (its `description` key).
     pub description: Option<String>,
     /// The provider, or with `[providers.<name>]` every provider's scopes, credentials and
     /// faults in one table: what the harness reads to find a key's scope and the limits the
@@ -104,10 +108,13 @@ pub struct Scenario {
     /// The named providers (`[providers.<name>]`), by name; empty for a scenario with one
     /// `[provider]` table.
     pub providers: Vec<providers::NamedProvider>,
+    /// The `[[workload]]` entries, in file order.
     pub workloads: Vec<WorkloadSpec>,
+    /// The `[client]` table: the client under test and its options.
     pub client: ClientSpec,
     /// The preset with the scenario's overrides and known provider limits applied.
     pub policy: Policy,
+    /// The `[expect]` limits on summary figures, checked when the run ends.
     pub expectations: Vec<ExpectSpec>,
     /// timeseries.csv bucket width (ms).
     pub bucket_ms: u64,

@@ -16,6 +16,7 @@ pub struct Override {
     pub path: String,
     /// The text after `=`, as given.
     pub raw: String,
+    /// The text after `=` as a TOML literal, or as a plain string when it is not one.
     pub value: Value,
 }
 

@@ -170,7 +170,12 @@ pub enum Arrival {
     /// A Poisson process with this mean rate.
     Poisson(Rate),
     /// `size` actions at once every `every`.
-    Bursts { size: u64, every: DurationMs },
+    Bursts {
+        /// Actions in each burst.
+        size: u64,
+        /// Time from one burst to the next (ms); the first is at `start`.
+        every: DurationMs,
+    },
 }
 
 /// What a valid arrival looks like, for error messages.
@@ -241,9 +246,19 @@ pub enum TokenCount {
     /// Always this many tokens.
     Fixed(u32),
     /// Uniform between `lo` and `hi` inclusive.
-    Uniform { lo: u32, hi: u32 },
+    Uniform {
+        /// Least count (tokens).
+        lo: u32,
+        /// Greatest count, inclusive (tokens).
+        hi: u32,
+    },
     /// Lognormal with this median and 99th percentile (tokens), clamped to `1..=4 * p99`.
-    LogNormal { median: u32, p99: u32 },
+    LogNormal {
+        /// Median count (tokens).
+        median: u32,
+        /// 99th-percentile count (tokens); draws are clamped to at most 4 × this.
+        p99: u32,
+    },
 }
 
 /// What a valid token count looks like, for error messages.

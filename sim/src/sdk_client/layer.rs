@@ -16,7 +16,10 @@ pub enum LayerJitter {
     /// `delay * (1 - 0.25 * U)`: the openai and anthropic SDKs.
     ReduceUpToQuarter,
     /// `delay + U(0, max_ms)`: tenacity's `wait_exponential_jitter`.
-    AddUpTo { max_ms: u64 },
+    AddUpTo {
+        /// Largest jitter added (ms).
+        max_ms: u64,
+    },
     /// `U(0, delay)`: full jitter (the AWS SDKs, gRPC, Envoy).
     Full,
     /// No jitter.
@@ -32,22 +35,41 @@ pub enum RetryBudget {
     /// or connection error `timeout_cost`) and is not made without them; a success gives
     /// `success_refund` back.
     Quota {
+        /// Tokens in a full quota, and at the start (tokens).
         capacity: u32,
+        /// Tokens a retry after an error status takes (tokens).
         retry_cost: u32,
+        /// Tokens a retry after a timeout or connection error takes (tokens).
         timeout_cost: u32,
+        /// Tokens a successful answer gives back, never above `capacity` (tokens).
         success_refund: u32,
     },
     /// gRPC retry throttling (gRFC A6): a token count starting at `max_tokens`; a failure
     /// takes 1, a success gives `token_ratio` back; retries stop while the count is at or
     /// below half of `max_tokens`.
-    TokenRatio { max_tokens: f64, token_ratio: f64 },
+    TokenRatio {
+        /// The count it starts at and never exceeds (tokens).
+        max_tokens: f64,
+        /// Tokens a success gives back (tokens).
+        token_ratio: f64,
+    },
     /// Envoy's retry budget: retries in flight at most `percent` of the requests in flight,
     /// and never fewer than `min_concurrent`.
-    ActiveShare { percent: f64, min_concurrent: u32 },
+    ActiveShare {
+        /// Most retries in flight, as a share of the requests in flight (%).
+        percent: f64,
+        /// Retries in flight always allowed, whatever the share (retries).
+        min_concurrent: u32,
+    },
     /// Google SRE's adaptive throttling: over the last `window_ms`, a new request is rejected
     /// in the client with probability `max(0, (requests - k * accepts) / (requests + 1))`,
     /// where accepts are requests the provider did not refuse for load (429, 503, 529).
-    AdaptiveThrottle { k: f64, window_ms: u64 },
+    AdaptiveThrottle {
+        /// The multiplier K of accepts: higher rejects less (2 in the SRE book).
+        k: f64,
+        /// How far back requests are counted (ms).
+        window_ms: u64,
+    },
 }
 
 /// The state of one layer's [`RetryBudget`] in a client.
@@ -80,7 +102,9 @@ pub struct RetryLayer {
     pub max_attempts: u32,
     /// Backoff before retry n (0-based): `min(base_ms * 2^n, cap_ms)`, then the jitter.
     pub base_ms: u64,
+    /// Most backoff before a retry, before the jitter (ms).
     pub cap_ms: u64,
+    /// How the backoff is spread.
     pub jitter: LayerJitter,
     /// Retry-After honoured as the wait when `0 < Retry-After <= this` (`None`: ignored).
     pub retry_after_max_ms: Option<u64>,
@@ -402,8 +426,11 @@ impl BudgetState {
 pub enum Failure {
     /// An error status, its Retry-After (ms) and `x-should-retry`.
     Status {
+        /// The HTTP status.
         status: u16,
+        /// Its Retry-After (ms), if it gave one.
         retry_after_ms: Option<u64>,
+        /// Its `x-should-retry` header, if it sent one.
         should_retry: Option<bool>,
     },
     /// No answer: a drop, a reset, a cut stream, or the timeout.

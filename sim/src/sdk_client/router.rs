@@ -103,8 +103,13 @@ pub struct Router {
 /// (whose headers LiteLLM reads for every sleep).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RouterCall {
+    /// 0 while the call is in the model group, 1 once it moved to the fallbacks.
     pub group: usize,
+    /// The deployment (a credential of the scenario) of the attempt in flight; `None`
+    /// between attempts.
     pub picked: Option<String>,
+    /// The first failure of the current group's sequence, whose Retry-After LiteLLM reads
+    /// for every sleep; cleared on the move to the fallbacks.
     pub origin: Option<Failure>,
 }
 

@@ -13,23 +13,35 @@ pub enum Event {
     /// The client hears how attempt `attempt_no` of action `job` ended; the provider's side
     /// of it (`seq`) departs.
     Answer {
+        /// The attempt's driver-wide id, unique across the runner's lives (`Crashes::global`).
         attempt: AttemptId,
+        /// The logical action it was for.
         job: JobId,
+        /// The attempt's 1-based number within its action.
         attempt_no: u32,
         /// The provider that answered (its index in the run's `ProviderSet`).
         provider: u8,
+        /// The provider journal's sequence number of the attempt, whose slot departs now.
         seq: u64,
+        /// What the core hears.
         outcome: Outcome,
     },
     /// A retry layer under the client (`client.transport_retries`) sends `request` again
     /// after the connection of `seq` failed; `left` re-sends remain after this one. The
     /// client is not told.
     HiddenResend {
+        /// The driver-wide id of the core's attempt the layer re-sends (`Crashes::global`).
         attempt: AttemptId,
+        /// The provider the failed connection went to (its index in the run's `ProviderSet`).
         provider: u8,
+        /// The provider journal's sequence number of the failed connection, whose slot departs
+        /// now.
         seq: u64,
+        /// The core's attempt, as it was sent.
         send: Box<SendAttempt>,
+        /// The provider request to send again.
         request: Box<Request>,
+        /// Re-sends the layer may still make after this one.
         left: u32,
     },
 }
@@ -112,6 +124,7 @@ impl EventQueue {
         self.heap.len()
     }
 
+    /// Whether no event is pending.
     pub fn is_empty(&self) -> bool {
         self.heap.is_empty()
     }

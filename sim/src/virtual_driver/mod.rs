@@ -45,6 +45,7 @@ pub const VIRTUAL_EPOCH_UNIX_MS: u64 = 1_767_225_600_000;
 
 /// Where attempts.csv rows go as the journal drains.
 pub trait AttemptSink {
+    /// Takes one attempts.csv row; an `Err` says why it could not be written.
     fn attempt(&mut self, row: &AttemptRow) -> Result<(), String>;
 
     /// Whether rows are wanted at all: `false` lets the loop skip building them.
@@ -76,10 +77,14 @@ impl<W: std::io::Write> AttemptSink for csv::Writer<W> {
 /// A run could not start or its output could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum DriverError {
+    /// The scenario's provider configuration is invalid.
     #[error("the provider configuration is invalid: {0}")]
     Provider(#[from] ConfigError),
+    /// The scenario's client policy is invalid.
     #[error("the client policy is invalid: {0}")]
     Core(#[from] stampede_core::CoreError),
+    /// attempts.csv or the audit trail could not be written, or the core sent for an action
+    /// the driver does not know.
     #[error("{0}")]
     Output(String),
 }
@@ -87,6 +92,7 @@ pub enum DriverError {
 /// What the loop produced.
 #[derive(Debug, Clone)]
 pub struct VirtualRun {
+    /// The run's figures, in virtual ms.
     pub measured: Measured,
     /// Useful loop events: arrivals admitted, cancellations, answers, sends and terminal
     /// outcomes. Offers the core refused are not among them (`refused_offers`).

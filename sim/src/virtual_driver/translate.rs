@@ -13,21 +13,34 @@ use stampede_provider::model::{
 /// What the driver knows about a live action beyond what a `Send` carries.
 #[derive(Debug, Clone)]
 pub struct ActionFacts {
+    /// Tenant that owns the action.
     pub tenant: String,
     /// Task (goal) it belongs to; for its dead letter or case file.
     pub task: String,
+    /// Request class name (`read`, `llm`, ... or a user-defined one).
     pub class: String,
     /// Credential its attempts are sent with (never written out whole) and its scope, if
     /// known; for its case file.
     pub credential: String,
+    /// The provider scope its credential is limited on (`None`: unknown, the account's).
     pub scope: Option<String>,
+    /// Endpoint family of the action.
     pub route: Route,
+    /// Admission priority it was submitted at.
     pub priority: Priority,
+    /// Resource id of a read (`GET /v1/items/{id}`).
     pub resource: Option<String>,
+    /// Estimated prompt tokens (tokens), sent with a chat completion unless a degradation
+    /// rung cut the attempt.
     pub prompt_tokens: u32,
+    /// Maximum output tokens asked for (tokens), sent with a chat completion unless a
+    /// degradation rung cut the attempt.
     pub max_output_tokens: u32,
+    /// External reference of the side effect, sent with the action (not with look-ups).
     pub external_ref: Option<String>,
+    /// Whether a chat completion is streamed (SSE).
     pub stream: bool,
+    /// Hash of the canonical payload, sent as the action's body hash (0 for look-ups).
     pub payload_hash: u64,
 }
 

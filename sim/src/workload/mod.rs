@@ -22,6 +22,7 @@ pub struct Arrival {
     pub at: Millis,
     /// Index of the `[[workload]]` entry it came from.
     pub workload: usize,
+    /// The logical action, as the core is handed it.
     pub job: Job,
     /// The first call of an agent run: the run starts with it.
     pub run_start: bool,
@@ -279,7 +280,9 @@ impl Iterator for Arrivals {
 pub struct Cancellation {
     /// When (ms since run start).
     pub at: Millis,
+    /// The tenant whose task is cancelled.
     pub tenant: String,
+    /// The task (goal) cancelled.
     pub task: String,
 }
 
