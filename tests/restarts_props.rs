@@ -32,7 +32,8 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestRunner};
 use stampede_reports::AttemptRow;
 use stampede_sim::scenario::{self, CrashPoint, CrashSpec, CrashTrigger};
-use stampede_sim::virtual_driver::{self, AttemptSink};
+use stampede_sim::sink::AttemptSink;
+use stampede_sim::virtual_driver;
 
 /// One provider fault rule of a case.
 #[derive(Debug, Clone, PartialEq)]

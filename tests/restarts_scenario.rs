@@ -8,7 +8,8 @@ use std::path::Path;
 use stampede_reports::AttemptRow;
 use stampede_sim::run::{run_virtual, RunOptions};
 use stampede_sim::scenario::{self, parse_override, CrashPoint};
-use stampede_sim::virtual_driver::{self, AttemptSink};
+use stampede_sim::sink::AttemptSink;
+use stampede_sim::virtual_driver;
 
 #[derive(Default)]
 struct Journal(Vec<AttemptRow>);

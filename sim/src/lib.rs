@@ -11,5 +11,6 @@ pub mod rng;
 pub mod run;
 pub mod scenario;
 pub mod sdk_client;
+pub mod sink;
 pub mod virtual_driver;
 pub mod workload;

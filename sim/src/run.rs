@@ -14,9 +14,8 @@ use crate::driver_common::case_file as case_files;
 use crate::measure::{round4, Measured};
 use crate::progress::ProgressHandle;
 use crate::scenario::{expect, Scenario};
-use crate::virtual_driver::{
-    self, AttemptSink, AuditFile, DriverError, NoAttempts, NoAudit, VirtualRun,
-};
+use crate::sink::{AttemptSink, AuditFile, NoAttempts, NoAudit};
+use crate::virtual_driver::{self, DriverError, VirtualRun};
 
 /// How to run and what to write.
 #[derive(Debug, Clone, Default)]

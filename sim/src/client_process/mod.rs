@@ -43,7 +43,7 @@ use crate::live_driver::provider::Provider;
 use crate::measure::{Measurement, SentBy};
 use crate::run::{finish_run, RunError, RunOptions, RunOutcome};
 use crate::scenario::{ExpectSpec, Scenario};
-use crate::virtual_driver::AttemptSink;
+use crate::sink::AttemptSink;
 
 /// Real time a terminated client gets to exit before it is killed.
 const GRACE: Duration = Duration::from_secs(5);

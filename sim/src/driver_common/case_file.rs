@@ -23,8 +23,8 @@ use stampede_core::{
     Terminal, TerminalStatus,
 };
 
+use crate::driver_common::translate::ActionFacts;
 use crate::measure::action_route;
-use crate::virtual_driver::translate::ActionFacts;
 
 /// At most this many records of each kind are kept per run; past it the rest are not
 /// written (the summary's `failed` and `escalations` still count every one). Bounds

@@ -9,8 +9,8 @@ use stampede_provider::model::Request;
 use stampede_reports::UnfinishedRow;
 
 use crate::driver_common::case_file::{CaseNotes, Ending, PROVIDER};
+use crate::driver_common::translate::{self, ActionFacts};
 use crate::measure::{action_route, Ended, Group, Measurement};
-use crate::virtual_driver::translate::{self, ActionFacts};
 
 /// A live action.
 pub struct LiveAction {

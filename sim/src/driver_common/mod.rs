@@ -20,4 +20,9 @@ pub mod client_core;
 pub mod gauges;
 pub mod live_actions;
 pub mod persisted;
+pub mod translate;
 pub mod turn;
+
+/// Wall-clock time of scenario t = 0 (2026-01-01T00:00:00Z, ms since the Unix epoch), in
+/// both drivers: fixed, so HTTP-date Retry-After values are the same on every run.
+pub const SCENARIO_EPOCH_UNIX_MS: u64 = 1_767_225_600_000;

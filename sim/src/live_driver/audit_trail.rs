@@ -12,7 +12,7 @@ use stampede_core::AuditEvent;
 use stampede_durable::{SyncPolicy, TailRepair};
 
 use crate::driver_common::audit_trail::ChainedTrail;
-use crate::virtual_driver::AuditSink;
+use crate::sink::AuditSink;
 
 /// The audit file of one process life of a live run.
 pub struct LiveAuditTrail {

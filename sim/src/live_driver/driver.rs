@@ -32,13 +32,14 @@ use super::{AttemptTiming, LiveError, LiveOptions, LiveRun};
 use crate::driver_common::abort::AbortWatch;
 use crate::driver_common::case_file::CaseNotes;
 use crate::driver_common::live_actions::{LiveAction, LiveActions};
+use crate::driver_common::translate::{self, ActionFacts};
 use crate::driver_common::turn::{Flow, Heard, Turn, Untracked, Wire};
+use crate::driver_common::SCENARIO_EPOCH_UNIX_MS;
 use crate::measure::{Ended, Measurement, SentBy};
 use crate::progress::{self, Pacer, ProgressHandle, Snapshot};
 use crate::rng;
 use crate::scenario::Scenario;
-use crate::virtual_driver::translate::{self, ActionFacts};
-use crate::virtual_driver::{AttemptSink, AuditSink, NoAudit, VIRTUAL_EPOCH_UNIX_MS};
+use crate::sink::{AttemptSink, AuditSink, NoAudit};
 
 /// What the harness sent an attempt as, until its journal entry is read: action, attempt
 /// number, tenant, class and priority (see `SentBy`).
@@ -91,7 +92,7 @@ pub async fn play_from<L: Ledger>(
         audit: audit_sink,
     } = start;
     let mut policy = scenario.policy.clone();
-    policy.wall_epoch_unix_ms = VIRTUAL_EPOCH_UNIX_MS;
+    policy.wall_epoch_unix_ms = SCENARIO_EPOCH_UNIX_MS;
     let audit = policy.audit;
     let mut core = match &restart {
         None => Scheduler::new(policy, ledger, rng::stream(scenario.seed, "client"))?,
@@ -164,7 +165,7 @@ pub async fn play_from<L: Ledger>(
         Dilation {
             scale,
             real_start_unix_ms,
-            scenario_epoch_unix_ms: VIRTUAL_EPOCH_UNIX_MS,
+            scenario_epoch_unix_ms: SCENARIO_EPOCH_UNIX_MS,
         },
     );
     let wall_started = Instant::now();

@@ -36,7 +36,7 @@ use crate::measure::Measured;
 use crate::rng;
 use crate::run::{finish_run, RunError, RunOptions, RunOutcome};
 use crate::scenario::Scenario;
-use crate::virtual_driver::{AttemptSink, NoAttempts};
+use crate::sink::{AttemptSink, NoAttempts};
 use provider::Provider;
 
 /// Scenario ms per real ms when neither `--time-scale` nor the scenario's

@@ -37,7 +37,7 @@ use super::{driver, resolve_time_scale, LiveError, LiveOptions, LiveRun};
 pub use crate::driver_common::persisted::persisted_terminal;
 use crate::rng;
 use crate::scenario::Scenario;
-use crate::virtual_driver::{AttemptSink, AuditSink, NoAudit};
+use crate::sink::{AttemptSink, AuditSink, NoAudit};
 use crate::workload::{Arrivals, Cancellation};
 
 /// What a live loop starts from: the ledger the core persists to, whether this life
@@ -311,7 +311,7 @@ async fn first_life(
 mod tests {
     use super::*;
     use crate::scenario;
-    use crate::virtual_driver::NoAttempts;
+    use crate::sink::NoAttempts;
     use crate::workload::cancellations;
     use stampede_core::{ActionState, Ledger, TerminalStatus};
 

@@ -33,7 +33,7 @@ use serde_json::Value;
 use stampede_core::{Outcome, SendAttempt, TransportFailure};
 
 use super::dilate::Dilation;
-use crate::virtual_driver::translate;
+use crate::driver_common::translate;
 
 /// The HTTP client of a live run: no retries, no idle-connection expiry.
 #[derive(Clone)]

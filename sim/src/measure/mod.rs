@@ -23,7 +23,7 @@ use stampede_provider::model::JournalEntry;
 use stampede_reports::{AttemptRow, Summary, TenantRow, TimeseriesRow, UnfinishedRow};
 
 use crate::driver_common::case_file::{CaseFiles, CaseNotes, Ending};
-use crate::virtual_driver::AttemptSink;
+use crate::sink::AttemptSink;
 use buckets::{Backlog, BucketQuantiles};
 use errors::Errors;
 pub use groups::{action_route, request_route, Group};

@@ -23,12 +23,14 @@ use stampede_provider::model::{Answer, Request, RequestRoute};
 use stampede_reports::UnfinishedRow;
 
 use crate::driver_common::abort::AbortWatch;
+use crate::driver_common::SCENARIO_EPOCH_UNIX_MS;
 use crate::measure::{request_route, Ended, Group, Measurement, SentBy};
 use crate::rng;
 use crate::scenario::Scenario;
+use crate::sink::AttemptSink;
 use crate::virtual_driver::fleet::replica_of;
 use crate::virtual_driver::provider_set::ProviderSet;
-use crate::virtual_driver::{AttemptSink, DriverError, VirtualRun, VIRTUAL_EPOCH_UNIX_MS};
+use crate::virtual_driver::{DriverError, VirtualRun};
 use crate::workload::{Arrival, Arrivals};
 pub use layer::{sdk_preset, BudgetState, Failure, RetryBudget, RetryLayer, SDK_PRESETS};
 use router::{Router, RouterCall, Verdict};
@@ -145,7 +147,7 @@ pub fn run(
         })
         .collect();
     let layers = &layers[..];
-    let mut providers = ProviderSet::new(scenario, VIRTUAL_EPOCH_UNIX_MS)?;
+    let mut providers = ProviderSet::new(scenario, SCENARIO_EPOCH_UNIX_MS)?;
     let mut jitter: ChaCha8Rng = rng::stream(scenario.seed, "client");
     let workers = scenario.client.workers.unwrap_or(DEFAULT_WORKERS).max(1) as usize;
     let timeout = layers.last().map_or(600_000, |l| l.timeout_ms);

@@ -20,13 +20,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use stampede_core::{AttemptId, InMemoryLedger, JobId, Millis, Policy, Scheduler, SendAttempt};
 use stampede_provider::model::JournalEntry;
 
-use super::audit_sink::AuditSink;
 use super::DriverError;
 use crate::driver_common::live_actions::LiveActions;
 use crate::driver_common::persisted::persisted_terminal;
 use crate::measure::Measurement;
 use crate::rng;
 use crate::scenario::{CrashPoint, CrashSpec, CrashTrigger, Scenario};
+use crate::sink::AuditSink;
 
 /// What to do with an answer from the event queue.
 pub enum Delivery {

@@ -15,64 +15,27 @@
 //! max ends the loop at that turn's time (`driver_common::abort`); what was played is
 //! measured as at the cap, and `summary.aborted` says when and why.
 
-pub mod audit_sink;
 pub mod crash;
 pub mod events;
 pub mod fleet;
 pub mod provider_set;
-pub mod translate;
 pub mod wire;
 
 use stampede_core::Millis;
 use stampede_provider::config::ConfigError;
-use stampede_reports::AttemptRow;
 
 use crate::driver_common::abort::AbortWatch;
 use crate::driver_common::turn::{Flow, Heard, Turn};
+use crate::driver_common::SCENARIO_EPOCH_UNIX_MS;
 use crate::measure::Measured;
 use crate::progress::{self, Pacer, Progress, Snapshot};
 use crate::scenario::Scenario;
-pub use audit_sink::{AuditFile, AuditSink, NoAudit};
+use crate::sink::{AttemptSink, AuditSink, NoAudit};
 use crash::{Crashes, Delivery};
 use events::Event;
 use fleet::Fleet;
 use provider_set::ProviderSet;
 use wire::ModelWire;
-
-/// Wall-clock time of virtual t = 0 (2026-01-01T00:00:00Z, ms since the Unix epoch): fixed,
-/// so HTTP-date Retry-After values are the same on every run.
-pub const VIRTUAL_EPOCH_UNIX_MS: u64 = 1_767_225_600_000;
-
-/// Where attempts.csv rows go as the journal drains.
-pub trait AttemptSink {
-    /// Takes one attempts.csv row; an `Err` says why it could not be written.
-    fn attempt(&mut self, row: &AttemptRow) -> Result<(), String>;
-
-    /// Whether rows are wanted at all: `false` lets the loop skip building them.
-    fn wants_rows(&self) -> bool {
-        true
-    }
-}
-
-/// Discards rows (benchmarks).
-pub struct NoAttempts;
-
-impl AttemptSink for NoAttempts {
-    fn attempt(&mut self, _row: &AttemptRow) -> Result<(), String> {
-        Ok(())
-    }
-
-    fn wants_rows(&self) -> bool {
-        false
-    }
-}
-
-impl<W: std::io::Write> AttemptSink for csv::Writer<W> {
-    fn attempt(&mut self, row: &AttemptRow) -> Result<(), String> {
-        self.serialize(row)
-            .map_err(|e| format!("writing attempts.csv: {e}"))
-    }
-}
 
 /// A run could not start or its output could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -127,9 +90,9 @@ pub fn run_observed(
     audit_sink: &mut dyn AuditSink,
     progress: Option<&dyn Progress>,
 ) -> Result<VirtualRun, DriverError> {
-    let providers = ProviderSet::new(scenario, VIRTUAL_EPOCH_UNIX_MS)?;
+    let providers = ProviderSet::new(scenario, SCENARIO_EPOCH_UNIX_MS)?;
     let mut policy = scenario.policy.clone();
-    policy.wall_epoch_unix_ms = VIRTUAL_EPOCH_UNIX_MS;
+    policy.wall_epoch_unix_ms = SCENARIO_EPOCH_UNIX_MS;
     // Audit events change no decision of the core: skip them when the sink drops them.
     policy.audit = policy.audit && audit_sink.keeps_events();
     let audit = policy.audit;

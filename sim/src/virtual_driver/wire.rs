@@ -8,11 +8,12 @@ use stampede_provider::model::Request;
 use super::crash::Crashes;
 use super::events::{Event, EventQueue};
 use super::provider_set::ProviderSet;
-use super::translate;
-use super::{AttemptSink, DriverError};
+use super::DriverError;
 use crate::driver_common::live_actions::LiveActions;
+use crate::driver_common::translate;
 use crate::driver_common::turn::{Flow, Turn, Untracked, Wire};
 use crate::measure::{Measurement, SentBy};
+use crate::sink::AttemptSink;
 
 impl From<Untracked> for DriverError {
     fn from(e: Untracked) -> Self {
