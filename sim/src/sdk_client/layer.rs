@@ -32,8 +32,9 @@ pub enum LayerJitter {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum RetryBudget {
     /// The AWS SDKs' retry quota: `capacity` tokens; a retry costs `retry_cost` (a timeout
-    /// or connection error `timeout_cost`) and is not made without them; a success gives
-    /// `success_refund` back.
+    /// or connection error `timeout_cost`) and is not made without them. A call that
+    /// succeeds gives back what its last retry took, or `success_refund` when it made no
+    /// retry (botocore's `release_retry_quota`).
     Quota {
         /// Tokens in a full quota, and at the start (tokens).
         capacity: u32,
@@ -41,7 +42,8 @@ pub enum RetryBudget {
         retry_cost: u32,
         /// Tokens a retry after a timeout or connection error takes (tokens).
         timeout_cost: u32,
-        /// Tokens a successful answer gives back, never above `capacity` (tokens).
+        /// Tokens a call that succeeds without a retry gives back, never above `capacity`
+        /// (tokens).
         success_refund: u32,
     },
     /// gRPC retry throttling (gRFC A6): a token count starting at `max_tokens`; a failure
@@ -359,21 +361,27 @@ impl BudgetState {
 
     /// Whether the budget allows a retry after `failure`; takes its cost when it does.
     pub fn allow_retry(&mut self, budget: &RetryBudget, failure: &Failure) -> bool {
-        match budget {
+        self.take_retry(budget, failure).is_some()
+    }
+
+    /// [`BudgetState::allow_retry`], saying what the retry took: `Some(tokens)` when it is
+    /// allowed (0 for budgets that take no tokens), `None` when not.
+    pub fn take_retry(&mut self, budget: &RetryBudget, failure: &Failure) -> Option<u32> {
+        let allowed = match budget {
             RetryBudget::Quota {
                 retry_cost,
                 timeout_cost,
                 ..
             } => {
-                let cost = f64::from(match failure {
+                let cost = match failure {
                     Failure::Connection => *timeout_cost,
                     Failure::Status { .. } => *retry_cost,
-                });
-                if self.tokens < cost {
-                    return false;
+                };
+                if self.tokens < f64::from(cost) {
+                    return None;
                 }
-                self.tokens -= cost;
-                true
+                self.tokens -= f64::from(cost);
+                return Some(cost);
             }
             RetryBudget::TokenRatio { max_tokens, .. } => self.tokens > max_tokens / 2.0,
             RetryBudget::ActiveShare {
@@ -385,19 +393,33 @@ impl BudgetState {
                 f64::from(self.active_retries) < allowed
             }
             RetryBudget::AdaptiveThrottle { .. } => true,
-        }
+        };
+        allowed.then_some(0)
     }
 
     /// An attempt's answer: `ok` when it succeeded, `refused` when the provider refused it
-    /// for load (429, 503, 529), at `now`.
-    pub fn on_answer(&mut self, budget: &RetryBudget, ok: bool, refused: bool, now: u64) {
+    /// for load (429, 503, 529), at `now`. `last_taken`: what the call's last retry took
+    /// from this budget (tokens, 0 when it made none), which a quota gives back on success.
+    pub fn on_answer(
+        &mut self,
+        budget: &RetryBudget,
+        ok: bool,
+        refused: bool,
+        last_taken: u32,
+        now: u64,
+    ) {
         match budget {
             RetryBudget::Quota {
                 capacity,
                 success_refund,
                 ..
             } if ok => {
-                self.tokens = (self.tokens + f64::from(*success_refund)).min(f64::from(*capacity));
+                let refund = if last_taken > 0 {
+                    last_taken
+                } else {
+                    *success_refund
+                };
+                self.tokens = (self.tokens + f64::from(refund)).min(f64::from(*capacity));
             }
             RetryBudget::TokenRatio {
                 max_tokens,
@@ -530,13 +552,22 @@ mod tests {
         }
         assert_eq!(allowed, 100, "500 tokens at 5 a retry");
         for _ in 0..9 {
-            b.on_answer(&budget, true, false, 0);
+            b.on_answer(&budget, true, false, 0, 0);
         }
         assert!(
             !b.allow_retry(&budget, &Failure::Connection),
             "a timeout costs 10"
         );
         assert!(b.allow_retry(&budget, &throttle));
+        // A call that succeeds after retrying gives back what its last retry took
+        // (botocore's release_retry_quota), not the 1 of a call that never retried.
+        let mut b = BudgetState::new(&budget);
+        assert_eq!(b.take_retry(&budget, &Failure::Connection), Some(10));
+        b.on_answer(&budget, true, false, 10, 0);
+        assert_eq!(b.tokens, 500.0, "the timeout's 10 came back");
+        assert_eq!(b.take_retry(&budget, &throttle), Some(5));
+        b.on_answer(&budget, true, false, 0, 0);
+        assert_eq!(b.tokens, 496.0, "a call without a retry gives back 1");
         // Throttling backs off from 500 ms, fully jittered; Retry-After is not read.
         let mut r = rng();
         for _ in 0..100 {
@@ -633,14 +664,14 @@ mod tests {
         let mut b = BudgetState::new(&budget);
         for _ in 0..5 {
             assert!(b.allow_retry(&budget, &Failure::Connection));
-            b.on_answer(&budget, false, true, 0);
+            b.on_answer(&budget, false, true, 0, 0);
         }
         assert!(
             !b.allow_retry(&budget, &Failure::Connection),
             "5 of 10 tokens left"
         );
         for _ in 0..10 {
-            b.on_answer(&budget, true, false, 0);
+            b.on_answer(&budget, true, false, 0, 0);
         }
         assert!(
             b.allow_retry(&budget, &Failure::Connection),
@@ -673,11 +704,11 @@ mod tests {
         let budget = p.budget.clone().unwrap();
         let mut b = BudgetState::new(&budget);
         for t in 0..10 {
-            b.on_answer(&budget, true, false, t);
+            b.on_answer(&budget, true, false, 0, t);
         }
         assert!(b.admit(&budget, 10, 0.0), "all accepted: p = 0");
         for t in 0..90 {
-            b.on_answer(&budget, false, true, 20 + t);
+            b.on_answer(&budget, false, true, 0, 20 + t);
         }
         // 100 requests, 10 accepts: p = (100 - 20) / 101.
         assert!(!b.admit(&budget, 200, 0.5));

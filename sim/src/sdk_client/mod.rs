@@ -61,6 +61,9 @@ struct Call {
     attempts: Vec<u32>,
     /// Each router layer's place (group, deployment in flight), outermost first.
     route: Vec<RouterCall>,
+    /// What the call's last retry took from each layer's budget (tokens, 0 when none): a
+    /// quota gives it back when the call succeeds.
+    taken: Vec<u32>,
     /// Attempts that reached the provider, all layers.
     sent: u32,
     first_sent_at: Option<Millis>,
@@ -365,8 +368,12 @@ pub fn run(
                         let refused = failure
                             .as_ref()
                             .is_some_and(|f| matches!(f.status, Some(429 | 503 | 529)));
-                        for (b, st) in budgets.iter_mut().flatten() {
-                            st.on_answer(b, ok, refused, now);
+                        for (i, (b, st)) in budgets
+                            .iter_mut()
+                            .enumerate()
+                            .filter_map(|(i, b)| Some((i, b.as_mut()?)))
+                        {
+                            st.on_answer(b, ok, refused, call.taken[i], now);
                         }
                     }
                     if ok {
@@ -562,11 +569,12 @@ fn decide(
             continue;
         };
         // A budgeted layer retries only while its budget allows (it takes the cost).
-        let allowed = match budgets.get_mut(i).and_then(Option::as_mut) {
-            Some((b, st)) => st.allow_retry(b, failure),
-            None => true,
+        let taken = match budgets.get_mut(i).and_then(Option::as_mut) {
+            Some((b, st)) => st.take_retry(b, failure),
+            None => Some(0),
         };
-        if allowed {
+        if let Some(taken) = taken {
+            call.taken[i] = taken;
             call.attempts[i] += 1;
             restart_inner(call, i);
             return Some(delay);
@@ -644,6 +652,7 @@ fn start_waiting(
             arrival,
             attempts: vec![1; layers],
             route: vec![RouterCall::default(); layers],
+            taken: vec![0; layers],
             sent: 0,
             first_sent_at: None,
             last_status: None,
