@@ -294,7 +294,7 @@ mod tests {
             headers: Vec::new(),
             retry_after_ms: None,
             rate: None,
-            error_code: code.map(str::to_owned),
+            error_code: code.map(|c| c.to_owned().into()),
             usage: None,
             operation_id: None,
         })

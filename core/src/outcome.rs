@@ -1,5 +1,7 @@
 //! What a driver observed for one attempt, fed back through `Scheduler::on_outcome`.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 use crate::rate_headers::{rate_hint, RateHint};
@@ -36,7 +38,9 @@ pub struct Response {
     pub rate: Option<RateHint>,
     /// Provider error code from the body (`rate_limit_exceeded`, `insufficient_quota`,
     /// `content_policy_violation`, `context_length_exceeded`, `idempotency_key_in_use`, ...).
-    pub error_code: Option<String>,
+    /// Borrowed when the driver knows the code as a constant (the provider model's own), so
+    /// an answer carries it without a copy.
+    pub error_code: Option<Cow<'static, str>>,
     /// Usage reported with a successful completion.
     pub usage: Option<Usage>,
     /// Provider operation / record id, once known.

@@ -128,7 +128,7 @@ fn http(
             .collect(),
         retry_after_ms: None,
         rate: None,
-        error_code: code.map(str::to_owned),
+        error_code: code.map(|c| c.to_owned().into()),
         usage,
         operation_id: None,
     })

@@ -157,7 +157,7 @@ impl<L: Ledger> Scheduler<L> {
         }
         let class = &self.classes[self.jobs[&id].class];
         let code = match outcome {
-            Outcome::Response(response) => response.error_code.clone(),
+            Outcome::Response(response) => response.error_code.as_deref(),
             _ => None,
         };
         let rate_limited = matches!(
@@ -176,7 +176,10 @@ impl<L: Ledger> Scheduler<L> {
                 self.finish(
                     id,
                     TerminalStatus::Failed,
-                    Reason::WontImprove { status, code },
+                    Reason::WontImprove {
+                        status,
+                        code: code.map(str::to_owned),
+                    },
                     now,
                 )
             }
@@ -201,7 +204,7 @@ impl<L: Ledger> Scheduler<L> {
         &mut self,
         id: JobId,
         failure: Failure,
-        code: Option<String>,
+        code: Option<&str>,
         rate_limited: bool,
         told: Option<Millis>,
         now: Millis,
@@ -223,11 +226,15 @@ impl<L: Ledger> Scheduler<L> {
                 self.finish(
                     id,
                     TerminalStatus::Failed,
-                    Reason::WontImprove { status, code },
+                    Reason::WontImprove {
+                        status,
+                        code: code.map(str::to_owned),
+                    },
                     now,
                 )
             }
             (FailureGroup::Conflict, _) => {
+                let code = code.map(str::to_owned);
                 self.finish(id, TerminalStatus::Failed, Reason::Conflict { code }, now)
             }
             // The class allows no further attempt for this group.

@@ -95,7 +95,7 @@ pub fn with_code(status: u16, code: &str) -> Outcome {
         headers: Vec::new(),
         retry_after_ms: None,
         rate: None,
-        error_code: Some(code.into()),
+        error_code: Some(code.to_owned().into()),
         usage: None,
         operation_id: None,
     })

@@ -40,13 +40,13 @@ pub struct JournalEntry {
     /// Request fingerprint without secrets: method, route template and body hash.
     pub fingerprint: String,
     /// `x-stampede-tenant`.
-    pub tenant: Option<String>,
+    pub tenant: Option<Arc<str>>,
     /// `x-stampede-action`.
     pub action: Option<u64>,
     /// `x-stampede-attempt`.
     pub attempt_no: Option<u32>,
     /// `x-stampede-class`.
-    pub class: Option<String>,
+    pub class: Option<Arc<str>>,
     /// HTTP status when one was sent (200 for streams).
     pub status: Option<u16>,
     /// Outcome label: "200", "429", "dropped", "hang", "stream_cut", "stream_error"

@@ -2,6 +2,7 @@
 
 use crate::config::RouteName;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// One attempt as the provider's edge sees it.
 ///
@@ -30,10 +31,11 @@ pub struct Request {
     /// Whether a streamed answer ends with a usage chunk (`stream_options.include_usage`).
     #[serde(default)]
     pub stream_usage: bool,
-    /// `x-stampede-class`: the client's request class (`llm`, `tool`, ...).
-    pub class: Option<String>,
-    /// `x-stampede-tenant`.
-    pub tenant: Option<String>,
+    /// `x-stampede-class`: the client's request class (`llm`, `tool`, ...). Shared, so the
+    /// journal entry of each attempt holds it without a copy.
+    pub class: Option<Arc<str>>,
+    /// `x-stampede-tenant`, shared like `class`.
+    pub tenant: Option<Arc<str>>,
     /// `x-stampede-action`: the client's logical action id.
     pub action: Option<u64>,
     /// `x-stampede-attempt`: the client's attempt number for that action (1-based).

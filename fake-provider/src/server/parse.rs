@@ -4,6 +4,7 @@ use crate::model::{canonical_body_hash, FindBy, Request, RequestRoute};
 use axum::http::HeaderMap;
 use serde::Deserialize;
 use serde_json::Value;
+use std::sync::Arc;
 
 /// Output tokens assumed when a completion request names no `max_tokens`.
 pub(crate) const DEFAULT_MAX_TOKENS: u32 = 256;
@@ -119,8 +120,8 @@ pub(crate) fn base_request(
         route,
         credential,
         idempotency_key: text("idempotency-key")?.filter(|k| !k.is_empty()),
-        class: text("x-stampede-class")?,
-        tenant: text("x-stampede-tenant")?,
+        class: text("x-stampede-class")?.map(Arc::from),
+        tenant: text("x-stampede-tenant")?.map(Arc::from),
         action: number("x-stampede-action")?,
         attempt_no,
         sdk_retry_count: number("x-stainless-retry-count")

@@ -416,7 +416,7 @@ impl CaseFiles {
         let scope = e.facts.scope.as_deref().unwrap_or("account");
         self.dead_letters.push(DeadLetter {
             action: e.action,
-            tenant: e.facts.tenant.clone(),
+            tenant: e.facts.tenant.to_string(),
             task: e.facts.task.clone(),
             status,
             reason: reason.clone(),
@@ -427,7 +427,7 @@ impl CaseFiles {
             last_status: terminal.last_status,
             escalated,
             input: OriginalInput {
-                class: e.facts.class.clone(),
+                class: e.facts.class.to_string(),
                 route: snake(&format!("{route:?}")),
                 priority: snake(&format!("{:?}", e.facts.priority)),
                 prompt_tokens: e.facts.prompt_tokens,
@@ -470,7 +470,7 @@ impl CaseFiles {
         };
         self.escalations.push(Escalation {
             action: e.action,
-            tenant: e.facts.tenant.clone(),
+            tenant: e.facts.tenant.to_string(),
             task: e.facts.task.clone(),
             outcome: status,
             reason,

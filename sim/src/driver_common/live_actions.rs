@@ -78,12 +78,12 @@ impl LiveActions {
     /// The tenant the harness submitted action `id` for (`""` for an unknown id): how the
     /// measurement attributes its attempts, whatever the client claims on the wire.
     pub fn tenant_of(&self, id: JobId) -> &str {
-        self.by_id.get(&id).map_or("", |a| a.facts.tenant.as_str())
+        self.by_id.get(&id).map_or("", |a| &*a.facts.tenant)
     }
 
     /// The class the harness submitted action `id` as (`""` for an unknown id).
     pub fn class_of(&self, id: JobId) -> &str {
-        self.by_id.get(&id).map_or("", |a| a.facts.class.as_str())
+        self.by_id.get(&id).map_or("", |a| &*a.facts.class)
     }
 
     /// The priority the harness submitted action `id` at (`""` for an unknown id).
@@ -216,8 +216,8 @@ impl LiveActions {
             };
             measure.list_unfinished(UnfinishedRow {
                 action: id,
-                tenant: a.facts.tenant.clone(),
-                class: a.facts.class.clone(),
+                tenant: a.facts.tenant.to_string(),
+                class: a.facts.class.to_string(),
                 submitted_at_ms: a.submitted_at,
                 sent,
                 state: state.to_string(),

@@ -1,6 +1,9 @@
 //! Between the core's words and the provider model's: a `Send` becomes a provider `Request`,
 //! and the model's `Decision` becomes the `Outcome` the core hears, at the time it hears it.
 
+use std::borrow::Cow;
+use std::sync::Arc;
+
 use stampede_core::rate_headers::RateHint;
 use stampede_core::{
     Job, LookupBy, LookupResult, Millis, Outcome, Priority, Response, Route, SendAttempt, SendKind,
@@ -13,12 +16,12 @@ use stampede_provider::model::{
 /// What the driver knows about a live action beyond what a `Send` carries.
 #[derive(Debug, Clone)]
 pub struct ActionFacts {
-    /// Tenant that owns the action.
-    pub tenant: String,
+    /// Tenant that owns the action; shared with the requests of its attempts.
+    pub tenant: Arc<str>,
     /// Task (goal) it belongs to; for its dead letter or case file.
     pub task: String,
-    /// Request class name (`read`, `llm`, ... or a user-defined one).
-    pub class: String,
+    /// Request class name (`read`, `llm`, ... or a user-defined one); shared like `tenant`.
+    pub class: Arc<str>,
     /// Credential its attempts are sent with (never written out whole) and its scope, if
     /// known; for its case file.
     pub credential: String,
@@ -53,9 +56,9 @@ impl ActionFacts {
     /// The facts of `job`, taken over when it is admitted: its strings move, not copied.
     pub fn from_job(job: Job) -> Self {
         Self {
-            tenant: job.tenant,
+            tenant: Arc::from(job.tenant),
             task: job.task,
-            class: job.class,
+            class: Arc::from(job.class),
             credential: job.credential,
             scope: job.scope,
             route: job.route,
@@ -163,14 +166,7 @@ pub fn outcome(send: &SendAttempt, decision: Decision) -> (Millis, Outcome) {
             ..
         } => (
             latency,
-            answered_typed(
-                send,
-                status,
-                &signals,
-                error.map(|e| e.code.into_owned()),
-                &body,
-                usage,
-            ),
+            answered_typed(send, status, &signals, error.map(|e| e.code), &body, usage),
         ),
         Answer::Drop { committed: false } => (
             latency,
@@ -210,7 +206,16 @@ pub fn answered(
         .and_then(|e| e.get("code"))
         .and_then(|c| c.as_str())
         .map(str::to_string);
-    answered_with(send, status, headers, None, None, error_code, body, usage)
+    answered_with(
+        send,
+        status,
+        headers,
+        None,
+        None,
+        error_code.map(Cow::Owned),
+        body,
+        usage,
+    )
 }
 
 /// [`answered`] for the in-process provider: its Retry-After and rate-limit figures go to
@@ -220,7 +225,7 @@ pub fn answered_typed(
     send: &SendAttempt,
     status: u16,
     signals: &Signals,
-    error_code: Option<String>,
+    error_code: Option<Cow<'static, str>>,
     body: &serde_json::Value,
     usage: Option<(u32, u32)>,
 ) -> Outcome {
@@ -269,7 +274,7 @@ fn answered_with(
     headers: Vec<(String, String)>,
     retry_after_ms: Option<Millis>,
     rate: Option<RateHint>,
-    error_code: Option<String>,
+    error_code: Option<Cow<'static, str>>,
     body: &serde_json::Value,
     usage: Option<(u32, u32)>,
 ) -> Outcome {

@@ -50,7 +50,7 @@ pub struct Measurement {
     rows: Vec<TimeseriesRow>,
     /// Terminal latencies of the bucket being filled: (bucket index, values).
     bucket_latency: Option<(usize, Distribution)>,
-    tenants: BTreeMap<(u64, String), TenantRow>,
+    tenants: BTreeMap<u64, BTreeMap<String, TenantRow>>,
     last_terminal_ms: u64,
     /// The scenario's duration cap (ms): how long a request without a deadline that did not
     /// complete keeps the service window open.
@@ -246,13 +246,18 @@ impl Measurement {
 
     fn tenant_row(&mut self, t: u64, tenant: &str) -> &mut TenantRow {
         let start = self.bucket(t) as u64 * self.bucket_ms;
-        self.tenants
-            .entry((start, tenant.to_string()))
-            .or_insert_with(|| TenantRow {
+        let bucket = self.tenants.entry(start).or_default();
+        // Looked up by `&str` first: a tenant's name is copied once per bucket, not per
+        // attempt.
+        if !bucket.contains_key(tenant) {
+            let row = TenantRow {
                 t_ms: start,
                 tenant: tenant.to_string(),
                 ..TenantRow::default()
-            })
+            };
+            bucket.insert(tenant.to_string(), row);
+        }
+        bucket.get_mut(tenant).expect("inserted above")
     }
 
     /// A logical action was submitted.
@@ -879,7 +884,11 @@ impl Measurement {
         Measured {
             summary: s,
             timeseries: self.rows,
-            tenants: self.tenants.into_values().collect(),
+            tenants: self
+                .tenants
+                .into_values()
+                .flat_map(BTreeMap::into_values)
+                .collect(),
             unfinished,
             cases: self.cases,
             downs: Vec::new(),
