@@ -1,6 +1,7 @@
 //! What the core asks its driver to do.
 
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 use crate::degradation::RungKind;
 use crate::job::{JobId, Route};
@@ -62,11 +63,13 @@ pub struct SendAttempt {
     /// The action itself, or a reconciliation look-up.
     pub kind: SendKind,
     /// Credential (bearer key) to send it with: the credential of the action's current
-    /// route (the job's own, or a fallback route's).
-    pub credential: String,
+    /// route (the job's own, or a fallback route's). Shared with the core's own record of
+    /// the action: an attempt carries it without a copy.
+    pub credential: Arc<str>,
     /// The provider scope the attempt's rate was reserved on: the current route's scope
     /// (the job's scope, or a fallback route's), `"account"` when the route names none.
-    pub scope: String,
+    /// Shared with the core's scope record.
+    pub scope: Arc<str>,
     /// Endpoint family of the action (for a look-up: of the action looked up).
     pub route: Route,
     /// `Idempotency-Key` header to send, if the policy sends keys.

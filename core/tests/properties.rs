@@ -322,7 +322,7 @@ fn play(input: &Input) -> Vec<(Millis, Command)> {
                         send.attempt,
                         (
                             send.job,
-                            send.scope.clone(),
+                            send.scope.to_string(),
                             u64::from(send.reserved_tokens),
                         ),
                     );
@@ -335,7 +335,7 @@ fn play(input: &Input) -> Vec<(Millis, Command)> {
                     let reserved = u64::from(send.reserved_tokens);
                     if let (true, Some(tpm), true) = (shaped, input.tpm, reserved > 0) {
                         let capacity = i128::from(tpm);
-                        let mirror = mirrors.entry(send.scope.clone()).or_insert(Mirror {
+                        let mirror = mirrors.entry(send.scope.to_string()).or_insert(Mirror {
                             capacity,
                             level: capacity * WINDOW_MS,
                             last: now,
@@ -367,7 +367,7 @@ fn play(input: &Input) -> Vec<(Millis, Command)> {
                         Pending {
                             attempt: send.attempt,
                             outcome,
-                            scope: send.scope.clone(),
+                            scope: send.scope.to_string(),
                             reserved,
                             used,
                         },

@@ -114,8 +114,8 @@ fn a_job_follows_the_plan_of_its_credential_only() {
         "only the routed job moves at once: {moved:?}"
     );
     assert_eq!(moved[0].job, 1);
-    assert_eq!(moved[0].credential, BACKUP);
-    assert_eq!(moved[0].scope, "backup");
+    assert_eq!(moved[0].credential.as_ref(), BACKUP);
+    assert_eq!(moved[0].scope.as_ref(), "backup");
     assert_eq!(moved[0].fallback, Some(FallbackWhen::PrimaryUnavailable));
     // The unrouted job retries on its own route after a backoff.
     let (_, retry) = (10..60_000)
@@ -126,7 +126,7 @@ fn a_job_follows_the_plan_of_its_credential_only() {
         })
         .expect("the unrouted job retries");
     assert_eq!(retry.job, 2);
-    assert_eq!(retry.credential, "sk-unrouted");
+    assert_eq!(retry.credential.as_ref(), "sk-unrouted");
     assert_eq!(retry.fallback, None);
 }
 
@@ -146,7 +146,7 @@ fn fallback_goes_to_the_first_later_route_listing_the_condition() {
     s.on_outcome(first.attempt, status(503), 10);
     let second = one_send(&mut s, 10);
     assert_eq!(
-        (second.credential.as_str(), second.scope.as_str()),
+        (second.credential.as_ref(), second.scope.as_ref()),
         (SPARE, "spare")
     );
     // From the spare, the next route listing the condition is the third one, not an
@@ -154,7 +154,7 @@ fn fallback_goes_to_the_first_later_route_listing_the_condition() {
     s.on_outcome(second.attempt, status(503), 20);
     let third = one_send(&mut s, 20);
     assert_eq!(
-        (third.credential.as_str(), third.scope.as_str()),
+        (third.credential.as_ref(), third.scope.as_ref()),
         (BACKUP, "backup")
     );
     assert_eq!(third.fallback, Some(FallbackWhen::PrimaryUnavailable));
@@ -163,7 +163,7 @@ fn fallback_goes_to_the_first_later_route_listing_the_condition() {
     let (rest, done) = play_from(&mut s, 30, &[status(503), status(503)]);
     assert!(rest
         .iter()
-        .all(|send| send.credential == BACKUP && send.fallback.is_none()));
+        .all(|send| &*send.credential == BACKUP && send.fallback.is_none()));
     assert_eq!(done.unwrap().reason, Reason::AttemptsExhausted);
 }
 
@@ -172,13 +172,13 @@ fn each_route_gets_the_class_max_attempts_afresh() {
     let mut s = scheduler(backup_on(&[FallbackWhen::RateLimitAfterRetryBudget]));
     s.submit(job(1, "llm"), 0).unwrap();
     let (sent, done) = play(&mut s, &vec![status(429); 6]);
-    let on = |credential: &str| sent.iter().filter(|s| s.credential == credential).count();
+    let on = |credential: &str| sent.iter().filter(|s| &*s.credential == credential).count();
     assert_eq!(
         (on(CREDENTIAL), on(BACKUP)),
         (3, 3),
         "llm max_attempts = 3 per route"
     );
-    let first_backup = sent.iter().find(|s| s.credential == BACKUP).unwrap();
+    let first_backup = sent.iter().find(|s| &*s.credential == BACKUP).unwrap();
     assert_eq!(
         first_backup.fallback,
         Some(FallbackWhen::RateLimitAfterRetryBudget)
@@ -197,7 +197,10 @@ fn a_429_moves_on_only_when_the_retry_budget_on_its_route_ends() {
     s.submit(job(1, "llm"), 0).unwrap();
     let (sent, _) = play(&mut s, &[status(429), status(429)]);
     assert_eq!(sent.len(), 3);
-    assert!(sent.iter().all(|s| s.credential == CREDENTIAL), "{sent:?}");
+    assert!(
+        sent.iter().all(|s| &*s.credential == CREDENTIAL),
+        "{sent:?}"
+    );
     // A Retry-After longer than the wait budget ends the budget at once: move on.
     let mut policy = backup_on(&[FallbackWhen::RateLimitAfterRetryBudget]);
     policy.classes.get_mut("llm").unwrap().max_wait = std::time::Duration::from_secs(5);
@@ -206,7 +209,7 @@ fn a_429_moves_on_only_when_the_retry_budget_on_its_route_ends() {
     let first = one_send(&mut s, 0);
     s.on_outcome(first.attempt, response(429, &[("retry-after", "30")]), 10);
     let moved = one_send(&mut s, 10);
-    assert_eq!(moved.credential, BACKUP);
+    assert_eq!(moved.credential.as_ref(), BACKUP);
 }
 
 #[test]
@@ -232,14 +235,14 @@ fn first_fallback_attempt_goes_without_backoff_but_waits_for_the_new_scope() {
     let later = sends(&drain(&mut s, 10_005));
     assert!(later
         .iter()
-        .any(|send| send.job == 1 && send.credential == BACKUP));
+        .any(|send| send.job == 1 && &*send.credential == BACKUP));
 
     // Without a published wait the move is immediate: no backoff delay.
     let mut s = scheduler(backup_on(&[FallbackWhen::PrimaryUnavailable]));
     s.submit(job(1, "llm"), 0).unwrap();
     let first = one_send(&mut s, 0);
     s.on_outcome(first.attempt, status(503), 10);
-    assert_eq!(one_send(&mut s, 10).credential, BACKUP);
+    assert_eq!(one_send(&mut s, 10).credential.as_ref(), BACKUP);
 }
 
 #[test]
@@ -284,7 +287,7 @@ fn reconcile_before_fallback_keeps_an_uncertain_action_on_its_route_with_the_sam
     assert_eq!(sent.len(), 3);
     assert!(
         sent.iter()
-            .all(|s| s.credential == CREDENTIAL && s.scope == "acct" && s.fallback.is_none()),
+            .all(|s| &*s.credential == CREDENTIAL && &*s.scope == "acct" && s.fallback.is_none()),
         "{sent:?}"
     );
     assert!(sent
@@ -313,7 +316,7 @@ fn timeouts_and_drops_after_the_write_are_reconciled_on_the_route_too() {
         s.submit(job(1, "llm"), 0).unwrap();
         let (sent, _) = play(&mut s, &[uncertain.clone(), ok()]);
         assert!(
-            sent.iter().all(|s| s.credential == CREDENTIAL),
+            sent.iter().all(|s| &*s.credential == CREDENTIAL),
             "{uncertain:?}"
         );
     }
@@ -335,7 +338,7 @@ fn a_lookup_that_finds_nothing_settles_the_route() {
     let (sent, done) = play(&mut s, &answers);
     let kinds: Vec<(bool, &str)> = sent
         .iter()
-        .map(|s| (s.kind == SendKind::Action, s.credential.as_str()))
+        .map(|s| (s.kind == SendKind::Action, s.credential.as_ref()))
         .collect();
     // The uncertain write is looked up on its route (never crossed); the look-up says it
     // did not execute, so the 503 after the re-send may cross.
@@ -356,7 +359,7 @@ fn uncertain_action_out_of_budget_offers_a_status_query_and_never_claims_it_did_
     let mut s = scheduler(backup_on(&[FallbackWhen::ProviderFiveXx]));
     s.submit(job(1, "llm"), 0).unwrap();
     let (sent, done) = play(&mut s, &vec![status(500); 3]);
-    assert!(sent.iter().all(|s| s.credential == CREDENTIAL));
+    assert!(sent.iter().all(|s| &*s.credential == CREDENTIAL));
     let done = done.unwrap();
     assert_eq!(done.reason, Reason::AttemptsExhausted);
     assert!(
@@ -386,7 +389,7 @@ fn naive_router_crosses_at_once_even_after_an_attempt_that_may_have_executed() {
     let first = one_send(&mut s, 0);
     s.on_outcome(first.attempt, status(500), 10);
     let moved = one_send(&mut s, 10);
-    assert_eq!(moved.credential, BACKUP);
+    assert_eq!(moved.credential.as_ref(), BACKUP);
     assert_eq!(moved.fallback, Some(FallbackWhen::ProviderFiveXx));
     assert!(s
         .drain_audit()
@@ -407,13 +410,17 @@ fn never_arrived_failures_cross_even_when_reconciling() {
         s.submit(job(1, "llm"), 0).unwrap();
         let first = one_send(&mut s, 0);
         s.on_outcome(first.attempt, never.clone(), 10);
-        assert_eq!(one_send(&mut s, 10).credential, BACKUP, "{never:?}");
+        assert_eq!(
+            one_send(&mut s, 10).credential.as_ref(),
+            BACKUP,
+            "{never:?}"
+        );
     }
     // A 429 is not "unavailable": it slows the scope, it does not move the action.
     let mut s = scheduler(backup_on(&[FallbackWhen::PrimaryUnavailable]));
     s.submit(job(1, "llm"), 0).unwrap();
     let (sent, _) = play(&mut s, &[status(429), ok()]);
-    assert!(sent.iter().all(|s| s.credential == CREDENTIAL));
+    assert!(sent.iter().all(|s| &*s.credential == CREDENTIAL));
 }
 
 #[test]
@@ -928,7 +935,7 @@ fn a_move_is_new_load_on_the_fallback_scope_not_a_retry_against_its_budget() {
     }
     let moved = sends(&drain(&mut s, 10));
     assert_eq!(moved.len(), 5, "every action moved: {moved:?}");
-    assert!(moved.iter().all(|m| m.scope == "backup"));
+    assert!(moved.iter().all(|m| &*m.scope == "backup"));
     // A 503 on the fallback is a retry there: the empty budget refuses it.
     for send in &moved {
         s.on_outcome(send.attempt, status(503), 20);

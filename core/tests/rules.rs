@@ -932,7 +932,7 @@ fn unknown_scope_means_the_whole_account() {
     let mut j = job(1, "read");
     j.scope = None;
     s.submit(j, 0).unwrap();
-    assert_eq!(sends(&drain(&mut s, 0))[0].scope, "account");
+    assert_eq!(sends(&drain(&mut s, 0))[0].scope.as_ref(), "account");
 }
 
 #[test]

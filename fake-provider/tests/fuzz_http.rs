@@ -808,7 +808,7 @@ fn request() -> impl Strategy<Value = Request> {
                 (class, tenant, action, attempt_no, sdk_retry_count),
             )| Request {
                 route,
-                credential,
+                credential: credential.map(Into::into),
                 idempotency_key,
                 body_hash,
                 external_ref,

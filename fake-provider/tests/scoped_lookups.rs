@@ -43,7 +43,7 @@ fn config() -> ProviderConfig {
 fn as_scope(s: &str, route: RequestRoute) -> Request {
     Request {
         route,
-        credential: Some(format!("sk-{s}-key-0001")),
+        credential: Some(format!("sk-{s}-key-0001").into()),
         ..Request::default()
     }
 }

@@ -8,6 +8,8 @@
 //! like any rate wait (its wake-up is the time the buckets are high enough again, and its
 //! deadline still applies).
 
+use std::sync::Arc;
+
 use super::audit_log::Detail;
 use super::degrade::Ladder;
 use super::lanes::{rank as rank_of, PRIORITIES};
@@ -248,8 +250,8 @@ impl<L: Ledger> Scheduler<L> {
             self.policy.workers
         );
         let (credential, route_model) = match self.fallback_route(id) {
-            Some(route) => (route.credential.clone(), route.model.clone()),
-            None => (self.jobs[&id].entry.job.credential.clone(), None),
+            Some(route) => (Arc::from(route.credential.as_str()), route.model.clone()),
+            None => (Arc::clone(&self.jobs[&id].credential), None),
         };
         let job = self.jobs.get_mut(&id).expect("launch of a live action");
         job.phase = Phase::InFlight(attempt);
@@ -279,7 +281,7 @@ impl<L: Ledger> Scheduler<L> {
             attempt_no: job.entry.attempts,
             kind,
             credential,
-            scope: String::new(),
+            scope: Arc::clone(&self.scopes.get(job.scope).id),
             route: job.entry.job.route,
             idempotency_key: if self.policy.send_idempotency_keys {
                 job.entry.job.idempotency_key.clone()
@@ -349,10 +351,6 @@ impl<L: Ledger> Scheduler<L> {
         if first {
             scope.retries.record_first(now);
         }
-        let send = SendAttempt {
-            scope: scope.id.clone(),
-            ..send
-        };
         if lead
             && self
                 .coalescing

@@ -4,6 +4,7 @@
 //! token buckets (reserve, then reconcile with actual usage) and its concurrency budget.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -70,7 +71,7 @@ pub(super) enum Blocked {
 /// One scope's live state.
 #[derive(Debug)]
 pub(super) struct ScopeState {
-    pub id: String,
+    pub id: Arc<str>,
     pub record: ScopeRecord,
     pub requests: Option<TokenBucket>,
     pub tokens: Option<TokenBucket>,
@@ -92,7 +93,7 @@ impl ScopeState {
                 .map(|l| TokenBucket::new(u64::from(l), MINUTE, now))
         };
         Self {
-            id: id.to_owned(),
+            id: Arc::from(id),
             record: ScopeRecord::default(),
             requests: bucket(budget.rpm),
             tokens: bucket(budget.tpm),

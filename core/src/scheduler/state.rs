@@ -1,5 +1,6 @@
 //! What the scheduler keeps about each live action, attempt on the wire and task.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::command::LookupBy;
@@ -114,6 +115,8 @@ pub(super) enum NextSend {
 pub(super) struct Tracked {
     /// What the ledger holds for it (job with its key, state, attempts, wait, operation id).
     pub entry: LedgerEntry,
+    /// The job's own credential, shared with every attempt sent with it.
+    pub credential: Arc<str>,
     pub scope: usize,
     pub class: usize,
     pub tenant: u32,
@@ -179,6 +182,7 @@ impl Tracked {
     pub fn new(entry: LedgerEntry, scope: usize, class: usize, tenant: u32, lane: u32) -> Self {
         let attempts = entry.attempts;
         Self {
+            credential: Arc::from(entry.job.credential.as_str()),
             entry,
             scope,
             class,

@@ -14,8 +14,9 @@ use std::sync::Arc;
 pub struct Request {
     /// Which endpoint.
     pub route: RequestRoute,
-    /// The bearer key, if any (`None` gets 401).
-    pub credential: Option<String>,
+    /// The bearer key, if any (`None` gets 401). Shared with the client's record of the
+    /// action, so an attempt carries it without a copy.
+    pub credential: Option<Arc<str>>,
     /// The `Idempotency-Key` header.
     pub idempotency_key: Option<String>,
     /// Hash of the canonical request body (see [`body_hash`]); 0 for bodiless requests.

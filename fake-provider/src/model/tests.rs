@@ -44,7 +44,7 @@ fn model(c: ProviderConfig) -> ProviderModel {
 fn chat(scope: &str) -> Request {
     Request {
         route: RequestRoute::ChatCompletions,
-        credential: Some(format!("sk-{scope}-key1")),
+        credential: Some(format!("sk-{scope}-key1").into()),
         prompt_tokens: 100,
         max_tokens: 50,
         body_hash: 7,
@@ -63,7 +63,7 @@ fn chat_body(scope: &str, body: u64) -> Request {
 fn write(scope: &str, key: Option<&str>, external_ref: &str, body_hash: u64) -> Request {
     Request {
         route: RequestRoute::CreateRecord,
-        credential: Some(format!("sk-{scope}-key1")),
+        credential: Some(format!("sk-{scope}-key1").into()),
         idempotency_key: key.map(str::to_string),
         external_ref: Some(external_ref.into()),
         body_hash,
@@ -823,7 +823,7 @@ fn lean_bodies_keep_the_id_and_the_error_code_and_change_nothing_else() {
 fn find(scope: &str, by: FindBy) -> Request {
     Request {
         route: RequestRoute::FindRecords { by },
-        credential: Some(format!("sk-{scope}-key1")),
+        credential: Some(format!("sk-{scope}-key1").into()),
         ..Request::default()
     }
 }
@@ -831,7 +831,7 @@ fn find(scope: &str, by: FindBy) -> Request {
 fn get_record(scope: &str, id: &str) -> Request {
     Request {
         route: RequestRoute::GetRecord { id: id.into() },
-        credential: Some(format!("sk-{scope}-key1")),
+        credential: Some(format!("sk-{scope}-key1").into()),
         ..Request::default()
     }
 }

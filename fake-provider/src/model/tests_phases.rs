@@ -64,7 +64,7 @@ fn cut(id: &str, f: impl FnOnce(&mut ScopeOverride)) -> ScopeOverride {
 fn chat(scope: &str, body: u64) -> Request {
     Request {
         route: RequestRoute::ChatCompletions,
-        credential: Some(format!("sk-{scope}-key1")),
+        credential: Some(format!("sk-{scope}-key1").into()),
         prompt_tokens: 100,
         max_tokens: 50,
         body_hash: body,

@@ -25,6 +25,7 @@ use axum::http::{HeaderMap, Response};
 use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 /// Output tokens assumed when a request names no `max_tokens` (Anthropic requires it; a
 /// client that leaves it out gets this rather than a 400).
@@ -84,7 +85,7 @@ pub(crate) async fn messages(
         req.credential = headers
             .get("x-api-key")
             .and_then(|v| v.to_str().ok())
-            .map(|s| s.trim().to_string());
+            .map(|s| Arc::from(s.trim()));
     }
     let v: Value = match serde_json::from_slice(&bytes) {
         Ok(v) => v,

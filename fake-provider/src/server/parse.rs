@@ -118,7 +118,7 @@ pub(crate) fn base_request(
         .transpose()?;
     Ok(Request {
         route,
-        credential,
+        credential: credential.map(Arc::from),
         idempotency_key: text("idempotency-key")?.filter(|k| !k.is_empty()),
         class: text("x-stampede-class")?.map(Arc::from),
         tenant: text("x-stampede-tenant")?.map(Arc::from),

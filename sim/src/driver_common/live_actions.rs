@@ -125,8 +125,8 @@ impl LiveActions {
                 (name(&action.facts.credential), name(&send.credential)),
             );
             // The case file names where the action went last.
-            action.facts.credential = send.credential.clone();
-            action.facts.scope = Some(send.scope.clone());
+            action.facts.credential = send.credential.to_string();
+            action.facts.scope = Some(send.scope.to_string());
         }
         let group = Group {
             tenant: &action.facts.tenant,

@@ -16,6 +16,7 @@ pub mod router;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
+use std::sync::Arc;
 
 use rand_chacha::ChaCha8Rng;
 use stampede_core::{Millis, Reason, Route, Terminal, TerminalStatus};
@@ -464,7 +465,7 @@ fn request_of(call: &Call, layers: &[RetryLayer]) -> Request {
     let credential_is_jobs = credential == job.credential;
     Request {
         route,
-        credential: Some(credential),
+        credential: Some(Arc::from(credential)),
         body_hash: job.payload_hash,
         external_ref: job.external_ref.clone(),
         prompt_tokens: if chat { job.prompt_tokens } else { 0 },

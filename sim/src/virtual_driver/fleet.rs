@@ -188,9 +188,9 @@ impl Fleet {
             if let Command::Send(send) = &mut command {
                 send.attempt = self.global(r, send.attempt);
                 if let Some(delay) = self.share_delay {
-                    self.scope_of.insert(send.attempt, send.scope.clone());
+                    self.scope_of.insert(send.attempt, send.scope.to_string());
                     let news = News::Spend {
-                        scope: send.scope.clone(),
+                        scope: send.scope.to_string(),
                         tokens: u64::from(send.reserved_tokens),
                     };
                     self.publish(now + delay, r, news);
