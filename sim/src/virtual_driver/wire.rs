@@ -113,13 +113,29 @@ impl<'a> ModelWire<'a> {
         now: Millis,
     ) -> Result<(), DriverError> {
         let landed = self.land(&send, &request, &turn.live, &mut turn.measure, now)?;
+        self.schedule(global, landed, *send, *request, left, now);
+        Ok(())
+    }
+
+    /// Queues what follows attempt `global` (`send`, rendered as `request`) after it
+    /// `landed`: another re-send by the layer under the client when `left` remain and the
+    /// outcome is one it re-sends after, else the answer the client hears.
+    fn schedule(
+        &mut self,
+        global: stampede_core::AttemptId,
+        landed: Landed,
+        send: SendAttempt,
+        request: Request,
+        left: u32,
+        now: Millis,
+    ) {
         let event = if left > 0 && translate::hidden_layer_retries(&landed.outcome) {
             Event::HiddenResend {
                 attempt: global,
                 provider: landed.provider,
                 seq: landed.seq,
-                send,
-                request,
+                send: Box::new(send),
+                request: Box::new(request),
                 left: left - 1,
             }
         } else {
@@ -133,7 +149,6 @@ impl<'a> ModelWire<'a> {
             }
         };
         self.queue.push(now + landed.after, event);
-        Ok(())
     }
 }
 
@@ -155,26 +170,7 @@ impl Wire for ModelWire<'_> {
         let landed = self.land(&send, &request, live, measure, now)?;
         let global = self.crashes.global(send.attempt);
         let dies = self.crashes.after_send(&send, global);
-        let event = if self.hidden_retries > 0 && translate::hidden_layer_retries(&landed.outcome) {
-            Event::HiddenResend {
-                attempt: global,
-                provider: landed.provider,
-                seq: landed.seq,
-                send: Box::new(send),
-                request: Box::new(request),
-                left: self.hidden_retries - 1,
-            }
-        } else {
-            Event::Answer {
-                attempt: global,
-                job: send.job,
-                attempt_no: send.attempt_no,
-                provider: landed.provider,
-                seq: landed.seq,
-                outcome: landed.outcome,
-            }
-        };
-        self.queue.push(now + landed.after, event);
+        self.schedule(global, landed, send, request, self.hidden_retries, now);
         Ok(if dies { Flow::Dies } else { Flow::Go })
     }
 }
