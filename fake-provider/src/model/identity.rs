@@ -32,6 +32,7 @@ use rustc_hash::FxHashMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::logicals::Logicals;
 #[cfg(test)]
 use super::request::body_hash;
 use super::request::{FindBy, Fnv, Request, RequestRoute};
@@ -101,11 +102,17 @@ pub struct Identity {
     /// Whether the tables were given their steady-state room (see `presize`).
     presized: bool,
     next: u64,
-    logicals: FxHashMap<u64, Logical>,
+    logicals: Logicals<Logical>,
     aliases: FxHashMap<u64, u64>,
     /// `(expires at, logical)` in touch order: arrivals come in time order, so expiries are
     /// non-decreasing and forgetting pops from the front.
     expiry: VecDeque<(Millis, u64)>,
+}
+
+/// Most ids the table of logical requests spans in place (see `Logicals`): a quarter more
+/// than the cap, so forgetting out of order rarely moves a request aside.
+fn max_span(max_logicals: usize) -> usize {
+    max_logicals + max_logicals / 4 + 1_024
 }
 
 /// The hash of `tag NUL scope NUL value`, computed without building that string.
@@ -156,7 +163,7 @@ impl Identity {
             max_logicals: max_logicals.max(1),
             presized: false,
             next: 0,
-            logicals: FxHashMap::default(),
+            logicals: Logicals::new(max_span(max_logicals.max(1))),
             aliases: FxHashMap::default(),
             expiry: VecDeque::new(),
         }
@@ -174,14 +181,15 @@ impl Identity {
     /// afterwards the tables rehash in place and memory stays flat.
     fn presize(&mut self) {
         self.presized = true;
-        self.logicals.reserve(self.max_logicals);
+        self.logicals
+            .reserve(max_span(self.max_logicals).saturating_sub(self.logicals.len()));
         self.aliases.reserve(self.aliases.len());
         let most = 2 * self.max_logicals + 1_024;
         self.expiry.reserve(most.saturating_sub(self.expiry.len()));
     }
 
     fn forget(&mut self, id: u64) {
-        if let Some(l) = self.logicals.remove(&id) {
+        if let Some(l) = self.logicals.remove(id) {
             for a in l.aliases {
                 if self.aliases.get(&a) == Some(&id) {
                     self.aliases.remove(&a);
@@ -205,7 +213,7 @@ impl Identity {
             self.expiry.pop_front();
             let latest = self
                 .logicals
-                .get(&id)
+                .get(id)
                 .is_some_and(|l| l.last_at + self.window_ms == expires);
             if latest {
                 self.forget(id);
@@ -214,7 +222,7 @@ impl Identity {
     }
 
     fn touch(&mut self, id: u64, now: Millis) {
-        if let Some(l) = self.logicals.get_mut(&id) {
+        if let Some(l) = self.logicals.get_mut(id) {
             l.last_at = now;
             let entry = (now + self.window_ms, id);
             if self.expiry.back() != Some(&entry) {
@@ -226,14 +234,14 @@ impl Identity {
         if self.expiry.len() > 2 * self.max_logicals + 1_024 {
             let (logicals, window) = (&self.logicals, self.window_ms);
             self.expiry
-                .retain(|&(e, id)| logicals.get(&id).is_some_and(|l| l.last_at + window == e));
+                .retain(|&(e, id)| logicals.get(id).is_some_and(|l| l.last_at + window == e));
         }
     }
 
     fn bind(&mut self, id: u64, a: u64) {
         if let std::collections::hash_map::Entry::Vacant(v) = self.aliases.entry(a) {
             v.insert(id);
-            if let Some(l) = self.logicals.get_mut(&id) {
+            if let Some(l) = self.logicals.get_mut(id) {
                 l.aliases.push(a);
             }
         }
@@ -306,7 +314,7 @@ impl Identity {
             self.bind(id, a);
         }
         self.touch(id, now);
-        let Some(l) = self.logicals.get_mut(&id) else {
+        let Some(l) = self.logicals.get_mut(id) else {
             // Just inserted or found in the index: present.
             return Attribution {
                 logical: id,
@@ -327,7 +335,7 @@ impl Identity {
     /// The attempt attributed to `logical` committed a side effect (not an idempotent
     /// replay). Returns whether it is a second (or later) one: a duplicate.
     pub fn committed(&mut self, logical: u64) -> bool {
-        match self.logicals.get_mut(&logical) {
+        match self.logicals.get_mut(logical) {
             Some(l) => {
                 l.commits = l.commits.saturating_add(1);
                 l.commits > 1
@@ -339,7 +347,7 @@ impl Identity {
     /// A Retry-After given to an attempt of `logical`, in an answer that leaves at `leaves`,
     /// binds it until `until` (model ms).
     pub fn told_wait(&mut self, logical: u64, leaves: Millis, until: Millis) {
-        if let Some(l) = self.logicals.get_mut(&logical) {
+        if let Some(l) = self.logicals.get_mut(logical) {
             if until > l.told_until {
                 l.told_from = leaves;
                 l.told_until = until;

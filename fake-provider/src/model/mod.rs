@@ -25,6 +25,7 @@ mod identity;
 mod journal;
 mod latency;
 mod limits;
+mod logicals;
 mod models;
 mod phases;
 mod records;
