@@ -76,7 +76,53 @@ struct Logical {
     /// Model ms of the last attempt (or look-up) that reached it.
     last_at: Millis,
     /// Its alias hashes, removed with it.
-    aliases: Vec<u64>,
+    aliases: Aliases,
+}
+
+/// A logical request's alias hashes. Nearly every request has one or two (its key, its
+/// fingerprint), kept inline so a million remembered requests make no million small
+/// allocations; a write's external reference and record id, or a body changed under one
+/// key, spill to the heap.
+#[derive(Debug, Clone, Default)]
+struct Aliases {
+    inline: [u64; 2],
+    /// Entries of `inline` in use: an enum, not a count, so `Option<Logical>` needs no
+    /// room of its own beside it.
+    used: Used,
+    /// Past two, rare. Boxed so it costs one word beside the inline pair (a `Vec` would
+    /// cost three in every remembered request, a boxed slice two).
+    #[allow(clippy::box_collection)]
+    spill: Option<Box<Vec<u64>>>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+enum Used {
+    #[default]
+    None,
+    One,
+    Two,
+}
+
+impl Aliases {
+    fn push(&mut self, a: u64) {
+        match self.used {
+            Used::None => (self.inline[0], self.used) = (a, Used::One),
+            Used::One => (self.inline[1], self.used) = (a, Used::Two),
+            Used::Two => self.spill.get_or_insert_with(Box::default).push(a),
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+        let used = match self.used {
+            Used::None => 0,
+            Used::One => 1,
+            Used::Two => 2,
+        };
+        self.inline[..used]
+            .iter()
+            .chain(self.spill.iter().flat_map(|s| s.iter()))
+            .copied()
+    }
 }
 
 /// Where one attempt belongs.
@@ -190,7 +236,7 @@ impl Identity {
 
     fn forget(&mut self, id: u64) {
         if let Some(l) = self.logicals.remove(id) {
-            for a in l.aliases {
+            for a in l.aliases.iter() {
                 if self.aliases.get(&a) == Some(&id) {
                     self.aliases.remove(&a);
                 }
@@ -304,7 +350,7 @@ impl Identity {
                         told_from: 0,
                         told_until: 0,
                         last_at: now,
-                        aliases: Vec::with_capacity(3),
+                        aliases: Aliases::default(),
                     },
                 );
                 (self.next, IdentifiedBy::New)
@@ -592,5 +638,23 @@ mod tests {
             id.attribute(&chat(t), "s", t);
         }
         assert!(id.remembered() <= 101, "{} remembered", id.remembered());
+    }
+}
+
+#[cfg(test)]
+mod alias_list {
+    use super::*;
+
+    /// Aliases past the inline two spill in order, and a remembered request with two stays
+    /// as small as it was with a vector, however many requests are kept.
+    #[test]
+    fn aliases_keep_every_hash_in_order() {
+        let mut a = Aliases::default();
+        assert_eq!(a.iter().count(), 0);
+        for h in 1..=5 {
+            a.push(h);
+            assert_eq!(a.iter().collect::<Vec<_>>(), (1..=h).collect::<Vec<_>>());
+        }
+        assert!(std::mem::size_of::<Option<Logical>>() <= 64);
     }
 }
