@@ -6,8 +6,10 @@
 //!
 //! With no scenarios it measures the standard set: `backlog-38k` under the `stampede` and
 //! `naive` presets and `sim/examples/bench-1m.toml` (one million requests). Each is run RUNS times (default 3)
-//! and the median is reported. Peak memory is the process's VmHWM (Linux) after the runs of
-//! one scenario, so run one scenario per process for a clean per-scenario figure.
+//! and the median is reported. Peak memory is the process's VmHWM (Linux) read after the
+//! first run of a scenario: one run's peak. (Read after several runs it climbs with the
+//! allocator's fragmentation between runs, not with anything a run holds.) Run one
+//! scenario per process for a clean per-scenario figure.
 //!
 //! Events are useful work only: arrivals admitted, cancellations, answers, sends and terminal
 //! outcomes. Arrival offers the client refused under backpressure are counted apart
@@ -83,6 +85,7 @@ fn main() {
         let mut rates = Vec::new();
         let mut events = 0;
         let mut refused = 0;
+        let mut hwm = None;
         for _ in 0..runs {
             let started = Instant::now();
             let outcome = match run_virtual(&scenario, &RunOptions::default()) {
@@ -97,8 +100,14 @@ fn main() {
             refused = outcome.refused_offers;
             walls.push(wall * 1_000.0);
             rates.push(outcome.events as f64 / wall.max(1e-9));
+            drop(outcome);
+            if hwm.is_none() {
+                hwm = Some(vm_hwm_kib());
+            }
         }
-        let hwm = vm_hwm_kib().map_or("n/a".to_string(), |k| format!("{:.1}", k as f64 / 1024.0));
+        let hwm = hwm
+            .flatten()
+            .map_or("n/a".to_string(), |k| format!("{:.1}", k as f64 / 1024.0));
         println!(
             "{:<55} {:>6} {:>10.0} {:>12} {:>14.0} {:>10} {:>10}",
             spec,
