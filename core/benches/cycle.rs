@@ -19,7 +19,7 @@ const QUEUED: u64 = 4_096;
 fn job(id: u64) -> Job {
     Job {
         id,
-        tenant: format!("tenant-{}", id % 4),
+        tenant: format!("tenant-{}", id % 4).into(),
         task: "bench".into(),
         credential: "sk-bench".into(),
         scope: Some("account:bench".into()),

@@ -1,5 +1,7 @@
 //! A logical action as a driver submits it.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::time::Millis;
@@ -37,22 +39,27 @@ pub enum Route {
 }
 
 /// One logical action: what a task wants done, before any attempt is made.
+///
+/// Names a driver repeats across actions (tenant, task, credential, scope, class, model)
+/// are shared (`Arc<str>`): a driver interns them once, and an action, its ledger entry
+/// and every attempt hold a reference, not a copy. Build them with `.into()` from a
+/// `&str` or `String`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Job {
     /// The logical action's id.
     pub id: JobId,
     /// Tenant that owns the action (fair dequeue and admission are per tenant).
-    pub tenant: String,
+    pub tenant: Arc<str>,
     /// Task (goal) the action belongs to: per-task retry budgets and cancellation act on it.
-    pub task: String,
+    pub task: Arc<str>,
     /// Credential (bearer key) the action is sent with.
-    pub credential: String,
+    pub credential: Arc<str>,
     /// The provider scope this credential is limited on, when known. `None` means unknown:
     /// assume the whole account shares it (scope `"account"`).
-    pub scope: Option<String>,
+    pub scope: Option<Arc<str>>,
     /// Request class name, a key of `Policy::classes` (`read`, `idempotent_write`,
     /// `uncertain_write`, `llm`, `tool`, or a user-defined one).
-    pub class: String,
+    pub class: Arc<str>,
     /// Endpoint family.
     pub route: Route,
     /// Resource id for reads (`GET /v1/items/{id}`); part of the coalescing key.
@@ -79,5 +86,5 @@ pub struct Job {
     /// fallback route or a `smaller_model` degradation rung may send another
     /// ([`crate::SendAttempt::model`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
+    pub model: Option<Arc<str>>,
 }

@@ -1,9 +1,12 @@
-//! How the in-memory ledger holds a logical action: the job's short texts (tenant, task,
-//! credential, scope, class, idempotency key...) are kept inline rather than as separate
-//! heap strings. The ledger takes a copy of every admitted action and drops it when the
-//! action ends; with `String`s that was a dozen allocations and frees per action, the
-//! largest cost of the core's submit-to-terminal cycle. Texts too long for their slot fall
-//! back to the heap, so nothing is ever truncated.
+//! How the in-memory ledger holds a logical action: the names a job shares with others
+//! (tenant, task, credential, scope, class, model) by reference, and its own short texts
+//! (resource, idempotency key, external reference, operation id) inline rather than as
+//! separate heap strings. The ledger takes a copy of every admitted action and drops it
+//! when the action ends; with `String`s that was a dozen allocations and frees per action,
+//! the largest cost of the core's submit-to-terminal cycle. Texts too long for their slot
+//! fall back to the heap, so nothing is ever truncated.
+
+use std::sync::Arc;
 
 use crate::job::{Job, JobId, Priority, Route};
 use crate::ledger::{ActionState, LedgerEntry};
@@ -67,11 +70,11 @@ fn owned<const N: usize>(stored: &Option<Text<N>>) -> Option<String> {
 #[derive(Debug, Clone)]
 pub(crate) struct StoredEntry {
     id: JobId,
-    tenant: Text<22>,
-    task: Text<30>,
-    credential: Text<22>,
-    scope: Option<Text<30>>,
-    class: Text<22>,
+    tenant: Arc<str>,
+    task: Arc<str>,
+    credential: Arc<str>,
+    scope: Option<Arc<str>>,
+    class: Arc<str>,
     route: Route,
     resource: Option<Text<30>>,
     priority: Priority,
@@ -84,7 +87,7 @@ pub(crate) struct StoredEntry {
     external_ref: Option<Text<30>>,
     coalescable: bool,
     stream: bool,
-    model: Option<Text<22>>,
+    model: Option<Arc<str>>,
     pub state: ActionState,
     attempts: u32,
     waited_ms: Millis,
@@ -97,11 +100,11 @@ impl StoredEntry {
         let job = &entry.job;
         Self {
             id: job.id,
-            tenant: Text::new(&job.tenant),
-            task: Text::new(&job.task),
-            credential: Text::new(&job.credential),
-            scope: text(&job.scope),
-            class: Text::new(&job.class),
+            tenant: Arc::clone(&job.tenant),
+            task: Arc::clone(&job.task),
+            credential: Arc::clone(&job.credential),
+            scope: job.scope.clone(),
+            class: Arc::clone(&job.class),
             route: job.route,
             resource: text(&job.resource),
             priority: job.priority,
@@ -113,7 +116,7 @@ impl StoredEntry {
             external_ref: text(&job.external_ref),
             coalescable: job.coalescable,
             stream: job.stream,
-            model: text(&job.model),
+            model: job.model.clone(),
             state: entry.state,
             attempts: entry.attempts,
             waited_ms: entry.waited_ms,
@@ -125,11 +128,11 @@ impl StoredEntry {
     /// Whether `job` is the job stored here, field for field.
     pub fn holds_job(&self, job: &Job) -> bool {
         self.id == job.id
-            && self.tenant.holds(&job.tenant)
-            && self.task.holds(&job.task)
-            && self.credential.holds(&job.credential)
-            && same(&self.scope, &job.scope)
-            && self.class.holds(&job.class)
+            && self.tenant == job.tenant
+            && self.task == job.task
+            && self.credential == job.credential
+            && self.scope == job.scope
+            && self.class == job.class
             && self.route == job.route
             && same(&self.resource, &job.resource)
             && self.priority == job.priority
@@ -141,7 +144,7 @@ impl StoredEntry {
             && same(&self.external_ref, &job.external_ref)
             && self.coalescable == job.coalescable
             && self.stream == job.stream
-            && same(&self.model, &job.model)
+            && self.model == job.model
     }
 
     /// Takes the progress of an entry whose job is the one stored here.
@@ -160,11 +163,11 @@ impl StoredEntry {
         LedgerEntry {
             job: Job {
                 id: self.id,
-                tenant: self.tenant.text_string(),
-                task: self.task.text_string(),
-                credential: self.credential.text_string(),
-                scope: owned(&self.scope),
-                class: self.class.text_string(),
+                tenant: Arc::clone(&self.tenant),
+                task: Arc::clone(&self.task),
+                credential: Arc::clone(&self.credential),
+                scope: self.scope.clone(),
+                class: Arc::clone(&self.class),
                 route: self.route,
                 resource: owned(&self.resource),
                 priority: self.priority,
@@ -176,7 +179,7 @@ impl StoredEntry {
                 external_ref: owned(&self.external_ref),
                 coalescable: self.coalescable,
                 stream: self.stream,
-                model: owned(&self.model),
+                model: self.model.clone(),
             },
             state: self.state,
             attempts: self.attempts,
@@ -202,11 +205,11 @@ mod tests {
         LedgerEntry {
             job: Job {
                 id: 9,
-                tenant: text("acme"),
-                task: text("task-1"),
-                credential: text("sk-acme"),
-                scope: Some(text("account:acme")),
-                class: text("llm"),
+                tenant: text("acme").into(),
+                task: text("task-1").into(),
+                credential: text("sk-acme").into(),
+                scope: Some(text("account:acme").into()),
+                class: text("llm").into(),
                 route: Route::CreateRecord,
                 resource: None,
                 priority: Priority::Bulk,
@@ -218,7 +221,7 @@ mod tests {
                 external_ref: Some(String::new()),
                 coalescable: true,
                 stream: false,
-                model: Some(text("gpt-4o-mini")),
+                model: Some(text("gpt-4o-mini").into()),
             },
             state: ActionState::InFlight,
             attempts: 2,

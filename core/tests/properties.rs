@@ -258,9 +258,9 @@ fn play(input: &Input) -> Vec<(Millis, Command)> {
             let spec = &input.jobs[i];
             let id = i as JobId + 1;
             let mut j = job(id, CLASSES[spec.class]);
-            j.tenant = format!("tenant-{}", spec.tenant);
-            j.task = format!("task-{}", i % 5);
-            j.scope = Some(format!("s{}", spec.scope));
+            j.tenant = format!("tenant-{}", spec.tenant).into();
+            j.task = format!("task-{}", i % 5).into();
+            j.scope = Some(format!("s{}", spec.scope).into());
             j.priority =
                 [Priority::Critical, Priority::Normal, Priority::Bulk][usize::from(spec.priority)];
             j.deadline = spec.deadline;

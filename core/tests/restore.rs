@@ -14,7 +14,7 @@ fn job(id: u64, class: &str, route: Route) -> Job {
     Job {
         id,
         tenant: "acme".into(),
-        task: format!("task-{id}"),
+        task: format!("task-{id}").into(),
         credential: "sk-acme".into(),
         scope: Some("account:acme".into()),
         class: class.into(),

@@ -28,7 +28,7 @@ fn entry(id: u64, step: usize) -> LedgerEntry {
         job: Job {
             id,
             tenant: "acme".into(),
-            task: format!("task-{}", id / 10),
+            task: format!("task-{}", id / 10).into(),
             credential: "sk-acme-shared".into(),
             scope: Some("account:acme".into()),
             class: "uncertain_write".into(),

@@ -233,7 +233,7 @@ impl SqliteLedger {
         self.credentials.add(&entry.job.credential);
         let mut job = entry.job.clone();
         if !credential_ref::is_reference(&job.credential) {
-            job.credential = credential_ref::reference(&job.credential);
+            job.credential = credential_ref::reference(&job.credential).into();
         }
         let job_json = serde_json::to_string(&job).map_err(|e| DurableError::LedgerCorrupt {
             path: self.path.clone(),
@@ -323,7 +323,7 @@ impl SqliteLedger {
         for row in rows {
             let row = row.map_err(|source| self.sql_err(action, source))?;
             let mut entry = row.decode(&self.path)?;
-            entry.job.credential = self.credentials.resolve(&entry.job.credential);
+            entry.job.credential = self.credentials.resolve(&entry.job.credential).into();
             entries.push(entry);
         }
         Ok(entries)

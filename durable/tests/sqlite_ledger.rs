@@ -9,8 +9,8 @@ use stampede_durable::{DurableError, SqliteLedger, SCHEMA_VERSION};
 fn job(id: u64) -> Job {
     Job {
         id,
-        tenant: format!("tenant-{}", id % 3),
-        task: format!("task-{}", id % 5),
+        tenant: format!("tenant-{}", id % 3).into(),
+        task: format!("task-{}", id % 5).into(),
         credential: "sk-acme-shared".into(),
         scope: if id % 2 == 0 {
             Some("account:acme".into())
@@ -253,7 +253,7 @@ fn the_file_holds_a_reference_to_the_key_never_the_key() {
     // In this process the key is known: entries come back whole.
     assert_eq!(
         ledger.entries().unwrap()[0].job.credential,
-        "sk-acme-shared"
+        "sk-acme-shared".into()
     );
     drop(ledger);
     let mut bytes = std::fs::read(&path).unwrap();

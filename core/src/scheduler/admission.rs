@@ -47,7 +47,7 @@ impl<L: Ledger> Scheduler<L> {
                 "the run's execution budget is spent: no new action is admitted".into(),
             );
         }
-        let Some(&class) = self.class_index.get(job.class.as_str()) else {
+        let Some(&class) = self.class_index.get(&*job.class) else {
             let known: Vec<&str> = self.class_index.keys().map(String::as_str).collect();
             return reject(RejectionCause::InvalidAction, format!(
                 "job {}: unknown request class {:?}; known classes: {} (add it under policy classes)",

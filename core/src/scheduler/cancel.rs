@@ -29,7 +29,7 @@ impl<L: Ledger> Scheduler<L> {
             .into_iter()
             .filter(|id| {
                 let job = &self.jobs[id];
-                job.tenant == tenant && job.entry.job.task == task
+                job.tenant == tenant && &*job.entry.job.task == task
             })
             .collect();
         for id in ids {

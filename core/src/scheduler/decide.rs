@@ -344,7 +344,7 @@ impl<L: Ledger> Scheduler<L> {
             let used = self
                 .tasks
                 .get(&job.tenant)
-                .and_then(|t| t.get(job.entry.job.task.as_str()))
+                .and_then(|t| t.get(&*job.entry.job.task))
                 .map_or(0, |t| t.retries);
             if used >= limit {
                 return self.finish(id, TerminalStatus::Failed, Reason::TaskBudgetExhausted, now);
@@ -469,7 +469,7 @@ impl<L: Ledger> Scheduler<L> {
         if let Some(task) = self
             .tasks
             .get_mut(&tenant)
-            .and_then(|t| t.get_mut(job.entry.job.task.as_str()))
+            .and_then(|t| t.get_mut(&*job.entry.job.task))
         {
             task.retries = task.retries.saturating_add(1);
         }

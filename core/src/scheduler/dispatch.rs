@@ -294,7 +294,7 @@ impl<L: Ledger> Scheduler<L> {
             model: if is_action {
                 route_model
                     .or_else(|| job.shape.as_ref().and_then(|s| s.model.clone()))
-                    .or_else(|| job.entry.job.model.clone())
+                    .or_else(|| job.entry.job.model.as_deref().map(str::to_owned))
             } else {
                 None
             },

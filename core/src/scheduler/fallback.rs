@@ -104,7 +104,7 @@ impl<L: Ledger> Scheduler<L> {
             let used = self
                 .tasks
                 .get(&job.tenant)
-                .and_then(|t| t.get(job.entry.job.task.as_str()))
+                .and_then(|t| t.get(&*job.entry.job.task))
                 .map_or(0, |t| t.retries);
             if used >= per_task.max_retries {
                 return Move::Refused(Reason::TaskBudgetExhausted);
@@ -137,7 +137,7 @@ impl<L: Ledger> Scheduler<L> {
         if let Some(task) = self
             .tasks
             .get_mut(&tenant)
-            .and_then(|t| t.get_mut(job.entry.job.task.as_str()))
+            .and_then(|t| t.get_mut(&*job.entry.job.task))
         {
             task.retries = task.retries.saturating_add(1);
         }

@@ -72,7 +72,7 @@ mod tests {
         Job {
             id,
             tenant: "t".into(),
-            task: format!("task-{id}"),
+            task: format!("task-{id}").into(),
             credential: "k".into(),
             scope: Some("s".into()),
             class: "llm".into(),

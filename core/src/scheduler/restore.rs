@@ -20,7 +20,7 @@ impl<L: Ledger> Scheduler<L> {
                 continue;
             }
             let id = entry.job.id;
-            let Some(&class) = self.class_index.get(entry.job.class.as_str()) else {
+            let Some(&class) = self.class_index.get(&*entry.job.class) else {
                 return Err(CoreError::Policy(format!(
                     "ledger entry for job {id} names request class {:?}, which the policy does not define; \
                      add the class to the policy before restoring",

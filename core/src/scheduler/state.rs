@@ -182,7 +182,7 @@ impl Tracked {
     pub fn new(entry: LedgerEntry, scope: usize, class: usize, tenant: u32, lane: u32) -> Self {
         let attempts = entry.attempts;
         Self {
-            credential: Arc::from(entry.job.credential.as_str()),
+            credential: Arc::clone(&entry.job.credential),
             entry,
             scope,
             class,

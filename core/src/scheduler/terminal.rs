@@ -137,7 +137,7 @@ impl<L: Ledger> Scheduler<L> {
         }
         self.lanes.release(job.tenant, rank(job.entry.job.priority));
         if let Some(tasks) = self.tasks.get_mut(&job.tenant) {
-            let task = job.entry.job.task.as_str();
+            let task = &*job.entry.job.task;
             if let Some(state) = tasks.get_mut(task) {
                 state.live = held_less(state.live, 1, "live actions of a task");
                 if state.live == 0 {

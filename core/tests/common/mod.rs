@@ -25,7 +25,7 @@ pub fn job(id: JobId, class: &str) -> Job {
     Job {
         id,
         tenant: "t1".into(),
-        task: format!("task-{id}"),
+        task: format!("task-{id}").into(),
         credential: CREDENTIAL.into(),
         scope: Some("acct".into()),
         class: class.into(),

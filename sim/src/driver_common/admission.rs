@@ -165,8 +165,8 @@ impl Admission {
             measure.on_unfinished(now, (job.id, group), arrival.at, job.deadline, false);
             measure.list_unfinished(stampede_reports::UnfinishedRow {
                 action: arrival.job.id,
-                tenant: arrival.job.tenant.clone(),
-                class: arrival.job.class.clone(),
+                tenant: arrival.job.tenant.to_string(),
+                class: arrival.job.class.to_string(),
                 submitted_at_ms: arrival.at,
                 sent: false,
                 state: "never_sent".into(),

@@ -417,7 +417,7 @@ impl CaseFiles {
         self.dead_letters.push(DeadLetter {
             action: e.action,
             tenant: e.facts.tenant.to_string(),
-            task: e.facts.task.clone(),
+            task: e.facts.task.to_string(),
             status,
             reason: reason.clone(),
             submitted_at_ms: e.submitted_at,
@@ -471,7 +471,7 @@ impl CaseFiles {
         self.escalations.push(Escalation {
             action: e.action,
             tenant: e.facts.tenant.to_string(),
-            task: e.facts.task.clone(),
+            task: e.facts.task.to_string(),
             outcome: status,
             reason,
             provider: e.provider.to_string(),

@@ -2,6 +2,8 @@
 //! their attempts need on the wire, when they arrived, their deadline, and whether an
 //! attempt of theirs has left yet. Measured at their first dispatch and at their end.
 
+use std::sync::Arc;
+
 use rustc_hash::FxHashMap;
 
 use stampede_core::{ActionState, JobId, LedgerEntry, Millis, Outcome, SendAttempt, Terminal};
@@ -125,8 +127,8 @@ impl LiveActions {
                 (name(&action.facts.credential), name(&send.credential)),
             );
             // The case file names where the action went last.
-            action.facts.credential = send.credential.to_string();
-            action.facts.scope = Some(send.scope.to_string());
+            action.facts.credential = Arc::clone(&send.credential);
+            action.facts.scope = Some(Arc::clone(&send.scope));
         }
         let group = Group {
             tenant: &action.facts.tenant,
@@ -178,7 +180,7 @@ impl LiveActions {
                 facts: &action.facts,
                 provider: self
                     .provider_of_key
-                    .get(&action.facts.credential)
+                    .get(&*action.facts.credential)
                     .map_or(PROVIDER, String::as_str),
                 submitted_at: action.submitted_at,
                 at: now,

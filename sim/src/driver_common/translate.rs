@@ -19,14 +19,14 @@ pub struct ActionFacts {
     /// Tenant that owns the action; shared with the requests of its attempts.
     pub tenant: Arc<str>,
     /// Task (goal) it belongs to; for its dead letter or case file.
-    pub task: String,
+    pub task: Arc<str>,
     /// Request class name (`read`, `llm`, ... or a user-defined one); shared like `tenant`.
     pub class: Arc<str>,
     /// Credential its attempts are sent with (never written out whole) and its scope, if
     /// known; for its case file.
-    pub credential: String,
+    pub credential: Arc<str>,
     /// The provider scope its credential is limited on (`None`: unknown, the account's).
-    pub scope: Option<String>,
+    pub scope: Option<Arc<str>>,
     /// Endpoint family of the action.
     pub route: Route,
     /// Admission priority it was submitted at.
@@ -53,12 +53,12 @@ impl ActionFacts {
         Self::from_job(job.clone())
     }
 
-    /// The facts of `job`, taken over when it is admitted: its strings move, not copied.
+    /// The facts of `job`, taken over when it is admitted: its names are shared, not copied.
     pub fn from_job(job: Job) -> Self {
         Self {
-            tenant: Arc::from(job.tenant),
+            tenant: job.tenant,
             task: job.task,
-            class: Arc::from(job.class),
+            class: job.class,
             credential: job.credential,
             scope: job.scope,
             route: job.route,

@@ -461,11 +461,11 @@ fn request_of(call: &Call, layers: &[RetryLayer]) -> Request {
         .iter()
         .rev()
         .find_map(|r| r.picked.clone())
-        .unwrap_or_else(|| job.credential.clone());
+        .map_or_else(|| Arc::clone(&job.credential), Arc::from);
     let credential_is_jobs = credential == job.credential;
     Request {
         route,
-        credential: Some(Arc::from(credential)),
+        credential: Some(credential),
         body_hash: job.payload_hash,
         external_ref: job.external_ref.clone(),
         prompt_tokens: if chat { job.prompt_tokens } else { 0 },
@@ -473,7 +473,11 @@ fn request_of(call: &Call, layers: &[RetryLayer]) -> Request {
         stream: chat && job.stream,
         stream_usage: chat && job.stream,
         // A deployment of another provider asks for that provider's default model.
-        model: job.model.clone().filter(|_| credential_is_jobs),
+        model: job
+            .model
+            .as_deref()
+            .map(str::to_owned)
+            .filter(|_| credential_is_jobs),
         sdk_retry_count: call
             .attempts
             .get(layers.len().saturating_sub(1))
@@ -727,8 +731,8 @@ fn open(measure: &mut Measurement, now: Millis, arrival: &Arrival, sent: bool, r
     measure.on_unfinished(now, (job.id, group), arrival.at, job.deadline, sent);
     measure.list_unfinished(UnfinishedRow {
         action: arrival.job.id,
-        tenant: arrival.job.tenant.clone(),
-        class: arrival.job.class.clone(),
+        tenant: arrival.job.tenant.to_string(),
+        class: arrival.job.class.to_string(),
         submitted_at_ms: arrival.at,
         sent,
         state: if sent { "in_flight" } else { "never_sent" }.into(),

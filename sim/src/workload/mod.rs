@@ -7,6 +7,7 @@ pub mod tokens;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::Arc;
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -33,14 +34,26 @@ struct EntryStream {
     index: usize,
     spec: WorkloadSpec,
     route: Route,
-    scope: Option<String>,
+    /// The entry's names, shared by every job it makes (interned once, cloned by reference).
+    names: Names,
     task_prefix: String,
+    /// Scratch for a task name (see `task_of`).
+    task_buf: String,
     tasks: u64,
     rng: ChaCha8Rng,
     /// Next action number within the entry.
     next: u64,
     /// Arrival time of action `next` (ms, fractional for Poisson accumulation).
     next_at: f64,
+}
+
+/// The names every job of one workload entry carries.
+struct Names {
+    tenant: Arc<str>,
+    credential: Arc<str>,
+    class: Arc<str>,
+    scope: Option<Arc<str>>,
+    model: Option<Arc<str>>,
 }
 
 impl EntryStream {
@@ -54,11 +67,18 @@ impl EntryStream {
             index,
             spec: spec.clone(),
             route: spec.effective_route(),
-            scope,
+            names: Names {
+                tenant: spec.tenant.as_str().into(),
+                credential: spec.credential.as_str().into(),
+                class: spec.class.as_str().into(),
+                scope: scope.map(Into::into),
+                model: spec.model.as_deref().map(Into::into),
+            },
             task_prefix: spec
                 .task
                 .clone()
                 .unwrap_or_else(|| format!("{}-w{index}", spec.tenant)),
+            task_buf: String::new(),
             tasks: spec.tasks.unwrap_or(spec.count).max(1),
             rng: rng::stream(scenario.seed, &format!("workload/{index}")),
             next: 0,
@@ -80,8 +100,13 @@ impl EntryStream {
     }
 
     /// Task name of action number `n`.
-    fn task_of(&self, n: u64) -> String {
-        format!("{}-{}", self.task_prefix, n % self.tasks)
+    /// The task of action number `n`, written into a reused buffer and shared from there:
+    /// one allocation per job.
+    fn task_of(&mut self, n: u64) -> Arc<str> {
+        use std::fmt::Write as _;
+        self.task_buf.clear();
+        let _ = write!(self.task_buf, "{}-{}", self.task_prefix, n % self.tasks);
+        Arc::from(self.task_buf.as_str())
     }
 
     /// The job of call `call` (0: the arrival itself) of action number `n`, arriving at
@@ -131,11 +156,11 @@ impl EntryStream {
         };
         Job {
             id,
-            tenant: self.spec.tenant.clone(),
+            tenant: Arc::clone(&self.names.tenant),
             task,
-            credential: self.spec.credential.clone(),
-            scope: self.scope.clone(),
-            class: self.spec.class.clone(),
+            credential: Arc::clone(&self.names.credential),
+            scope: self.names.scope.clone(),
+            class: Arc::clone(&self.names.class),
             route: self.route,
             resource,
             priority: self.spec.priority,
@@ -151,7 +176,7 @@ impl EntryStream {
             external_ref,
             coalescable: self.spec.coalescable,
             stream: self.spec.stream,
-            model: self.spec.model.clone(),
+            model: self.names.model.clone(),
         }
     }
 
