@@ -5,7 +5,7 @@
 //!
 //! Its turn is the virtual driver's, written once (`driver_common::turn`): arrivals with the
 //! same backpressure, then cancellations, then outcomes, then the core's commands, each
-//! `Send` handed to [`HttpWire`]. So both drivers differ only where real I/O adds
+//! `Send` handed to `HttpWire`. So both drivers differ only where real I/O adds
 //! something: latency noise, timer granularity, and a reset that HTTP cannot place before
 //! or after the write (see `transport`).
 //!

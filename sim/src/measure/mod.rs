@@ -585,7 +585,7 @@ impl Measurement {
     }
 
     /// [`Measurement::on_case`] for an action of `job` whose attempts no notes followed
-    /// (see [`CaseFiles::on_unseen_terminal`]); `(submitted, ended)` in ms.
+    /// (see `CaseFiles::on_unseen_terminal`); `(submitted, ended)` in ms.
     pub fn on_unseen_case(&mut self, terminal: &Terminal, job: &Job, span: (Millis, Millis)) {
         if self.keep_cases {
             self.cases.on_unseen_terminal(terminal, job, span);
