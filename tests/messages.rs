@@ -283,3 +283,32 @@ fn agent_and_improvise_mistakes_name_the_key_and_what_to_write() {
         "{err}"
     );
 }
+
+/// A scenario a client command cannot play is refused before anything starts (exit 2),
+/// saying what it sets and what to do instead; nothing is run, no directory is written.
+#[test]
+fn a_client_command_refuses_what_it_cannot_play() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("s.toml");
+    std::fs::write(&file, scenario("\n[client]\nshare_scope = \"fleet\"\n")).unwrap();
+    let out_dir = tmp.path().join("out");
+    let out = stampede(&[
+        "run",
+        a_str(&file),
+        "--client",
+        "--out",
+        a_str(&out_dir),
+        "--",
+        "python3",
+        "-c",
+        "raise SystemExit(0)",
+    ]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(r#"scenario "m" sets client.share_scope = "fleet""#)
+            && err.contains("remove the key, or run without --client"),
+        "{err}"
+    );
+    assert!(!out_dir.join("attempts.csv").exists());
+}

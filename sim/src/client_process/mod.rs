@@ -71,9 +71,25 @@ pub enum ClientError {
     /// or hand over its journal.
     #[error("{0}")]
     Provider(String),
-    /// The run directory or a workload file could not be written, the client could not be
-    /// waited for, or the scenario asks what a client command cannot do (several providers, a
+    /// The scenario asks for what a client command cannot do (several providers, a
     /// fleet-shared scope).
+    #[error("scenario {scenario:?} {why}")]
+    Unsupported {
+        /// The scenario's name.
+        scenario: String,
+        /// What it sets, why a client command cannot play it, and what to do instead.
+        why: &'static str,
+    },
+    /// A file of the run (its directory, a workload file, a client's log, attempts.csv)
+    /// could not be written, or the client could not be waited for.
+    #[error("cannot {doing}: {source}")]
+    Io {
+        /// What was being done, naming the file (`write runs/x/client.log`).
+        doing: String,
+        /// What the operating system said.
+        source: std::io::Error,
+    },
+    /// An attempts.csv row could not be written (the sink's message).
     #[error("{0}")]
     Output(String),
     /// Finishing the run (its report and run directory) failed; see [`RunError`].
@@ -110,19 +126,19 @@ pub fn run_client(
         return Err(ClientError::NoCommand);
     }
     if !scenario.providers.is_empty() {
-        return Err(ClientError::Output(format!(
-            "scenario {:?} names several providers ([providers.*]): a client command is put \
-             under test against one provider for now (write one [provider] table)",
-            scenario.name
-        )));
+        return Err(ClientError::Unsupported {
+            scenario: scenario.name.clone(),
+            why: "names several providers ([providers.*]): a client command is put under test \
+                  against one provider for now (write one [provider] table)",
+        });
     }
     if scenario.client.share_scope == crate::scenario::client::ShareScope::Fleet {
-        return Err(ClientError::Output(format!(
-            "scenario {:?} sets client.share_scope = \"fleet\": that shares the core's scope \
-             record in the simulator; a client command's replicas share only what your own \
-             code shares (remove the key, or run without --client)",
-            scenario.name
-        )));
+        return Err(ClientError::Unsupported {
+            scenario: scenario.name.clone(),
+            why: "sets client.share_scope = \"fleet\": that shares the core's scope record in \
+                  the simulator; a client command's replicas share only what your own code \
+                  shares (remove the key, or run without --client)",
+        });
     }
     let started = Instant::now();
     let scratch;
@@ -137,8 +153,10 @@ pub fn run_client(
             scratch.clone()
         }
     };
-    fs::create_dir_all(&dir)
-        .map_err(|e| ClientError::Output(format!("cannot create {}: {e}", dir.display())))?;
+    fs::create_dir_all(&dir).map_err(|source| ClientError::Io {
+        doing: format!("create {}", dir.display()),
+        source,
+    })?;
     // One process per replica, each with its own slice of the workload (by task, as the
     // simulator spreads it) and its own log; one replica keeps the plain file names.
     let replicas = scenario.client.replicas.max(1) as usize;
@@ -156,20 +174,22 @@ pub fn run_client(
     let requests = {
         let mut writers = Vec::with_capacity(replicas);
         for path in &workload_paths {
-            let file = File::create(path).map_err(|e| {
-                ClientError::Output(format!("cannot write {}: {e}", path.display()))
+            let file = File::create(path).map_err(|source| ClientError::Io {
+                doing: format!("write {}", path.display()),
+                source,
             })?;
             writers.push(BufWriter::new(file));
         }
-        let written = workload_file::write_split(scenario, &mut writers).map_err(|e| {
-            ClientError::Output(format!(
-                "cannot write the workload files in {}: {e}",
-                dir.display()
-            ))
+        let written = workload_file::write_split(scenario, &mut writers).map_err(|source| {
+            ClientError::Io {
+                doing: format!("write the workload files in {}", dir.display()),
+                source,
+            }
         })?;
         for (w, path) in writers.iter_mut().zip(&workload_paths) {
-            std::io::Write::flush(w).map_err(|e| {
-                ClientError::Output(format!("cannot write {}: {e}", path.display()))
+            std::io::Write::flush(w).map_err(|source| ClientError::Io {
+                doing: format!("write {}", path.display()),
+                source,
             })?;
         }
         written
@@ -219,8 +239,9 @@ pub fn run_client(
     let attempts_path = dir.join("attempts.csv");
     let mut files: Vec<PathBuf> = workload_paths.iter().chain(&log_paths).cloned().collect();
     {
-        let file = File::create(&attempts_path).map_err(|e| {
-            ClientError::Output(format!("cannot write {}: {e}", attempts_path.display()))
+        let file = File::create(&attempts_path).map_err(|source| ClientError::Io {
+            doing: format!("write {}", attempts_path.display()),
+            source,
         })?;
         let mut sink = csv::Writer::from_writer(BufWriter::new(file));
         for e in &journal {
@@ -229,8 +250,10 @@ pub fn run_client(
             let row = measure.on_journal(e, None, &SentBy::default());
             sink.attempt(&row).map_err(ClientError::Output)?;
         }
-        sink.flush()
-            .map_err(|e| ClientError::Output(format!("writing attempts.csv: {e}")))?;
+        sink.flush().map_err(|source| ClientError::Io {
+            doing: "write attempts.csv".into(),
+            source,
+        })?;
     }
     files.push(attempts_path);
     let answered = answered_requests(&journal);
@@ -343,11 +366,14 @@ async fn play(
     let started = Instant::now();
     let mut children = Vec::with_capacity(workloads.len());
     for (r, (workload, log)) in workloads.iter().zip(logs).enumerate() {
-        let out = File::create(log)
-            .map_err(|e| ClientError::Output(format!("cannot write {}: {e}", log.display())))?;
-        let err = out
-            .try_clone()
-            .map_err(|e| ClientError::Output(format!("cannot write {}: {e}", log.display())))?;
+        let out = File::create(log).map_err(|source| ClientError::Io {
+            doing: format!("write {}", log.display()),
+            source,
+        })?;
+        let err = out.try_clone().map_err(|source| ClientError::Io {
+            doing: format!("write {}", log.display()),
+            source,
+        })?;
         let mut cmd = tokio::process::Command::new(&command[0]);
         cmd.args(&command[1..])
             .env("STAMPEDE_PROVIDER_URL", &provider.base)
@@ -399,8 +425,10 @@ async fn play(
                 }
             }
         };
-        let status =
-            status.map_err(|e| ClientError::Output(format!("waiting for the client: {e}")))?;
+        let status = status.map_err(|source| ClientError::Io {
+            doing: "wait for the client".into(),
+            source,
+        })?;
         if code == 0 {
             code = exit_code(&status);
         }
