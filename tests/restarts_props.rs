@@ -190,11 +190,11 @@ fn case() -> impl Strategy<Value = Case> {
 
 /// Keeps every attempt the provider saw.
 #[derive(Default)]
-struct Journal(Vec<AttemptRow>);
+struct Journal(Vec<AttemptRow<'static>>);
 
 impl AttemptSink for Journal {
-    fn attempt(&mut self, row: &AttemptRow) -> Result<(), String> {
-        self.0.push(row.clone());
+    fn attempt(&mut self, row: &AttemptRow<'_>) -> Result<(), String> {
+        self.0.push(row.clone().into_owned());
         Ok(())
     }
 }

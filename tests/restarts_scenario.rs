@@ -12,11 +12,11 @@ use stampede_sim::sink::AttemptSink;
 use stampede_sim::virtual_driver;
 
 #[derive(Default)]
-struct Journal(Vec<AttemptRow>);
+struct Journal(Vec<AttemptRow<'static>>);
 
 impl AttemptSink for Journal {
-    fn attempt(&mut self, row: &AttemptRow) -> Result<(), String> {
-        self.0.push(row.clone());
+    fn attempt(&mut self, row: &AttemptRow<'_>) -> Result<(), String> {
+        self.0.push(row.clone().into_owned());
         Ok(())
     }
 }
@@ -118,7 +118,7 @@ fn after_each_crash_point_the_write_is_looked_up_by_its_key_and_never_created_tw
         let s = &run.measured.summary;
         assert_eq!(s.crashes, 1, "{point}: the crash did not happen");
         assert_eq!(s.completed, 1, "{point}: {s:?}");
-        let creates: Vec<&AttemptRow> = journal
+        let creates: Vec<&AttemptRow<'static>> = journal
             .0
             .iter()
             .filter(|r| r.route == "/v1/records")
@@ -126,7 +126,7 @@ fn after_each_crash_point_the_write_is_looked_up_by_its_key_and_never_created_tw
         let committed = creates.iter().filter(|r| r.committed).count();
         assert_eq!(committed, 1, "{point}: {creates:?}");
         assert_eq!((s.duplicates, s.blind_resends), (0, 0), "{point}");
-        let lookups: Vec<&AttemptRow> = journal
+        let lookups: Vec<&AttemptRow<'static>> = journal
             .0
             .iter()
             .filter(|r| r.route == "/v1/records?idempotency_key")

@@ -44,6 +44,10 @@ pub struct RunReport {
     /// Files of cases left for a person (dead letters, escalation case files) in the run
     /// directory: the page and the markdown summary link each that holds any.
     pub case_files: Vec<CaseFileLink>,
+    /// Retries per 100 ms over the run, as the run counted them (bin `i` = `[i*100,
+    /// (i+1)*100)` ms) for the panel of retry waves. `None`: read from the run directory's
+    /// `attempts.csv`, when it is there (a report rendered again from files).
+    pub retries_per_100ms: Option<Vec<u64>>,
 }
 
 /// A file of the run directory that holds cases for a person, one per line.
@@ -174,9 +178,10 @@ fn write_png(_: PathBuf, file: &str, _: &str, _: &mut Vec<PathBuf>) -> Result<()
 /// Writes the plots (`attempts.svg`, `queue.svg`, `tokens.svg`, `latency.svg`, and
 /// `tenants.svg` for several tenants; with `opts.png` each also as `.png`), `index.html`, `junit.xml` and `summary.md` into `dir`
 /// (created if missing), and appends the markdown to `opts.github_step_summary` if set.
-/// When `dir` already holds the run's `attempts.csv` (the run writes it before rendering; a
-/// file whose row count is not `summary.outbound_attempts` is ignored), `attempts.svg` gets
-/// a panel of retries per 100 ms. Same report and same `attempts.csv`, same bytes.
+/// `attempts.svg` gets a panel of retries per 100 ms from `report.retries_per_100ms`, or,
+/// without them, when `dir` already holds the run's `attempts.csv` (a file whose row count
+/// is not `summary.outbound_attempts` is ignored). Same report and same `attempts.csv`,
+/// same bytes.
 pub fn render(
     dir: &Path,
     report: &RunReport,
@@ -185,10 +190,15 @@ pub fn render(
     fs::create_dir_all(dir).map_err(|e| ReportError::io("creating folder", dir, e))?;
     let mut files = Vec::new();
     let plots = if opts.plots {
-        let fine = FineRetries::from_attempts_csv(
-            &dir.join("attempts.csv"),
-            report.summary.outbound_attempts,
-        );
+        // Counted by the run when it can say, so a run does not read back the file it just
+        // wrote (a naive backlog's is 54 MB).
+        let fine = match &report.retries_per_100ms {
+            Some(bins) => Some(FineRetries { bins: bins.clone() }),
+            None => FineRetries::from_attempts_csv(
+                &dir.join("attempts.csv"),
+                report.summary.outbound_attempts,
+            ),
+        };
         run_plots(report, fine.as_ref())?
     } else {
         Vec::new()

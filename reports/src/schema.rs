@@ -1,6 +1,7 @@
 //! The run report schema. Field names are the public contract (CONTRACT.md): extend, never
 //! rename. Maps are `BTreeMap` so serialization order is stable.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -613,8 +614,12 @@ pub struct UnfinishedRow {
 }
 
 /// One row of `attempts.csv`: one outbound attempt as the provider saw it.
+///
+/// Its texts borrow from the journal entry it is written from (a run writes one row per
+/// attempt, hundreds of thousands, and copies none of them); a row kept or read back owns
+/// them ([`AttemptRow::into_owned`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct AttemptRow {
+pub struct AttemptRow<'a> {
     /// Journal sequence number.
     pub seq: u64,
     /// Arrival at the provider edge (ms since run start).
@@ -622,26 +627,26 @@ pub struct AttemptRow {
     /// When the answer left or the connection closed (ms).
     pub done_ms: u64,
     /// Tenant the harness sent it for (empty when it cannot know: a `--client` process).
-    pub tenant: String,
+    pub tenant: Cow<'a, str>,
     /// Provider scope it counted against (`account:acme`; empty when none).
-    pub scope: String,
+    pub scope: Cow<'a, str>,
     /// Route template it reached (`/v1/records`).
-    pub route: String,
+    pub route: Cow<'a, str>,
     /// The action the harness sent this attempt for (0 when it cannot know: a `--client`
     /// process). Never read from the client's headers.
     pub action: u64,
     /// The attempt's 1-based number as the harness sent it (0 when it cannot know).
     pub attempt_no: u32,
     /// HTTP status, or `dropped`, `hang`, `stream_cut`.
-    pub outcome: String,
+    pub outcome: Cow<'a, str>,
     /// Provider error code, if any.
-    pub error_code: String,
+    pub error_code: Cow<'a, str>,
     /// Whether a side effect was committed.
     pub committed: bool,
     /// Whether its logical request had been told to wait and it came back early.
     pub retry_after_violation: bool,
     /// The Idempotency-Key it carried (empty when none).
-    pub idempotency_key: String,
+    pub idempotency_key: Cow<'a, str>,
     /// The logical request the provider attached it to (0: a look-up of an unknown write).
     #[serde(default)]
     pub logical: u64,
@@ -654,4 +659,29 @@ pub struct AttemptRow {
     /// Whether it reached a scope another request's Retry-After still bound.
     #[serde(default)]
     pub scope_wait_violation: bool,
+}
+
+impl AttemptRow<'_> {
+    /// The same row owning its texts (to keep it past the journal entry it came from).
+    pub fn into_owned(self) -> AttemptRow<'static> {
+        AttemptRow {
+            seq: self.seq,
+            at_ms: self.at_ms,
+            done_ms: self.done_ms,
+            tenant: Cow::Owned(self.tenant.into_owned()),
+            scope: Cow::Owned(self.scope.into_owned()),
+            route: Cow::Owned(self.route.into_owned()),
+            action: self.action,
+            attempt_no: self.attempt_no,
+            outcome: Cow::Owned(self.outcome.into_owned()),
+            error_code: Cow::Owned(self.error_code.into_owned()),
+            committed: self.committed,
+            retry_after_violation: self.retry_after_violation,
+            idempotency_key: Cow::Owned(self.idempotency_key.into_owned()),
+            logical: self.logical,
+            logical_attempt: self.logical_attempt,
+            duplicate: self.duplicate,
+            scope_wait_violation: self.scope_wait_violation,
+        }
+    }
 }

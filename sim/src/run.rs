@@ -268,6 +268,7 @@ fn finish_run_with(
     let measured_unfinished = measured.unfinished;
     let measured_cases = measured.cases;
     let measured_downs = measured.downs;
+    let retries_per_100ms = measured.retries_per_100ms;
     summary.scenario = scenario.name.clone();
     summary.seed = scenario.seed;
     summary.preset = scenario.client.preset.clone();
@@ -297,6 +298,7 @@ fn finish_run_with(
         fault_windows: fault_windows(scenario, &measured_downs),
         baseline: opts.baseline.clone(),
         case_files: case_files::links(&measured_cases),
+        retries_per_100ms: Some(retries_per_100ms),
     };
     if let Some(dir) = &opts.out_dir {
         let summary_path = dir.join("summary.json");

@@ -162,6 +162,7 @@ pub fn synthetic_report_of(seed: u64, buckets: u64) -> RunReport {
         fault_windows: Vec::new(),
         baseline: None,
         case_files: Vec::new(),
+        retries_per_100ms: None,
     }
 }
 

@@ -16,6 +16,7 @@ pub mod retry_groups;
 mod starvation;
 pub mod waves;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use stampede_core::{Job, Millis, Reason, Terminal, TerminalStatus};
@@ -163,6 +164,9 @@ pub struct Measured {
     /// When the client's process was down, `(crashed at, restarted at)` in ms: drawn as
     /// bands on the time plots beside the provider's faults.
     pub downs: Vec<(Millis, Millis)>,
+    /// Retries per 100 ms over the run (bin `i` = `[i*100, (i+1)*100)` ms), for the page's
+    /// panel of retry waves.
+    pub retries_per_100ms: Vec<u64>,
 }
 
 /// Micro-dollars as dollars, exact to the micro-dollar in print.
@@ -619,19 +623,19 @@ impl Measurement {
     /// Every figure here is the provider's: which attempts are one logical request, which
     /// commit is a duplicate, who came back early. The client's `x-stampede-*` claims are
     /// copied into the row as claims and counted only where they disagree.
-    pub fn on_journal(
+    pub fn on_journal<'e>(
         &mut self,
-        e: &JournalEntry,
+        e: &'e JournalEntry,
         client_done_ms: Option<u64>,
-        by: &SentBy<'_>,
-    ) -> AttemptRow {
+        by: &SentBy<'e>,
+    ) -> AttemptRow<'e> {
         self.observe(e, client_done_ms, by);
         attempt_row(e, client_done_ms, by)
     }
 
     /// [`Measurement::on_journal`], the row handed to `sink`, and built only when the sink
-    /// keeps rows (a run without attempts.csv would copy six strings per attempt to throw
-    /// them away).
+    /// keeps rows (a run without attempts.csv would build a row per attempt to throw it
+    /// away).
     pub fn record(
         &mut self,
         e: &JournalEntry,
@@ -892,12 +896,17 @@ impl Measurement {
             unfinished,
             cases: self.cases,
             downs: Vec::new(),
+            retries_per_100ms: self.retry_bins.bins(),
         }
     }
 }
 
 /// One journal entry's attempts.csv row; `client_done_ms` fills the end of a hang.
-fn attempt_row(e: &JournalEntry, client_done_ms: Option<u64>, by: &SentBy<'_>) -> AttemptRow {
+fn attempt_row<'e>(
+    e: &'e JournalEntry,
+    client_done_ms: Option<u64>,
+    by: &SentBy<'e>,
+) -> AttemptRow<'e> {
     let done_ms = if e.done_ms == 0 {
         client_done_ms.unwrap_or(e.at_ms)
     } else {
@@ -907,16 +916,16 @@ fn attempt_row(e: &JournalEntry, client_done_ms: Option<u64>, by: &SentBy<'_>) -
         seq: e.seq,
         at_ms: e.at_ms,
         done_ms,
-        tenant: by.tenant.to_string(),
-        scope: e.scope.as_deref().unwrap_or_default().to_string(),
-        route: e.route.to_string(),
+        tenant: Cow::Borrowed(by.tenant),
+        scope: Cow::Borrowed(e.scope.as_deref().unwrap_or_default()),
+        route: Cow::Borrowed(&*e.route),
         action: by.action,
         attempt_no: by.attempt_no,
-        outcome: e.outcome.to_string(),
-        error_code: e.error_code.as_deref().unwrap_or_default().to_string(),
+        outcome: Cow::Borrowed(&*e.outcome),
+        error_code: Cow::Borrowed(e.error_code.as_deref().unwrap_or_default()),
         committed: e.committed,
         retry_after_violation: e.retry_after_violation,
-        idempotency_key: e.idempotency_key.clone().unwrap_or_default(),
+        idempotency_key: Cow::Borrowed(e.idempotency_key.as_deref().unwrap_or_default()),
         logical: e.logical,
         logical_attempt: e.logical_attempt,
         duplicate: e.duplicate,
@@ -977,8 +986,8 @@ mod tests {
         m.arrive(&chat(2), 60_050); // still too early, though the window reset
         m.arrive(&chat(2), 60_100); // on time
         let mut measure = Measurement::new(1_000, 600_000);
-        let rows: Vec<AttemptRow> = m
-            .drain_journal()
+        let journal = m.drain_journal();
+        let rows: Vec<AttemptRow> = journal
             .iter()
             .map(|e| measure.on_journal(e, None, &SentBy::default()))
             .collect();

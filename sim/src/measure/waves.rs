@@ -25,6 +25,11 @@ impl RetryBins {
         self.bins[i] = self.bins[i].saturating_add(1);
     }
 
+    /// Retries in each bin, from the run's start.
+    pub fn bins(&self) -> Vec<u64> {
+        self.bins.iter().copied().map(u64::from).collect()
+    }
+
     /// The fullest bin (retries).
     pub fn peak(&self) -> u64 {
         self.bins.iter().copied().max().map_or(0, u64::from)

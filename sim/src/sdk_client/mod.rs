@@ -754,16 +754,16 @@ mod tests {
 
     /// Keeps every attempt the provider journaled.
     #[derive(Default)]
-    struct Rows(Vec<AttemptRow>);
+    struct Rows(Vec<AttemptRow<'static>>);
 
     impl AttemptSink for Rows {
-        fn attempt(&mut self, row: &AttemptRow) -> Result<(), String> {
-            self.0.push(row.clone());
+        fn attempt(&mut self, row: &AttemptRow<'_>) -> Result<(), String> {
+            self.0.push(row.clone().into_owned());
             Ok(())
         }
     }
 
-    fn play(text: &str) -> (VirtualRun, Vec<AttemptRow>) {
+    fn play(text: &str) -> (VirtualRun, Vec<AttemptRow<'static>>) {
         let s = crate::scenario::parse(text, "t.toml", &[]).unwrap();
         let mut rows = Rows::default();
         let run = run(&s, &s.sdk_layers, &mut rows).unwrap();
@@ -827,7 +827,7 @@ workers = 8
         assert!(late <= 110 + 5, "{late} attempts in the last 110 s");
         // Deterministic: the same seed plays the same attempts.
         let (_, again) = play(&persistent_429("aws-adaptive"));
-        let times = |rows: &[AttemptRow]| rows.iter().map(|r| r.at_ms).collect::<Vec<_>>();
+        let times = |rows: &[AttemptRow<'static>]| rows.iter().map(|r| r.at_ms).collect::<Vec<_>>();
         assert_eq!(times(&again), times(&rows_ad));
     }
 
@@ -906,7 +906,8 @@ deployments = ["sk-a", "sk-b"]
         assert!(on("a") < 40, "{} attempts on sk-a", on("a"));
         // The same seed, the same picks.
         let (_, again) = play(&two_deployments(""));
-        let scopes = |rows: &[AttemptRow]| rows.iter().map(|r| r.scope.clone()).collect::<Vec<_>>();
+        let scopes =
+            |rows: &[AttemptRow<'static>]| rows.iter().map(|r| r.scope.clone()).collect::<Vec<_>>();
         assert_eq!(scopes(&again), scopes(&rows));
     }
 

@@ -6,7 +6,7 @@ use stampede_reports::AttemptRow;
 /// Where attempts.csv rows go as the journal drains.
 pub trait AttemptSink {
     /// Takes one attempts.csv row; an `Err` says why it could not be written.
-    fn attempt(&mut self, row: &AttemptRow) -> Result<(), String>;
+    fn attempt(&mut self, row: &AttemptRow<'_>) -> Result<(), String>;
 
     /// Whether rows are wanted at all: `false` lets the loop skip building them.
     fn wants_rows(&self) -> bool {
@@ -18,7 +18,7 @@ pub trait AttemptSink {
 pub struct NoAttempts;
 
 impl AttemptSink for NoAttempts {
-    fn attempt(&mut self, _row: &AttemptRow) -> Result<(), String> {
+    fn attempt(&mut self, _row: &AttemptRow<'_>) -> Result<(), String> {
         Ok(())
     }
 
@@ -28,7 +28,7 @@ impl AttemptSink for NoAttempts {
 }
 
 impl<W: std::io::Write> AttemptSink for csv::Writer<W> {
-    fn attempt(&mut self, row: &AttemptRow) -> Result<(), String> {
+    fn attempt(&mut self, row: &AttemptRow<'_>) -> Result<(), String> {
         self.serialize(row)
             .map_err(|e| format!("writing attempts.csv: {e}"))
     }
