@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use stampede_reports::{render, RenderOptions};
-use stampede_sim::run::{run_virtual, RunOptions};
-use stampede_sim::scenario;
+
+mod common;
 
 /// Retries per 100 ms as `attempts.csv` says: rows past their logical request's first.
 fn bins_from_csv(path: &Path) -> Vec<u64> {
@@ -31,20 +31,8 @@ fn bins_from_csv(path: &Path) -> Vec<u64> {
 
 #[test]
 fn the_counted_retry_bins_are_the_ones_attempts_csv_holds() {
-    let file = Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/scenarios/amplification.toml"
-    ));
-    let scenario = scenario::load(file, None, &[]).expect("amplification.toml loads");
     let dir = tempfile::tempdir().unwrap();
-    let outcome = run_virtual(
-        &scenario,
-        &RunOptions {
-            out_dir: Some(dir.path().to_path_buf()),
-            ..RunOptions::default()
-        },
-    )
-    .expect("the run plays");
+    let outcome = common::run_into(&common::shipped("amplification", None), dir.path());
     let counted = outcome
         .report
         .retries_per_100ms

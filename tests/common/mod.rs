@@ -58,6 +58,19 @@ pub fn shipped_summary(name: &str, set: Option<&str>) -> stampede_reports::Summa
         .summary
 }
 
+/// `scenario` played in virtual time with its run directory written to `dir` (no page: the
+/// command renders that).
+pub fn run_into(
+    scenario: &stampede_sim::scenario::Scenario,
+    dir: &Path,
+) -> stampede_sim::run::RunOutcome {
+    let options = stampede_sim::run::RunOptions {
+        out_dir: Some(dir.to_path_buf()),
+        ..stampede_sim::run::RunOptions::default()
+    };
+    stampede_sim::run::run_virtual(scenario, &options).expect("the run plays")
+}
+
 /// The names of a summary's failed expectations.
 pub fn failed_expectations(s: &stampede_reports::Summary) -> Vec<String> {
     s.expectations
