@@ -1,6 +1,8 @@
 //! Admission with backpressure: an action is admitted only while its tenant's lane at its
 //! priority has room, is given its idempotency key, and is persisted before anything is sent.
 
+use std::sync::Arc;
+
 use super::audit_log::{priority_label, route_label, Detail};
 use super::lanes::rank;
 use super::state::Tracked;
@@ -152,12 +154,13 @@ impl<L: Ledger> Scheduler<L> {
     }
 
     /// Adds an action to its task (cancellation and the task retry budget act on tasks).
-    pub(super) fn join_task(&mut self, tenant: u32, task: &str) {
+    pub(super) fn join_task(&mut self, tenant: u32, task: &Arc<str>) {
         let tasks = self.tasks.entry(tenant).or_default();
-        match tasks.get_mut(task) {
+        match tasks.get_mut(&**task) {
             // Bounded by the live actions, which memory bounds long before 2^32.
             Some(state) => state.live += 1,
-            None => tasks.entry(task.to_owned()).or_default().live = 1,
+            // The job's own name, shared: no copy per task.
+            None => tasks.entry(Arc::clone(task)).or_default().live = 1,
         }
     }
 }

@@ -26,6 +26,7 @@ mod terminal;
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
+use std::sync::Arc;
 
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -146,7 +147,7 @@ pub struct Scheduler<L: Ledger = InMemoryLedger> {
     /// Live tasks by tenant id and task name. Hashed by name: a workload can have a task per
     /// action (a hundred thousand live names), and these maps are only looked up, never
     /// iterated, so no order can leak into an output.
-    tasks: BTreeMap<u32, HashMap<String, state::TaskState, IdHash>>,
+    tasks: BTreeMap<u32, HashMap<Arc<str>, state::TaskState, IdHash>>,
     coalescing: coalesce::Coalescing,
     breaker: Breaker,
     /// Breaker paths (route, class, payload hash) that opened, with the fingerprint that
