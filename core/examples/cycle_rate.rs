@@ -28,7 +28,7 @@ fn job(id: u64) -> Job {
         prompt_tokens: 300,
         max_output_tokens: 200,
         deadline: None,
-        idempotency_key: Some(format!("key-{id}")),
+        idempotency_key: Some(format!("key-{id}").into()),
         payload_hash: id,
         external_ref: None,
         coalescable: false,

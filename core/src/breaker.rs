@@ -191,7 +191,7 @@ mod tests {
             prompt_tokens: 100,
             max_output_tokens: 200,
             deadline: Some(60_000),
-            idempotency_key: key.map(str::to_owned),
+            idempotency_key: key.map(Into::into),
             payload_hash: 0xfeed,
             external_ref: Some("ref-123".into()),
             coalescable: false,

@@ -73,7 +73,7 @@ pub struct SendAttempt {
     /// Endpoint family of the action (for a look-up: of the action looked up).
     pub route: Route,
     /// `Idempotency-Key` header to send, if the policy sends keys.
-    pub idempotency_key: Option<String>,
+    pub idempotency_key: Option<Arc<str>>,
     /// Tokens reserved for this attempt (tokens: prompt + max output, capped at `u32::MAX`);
     /// 0 for look-ups and non-LLM routes.
     pub reserved_tokens: u32,

@@ -73,7 +73,7 @@ pub struct Job {
     /// Absolute deadline (ms since run start), if any.
     pub deadline: Option<Millis>,
     /// Idempotency key; derived from tenant, task and payload hash when absent.
-    pub idempotency_key: Option<String>,
+    pub idempotency_key: Option<Arc<str>>,
     /// Hash of the canonical payload (stable fields only).
     pub payload_hash: u64,
     /// External reference of the side effect (for reconciliation by reference).

@@ -1,6 +1,6 @@
 //! How the in-memory ledger holds a logical action: the names a job shares with others
-//! (tenant, task, credential, scope, class, model) by reference, and its own short texts
-//! (resource, idempotency key, external reference, operation id) inline rather than as
+//! (tenant, task, credential, scope, class, model) and its idempotency key by reference,
+//! and its own short texts (resource, external reference, operation id) inline rather than as
 //! separate heap strings. The ledger takes a copy of every admitted action and drops it
 //! when the action ends; with `String`s that was a dozen allocations and frees per action,
 //! the largest cost of the core's submit-to-terminal cycle. Texts too long for their slot
@@ -81,8 +81,7 @@ pub(crate) struct StoredEntry {
     prompt_tokens: u32,
     max_output_tokens: u32,
     deadline: Option<Millis>,
-    /// Derived keys are `stk_` and 32 hex digits: 36 bytes.
-    idempotency_key: Option<Text<38>>,
+    idempotency_key: Option<Arc<str>>,
     payload_hash: u64,
     external_ref: Option<Text<30>>,
     coalescable: bool,
@@ -111,7 +110,7 @@ impl StoredEntry {
             prompt_tokens: job.prompt_tokens,
             max_output_tokens: job.max_output_tokens,
             deadline: job.deadline,
-            idempotency_key: text(&job.idempotency_key),
+            idempotency_key: job.idempotency_key.clone(),
             payload_hash: job.payload_hash,
             external_ref: text(&job.external_ref),
             coalescable: job.coalescable,
@@ -139,7 +138,7 @@ impl StoredEntry {
             && self.prompt_tokens == job.prompt_tokens
             && self.max_output_tokens == job.max_output_tokens
             && self.deadline == job.deadline
-            && same(&self.idempotency_key, &job.idempotency_key)
+            && self.idempotency_key == job.idempotency_key
             && self.payload_hash == job.payload_hash
             && same(&self.external_ref, &job.external_ref)
             && self.coalescable == job.coalescable
@@ -174,7 +173,7 @@ impl StoredEntry {
                 prompt_tokens: self.prompt_tokens,
                 max_output_tokens: self.max_output_tokens,
                 deadline: self.deadline,
-                idempotency_key: owned(&self.idempotency_key),
+                idempotency_key: self.idempotency_key.clone(),
                 payload_hash: self.payload_hash,
                 external_ref: owned(&self.external_ref),
                 coalescable: self.coalescable,
@@ -216,7 +215,7 @@ mod tests {
                 prompt_tokens: 10,
                 max_output_tokens: 20,
                 deadline: Some(5_000),
-                idempotency_key: Some(text("stk_0123456789abcdef0123456789abcdef")),
+                idempotency_key: Some(text("stk_0123456789abcdef0123456789abcdef").into()),
                 payload_hash: 77,
                 external_ref: Some(String::new()),
                 coalescable: true,

@@ -24,7 +24,7 @@ fn job(id: u64, class: &str, route: Route) -> Job {
         prompt_tokens: 10,
         max_output_tokens: 10,
         deadline: None,
-        idempotency_key: Some(format!("key-{id}")),
+        idempotency_key: Some(format!("key-{id}").into()),
         payload_hash: id,
         external_ref: None,
         coalescable: false,

@@ -275,7 +275,7 @@ fn uncertain_write_never_resent_before_lookup_absent() {
     assert_eq!(next.len(), 1);
     assert_eq!(
         next[0].kind,
-        SendKind::Lookup(LookupBy::IdempotencyKey(key.clone())),
+        SendKind::Lookup(LookupBy::IdempotencyKey(key.to_string())),
         "a look-up, not a re-send"
     );
     // A failed look-up is looked up again, never turned into a send of the action.
@@ -298,7 +298,7 @@ fn uncertain_write_never_resent_before_lookup_absent() {
     assert_eq!(resend[0].kind, SendKind::Action);
     assert_eq!(
         resend[0].idempotency_key.as_deref(),
-        Some(key.as_str()),
+        Some(&*key),
         "re-sent with the same key"
     );
 }
@@ -817,7 +817,7 @@ fn audit_is_recorded_before_dispatch_and_free_of_secrets() {
     assert!(events.iter().any(|e| e.kind == AuditKind::Completed));
     for event in events {
         assert!(
-            !event.detail.contains(CREDENTIAL) && !event.detail.contains(&key),
+            !event.detail.contains(CREDENTIAL) && !event.detail.contains(&*key),
             "{}",
             event.detail
         );
@@ -850,7 +850,7 @@ fn restore_sends_in_flight_uncertain_writes_to_lookup_with_their_original_key() 
     assert_eq!(write.len(), 1);
     assert_eq!(
         write[0].kind,
-        SendKind::Lookup(LookupBy::IdempotencyKey(key))
+        SendKind::Lookup(LookupBy::IdempotencyKey(key.to_string()))
     );
     let read: Vec<_> = seen.iter().filter(|x| x.job == 2).collect();
     assert_eq!(

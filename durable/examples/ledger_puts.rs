@@ -38,7 +38,7 @@ fn entry(id: u64, step: usize) -> LedgerEntry {
             prompt_tokens: 0,
             max_output_tokens: 0,
             deadline: Some(60_000),
-            idempotency_key: Some(format!("acme/task-{}/{id:016x}", id / 10)),
+            idempotency_key: Some(format!("acme/task-{}/{id:016x}", id / 10).into()),
             payload_hash: id,
             external_ref: Some(format!("ref-{id}")),
             coalescable: false,

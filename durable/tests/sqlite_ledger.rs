@@ -24,7 +24,7 @@ fn job(id: u64) -> Job {
         prompt_tokens: 120,
         max_output_tokens: 300,
         deadline: Some(id.wrapping_add(60_000)),
-        idempotency_key: Some(format!("idem-{id}")),
+        idempotency_key: Some(format!("idem-{id}").into()),
         payload_hash: id.wrapping_mul(0x9e37_79b9_7f4a_7c15),
         external_ref: Some(format!("ref-{id}")),
         coalescable: false,

@@ -809,7 +809,7 @@ fn request() -> impl Strategy<Value = Request> {
             )| Request {
                 route,
                 credential: credential.map(Into::into),
-                idempotency_key,
+                idempotency_key: idempotency_key.map(Into::into),
                 body_hash,
                 external_ref,
                 prompt_tokens,

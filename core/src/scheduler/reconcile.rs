@@ -26,7 +26,7 @@ impl<L: Ledger> Scheduler<L> {
             &fields.external_ref,
             &job.entry.operation_id,
         ) {
-            (Some(key), _, _) if keyed => Some(LookupBy::IdempotencyKey(key.clone())),
+            (Some(key), _, _) if keyed => Some(LookupBy::IdempotencyKey(key.to_string())),
             (_, Some(reference), _) => Some(LookupBy::ExternalRef(reference.clone())),
             (_, _, Some(operation)) => Some(LookupBy::OperationId(operation.clone())),
             _ => None,

@@ -30,7 +30,7 @@ pub struct JournalEntry {
     /// HTTP method (borrowed for the known routes).
     pub method: Cow<'static, str>,
     /// `Idempotency-Key` as sent.
-    pub idempotency_key: Option<String>,
+    pub idempotency_key: Option<Arc<str>>,
     /// External reference of a record write.
     pub external_ref: Option<String>,
     /// What a record look-up asked for (`id=..`, `external_ref=..`, `idempotency_key=..`), so

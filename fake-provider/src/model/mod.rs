@@ -82,9 +82,9 @@ struct Holding {
     /// The listed model it was for, which decides the scopes it counted against.
     model: Option<usize>,
     /// The record write's idempotency key it holds.
-    key: Option<String>,
+    key: Option<Arc<str>>,
     /// The completion's idempotency key it holds (`completion_idempotency`).
-    completion_key: Option<String>,
+    completion_key: Option<Arc<str>>,
 }
 
 /// A known bearer key.
@@ -1027,7 +1027,7 @@ impl ProviderModel {
             let usage = (req.prompt_tokens, completion);
             self.replays
                 .remember(scope_idx, key, req.body_hash, seq, usage, now);
-            holding.completion_key = Some(key.to_string());
+            holding.completion_key = req.idempotency_key.clone();
         }
         let answer = self.completion_answer(
             req,

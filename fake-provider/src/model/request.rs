@@ -18,7 +18,7 @@ pub struct Request {
     /// action, so an attempt carries it without a copy.
     pub credential: Option<Arc<str>>,
     /// The `Idempotency-Key` header.
-    pub idempotency_key: Option<String>,
+    pub idempotency_key: Option<Arc<str>>,
     /// Hash of the canonical request body (see [`body_hash`]); 0 for bodiless requests.
     pub body_hash: u64,
     /// `external_ref` field of a record write.

@@ -64,7 +64,7 @@ fn write(scope: &str, key: Option<&str>, external_ref: &str, body_hash: u64) -> 
     Request {
         route: RequestRoute::CreateRecord,
         credential: Some(format!("sk-{scope}-key1").into()),
-        idempotency_key: key.map(str::to_string),
+        idempotency_key: key.map(Into::into),
         external_ref: Some(external_ref.into()),
         body_hash,
         ..Request::default()

@@ -119,7 +119,9 @@ pub(crate) fn base_request(
     Ok(Request {
         route,
         credential: credential.map(Arc::from),
-        idempotency_key: text("idempotency-key")?.filter(|k| !k.is_empty()),
+        idempotency_key: text("idempotency-key")?
+            .filter(|k| !k.is_empty())
+            .map(Into::into),
         class: text("x-stampede-class")?.map(Arc::from),
         tenant: text("x-stampede-tenant")?.map(Arc::from),
         action: number("x-stampede-action")?,

@@ -10,6 +10,8 @@
 //! `escalations.jsonl`, one JSON object per line, in the order the actions ended; their
 //! keys are documented in `docs/contract.md` and checked against it by a test.
 
+use std::sync::Arc;
+
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -392,7 +394,7 @@ impl CaseFiles {
         terminal: &Terminal,
         notes: CaseNotes,
         e: &Ending<'_>,
-        idempotency_key: Option<String>,
+        idempotency_key: Option<Arc<str>>,
     ) {
         let status = match terminal.status {
             TerminalStatus::Completed | TerminalStatus::Cancelled => return,
@@ -488,7 +490,7 @@ impl CaseFiles {
                 waited_ms: terminal.waited_ms,
                 elapsed_ms: e.at.saturating_sub(e.submitted_at),
             },
-            idempotency_key,
+            idempotency_key: idempotency_key.as_deref().map(str::to_owned),
             operation_id: terminal.operation_id.clone(),
             external_ref: e.facts.external_ref.clone(),
             reconcile_with,

@@ -224,8 +224,9 @@ impl LiveActions {
                 sent,
                 state: state.to_string(),
                 idempotency_key: entry
-                    .and_then(|e| e.job.idempotency_key.clone())
-                    .unwrap_or_default(),
+                    .and_then(|e| e.job.idempotency_key.as_deref())
+                    .unwrap_or_default()
+                    .to_string(),
                 external_ref: a.facts.external_ref.clone().unwrap_or_default(),
                 next_safe_action: if sent {
                     "look_up_before_retrying"

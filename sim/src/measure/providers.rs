@@ -123,7 +123,7 @@ mod tests {
             scope: None,
             route: Cow::Borrowed("/v1/chat/completions"),
             method: Cow::Borrowed("POST"),
-            idempotency_key: key.map(str::to_string),
+            idempotency_key: key.map(Into::into),
             external_ref: None,
             lookup: None,
             fingerprint: fingerprint.to_string(),
