@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::identity::IdentifiedBy;
+use super::request::Fingerprint;
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -38,7 +39,7 @@ pub struct JournalEntry {
     #[serde(default)]
     pub lookup: Option<String>,
     /// Request fingerprint without secrets: method, route template and body hash.
-    pub fingerprint: String,
+    pub fingerprint: Fingerprint,
     /// `x-stampede-tenant`.
     pub tenant: Option<Arc<str>>,
     /// `x-stampede-action`.

@@ -40,7 +40,8 @@ pub use identity::{IdentifiedBy, Identity, DEFAULT_IDENTITY_WINDOW_MS};
 pub use journal::{JournalBuffer, JournalEntry};
 pub use records::{Record, DEFAULT_MAX_RECORDS, DEFAULT_RECORD_RETENTION_MS};
 pub use request::{
-    body_hash, canonical_body_hash, mask_credential, FindBy, Fnv, Request, RequestRoute,
+    body_hash, canonical_body_hash, mask_credential, FindBy, Fingerprint, Fnv, Request,
+    RequestRoute,
 };
 pub use stats::{ProviderStats, ScopeStats};
 
@@ -448,7 +449,7 @@ impl ProviderModel {
             idempotency_key: req.idempotency_key.clone(),
             external_ref: req.external_ref.clone(),
             lookup: req.route.lookup(),
-            fingerprint: request::fingerprint(&req.route, req.body_hash),
+            fingerprint: Fingerprint::of(&req.route, req.body_hash),
             tenant: req.tenant.clone(),
             action: req.action,
             attempt_no: req.attempt_no,
@@ -549,7 +550,7 @@ impl ProviderModel {
             idempotency_key: None,
             external_ref: None,
             lookup: None,
-            fingerprint: String::new(),
+            fingerprint: Fingerprint::None,
             tenant: None,
             action: None,
             attempt_no: None,

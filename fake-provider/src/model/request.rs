@@ -194,29 +194,127 @@ pub fn canonical_body_hash(v: &serde_json::Value) -> u64 {
     body_hash(&serde_json::to_vec(v).unwrap_or_default())
 }
 
-/// The journal's fingerprint of an attempt: `"{method} {template} {body_hash:016x}"`, written
-/// into one allocation of the right size.
-pub(crate) fn fingerprint(route: &RequestRoute, body_hash: u64) -> String {
-    let (method, template) = (route.method(), route.template());
-    let mut out = String::with_capacity(method.len() + template.len() + 18);
-    out.push_str(method);
-    out.push(' ');
-    out.push_str(template);
-    out.push(' ');
-    push_hex16(&mut out, body_hash);
-    out
+/// The journal's fingerprint of an attempt, without secrets: method, route template and
+/// canonical body hash, written `"{method} {template} {body_hash:016x}"`. The model keeps
+/// the three parts (an attempt's entry allocates nothing for it) and renders the text only
+/// where it is shown or serialized; an entry read back from JSON holds the text.
+#[derive(Debug, Clone, Default)]
+pub enum Fingerprint {
+    /// No fingerprint (a request to a route the provider does not serve).
+    #[default]
+    None,
+    /// As the model saw the request.
+    Parts {
+        /// HTTP method (`POST`).
+        method: &'static str,
+        /// Route template (`/v1/chat/completions`).
+        template: &'static str,
+        /// Canonical body hash.
+        body_hash: u64,
+    },
+    /// As read back from a journal's JSON.
+    Text(String),
 }
 
-/// Appends `value` as 16 lower-case hex digits (what `{:016x}` writes).
-pub(crate) fn push_hex16(out: &mut String, value: u64) {
-    for shift in (0..16).rev() {
-        let digit = ((value >> (shift * 4)) & 0xf) as u8;
-        out.push(char::from(if digit < 10 {
+impl Fingerprint {
+    /// The fingerprint of a request to `route` with `body_hash`.
+    pub fn of(route: &RequestRoute, body_hash: u64) -> Self {
+        Fingerprint::Parts {
+            method: route.method(),
+            template: route.template(),
+            body_hash,
+        }
+    }
+
+    /// Feeds the fingerprint's text to `fnv`, byte for byte as its rendering reads.
+    pub fn feed(&self, fnv: Fnv) -> Fnv {
+        match self {
+            Fingerprint::None => fnv,
+            Fingerprint::Parts {
+                method,
+                template,
+                body_hash,
+            } => fnv
+                .bytes(method.as_bytes())
+                .bytes(b" ")
+                .bytes(template.as_bytes())
+                .bytes(b" ")
+                .bytes(&hex16(*body_hash)),
+            Fingerprint::Text(text) => fnv.bytes(text.as_bytes()),
+        }
+    }
+}
+
+impl std::fmt::Display for Fingerprint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Fingerprint::None => Ok(()),
+            Fingerprint::Parts {
+                method,
+                template,
+                body_hash,
+            } => {
+                let hex = hex16(*body_hash);
+                let hex = std::str::from_utf8(&hex).map_err(|_| std::fmt::Error)?;
+                write!(f, "{method} {template} {hex}")
+            }
+            Fingerprint::Text(text) => f.write_str(text),
+        }
+    }
+}
+
+/// Two fingerprints are equal when their texts are.
+impl PartialEq for Fingerprint {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (
+                Fingerprint::Parts {
+                    method: m1,
+                    template: t1,
+                    body_hash: h1,
+                },
+                Fingerprint::Parts {
+                    method: m2,
+                    template: t2,
+                    body_hash: h2,
+                },
+            ) => m1 == m2 && t1 == t2 && h1 == h2,
+            _ => self.to_string() == other.to_string(),
+        }
+    }
+}
+
+impl Eq for Fingerprint {}
+
+impl Serialize for Fingerprint {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Fingerprint {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Ok(if text.is_empty() {
+            Fingerprint::None
+        } else {
+            Fingerprint::Text(text)
+        })
+    }
+}
+
+/// `value` as 16 lower-case hex digits (what `{:016x}` writes).
+fn hex16(value: u64) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    for (i, slot) in out.iter_mut().enumerate() {
+        let digit = ((value >> ((15 - i) * 4)) & 0xf) as u8;
+        *slot = if digit < 10 {
             b'0' + digit
         } else {
             b'a' + digit - 10
-        }));
+        };
     }
+    out
 }
 
 /// A credential as it may appear in the journal: a prefix and the last four characters.
@@ -242,10 +340,19 @@ mod tests {
             (RequestRoute::GetItem { id: "x".into() }, u64::MAX),
             (RequestRoute::Embeddings, 0xa5),
         ] {
+            let text = format!("{} {} {:016x}", route.method(), route.template(), hash);
+            let fp = Fingerprint::of(&route, hash);
+            assert_eq!(fp.to_string(), text);
             assert_eq!(
-                fingerprint(&route, hash),
-                format!("{} {} {:016x}", route.method(), route.template(), hash)
+                fp.feed(Fnv::new()).finish(),
+                Fnv::new().bytes(text.as_bytes()).finish()
             );
+            assert_eq!(serde_json::to_value(&fp).unwrap(), serde_json::json!(text));
+            let back: Fingerprint = serde_json::from_value(serde_json::json!(text)).unwrap();
+            assert_eq!(back, fp);
         }
+        let none: Fingerprint = serde_json::from_value(serde_json::json!("")).unwrap();
+        assert_eq!(none, Fingerprint::None);
+        assert_eq!(serde_json::to_value(&none).unwrap(), serde_json::json!(""));
     }
 }

@@ -316,7 +316,7 @@ pub async fn play_from<L: Ledger>(
         let key = entry
             .lookup
             .clone()
-            .unwrap_or_else(|| entry.fingerprint.clone());
+            .unwrap_or_else(|| entry.fingerprint.to_string());
         // A hidden re-send has no send of its own: it is the last attempt sent by that key.
         let attempt = sent.get_mut(&key).and_then(|q| {
             if q.len() > 1 {
@@ -436,11 +436,7 @@ fn journal_key(request: &stampede_provider::model::Request) -> String {
     }
     let hash = super::request::json_body(request)
         .map_or(0, |v| stampede_provider::model::canonical_body_hash(&v));
-    format!(
-        "{} {} {hash:016x}",
-        request.route.method(),
-        request.route.template()
-    )
+    stampede_provider::model::Fingerprint::of(&request.route, hash).to_string()
 }
 
 /// Hands the core's audit events to the run's trail (and keeps them when asked).

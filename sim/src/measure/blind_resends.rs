@@ -99,7 +99,7 @@ mod tests {
             idempotency_key: None,
             external_ref: None,
             lookup: None,
-            fingerprint: String::new(),
+            fingerprint: stampede_provider::model::Fingerprint::None,
             tenant: None,
             action: None,
             attempt_no: None,

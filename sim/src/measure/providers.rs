@@ -36,9 +36,7 @@ pub struct CrossDuplicate {
 fn identity(e: &JournalEntry) -> u64 {
     match &e.idempotency_key {
         Some(key) => Fnv::new().bytes(b"key:").bytes(key.as_bytes()),
-        None => Fnv::new()
-            .bytes(b"fingerprint:")
-            .bytes(e.fingerprint.as_bytes()),
+        None => e.fingerprint.feed(Fnv::new().bytes(b"fingerprint:")),
     }
     .finish()
 }
@@ -126,7 +124,7 @@ mod tests {
             idempotency_key: key.map(Into::into),
             external_ref: None,
             lookup: None,
-            fingerprint: fingerprint.to_string(),
+            fingerprint: stampede_provider::model::Fingerprint::Text(fingerprint.to_string()),
             tenant: None,
             action: None,
             attempt_no: None,
