@@ -11,6 +11,7 @@ use stampede_provider::model::Request;
 use stampede_reports::UnfinishedRow;
 
 use crate::driver_common::case_file::{CaseNotes, Ending, PROVIDER};
+use crate::driver_common::id_slab::IdSlab;
 use crate::driver_common::translate::{self, ActionFacts};
 use crate::measure::{action_route, Ended, Group, Measurement};
 
@@ -45,7 +46,7 @@ impl LiveAction {
 /// in sorted id order.
 #[derive(Default)]
 pub struct LiveActions {
-    by_id: FxHashMap<JobId, LiveAction>,
+    by_id: IdSlab<LiveAction>,
     /// Whether requests carry the client's `x-stampede-*` claims (`client.claims`).
     silent: bool,
     /// In a run with several providers, which provider issued each key: a case file names
@@ -72,7 +73,7 @@ impl LiveActions {
 
     /// Ids of the live actions, ascending.
     pub fn sorted_ids(&self) -> Vec<JobId> {
-        let mut ids: Vec<JobId> = self.by_id.keys().copied().collect();
+        let mut ids: Vec<JobId> = self.by_id.ids().collect();
         ids.sort_unstable();
         ids
     }
