@@ -1,9 +1,7 @@
 //! The ledger of logical actions, behind a small trait so a durable store can replace the
 //! in-memory one without the scheduler knowing.
 
-use std::collections::HashMap;
-
-use crate::id_hash::IdHash;
+use crate::id_slab::IdSlab;
 use crate::stored_entry::StoredEntry;
 
 use serde::{Deserialize, Serialize};
@@ -103,15 +101,10 @@ pub trait Ledger {
 /// The in-memory ledger: what a process without persistence has.
 #[derive(Debug, Default, Clone)]
 pub struct InMemoryLedger {
-    /// Slot of each job id's entry, hashed for one-probe updates; `entries()` sorts, so no
-    /// order leaks.
-    index: HashMap<JobId, u32, IdHash>,
-    /// Entries stored compact (short texts inline: a put copies no strings to the heap) in
-    /// a slab, so a hash table of large values never sits half empty and nothing moves on
-    /// insert or removal.
-    slots: Vec<Option<StoredEntry>>,
-    /// Slots freed by removals, reused first.
-    free: Vec<u32>,
+    /// Entries stored compact (shared names, short texts inline: a put copies no strings to
+    /// the heap) in a slab by job id, so nothing moves on insert or removal; `entries()`
+    /// sorts, so no order leaks.
+    stored: IdSlab<StoredEntry>,
     /// Drop entries once they are terminal, so long runs do not grow memory with the total
     /// number of requests (only live actions and those left `reconciliation_required` stay).
     forget_terminal: bool,
@@ -139,47 +132,28 @@ impl InMemoryLedger {
 
     /// Number of entries (actions).
     pub fn len(&self) -> usize {
-        self.index.len()
+        self.stored.len()
     }
 
     /// Whether it holds no entry.
     pub fn is_empty(&self) -> bool {
-        self.index.is_empty()
+        self.stored.is_empty()
     }
 
     fn stored(&self, id: JobId) -> Option<&StoredEntry> {
-        let slot = *self.index.get(&id)?;
-        self.slots[slot as usize].as_ref()
+        self.stored.get(&id)
     }
 
     fn stored_mut(&mut self, id: JobId) -> Option<&mut StoredEntry> {
-        let slot = *self.index.get(&id)?;
-        self.slots[slot as usize].as_mut()
+        self.stored.get_mut(&id)
     }
 
     fn remove(&mut self, id: JobId) {
-        if let Some(slot) = self.index.remove(&id) {
-            self.slots[slot as usize] = None;
-            self.free.push(slot);
-        }
+        self.stored.remove(&id);
     }
 
     fn insert(&mut self, id: JobId, entry: StoredEntry) {
-        if let Some(&slot) = self.index.get(&id) {
-            self.slots[slot as usize] = Some(entry);
-            return;
-        }
-        let slot = match self.free.pop() {
-            Some(slot) => {
-                self.slots[slot as usize] = Some(entry);
-                slot
-            }
-            None => {
-                self.slots.push(Some(entry));
-                u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 ledger entries")
-            }
-        };
-        self.index.insert(id, slot);
+        self.stored.insert(id, entry);
     }
 }
 
@@ -199,12 +173,8 @@ impl Ledger for InMemoryLedger {
     }
 
     fn entries(&self) -> Result<Vec<LedgerEntry>, LedgerError> {
-        let mut entries: Vec<LedgerEntry> = self
-            .slots
-            .iter()
-            .flatten()
-            .map(StoredEntry::to_entry)
-            .collect();
+        let mut entries: Vec<LedgerEntry> =
+            self.stored.values().map(StoredEntry::to_entry).collect();
         entries.sort_unstable_by_key(|entry| entry.job.id);
         Ok(entries)
     }

@@ -11,9 +11,9 @@ use stampede_provider::model::Request;
 use stampede_reports::UnfinishedRow;
 
 use crate::driver_common::case_file::{CaseNotes, Ending, PROVIDER};
-use crate::driver_common::id_slab::IdSlab;
 use crate::driver_common::translate::{self, ActionFacts};
 use crate::measure::{action_route, Ended, Group, Measurement};
+use stampede_core::id_slab::IdSlab;
 
 /// A live action.
 pub struct LiveAction {
@@ -73,9 +73,7 @@ impl LiveActions {
 
     /// Ids of the live actions, ascending.
     pub fn sorted_ids(&self) -> Vec<JobId> {
-        let mut ids: Vec<JobId> = self.by_id.ids().collect();
-        ids.sort_unstable();
-        ids
+        self.by_id.ids()
     }
 
     /// The tenant the harness submitted action `id` for (`""` for an unknown id): how the

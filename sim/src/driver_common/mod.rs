@@ -18,7 +18,6 @@ pub mod audit_trail;
 pub mod case_file;
 pub mod client_core;
 pub mod gauges;
-pub mod id_slab;
 pub mod live_actions;
 pub mod persisted;
 pub mod translate;

@@ -1,24 +1,30 @@
 //! Values by job id in a slab: the values sit in a vector that grows in place and reuses
-//! freed slots, and only a small index (id to slot) is hashed. A hash map of the values
-//! themselves would, at each doubling, hold the old and the new table of large values at
-//! once (tens of MB at the million-request run's hundred thousand live actions).
+//! freed slots, and only a small index (id to slot) is hashed, for one probe per look-up.
+//! A hash map of the values themselves would move hundreds of bytes on every insert and
+//! removal and, at each doubling, hold the old and the new table of large values at once
+//! (tens of MB at the million-request run's hundred thousand live actions). The core's live
+//! actions, its in-memory ledger and a driver's per-action records all sit in one.
+//!
+//! The index is never iterated into an output: [`IdSlab::ids`] sorts (determinism rule).
 
-use rustc_hash::FxHashMap;
+use std::ops::Index;
 
-use stampede_core::JobId;
+use crate::id_hash::IdHash;
+use crate::job::JobId;
 
 /// Values of type `V` by job id.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct IdSlab<V> {
-    index: FxHashMap<JobId, u32>,
+    index: std::collections::HashMap<JobId, u32, IdHash>,
     slots: Vec<Option<V>>,
+    /// Slots freed by removals, reused first.
     free: Vec<u32>,
 }
 
 impl<V> Default for IdSlab<V> {
     fn default() -> Self {
         Self {
-            index: FxHashMap::default(),
+            index: std::collections::HashMap::default(),
             slots: Vec::new(),
             free: Vec::new(),
         }
@@ -39,7 +45,7 @@ impl<V> IdSlab<V> {
             }
             None => {
                 self.slots.push(Some(value));
-                u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 live actions")
+                u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 values")
             }
         };
         self.index.insert(id, slot);
@@ -65,14 +71,40 @@ impl<V> IdSlab<V> {
         self.slots[slot as usize].take()
     }
 
-    /// Every id held, in no particular order.
-    pub fn ids(&self) -> impl Iterator<Item = JobId> + '_ {
-        self.index.keys().copied()
+    /// Whether a value is held under `id`.
+    pub fn contains_key(&self, id: &JobId) -> bool {
+        self.index.contains_key(id)
     }
 
-    #[cfg(test)]
-    fn len(&self) -> usize {
+    /// Every id held, in increasing order.
+    pub fn ids(&self) -> Vec<JobId> {
+        let mut ids: Vec<JobId> = self.index.keys().copied().collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// Every value held, in no particular order (callers that output them sort).
+    pub fn values(&self) -> impl Iterator<Item = &V> + '_ {
+        self.slots.iter().flatten()
+    }
+
+    /// How many values are held.
+    pub fn len(&self) -> usize {
         self.index.len()
+    }
+
+    /// Whether none is held.
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+}
+
+impl<V> Index<&JobId> for IdSlab<V> {
+    type Output = V;
+
+    /// The value under `id`; panics when there is none (a caller's broken invariant).
+    fn index(&self, id: &JobId) -> &V {
+        self.get(id).expect("a value under this id")
     }
 }
 
@@ -96,8 +128,7 @@ mod tests {
         s.insert(42, 7);
         assert_eq!(s.get(&42), Some(&7));
         assert_eq!(s.len(), 10);
-        let mut ids: Vec<_> = s.ids().collect();
-        ids.sort_unstable();
-        assert_eq!(ids, vec![0, 1, 2, 4, 5, 6, 7, 8, 9, 42]);
+        assert_eq!(s.ids(), vec![0, 1, 2, 4, 5, 6, 7, 8, 9, 42]);
+        assert_eq!(s.values().count(), 10);
     }
 }
