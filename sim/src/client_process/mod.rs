@@ -43,6 +43,7 @@ use crate::live_driver::provider::Provider;
 use crate::measure::{Measurement, SentBy};
 use crate::run::{finish_run, RunError, RunOptions, RunOutcome};
 use crate::scenario::{ExpectSpec, Scenario};
+use crate::sink::attempts::Numbering;
 use crate::sink::AttemptSink;
 
 /// Real time a terminated client gets to exit before it is killed.
@@ -247,8 +248,14 @@ pub fn run_client(
         for e in &journal {
             // The harness cannot tell which workload line an attempt of a foreign client
             // was for, and does not take the client's word for it.
-            let row = measure.on_journal(e, None, &SentBy::default());
-            sink.attempt(&row).map_err(ClientError::Output)?;
+            measure.on_journal(e, None, &SentBy::default());
+            sink.attempt(&crate::sink::attempts::row(
+                e,
+                None,
+                "",
+                Numbering::default(),
+            ))
+            .map_err(ClientError::Output)?;
         }
         sink.flush().map_err(|source| ClientError::Io {
             doing: "write attempts.csv".into(),

@@ -39,6 +39,7 @@ use crate::measure::{Ended, Measurement, SentBy};
 use crate::progress::{self, Pacer, ProgressHandle, Snapshot};
 use crate::rng;
 use crate::scenario::Scenario;
+use crate::sink::attempts::{self, Numbering};
 use crate::sink::{AttemptSink, AuditSink, NoAudit};
 
 /// What the harness sent an attempt as, until its journal entry is read: action, attempt
@@ -328,21 +329,26 @@ pub async fn play_from<L: Ledger>(
         let done = attempt
             .as_ref()
             .and_then(|(job, no, ..)| heard.get(&(*job, *no)).copied());
-        let by =
+        let (by, numbering) =
             attempt
                 .as_ref()
-                .map_or(SentBy::default(), |(job, no, tenant, class, priority)| {
-                    SentBy {
-                        tenant,
-                        class,
-                        priority,
-                        action: *job,
-                        attempt_no: *no,
-                        provider: 0,
-                    }
+                .map_or_else(Default::default, |(job, no, tenant, class, priority)| {
+                    (
+                        SentBy {
+                            tenant,
+                            class,
+                            priority,
+                            provider: 0,
+                        },
+                        Numbering {
+                            action: *job,
+                            attempt_no: *no,
+                        },
+                    )
                 });
-        let row = measure.on_journal(entry, done, &by);
-        sink.attempt(&row).map_err(LiveError::Output)?;
+        measure.on_journal(entry, done, &by);
+        sink.attempt(&attempts::row(entry, done, by.tenant, numbering))
+            .map_err(LiveError::Output)?;
     }
     let mut measured = measure.finish(now);
     measured.summary.mode = "live".to_string();

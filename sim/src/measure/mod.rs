@@ -16,15 +16,13 @@ pub mod retry_groups;
 mod starvation;
 pub mod waves;
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use stampede_core::{Job, Millis, Reason, Terminal, TerminalStatus};
 use stampede_provider::model::JournalEntry;
-use stampede_reports::{AttemptRow, Summary, TenantRow, TimeseriesRow, UnfinishedRow};
+use stampede_reports::{Summary, TenantRow, TimeseriesRow, UnfinishedRow};
 
 use crate::driver_common::case_file::{CaseFiles, CaseNotes, Ending};
-use crate::sink::AttemptSink;
 use buckets::{Backlog, BucketQuantiles};
 use errors::Errors;
 pub use groups::{action_route, request_route, Group};
@@ -103,10 +101,10 @@ pub struct Measurement {
 }
 
 /// What the harness itself sent an attempt as: the tenant, class and priority it submitted
-/// the action with, the action's id and the attempt's number (0 and `""` when it cannot
-/// know). Only `tenant`, `class`, `priority` and `provider` (which journal the entry came
-/// from) reach a figure (see [`Measurement::record`]); the numbering goes to attempts.csv's
-/// `action` and `attempt_no` columns and nowhere else.
+/// the action with (`""` when it cannot know), and which provider's journal the entry came
+/// from. No numbering of actions or attempts, the harness's or the client's, reaches a
+/// figure: the provider's journal decides which attempts are one logical request. The
+/// harness's numbering goes only to attempts.csv's columns ([`crate::sink::attempts::Numbering`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SentBy<'a> {
     /// The tenant the harness submitted the action for (`""` when it cannot know).
@@ -116,11 +114,6 @@ pub struct SentBy<'a> {
     /// The priority it submitted the action at (`""` when it cannot know):
     /// `queues::priority_name`.
     pub priority: &'static str,
-    /// The logical action's id (0 when it cannot know: a `--client` process).
-    pub action: u64,
-    /// The attempt's 1-based number within its action, as the core numbered it (0 when it
-    /// cannot know).
-    pub attempt_no: u32,
     /// The provider the harness sent it to (its index in the run's provider list; 0 for a
     /// run with one).
     pub provider: u8,
@@ -613,46 +606,17 @@ impl Measurement {
         row.tokens_reserved = tokens_reserved;
     }
 
-    /// One journal entry: an attempt at the provider's edge. Returns its attempts.csv row.
-    /// `client_done_ms` fills the end of a hang, which only the client's timeout knows.
-    /// `by` is the harness's own record of what it sent (tenant, action, attempt number;
-    /// empty when it cannot know, as for a `--client` process), never the client's
-    /// `x-stampede-*` claims: the journal keeps those, and only `claim_mismatches` reads them
-    /// (from the provider's flag).
+    /// One journal entry: an attempt at the provider's edge. `client_done_ms` fills the end
+    /// of a hang, which only the client's timeout knows. `by` is the harness's own record of
+    /// who it sent for (empty when it cannot know, as for a `--client` process), never the
+    /// client's `x-stampede-*` claims: the journal keeps those, and only `claim_mismatches`
+    /// reads them (from the provider's flag).
     ///
     /// Every figure here is the provider's: which attempts are one logical request, which
-    /// commit is a duplicate, who came back early. The client's `x-stampede-*` claims are
-    /// copied into the row as claims and counted only where they disagree.
-    pub fn on_journal<'e>(
-        &mut self,
-        e: &'e JournalEntry,
-        client_done_ms: Option<u64>,
-        by: &SentBy<'e>,
-    ) -> AttemptRow<'e> {
-        self.observe(e, client_done_ms, by);
-        attempt_row(e, client_done_ms, by)
-    }
-
-    /// [`Measurement::on_journal`], the row handed to `sink`, and built only when the sink
-    /// keeps rows (a run without attempts.csv would build a row per attempt to throw it
-    /// away).
-    pub fn record(
-        &mut self,
-        e: &JournalEntry,
-        client_done_ms: Option<u64>,
-        by: &SentBy<'_>,
-        sink: &mut dyn AttemptSink,
-    ) -> Result<(), String> {
-        self.observe(e, client_done_ms, by);
-        if sink.wants_rows() {
-            sink.attempt(&attempt_row(e, client_done_ms, by))?;
-        }
-        Ok(())
-    }
-
-    /// Every figure one journal entry moves: the run's, its provider's, its model's and its
-    /// retry group's.
-    fn observe(&mut self, e: &JournalEntry, client_done_ms: Option<u64>, by: &SentBy<'_>) {
+    /// commit is a duplicate, who came back early. The attempts.csv row is the driver's to
+    /// write (`sink::attempts::write`). It moves the run's figures, its provider's, its
+    /// model's and its retry group's.
+    pub fn on_journal(&mut self, e: &JournalEntry, client_done_ms: Option<u64>, by: &SentBy<'_>) {
         self.observe_journal(e, client_done_ms, (by.tenant, by.class, by.priority));
         let cross = self.observe_providers(e, by.provider);
         self.billing.observe(e, e.duplicate || cross);
@@ -901,43 +865,13 @@ impl Measurement {
     }
 }
 
-/// One journal entry's attempts.csv row; `client_done_ms` fills the end of a hang.
-fn attempt_row<'e>(
-    e: &'e JournalEntry,
-    client_done_ms: Option<u64>,
-    by: &SentBy<'e>,
-) -> AttemptRow<'e> {
-    let done_ms = if e.done_ms == 0 {
-        client_done_ms.unwrap_or(e.at_ms)
-    } else {
-        e.done_ms
-    };
-    AttemptRow {
-        seq: e.seq,
-        at_ms: e.at_ms,
-        done_ms,
-        tenant: Cow::Borrowed(by.tenant),
-        scope: Cow::Borrowed(e.scope.as_deref().unwrap_or_default()),
-        route: Cow::Borrowed(&*e.route),
-        action: by.action,
-        attempt_no: by.attempt_no,
-        outcome: Cow::Borrowed(&*e.outcome),
-        error_code: Cow::Borrowed(e.error_code.as_deref().unwrap_or_default()),
-        committed: e.committed,
-        retry_after_violation: e.retry_after_violation,
-        idempotency_key: Cow::Borrowed(e.idempotency_key.as_deref().unwrap_or_default()),
-        logical: e.logical,
-        logical_attempt: e.logical_attempt,
-        duplicate: e.duplicate,
-        scope_wait_violation: e.scope_wait_violation,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sink::attempts::Numbering;
     use stampede_provider::config::{CredentialConfig, DurationMs, ScopeLimits};
     use stampede_provider::{ProviderConfig, ProviderModel, Request, RequestRoute};
+    use stampede_reports::AttemptRow;
 
     /// A provider with one scope of 1 request a minute whose 429s leave 100 ms after the
     /// decision.
@@ -989,7 +923,10 @@ mod tests {
         let journal = m.drain_journal();
         let rows: Vec<AttemptRow> = journal
             .iter()
-            .map(|e| measure.on_journal(e, None, &SentBy::default()))
+            .map(|e| {
+                measure.on_journal(e, None, &SentBy::default());
+                crate::sink::attempts::row(e, None, "", Numbering::default())
+            })
             .collect();
         let flags: Vec<bool> = rows.iter().map(|r| r.retry_after_violation).collect();
         assert_eq!(flags, vec![false, false, false, true, true, false]);
@@ -1016,13 +953,11 @@ mod tests {
                 m.arrive(&r, at);
             }
             let mut measure = Measurement::new(1_000, 600_000);
-            for (i, e) in m.drain_journal().iter().enumerate() {
+            for e in &m.drain_journal() {
                 let by = SentBy {
                     tenant: "t",
                     class: "llm",
                     priority: "normal",
-                    action: if claim { 40 + i as u64 } else { 0 },
-                    attempt_no: if claim { 9 } else { 0 },
                     provider: 0,
                 };
                 measure.on_journal(e, None, &by);

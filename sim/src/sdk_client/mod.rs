@@ -323,12 +323,14 @@ pub fn run(
                             priority: crate::measure::queues::priority_name(
                                 call.arrival.job.priority,
                             ),
-                            action: call.arrival.job.id,
-                            attempt_no: call.sent,
                             provider: pix,
                         };
-                        measure
-                            .record(&entry, None, &by, sink)
+                        measure.on_journal(&entry, None, &by);
+                        let numbering = crate::sink::attempts::Numbering {
+                            action: call.arrival.job.id,
+                            attempt_no: call.sent,
+                        };
+                        crate::sink::attempts::write(sink, &entry, None, by.tenant, numbering)
                             .map_err(DriverError::Output)?;
                     }
                     let (after, ok, failure) =

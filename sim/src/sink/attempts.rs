@@ -1,7 +1,71 @@
 //! Where attempts.csv rows go as the provider's journal drains: one row per attempt as the
 //! provider saw it, streamed, never held for the whole run.
 
+use std::borrow::Cow;
+
+use stampede_provider::model::JournalEntry;
 use stampede_reports::AttemptRow;
+
+/// The harness's own numbering of an attempt: the action it sent it for and the attempt's
+/// 1-based number as the core counted it (0 when it cannot know, as for a `--client`
+/// process). It goes to attempts.csv's `action` and `attempt_no` columns and nowhere else:
+/// no figure reads it (the provider's journal decides which attempts are one request).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Numbering {
+    /// The logical action's id.
+    pub action: u64,
+    /// The attempt's number within its action.
+    pub attempt_no: u32,
+}
+
+/// Journal entry `e`'s attempts.csv row, sent for `tenant` with the harness's numbering `n`;
+/// `client_done_ms` fills the end of a hang. Its texts borrow from `e`.
+pub fn row<'e>(
+    e: &'e JournalEntry,
+    client_done_ms: Option<u64>,
+    tenant: &'e str,
+    n: Numbering,
+) -> AttemptRow<'e> {
+    let done_ms = if e.done_ms == 0 {
+        client_done_ms.unwrap_or(e.at_ms)
+    } else {
+        e.done_ms
+    };
+    AttemptRow {
+        seq: e.seq,
+        at_ms: e.at_ms,
+        done_ms,
+        tenant: Cow::Borrowed(tenant),
+        scope: Cow::Borrowed(e.scope.as_deref().unwrap_or_default()),
+        route: Cow::Borrowed(&*e.route),
+        action: n.action,
+        attempt_no: n.attempt_no,
+        outcome: Cow::Borrowed(&*e.outcome),
+        error_code: Cow::Borrowed(e.error_code.as_deref().unwrap_or_default()),
+        committed: e.committed,
+        retry_after_violation: e.retry_after_violation,
+        idempotency_key: Cow::Borrowed(e.idempotency_key.as_deref().unwrap_or_default()),
+        logical: e.logical,
+        logical_attempt: e.logical_attempt,
+        duplicate: e.duplicate,
+        scope_wait_violation: e.scope_wait_violation,
+    }
+}
+
+/// Hands `e`'s row to `sink`, built only when the sink keeps rows (a run without
+/// attempts.csv would build a row per attempt to throw it away).
+pub fn write(
+    sink: &mut dyn AttemptSink,
+    e: &JournalEntry,
+    client_done_ms: Option<u64>,
+    tenant: &str,
+    n: Numbering,
+) -> Result<(), String> {
+    if sink.wants_rows() {
+        sink.attempt(&row(e, client_done_ms, tenant, n))?;
+    }
+    Ok(())
+}
 
 /// Where attempts.csv rows go as the journal drains.
 pub trait AttemptSink {

@@ -13,6 +13,7 @@ use crate::driver_common::live_actions::LiveActions;
 use crate::driver_common::translate;
 use crate::driver_common::turn::{Flow, Turn, Untracked, Wire};
 use crate::measure::{Measurement, SentBy};
+use crate::sink::attempts::{self, Numbering};
 use crate::sink::AttemptSink;
 
 impl From<Untracked> for DriverError {
@@ -83,14 +84,16 @@ impl<'a> ModelWire<'a> {
             tenant: live.tenant_of(send.job),
             class: live.class_of(send.job),
             priority: live.priority_of(send.job),
+            provider,
+        };
+        let numbering = Numbering {
             action: send.job,
             attempt_no: send.attempt_no,
-            provider,
         };
         while let Some(entry) = self.providers.next_journal(provider) {
             self.crashes.on_journal(&entry);
-            measure
-                .record(&entry, Some(now + after), &by, self.sink)
+            measure.on_journal(&entry, Some(now + after), &by);
+            attempts::write(self.sink, &entry, Some(now + after), by.tenant, numbering)
                 .map_err(DriverError::Output)?;
         }
         Ok(Landed {
