@@ -35,7 +35,7 @@ use serde::{Deserialize, Serialize};
 use super::logicals::Logicals;
 #[cfg(test)]
 use super::request::body_hash;
-use super::request::{FindBy, Fnv, Request, RequestRoute};
+use super::request::{hex16, FindBy, Fnv, Request, RequestRoute};
 use super::Millis;
 
 /// Default identity window: 15 minutes of model time.
@@ -175,15 +175,6 @@ fn alias(tag: &str, scope: &str, value: &str) -> u64 {
 /// The alias of `"{template} {body_hash:016x}"` on the credential, hashed in place.
 fn fingerprint_alias(req: &Request) -> u64 {
     let credential = req.credential.as_deref().unwrap_or("");
-    let mut hex = [0u8; 16];
-    for (i, slot) in hex.iter_mut().enumerate() {
-        let digit = ((req.body_hash >> ((15 - i) * 4)) & 0xf) as u8;
-        *slot = if digit < 10 {
-            b'0' + digit
-        } else {
-            b'a' + digit - 10
-        };
-    }
     Fnv::new()
         .bytes(b"fp")
         .bytes(&[0])
@@ -191,7 +182,7 @@ fn fingerprint_alias(req: &Request) -> u64 {
         .bytes(&[0])
         .bytes(req.route.template().as_bytes())
         .bytes(b" ")
-        .bytes(&hex)
+        .bytes(&hex16(req.body_hash))
         .finish()
 }
 

@@ -304,7 +304,7 @@ impl<'de> Deserialize<'de> for Fingerprint {
 }
 
 /// `value` as 16 lower-case hex digits (what `{:016x}` writes).
-fn hex16(value: u64) -> [u8; 16] {
+pub(crate) fn hex16(value: u64) -> [u8; 16] {
     let mut out = [0u8; 16];
     for (i, slot) in out.iter_mut().enumerate() {
         let digit = ((value >> ((15 - i) * 4)) & 0xf) as u8;
