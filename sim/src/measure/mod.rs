@@ -47,9 +47,14 @@ pub struct Measurement {
     service: Distribution,
     retry_bins: RetryBins,
     rows: Vec<TimeseriesRow>,
-    /// Terminal latencies of the bucket being filled: (bucket index, values).
-    bucket_latency: Option<(usize, Distribution)>,
-    tenants: BTreeMap<u64, BTreeMap<String, TenantRow>>,
+    /// Terminal latencies (ms) of the bucket being filled, if any: its index and values
+    /// (the vector reused from bucket to bucket).
+    bucket_latency: (Option<usize>, Vec<u64>),
+    /// The precision of the bucket's percentiles.
+    precision: percentiles::Precision,
+    /// Each bucket's rows by tenant (bucket start in ms): a few tenants a bucket, in the
+    /// order first seen, sorted by name at the end.
+    tenants: BTreeMap<u64, Vec<TenantRow>>,
     last_terminal_ms: u64,
     /// The scenario's duration cap (ms): how long a request without a deadline that did not
     /// complete keeps the service window open.
@@ -189,7 +194,8 @@ impl Measurement {
             service: Distribution::default(),
             retry_bins: RetryBins::default(),
             rows: Vec::new(),
-            bucket_latency: None,
+            bucket_latency: (None, Vec::new()),
+            precision: percentiles::Precision::default(),
             tenants: BTreeMap::new(),
             last_terminal_ms: 0,
             cap_ms,
@@ -243,18 +249,33 @@ impl Measurement {
 
     fn tenant_row(&mut self, t: u64, tenant: &str) -> &mut TenantRow {
         let start = self.bucket(t) as u64 * self.bucket_ms;
-        let bucket = self.tenants.entry(start).or_default();
-        // Looked up by `&str` first: a tenant's name is copied once per bucket, not per
-        // attempt.
-        if !bucket.contains_key(tenant) {
-            let row = TenantRow {
-                t_ms: start,
-                tenant: tenant.to_string(),
-                ..TenantRow::default()
-            };
-            bucket.insert(tenant.to_string(), row);
-        }
-        bucket.get_mut(tenant).expect("inserted above")
+        // Buckets fill in time order: the newest is looked at before searching.
+        let newest = self
+            .tenants
+            .last_key_value()
+            .is_some_and(|(k, _)| *k == start);
+        let rows = if newest {
+            self.tenants
+                .last_entry()
+                .unwrap_or_else(|| unreachable!("the newest bucket was just seen"))
+                .into_mut()
+        } else {
+            self.tenants.entry(start).or_default()
+        };
+        // Found by `&str`, lengths compared before bytes: a tenant's name is copied once
+        // per bucket, not per attempt.
+        let i = match rows.iter().position(|r| r.tenant == tenant) {
+            Some(i) => i,
+            None => {
+                rows.push(TenantRow {
+                    t_ms: start,
+                    tenant: tenant.to_string(),
+                    ..TenantRow::default()
+                });
+                rows.len() - 1
+            }
+        };
+        &mut rows[i]
     }
 
     /// A logical action was submitted.
@@ -488,15 +509,11 @@ impl Measurement {
         if completed {
             self.tenant_row(at, tenant).completed += 1;
             let b = self.bucket(at);
-            match &mut self.bucket_latency {
-                Some((idx, dist)) if *idx == b => dist.record(latency_ms),
-                _ => {
-                    self.flush_bucket_latency();
-                    let mut dist = Distribution::default();
-                    dist.record(latency_ms);
-                    self.bucket_latency = Some((b, dist));
-                }
+            if self.bucket_latency.0 != Some(b) {
+                self.flush_bucket_latency();
+                self.bucket_latency.0 = Some(b);
             }
+            self.bucket_latency.1.push(latency_ms);
         }
     }
 
@@ -590,11 +607,15 @@ impl Measurement {
     }
 
     fn flush_bucket_latency(&mut self) {
-        if let Some((idx, dist)) = self.bucket_latency.take() {
-            let t = idx as u64 * self.bucket_ms;
-            let row = self.row(t);
-            row.latency_p50_ms = dist.quantile(0.5);
-            row.latency_p99_ms = dist.quantile(0.99);
+        if let Some(idx) = self.bucket_latency.0.take() {
+            let mut values = std::mem::take(&mut self.bucket_latency.1);
+            let p50 = self.precision.quantile(&mut values, 0.5);
+            let p99 = self.precision.quantile(&mut values, 0.99);
+            values.clear();
+            self.bucket_latency.1 = values;
+            let row = self.row(idx as u64 * self.bucket_ms);
+            row.latency_p50_ms = p50;
+            row.latency_p99_ms = p99;
         }
     }
 
@@ -855,7 +876,10 @@ impl Measurement {
             tenants: self
                 .tenants
                 .into_values()
-                .flat_map(BTreeMap::into_values)
+                .flat_map(|mut rows| {
+                    rows.sort_by(|a, b| a.tenant.cmp(&b.tenant));
+                    rows
+                })
                 .collect(),
             unfinished,
             cases: self.cases,
