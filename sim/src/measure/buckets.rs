@@ -55,8 +55,7 @@ impl BucketQuantiles {
 
     fn close(&mut self, bucket: usize, mut values: Vec<u64>) -> (usize, u64, u64) {
         debug_assert!(!values.is_empty(), "a bucket opens with its first value");
-        let p50 = self.precision.quantile(&mut values, 0.5);
-        let p99 = self.precision.quantile(&mut values, 0.99);
+        let (p50, p99) = self.precision.p50_p99(&mut values);
         values.clear();
         self.spare.push(values);
         (bucket, p50, p99)

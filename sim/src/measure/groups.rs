@@ -100,14 +100,29 @@ pub(crate) struct Groups {
 }
 
 fn tally<'m>(named: &'m mut Vec<(Box<str>, Tally)>, name: &str) -> &'m mut Tally {
-    let i = match named.iter().position(|(n, _)| **n == *name) {
+    &mut find_or_push(
+        named,
+        |(n, _)| **n == *name,
+        || (name.into(), Tally::default()),
+    )
+    .1
+}
+
+/// The first item of `items` that `is` picks, or `new()` pushed at the end when none does:
+/// a lookup by one scan, for the few names a grouping has (lengths compare before bytes).
+pub(crate) fn find_or_push<T>(
+    items: &mut Vec<T>,
+    is: impl Fn(&T) -> bool,
+    new: impl FnOnce() -> T,
+) -> &mut T {
+    let i = match items.iter().position(is) {
         Some(i) => i,
         None => {
-            named.push((name.into(), Tally::default()));
-            named.len() - 1
+            items.push(new());
+            items.len() - 1
         }
     };
-    &mut named[i].1
+    &mut items[i]
 }
 
 impl Groups {

@@ -262,20 +262,16 @@ impl Measurement {
         } else {
             self.tenants.entry(start).or_default()
         };
-        // Found by `&str`, lengths compared before bytes: a tenant's name is copied once
-        // per bucket, not per attempt.
-        let i = match rows.iter().position(|r| r.tenant == tenant) {
-            Some(i) => i,
-            None => {
-                rows.push(TenantRow {
-                    t_ms: start,
-                    tenant: tenant.to_string(),
-                    ..TenantRow::default()
-                });
-                rows.len() - 1
-            }
-        };
-        &mut rows[i]
+        // Found by `&str`: a tenant's name is copied once per bucket, not per attempt.
+        groups::find_or_push(
+            rows,
+            |r| r.tenant == tenant,
+            || TenantRow {
+                t_ms: start,
+                tenant: tenant.to_string(),
+                ..TenantRow::default()
+            },
+        )
     }
 
     /// A logical action was submitted.
@@ -609,8 +605,7 @@ impl Measurement {
     fn flush_bucket_latency(&mut self) {
         if let Some(idx) = self.bucket_latency.0.take() {
             let mut values = std::mem::take(&mut self.bucket_latency.1);
-            let p50 = self.precision.quantile(&mut values, 0.5);
-            let p99 = self.precision.quantile(&mut values, 0.99);
+            let (p50, p99) = self.precision.p50_p99(&mut values);
             values.clear();
             self.bucket_latency.1 = values;
             let row = self.row(idx as u64 * self.bucket_ms);

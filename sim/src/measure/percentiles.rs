@@ -101,4 +101,9 @@ impl Precision {
         let (_, value, _) = values.select_nth_unstable(rank - 1);
         self.empty.highest_equivalent(*value)
     }
+
+    /// The p50 and p99 (ms) of `values` (reordered), as a timeseries row quotes a bucket.
+    pub(crate) fn p50_p99(&self, values: &mut [u64]) -> (u64, u64) {
+        (self.quantile(values, 0.5), self.quantile(values, 0.99))
+    }
 }
