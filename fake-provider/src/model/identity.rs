@@ -22,7 +22,9 @@
 //! window; its aliases go with it. At most [`DEFAULT_MAX_LOGICALS`] are remembered: past
 //! it, the least recently touched is forgotten first, however recent (at 20,000 new
 //! requests a second, the 15-minute window would hold 18 million; the cap holds about
-//! 250 MB). A retry of a request forgotten that way counts as a new logical request.
+//! 130 MB: 48 bytes a request, 9 bytes for each of its aliases in the index and 16 for
+//! each entry of the expiry queue, with the tables' slack). A retry of a request forgotten
+//! that way counts as a new logical request.
 //! Aliases are 64-bit FNV-1a hashes of a tagged string (a collision among a million live
 //! requests has a probability near 3e-8).
 
@@ -32,6 +34,7 @@ use rustc_hash::FxHashMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::alias_index::{AliasIndex, Slot};
 use super::logicals::Logicals;
 #[cfg(test)]
 use super::request::body_hash;
@@ -61,7 +64,8 @@ pub enum IdentifiedBy {
     Lookup,
 }
 
-/// One logical request as the provider tracks it.
+/// One logical request as the provider tracks it: 48 bytes, a million of them remembered
+/// at the cap (a unit test holds the size).
 #[derive(Debug, Clone)]
 struct Logical {
     /// Attempts of it so far (look-ups excluded).
@@ -69,59 +73,71 @@ struct Logical {
     /// Side effects it committed so far (completions billed, records created; idempotent
     /// replays excluded).
     commits: u32,
-    /// From when (model ms: when that answer left) and until when a Retry-After given to
-    /// one of its attempts binds it.
-    told_from: Millis,
+    /// Until when (model ms) a Retry-After given to one of its attempts binds it, and for
+    /// how long before that (ms: from when that answer left). A wait of over 49 days binds
+    /// from 49 days before its end.
     told_until: Millis,
+    told_for: u32,
     /// Model ms of the last attempt (or look-up) that reached it.
     last_at: Millis,
-    /// Its alias hashes, removed with it.
-    aliases: Aliases,
-}
-
-/// A logical request's alias hashes. Nearly every request has one or two (its key, its
-/// fingerprint), kept inline so a million remembered requests make no million small
-/// allocations; a write's external reference and record id, or a body changed under one
-/// key, spill to the heap.
-#[derive(Debug, Clone, Default)]
-struct Aliases {
-    inline: [u64; 2],
-    /// Entries of `inline` in use: an enum, not a count, so `Option<Logical>` needs no
-    /// room of its own beside it.
+    /// Its first two alias hashes, removed with it. Nearly every request has one or two (its
+    /// key, its fingerprint), kept inline so a million remembered requests make no million
+    /// small allocations; a write's external reference and record id, or a body changed
+    /// under one key, go to `Identity::spilled`.
+    aliases: [u64; 2],
+    /// Entries of `aliases` in use, and whether more are spilled: an enum, so
+    /// `Option<Logical>` needs no room of its own beside it.
     used: Used,
-    /// Past two, rare. Boxed so it costs one word beside the inline pair (a `Vec` would
-    /// cost three in every remembered request, a boxed slice two).
-    #[allow(clippy::box_collection)]
-    spill: Option<Box<Vec<u64>>>,
 }
 
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 enum Used {
     #[default]
     None,
     One,
     Two,
+    /// Two inline and more in `Identity::spilled`.
+    Spilled,
 }
 
-impl Aliases {
-    fn push(&mut self, a: u64) {
-        match self.used {
-            Used::None => (self.inline[0], self.used) = (a, Used::One),
-            Used::One => (self.inline[1], self.used) = (a, Used::Two),
-            Used::Two => self.spill.get_or_insert_with(Box::default).push(a),
+impl Logical {
+    fn new(now: Millis) -> Self {
+        Logical {
+            attempts: 0,
+            commits: 0,
+            told_until: 0,
+            told_for: 0,
+            last_at: now,
+            aliases: [0; 2],
+            used: Used::None,
         }
     }
 
-    fn iter(&self) -> impl Iterator<Item = u64> + '_ {
-        let used = match self.used {
+    fn inline_used(&self) -> usize {
+        match self.used {
             Used::None => 0,
             Used::One => 1,
-            Used::Two => 2,
-        };
-        self.inline[..used]
+            Used::Two | Used::Spilled => 2,
+        }
+    }
+
+    /// Inline alias number `position`, if in use.
+    fn inline(&self, position: u8) -> Option<u64> {
+        let position = usize::from(position);
+        (position < self.inline_used()).then(|| self.aliases[position])
+    }
+
+    /// Its inline aliases with where they are kept.
+    fn inline_aliases(&self) -> impl Iterator<Item = (u64, Slot)> + '_ {
+        self.aliases[..self.inline_used()]
             .iter()
-            .chain(self.spill.iter().flat_map(|s| s.iter()))
-            .copied()
+            .zip([Slot::Inline(0), Slot::Inline(1)])
+            .map(|(&a, slot)| (a, slot))
+    }
+
+    /// From when (model ms) a Retry-After binds it.
+    fn told_from(&self) -> Millis {
+        self.told_until.saturating_sub(Millis::from(self.told_for))
     }
 }
 
@@ -149,7 +165,9 @@ pub struct Identity {
     presized: bool,
     next: u64,
     logicals: Logicals<Logical>,
-    aliases: FxHashMap<u64, u64>,
+    aliases: AliasIndex,
+    /// Aliases past a request's inline two, by request id (rare).
+    spilled: FxHashMap<u64, Vec<u64>>,
     /// `(expires at, logical)` in touch order: arrivals come in time order, so expiries are
     /// non-decreasing and forgetting pops from the front.
     expiry: VecDeque<(Millis, u64)>,
@@ -201,7 +219,8 @@ impl Identity {
             presized: false,
             next: 0,
             logicals: Logicals::new(max_span(max_logicals.max(1))),
-            aliases: FxHashMap::default(),
+            aliases: AliasIndex::default(),
+            spilled: FxHashMap::default(),
             expiry: VecDeque::new(),
         }
     }
@@ -220,19 +239,32 @@ impl Identity {
         self.presized = true;
         self.logicals
             .reserve(max_span(self.max_logicals).saturating_sub(self.logicals.len()));
-        self.aliases.reserve(self.aliases.len());
+        let logicals = &self.logicals;
+        self.aliases.reserve(self.aliases.len(), |id, position| {
+            logicals.get(id)?.inline(position)
+        });
         let most = 2 * self.max_logicals + 1_024;
         self.expiry.reserve(most.saturating_sub(self.expiry.len()));
     }
 
     fn forget(&mut self, id: u64) {
         if let Some(l) = self.logicals.remove(id) {
-            for a in l.aliases.iter() {
-                if self.aliases.get(&a) == Some(&id) {
-                    self.aliases.remove(&a);
+            for (a, slot) in l.inline_aliases() {
+                self.aliases.remove(a, id, slot);
+            }
+            if l.used == Used::Spilled {
+                for a in self.spilled.remove(&id).unwrap_or_default() {
+                    self.aliases.remove(a, id, Slot::Spilled);
                 }
             }
         }
+    }
+
+    /// The request owning alias `a`, if one is remembered.
+    fn owner(&self, a: u64) -> Option<u64> {
+        let logicals = &self.logicals;
+        self.aliases
+            .get(a, |id, position| logicals.get(id)?.inline(position))
     }
 
     /// Forgets requests idle for the window, then, while `room` more would not fit under the
@@ -275,13 +307,33 @@ impl Identity {
         }
     }
 
+    /// Makes `a` an alias of request `id` (remembered), unless it already names one.
     fn bind(&mut self, id: u64, a: u64) {
-        if let std::collections::hash_map::Entry::Vacant(v) = self.aliases.entry(a) {
-            v.insert(id);
-            if let Some(l) = self.logicals.get_mut(id) {
-                l.aliases.push(a);
-            }
+        if self.owner(a).is_some() {
+            return;
         }
+        let Some(l) = self.logicals.get_mut(id) else {
+            return;
+        };
+        let slot = match l.used {
+            Used::None => {
+                (l.aliases[0], l.used) = (a, Used::One);
+                Slot::Inline(0)
+            }
+            Used::One => {
+                (l.aliases[1], l.used) = (a, Used::Two);
+                Slot::Inline(1)
+            }
+            Used::Two | Used::Spilled => {
+                l.used = Used::Spilled;
+                self.spilled.entry(id).or_default().push(a);
+                Slot::Spilled
+            }
+        };
+        let logicals = &self.logicals;
+        self.aliases.insert(a, id, slot, |id, position| {
+            logicals.get(id)?.inline(position)
+        });
     }
 
     /// Attaches an attempt arriving at `now` on `scope` (`""` when its credential is
@@ -289,7 +341,7 @@ impl Identity {
     pub fn attribute(&mut self, req: &Request, scope: &str, now: Millis) -> Attribution {
         self.forget_idle(now, 0);
         if let Some(target) = lookup_alias(&req.route, scope) {
-            let logical = self.aliases.get(&target).copied().unwrap_or(0);
+            let logical = self.owner(target).unwrap_or(0);
             if logical != 0 {
                 self.touch(logical, now);
             }
@@ -312,20 +364,10 @@ impl Identity {
             .map(|k| alias("key", scope, k));
         let by_fp = fingerprint_alias(req);
         let found = by_ref
-            .and_then(|a| {
-                self.aliases
-                    .get(&a)
-                    .map(|&l| (l, IdentifiedBy::ExternalRef))
-            })
+            .and_then(|a| self.owner(a).map(|l| (l, IdentifiedBy::ExternalRef)))
             .or_else(|| match by_key {
-                Some(a) => self
-                    .aliases
-                    .get(&a)
-                    .map(|&l| (l, IdentifiedBy::IdempotencyKey)),
-                None => self
-                    .aliases
-                    .get(&by_fp)
-                    .map(|&l| (l, IdentifiedBy::Fingerprint)),
+                Some(a) => self.owner(a).map(|l| (l, IdentifiedBy::IdempotencyKey)),
+                None => self.owner(by_fp).map(|l| (l, IdentifiedBy::Fingerprint)),
             });
         let (id, by) = match found {
             Some(found) => found,
@@ -333,17 +375,7 @@ impl Identity {
                 // Room for one more under the cap.
                 self.forget_idle(now, 1);
                 self.next += 1;
-                self.logicals.insert(
-                    self.next,
-                    Logical {
-                        attempts: 0,
-                        commits: 0,
-                        told_from: 0,
-                        told_until: 0,
-                        last_at: now,
-                        aliases: Aliases::default(),
-                    },
-                );
+                self.logicals.insert(self.next, Logical::new(now));
                 (self.next, IdentifiedBy::New)
             }
         };
@@ -365,7 +397,7 @@ impl Identity {
             logical: id,
             ordinal: l.attempts,
             by,
-            early: now >= l.told_from && now < l.told_until,
+            early: now >= l.told_from() && now < l.told_until,
         }
     }
 
@@ -386,8 +418,8 @@ impl Identity {
     pub fn told_wait(&mut self, logical: u64, leaves: Millis, until: Millis) {
         if let Some(l) = self.logicals.get_mut(logical) {
             if until > l.told_until {
-                l.told_from = leaves;
                 l.told_until = until;
+                l.told_for = u32::try_from(until.saturating_sub(leaves)).unwrap_or(u32::MAX);
             }
         }
     }
@@ -636,16 +668,47 @@ mod tests {
 mod alias_list {
     use super::*;
 
-    /// Aliases past the inline two spill in order, and a remembered request with two stays
-    /// as small as it was with a vector, however many requests are kept.
+    /// A remembered request stays 48 bytes, however many are kept.
     #[test]
-    fn aliases_keep_every_hash_in_order() {
-        let mut a = Aliases::default();
-        assert_eq!(a.iter().count(), 0);
-        for h in 1..=5 {
-            a.push(h);
-            assert_eq!(a.iter().collect::<Vec<_>>(), (1..=h).collect::<Vec<_>>());
-        }
-        assert!(std::mem::size_of::<Option<Logical>>() <= 64);
+    fn a_remembered_request_is_48_bytes() {
+        assert!(std::mem::size_of::<Option<Logical>>() <= 48);
+    }
+
+    /// Aliases past the inline two are found, and forgotten with their request.
+    #[test]
+    fn spilled_aliases_are_found_and_forgotten() {
+        let mut id = Identity::new(1_000);
+        let write = |key: &str, body: u64| Request {
+            route: RequestRoute::CreateRecord,
+            credential: Some("sk-a".into()),
+            idempotency_key: Some(key.into()),
+            external_ref: Some("order-1".into()),
+            body_hash: body,
+            ..Request::default()
+        };
+        // Reference, key and fingerprint: the third spills.
+        let first = id.attribute(&write("k1", 1), "s", 0);
+        id.record_created(first.logical, "s", "rec_1");
+        // A new key and body under the same reference: two more spilled aliases.
+        assert_eq!(id.attribute(&write("k2", 2), "s", 10).logical, 1);
+        assert_eq!(id.aliases.len(), 6);
+        assert_eq!(id.spilled[&1].len(), 4);
+        let by_record = Request {
+            route: RequestRoute::GetRecord { id: "rec_1".into() },
+            credential: Some("sk-a".into()),
+            ..Request::default()
+        };
+        assert_eq!(id.attribute(&by_record, "s", 20).logical, 1);
+        let mut unkeyed = write("k2", 2);
+        unkeyed.idempotency_key = None;
+        unkeyed.external_ref = None;
+        let again = id.attribute(&unkeyed, "s", 30);
+        assert_eq!((again.logical, again.by), (1, IdentifiedBy::Fingerprint));
+        // Idle for the window: the request and every alias of it are forgotten.
+        let later = id.attribute(&write("k9", 9), "t", 5_000);
+        assert_eq!(later.logical, 2);
+        assert_eq!(id.aliases.len(), 3, "only the new request's aliases remain");
+        assert!(!id.spilled.contains_key(&1));
+        assert_eq!(id.attribute(&by_record, "s", 5_001).logical, 0);
     }
 }

@@ -18,6 +18,7 @@
 //! closed, or the client gave up on a hang): admitted attempts hold a concurrency slot, and a
 //! keyed write holds its idempotency key, until then.
 
+mod alias_index;
 mod decision;
 mod faults;
 mod headers;
