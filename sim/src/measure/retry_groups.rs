@@ -5,16 +5,20 @@
 //!
 //! That needs the last answer of each logical request still open. Logical requests are
 //! numbered by the provider in order of first arrival, so the memory is a window of the
-//! most recent ones: past [`REMEMBERED`] requests the oldest half is forgotten, and a retry
-//! of a forgotten request counts as `unknown`. Memory is bounded whatever the run's length.
+//! most recent ones: a ring of one byte per request over the newest [`REMEMBERED`] of each
+//! provider (256 KiB at most; a hash map of them held 13 MB in the million-request run), and
+//! a retry of a request older than that counts as `unknown`. Memory is bounded whatever the
+//! run's length.
 
 use std::collections::BTreeMap;
 
-use rustc_hash::FxHashMap;
 use stampede_provider::model::JournalEntry;
 
-/// Logical requests whose last answer is remembered at most (per run).
+/// Logical requests whose last answer is remembered at most (the newest, per provider).
 pub const REMEMBERED: usize = 1 << 18;
+
+/// A ring slot of a request whose answer was not seen.
+const NONE: u8 = u8::MAX;
 
 /// The group names, in the order of their index.
 pub const GROUPS: [&str; 8] = [
@@ -75,13 +79,67 @@ pub fn group_of(e: &JournalEntry) -> u8 {
     }
 }
 
+/// The last answer's group of each of one provider's newest logical requests.
+#[derive(Debug, Default)]
+struct Window {
+    /// Newest logical request seen.
+    newest: u64,
+    /// Request `l`'s group at `l % REMEMBERED`, for `l` within [`REMEMBERED`] of `newest`;
+    /// grown as ids are first reached, up to [`REMEMBERED`] slots.
+    groups: Vec<u8>,
+}
+
+impl Window {
+    fn slot(logical: u64) -> usize {
+        (logical % REMEMBERED as u64) as usize
+    }
+
+    /// Whether `logical` is among the newest [`REMEMBERED`].
+    fn holds(&self, logical: u64) -> bool {
+        logical + REMEMBERED as u64 > self.newest
+    }
+
+    fn get(&self, logical: u64) -> u8 {
+        // Newer than every request seen: its slot still holds an older one's answer.
+        if logical > self.newest || !self.holds(logical) {
+            return UNKNOWN;
+        }
+        match self.groups.get(Self::slot(logical)) {
+            Some(&g) if g != NONE => g,
+            _ => UNKNOWN,
+        }
+    }
+
+    fn set(&mut self, logical: u64, group: u8) {
+        if logical > self.newest {
+            // The slots of the ids passed over now belong to them, not to the ids
+            // REMEMBERED before: clear them.
+            let passed = (logical - self.newest).min(REMEMBERED as u64);
+            for id in logical + 1 - passed..=logical {
+                if let Some(g) = self.groups.get_mut(Self::slot(id)) {
+                    *g = NONE;
+                }
+            }
+            self.newest = logical;
+        }
+        if !self.holds(logical) {
+            return;
+        }
+        let slot = Self::slot(logical);
+        if slot >= self.groups.len() {
+            let grown = (slot + 1).max(2 * self.groups.len()).min(REMEMBERED);
+            self.groups.resize(grown, NONE);
+        }
+        self.groups[slot] = group;
+    }
+}
+
 /// Retries counted by group, per provider (index), and the last answer of each recent
 /// logical request.
 #[derive(Debug, Default)]
 pub struct RetryGroups {
-    last: FxHashMap<(u8, u64), u8>,
-    /// Newest logical request seen, per provider.
-    newest: Vec<u64>,
+    /// By provider index.
+    last: Vec<Window>,
     counts: BTreeMap<(u8, u8), u64>,
 }
 
@@ -92,26 +150,16 @@ impl RetryGroups {
         if e.logical_attempt == 0 || e.logical == 0 {
             return;
         }
-        let key = (provider, e.logical);
+        let ix = usize::from(provider);
+        if self.last.len() <= ix {
+            self.last.resize_with(ix + 1, Window::default);
+        }
+        let window = &mut self.last[ix];
         if e.logical_attempt > 1 {
-            let group = self.last.get(&key).copied().unwrap_or(UNKNOWN);
+            let group = window.get(e.logical);
             *self.counts.entry((provider, group)).or_insert(0) += 1;
         }
-        self.last.insert(key, group_of(e));
-        let ix = usize::from(provider);
-        if self.newest.len() <= ix {
-            self.newest.resize(ix + 1, 0);
-        }
-        self.newest[ix] = self.newest[ix].max(e.logical);
-        if self.last.len() > REMEMBERED {
-            let newest = &self.newest;
-            let keep = (REMEMBERED / 2) as u64;
-            self.last.retain(|&(p, logical), _| {
-                newest
-                    .get(usize::from(p))
-                    .is_some_and(|&n| logical + keep > n)
-            });
-        }
+        window.set(e.logical, group_of(e));
     }
 
     /// Retries by group name, over every provider.
@@ -276,16 +324,28 @@ mod tests {
     #[test]
     fn memory_stays_bounded() {
         let mut groups = RetryGroups::default();
+        let mut first = entry("429", Some(429), None);
+        first.logical_attempt = 1;
         for logical in 1..=(REMEMBERED as u64 * 3) {
-            groups.observe(
-                0,
-                &JournalEntry {
-                    logical,
-                    logical_attempt: 1,
-                    ..entry("429", Some(429), None)
-                },
-            );
+            first.logical = logical;
+            groups.observe(0, &first);
         }
-        assert!(groups.last.len() <= REMEMBERED + 1);
+        assert_eq!(groups.last[0].groups.len(), REMEMBERED);
+        let retry = |logical| JournalEntry {
+            logical,
+            logical_attempt: 2,
+            ..entry("200", Some(200), None)
+        };
+        let newest = REMEMBERED as u64 * 3;
+        // The newest REMEMBERED are remembered; the one before them is forgotten.
+        groups.observe(0, &retry(newest - REMEMBERED as u64 + 1));
+        groups.observe(0, &retry(newest - REMEMBERED as u64));
+        assert_eq!(groups.total()["never_arrived"], 1);
+        assert_eq!(groups.total()["unknown"], 1);
+        // Ids passed over take their slots clean: no answer of the request REMEMBERED
+        // before them shows through.
+        groups.observe(0, &retry(newest + 5));
+        assert_eq!(groups.total()["unknown"], 2);
+        assert_eq!(groups.total()["never_arrived"], 1);
     }
 }
