@@ -1,5 +1,5 @@
 //! Values by job id in a slab: the values sit in a vector that grows in place and reuses
-//! freed slots, and only a small index (id to slot) is hashed, for one probe per look-up.
+//! freed slots, and only a small index (id to slot, [`IdIndex`]) is searched.
 //! A hash map of the values themselves would move hundreds of bytes on every insert and
 //! removal and, at each doubling, hold the old and the new table of large values at once
 //! (tens of MB at the million-request run's hundred thousand live actions). The core's live
@@ -15,7 +15,7 @@
 
 use std::ops::Index;
 
-use crate::id_hash::IdHash;
+use crate::id_index::IdIndex;
 use crate::job::JobId;
 
 /// Slots in a page. The first page grows from small as a vector does (a slab that holds a
@@ -25,7 +25,7 @@ pub const PAGE: usize = 1_024;
 /// Values of type `V` by job id.
 #[derive(Debug, Clone)]
 pub struct IdSlab<V> {
-    index: std::collections::HashMap<JobId, u32, IdHash>,
+    index: IdIndex,
     /// Slot `n` is `pages[n / PAGE][n % PAGE]`; every page but the last is full.
     pages: Vec<Vec<Option<V>>>,
     /// Slots freed by removals, reused first.
@@ -35,7 +35,7 @@ pub struct IdSlab<V> {
 impl<V> Default for IdSlab<V> {
     fn default() -> Self {
         Self {
-            index: std::collections::HashMap::default(),
+            index: IdIndex::default(),
             pages: Vec::new(),
             free: Vec::new(),
         }
@@ -45,7 +45,7 @@ impl<V> Default for IdSlab<V> {
 impl<V> IdSlab<V> {
     /// Puts `value` under `id`, replacing what was there.
     pub fn insert(&mut self, id: JobId, value: V) {
-        if let Some(&slot) = self.index.get(&id) {
+        if let Some(slot) = self.index.get(id) {
             *self.slot_mut(slot) = Some(value);
             return;
         }
@@ -101,33 +101,31 @@ impl<V> IdSlab<V> {
 
     /// The value under `id`.
     pub fn get(&self, id: &JobId) -> Option<&V> {
-        let slot = *self.index.get(id)?;
+        let slot = self.index.get(*id)?;
         self.slot(slot).as_ref()
     }
 
     /// The value under `id`, to change.
     pub fn get_mut(&mut self, id: &JobId) -> Option<&mut V> {
-        let slot = *self.index.get(id)?;
+        let slot = self.index.get(*id)?;
         self.slot_mut(slot).as_mut()
     }
 
     /// Takes the value under `id` out; its slot is reused.
     pub fn remove(&mut self, id: &JobId) -> Option<V> {
-        let slot = self.index.remove(id)?;
+        let slot = self.index.remove(*id)?;
         self.free.push(slot);
         self.slot_mut(slot).take()
     }
 
     /// Whether a value is held under `id`.
     pub fn contains_key(&self, id: &JobId) -> bool {
-        self.index.contains_key(id)
+        self.index.get(*id).is_some()
     }
 
     /// Every id held, in increasing order.
     pub fn ids(&self) -> Vec<JobId> {
-        let mut ids: Vec<JobId> = self.index.keys().copied().collect();
-        ids.sort_unstable();
-        ids
+        self.index.ids()
     }
 
     /// Every value held, in no particular order (callers that output them sort).

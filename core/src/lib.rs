@@ -156,6 +156,7 @@ pub mod classify;
 mod command;
 mod degradation;
 mod id_hash;
+mod id_index;
 pub mod id_slab;
 pub mod idempotency;
 mod job;

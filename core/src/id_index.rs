@@ -1,0 +1,215 @@
+//! Slot numbers by job id, looked up by position rather than by hash.
+//!
+//! Drivers hand out job ids in increasing order, and the ids live at one time sit in a band
+//! that slides forward: a million-request run holds about 100,000 live actions whose ids
+//! span a few hundred thousand. So the index is a ring over that band, one `u32` an id
+//! (`ring[id - base]`, 0 for none), and a look-up is one load from a few MB that stay in
+//! cache, where a hash table's probe reads a control group and a bucket at random places.
+//!
+//! Ids outside the band go to a hash map (`older`): ids below it (an action that outlived
+//! many newer ones, or ids that arrive in no order), and the front of the band when it
+//! grows sparse. The band holds at most four slots per id in it plus [`SLACK`], so memory
+//! follows the live ids whatever their order.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::id_hash::IdHash;
+use crate::job::JobId;
+
+/// Empty slots the band may hold beyond four per id in it.
+pub const SLACK: usize = 4_096;
+
+/// Slot numbers by id.
+#[derive(Debug, Clone, Default)]
+pub struct IdIndex {
+    /// Id of `ring[0]`.
+    base: JobId,
+    /// `slot + 1` of id `base + i` at `i`; 0 where the id is not held.
+    ring: VecDeque<u32>,
+    /// Ids held in `ring`.
+    in_ring: usize,
+    /// Ids held below `base`.
+    older: HashMap<JobId, u32, IdHash>,
+}
+
+impl IdIndex {
+    /// The slot of `id`, if held.
+    pub fn get(&self, id: JobId) -> Option<u32> {
+        match self.offset(id) {
+            Some(i) => self.ring[i].checked_sub(1),
+            None => self.older.get(&id).copied(),
+        }
+    }
+
+    /// Where `id` sits in the ring, if within it.
+    fn offset(&self, id: JobId) -> Option<usize> {
+        let i = usize::try_from(id.checked_sub(self.base)?).ok()?;
+        (i < self.ring.len()).then_some(i)
+    }
+
+    /// Holds `slot` for `id`, which is not held.
+    pub fn insert(&mut self, id: JobId, slot: u32) {
+        debug_assert_eq!(self.get(id), None, "{id} is held once");
+        let stored = slot.checked_add(1).expect("fewer than 2^32 - 1 slots");
+        // The base never moves back, so every id in `older` stays below it.
+        if self.ring.is_empty() && id >= self.base {
+            self.base = id;
+        }
+        let Some(i) = id.checked_sub(self.base) else {
+            self.older.insert(id, slot);
+            return;
+        };
+        // An id far past the band starts a new band; what the old one held moves aside.
+        let room = (4 * (self.in_ring + 1) + SLACK) as u64;
+        if i >= room {
+            self.retire(self.ring.len());
+            self.base = id;
+        }
+        let i = (id - self.base) as usize;
+        if i >= self.ring.len() {
+            self.ring.resize(i + 1, 0);
+        }
+        self.ring[i] = stored;
+        self.in_ring += 1;
+        self.keep_dense();
+    }
+
+    /// Past four slots an id (and the slack), the oldest ids move aside.
+    fn keep_dense(&mut self) {
+        while self.ring.len() > 4 * self.in_ring + SLACK {
+            self.retire(1);
+        }
+    }
+
+    /// Moves the first `n` ids of the ring to `older`.
+    fn retire(&mut self, n: usize) {
+        for _ in 0..n.min(self.ring.len()) {
+            let stored = self.ring.pop_front().expect("within the ring");
+            if stored != 0 {
+                self.older.insert(self.base, stored - 1);
+                self.in_ring -= 1;
+            }
+            self.base = self.base.saturating_add(1);
+        }
+        self.trim();
+    }
+
+    /// Drops empty slots at both ends: the band runs from its oldest id held to its newest.
+    fn trim(&mut self) {
+        while self.ring.front() == Some(&0) {
+            self.ring.pop_front();
+            self.base = self.base.saturating_add(1);
+        }
+        while self.ring.back() == Some(&0) {
+            self.ring.pop_back();
+        }
+    }
+
+    /// Forgets `id`; returns its slot if it was held.
+    pub fn remove(&mut self, id: JobId) -> Option<u32> {
+        match self.offset(id) {
+            Some(i) => {
+                let slot = std::mem::take(&mut self.ring[i]).checked_sub(1)?;
+                self.in_ring -= 1;
+                self.trim();
+                self.keep_dense();
+                Some(slot)
+            }
+            None => self.older.remove(&id),
+        }
+    }
+
+    /// Ids held.
+    pub fn len(&self) -> usize {
+        self.in_ring + self.older.len()
+    }
+
+    /// Whether none is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every id held, in increasing order.
+    pub fn ids(&self) -> Vec<JobId> {
+        let mut ids: Vec<JobId> = self.older.keys().copied().collect();
+        ids.extend(
+            self.ring
+                .iter()
+                .enumerate()
+                .filter(|&(_, &s)| s != 0)
+                .map(|(i, _)| self.base + i as u64),
+        );
+        ids.sort_unstable();
+        ids
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Whatever the order of ids, the index answers as a map would, and its band stays
+        /// within four slots an id plus the slack.
+        #[test]
+        fn answers_as_a_map_does(ops in proptest::collection::vec((0u8..3, 0u64..20_000), 1..600)) {
+            let mut index = IdIndex::default();
+            let mut map = std::collections::BTreeMap::new();
+            let mut next_slot = 0u32;
+            for (op, id) in ops {
+                // Mostly rising ids, as drivers hand out, with jumps and stragglers.
+                let id = match op {
+                    0 => id,
+                    _ => map.keys().next_back().map_or(id, |&last: &u64| last + id % 7),
+                };
+                if op == 2 || map.contains_key(&id) {
+                    prop_assert_eq!(index.remove(id), map.remove(&id));
+                } else {
+                    index.insert(id, next_slot);
+                    map.insert(id, next_slot);
+                    next_slot += 1;
+                }
+                prop_assert_eq!(index.len(), map.len());
+                prop_assert!(index.ring.len() <= 4 * index.in_ring + SLACK);
+            }
+            for (&id, &slot) in &map {
+                prop_assert_eq!(index.get(id), Some(slot));
+            }
+            prop_assert_eq!(index.ids(), map.keys().copied().collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn a_sliding_band_of_rising_ids_stays_in_the_ring() {
+        let mut index = IdIndex::default();
+        for id in 1..100_000u64 {
+            index.insert(id, id as u32);
+            if id > 1_000 {
+                assert_eq!(index.remove(id - 1_000), Some((id - 1_000) as u32));
+            }
+        }
+        assert!(index.older.is_empty());
+        assert_eq!(index.len(), 1_000);
+        assert!(index.ring.len() <= 1_000);
+        assert_eq!(index.get(99_999), Some(99_999));
+        assert_eq!(index.get(98_999), None);
+    }
+
+    #[test]
+    fn far_and_old_ids_are_held_aside() {
+        let mut index = IdIndex::default();
+        index.insert(u64::MAX, 1);
+        index.insert(0, 2);
+        index.insert(5, 3);
+        index.insert(1 << 40, 4);
+        assert_eq!(index.get(u64::MAX), Some(1));
+        assert_eq!(index.get(0), Some(2));
+        assert_eq!(index.get(5), Some(3));
+        assert_eq!(index.get(1 << 40), Some(4));
+        assert_eq!(index.ids(), vec![0, 5, 1 << 40, u64::MAX]);
+        assert_eq!(index.remove(u64::MAX), Some(1));
+        assert_eq!(index.remove(u64::MAX), None);
+        assert_eq!(index.len(), 3);
+    }
+}
