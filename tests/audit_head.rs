@@ -21,7 +21,7 @@ fn write_trail(dir: &Path, key: ChainKey) -> PathBuf {
             kind: AuditKind::Completed,
             job,
             attempt: Some(1),
-            detail: format!("job {job}"),
+            detail: format!("job {job}").into(),
         };
         writer.append(&event).expect("append");
     }

@@ -26,7 +26,7 @@ fn write_trail(dir: &Path) -> PathBuf {
                 kind: *kind,
                 job,
                 attempt: Some(job),
-                detail: format!("step {i}"),
+                detail: format!("step {i}").into(),
             };
             writer.append(&event).expect("append");
         }

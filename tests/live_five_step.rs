@@ -100,7 +100,10 @@ fn five_step_safety_holds_live() {
         assert!(!text.contains("\"message\""), "response body in {text}");
     }
     assert!(run.audit.iter().any(|a| a.kind != AuditKind::Completed));
-    assert!(run.audit.iter().all(|a| !a.detail.contains("sk-agent")));
+    assert!(run
+        .audit
+        .iter()
+        .all(|a| !a.detail.text().contains("sk-agent")));
     // 5. The cancelled task's delayed work never wakes after 8 s.
     let cancelled: BTreeSet<u64> = run
         .terminals

@@ -113,6 +113,7 @@ fn step2_retries_spread_out_instead_of_coming_back_as_one_burst() {
     {
         let field = |name: &str| -> u64 {
             e.detail
+                .text()
                 .split(' ')
                 .find_map(|kv| kv.strip_prefix(name))
                 .and_then(|v| v.parse().ok())
@@ -217,7 +218,7 @@ fn step4_the_budget_runs_out_into_a_sanitized_escalation() {
     assert_eq!(audit.len(), escalated.len());
     for a in &run.audit {
         assert!(
-            !a.detail.contains("sk-acme-secret-key"),
+            !a.detail.text().contains("sk-acme-secret-key"),
             "credential in audit {a:?}"
         );
     }

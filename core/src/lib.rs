@@ -182,7 +182,7 @@ pub use outcome::{LookupResult, Outcome, Response, TransportFailure, Usage};
 pub use rate_headers::RateHint;
 
 // What comes out: commands, attempts to send, terminal outcomes, audit events.
-pub use audit::{AuditEvent, AuditKind};
+pub use audit::{AuditDetail, AuditEvent, AuditKind};
 pub use command::{
     AttemptId, Command, LookupBy, NextAction, Reason, SendAttempt, SendKind, Terminal,
     TerminalStatus,

@@ -300,7 +300,7 @@ fn reconcile_before_fallback_keeps_an_uncertain_action_on_its_route_with_the_sam
         .filter(|e| e.kind == AuditKind::FallbackWithheld)
         .collect();
     assert_eq!(withheld.len(), 2, "{audit:?}");
-    assert!(withheld[0].detail.contains("reason=provider_5xx"));
+    assert!(withheld[0].detail.text().contains("reason=provider_5xx"));
     assert!(audit.iter().all(|e| e.kind != AuditKind::Fallback));
 }
 
@@ -499,7 +499,7 @@ fn fallback_is_audited_with_scopes_and_never_a_credential() {
     );
     for event in &audit {
         assert!(
-            !event.detail.contains(CREDENTIAL) && !event.detail.contains(BACKUP),
+            !event.detail.text().contains(CREDENTIAL) && !event.detail.text().contains(BACKUP),
             "{event:?}"
         );
     }

@@ -71,6 +71,7 @@ fn scope_record_is_published_before_the_retry_is_scheduled() {
         .expect("retry scheduled");
     let delay: u64 = retry
         .detail
+        .text()
         .split("delay_ms=")
         .nth(1)
         .unwrap()
@@ -817,7 +818,7 @@ fn audit_is_recorded_before_dispatch_and_free_of_secrets() {
     assert!(events.iter().any(|e| e.kind == AuditKind::Completed));
     for event in events {
         assert!(
-            !event.detail.contains(CREDENTIAL) && !event.detail.contains(&*key),
+            !event.detail.text().contains(CREDENTIAL) && !event.detail.text().contains(&*key),
             "{}",
             event.detail
         );

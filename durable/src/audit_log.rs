@@ -328,9 +328,11 @@ impl AuditWriter {
                 ),
             });
         }
-        let sanitized = sanitize_detail(&event.detail);
-        let mut clean = event.clone();
-        clean.detail = sanitized.text;
+        let sanitized = sanitize_detail(&event.detail.text());
+        let clean = AuditEvent {
+            detail: sanitized.text.into(),
+            ..*event
+        };
         let value = serde_json::to_value(&clean).map_err(|source| DurableError::AuditEncode {
             path: self.path.clone(),
             job: event.job,

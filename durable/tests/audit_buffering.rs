@@ -27,7 +27,8 @@ fn event(n: u64) -> AuditEvent {
         kind: KINDS[(n % 4) as usize],
         job: n / 4,
         attempt: (n % 4 != 0).then_some(n),
-        detail: format!("status 429 after {n} ms; retry-after 2000 ms; scope tenant-a/model-x"),
+        detail: format!("status 429 after {n} ms; retry-after 2000 ms; scope tenant-a/model-x")
+            .into(),
     }
 }
 

@@ -46,7 +46,7 @@ fn arb_event() -> impl Strategy<Value = AuditEvent> {
             kind: KINDS[kind],
             job,
             attempt,
-            detail,
+            detail: detail.into(),
         })
 }
 

@@ -23,7 +23,7 @@ fn event(n: u64) -> AuditEvent {
         kind: KINDS[(n % 4) as usize],
         job: n / 4,
         attempt: (n % 4 != 0).then_some(n),
-        detail: format!("status 200 after {n} ms"),
+        detail: format!("status 200 after {n} ms").into(),
     }
 }
 

@@ -3,11 +3,10 @@
 
 use std::sync::Arc;
 
-use super::audit_log::{priority_label, route_label, Detail};
 use super::lanes::rank;
 use super::state::Tracked;
 use super::{Rejection, RejectionCause, Scheduler};
-use crate::audit::AuditKind;
+use crate::audit::{AuditDetail, AuditKind};
 use crate::idempotency::derive_key;
 use crate::job::Job;
 use crate::ledger::{ActionState, Ledger, LedgerEntry};
@@ -107,11 +106,11 @@ impl<L: Ledger> Scheduler<L> {
         debug_assert!(self.lanes.live(tenant, lane) <= self.policy.admission.queue_capacity);
         self.join_task(tenant, &entry.job.task);
         self.record(now, AuditKind::ActionRequested, id, None, || {
-            Detail::new()
-                .text("class", &entry.job.class)
-                .text("route", route_label(entry.job.route))
-                .text("priority", priority_label(entry.job.priority))
-                .done()
+            AuditDetail::Requested {
+                class: Arc::clone(&entry.job.class),
+                route: entry.job.route,
+                priority: entry.job.priority,
+            }
         });
         let lane_id = self.lanes.lane(tenant, scope);
         let plan = self.plan_of(&entry.job.credential);

@@ -3,12 +3,11 @@
 //! and only then decide: complete, retry after `max(backoff, Retry-After, scope wait)`,
 //! reconcile an uncertain write, wait for a quota reset, or fail with context.
 
-use super::audit_log::{group_label, Detail};
 use super::fallback::Move;
 use super::scope::ScopeSource;
 use super::state::{held_less, millis};
 use super::Scheduler;
-use crate::audit::AuditKind;
+use crate::audit::{AuditDetail, AuditKind};
 use crate::backoff::backoff_delay;
 use crate::breaker::{fingerprint, wide_path, wide_paths_of};
 use crate::classify::{classify, Classification, Failure, FailureKind};
@@ -58,11 +57,11 @@ impl<L: Ledger> Scheduler<L> {
             flight.job,
             Some(attempt),
             || match classification {
-                Classification::Success => Detail::new().text("result", "success").done(),
-                Classification::Failure(f) => Detail::new()
-                    .text("failure", f.kind.label())
-                    .text("group", group_label(f.group))
-                    .done(),
+                Classification::Success => AuditDetail::Succeeded,
+                Classification::Failure(f) => AuditDetail::Failure {
+                    failure: f.kind.label(),
+                    group: f.group,
+                },
             },
         );
         if flight.lookup {
@@ -474,7 +473,12 @@ impl<L: Ledger> Scheduler<L> {
             task.retries = task.retries.saturating_add(1);
         }
         self.record(now, AuditKind::RetryScheduled, id, None, || {
-            format!("after={label} attempts={attempts} delay_ms={delay} local_delay_ms={local}")
+            AuditDetail::Retry {
+                after: label,
+                attempts,
+                delay_ms: delay,
+                local_delay_ms: local,
+            }
         });
         self.delay_until(id, now.saturating_add(delay));
     }

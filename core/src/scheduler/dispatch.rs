@@ -10,13 +10,12 @@
 
 use std::sync::Arc;
 
-use super::audit_log::Detail;
 use super::degrade::Ladder;
 use super::lanes::{rank as rank_of, PRIORITIES};
 use super::scope::Blocked;
 use super::state::{self, Flight, NextSend, Phase};
 use super::Scheduler;
-use crate::audit::AuditKind;
+use crate::audit::{AuditDetail, AuditKind};
 use crate::command::{Command, Reason, SendAttempt, SendKind, TerminalStatus};
 use crate::degradation::RungKind;
 use crate::job::{JobId, Priority, Route};
@@ -234,7 +233,7 @@ impl<L: Ledger> Scheduler<L> {
             self.scopes.get_mut(scope).unreserve(tokens, now);
             let base = super::state::millis(self.policy.backoff.base).max(1);
             self.record(now, AuditKind::RetryScheduled, id, None, || {
-                format!("ledger write failed ({e}); held back {base}ms")
+                AuditDetail::Text(format!("ledger write failed ({e}); held back {base}ms"))
             });
             self.delay_until(id, now.saturating_add(base));
             return None;
@@ -360,11 +359,11 @@ impl<L: Ledger> Scheduler<L> {
             self.coalescing.lead(&self.jobs[&id].entry.job, scope_index);
         }
         self.record(now, AuditKind::ActionSent, id, Some(attempt), || {
-            Detail::new()
-                .num("attempt_no", u64::from(send.attempt_no))
-                .text("kind", kind_label(&send.kind))
-                .num("reserved_tokens", u64::from(send.reserved_tokens))
-                .done()
+            AuditDetail::Sent {
+                attempt_no: send.attempt_no,
+                lookup: matches!(send.kind, SendKind::Lookup(_)),
+                reserved_tokens: send.reserved_tokens,
+            }
         });
         Some(Command::Send(send))
     }
@@ -376,12 +375,5 @@ fn reservation(route: Route, is_action: bool, prompt: u32, max_output: u32) -> u
         u64::from(prompt) + u64::from(max_output)
     } else {
         0
-    }
-}
-
-fn kind_label(kind: &SendKind) -> &'static str {
-    match kind {
-        SendKind::Action => "action",
-        SendKind::Lookup(_) => "lookup",
     }
 }

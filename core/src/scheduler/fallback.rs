@@ -10,10 +10,11 @@
 //! with the same idempotency key, where a provider that keeps completion idempotency replays
 //! the original instead of billing a second execution elsewhere.
 
+use std::sync::Arc;
+
 use super::admission::DEFAULT_SCOPE;
-use super::audit_log::Detail;
 use super::Scheduler;
-use crate::audit::AuditKind;
+use crate::audit::{AuditDetail, AuditKind};
 use crate::command::Reason;
 use crate::job::JobId;
 use crate::ledger::{ActionState, Ledger};
@@ -88,15 +89,10 @@ impl<L: Ledger> Scheduler<L> {
                 .get_mut(&id)
                 .expect("routed action is live")
                 .withheld = true;
-            let scope_id = &self.scopes.get(scope).id;
-            if self.policy.audit {
-                let detail = Detail::new()
-                    .text("reason", reason.label())
-                    .text("scope", scope_id)
-                    .text("then", "retry_same_route_same_key")
-                    .done();
-                self.record(now, AuditKind::FallbackWithheld, id, None, || detail);
-            }
+            let scope = Arc::clone(&self.scopes.get(scope).id);
+            self.record(now, AuditKind::FallbackWithheld, id, None, || {
+                AuditDetail::FallbackWithheld { reason, scope }
+            });
             return Move::Withheld;
         }
         let per_task = self.policy.retry_budgets.per_task;
@@ -142,17 +138,15 @@ impl<L: Ledger> Scheduler<L> {
             task.retries = task.retries.saturating_add(1);
         }
         if self.policy.audit {
-            let route = &self.policy.routing.plans[plan as usize].fallbacks[to];
-            let detail = Detail::new()
-                .text("reason", reason.label())
-                .num("route", (to + 1) as u64)
-                .text("from_scope", &self.scopes.get(from_scope).id)
-                .text("to_scope", &self.scopes.get(scope).id);
-            let detail = match &route.model {
-                Some(model) => detail.text("model", model),
-                None => detail,
-            }
-            .done();
+            let detail = AuditDetail::Fallback {
+                reason,
+                route: (to + 1) as u64,
+                from_scope: Arc::clone(&self.scopes.get(from_scope).id),
+                to_scope: Arc::clone(&self.scopes.get(scope).id),
+                model: self.policy.routing.plans[plan as usize].fallbacks[to]
+                    .model
+                    .clone(),
+            };
             self.record(now, AuditKind::Fallback, id, None, || detail);
         }
         self.make_ready(id, false);

@@ -6,7 +6,7 @@
 
 use super::state::{held_less, NextSend};
 use super::Scheduler;
-use crate::audit::AuditKind;
+use crate::audit::{AuditDetail, AuditKind};
 use crate::backoff::backoff_delay;
 use crate::command::{LookupBy, Reason, TerminalStatus};
 use crate::job::JobId;
@@ -52,7 +52,7 @@ impl<L: Ledger> Scheduler<L> {
         // Only live actions reconcile, each counted once (on entering `Lookup`).
         debug_assert!(self.counts.reconciling <= self.jobs.len() as u64);
         self.record(now, AuditKind::ReconciliationRequired, id, None, || {
-            "may have executed: look-up first".to_owned()
+            AuditDetail::Static("may have executed: look-up first")
         });
         self.schedule_lookup(id, None, now);
     }
@@ -94,7 +94,7 @@ impl<L: Ledger> Scheduler<L> {
             );
         }
         self.record(now, AuditKind::RetryScheduled, id, None, || {
-            format!("lookup delay_ms={delay}")
+            AuditDetail::Lookup { delay_ms: delay }
         });
         self.delay_until(id, now.saturating_add(delay));
     }
@@ -147,7 +147,7 @@ impl<L: Ledger> Scheduler<L> {
             self.counts.ledger_errors += 1;
         }
         self.record(now, AuditKind::RetryScheduled, id, None, || {
-            "lookup absent: re-send with the same key".to_owned()
+            AuditDetail::Static("lookup absent: re-send with the same key")
         });
         self.make_ready(id, true);
     }

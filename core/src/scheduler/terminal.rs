@@ -2,11 +2,10 @@
 //! its final state and is reported with its context (sent or not, last status, attempts,
 //! time waited, operation id) and the next safe actions. Nothing more is emitted for it.
 
-use super::audit_log::Detail;
 use super::lanes::rank;
 use super::state::{held_less, NextSend, Phase, Tracked};
 use super::Scheduler;
-use crate::audit::AuditKind;
+use crate::audit::{AuditDetail, AuditKind};
 use crate::command::{Command, NextAction, Reason, Terminal, TerminalStatus};
 use crate::job::JobId;
 use crate::ledger::{ActionState, Ledger};
@@ -173,17 +172,12 @@ impl<L: Ledger> Scheduler<L> {
                 AuditKind::Escalated
             }
         };
-        self.record(now, kind, terminal.job, None, || {
-            let detail = Detail::new()
-                .text("status", status_label(terminal.status))
-                .text("reason", reason_label(&terminal.reason))
-                .num("attempts", u64::from(terminal.attempts))
-                .num("waited_ms", terminal.waited_ms);
-            match terminal.last_status {
-                Some(status) => detail.num("last_status", u64::from(status)),
-                None => detail.text("last_status", "none"),
-            }
-            .done()
+        self.record(now, kind, terminal.job, None, || AuditDetail::Terminal {
+            status: terminal.status,
+            reason: reason_label(&terminal.reason),
+            attempts: terminal.attempts,
+            waited_ms: terminal.waited_ms,
+            last_status: terminal.last_status,
         });
     }
 
@@ -309,15 +303,5 @@ pub(super) fn reason_label(reason: &Reason) -> &'static str {
         Reason::Degraded { .. } => "degraded",
         Reason::DeadlinePassed => "deadline_passed",
         Reason::LimitBelowRequest { .. } => "limit_below_request",
-    }
-}
-
-fn status_label(status: TerminalStatus) -> &'static str {
-    match status {
-        TerminalStatus::Completed => "completed",
-        TerminalStatus::Failed => "failed",
-        TerminalStatus::Cancelled => "cancelled",
-        TerminalStatus::Escalated => "escalated",
-        TerminalStatus::ReconciliationRequired => "reconciliation_required",
     }
 }

@@ -16,7 +16,8 @@ pub trait AuditSink {
     /// The runner died and a new process starts: it reopens the trail.
     fn restart(&mut self) -> Result<(), String>;
     /// Whether events are kept at all. A sink that drops them says so, and the driver then
-    /// turns the core's audit off: recording events nobody reads costs a string per event.
+    /// turns the core's audit off: recording events nobody reads still costs an event (and
+    /// a growing buffer) per step of every action.
     fn keeps_events(&self) -> bool {
         true
     }
