@@ -11,7 +11,7 @@
 //! grows sparse. The band holds at most four slots per id in it plus [`SLACK`], so memory
 //! follows the live ids whatever their order.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 
 use crate::id_hash::IdHash;
 use crate::job::JobId;
@@ -19,13 +19,88 @@ use crate::job::JobId;
 /// Empty slots the band may hold beyond four per id in it.
 pub const SLACK: usize = 4_096;
 
+/// A queue of `u32` that is one vector and a start: indexing is an add and a bound check,
+/// where a `VecDeque` wraps around (the index is read on every look-up of the hot path).
+/// Popped slots at the front are reclaimed once they are half the vector.
+#[derive(Debug, Clone, Default)]
+struct Band {
+    slots: Vec<u32>,
+    /// Slots before `start` were popped.
+    start: usize,
+}
+
+impl Band {
+    fn len(&self) -> usize {
+        self.slots.len() - self.start
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn front(&self) -> Option<&u32> {
+        self.slots.get(self.start)
+    }
+
+    fn back(&self) -> Option<&u32> {
+        self.slots[self.start..].last()
+    }
+
+    fn pop_front(&mut self) -> Option<u32> {
+        let first = *self.front()?;
+        self.start += 1;
+        if self.start == self.slots.len() {
+            self.slots.clear();
+            self.start = 0;
+        } else if self.start >= 1_024 && 2 * self.start >= self.slots.len() {
+            self.slots.drain(..self.start);
+            self.start = 0;
+        }
+        Some(first)
+    }
+
+    fn pop_back(&mut self) -> Option<u32> {
+        if self.is_empty() {
+            return None;
+        }
+        let last = self.slots.pop();
+        if self.is_empty() {
+            self.slots.clear();
+            self.start = 0;
+        }
+        last
+    }
+
+    fn resize(&mut self, len: usize, value: u32) {
+        self.slots.resize(self.start + len, value);
+    }
+
+    fn iter(&self) -> std::slice::Iter<'_, u32> {
+        self.slots[self.start..].iter()
+    }
+}
+
+impl std::ops::Index<usize> for Band {
+    type Output = u32;
+
+    fn index(&self, i: usize) -> &u32 {
+        &self.slots[self.start + i]
+    }
+}
+
+impl std::ops::IndexMut<usize> for Band {
+    fn index_mut(&mut self, i: usize) -> &mut u32 {
+        &mut self.slots[self.start + i]
+    }
+}
+
 /// Slot numbers by id.
 #[derive(Debug, Clone, Default)]
 pub struct IdIndex {
     /// Id of `ring[0]`.
     base: JobId,
     /// `slot + 1` of id `base + i` at `i`; 0 where the id is not held.
-    ring: VecDeque<u32>,
+    ring: Band,
     /// Ids held in `ring`.
     in_ring: usize,
     /// Ids held below `base`.
@@ -74,10 +149,16 @@ impl IdIndex {
         self.keep_dense();
     }
 
-    /// Past four slots an id (and the slack), the oldest ids move aside.
+    /// Past four slots an id (and the slack), empty slots at the back go, then the oldest
+    /// ids move aside. (Empty slots at the back are kept until then: the newest ids come
+    /// and go, and dropping the slots of each only to add them back costs a loop per id.)
     fn keep_dense(&mut self) {
         while self.ring.len() > 4 * self.in_ring + SLACK {
-            self.retire(1);
+            if self.ring.back() == Some(&0) {
+                self.ring.pop_back();
+            } else {
+                self.retire(1);
+            }
         }
     }
 
@@ -94,14 +175,11 @@ impl IdIndex {
         self.trim();
     }
 
-    /// Drops empty slots at both ends: the band runs from its oldest id held to its newest.
+    /// Drops empty slots at the front: the band starts at its oldest id held.
     fn trim(&mut self) {
         while self.ring.front() == Some(&0) {
             self.ring.pop_front();
             self.base = self.base.saturating_add(1);
-        }
-        while self.ring.back() == Some(&0) {
-            self.ring.pop_back();
         }
     }
 
