@@ -1,5 +1,5 @@
 //! Values by job id in a slab: the values sit in a vector that grows in place and reuses
-//! freed slots, and only a small index (id to slot, [`IdIndex`]) is searched.
+//! freed slots, and only a small index (id to slot, an `IdIndex`) is searched.
 //! A hash map of the values themselves would move hundreds of bytes on every insert and
 //! removal and, at each doubling, hold the old and the new table of large values at once
 //! (tens of MB at the million-request run's hundred thousand live actions). The core's live
