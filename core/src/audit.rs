@@ -170,12 +170,11 @@ impl AuditDetail {
     /// Appends the rendered text to `out` (what [`fmt::Display`] writes), for writers that
     /// reuse a buffer.
     pub fn render_into(&self, out: &mut String) {
-        match self {
-            AuditDetail::Static(text) => out.push_str(text),
-            AuditDetail::Text(text) => out.push_str(text),
-            typed => {
+        match self.as_text() {
+            Some(text) => out.push_str(text),
+            None => {
                 use fmt::Write;
-                write!(out, "{typed}").expect("writing to a String cannot fail");
+                write!(out, "{self}").expect("writing to a String cannot fail");
             }
         }
     }

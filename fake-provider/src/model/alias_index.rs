@@ -66,6 +66,11 @@ fn untag(tag: u64, alias_of: &impl Fn(u64, u8) -> Option<u64>) -> Option<u64> {
     alias_of(tag >> 1, (tag & 1) as u8)
 }
 
+/// An entry's hash when a table grows or rehashes: its alias's, read back.
+fn rehash(alias_of: &impl Fn(u64, u8) -> Option<u64>) -> impl Fn(&u64) -> u64 + '_ {
+    move |&t| hash(untag(t, alias_of).expect("an indexed request is remembered"))
+}
+
 impl AliasIndex {
     /// The request owning `alias`. `alias_of(id, position)` is request `id`'s inline alias
     /// number `position`, if it is remembered.
@@ -95,9 +100,11 @@ impl AliasIndex {
             Slot::Inline(position) => {
                 debug_assert_eq!(alias_of(id, position), Some(alias));
                 let hashed = hash(alias);
-                self.inline[shard(hashed)].insert_unique(hashed, tag(id, position), |&t| {
-                    hash(untag(t, &alias_of).expect("an indexed request is remembered"))
-                });
+                self.inline[shard(hashed)].insert_unique(
+                    hashed,
+                    tag(id, position),
+                    rehash(&alias_of),
+                );
             }
             Slot::Spilled => {
                 self.spilled.insert(alias, id);
@@ -111,10 +118,10 @@ impl AliasIndex {
             Slot::Inline(position) => {
                 let wanted = tag(id, position);
                 let hash = hash(alias);
-                if let Ok(entry) = self.inline[shard(hash)].find_entry(hash, |&t| t == wanted) {
+                let found = self.inline[shard(hash)].find_entry(hash, |&t| t == wanted);
+                debug_assert!(found.is_ok(), "alias {alias:x} of {id} was indexed");
+                if let Ok(entry) = found {
                     entry.remove();
-                } else {
-                    debug_assert!(false, "alias {alias:x} of {id} was indexed");
                 }
             }
             Slot::Spilled => {
@@ -131,9 +138,7 @@ impl AliasIndex {
             // A shard holds a sixteenth, give or take a few percent: room for an eighth
             // more than its share.
             let share = additional / SHARDS;
-            table.reserve(share + share / 8, |&t| {
-                hash(untag(t, &alias_of).expect("an indexed request is remembered"))
-            });
+            table.reserve(share + share / 8, rehash(&alias_of));
         }
     }
 

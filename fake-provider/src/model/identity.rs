@@ -239,10 +239,8 @@ impl Identity {
         self.presized = true;
         self.logicals
             .reserve(max_span(self.max_logicals).saturating_sub(self.logicals.len()));
-        let logicals = &self.logicals;
-        self.aliases.reserve(self.aliases.len(), |id, position| {
-            logicals.get(id)?.inline(position)
-        });
+        self.aliases
+            .reserve(self.aliases.len(), inline_alias(&self.logicals));
         let most = 2 * self.max_logicals + 1_024;
         self.expiry.reserve(most.saturating_sub(self.expiry.len()));
     }
@@ -262,9 +260,7 @@ impl Identity {
 
     /// The request owning alias `a`, if one is remembered.
     fn owner(&self, a: u64) -> Option<u64> {
-        let logicals = &self.logicals;
-        self.aliases
-            .get(a, |id, position| logicals.get(id)?.inline(position))
+        self.aliases.get(a, inline_alias(&self.logicals))
     }
 
     /// Forgets requests idle for the window, then, while `room` more would not fit under the
@@ -330,10 +326,8 @@ impl Identity {
                 Slot::Spilled
             }
         };
-        let logicals = &self.logicals;
-        self.aliases.insert(a, id, slot, |id, position| {
-            logicals.get(id)?.inline(position)
-        });
+        self.aliases
+            .insert(a, id, slot, inline_alias(&self.logicals));
     }
 
     /// Attaches an attempt arriving at `now` on `scope` (`""` when its credential is
@@ -430,6 +424,12 @@ impl Identity {
             self.bind(logical, alias("rec", scope, record_id));
         }
     }
+}
+
+/// Request `id`'s inline alias number `position`, if remembered: how the alias index reads
+/// an alias back from the requests' records.
+fn inline_alias(logicals: &Logicals<Logical>) -> impl Fn(u64, u8) -> Option<u64> + '_ {
+    |id, position| logicals.get(id)?.inline(position)
 }
 
 /// The alias a record look-up asks about, or `None` for other routes.
