@@ -1,10 +1,12 @@
 //! What the core asks its driver to do.
 
 use serde::{Deserialize, Serialize};
+use smallvec::{smallvec, SmallVec};
 use std::sync::Arc;
 
 use crate::degradation::RungKind;
 use crate::job::{JobId, Route};
+use crate::operation_id::OperationId;
 use crate::routing::FallbackWhen;
 use crate::time::Millis;
 
@@ -46,7 +48,7 @@ pub enum LookupBy {
     ExternalRef(String),
     /// The provider's operation or record id from an earlier answer
     /// (`GET /v1/records/{id}`): the last resort.
-    OperationId(String),
+    OperationId(OperationId),
 }
 
 /// One outbound attempt, as [`Command::Send`] hands it to the driver. Its concurrency slot
@@ -203,10 +205,15 @@ impl Terminal {
             attempts: 0,
             waited_ms: 0,
             operation_id: None,
-            next_actions: vec![NextAction::Cancel],
+            next_actions: smallvec![NextAction::Cancel],
         }
     }
 }
+
+/// The next safe actions of a terminal, most useful first: a list held in place for up to
+/// three (every terminal but a rare few), so a failure costs no heap allocation. It derefs to
+/// a slice, and serializes as a sequence.
+pub type NextActions = SmallVec<[NextAction; 3]>;
 
 /// A next safe action offered with a terminal outcome.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -252,7 +259,7 @@ pub struct Terminal {
     /// Total time spent waiting between attempts (ms), Retry-After included.
     pub waited_ms: Millis,
     /// Provider operation id, when known.
-    pub operation_id: Option<String>,
+    pub operation_id: Option<OperationId>,
     /// What the caller can safely do next, most useful first; empty when completed.
-    pub next_actions: Vec<NextAction>,
+    pub next_actions: NextActions,
 }

@@ -7,6 +7,7 @@ use crate::stored_entry::StoredEntry;
 use serde::{Deserialize, Serialize};
 
 use crate::job::{Job, JobId};
+use crate::operation_id::OperationId;
 use crate::time::Millis;
 
 /// Where a logical action stands.
@@ -53,7 +54,7 @@ pub struct LedgerEntry {
     /// Time spent waiting so far (ms).
     pub waited_ms: Millis,
     /// Provider operation id once known.
-    pub operation_id: Option<String>,
+    pub operation_id: Option<OperationId>,
     /// When the state last changed (ms since run start).
     pub updated_at: Millis,
 }

@@ -161,6 +161,7 @@ pub mod id_slab;
 pub mod idempotency;
 mod job;
 mod ledger;
+mod operation_id;
 mod outcome;
 pub mod policy;
 pub mod preset;
@@ -173,18 +174,20 @@ mod time;
 
 // The state machine, its figures and its errors.
 pub use scheduler::{
-    CoreError, Gauges, Rejection, RejectionCause, Scheduler, ScopeRecord, ScopeSource,
+    CoreError, Gauges, Rejection, RejectionCause, RejectionReason, Scheduler, ScopeRecord,
+    ScopeSource,
 };
 
 // What goes in: logical actions, and what the driver observed of each attempt.
 pub use job::{Job, JobId, Priority, Route};
+pub use operation_id::OperationId;
 pub use outcome::{LookupResult, Outcome, Response, TransportFailure, Usage};
 pub use rate_headers::RateHint;
 
 // What comes out: commands, attempts to send, terminal outcomes, audit events.
 pub use audit::{AuditDetail, AuditEvent, AuditKind};
 pub use command::{
-    AttemptId, Command, LookupBy, NextAction, Reason, SendAttempt, SendKind, Terminal,
+    AttemptId, Command, LookupBy, NextAction, NextActions, Reason, SendAttempt, SendKind, Terminal,
     TerminalStatus,
 };
 

@@ -4,6 +4,7 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
+use crate::operation_id::OperationId;
 use crate::rate_headers::{rate_hint, RateHint};
 use crate::retry_after::{retry_after_delay, RetryAfter, RetryAfterSource};
 use crate::time::Millis;
@@ -44,7 +45,7 @@ pub struct Response {
     /// Usage reported with a successful completion.
     pub usage: Option<Usage>,
     /// Provider operation / record id, once known.
-    pub operation_id: Option<String>,
+    pub operation_id: Option<OperationId>,
 }
 
 /// A failure below HTTP. The variant says whether the request could have reached the
@@ -81,7 +82,7 @@ pub enum LookupResult {
     /// The action exists (was committed); its id when the provider gave one.
     Found {
         /// The provider's id of the action, which the terminal reports.
-        operation_id: Option<String>,
+        operation_id: Option<OperationId>,
     },
     /// The provider has no such action: it is safe to send again with the same key.
     Absent,

@@ -1,6 +1,7 @@
 //! How the in-memory ledger holds a logical action: the names a job shares with others
 //! (tenant, task, credential, scope, class, model) and its idempotency key by reference,
-//! and its own short texts (resource, external reference, operation id) inline rather than as
+//! and its own short texts (resource, external reference; the operation id is an
+//! [`OperationId`], inline of its own) inline rather than as
 //! separate heap strings. The ledger takes a copy of every admitted action and drops it
 //! when the action ends; with `String`s that was a dozen allocations and frees per action,
 //! the largest cost of the core's submit-to-terminal cycle. Texts too long for their slot
@@ -10,6 +11,7 @@ use std::sync::Arc;
 
 use crate::job::{Job, JobId, Priority, Route};
 use crate::ledger::{ActionState, LedgerEntry};
+use crate::operation_id::OperationId;
 use crate::time::Millis;
 
 /// A text of up to `N` bytes stored in place (`N` < 256), or a longer one on the heap.
@@ -90,7 +92,7 @@ pub(crate) struct StoredEntry {
     pub state: ActionState,
     attempts: u32,
     waited_ms: Millis,
-    operation_id: Option<Text<30>>,
+    operation_id: Option<OperationId>,
     updated_at: Millis,
 }
 
@@ -119,7 +121,7 @@ impl StoredEntry {
             state: entry.state,
             attempts: entry.attempts,
             waited_ms: entry.waited_ms,
-            operation_id: text(&entry.operation_id),
+            operation_id: entry.operation_id.clone(),
             updated_at: entry.updated_at,
         }
     }
@@ -151,8 +153,8 @@ impl StoredEntry {
         self.state = entry.state;
         self.attempts = entry.attempts;
         self.waited_ms = entry.waited_ms;
-        if !same(&self.operation_id, &entry.operation_id) {
-            self.operation_id = text(&entry.operation_id);
+        if self.operation_id != entry.operation_id {
+            self.operation_id.clone_from(&entry.operation_id);
         }
         self.updated_at = entry.updated_at;
     }
@@ -183,7 +185,7 @@ impl StoredEntry {
             state: self.state,
             attempts: self.attempts,
             waited_ms: self.waited_ms,
-            operation_id: owned(&self.operation_id),
+            operation_id: self.operation_id.clone(),
             updated_at: self.updated_at,
         }
     }
@@ -225,7 +227,7 @@ mod tests {
             state: ActionState::InFlight,
             attempts: 2,
             waited_ms: 300,
-            operation_id: Some(text("rec_1")),
+            operation_id: Some("rec_1".into()),
             updated_at: 1_234,
         }
     }

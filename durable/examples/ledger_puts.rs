@@ -48,7 +48,7 @@ fn entry(id: u64, step: usize) -> LedgerEntry {
         state: LIFE[step],
         attempts: step as u32,
         waited_ms: 0,
-        operation_id: (step > 1).then(|| format!("op-{id}")),
+        operation_id: (step > 1).then(|| format!("op-{id}").into()),
         updated_at: id * 10 + step as u64,
     }
 }

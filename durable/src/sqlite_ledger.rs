@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rusqlite::{params, Connection};
-use stampede_core::{ActionState, Job, JobId, Ledger, LedgerEntry, LedgerError};
+use stampede_core::{ActionState, Job, JobId, Ledger, LedgerEntry, LedgerError, OperationId};
 
 use crate::credential_ref::{self, CredentialRefs};
 use crate::error::DurableError;
@@ -258,7 +258,7 @@ impl SqliteLedger {
                     state_name(entry.state),
                     entry.attempts,
                     millis_to_sql(entry.waited_ms),
-                    entry.operation_id,
+                    entry.operation_id.as_deref(),
                     millis_to_sql(entry.updated_at),
                     entry.job.idempotency_key,
                     job_json,
@@ -475,7 +475,7 @@ impl StoredRow {
             state,
             attempts,
             waited_ms: self.waited_ms as u64,
-            operation_id: self.operation_id,
+            operation_id: self.operation_id.map(OperationId::from),
             updated_at: self.updated_at as u64,
         })
     }

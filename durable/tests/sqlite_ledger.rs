@@ -39,7 +39,7 @@ fn entry(id: u64, state: ActionState, attempts: u32) -> LedgerEntry {
         state,
         attempts,
         waited_ms: 250 * u64::from(attempts),
-        operation_id: (attempts > 0).then(|| format!("op-{id}")),
+        operation_id: (attempts > 0).then(|| format!("op-{id}").into()),
         updated_at: id.wrapping_add(1_000),
     }
 }
@@ -163,7 +163,7 @@ fn write_version_1(path: &Path, entries: &[LedgerEntry]) {
                 serde_json::to_value(e.state).unwrap().as_str().unwrap(),
                 e.attempts,
                 e.waited_ms as i64,
-                e.operation_id,
+                e.operation_id.as_deref(),
                 e.updated_at as i64,
                 serde_json::to_string(&e.job).unwrap()
             ],

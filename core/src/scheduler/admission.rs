@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::lanes::rank;
 use super::state::Tracked;
-use super::{Rejection, RejectionCause, Scheduler};
+use super::{Rejection, RejectionCause, RejectionReason, Scheduler};
 use crate::audit::{AuditDetail, AuditKind};
 use crate::idempotency::derive_key;
 use crate::job::Job;
@@ -23,7 +23,7 @@ impl<L: Ledger> Scheduler<L> {
         now: Millis,
     ) -> Result<(), Rejection> {
         let retry_after_ms = super::state::millis(self.policy.admission.reject_retry_after);
-        let reject = |cause: RejectionCause, reason: String| {
+        let reject = |cause: RejectionCause, reason: RejectionReason| {
             Err(Rejection {
                 cause,
                 reason,
@@ -35,43 +35,45 @@ impl<L: Ledger> Scheduler<L> {
             // already past): refused for good, before it takes a queue place or a ledger row.
             return reject(
                 RejectionCause::DeadlinePassed,
-                format!(
-                    "job {}: its deadline passed {} ms before it was submitted; submit it again with a new deadline or drop it",
-                    job.id,
-                    now - deadline
-                ),
+                RejectionReason::DeadlinePassed {
+                    job: job.id,
+                    late_ms: now - deadline,
+                },
             );
         }
         if self.execution_spent {
             return reject(
                 RejectionCause::ExecutionBudgetSpent,
-                "the run's execution budget is spent: no new action is admitted".into(),
+                RejectionReason::ExecutionBudgetSpent,
             );
         }
         let Some(&class) = self.class_index.get(&*job.class) else {
             let known: Vec<&str> = self.class_index.keys().map(String::as_str).collect();
-            return reject(RejectionCause::InvalidAction, format!(
-                "job {}: unknown request class {:?}; known classes: {} (add it under policy classes)",
-                job.id,
-                job.class,
-                known.join(", ")
-            ));
+            return reject(
+                RejectionCause::InvalidAction,
+                RejectionReason::UnknownClass {
+                    job: job.id,
+                    class: Arc::clone(&job.class),
+                    known: known.join(", "),
+                },
+            );
         };
         if self.jobs.contains_key(&job.id) {
             return reject(
                 RejectionCause::InvalidAction,
-                format!(
-                    "job {}: an action with this id is already live; job ids must be unique",
-                    job.id
-                ),
+                RejectionReason::AlreadyLive { job: job.id },
             );
         }
         if self.queue_full(&job) {
             let capacity = self.policy.admission.queue_capacity;
-            return reject(RejectionCause::QueueFull, format!(
-                "queue full: tenant {:?} already has {capacity} live {:?} actions (admission.queue_capacity)",
-                job.tenant, job.priority
-            ));
+            return reject(
+                RejectionCause::QueueFull,
+                RejectionReason::QueueFull {
+                    tenant: Arc::clone(&job.tenant),
+                    capacity,
+                    priority: job.priority,
+                },
+            );
         }
         let tenant = self.lanes.intern(&job.tenant);
         let lane = rank(job.priority);
@@ -96,7 +98,10 @@ impl<L: Ledger> Scheduler<L> {
             self.counts.ledger_errors += 1;
             return reject(
                 RejectionCause::LedgerRefused,
-                format!("job {}: the ledger refused the action: {e}", entry.job.id),
+                RejectionReason::LedgerRefused {
+                    job: entry.job.id,
+                    error: e.to_string(),
+                },
             );
         }
         let id = entry.job.id;

@@ -18,6 +18,7 @@ mod lanes;
 mod peers;
 mod queueing;
 mod reconcile;
+mod rejection_reason;
 mod restore;
 mod retry_window;
 mod scope;
@@ -41,6 +42,7 @@ use crate::outcome::Outcome;
 use crate::policy::Policy;
 use crate::time::Millis;
 
+pub use rejection_reason::RejectionReason;
 pub use scope::{ScopeRecord, ScopeSource};
 
 /// Why `submit` refused a job (admission with backpressure). The job was not admitted and
@@ -50,8 +52,8 @@ pub use scope::{ScopeRecord, ScopeSource};
 pub struct Rejection {
     /// Why, in one word the caller can branch on.
     pub cause: RejectionCause,
-    /// What was full or wrong, for the caller and the report.
-    pub reason: String,
+    /// What was full or wrong, for the caller and the report: rendered when displayed.
+    pub reason: RejectionReason,
     /// When it makes sense to submit again (ms from now).
     pub retry_after_ms: Millis,
 }

@@ -6,7 +6,9 @@ use super::lanes::rank;
 use super::state::{held_less, NextSend, Phase, Tracked};
 use super::Scheduler;
 use crate::audit::{AuditDetail, AuditKind};
-use crate::command::{Command, NextAction, Reason, Terminal, TerminalStatus};
+use smallvec::smallvec;
+
+use crate::command::{Command, NextAction, NextActions, Reason, Terminal, TerminalStatus};
 use crate::job::JobId;
 use crate::ledger::{ActionState, Ledger};
 use crate::time::Millis;
@@ -188,10 +190,10 @@ impl<L: Ledger> Scheduler<L> {
         status: TerminalStatus,
         reason: &Reason,
         now: Millis,
-    ) -> Vec<NextAction> {
+    ) -> NextActions {
         use NextAction::*;
         if status == TerminalStatus::Completed {
-            return Vec::new();
+            return NextActions::new();
         }
         let keyed = self.policy.send_idempotency_keys;
         let scope_wait = self
@@ -206,36 +208,36 @@ impl<L: Ledger> Scheduler<L> {
         // attempt there may have executed: it must never be reported as not executed.
         let uncertain = job.uncertain && (self.classes[job.class].reconcile || job.withheld);
         let mut actions = match reason {
-            Reason::Succeeded | Reason::Reconciled | Reason::Degraded { .. } => Vec::new(),
-            Reason::Cancelled if job.sent => vec![QueryStatus],
-            Reason::Cancelled => vec![SendNewOperation {
+            Reason::Succeeded | Reason::Reconciled | Reason::Degraded { .. } => NextActions::new(),
+            Reason::Cancelled if job.sent => smallvec![QueryStatus],
+            Reason::Cancelled => smallvec![SendNewOperation {
                 may_duplicate: false,
             }],
-            Reason::WontImprove { .. } => vec![
+            Reason::WontImprove { .. } => smallvec![
                 Cancel,
                 SendNewOperation {
                     may_duplicate: uncertain,
                 },
             ],
-            Reason::Conflict { .. } => vec![QueryStatus, Cancel],
-            Reason::DeadlinePassed => vec![Cancel],
+            Reason::Conflict { .. } => smallvec![QueryStatus, Cancel],
+            Reason::DeadlinePassed => smallvec![Cancel],
             // Change the plan: raise the limit, or split the request.
-            Reason::LimitBelowRequest { .. } => vec![RaiseQuota, Cancel],
-            Reason::QuotaExhausted => vec![Wait { ms: scope_wait }, RaiseQuota, Cancel],
+            Reason::LimitBelowRequest { .. } => smallvec![RaiseQuota, Cancel],
+            Reason::QuotaExhausted => smallvec![Wait { ms: scope_wait }, RaiseQuota, Cancel],
             Reason::CircuitOpen { fingerprint } => {
                 let ms = self
                     .breaker
                     .open_until(fingerprint, now)
                     .map_or(0, |until| until.saturating_sub(now));
-                vec![Wait { ms }, Cancel]
+                smallvec![Wait { ms }, Cancel]
             }
-            Reason::StreamInterrupted => vec![
+            Reason::StreamInterrupted => smallvec![
                 SendNewOperation {
                     may_duplicate: true,
                 },
                 Cancel,
             ],
-            Reason::ReconciliationUnavailable => vec![
+            Reason::ReconciliationUnavailable => smallvec![
                 QueryStatus,
                 SendNewOperation {
                     may_duplicate: true,
@@ -247,7 +249,7 @@ impl<L: Ledger> Scheduler<L> {
             | Reason::TaskBudgetExhausted
             | Reason::ScopeBudgetExhausted
             | Reason::ExecutionBudgetExhausted => {
-                let mut actions = vec![Wait { ms: scope_wait }];
+                let mut actions = smallvec![Wait { ms: scope_wait }];
                 if uncertain {
                     actions.push(QueryStatus);
                 }

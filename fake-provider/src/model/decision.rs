@@ -2,8 +2,34 @@
 
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
+use std::num::NonZeroU64;
 
 use super::headers::{RateFigures, RetryAfterSignal};
+
+/// The id of a completion the model committed, `chatcmpl-<n>` when displayed: the
+/// body's `id`, and what a client keeps as the operation's id. `n` is the seq of the attempt
+/// that committed it, never 0 (so an `Option` of it takes 8 bytes: the answer is moved
+/// whole several times per attempt, and every byte of it is copied each time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CompletionId(NonZeroU64);
+
+impl CompletionId {
+    /// The id of the completion attempt `seq` committed (`None` for 0, which is no seq).
+    pub fn new(seq: u64) -> Option<Self> {
+        NonZeroU64::new(seq).map(Self)
+    }
+
+    /// The seq of the attempt that committed the completion.
+    pub fn seq(self) -> u64 {
+        self.0.get()
+    }
+}
+
+impl std::fmt::Display for CompletionId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "chatcmpl-{}", self.0)
+    }
+}
 
 /// The model's verdict on one attempt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -31,7 +57,8 @@ pub enum Answer {
         /// ([`Signals::headers`]).
         signals: Signals,
         /// JSON body (for a stream: the final completion object the chunks add up to).
-        /// `Null` for an error when bodies are lean (see `ProviderModel::set_lean_bodies`).
+        /// `Null` for a completion or an error when bodies are lean (see
+        /// `ProviderModel::set_lean_bodies`).
         body: serde_json::Value,
         /// An error answer's `error.type` and `error.code`, as its body says them.
         error: Option<ErrorSignal>,
@@ -39,6 +66,10 @@ pub enum Answer {
         usage: Option<(u32, u32)>,
         /// For `stream: true` completions: the number of SSE content chunks.
         stream_chunks: Option<u32>,
+        /// The completion this answer gives, as its body's `id` says it: also when bodies
+        /// are lean and the body carries nothing, so an in-process driver reads the id with
+        /// no JSON built or read.
+        completion_id: Option<CompletionId>,
     },
     /// The connection closes with no response. `committed = false`: before the request was
     /// read (never arrived); `true`: after the side effect was committed.

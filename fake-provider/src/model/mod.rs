@@ -35,7 +35,7 @@ mod request;
 mod stats;
 mod streams;
 
-pub use decision::{Answer, Decision, ErrorSignal, Signals};
+pub use decision::{Answer, CompletionId, Decision, ErrorSignal, Signals};
 pub use headers::{LimitFigures, RateFigures, RetryAfterSignal, WindowFigures};
 pub use identity::{IdentifiedBy, Identity, DEFAULT_IDENTITY_WINDOW_MS};
 pub use journal::{JournalBuffer, JournalEntry};
@@ -137,7 +137,7 @@ pub struct ProviderModel {
     holding: FxHashMap<u64, Holding>,
     next_seq: u64,
     stats: ProviderStats,
-    /// Completion bodies carry only their `id` (see `set_lean_bodies`).
+    /// Completion and error bodies are `Null` (see `set_lean_bodies`).
     lean_bodies: bool,
     /// Which attempts are one logical request.
     identity: Identity,
@@ -248,11 +248,12 @@ impl ProviderModel {
         }
     }
 
-    /// Completion bodies with only their `id`, and error bodies `Null`, when `lean` (off by
-    /// default): for an in-process driver that reads nothing else from a success and only
-    /// the error's type and code (the answer's `error`) from a failure (the simulator),
-    /// building the whole OpenAI-shaped body for every completion or refusal and dropping it
-    /// unread is most of the cost of the answer. Look-up and record bodies, signals, errors'
+    /// Completion and error bodies `Null` when `lean` (off by default): for an in-process
+    /// driver that reads only the completion's id (the answer's `completion_id`) from a
+    /// success and only the error's type and code (the answer's `error`) from a failure (the
+    /// simulator), building the whole OpenAI-shaped body for every completion or refusal and
+    /// dropping it unread is most of the cost of the answer; a lean answer costs no heap
+    /// allocation. Look-up and record bodies, signals, errors'
     /// types and codes, usage, latency and the journal are the same either way; the HTTP
     /// server never sets it.
     pub fn set_lean_bodies(&mut self, lean: bool) {
@@ -1056,8 +1057,10 @@ impl ProviderModel {
         let (prompt, completion) = usage;
         let total = u64::from(prompt) + u64::from(completion);
         let created = (self.clock.wall_epoch_unix_ms + self.clock.client_ms(now)) / 1_000;
+        let id = CompletionId::new(id_seq);
+        debug_assert!(id.is_some(), "seqs start at 1");
         let body = if self.lean_bodies {
-            json!({ "id": format!("chatcmpl-{id_seq}") })
+            Value::Null
         } else {
             json!({
                 "id": format!("chatcmpl-{id_seq}"),
@@ -1083,6 +1086,7 @@ impl ProviderModel {
             error: None,
             usage: Some(usage),
             stream_chunks: req.stream.then_some(completion.max(1)),
+            completion_id: id,
         }
     }
 
@@ -1292,6 +1296,7 @@ impl ProviderModel {
             }),
             usage: None,
             stream_chunks: None,
+            completion_id: None,
         }
     }
 
@@ -1358,6 +1363,7 @@ fn respond(status: u16, signals: Signals, body: Value) -> Answer {
         error: None,
         usage: None,
         stream_chunks: None,
+        completion_id: None,
     }
 }
 

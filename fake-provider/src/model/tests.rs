@@ -770,7 +770,7 @@ fn journal_is_bounded_and_reset_restarts() {
 }
 
 #[test]
-fn lean_bodies_keep_the_id_and_the_error_code_and_change_nothing_else() {
+fn lean_bodies_keep_the_typed_id_and_error_code_and_change_nothing_else() {
     let mut s = scope("a");
     s.rpm = Some(3);
     let c = config(vec![s], vec![]);
@@ -791,6 +791,7 @@ fn lean_bodies_keep_the_id_and_the_error_code_and_change_nothing_else() {
                     body: fb,
                     error: fe,
                     usage: fu,
+                    completion_id: fc,
                     ..
                 },
                 Answer::Respond {
@@ -799,14 +800,20 @@ fn lean_bodies_keep_the_id_and_the_error_code_and_change_nothing_else() {
                     body: lb,
                     error: le,
                     usage: lu,
+                    completion_id: lc,
                     ..
                 },
             ) => {
-                assert_eq!((fs, &fh, &fe, fu), (ls, &lh, &le, lu));
+                assert_eq!((fs, &fh, &fe, fu, fc), (ls, &lh, &le, lu, lc));
                 if fs == 200 {
-                    assert_eq!(lb, json!({ "id": fb["id"].clone() }));
+                    // The id the body says is the answer's typed one; the lean body is empty.
+                    let id = fc.expect("a completion says its id");
+                    assert_eq!(fb["id"], json!(id.to_string()));
+                    assert_eq!(fb["id"], json!(format!("chatcmpl-{}", id.seq())));
                     assert!(fb.get("choices").is_some());
+                    assert_eq!(lb, Value::Null);
                 } else {
+                    assert_eq!(fc, None);
                     // The error's type and code are the body's; the lean body is empty.
                     let fe = fe.expect("an error answer says its error");
                     assert_eq!(fb["error"]["type"], json!(&*fe.kind));

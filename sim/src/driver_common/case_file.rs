@@ -10,6 +10,7 @@
 //! `escalations.jsonl`, one JSON object per line, in the order the actions ended; their
 //! keys are documented in `docs/contract.md` and checked against it by a test.
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use std::fs::File;
@@ -21,8 +22,8 @@ use serde::Serialize;
 use stampede_core::classify::{classify, Classification, Failure, FailureKind};
 use stampede_core::idempotency::derive_key;
 use stampede_core::{
-    FailureGroup, Job, LookupResult, Millis, NextAction, Outcome, Reason, Route, SendKind,
-    Terminal, TerminalStatus,
+    FailureGroup, Job, LookupResult, Millis, NextAction, OperationId, Outcome, Reason, Route,
+    SendKind, Terminal, TerminalStatus,
 };
 
 use crate::driver_common::translate::ActionFacts;
@@ -187,19 +188,50 @@ impl CaseNotes {
 
 /// `ReadTimeout` as `read_timeout`; a variant with fields keeps its name only.
 fn snake(debug: &str) -> String {
-    let name = debug.split(['(', ' ', '{']).next().unwrap_or(debug);
-    let mut out = String::with_capacity(name.len() + 4);
-    for (i, c) in name.chars().enumerate() {
-        if c.is_ascii_uppercase() {
-            if i > 0 {
-                out.push('_');
-            }
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
+    let mut out = String::with_capacity(debug.len() + 4);
+    // Writing to a `String` cannot fail.
+    let _ = Snake::new(&mut out).write_str(debug);
+    out
+}
+
+/// A `fmt::Write` that writes a `Debug` rendering in snake case into `out`, up to the first
+/// `(`, space or `{` (a variant's name without its fields), so a name is made without the
+/// intermediate `format!` of the whole rendering.
+struct Snake<'a> {
+    out: &'a mut String,
+    first: bool,
+    done: bool,
+}
+
+impl<'a> Snake<'a> {
+    fn new(out: &'a mut String) -> Self {
+        Self {
+            out,
+            first: true,
+            done: false,
         }
     }
-    out
+}
+
+impl std::fmt::Write for Snake<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        for c in s.chars() {
+            if self.done || matches!(c, '(' | ' ' | '{') {
+                self.done = true;
+                break;
+            }
+            if c.is_ascii_uppercase() {
+                if !self.first {
+                    self.out.push('_');
+                }
+                self.out.push(c.to_ascii_lowercase());
+            } else {
+                self.out.push(c);
+            }
+            self.first = false;
+        }
+        Ok(())
+    }
 }
 
 /// The action's original input, enough to submit it again; never its body.
@@ -314,7 +346,7 @@ pub struct Escalation {
     /// How to ask the provider whether it executed: the key, the operation id, the
     /// reference, and the look-up to run.
     pub idempotency_key: Option<String>,
-    pub operation_id: Option<String>,
+    pub operation_id: Option<OperationId>,
     pub external_ref: Option<String>,
     pub reconcile_with: Option<String>,
     /// What a person can do next, with what each risks.
@@ -549,10 +581,20 @@ fn write_lines<T: Serialize>(path: &Path, records: &[T]) -> std::io::Result<()> 
 /// `AttemptsExhausted` as `attempts_exhausted`; a reason with a status names it
 /// (`wont_improve_422`).
 pub(crate) fn reason_name(reason: &Reason) -> String {
-    match reason {
-        Reason::WontImprove { status, .. } => format!("wont_improve_{status}"),
-        other => snake(&format!("{other:?}")),
-    }
+    let mut name = String::new();
+    write_reason_name(reason, &mut name);
+    name
+}
+
+/// [`reason_name`] written into `out` (cleared first): with a buffer kept between calls, no
+/// allocation once it has grown to the longest name.
+pub(crate) fn write_reason_name(reason: &Reason, out: &mut String) {
+    out.clear();
+    // Writing to a `String` cannot fail.
+    let _ = match reason {
+        Reason::WontImprove { status, .. } => write!(out, "wont_improve_{status}"),
+        other => write!(Snake::new(out), "{other:?}"),
+    };
 }
 
 /// The core's next actions as options with their risk; `raise_quota` comes with

@@ -1,7 +1,7 @@
 //! The terminal outcome a ledger entry records: what a restarted runner (or the driver of a
 //! simulated crash) learns about an action whose `Finish` died with its process.
 
-use stampede_core::{ActionState, LedgerEntry, Reason, Terminal, TerminalStatus};
+use stampede_core::{ActionState, LedgerEntry, NextActions, Reason, Terminal, TerminalStatus};
 
 /// The terminal outcome persisted for `entry`, or `None` when it is not terminal.
 pub fn persisted_terminal(entry: &LedgerEntry) -> Option<Terminal> {
@@ -23,6 +23,6 @@ pub fn persisted_terminal(entry: &LedgerEntry) -> Option<Terminal> {
         attempts: entry.attempts,
         waited_ms: entry.waited_ms,
         operation_id: entry.operation_id.clone(),
-        next_actions: Vec::new(),
+        next_actions: NextActions::new(),
     })
 }

@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use stampede_core::rate_headers::RateHint;
 use stampede_core::{
-    Job, LookupBy, LookupResult, Millis, Outcome, Priority, Response, Route, SendAttempt, SendKind,
-    TransportFailure, Usage,
+    Job, LookupBy, LookupResult, Millis, OperationId, Outcome, Priority, Response, Route,
+    SendAttempt, SendKind, TransportFailure, Usage,
 };
 use stampede_provider::model::{
-    Answer, Decision, FindBy, RateFigures, Request, RequestRoute, Signals,
+    Answer, CompletionId, Decision, FindBy, RateFigures, Request, RequestRoute, Signals,
 };
 
 /// What the driver knows about a live action beyond what a `Send` carries.
@@ -89,7 +89,9 @@ pub fn request(send: &SendAttempt, facts: &ActionFacts) -> Request {
         SendKind::Lookup(LookupBy::ExternalRef(r)) => RequestRoute::FindRecords {
             by: FindBy::ExternalRef(r.clone()),
         },
-        SendKind::Lookup(LookupBy::OperationId(id)) => RequestRoute::GetRecord { id: id.clone() },
+        SendKind::Lookup(LookupBy::OperationId(id)) => {
+            RequestRoute::GetRecord { id: id.to_string() }
+        }
     };
     let action = matches!(send.kind, SendKind::Action);
     let chat = action && send.route == Route::ChatCompletion;
@@ -163,10 +165,19 @@ pub fn outcome(send: &SendAttempt, decision: Decision) -> (Millis, Outcome) {
             body,
             error,
             usage,
+            completion_id,
             ..
         } => (
             latency,
-            answered_typed(send, status, &signals, error.map(|e| e.code), &body, usage),
+            answered_typed(
+                send,
+                status,
+                &signals,
+                error.map(|e| e.code),
+                completion_id,
+                &body,
+                usage,
+            ),
         ),
         Answer::Drop { committed: false } => (
             latency,
@@ -213,6 +224,7 @@ pub fn answered(
         None,
         None,
         error_code.map(Cow::Owned),
+        None,
         body,
         usage,
     )
@@ -220,12 +232,13 @@ pub fn answered(
 
 /// [`answered`] for the in-process provider: its Retry-After and rate-limit figures go to
 /// the core as numbers ([`rate_hint_of`]), with no header text written or parsed, and the
-/// error code as the model typed it (its error bodies may be lean, `Null`).
+/// error code and completion id as the model typed them (its bodies may be lean, `Null`).
 pub fn answered_typed(
     send: &SendAttempt,
     status: u16,
     signals: &Signals,
     error_code: Option<Cow<'static, str>>,
+    completion_id: Option<CompletionId>,
     body: &serde_json::Value,
     usage: Option<(u32, u32)>,
 ) -> Outcome {
@@ -238,6 +251,7 @@ pub fn answered_typed(
         retry_after_ms,
         rate,
         error_code,
+        completion_id.map(|id| OperationId::rendered(&id)),
         body,
         usage,
     )
@@ -275,6 +289,7 @@ fn answered_with(
     retry_after_ms: Option<Millis>,
     rate: Option<RateHint>,
     error_code: Option<Cow<'static, str>>,
+    typed_id: Option<OperationId>,
     body: &serde_json::Value,
     usage: Option<(u32, u32)>,
 ) -> Outcome {
@@ -283,7 +298,11 @@ fn answered_with(
         return Outcome::Lookup(lookup_result(status, body));
     }
     let operation_id = if (200..300).contains(&status) {
-        body.get("id").and_then(|v| v.as_str()).map(str::to_string)
+        typed_id.or_else(|| {
+            body.get("id")
+                .and_then(|v| v.as_str())
+                .map(OperationId::from)
+        })
     } else {
         None
     };
@@ -316,7 +335,7 @@ fn lookup_result(status: u16, body: &serde_json::Value) -> LookupResult {
             operation_id: record
                 .get("id")
                 .and_then(|v| v.as_str())
-                .map(str::to_string),
+                .map(OperationId::from),
         },
         None => LookupResult::Absent,
     }

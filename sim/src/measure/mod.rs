@@ -103,6 +103,9 @@ pub struct Measurement {
     agents: agents::AgentRuns,
     /// The wait given to each admission refusal (ms).
     refusal_waits: Distribution,
+    /// The failure reason's name being counted, kept between terminals so counting one
+    /// allocates nothing once the name is in `failures_by_reason`.
+    reason_name: String,
 }
 
 /// What the harness itself sent an attempt as: the tenant, class and priority it submitted
@@ -220,6 +223,7 @@ impl Measurement {
             starvation: starvation::Starvation::default(),
             agents: agents::AgentRuns::default(),
             refusal_waits: Distribution::default(),
+            reason_name: String::new(),
         }
     }
 
@@ -430,8 +434,14 @@ impl Measurement {
             terminal.status,
             TerminalStatus::Completed | TerminalStatus::Cancelled
         ) {
-            let reason = crate::driver_common::case_file::reason_name(&terminal.reason);
-            *self.summary.failures_by_reason.entry(reason).or_insert(0) += 1;
+            let name = &mut self.reason_name;
+            crate::driver_common::case_file::write_reason_name(&terminal.reason, name);
+            match self.summary.failures_by_reason.get_mut(name.as_str()) {
+                Some(count) => *count += 1,
+                None => {
+                    self.summary.failures_by_reason.insert(name.clone(), 1);
+                }
+            }
         }
         self.backoff.record(terminal.waited_ms);
         self.summary.backoff_ms.total += terminal.waited_ms;

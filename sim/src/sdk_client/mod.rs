@@ -707,7 +707,7 @@ fn end(measure: &mut Measurement, call: &Call, now: Millis, ok: bool, route: &st
         attempts: call.sent,
         waited_ms: 0,
         operation_id: None,
-        next_actions: Vec::new(),
+        next_actions: stampede_core::NextActions::new(),
     };
     measure.on_terminal(Ended {
         at: now,
