@@ -21,7 +21,7 @@ use super::App;
 use crate::model::RequestRoute;
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, Response};
+use axum::http::{Request, Response};
 use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -64,23 +64,19 @@ fn text_len(v: &Value) -> usize {
 }
 
 /// `POST /v1/messages`.
-pub(crate) async fn messages(
-    State(app): State<App>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response<Body> {
+pub(crate) async fn messages(State(app): State<App>, req: Request<Body>) -> Response<Body> {
+    // The head is taken apart, not extracted: axum's `HeaderMap` extractor clones the map.
+    let (head, body) = req.into_parts();
+    let headers = &head.headers;
     let bytes = match read_body(body, &app.options).await {
         Ok(b) => b,
         Err(r) => return r,
     };
-    let mut req = match parse::base_request(
-        &headers,
-        app.options.max_field_bytes,
-        RequestRoute::Messages,
-    ) {
-        Ok(r) => r,
-        Err(e) => return error_response(&bad_request_body(&e)),
-    };
+    let mut req =
+        match parse::base_request(headers, app.options.max_field_bytes, RequestRoute::Messages) {
+            Ok(r) => r,
+            Err(e) => return error_response(&bad_request_body(&e)),
+        };
     if req.credential.is_none() {
         req.credential = headers
             .get("x-api-key")

@@ -18,6 +18,7 @@ mod cli;
 mod conn;
 mod control;
 mod guard;
+mod own_thread;
 mod parse;
 mod respond;
 mod routes;
@@ -25,6 +26,7 @@ mod state;
 
 pub use cli::serve_cli;
 pub use control::DEFAULT_JOURNAL_PAGE;
+pub use own_thread::{spawn_ephemeral_on_thread, spawn_on_thread};
 pub use state::{DEFAULT_JOURNAL_RING, TRANSIT_ALLOWANCE_REAL_MS};
 
 use crate::config::ProviderConfig;

@@ -1,6 +1,6 @@
 //! HTTP requests into model attempts, with errors that say what is wrong.
 
-use crate::model::{canonical_body_hash, FindBy, Request, RequestRoute};
+use crate::model::{canonical_body_hash, FindBy, Fnv, Request, RequestRoute};
 use axum::http::HeaderMap;
 use serde::Deserialize;
 use serde_json::Value;
@@ -82,7 +82,9 @@ pub(crate) fn base_request(
     };
     let text = |name: &str| -> Result<Option<String>, BadRequest> {
         let v = raw(name)?;
-        if let Some(v) = &v {
+        // The name is put in words only for a value over the cap: formatting it for every
+        // header of every request cost more than the rest of this function.
+        if let Some(v) = v.as_ref().filter(|v| v.len() > max_field) {
             let what = if name == "idempotency-key" {
                 "Idempotency-Key".to_string()
             } else {
@@ -144,9 +146,31 @@ fn json_body(bytes: &[u8]) -> Result<Value, BadRequest> {
     serde_json::from_slice(bytes).map_err(|e| BadRequest(format!("malformed JSON body: {e}")))
 }
 
-/// The `body_hash` of every route that has a body (see `canonical_body_hash`).
+/// The `body_hash` of every route that has a body: `canonical_body_hash`'s value, the
+/// canonical text fed to the hash as it is written instead of gathered in a buffer first
+/// (FNV-1a reads bytes in order, so the pieces hash as the whole would).
 pub(crate) fn canonical_hash(v: &Value) -> u64 {
-    canonical_body_hash(v)
+    let mut sink = HashSink(Fnv::new());
+    match serde_json::to_writer(&mut sink, v) {
+        Ok(()) => sink.0.finish(),
+        // Writing to the hash cannot fail; should serde_json refuse a value, the model's
+        // own function says what it is.
+        Err(_) => canonical_body_hash(v),
+    }
+}
+
+/// An `io::Write` that feeds everything written to an FNV-1a hash.
+struct HashSink(Fnv);
+
+impl std::io::Write for HashSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 = self.0.bytes(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The body's `"model"` when it is a string. Anything else is left as today (ignored): the
@@ -249,5 +273,22 @@ pub(crate) fn find_by(
         _ => Err(BadRequest(
             "give exactly one query parameter: `external_ref=...` or `idempotency_key=...`".into(),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_streamed_hash_is_the_canonical_body_hash() {
+        let long = "é\"\n".repeat(5_000);
+        for v in [
+            serde_json::json!({}),
+            serde_json::json!({ "z": 1, "a": [1.5, null, true], "m": { "k": "v" } }),
+            serde_json::json!({ "messages": [{ "role": "user", "content": long }] }),
+        ] {
+            assert_eq!(canonical_hash(&v), canonical_body_hash(&v));
+        }
     }
 }

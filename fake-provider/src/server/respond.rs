@@ -47,7 +47,11 @@ pub(crate) fn json_response(
     headers: &[(String, String)],
     body: &Value,
 ) -> Response<Body> {
-    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    // Sized for a completion's body up front (grown from empty it is copied three times).
+    let mut bytes = Vec::with_capacity(512);
+    if serde_json::to_writer(&mut bytes, body).is_err() {
+        bytes.clear();
+    }
     let mut resp = Response::new(Body::from(bytes));
     *resp.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let h = resp.headers_mut();

@@ -6,7 +6,7 @@ use super::{App, ServerOptions};
 use crate::model::{error_body, Request, RequestRoute};
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, Response};
+use axum::http::{HeaderMap, Request as HttpRequest, Response};
 use bytes::Bytes;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use std::collections::BTreeMap;
@@ -86,15 +86,17 @@ pub(crate) async fn attempt_as(app: &App, req: Request, wire: respond::Wire) -> 
 
 pub(crate) async fn chat_completions(
     State(app): State<App>,
-    headers: HeaderMap,
-    body: Body,
+    req: HttpRequest<Body>,
 ) -> Response<Body> {
+    // The head is taken apart, not extracted: axum's `HeaderMap` extractor clones the map.
+    let (head, body) = req.into_parts();
+    let headers = &head.headers;
     let bytes = match read_body(body, &app.options).await {
         Ok(b) => b,
         Err(r) => return r,
     };
     let mut req = match parse::base_request(
-        &headers,
+        headers,
         app.options.max_field_bytes,
         RequestRoute::ChatCompletions,
     ) {
@@ -107,17 +109,16 @@ pub(crate) async fn chat_completions(
     attempt(&app, req).await
 }
 
-pub(crate) async fn embeddings(
-    State(app): State<App>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response<Body> {
+pub(crate) async fn embeddings(State(app): State<App>, req: HttpRequest<Body>) -> Response<Body> {
+    // The head is taken apart, not extracted: axum's `HeaderMap` extractor clones the map.
+    let (head, body) = req.into_parts();
+    let headers = &head.headers;
     let bytes = match read_body(body, &app.options).await {
         Ok(b) => b,
         Err(r) => return r,
     };
     let mut req = match parse::base_request(
-        &headers,
+        headers,
         app.options.max_field_bytes,
         RequestRoute::Embeddings,
     ) {
@@ -132,15 +133,17 @@ pub(crate) async fn embeddings(
 
 pub(crate) async fn create_record(
     State(app): State<App>,
-    headers: HeaderMap,
-    body: Body,
+    req: HttpRequest<Body>,
 ) -> Response<Body> {
+    // The head is taken apart, not extracted: axum's `HeaderMap` extractor clones the map.
+    let (head, body) = req.into_parts();
+    let headers = &head.headers;
     let bytes = match read_body(body, &app.options).await {
         Ok(b) => b,
         Err(r) => return r,
     };
     let mut req = match parse::base_request(
-        &headers,
+        headers,
         app.options.max_field_bytes,
         RequestRoute::CreateRecord,
     ) {

@@ -25,7 +25,7 @@ use tokio::task::JoinSet;
 use super::clock::LiveClock;
 use super::dilate::Dilation;
 use super::provider::Provider;
-use super::request::http_request;
+use super::request::{http_request, http_request_with};
 use super::resume::{self, Restart, Start};
 use super::transport::Transport;
 use super::{AttemptTiming, LiveError, LiveOptions, LiveRun};
@@ -411,8 +411,10 @@ impl Wire for HttpWire {
         _measure: &mut Measurement,
         _now: Millis,
     ) -> Result<Flow, LiveError> {
+        // Rendered once: the bytes go on the wire and their hash names the journal entry.
+        let body = super::body::render(&request).map(bytes::Bytes::from);
         self.sent
-            .entry(journal_key(&request))
+            .entry(journal_key(&request, body.as_deref()))
             .or_default()
             .push_back((
                 send.job,
@@ -421,7 +423,7 @@ impl Wire for HttpWire {
                 live.class_of(send.job).to_string(),
                 live.priority_of(send.job),
             ));
-        let http = http_request(&self.base, &request).map_err(LiveError::Provider)?;
+        let http = http_request_with(&self.base, &request, body).map_err(LiveError::Provider)?;
         let hidden = (self.hidden_retries > 0)
             .then(|| (self.base.clone(), request.clone(), self.hidden_retries));
         self.outgoing.push((send, http, request.stream, hidden));
@@ -435,13 +437,13 @@ impl Wire for HttpWire {
 
 /// The key the provider's journal shows an attempt of `request` by: what a look-up asked
 /// for, else the fingerprint (method, route template, hash of the canonical body), computed
-/// as the server computes it.
-fn journal_key(request: &stampede_provider::model::Request) -> String {
+/// as the server computes it. `body` is the request's rendered body, already canonical (see
+/// `body`), so its hash is the server's.
+fn journal_key(request: &stampede_provider::model::Request, body: Option<&[u8]>) -> String {
     if let Some(lookup) = request.route.lookup() {
         return lookup;
     }
-    let hash = super::request::json_body(request)
-        .map_or(0, |v| stampede_provider::model::canonical_body_hash(&v));
+    let hash = body.map_or(0, stampede_provider::model::body_hash);
     stampede_provider::model::Fingerprint::of(&request.route, hash).to_string()
 }
 

@@ -10,12 +10,13 @@
 //! run is in scenario ms like a virtual run's, except `wall_ms` (real).
 //!
 //! Files: `clock` (the dilated clock), `dilate` (headers into scenario time), `request`
-//! (an attempt as HTTP), `transport` (HTTP and its failures into outcomes), `provider`
+//! (an attempt as HTTP), `body` (its JSON body straight to bytes), `transport` (HTTP and its failures into outcomes), `provider`
 //! (starting or reaching the provider, its journal), `driver` (the loop), `resume` (a run
 //! on a durable ledger, and its restart after the runner died), `audit_trail` (the
 //! hash-chained audit file of such a run).
 
 pub mod audit_trail;
+pub mod body;
 pub mod clock;
 pub mod dilate;
 pub mod driver;

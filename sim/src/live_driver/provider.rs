@@ -9,7 +9,8 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use stampede_provider::model::JournalEntry;
-use stampede_provider::{spawn_ephemeral, ProviderConfig, ServerHandle};
+use stampede_provider::server::spawn_ephemeral_on_thread;
+use stampede_provider::{ProviderConfig, ServerHandle};
 
 use super::LiveError;
 
@@ -26,9 +27,11 @@ pub struct Provider {
 }
 
 impl Provider {
-    /// Starts the scenario's provider in-process on 127.0.0.1 with an ephemeral port.
+    /// Starts the scenario's provider in-process on 127.0.0.1 with an ephemeral port, on a
+    /// thread of its own: sharing the run's runtime, it would take half of the client's one
+    /// thread (its HTTP and model work per attempt about equal the client's own).
     pub async fn in_process(config: ProviderConfig, seed: u64) -> Result<Self, LiveError> {
-        let (addr, server) = spawn_ephemeral(config, seed).await.map_err(|e| {
+        let (addr, server) = spawn_ephemeral_on_thread(config, seed).map_err(|e| {
             LiveError::Provider(format!("cannot start the in-process provider: {e}"))
         })?;
         Ok(Self {

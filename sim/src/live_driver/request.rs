@@ -4,7 +4,7 @@
 
 use bytes::Bytes;
 use http_body_util::Full;
-use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE};
+use hyper::header::{HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 use hyper::{Method, Uri};
 use serde_json::json;
 use stampede_provider::model::{FindBy, Request, RequestRoute};
@@ -50,13 +50,12 @@ fn escape(text: &str) -> String {
 /// characters plus 4 per message, so `4 * (tokens - 4)` characters in one message (prompts
 /// under 5 tokens are charged 4, the least one message costs).
 fn prompt_text(prompt_tokens: u32) -> String {
-    "a".repeat(4 * prompt_tokens.saturating_sub(4) as usize)
+    "a".repeat(prompt_chars(prompt_tokens))
 }
 
-/// The JSON body of an action: stable across the action's attempts, so a replay with the
-/// same `Idempotency-Key` carries the same body, as a real client's would.
-fn body(req: &Request) -> Option<Vec<u8>> {
-    serde_json::to_vec(&json_body(req)?).ok()
+/// Characters of the prompt [`prompt_text`] writes for `prompt_tokens`.
+pub(crate) fn prompt_chars(prompt_tokens: u32) -> usize {
+    4 * prompt_tokens.saturating_sub(4) as usize
 }
 
 /// The JSON body of an action's request (chat completions and record writes; `None` for
@@ -86,47 +85,65 @@ pub fn json_body(req: &Request) -> Option<serde_json::Value> {
 
 /// Builds the HTTP request for `req` against `base` (`http://127.0.0.1:PORT`).
 pub fn http_request(base: &str, req: &Request) -> Result<hyper::Request<Full<Bytes>>, String> {
+    http_request_with(base, req, super::body::render(req).map(Bytes::from))
+}
+
+/// [`http_request`] with the body already rendered (`body::render` of `req`). The body is
+/// stable across the action's attempts, so a replay with the same `Idempotency-Key` carries
+/// the same body, as a real client's would.
+pub fn http_request_with(
+    base: &str,
+    req: &Request,
+    body: Option<Bytes>,
+) -> Result<hyper::Request<Full<Bytes>>, String> {
     let (method, path) = target(&req.route);
     let uri: Uri = format!("{}{path}", base.trim_end_matches('/'))
         .parse()
         .map_err(|e| format!("cannot form a URL from {base:?} and {path:?}: {e}"))?;
-    let mut builder = hyper::Request::builder().method(method).uri(uri);
-    let mut header = |name: &'static str, value: &str| match HeaderValue::from_str(value) {
+    // Straight into the request's header map, sized once: a builder re-checks each name
+    // and grows its map as headers come.
+    let mut http = hyper::Request::new(Full::new(Bytes::new()));
+    *http.method_mut() = method;
+    *http.uri_mut() = uri;
+    let headers = http.headers_mut();
+    headers.reserve(8);
+    let mut header = |name: HeaderName, value: &str| match HeaderValue::from_str(value) {
         Ok(v) => {
-            builder = std::mem::take(&mut builder).header(name, v);
+            headers.append(name, v);
             Ok(())
         }
         Err(_) => Err(format!("header {name} cannot carry {value:?}")),
     };
     if let Some(key) = &req.credential {
-        header(AUTHORIZATION.as_str(), &format!("Bearer {key}"))?;
+        header(AUTHORIZATION, &format!("Bearer {key}"))?;
     }
     if let Some(key) = &req.idempotency_key {
-        header("idempotency-key", key)?;
+        header(IDEMPOTENCY_KEY, key)?;
     }
     if let Some(t) = &req.tenant {
-        header("x-stampede-tenant", t)?;
+        header(TENANT, t)?;
     }
     if let Some(c) = &req.class {
-        header("x-stampede-class", c)?;
+        header(CLASS, c)?;
     }
     if let Some(a) = req.action {
-        header("x-stampede-action", &a.to_string())?;
+        header(ACTION, &a.to_string())?;
     }
     if let Some(n) = req.attempt_no {
-        header("x-stampede-attempt", &n.to_string())?;
+        header(ATTEMPT, &n.to_string())?;
     }
-    let bytes = match body(req) {
-        Some(b) => {
-            header(CONTENT_TYPE.as_str(), "application/json")?;
-            Bytes::from(b)
-        }
-        None => Bytes::new(),
-    };
-    builder
-        .body(Full::new(bytes))
-        .map_err(|e| format!("cannot build the request: {e}"))
+    if let Some(b) = body {
+        header(CONTENT_TYPE, "application/json")?;
+        *http.body_mut() = Full::new(b);
+    }
+    Ok(http)
 }
+
+const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
+const TENANT: HeaderName = HeaderName::from_static("x-stampede-tenant");
+const CLASS: HeaderName = HeaderName::from_static("x-stampede-class");
+const ACTION: HeaderName = HeaderName::from_static("x-stampede-action");
+const ATTEMPT: HeaderName = HeaderName::from_static("x-stampede-attempt");
 
 #[cfg(test)]
 mod tests {
