@@ -10,57 +10,16 @@
 //! ```
 
 mod common;
+#[path = "../sim/tests/support/counting_alloc.rs"]
+mod counting_alloc;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::path::Path;
+
+use common::thousands;
+use counting_alloc::allocations_in;
 
 use stampede_sim::run::{run_virtual, RunOptions};
 use stampede_sim::scenario::{self, parse_override};
-
-struct Counting;
-
-thread_local! {
-    /// Whether this thread's allocations are counted, and how many so far: the test
-    /// harness's other threads must not move the figure.
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn note_allocation() {
-    // `try_with`: a thread being torn down has no thread-locals left, and is not counted.
-    let _ = COUNTING.try_with(|on| {
-        if on.get() {
-            let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
-        }
-    });
-}
-
-// SAFETY: every call is forwarded unchanged to `System`, which upholds the contract; the
-// counting touches only const-initialized thread-locals, which never allocate.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note_allocation();
-        System.alloc(layout)
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note_allocation();
-        System.alloc_zeroed(layout)
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note_allocation();
-        System.realloc(ptr, layout, new_size)
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
 
 /// (allocations, logical requests, attempts, loop events) of one run of the backlog, the
 /// run alone counted (not loading the scenario), as `alloc_count` counts it.
@@ -71,31 +30,17 @@ fn count(sets: &[&str]) -> (u64, u64, u64, u64) {
         .map(|s| parse_override(s).expect("override parses"))
         .collect();
     let scenario = scenario::load(&path, None, &sets).expect("shipped scenario loads");
-    ALLOCATIONS.with(|n| n.set(0));
-    COUNTING.with(|on| on.set(true));
-    let outcome = run_virtual(&scenario, &RunOptions::default());
-    COUNTING.with(|on| on.set(false));
-    let outcome = outcome.expect("run plays");
+    let mut outcome = None;
+    let allocations =
+        allocations_in(|| outcome = Some(run_virtual(&scenario, &RunOptions::default())));
+    let outcome = outcome.expect("ran").expect("run plays");
     let s = &outcome.report.summary;
     (
-        ALLOCATIONS.with(Cell::get),
+        allocations,
         s.logical_requests,
         s.outbound_attempts,
         outcome.events,
     )
-}
-
-/// `1234567` as `1,234,567`.
-fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 fn block() -> String {
@@ -103,10 +48,10 @@ fn block() -> String {
     let per = |a: u64, n: u64| a as f64 / n.max(1) as f64;
     let naive_line = format!(
         "backlog-38k under naive: {} allocations for {} logical requests, {} attempts and {} loop events: {:.1} per logical request, {:.1} per attempt, {:.2} per loop event;",
-        grouped(naive),
-        grouped(logical),
-        grouped(attempts),
-        grouped(events),
+        thousands(naive),
+        thousands(logical),
+        thousands(attempts),
+        thousands(events),
         per(naive, logical),
         per(naive, attempts),
         per(naive, events),
@@ -114,7 +59,7 @@ fn block() -> String {
     let (stampede, logical, _, events) = count(&[]);
     let stampede_line = format!(
         "under stampede: {} allocations, {:.1} per logical request, {:.2} per loop event.",
-        grouped(stampede),
+        thousands(stampede),
         per(stampede, logical),
         per(stampede, events),
     );

@@ -9,6 +9,8 @@
 
 mod common;
 
+use common::thousands;
+
 use std::path::Path;
 
 use stampede_reports::Summary;
@@ -26,19 +28,6 @@ fn summary(file: &str, sets: &[&str]) -> Summary {
         .expect("run plays")
         .report
         .summary
-}
-
-/// `12345` as `12,345`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 fn status(s: &Summary, key: &str) -> u64 {

@@ -7,61 +7,13 @@ use std::time::{Duration, Instant};
 
 mod support;
 
-use support::job;
+use support::{completed, job, loaded};
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
-use stampede_core::{
-    Command, InMemoryLedger, Job, Outcome, Policy, Response, Scheduler, ScopeBudget, Usage,
-};
+use stampede_core::{Command, Job, Outcome, Scheduler};
 
 /// Jobs kept queued behind the one being cycled.
 const QUEUED: u64 = 4_096;
-
-fn ok() -> Outcome {
-    Outcome::Response(Response {
-        status: 200,
-        headers: Vec::new(),
-        retry_after_ms: None,
-        rate: None,
-        error_code: None,
-        usage: Some(Usage {
-            prompt_tokens: 300,
-            completion_tokens: 120,
-        }),
-        operation_id: None,
-    })
-}
-
-/// A scheduler with `QUEUED` jobs waiting and one slot, so each cycle dispatches the head of
-/// a deep queue. Buckets are on (huge limits) so reservation and reconciliation are measured.
-fn loaded(audit: bool) -> Scheduler {
-    let mut policy = Policy {
-        workers: 1,
-        audit,
-        ..Policy::default()
-    };
-    policy.scopes.insert(
-        "account:bench".into(),
-        ScopeBudget {
-            rpm: Some(u32::MAX),
-            tpm: Some(u32::MAX),
-            concurrency: None,
-            reserve: None,
-        },
-    );
-    let mut s = Scheduler::new(
-        policy,
-        InMemoryLedger::forgetting_terminal(),
-        ChaCha8Rng::seed_from_u64(1),
-    )
-    .expect("valid policy");
-    for id in 0..QUEUED {
-        s.submit(job(id), 0).expect("admitted");
-    }
-    s
-}
 
 struct Cycler {
     s: Scheduler,
@@ -107,15 +59,15 @@ fn bench(c: &mut Criterion) {
         ("submit_dispatch_outcome/audit_off", false),
     ] {
         let mut cycler = Cycler {
-            s: loaded(audit),
+            s: loaded(audit, QUEUED),
             next_id: QUEUED,
             now: 0,
-            outcome: ok(),
+            outcome: completed(None),
         };
         group.bench_function(name, |b| b.iter_custom(|iters| cycler.run(iters)));
     }
     group.bench_function("setup_4096_queued", |b| {
-        b.iter_batched(|| (), |()| loaded(true), BatchSize::LargeInput)
+        b.iter_batched(|| (), |()| loaded(true, QUEUED), BatchSize::LargeInput)
     });
     group.finish();
 }

@@ -8,13 +8,9 @@ use std::time::Instant;
 #[path = "../benches/support/mod.rs"]
 mod support;
 
-use support::job;
+use support::{completed, job, loaded};
 
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
-use stampede_core::{
-    Command, InMemoryLedger, Job, Outcome, Policy, Response, Scheduler, ScopeBudget, Usage,
-};
+use stampede_core::{Command, Job};
 
 const QUEUED: u64 = 4_096;
 
@@ -24,39 +20,8 @@ fn main() {
         .and_then(|a| a.parse().ok())
         .unwrap_or(1_000_000);
     let audit = std::env::args().nth(2).map_or(true, |a| a != "no-audit");
-    let mut policy = Policy {
-        workers: 1,
-        audit,
-        ..Policy::default()
-    };
-    let budget = ScopeBudget {
-        rpm: Some(u32::MAX),
-        tpm: Some(u32::MAX),
-        concurrency: None,
-        reserve: None,
-    };
-    policy.scopes.insert("account:bench".into(), budget);
-    let mut s = Scheduler::new(
-        policy,
-        InMemoryLedger::forgetting_terminal(),
-        ChaCha8Rng::seed_from_u64(1),
-    )
-    .expect("valid policy");
-    for id in 0..QUEUED {
-        s.submit(job(id), 0).expect("admitted");
-    }
-    let ok = Outcome::Response(Response {
-        status: 200,
-        headers: Vec::new(),
-        retry_after_ms: None,
-        rate: None,
-        error_code: None,
-        usage: Some(Usage {
-            prompt_tokens: 300,
-            completion_tokens: 120,
-        }),
-        operation_id: None,
-    });
+    let mut s = loaded(audit, QUEUED);
+    let ok = completed(None);
     // Jobs are built outside the timed sections (they are the driver's input, not the core's
     // work), in chunks so memory stays small.
     let mut timed = std::time::Duration::ZERO;

@@ -5,73 +5,21 @@
 //! bodies; none per completion, see the test for the rare table growth). Counts, not times:
 //! the figure is the same on every run and on any machine.
 //!
-//! Only the allocations of the thread under test are counted, so the test harness's own
-//! threads cannot disturb the figure.
+//! The core's jobs, scheduler and answer are the cycle benchmark's (`core/benches/support`):
+//! the names a job shares with others made once, as the drivers make them, and a key of its
+//! own.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+#[path = "../../core/benches/support/mod.rs"]
+mod core_support;
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
+
 use std::sync::Arc;
 
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
-use stampede_core::{
-    Command, InMemoryLedger, Job, Outcome, Policy, Priority, Response, Route, Scheduler,
-    ScopeBudget, Usage,
-};
+use counting_alloc::allocations_in;
+use stampede_core::{Command, Job, Outcome};
 use stampede_provider::config::{CredentialConfig, DurationMs, ProviderConfig, ScopeLimits};
 use stampede_provider::model::{Answer, ProviderModel, Request, RequestRoute};
-
-struct Counting;
-
-thread_local! {
-    /// Whether this thread's allocations are being counted, and how many so far.
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn note_allocation() {
-    // `try_with`: a thread being torn down has no thread-locals left, and is not counted.
-    let _ = COUNTING.try_with(|on| {
-        if on.get() {
-            let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
-        }
-    });
-}
-
-// SAFETY: every call is forwarded unchanged to `System`, which upholds the contract; the
-// counting touches only const-initialized thread-locals, which never allocate.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note_allocation();
-        System.alloc(layout)
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note_allocation();
-        System.alloc_zeroed(layout)
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note_allocation();
-        System.realloc(ptr, layout, new_size)
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
-
-/// Heap allocations this thread makes while `f` runs.
-fn allocations_in(f: impl FnOnce()) -> u64 {
-    ALLOCATIONS.with(|n| n.set(0));
-    COUNTING.with(|on| on.set(true));
-    f();
-    COUNTING.with(|on| on.set(false));
-    ALLOCATIONS.with(Cell::get)
-}
 
 /// Actions queued behind the one being cycled, as in the `cycle_rate` benchmark.
 const QUEUED: u64 = 1_024;
@@ -80,83 +28,10 @@ const WARM_UP: u64 = 32_768;
 /// Cycles counted.
 const COUNTED: u64 = 8_192;
 
-struct Names {
-    tenants: [Arc<str>; 4],
-    task: Arc<str>,
-    credential: Arc<str>,
-    scope: Arc<str>,
-    class: Arc<str>,
-}
-
-/// A job as a driver hands it over: the names shared with every other job (the drivers
-/// intern them when the scenario loads), its idempotency key made by the driver.
-fn job(names: &Names, id: u64) -> Job {
-    Job {
-        id,
-        tenant: Arc::clone(&names.tenants[(id % 4) as usize]),
-        task: Arc::clone(&names.task),
-        credential: Arc::clone(&names.credential),
-        scope: Some(Arc::clone(&names.scope)),
-        class: Arc::clone(&names.class),
-        route: Route::ChatCompletion,
-        resource: None,
-        priority: Priority::Normal,
-        prompt_tokens: 300,
-        max_output_tokens: 200,
-        deadline: None,
-        idempotency_key: Some(format!("key-{id}").into()),
-        payload_hash: id,
-        external_ref: None,
-        coalescable: false,
-        stream: false,
-        model: None,
-    }
-}
-
 #[test]
 fn the_core_cycle_allocates_nothing_once_warm() {
-    let names = Names {
-        tenants: std::array::from_fn(|i| format!("tenant-{i}").into()),
-        task: "bench".into(),
-        credential: "sk-bench".into(),
-        scope: "account:bench".into(),
-        class: "llm".into(),
-    };
-    let mut policy = Policy {
-        workers: 1,
-        audit: true,
-        ..Policy::default()
-    };
-    policy.scopes.insert(
-        "account:bench".into(),
-        ScopeBudget {
-            rpm: Some(u32::MAX),
-            tpm: Some(u32::MAX),
-            concurrency: None,
-            reserve: None,
-        },
-    );
-    let mut core = Scheduler::new(
-        policy,
-        InMemoryLedger::forgetting_terminal(),
-        ChaCha8Rng::seed_from_u64(1),
-    )
-    .expect("valid policy");
-    for id in 0..QUEUED {
-        core.submit(job(&names, id), 0).expect("admitted");
-    }
-    let completed = Outcome::Response(Response {
-        status: 200,
-        headers: Vec::new(),
-        retry_after_ms: None,
-        rate: None,
-        error_code: None,
-        usage: Some(Usage {
-            prompt_tokens: 300,
-            completion_tokens: 120,
-        }),
-        operation_id: Some("chatcmpl-123456".into()),
-    });
+    let mut core = core_support::loaded(true, QUEUED);
+    let completed = core_support::completed(Some("chatcmpl-123456"));
     let mut audited = 0u64;
     // One cycle: submit an action, send the oldest, hear its answer, take its terminal. The
     // job and the outcome are the driver's to make; they are made before counting starts.
@@ -179,7 +54,7 @@ fn the_core_cycle_allocates_nothing_once_warm() {
     for i in 0..WARM_UP {
         cycle(
             i + 1,
-            job(&names, QUEUED + i),
+            core_support::job(QUEUED + i),
             completed.clone(),
             &mut warm_up,
         );
@@ -188,7 +63,7 @@ fn the_core_cycle_allocates_nothing_once_warm() {
     for i in WARM_UP..WARM_UP + COUNTED {
         cycle(
             i + 1,
-            job(&names, QUEUED + i),
+            core_support::job(QUEUED + i),
             completed.clone(),
             &mut counted,
         );

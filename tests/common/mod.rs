@@ -79,3 +79,16 @@ pub fn failed_expectations(s: &stampede_reports::Summary) -> Vec<String> {
         .map(|e| e.name.clone())
         .collect()
 }
+
+/// `12345` as `12,345`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}

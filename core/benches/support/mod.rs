@@ -1,9 +1,14 @@
-//! The job the cycle benchmark and the `cycle_rate` example submit, shared by both (the
-//! bench includes it as `mod support`, the example by path).
+//! The jobs, the loaded scheduler and the answer of the core's submit -> dispatch -> outcome
+//! -> terminal cycle, shared by the cycle benchmark (as `mod support`), the `cycle_rate`
+//! example and stampede-sim's steady-state allocation test (both by path).
 
 use std::sync::{Arc, OnceLock};
 
-use stampede_core::{Job, Priority, Route};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use stampede_core::{
+    InMemoryLedger, Job, Outcome, Policy, Priority, Response, Route, Scheduler, ScopeBudget, Usage,
+};
 
 /// The names every job shares, made once. The drivers hand the core the same `Arc<str>`
 /// for a workload's tenant, task, credential, scope and class (`Arc::clone`, see
@@ -51,4 +56,50 @@ pub fn job(id: u64) -> Job {
         stream: false,
         model: None,
     }
+}
+
+/// A scheduler with `queued` jobs waiting and one worker, so each cycle dispatches the head
+/// of a deep queue. Buckets are on (huge limits) so reservation and reconciliation are
+/// measured.
+pub fn loaded(audit: bool, queued: u64) -> Scheduler {
+    let mut policy = Policy {
+        workers: 1,
+        audit,
+        ..Policy::default()
+    };
+    policy.scopes.insert(
+        "account:bench".into(),
+        ScopeBudget {
+            rpm: Some(u32::MAX),
+            tpm: Some(u32::MAX),
+            concurrency: None,
+            reserve: None,
+        },
+    );
+    let mut s = Scheduler::new(
+        policy,
+        InMemoryLedger::forgetting_terminal(),
+        ChaCha8Rng::seed_from_u64(1),
+    )
+    .expect("valid policy");
+    for id in 0..queued {
+        s.submit(job(id), 0).expect("admitted");
+    }
+    s
+}
+
+/// A completion's answer: 200, with usage and `operation_id`.
+pub fn completed(operation_id: Option<&str>) -> Outcome {
+    Outcome::Response(Response {
+        status: 200,
+        headers: Vec::new(),
+        retry_after_ms: None,
+        rate: None,
+        error_code: None,
+        usage: Some(Usage {
+            prompt_tokens: 300,
+            completion_tokens: 120,
+        }),
+        operation_id: operation_id.map(Into::into),
+    })
 }
