@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use stampede_provider::model::JournalEntry;
+use super::decided::Decided;
 use stampede_reports::{ModelFigures, Summary};
 
 /// Billing, per-model figures and refusals by limit, summed exactly in micro-dollars.
@@ -22,12 +22,12 @@ pub struct Billing {
 impl Billing {
     /// One journal entry. `duplicate`: the harness counts this commit as a duplicate (the
     /// provider's own flag, or a second provider's commit of one logical request).
-    pub fn observe(&mut self, e: &JournalEntry, duplicate: bool) {
+    pub fn observe(&mut self, e: &Decided<'_>, duplicate: bool) {
         self.billed_micro_usd += e.billed_micro_usd;
         if duplicate {
             self.duplicate_micro_usd += e.billed_micro_usd;
         }
-        if let Some(model) = &e.model {
+        if let Some(model) = e.model {
             let (f, micro) = match self.models.get_mut(model) {
                 Some(entry) => entry,
                 None => self.models.entry(Arc::clone(model)).or_default(),

@@ -18,6 +18,8 @@
 
 use std::collections::BTreeMap;
 
+use super::decided::Decided;
+#[cfg(test)]
 use stampede_provider::model::JournalEntry;
 
 /// What the journal has shown so far about one write action.
@@ -44,7 +46,7 @@ impl BlindResends {
     }
 
     /// Looks at one journal entry. Returns whether it was a blind re-send.
-    pub fn observe(&mut self, e: &JournalEntry) -> bool {
+    pub fn observe(&mut self, e: &Decided<'_>) -> bool {
         // The logical request as the provider identified it; a look-up carries the write
         // it asked about (0 when the provider knows no such write).
         let action = e.logical;
@@ -74,8 +76,8 @@ impl BlindResends {
 }
 
 /// Whether the answer to a create leaves the client unable to tell if it executed.
-fn leaves_client_unsure(e: &JournalEntry) -> bool {
-    match &*e.outcome {
+fn leaves_client_unsure(e: &Decided<'_>) -> bool {
+    match e.outcome {
         "hang" => true,
         "dropped" => e.committed,
         _ => matches!(e.status, Some(500 | 502 | 504)),
@@ -139,43 +141,43 @@ mod tests {
     #[test]
     fn a_resend_after_a_committed_drop_without_a_lookup_is_blind() {
         let mut b = BlindResends::default();
-        assert!(!b.observe(&create("dropped", true)));
-        assert!(b.observe(&create("200", true)));
+        assert!(!b.observe(&Decided::from(&create("dropped", true))));
+        assert!(b.observe(&Decided::from(&create("200", true))));
         assert_eq!(b.count(), 1);
     }
 
     #[test]
     fn a_resend_after_a_lookup_showing_absence_is_not_blind() {
         let mut b = BlindResends::default();
-        b.observe(&create("hang", false));
-        assert!(!b.observe(&lookup("200")));
-        assert!(!b.observe(&create("200", true)));
+        b.observe(&Decided::from(&create("hang", false)));
+        assert!(!b.observe(&Decided::from(&lookup("200"))));
+        assert!(!b.observe(&Decided::from(&create("200", true))));
         assert_eq!(b.count(), 0);
     }
 
     #[test]
     fn a_lookup_that_finds_the_record_does_not_license_a_resend() {
         let mut b = BlindResends::default();
-        b.observe(&create("hang", true));
-        b.observe(&lookup("200"));
-        assert!(b.observe(&create("200", false)));
+        b.observe(&Decided::from(&create("hang", true)));
+        b.observe(&Decided::from(&lookup("200")));
+        assert!(b.observe(&Decided::from(&create("200", false))));
     }
 
     #[test]
     fn refusals_and_drops_before_the_write_leave_nothing_uncertain() {
         let mut b = BlindResends::default();
-        b.observe(&create("429", false));
-        b.observe(&create("503", false));
-        b.observe(&create("dropped", false));
-        assert!(!b.observe(&create("200", true)));
+        b.observe(&Decided::from(&create("429", false)));
+        b.observe(&Decided::from(&create("503", false)));
+        b.observe(&Decided::from(&create("dropped", false)));
+        assert!(!b.observe(&Decided::from(&create("200", true))));
         assert_eq!(b.count(), 0);
     }
 
     #[test]
     fn a_failed_lookup_does_not_clear_the_doubt() {
         let mut b = BlindResends::default();
-        b.observe(&create("502", false));
-        b.observe(&lookup("429"));
-        assert!(b.observe(&create("200", true)));
+        b.observe(&Decided::from(&create("502", false)));
+        b.observe(&Decided::from(&lookup("429")));
+        assert!(b.observe(&Decided::from(&create("200", true))));
     }
 }

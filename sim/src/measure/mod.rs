@@ -7,6 +7,7 @@ pub mod agents;
 mod billing;
 pub mod blind_resends;
 mod buckets;
+pub mod decided;
 mod errors;
 pub mod groups;
 pub mod percentiles;
@@ -18,6 +19,7 @@ pub mod waves;
 
 use std::collections::BTreeMap;
 
+use decided::Decided;
 use stampede_core::{Job, Millis, Reason, Terminal, TerminalStatus};
 use stampede_provider::model::JournalEntry;
 use stampede_reports::{Summary, TenantRow, TimeseriesRow, UnfinishedRow};
@@ -643,6 +645,8 @@ impl Measurement {
     /// write (`sink::attempts::write`). It moves the run's figures, its provider's, its
     /// model's and its retry group's.
     pub fn on_journal(&mut self, e: &JournalEntry, client_done_ms: Option<u64>, by: &SentBy<'_>) {
+        // The provider's side of it only: no figure below can read the client's claims.
+        let e = &Decided::from(e);
         self.observe_journal(e, client_done_ms, (by.tenant, by.class, by.priority));
         let cross = self.observe_providers(e, by.provider);
         self.billing.observe(e, e.duplicate || cross);
@@ -653,7 +657,7 @@ impl Measurement {
     /// of a request another provider already committed, by the providers' own identity (its
     /// Idempotency-Key, else its fingerprint: see `providers::ProviderTally`), is counted a
     /// duplicate here, with its tokens.
-    fn observe_providers(&mut self, e: &JournalEntry, provider: u8) -> bool {
+    fn observe_providers(&mut self, e: &Decided<'_>, provider: u8) -> bool {
         if !self.providers.active() {
             return false;
         }
@@ -677,15 +681,16 @@ impl Measurement {
     /// request it belongs to and which attempt of it, as the provider decided. `tenant`,
     /// `class` and `priority` are who the harness submitted it for (tenants.csv, the outcome
     /// tables; the priority as noted at arrival, [`Measurement::on_arrival`]). The
-    /// harness's numbering and the client's claimed headers are not even passed in, so no
-    /// figure can read them. `client_done_ms` ends a hang.
+    /// harness's numbering is not passed in, and the entry comes as a [`Decided`], which has
+    /// no field for the client's claimed headers, so no figure can read them.
+    /// `client_done_ms` ends a hang.
     fn observe_journal(
         &mut self,
-        e: &JournalEntry,
+        e: &Decided<'_>,
         client_done_ms: Option<u64>,
         (tenant, class, priority): (&str, &str, &str),
     ) {
-        let route = self.route_key(&e.method, &e.route);
+        let route = self.route_key(e.method, e.route);
         let group = Group {
             tenant,
             class,
@@ -706,16 +711,13 @@ impl Measurement {
             let (open, closed) = &mut self.bucket_service;
             closed.extend(open.record(bucket, done.saturating_sub(e.at_ms)));
         } else {
-            self.errors.record(
-                &e.outcome,
-                e.error_code.as_deref().unwrap_or_default(),
-                e.at_ms,
-            );
+            self.errors
+                .record(e.outcome, e.error_code.unwrap_or_default(), e.at_ms);
         }
         self.summary.blind_resends += u64::from(self.blind.observe(e));
         let s = &mut self.summary;
         s.outbound_attempts += 1;
-        match s.status_counts.get_mut(&*e.outcome) {
+        match s.status_counts.get_mut(e.outcome) {
             Some(n) => *n += 1,
             None => {
                 s.status_counts.insert(e.outcome.to_string(), 1);

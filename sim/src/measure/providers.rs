@@ -8,8 +8,11 @@
 //! request committed twice. Nothing the client says about itself (`x-stampede-*`) and
 //! nothing the harness numbered enters it.
 
+use super::decided::Decided;
 use rustc_hash::FxHashMap;
-use stampede_provider::model::{Fnv, JournalEntry};
+use stampede_provider::model::Fnv;
+#[cfg(test)]
+use stampede_provider::model::JournalEntry;
 use stampede_reports::{ProviderFigures, Summary};
 
 /// Per-provider counts and cross-provider commits, kept only when a run has several
@@ -33,7 +36,7 @@ pub struct CrossDuplicate {
 }
 
 /// The identity the providers give `e`: its Idempotency-Key, else its fingerprint, hashed.
-fn identity(e: &JournalEntry) -> u64 {
+fn identity(e: &Decided<'_>) -> u64 {
     match &e.idempotency_key {
         Some(key) => Fnv::new().bytes(b"key:").bytes(key.as_bytes()),
         None => e.fingerprint.feed(Fnv::new().bytes(b"fingerprint:")),
@@ -59,14 +62,14 @@ impl ProviderTally {
 
     /// Entry `e` of provider `ix`'s journal. Returns whether the commit is a cross-provider
     /// duplicate.
-    pub fn observe(&mut self, ix: u8, e: &JournalEntry) -> CrossDuplicate {
+    pub fn observe(&mut self, ix: u8, e: &Decided<'_>) -> CrossDuplicate {
         let Some(f) = self.figures.get_mut(usize::from(ix)) else {
             return CrossDuplicate::default();
         };
         f.outbound_attempts += 1;
         f.retries += u64::from(e.logical_attempt > 1);
         f.provider_logical_requests += u64::from(e.logical_attempt == 1);
-        match f.status_counts.get_mut(&*e.outcome) {
+        match f.status_counts.get_mut(e.outcome) {
             Some(n) => *n += 1,
             None => {
                 f.status_counts.insert(e.outcome.to_string(), 1);
@@ -161,12 +164,12 @@ mod tests {
     fn one_identity_committed_at_two_providers_is_a_duplicate_at_the_second() {
         let mut t = tally();
         let e = commit(Some("stk_1"), "POST /v1/chat/completions 01");
-        assert!(!t.observe(0, &e).duplicate);
-        assert!(t.observe(1, &e).duplicate);
+        assert!(!t.observe(0, &Decided::from(&e)).duplicate);
+        assert!(t.observe(1, &Decided::from(&e)).duplicate);
         // Without a key, the fingerprint is the identity.
         let f = commit(None, "POST /v1/chat/completions 02");
-        assert!(!t.observe(0, &f).duplicate);
-        assert!(t.observe(1, &f).duplicate);
+        assert!(!t.observe(0, &Decided::from(&f)).duplicate);
+        assert!(t.observe(1, &Decided::from(&f)).duplicate);
     }
 
     #[test]
@@ -177,25 +180,25 @@ mod tests {
         // The same claimed action and attempt on both: still two payloads, two requests.
         (a.action, a.attempt_no) = (Some(7), Some(1));
         (b.action, b.attempt_no) = (Some(7), Some(1));
-        assert!(!t.observe(0, &a).duplicate);
-        assert!(!t.observe(1, &b).duplicate);
+        assert!(!t.observe(0, &Decided::from(&a)).duplicate);
+        assert!(!t.observe(1, &Decided::from(&b)).duplicate);
     }
 
     #[test]
     fn a_replay_or_a_providers_own_duplicate_is_not_counted_again() {
         let mut t = tally();
         let e = commit(Some("stk_1"), "x");
-        t.observe(0, &e);
+        t.observe(0, &Decided::from(&e));
         let replay = JournalEntry {
             replayed: true,
             committed: false,
             ..commit(Some("stk_1"), "x")
         };
-        assert!(!t.observe(1, &replay).duplicate);
+        assert!(!t.observe(1, &Decided::from(&replay)).duplicate);
         let own = JournalEntry {
             duplicate: true,
             ..commit(Some("stk_1"), "x")
         };
-        assert!(!t.observe(0, &own).duplicate);
+        assert!(!t.observe(0, &Decided::from(&own)).duplicate);
     }
 }

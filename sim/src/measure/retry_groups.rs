@@ -12,6 +12,8 @@
 
 use std::collections::BTreeMap;
 
+use super::decided::Decided;
+#[cfg(test)]
 use stampede_provider::model::JournalEntry;
 
 /// Logical requests whose last answer is remembered at most (the newest, per provider).
@@ -46,9 +48,9 @@ const UNKNOWN: u8 = 7;
 ///   `insufficient_quota` (quota exhausted); 409 `idempotency_key_in_use` never arrived,
 ///   any other 409 is a conflict; other 4xx and `context_length_exceeded` or content-policy
 ///   codes won't improve; 5xx may have executed.
-pub fn group_of(e: &JournalEntry) -> u8 {
-    let code = e.error_code.as_deref().unwrap_or_default();
-    match (&*e.outcome, e.status) {
+pub fn group_of(e: &Decided<'_>) -> u8 {
+    let code = e.error_code.unwrap_or_default();
+    match (e.outcome, e.status) {
         ("dropped", _) => u8::from(e.committed),
         ("hang", _) => 1,
         ("stream_cut" | "stream_error", _) => 5,
@@ -145,7 +147,7 @@ pub struct RetryGroups {
 
 impl RetryGroups {
     /// Entry `e` of provider `provider`'s journal.
-    pub fn observe(&mut self, provider: u8, e: &JournalEntry) {
+    pub fn observe(&mut self, provider: u8, e: &Decided<'_>) {
         // Look-ups are not retries and do not stand between a write and its re-send.
         if e.logical_attempt == 0 || e.logical == 0 {
             return;
@@ -273,7 +275,8 @@ mod tests {
             (422, None),
         ];
         for (status, code) in statuses {
-            let ours = GROUPS[usize::from(group_of(&entry("x", Some(status), code)))];
+            let ours =
+                GROUPS[usize::from(group_of(&Decided::from(&entry("x", Some(status), code))))];
             assert_eq!(
                 ours,
                 core_group(&response(status, code)),
@@ -282,16 +285,16 @@ mod tests {
         }
         let mut dropped = entry("dropped", None, None);
         assert_eq!(
-            GROUPS[usize::from(group_of(&dropped))],
+            GROUPS[usize::from(group_of(&Decided::from(&dropped)))],
             core_group(&Outcome::Transport(TransportFailure::ResetBeforeWrite))
         );
         dropped.committed = true;
         assert_eq!(
-            GROUPS[usize::from(group_of(&dropped))],
+            GROUPS[usize::from(group_of(&Decided::from(&dropped)))],
             core_group(&Outcome::Transport(TransportFailure::ResetAfterWrite))
         );
         assert_eq!(
-            GROUPS[usize::from(group_of(&entry("hang", None, None)))],
+            GROUPS[usize::from(group_of(&Decided::from(&entry("hang", None, None))))],
             core_group(&Outcome::Transport(TransportFailure::ReadTimeout))
         );
     }
@@ -304,12 +307,12 @@ mod tests {
             logical_attempt: n,
             ..entry(outcome, status, None)
         };
-        groups.observe(0, &attempt(1, 1, "429", Some(429)));
-        groups.observe(0, &attempt(2, 1, "hang", None));
-        groups.observe(0, &attempt(1, 2, "500", Some(500)));
-        groups.observe(0, &attempt(1, 3, "200", Some(200)));
-        groups.observe(0, &attempt(2, 2, "200", Some(200)));
-        groups.observe(1, &attempt(9, 2, "200", Some(200)));
+        groups.observe(0, &Decided::from(&attempt(1, 1, "429", Some(429))));
+        groups.observe(0, &Decided::from(&attempt(2, 1, "hang", None)));
+        groups.observe(0, &Decided::from(&attempt(1, 2, "500", Some(500))));
+        groups.observe(0, &Decided::from(&attempt(1, 3, "200", Some(200))));
+        groups.observe(0, &Decided::from(&attempt(2, 2, "200", Some(200))));
+        groups.observe(1, &Decided::from(&attempt(9, 2, "200", Some(200))));
         let total = groups.total();
         assert_eq!(total["never_arrived"], 1);
         assert_eq!(total["may_have_executed"], 2);
@@ -328,7 +331,7 @@ mod tests {
         first.logical_attempt = 1;
         for logical in 1..=(REMEMBERED as u64 * 3) {
             first.logical = logical;
-            groups.observe(0, &first);
+            groups.observe(0, &Decided::from(&first));
         }
         assert_eq!(groups.last[0].groups.len(), REMEMBERED);
         let retry = |logical| JournalEntry {
@@ -338,13 +341,13 @@ mod tests {
         };
         let newest = REMEMBERED as u64 * 3;
         // The newest REMEMBERED are remembered; the one before them is forgotten.
-        groups.observe(0, &retry(newest - REMEMBERED as u64 + 1));
-        groups.observe(0, &retry(newest - REMEMBERED as u64));
+        groups.observe(0, &Decided::from(&retry(newest - REMEMBERED as u64 + 1)));
+        groups.observe(0, &Decided::from(&retry(newest - REMEMBERED as u64)));
         assert_eq!(groups.total()["never_arrived"], 1);
         assert_eq!(groups.total()["unknown"], 1);
         // Ids passed over take their slots clean: no answer of the request REMEMBERED
         // before them shows through.
-        groups.observe(0, &retry(newest + 5));
+        groups.observe(0, &Decided::from(&retry(newest + 5)));
         assert_eq!(groups.total()["unknown"], 2);
         assert_eq!(groups.total()["never_arrived"], 1);
     }
