@@ -1,71 +1,31 @@
 //! How the in-memory ledger holds a logical action: the names a job shares with others
-//! (tenant, task, credential, scope, class, model) and its idempotency key by reference,
-//! and its own short texts (resource, external reference; the operation id is an
-//! [`OperationId`], inline of its own) inline rather than as
-//! separate heap strings. The ledger takes a copy of every admitted action and drops it
-//! when the action ends; with `String`s that was a dozen allocations and frees per action,
-//! the largest cost of the core's submit-to-terminal cycle. Texts too long for their slot
-//! fall back to the heap, so nothing is ever truncated.
+//! (tenant, task, credential, scope, class, model) and its idempotency key by reference, and
+//! its own short texts (resource, external reference, operation id) in place, up to 24 bytes
+//! each (`CompactString`, as [`OperationId`] holds an id), rather than as separate heap
+//! strings. The ledger takes a copy of every admitted action and drops it when the action
+//! ends; with `String`s that was a dozen allocations and frees per action, the largest cost
+//! of the core's submit-to-terminal cycle. Longer texts fall back to the heap, so nothing is
+//! ever truncated.
 
 use std::sync::Arc;
+
+use compact_str::CompactString;
 
 use crate::job::{Job, JobId, Priority, Route};
 use crate::ledger::{ActionState, LedgerEntry};
 use crate::operation_id::OperationId;
 use crate::time::Millis;
 
-/// A text of up to `N` bytes stored in place (`N` < 256), or a longer one on the heap.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Text<const N: usize> {
-    Inline { len: u8, bytes: [u8; N] },
-    Heap(Box<str>),
+fn text(value: &Option<String>) -> Option<CompactString> {
+    value.as_deref().map(CompactString::new)
 }
 
-impl<const N: usize> Text<N> {
-    fn new(text: &str) -> Self {
-        if text.len() <= N && N <= usize::from(u8::MAX) {
-            let mut bytes = [0u8; N];
-            bytes[..text.len()].copy_from_slice(text.as_bytes());
-            Self::Inline {
-                len: text.len() as u8,
-                bytes,
-            }
-        } else {
-            Self::Heap(text.into())
-        }
-    }
-
-    fn as_bytes(&self) -> &[u8] {
-        match self {
-            Self::Inline { len, bytes } => &bytes[..usize::from(*len)],
-            Self::Heap(text) => text.as_bytes(),
-        }
-    }
-
-    fn text_string(&self) -> String {
-        // The bytes were copied whole from a `&str`: always valid UTF-8.
-        String::from_utf8_lossy(self.as_bytes()).into_owned()
-    }
-
-    fn holds(&self, text: &str) -> bool {
-        self.as_bytes() == text.as_bytes()
-    }
+fn same(stored: &Option<CompactString>, value: &Option<String>) -> bool {
+    stored.as_deref() == value.as_deref()
 }
 
-fn text<const N: usize>(value: &Option<String>) -> Option<Text<N>> {
-    value.as_deref().map(Text::new)
-}
-
-fn same<const N: usize>(stored: &Option<Text<N>>, value: &Option<String>) -> bool {
-    match (stored, value) {
-        (Some(stored), Some(value)) => stored.holds(value),
-        (None, None) => true,
-        _ => false,
-    }
-}
-
-fn owned<const N: usize>(stored: &Option<Text<N>>) -> Option<String> {
-    stored.as_ref().map(Text::text_string)
+fn owned(stored: &Option<CompactString>) -> Option<String> {
+    stored.as_deref().map(str::to_owned)
 }
 
 /// One ledger entry in compact form; converts to and from [`LedgerEntry`] without loss.
@@ -78,14 +38,14 @@ pub(crate) struct StoredEntry {
     scope: Option<Arc<str>>,
     class: Arc<str>,
     route: Route,
-    resource: Option<Text<30>>,
+    resource: Option<CompactString>,
     priority: Priority,
     prompt_tokens: u32,
     max_output_tokens: u32,
     deadline: Option<Millis>,
     idempotency_key: Option<Arc<str>>,
     payload_hash: u64,
-    external_ref: Option<Text<30>>,
+    external_ref: Option<CompactString>,
     coalescable: bool,
     stream: bool,
     model: Option<Arc<str>>,
