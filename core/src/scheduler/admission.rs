@@ -109,7 +109,7 @@ impl<L: Ledger> Scheduler<L> {
         // Admission is what bounds the queues (a restore re-admits what the ledger holds,
         // whatever the capacity then).
         debug_assert!(self.lanes.live(tenant, lane) <= self.policy.admission.queue_capacity);
-        self.join_task(tenant, &entry.job.task);
+        let task = self.tasks.join(tenant, &entry.job.task);
         self.record(now, AuditKind::ActionRequested, id, None, || {
             AuditDetail::Requested {
                 class: Arc::clone(&entry.job.class),
@@ -119,7 +119,7 @@ impl<L: Ledger> Scheduler<L> {
         });
         let lane_id = self.lanes.lane(tenant, scope);
         let plan = self.plan_of(&entry.job.credential);
-        let mut tracked = Tracked::new(entry, scope, class, tenant, lane_id);
+        let mut tracked = Tracked::new(entry, scope, class, (tenant, task), lane_id);
         tracked.plan = plan;
         self.jobs.insert(id, tracked);
         match not_before {
@@ -155,16 +155,5 @@ impl<L: Ledger> Scheduler<L> {
             .tenant(&job.tenant)
             .map_or(0, |tenant| self.lanes.live(tenant, rank(job.priority)));
         live >= self.policy.admission.queue_capacity
-    }
-
-    /// Adds an action to its task (cancellation and the task retry budget act on tasks).
-    pub(super) fn join_task(&mut self, tenant: u32, task: &Arc<str>) {
-        let tasks = self.tasks.entry(tenant).or_default();
-        match tasks.get_mut(&**task) {
-            // Bounded by the live actions, which memory bounds long before 2^32.
-            Some(state) => state.live += 1,
-            // The job's own name, shared: no copy per task.
-            None => tasks.entry(Arc::clone(task)).or_default().live = 1,
-        }
     }
 }

@@ -14,11 +14,7 @@ impl<L: Ledger> Scheduler<L> {
         let Some(tenant) = self.lanes.tenant(tenant) else {
             return;
         };
-        if !self
-            .tasks
-            .get(&tenant)
-            .is_some_and(|tasks| tasks.contains_key(task))
-        {
+        if !self.tasks.contains(tenant, task) {
             return;
         }
         // Cancellation is rare: a scan of the live actions (in id order) beats keeping a

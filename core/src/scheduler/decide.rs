@@ -338,16 +338,8 @@ impl<L: Ledger> Scheduler<L> {
             return self.fail_or_move_on(id, Reason::AttemptsExhausted, rate_limited, now);
         }
         let per_task = self.policy.retry_budgets.per_task;
-        if per_task.enabled {
-            let limit = per_task.max_retries;
-            let used = self
-                .tasks
-                .get(&job.tenant)
-                .and_then(|t| t.get(&*job.entry.job.task))
-                .map_or(0, |t| t.retries);
-            if used >= limit {
-                return self.finish(id, TerminalStatus::Failed, Reason::TaskBudgetExhausted, now);
-            }
+        if per_task.enabled && self.tasks.retries(job.task) >= per_task.max_retries {
+            return self.finish(id, TerminalStatus::Failed, Reason::TaskBudgetExhausted, now);
         }
         let backoff = backoff_delay(
             &self.policy.backoff,
@@ -460,18 +452,11 @@ impl<L: Ledger> Scheduler<L> {
         job.entry.waited_ms = job.entry.waited_ms.saturating_add(delay);
         job.entry.state = ActionState::Planned;
         job.entry.updated_at = now;
-        let (tenant, attempts) = (job.tenant, job.entry.attempts);
+        let (task, attempts) = (job.task, job.entry.attempts);
         if self.ledger.put_progress(&job.entry).is_err() {
             self.counts.ledger_errors += 1;
         }
-        let job = &self.jobs[&id];
-        if let Some(task) = self
-            .tasks
-            .get_mut(&tenant)
-            .and_then(|t| t.get_mut(&*job.entry.job.task))
-        {
-            task.retries = task.retries.saturating_add(1);
-        }
+        self.tasks.add_retry(task);
         self.record(now, AuditKind::RetryScheduled, id, None, || {
             AuditDetail::Retry {
                 after: label,

@@ -96,15 +96,8 @@ impl<L: Ledger> Scheduler<L> {
             return Move::Withheld;
         }
         let per_task = self.policy.retry_budgets.per_task;
-        if per_task.enabled {
-            let used = self
-                .tasks
-                .get(&job.tenant)
-                .and_then(|t| t.get(&*job.entry.job.task))
-                .map_or(0, |t| t.retries);
-            if used >= per_task.max_retries {
-                return Move::Refused(Reason::TaskBudgetExhausted);
-            }
+        if per_task.enabled && self.tasks.retries(job.task) >= per_task.max_retries {
+            return Move::Refused(Reason::TaskBudgetExhausted);
         }
         let scope_name = fallbacks[to].scope.as_deref().unwrap_or(DEFAULT_SCOPE);
         // Not a retry against the new scope: the action has never been sent there, so its
@@ -129,14 +122,7 @@ impl<L: Ledger> Scheduler<L> {
         if self.ledger.put_progress(&job.entry).is_err() {
             self.counts.ledger_errors += 1;
         }
-        let job = &self.jobs[&id];
-        if let Some(task) = self
-            .tasks
-            .get_mut(&tenant)
-            .and_then(|t| t.get_mut(&*job.entry.job.task))
-        {
-            task.retries = task.retries.saturating_add(1);
-        }
+        self.tasks.add_retry(self.jobs[&id].task);
         if self.policy.audit {
             let detail = AuditDetail::Fallback {
                 reason,

@@ -23,11 +23,11 @@ mod restore;
 mod retry_window;
 mod scope;
 mod state;
+mod tasks;
 mod terminal;
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
-use std::sync::Arc;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -35,7 +35,6 @@ use serde::{Deserialize, Serialize};
 use crate::audit::AuditEvent;
 use crate::breaker::Breaker;
 use crate::command::{AttemptId, Command};
-use crate::id_hash::IdHash;
 use crate::job::{Job, JobId, Route};
 use crate::ledger::{InMemoryLedger, Ledger, LedgerError};
 use crate::outcome::Outcome;
@@ -144,12 +143,11 @@ pub struct Scheduler<L: Ledger = InMemoryLedger> {
     lanes: lanes::Lanes,
     /// Timers: (due, sequence, job, ticket). Entries whose ticket is stale are skipped.
     delayed: BinaryHeap<Reverse<(Millis, u64, JobId, u64)>>,
-    in_flight: BTreeMap<AttemptId, state::Flight>,
+    /// Attempts on the wire by attempt id (ids rise, so they sit in a slab's sliding band).
+    in_flight: crate::id_slab::IdSlab<state::Flight>,
     scopes: scope::Scopes,
-    /// Live tasks by tenant id and task name. Hashed by name: a workload can have a task per
-    /// action (a hundred thousand live names), and these maps are only looked up, never
-    /// iterated, so no order can leak into an output.
-    tasks: BTreeMap<u32, HashMap<Arc<str>, state::TaskState, IdHash>>,
+    /// Live tasks, each action's by the slot it keeps.
+    tasks: tasks::Tasks,
     coalescing: coalesce::Coalescing,
     breaker: Breaker,
     /// Breaker paths (route, class, payload hash) that opened, with the fingerprint that
@@ -200,9 +198,9 @@ impl<L: Ledger> Scheduler<L> {
             jobs: job_table::JobTable::default(),
             lanes: lanes::Lanes::default(),
             delayed: BinaryHeap::new(),
-            in_flight: BTreeMap::new(),
+            in_flight: crate::id_slab::IdSlab::default(),
             scopes: scope::Scopes::default(),
-            tasks: BTreeMap::new(),
+            tasks: tasks::Tasks::default(),
             coalescing: coalesce::Coalescing::default(),
             breaker,
             open_paths: BTreeMap::new(),

@@ -43,11 +43,11 @@ impl<L: Ledger> Scheduler<L> {
             );
             self.lanes
                 .admit(tenant, super::lanes::rank(entry.job.priority));
-            self.join_task(tenant, &entry.job.task);
+            let task = self.tasks.join(tenant, &entry.job.task);
             let state = entry.state;
             let lane = self.lanes.lane(tenant, scope);
             let plan = self.plan_of(&entry.job.credential);
-            let mut tracked = Tracked::new(entry, scope, class, tenant, lane);
+            let mut tracked = Tracked::new(entry, scope, class, (tenant, task), lane);
             tracked.plan = plan;
             let reconcile = self.classes[class].reconcile;
             let spent = tracked.action_attempts >= self.classes[class].max_attempts;

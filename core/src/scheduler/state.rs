@@ -120,6 +120,8 @@ pub(super) struct Tracked {
     pub scope: usize,
     pub class: usize,
     pub tenant: u32,
+    /// Its task's slot in the scheduler's live tasks.
+    pub task: super::tasks::TaskSlot,
     /// Ready lane (tenant and scope).
     pub lane: u32,
     pub phase: Phase,
@@ -179,7 +181,13 @@ pub(super) struct Shape {
 
 impl Tracked {
     /// A freshly admitted (or restored) action, ready to be queued.
-    pub fn new(entry: LedgerEntry, scope: usize, class: usize, tenant: u32, lane: u32) -> Self {
+    pub fn new(
+        entry: LedgerEntry,
+        scope: usize,
+        class: usize,
+        (tenant, task): (u32, super::tasks::TaskSlot),
+        lane: u32,
+    ) -> Self {
         let attempts = entry.attempts;
         Self {
             credential: Arc::clone(&entry.job.credential),
@@ -187,6 +195,7 @@ impl Tracked {
             scope,
             class,
             tenant,
+            task,
             lane,
             phase: Phase::New,
             ticket: 0,

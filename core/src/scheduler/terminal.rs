@@ -137,18 +137,7 @@ impl<L: Ledger> Scheduler<L> {
             job.next_send = NextSend::Action;
         }
         self.lanes.release(job.tenant, rank(job.entry.job.priority));
-        if let Some(tasks) = self.tasks.get_mut(&job.tenant) {
-            let task = &*job.entry.job.task;
-            if let Some(state) = tasks.get_mut(task) {
-                state.live = held_less(state.live, 1, "live actions of a task");
-                if state.live == 0 {
-                    tasks.remove(task);
-                }
-            }
-            if tasks.is_empty() {
-                self.tasks.remove(&job.tenant);
-            }
-        }
+        self.tasks.leave(job.task);
     }
 
     fn persist_terminal(&mut self, job: &mut Tracked, status: TerminalStatus, now: Millis) {

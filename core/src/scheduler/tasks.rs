@@ -1,0 +1,136 @@
+//! Live tasks: each (tenant, task name) with live actions has a slot, and each action keeps
+//! its task's slot, so the hot path (a retry counted against its task's budget, an action's
+//! end) reads the task by position. Only joining a task and cancelling one look a name up.
+//!
+//! A workload can have a task per action (a hundred thousand live names in the
+//! million-request run); hashing the name at every retry and terminal was a random probe
+//! into that table each time.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::state::{held_less, TaskState};
+use crate::id_hash::IdHash;
+
+/// A task's slot (see [`Tasks`]).
+pub(super) type TaskSlot = u32;
+
+/// Live tasks by tenant and name, their states in slots.
+#[derive(Debug, Default)]
+pub(super) struct Tasks {
+    /// Slot by task name, per tenant id (dense, as `Lanes` interns them). Only looked up,
+    /// never iterated, so no hash order can reach an output.
+    by_name: Vec<HashMap<Arc<str>, TaskSlot, IdHash>>,
+    /// Each slot's task (its tenant and name, to forget it by) and state; `None` is free.
+    slots: Vec<Option<(u32, Arc<str>, TaskState)>>,
+    /// Free slots, reused first.
+    free: Vec<TaskSlot>,
+}
+
+impl Tasks {
+    /// Adds a live action to the task `name` of `tenant`; returns the task's slot.
+    pub fn join(&mut self, tenant: u32, name: &Arc<str>) -> TaskSlot {
+        let t = tenant as usize;
+        if t >= self.by_name.len() {
+            self.by_name.resize_with(t + 1, HashMap::default);
+        }
+        if let Some(&slot) = self.by_name[t].get(&**name) {
+            if let Some((.., state)) = &mut self.slots[slot as usize] {
+                // Bounded by the live actions, which memory bounds long before 2^32.
+                state.live += 1;
+            }
+            return slot;
+        }
+        // The job's own name, shared: no copy per task.
+        let task = Some((
+            tenant,
+            Arc::clone(name),
+            TaskState {
+                live: 1,
+                retries: 0,
+            },
+        ));
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                debug_assert!(self.slots[slot as usize].is_none(), "a free slot is empty");
+                self.slots[slot as usize] = task;
+                slot
+            }
+            None => {
+                let slot = u32::try_from(self.slots.len()).expect("fewer than 2^32 live tasks");
+                self.slots.push(task);
+                slot
+            }
+        };
+        self.by_name[t].insert(Arc::clone(name), slot);
+        slot
+    }
+
+    /// Whether `tenant` has a live task named `name`.
+    pub fn contains(&self, tenant: u32, name: &str) -> bool {
+        self.by_name
+            .get(tenant as usize)
+            .is_some_and(|tasks| tasks.contains_key(name))
+    }
+
+    /// Retries the task in `slot` has used (0 for a slot not live).
+    pub fn retries(&self, slot: TaskSlot) -> u32 {
+        match self.slots.get(slot as usize) {
+            Some(Some((.., state))) => state.retries,
+            _ => 0,
+        }
+    }
+
+    /// Counts one retry against the task in `slot`.
+    pub fn add_retry(&mut self, slot: TaskSlot) {
+        if let Some(Some((.., state))) = self.slots.get_mut(slot as usize) {
+            state.retries = state.retries.saturating_add(1);
+        }
+    }
+
+    /// A live action of the task in `slot` ended; the task is forgotten with its last one.
+    pub fn leave(&mut self, slot: TaskSlot) {
+        let Some(Some((tenant, name, state))) = self.slots.get_mut(slot as usize) else {
+            debug_assert!(false, "an action left task slot {slot}, which is not live");
+            return;
+        };
+        state.live = held_less(state.live, 1, "live actions of a task");
+        if state.live > 0 {
+            return;
+        }
+        let (tenant, name) = (*tenant as usize, Arc::clone(name));
+        self.by_name[tenant].remove(&name);
+        self.slots[slot as usize] = None;
+        self.free.push(slot);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_lives_while_any_of_its_actions_does_and_its_slot_is_reused() {
+        let mut tasks = Tasks::default();
+        let (a, b): (Arc<str>, Arc<str>) = ("a".into(), "b".into());
+        let first = tasks.join(0, &a);
+        assert_eq!(
+            tasks.join(0, &Arc::from("a")),
+            first,
+            "same name, same task"
+        );
+        let other_tenant = tasks.join(3, &a);
+        assert_ne!(other_tenant, first, "tasks are per tenant");
+        tasks.add_retry(first);
+        tasks.add_retry(first);
+        assert_eq!((tasks.retries(first), tasks.retries(other_tenant)), (2, 0));
+        tasks.leave(first);
+        assert!(tasks.contains(0, "a"), "one action of it is still live");
+        tasks.leave(first);
+        assert!(!tasks.contains(0, "a") && tasks.contains(3, "a"));
+        assert_eq!(tasks.retries(first), 0, "a forgotten task has no retries");
+        let reused = tasks.join(0, &b);
+        assert_eq!(reused, first, "the freed slot is reused");
+        assert!(!tasks.contains(1, "b") && !tasks.contains(9, "b"));
+    }
+}
