@@ -12,7 +12,7 @@ use stampede_reports::UnfinishedRow;
 
 use crate::driver_common::case_file::{CaseNotes, Ending, PROVIDER};
 use crate::driver_common::translate::{self, ActionFacts};
-use crate::measure::{action_route, Ended, Group, Measurement};
+use crate::measure::{action_route, Ended, Group, GroupKey, Measurement};
 use stampede_core::id_slab::IdSlab;
 
 /// A live action.
@@ -27,6 +27,8 @@ pub struct LiveAction {
     pub first_sent_at: Option<Millis>,
     /// Its task, scope, key and attempt timeline, for a dead letter or a case file.
     pub case: CaseNotes,
+    /// The key of its groups in the measurement, made at its first dispatch.
+    pub group: Option<GroupKey>,
 }
 
 impl LiveAction {
@@ -38,6 +40,7 @@ impl LiveAction {
             deadline,
             first_sent_at: None,
             case: CaseNotes::default(),
+            group: None,
         }
     }
 }
@@ -87,6 +90,11 @@ impl LiveActions {
         self.by_id.get(&id).map_or("", |a| &*a.facts.class)
     }
 
+    /// The key of action `id`'s groups in the measurement, once it was dispatched.
+    pub fn group_of(&self, id: JobId) -> Option<GroupKey> {
+        self.by_id.get(&id).and_then(|a| a.group)
+    }
+
     /// The priority the harness submitted action `id` at (`""` for an unknown id).
     pub fn priority_of(&self, id: JobId) -> &'static str {
         self.by_id.get(&id).map_or("", |a| {
@@ -129,12 +137,11 @@ impl LiveActions {
             action.facts.credential = Arc::clone(&send.credential);
             action.facts.scope = Some(Arc::clone(&send.scope));
         }
-        let group = Group {
-            tenant: &action.facts.tenant,
-            class: &action.facts.class,
-            route: action_route(action.facts.route),
-        };
-        measure.on_reserved(send.job, group, send.reserved_tokens);
+        let facts = &action.facts;
+        let group = *action
+            .group
+            .get_or_insert_with(|| measure.group_key(&facts.tenant, &facts.class, facts.priority));
+        measure.on_reserved(group, facts.route, send.reserved_tokens);
         let keyed = send.idempotency_key.is_some();
         action.case.sent(send.attempt_no, &send.kind, keyed, now);
         let mut request = translate::request(send, &action.facts);

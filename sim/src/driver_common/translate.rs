@@ -146,8 +146,9 @@ pub fn hidden_layer_retries(outcome: &Outcome) -> bool {
     )
 }
 
-/// When (ms after arrival) the client hears about the attempt, and what it hears.
-pub fn outcome(send: &SendAttempt, decision: Decision) -> (Millis, Outcome) {
+/// When (ms after arrival) the client hears about the attempt, and what it hears. The
+/// decision is read in place: it is a few hundred bytes, and only its error code is taken.
+pub fn outcome(send: &SendAttempt, decision: &Decision) -> (Millis, Outcome) {
     let latency = decision.latency_ms;
     if latency > send.timeout_ms && !matches!(decision.answer, Answer::Hang { .. }) {
         // The client stops waiting at its own timeout, whatever the provider does after:
@@ -158,7 +159,7 @@ pub fn outcome(send: &SendAttempt, decision: Decision) -> (Millis, Outcome) {
             Outcome::Transport(TransportFailure::ReadTimeout),
         );
     }
-    match decision.answer {
+    match &decision.answer {
         Answer::Respond {
             status,
             signals,
@@ -171,12 +172,13 @@ pub fn outcome(send: &SendAttempt, decision: Decision) -> (Millis, Outcome) {
             latency,
             answered_typed(
                 send,
-                status,
-                &signals,
-                error.map(|e| e.code),
-                completion_id,
-                &body,
-                usage,
+                *status,
+                signals,
+                // The model's codes are static text: a borrowed Cow clones without allocating.
+                error.as_ref().map(|e| e.code.clone()),
+                *completion_id,
+                body,
+                *usage,
             ),
         ),
         Answer::Drop { committed: false } => (
@@ -195,7 +197,7 @@ pub fn outcome(send: &SendAttempt, decision: Decision) -> (Millis, Outcome) {
         Answer::StreamCut { after_chunks, .. } | Answer::StreamError { after_chunks } => (
             latency,
             Outcome::Transport(TransportFailure::StreamCut {
-                tokens_delivered: after_chunks,
+                tokens_delivered: *after_chunks,
             }),
         ),
     }

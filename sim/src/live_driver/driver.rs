@@ -339,6 +339,7 @@ pub async fn play_from<L: Ledger>(
                             class,
                             priority,
                             provider: 0,
+                            group: None,
                         },
                         Numbering {
                             action: *job,
@@ -498,6 +499,7 @@ fn adopt_restored(restart: &Restart, live: &mut LiveActions, measure: &mut Measu
                         deadline: entry.job.deadline,
                         first_sent_at: (entry.attempts > 0).then_some(restart.at),
                         case: CaseNotes::default(),
+                        group: None,
                     },
                 );
             }

@@ -99,13 +99,40 @@ pub(crate) struct Groups {
     by_priority: Vec<(Box<str>, Tally)>,
 }
 
-fn tally<'m>(named: &'m mut Vec<(Box<str>, Tally)>, name: &str) -> &'m mut Tally {
-    &mut find_or_push(
-        named,
-        |(n, _)| **n == *name,
-        || (name.into(), Tally::default()),
-    )
-    .1
+/// Where a logical request's figures go: its tallies by class, tenant and priority, by
+/// position ([`Groups::key`]), so an attempt's figures are added without comparing names.
+/// A driver makes it once per request and hands it back with each attempt (see
+/// `SentBy::group`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupKey {
+    class: u32,
+    tenant: u32,
+    priority: u32,
+}
+
+/// The position of a name left out of its grouping (an empty name): no tally is there.
+const LEFT_OUT: u32 = u32::MAX;
+
+/// The position of `name`'s tally in `named`, made on first sight; [`LEFT_OUT`] for `""`.
+fn position(named: &mut Vec<(Box<str>, Tally)>, name: &str) -> u32 {
+    if name.is_empty() {
+        return LEFT_OUT;
+    }
+    let i = match named.iter().position(|(n, _)| **n == *name) {
+        Some(i) => i,
+        None => {
+            named.push((name.into(), Tally::default()));
+            named.len() - 1
+        }
+    };
+    u32::try_from(i).expect("fewer than 2^32 names in a grouping")
+}
+
+/// One attempt that used `tokens_used` and was an idempotent replay or not.
+fn count_attempt(t: &mut Tally, tokens_used: u64, replayed: bool) {
+    t.outcomes.attempts += 1;
+    t.outcomes.tokens_used += tokens_used;
+    t.outcomes.duplicates_suppressed += u64::from(replayed);
 }
 
 /// The first item of `items` that `is` picks, or `new()` pushed at the end when none does:
@@ -126,40 +153,58 @@ pub(crate) fn find_or_push<T>(
 }
 
 impl Groups {
-    /// The tallies `group` and `priority` name (one per non-empty name).
-    fn each(&mut self, group: Group<'_>, priority: &str, mut f: impl FnMut(&mut Tally)) {
-        for (map, name) in [
-            (&mut self.by_class, group.class),
-            (&mut self.by_tenant, group.tenant),
-            (&mut self.by_route, group.route),
-            (&mut self.by_priority, priority),
+    /// The key of a request of class `class`, tenant `tenant` and priority `priority`
+    /// (empty names are left out of their grouping); the names' tallies are made here.
+    pub(crate) fn key(&mut self, class: &str, tenant: &str, priority: &str) -> GroupKey {
+        GroupKey {
+            class: position(&mut self.by_class, class),
+            tenant: position(&mut self.by_tenant, tenant),
+            priority: position(&mut self.by_priority, priority),
+        }
+    }
+
+    /// The position of route `route`'s tally (`METHOD /template`; `""` is left out).
+    pub(crate) fn route(&mut self, route: &str) -> u32 {
+        position(&mut self.by_route, route)
+    }
+
+    /// The tallies `key` and `route` point at (a grouping left out has none).
+    fn each_at(&mut self, key: GroupKey, route: u32, mut f: impl FnMut(&mut Tally)) {
+        for (named, at) in [
+            (&mut self.by_class, key.class),
+            (&mut self.by_tenant, key.tenant),
+            (&mut self.by_route, route),
+            (&mut self.by_priority, key.priority),
         ] {
-            if !name.is_empty() {
-                f(tally(map, name));
+            if let Some((_, tally)) = named.get_mut(at as usize) {
+                f(tally);
             }
         }
     }
 
-    /// An attempt reached the provider for a request of `group` (tenant, class and priority
-    /// the harness's record, empty when unknown; the route the journal's,
-    /// `METHOD /template`): it used `tokens_used` and was an idempotent replay or not.
-    pub(crate) fn attempt(
+    /// The tallies `group` and `priority` name (one per non-empty name).
+    fn each(&mut self, group: Group<'_>, priority: &str, f: impl FnMut(&mut Tally)) {
+        let key = self.key(group.class, group.tenant, priority);
+        let route = self.route(group.route);
+        self.each_at(key, route, f);
+    }
+
+    /// An attempt reached the provider for a request of groups `key` on the route at
+    /// position `route` (the journal's, `METHOD /template`): it used `tokens_used` and was
+    /// an idempotent replay or not.
+    pub(crate) fn attempt_at(
         &mut self,
-        group: Group<'_>,
-        priority: &str,
+        (key, route): (GroupKey, u32),
         tokens_used: u64,
         replayed: bool,
     ) {
-        self.each(group, priority, |t| {
-            t.outcomes.attempts += 1;
-            t.outcomes.tokens_used += tokens_used;
-            t.outcomes.duplicates_suppressed += u64::from(replayed);
-        });
+        self.each_at(key, route, |t| count_attempt(t, tokens_used, replayed));
     }
 
-    /// The client reserved `tokens` for an attempt of a request of `group`.
-    pub(crate) fn reserved(&mut self, group: Group<'_>, priority: &str, tokens: u64) {
-        self.each(group, priority, |t| t.outcomes.tokens_reserved += tokens);
+    /// The client reserved `tokens` for an attempt of a request of groups `key` on the route
+    /// at position `route`.
+    pub(crate) fn reserved_at(&mut self, (key, route): (GroupKey, u32), tokens: u64) {
+        self.each_at(key, route, |t| t.outcomes.tokens_reserved += tokens);
     }
 
     /// A logical request of `group` and `priority` ended (or was left open at the cap).
@@ -226,9 +271,15 @@ mod tests {
             class: "llm",
             route: "POST /v1/chat/completions",
         };
-        groups.attempt(llm, "bulk", 30, false);
-        groups.attempt(llm, "bulk", 0, true);
-        groups.reserved(llm, "bulk", 50);
+        let at = (groups.key("llm", "acme", "bulk"), groups.route(llm.route));
+        assert_eq!(
+            at.0,
+            groups.key("llm", "acme", "bulk"),
+            "a name is kept once"
+        );
+        groups.attempt_at(at, 30, false);
+        groups.attempt_at(at, 0, true);
+        groups.reserved_at(at, 50);
         groups.end(
             llm,
             "bulk",

@@ -20,14 +20,14 @@ pub mod waves;
 use std::collections::BTreeMap;
 
 use decided::Decided;
-use stampede_core::{Job, Millis, Reason, Terminal, TerminalStatus};
+use stampede_core::{Job, Millis, Priority, Reason, Route, Terminal, TerminalStatus};
 use stampede_provider::model::JournalEntry;
 use stampede_reports::{Summary, TenantRow, TimeseriesRow, UnfinishedRow};
 
 use crate::driver_common::case_file::{CaseFiles, CaseNotes, Ending};
 use buckets::{Backlog, BucketQuantiles};
 use errors::Errors;
-pub use groups::{action_route, request_route, Group};
+pub use groups::{action_route, request_route, Group, GroupKey};
 use groups::{GroupEnd, Groups};
 use percentiles::Distribution;
 use waves::RetryBins;
@@ -80,9 +80,13 @@ pub struct Measurement {
     bucket_queue_wait: (BucketQuantiles, Vec<(usize, u64, u64)>),
     /// Requests arrived and not yet sent, over time.
     backlog: Backlog,
-    /// `METHOD /template` of the journal's routes seen so far, as `(method, route, key)`:
-    /// the key made once per route, not per attempt.
-    route_keys: Vec<(String, String, String)>,
+    /// `METHOD /template` of the journal's routes seen so far, as `(method, route, key,
+    /// position of the key's tally in the route grouping)`: made once per route, not per
+    /// attempt.
+    route_keys: Vec<(String, String, String, u32)>,
+    /// The route grouping's position of each action route's tally
+    /// ([`action_route`], by `Route` as [`route_slot`] numbers them), once seen.
+    action_routes: [Option<u32>; 3],
     /// Dead letters and case files of the actions that did not complete.
     cases: CaseFiles,
     /// Whether to keep them: a run that writes no files (a benchmark) keeps none.
@@ -127,6 +131,9 @@ pub struct SentBy<'a> {
     /// The provider the harness sent it to (its index in the run's provider list; 0 for a
     /// run with one).
     pub provider: u8,
+    /// The key of the request's groups ([`Measurement::group_key`]) when the driver keeps
+    /// one: its figures are then added by position. `None`: found from the names above.
+    pub group: Option<GroupKey>,
 }
 
 /// What a driver knows when an action reaches its terminal outcome.
@@ -172,6 +179,15 @@ pub struct Measured {
     pub retries_per_100ms: Vec<u64>,
 }
 
+/// `Route`'s place in [`Measurement`]'s small tables by action route.
+fn route_slot(route: Route) -> usize {
+    match route {
+        Route::ChatCompletion => 0,
+        Route::CreateRecord => 1,
+        Route::GetItem => 2,
+    }
+}
+
 /// Micro-dollars as dollars, exact to the micro-dollar in print.
 pub fn usd(micro_usd: u64) -> f64 {
     micro_usd as f64 / 1_000_000.0
@@ -214,6 +230,7 @@ impl Measurement {
             bucket_queue_wait: Default::default(),
             backlog: Backlog::default(),
             route_keys: Vec::new(),
+            action_routes: [None; 3],
             cases: CaseFiles::default(),
             keep_cases: true,
             providers: providers::ProviderTally::default(),
@@ -401,11 +418,23 @@ impl Measurement {
         *self.summary.degraded.entry(rung.to_string()).or_insert(0) += 1;
     }
 
-    /// The client reserved `tokens` for an attempt of action `action` of `group`.
-    pub fn on_reserved(&mut self, action: u64, group: Group<'_>, tokens: u32) {
+    /// The key of the groups of a request the harness submitted for `tenant` as `class` at
+    /// `priority`: a driver makes it once per action and hands it back with each attempt,
+    /// so no attempt compares names.
+    pub fn group_key(&mut self, tenant: &str, class: &str, priority: Priority) -> GroupKey {
+        self.groups
+            .key(class, tenant, queues::priority_name(priority))
+    }
+
+    /// The client reserved `tokens` for an attempt of a request of groups `key` on `route`.
+    pub fn on_reserved(&mut self, key: GroupKey, route: Route, tokens: u32) {
         self.summary.tokens_reserved += u64::from(tokens);
-        let priority = self.queues.priority_of(action);
-        self.groups.reserved(group, priority, u64::from(tokens));
+        let slot = &mut self.action_routes[route_slot(route)];
+        let at = match *slot {
+            Some(at) => at,
+            None => *slot.insert(self.groups.route(action_route(route))),
+        };
+        self.groups.reserved_at((key, at), u64::from(tokens));
     }
 
     /// An action reached its terminal outcome (see [`Ended`]).
@@ -647,7 +676,7 @@ impl Measurement {
     pub fn on_journal(&mut self, e: &JournalEntry, client_done_ms: Option<u64>, by: &SentBy<'_>) {
         // The provider's side of it only: no figure below can read the client's claims.
         let e = &Decided::from(e);
-        self.observe_journal(e, client_done_ms, (by.tenant, by.class, by.priority));
+        self.observe_journal(e, client_done_ms, by);
         let cross = self.observe_providers(e, by.provider);
         self.billing.observe(e, e.duplicate || cross);
         self.retry_groups.observe(by.provider, e);
@@ -678,26 +707,21 @@ impl Measurement {
     }
 
     /// Every figure an attempt moves, from the provider's journal entry alone: which logical
-    /// request it belongs to and which attempt of it, as the provider decided. `tenant`,
-    /// `class` and `priority` are who the harness submitted it for (tenants.csv, the outcome
+    /// request it belongs to and which attempt of it, as the provider decided. `by` says
+    /// who the harness submitted it for (its tenant, class and priority (tenants.csv, the outcome
     /// tables; the priority as noted at arrival, [`Measurement::on_arrival`]). The
     /// harness's numbering is not passed in, and the entry comes as a [`Decided`], which has
     /// no field for the client's claimed headers, so no figure can read them.
     /// `client_done_ms` ends a hang.
-    fn observe_journal(
-        &mut self,
-        e: &Decided<'_>,
-        client_done_ms: Option<u64>,
-        (tenant, class, priority): (&str, &str, &str),
-    ) {
+    fn observe_journal(&mut self, e: &Decided<'_>, client_done_ms: Option<u64>, by: &SentBy<'_>) {
         let route = self.route_key(e.method, e.route);
-        let group = Group {
-            tenant,
-            class,
-            route: &self.route_keys[route].2,
+        let route = self.route_keys[route].3;
+        let key = match by.group {
+            Some(key) => key,
+            None => self.groups.key(by.class, by.tenant, by.priority),
         };
         self.groups
-            .attempt(group, priority, e.tokens_used, e.replayed);
+            .attempt_at((key, route), e.tokens_used, e.replayed);
         self.summary.duplicates_suppressed += u64::from(e.replayed);
         let success =
             matches!(e.status, Some(200..=299)) && e.outcome.chars().all(|c| c.is_ascii_digit());
@@ -763,7 +787,7 @@ impl Measurement {
             _ => row.dropped += 1,
         }
         row.tokens_used += e.tokens_used;
-        self.tenant_row(e.at_ms, tenant).attempts += 1;
+        self.tenant_row(e.at_ms, by.tenant).attempts += 1;
     }
 
     /// The index in `route_keys` of `METHOD /template` for a journal route, made once.
@@ -771,15 +795,14 @@ impl Measurement {
         match self
             .route_keys
             .iter()
-            .position(|(m, r, _)| m == method && r == route)
+            .position(|(m, r, ..)| m == method && r == route)
         {
             Some(i) => i,
             None => {
-                self.route_keys.push((
-                    method.to_string(),
-                    route.to_string(),
-                    format!("{method} {route}"),
-                ));
+                let key = format!("{method} {route}");
+                let at = self.groups.route(&key);
+                self.route_keys
+                    .push((method.to_string(), route.to_string(), key, at));
                 self.route_keys.len() - 1
             }
         }
@@ -990,6 +1013,7 @@ mod tests {
                     class: "llm",
                     priority: "normal",
                     provider: 0,
+                    group: None,
                 };
                 measure.on_journal(e, None, &by);
             }

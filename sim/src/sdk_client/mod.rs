@@ -315,7 +315,8 @@ pub fn run(
                     let request = request_of(call, layers);
                     call.sent += 1;
                     call.first_sent_at.get_or_insert(now);
-                    let (pix, decision) = providers.arrive(&request, now);
+                    let pix = providers.of_request(&request);
+                    let decision = providers.arrive(pix, &request, now);
                     while let Some(entry) = providers.next_journal(pix) {
                         let by = SentBy {
                             tenant: &call.arrival.job.tenant,
@@ -324,6 +325,7 @@ pub fn run(
                                 call.arrival.job.priority,
                             ),
                             provider: pix,
+                            group: None,
                         };
                         measure.on_journal(&entry, None, &by);
                         let numbering = crate::sink::attempts::Numbering {

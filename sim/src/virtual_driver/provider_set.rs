@@ -88,10 +88,16 @@ impl ProviderSet {
             .unwrap_or(0)
     }
 
-    /// An attempt reaches its provider's edge at `now` (ms): see [`ProviderModel::arrive`].
-    pub fn arrive(&mut self, request: &Request, now: Millis) -> (ProviderIx, Decision) {
-        let ix = self.of(request.credential.as_deref());
-        (ix, self.models[usize::from(ix)].arrive(request, now))
+    /// The provider `request` goes to: the one that issued its credential.
+    pub fn of_request(&self, request: &Request) -> ProviderIx {
+        self.of(request.credential.as_deref())
+    }
+
+    /// An attempt reaches the edge of provider `ix` (see [`ProviderSet::of_request`]) at
+    /// `now` (ms): see [`ProviderModel::arrive`]. The decision is returned alone, not in a
+    /// tuple with the index, so it is written once where the caller keeps it.
+    pub fn arrive(&mut self, ix: ProviderIx, request: &Request, now: Millis) -> Decision {
+        self.models[usize::from(ix)].arrive(request, now)
     }
 
     /// The answer to attempt `seq` at provider `ix` left at `now` (ms): release what it held.

@@ -77,14 +77,16 @@ impl<'a> ModelWire<'a> {
         measure: &mut Measurement,
         now: Millis,
     ) -> Result<Landed, DriverError> {
-        let (provider, decision) = self.providers.arrive(request, now);
+        let provider = self.providers.of_request(request);
+        let decision = self.providers.arrive(provider, request, now);
         let seq = decision.seq;
-        let (after, outcome) = translate::outcome(send, decision);
+        let (after, outcome) = translate::outcome(send, &decision);
         let by = SentBy {
             tenant: live.tenant_of(send.job),
             class: live.class_of(send.job),
             priority: live.priority_of(send.job),
             provider,
+            group: live.group_of(send.job),
         };
         let numbering = Numbering {
             action: send.job,
@@ -116,43 +118,62 @@ impl<'a> ModelWire<'a> {
         now: Millis,
     ) -> Result<(), DriverError> {
         let landed = self.land(&send, &request, &turn.live, &mut turn.measure, now)?;
-        self.schedule(global, landed, *send, *request, left, now);
+        if resends(&landed, left) {
+            self.queue_resend(global, landed, send, request, left, now);
+        } else {
+            self.queue_answer(global, landed, (send.job, send.attempt_no), now);
+        }
         Ok(())
     }
 
-    /// Queues what follows attempt `global` (`send`, rendered as `request`) after it
-    /// `landed`: another re-send by the layer under the client when `left` remain and the
-    /// outcome is one it re-sends after, else the answer the client hears.
-    fn schedule(
+    /// Queues the layer under the client's re-send of attempt `global` (`send`, rendered as
+    /// `request`) after it `landed` on a failed connection; `left` re-sends remained.
+    fn queue_resend(
         &mut self,
         global: stampede_core::AttemptId,
         landed: Landed,
-        send: SendAttempt,
-        request: Request,
+        send: Box<SendAttempt>,
+        request: Box<Request>,
         left: u32,
         now: Millis,
     ) {
-        let event = if left > 0 && translate::hidden_layer_retries(&landed.outcome) {
-            Event::HiddenResend {
-                attempt: global,
-                provider: landed.provider,
-                seq: landed.seq,
-                send: Box::new(send),
-                request: Box::new(request),
-                left: left - 1,
-            }
-        } else {
-            Event::Answer {
-                attempt: global,
-                job: send.job,
-                attempt_no: send.attempt_no,
-                provider: landed.provider,
-                seq: landed.seq,
-                outcome: landed.outcome,
-            }
+        let event = Event::HiddenResend {
+            attempt: global,
+            provider: landed.provider,
+            seq: landed.seq,
+            send,
+            request,
+            left: left - 1,
         };
         self.queue.push(now + landed.after, event);
     }
+
+    /// Queues the answer the client hears to attempt `global` (attempt `attempt_no` of
+    /// action `job`) after it `landed`. It carries ids: the send and its request are not
+    /// kept.
+    fn queue_answer(
+        &mut self,
+        global: stampede_core::AttemptId,
+        landed: Landed,
+        (job, attempt_no): (stampede_core::JobId, u32),
+        now: Millis,
+    ) {
+        let event = Event::Answer {
+            attempt: global,
+            job,
+            attempt_no,
+            provider: landed.provider,
+            seq: landed.seq,
+            outcome: landed.outcome,
+        };
+        self.queue.push(now + landed.after, event);
+    }
+}
+
+/// Whether the layer under the client sends again after `landed`, with `left` re-sends
+/// still allowed.
+fn resends(landed: &Landed, left: u32) -> bool {
+    left > 0 && translate::hidden_layer_retries(&landed.outcome)
 }
 
 impl Wire for ModelWire<'_> {
@@ -173,7 +194,12 @@ impl Wire for ModelWire<'_> {
         let landed = self.land(&send, &request, live, measure, now)?;
         let global = self.crashes.global(send.attempt);
         let dies = self.crashes.after_send(&send, global);
-        self.schedule(global, landed, send, request, self.hidden_retries, now);
+        let left = self.hidden_retries;
+        if resends(&landed, left) {
+            self.queue_resend(global, landed, Box::new(send), Box::new(request), left, now);
+        } else {
+            self.queue_answer(global, landed, (send.job, send.attempt_no), now);
+        }
         Ok(if dies { Flow::Dies } else { Flow::Go })
     }
 }
