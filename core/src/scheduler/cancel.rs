@@ -14,7 +14,7 @@ impl<L: Ledger> Scheduler<L> {
         let Some(tenant) = self.lanes.tenant(tenant) else {
             return;
         };
-        if !self.tasks.contains(tenant, task) {
+        if !self.tasks.may_have(tenant, task) {
             return;
         }
         // Cancellation is rare: a scan of the live actions (in id order) beats keeping a

@@ -200,7 +200,7 @@ impl<L: Ledger> Scheduler<L> {
             delayed: BinaryHeap::new(),
             in_flight: crate::id_slab::IdSlab::default(),
             scopes: scope::Scopes::default(),
-            tasks: tasks::Tasks::default(),
+            tasks: tasks::Tasks::new(policy.retry_budgets.per_task.enabled),
             coalescing: coalesce::Coalescing::default(),
             breaker,
             open_paths: BTreeMap::new(),

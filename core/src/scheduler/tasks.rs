@@ -4,7 +4,10 @@
 //!
 //! A workload can have a task per action (a hundred thousand live names in the
 //! million-request run); hashing the name at every retry and terminal was a random probe
-//! into that table each time.
+//! into that table each time. And only the per-task retry budget reads a task's state: with
+//! that budget off, no task is kept at all (joining and forgetting a task per action, with
+//! the table's rehashes under that churn, was a tenth of the million-request run), and a
+//! cancellation finds its task's actions by scanning the live actions, as it does anyway.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -15,9 +18,14 @@ use crate::id_hash::IdHash;
 /// A task's slot (see [`Tasks`]).
 pub(super) type TaskSlot = u32;
 
+/// The slot of no task: what an action gets when tasks are not kept.
+pub(super) const NO_TASK: TaskSlot = TaskSlot::MAX;
+
 /// Live tasks by tenant and name, their states in slots.
 #[derive(Debug, Default)]
 pub(super) struct Tasks {
+    /// Whether tasks are kept at all (the per-task retry budget is on).
+    kept: bool,
     /// Slot by task name, per tenant id (dense, as `Lanes` interns them). Only looked up,
     /// never iterated, so no hash order can reach an output.
     by_name: Vec<HashMap<Arc<str>, TaskSlot, IdHash>>,
@@ -28,8 +36,20 @@ pub(super) struct Tasks {
 }
 
 impl Tasks {
+    /// Live tasks, kept only when `kept` (the per-task retry budget is on): otherwise every
+    /// action joins [`NO_TASK`], whose retries are always 0.
+    pub fn new(kept: bool) -> Self {
+        Tasks {
+            kept,
+            ..Tasks::default()
+        }
+    }
+
     /// Adds a live action to the task `name` of `tenant`; returns the task's slot.
     pub fn join(&mut self, tenant: u32, name: &Arc<str>) -> TaskSlot {
+        if !self.kept {
+            return NO_TASK;
+        }
         let t = tenant as usize;
         if t >= self.by_name.len() {
             self.by_name.resize_with(t + 1, HashMap::default);
@@ -66,11 +86,14 @@ impl Tasks {
         slot
     }
 
-    /// Whether `tenant` has a live task named `name`.
-    pub fn contains(&self, tenant: u32, name: &str) -> bool {
-        self.by_name
-            .get(tenant as usize)
-            .is_some_and(|tasks| tasks.contains_key(name))
+    /// Whether `tenant` may have a live task named `name`: `false` only when tasks are
+    /// kept and it has none.
+    pub fn may_have(&self, tenant: u32, name: &str) -> bool {
+        !self.kept
+            || self
+                .by_name
+                .get(tenant as usize)
+                .is_some_and(|tasks| tasks.contains_key(name))
     }
 
     /// Retries the task in `slot` has used (0 for a slot not live).
@@ -90,6 +113,9 @@ impl Tasks {
 
     /// A live action of the task in `slot` ended; the task is forgotten with its last one.
     pub fn leave(&mut self, slot: TaskSlot) {
+        if slot == NO_TASK {
+            return;
+        }
         let Some(Some((tenant, name, state))) = self.slots.get_mut(slot as usize) else {
             debug_assert!(false, "an action left task slot {slot}, which is not live");
             return;
@@ -111,7 +137,7 @@ mod tests {
 
     #[test]
     fn a_task_lives_while_any_of_its_actions_does_and_its_slot_is_reused() {
-        let mut tasks = Tasks::default();
+        let mut tasks = Tasks::new(true);
         let (a, b): (Arc<str>, Arc<str>) = ("a".into(), "b".into());
         let first = tasks.join(0, &a);
         assert_eq!(
@@ -125,12 +151,27 @@ mod tests {
         tasks.add_retry(first);
         assert_eq!((tasks.retries(first), tasks.retries(other_tenant)), (2, 0));
         tasks.leave(first);
-        assert!(tasks.contains(0, "a"), "one action of it is still live");
+        assert!(tasks.may_have(0, "a"), "one action of it is still live");
         tasks.leave(first);
-        assert!(!tasks.contains(0, "a") && tasks.contains(3, "a"));
+        assert!(!tasks.may_have(0, "a") && tasks.may_have(3, "a"));
         assert_eq!(tasks.retries(first), 0, "a forgotten task has no retries");
         let reused = tasks.join(0, &b);
         assert_eq!(reused, first, "the freed slot is reused");
-        assert!(!tasks.contains(1, "b") && !tasks.contains(9, "b"));
+        assert!(!tasks.may_have(1, "b") && !tasks.may_have(9, "b"));
+    }
+
+    #[test]
+    fn without_the_budget_no_task_is_kept() {
+        let mut tasks = Tasks::new(false);
+        let slot = tasks.join(0, &Arc::from("a"));
+        assert_eq!(slot, NO_TASK);
+        tasks.add_retry(slot);
+        assert_eq!(tasks.retries(slot), 0);
+        assert!(
+            tasks.may_have(0, "a") && tasks.may_have(7, "z"),
+            "a cancel scans"
+        );
+        tasks.leave(slot);
+        assert!(tasks.slots.is_empty() && tasks.by_name.is_empty());
     }
 }
