@@ -12,7 +12,7 @@ use stampede_reports::UnfinishedRow;
 
 use crate::driver_common::case_file::{CaseNotes, Ending, PROVIDER};
 use crate::driver_common::translate::{self, ActionFacts};
-use crate::measure::{action_route, Ended, Group, GroupKey, Measurement};
+use crate::measure::{action_route, Ended, Group, GroupKey, Measurement, SentBy};
 use stampede_core::id_slab::IdSlab;
 
 /// A live action.
@@ -74,32 +74,33 @@ impl LiveActions {
         self.by_id.insert(id, action);
     }
 
+    /// The live action `id`, if tracked.
+    pub fn get(&self, id: JobId) -> Option<&LiveAction> {
+        self.by_id.get(&id)
+    }
+
     /// Ids of the live actions, ascending.
     pub fn sorted_ids(&self) -> Vec<JobId> {
         self.by_id.ids()
     }
 
-    /// The tenant the harness submitted action `id` for (`""` for an unknown id): how the
-    /// measurement attributes its attempts, whatever the client claims on the wire.
-    pub fn tenant_of(&self, id: JobId) -> &str {
-        self.by_id.get(&id).map_or("", |a| &*a.facts.tenant)
-    }
-
-    /// The class the harness submitted action `id` as (`""` for an unknown id).
-    pub fn class_of(&self, id: JobId) -> &str {
-        self.by_id.get(&id).map_or("", |a| &*a.facts.class)
-    }
-
-    /// The key of action `id`'s groups in the measurement, once it was dispatched.
-    pub fn group_of(&self, id: JobId) -> Option<GroupKey> {
-        self.by_id.get(&id).and_then(|a| a.group)
-    }
-
-    /// The priority the harness submitted action `id` at (`""` for an unknown id).
-    pub fn priority_of(&self, id: JobId) -> &'static str {
-        self.by_id.get(&id).map_or("", |a| {
-            crate::measure::queues::priority_name(a.facts.priority)
-        })
+    /// Who the harness sent action `id` for, as the measurement attributes its attempts
+    /// (its tenant, class, priority and groups, found once), sent to provider `provider`.
+    /// An unknown id is attributed to no one (empty names).
+    pub fn sent_by(&self, id: JobId, provider: u8) -> SentBy<'_> {
+        match self.by_id.get(&id) {
+            Some(a) => SentBy {
+                tenant: &a.facts.tenant,
+                class: &a.facts.class,
+                priority: crate::measure::queues::priority_name(a.facts.priority),
+                provider,
+                group: a.group,
+            },
+            None => SentBy {
+                provider,
+                ..SentBy::default()
+            },
+        }
     }
 
     /// The provider request for `send` at `now` (ms), measuring the action's first dispatch

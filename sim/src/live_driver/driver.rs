@@ -13,6 +13,7 @@
 //! (see `resume`); [`play`] is a first life on the in-memory ledger.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
 use std::time::Instant;
 
 use stampede_core::{
@@ -35,7 +36,7 @@ use crate::driver_common::live_actions::{LiveAction, LiveActions};
 use crate::driver_common::translate::{self, ActionFacts};
 use crate::driver_common::turn::{Flow, Heard, Turn, Untracked, Wire};
 use crate::driver_common::SCENARIO_EPOCH_UNIX_MS;
-use crate::measure::{Ended, Measurement, SentBy};
+use crate::measure::{Ended, GroupKey, Measurement, SentBy};
 use crate::progress::{self, Pacer, ProgressHandle, Snapshot};
 use crate::rng;
 use crate::scenario::Scenario;
@@ -43,8 +44,16 @@ use crate::sink::attempts::{self, Numbering};
 use crate::sink::{AttemptSink, AuditSink, NoAudit};
 
 /// What the harness sent an attempt as, until its journal entry is read: action, attempt
-/// number, tenant, class and priority (see `SentBy`).
-type SentAs = (JobId, u32, String, String, &'static str);
+/// number, tenant, class, priority and groups (see `SentBy`). The names are the action's
+/// own shared strings: no copy per attempt.
+type SentAs = (
+    JobId,
+    u32,
+    Arc<str>,
+    Arc<str>,
+    &'static str,
+    Option<GroupKey>,
+);
 
 /// What an attempt task hands back.
 struct Finished {
@@ -329,24 +338,24 @@ pub async fn play_from<L: Ledger>(
         let done = attempt
             .as_ref()
             .and_then(|(job, no, ..)| heard.get(&(*job, *no)).copied());
-        let (by, numbering) =
-            attempt
-                .as_ref()
-                .map_or_else(Default::default, |(job, no, tenant, class, priority)| {
-                    (
-                        SentBy {
-                            tenant,
-                            class,
-                            priority,
-                            provider: 0,
-                            group: None,
-                        },
-                        Numbering {
-                            action: *job,
-                            attempt_no: *no,
-                        },
-                    )
-                });
+        let (by, numbering) = attempt.as_ref().map_or_else(
+            Default::default,
+            |(job, no, tenant, class, priority, group)| {
+                (
+                    SentBy {
+                        tenant,
+                        class,
+                        priority,
+                        provider: 0,
+                        group: *group,
+                    },
+                    Numbering {
+                        action: *job,
+                        attempt_no: *no,
+                    },
+                )
+            },
+        );
         measure.on_journal(entry, done, &by);
         sink.attempt(&attempts::row(entry, done, by.tenant, numbering))
             .map_err(LiveError::Output)?;
@@ -414,16 +423,20 @@ impl Wire for HttpWire {
     ) -> Result<Flow, LiveError> {
         // Rendered once: the bytes go on the wire and their hash names the journal entry.
         let body = super::body::render(&request).map(bytes::Bytes::from);
+        let sent_as = match live.get(send.job) {
+            Some(a) => (
+                Arc::clone(&a.facts.tenant),
+                Arc::clone(&a.facts.class),
+                crate::measure::queues::priority_name(a.facts.priority),
+                a.group,
+            ),
+            None => (Arc::from(""), Arc::from(""), "", None),
+        };
+        let (tenant, class, priority, group) = sent_as;
         self.sent
             .entry(journal_key(&request, body.as_deref()))
             .or_default()
-            .push_back((
-                send.job,
-                send.attempt_no,
-                live.tenant_of(send.job).to_string(),
-                live.class_of(send.job).to_string(),
-                live.priority_of(send.job),
-            ));
+            .push_back((send.job, send.attempt_no, tenant, class, priority, group));
         let http = http_request_with(&self.base, &request, body).map_err(LiveError::Provider)?;
         let hidden = (self.hidden_retries > 0)
             .then(|| (self.base.clone(), request.clone(), self.hidden_retries));

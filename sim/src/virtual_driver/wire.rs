@@ -12,7 +12,7 @@ use super::DriverError;
 use crate::driver_common::live_actions::LiveActions;
 use crate::driver_common::translate;
 use crate::driver_common::turn::{Flow, Turn, Untracked, Wire};
-use crate::measure::{Measurement, SentBy};
+use crate::measure::Measurement;
 use crate::sink::attempts::{self, Numbering};
 use crate::sink::AttemptSink;
 
@@ -81,13 +81,7 @@ impl<'a> ModelWire<'a> {
         let decision = self.providers.arrive(provider, request, now);
         let seq = decision.seq;
         let (after, outcome) = translate::outcome(send, &decision);
-        let by = SentBy {
-            tenant: live.tenant_of(send.job),
-            class: live.class_of(send.job),
-            priority: live.priority_of(send.job),
-            provider,
-            group: live.group_of(send.job),
-        };
+        let by = live.sent_by(send.job, provider);
         let numbering = Numbering {
             action: send.job,
             attempt_no: send.attempt_no,
