@@ -47,7 +47,17 @@ impl<L: Ledger> Scheduler<L> {
                 RejectionReason::ExecutionBudgetSpent,
             );
         }
-        let Some(&class) = self.class_index.get(&*job.class) else {
+        let class = match self.last_class.get(&job.class) {
+            Some(class) => Some(class),
+            None => {
+                let class = self.class_index.get(&*job.class).copied();
+                if let Some(class) = class {
+                    self.last_class.keep(&job.class, class);
+                }
+                class
+            }
+        };
+        let Some(class) = class else {
             let known: Vec<&str> = self.class_index.keys().map(String::as_str).collect();
             return reject(
                 RejectionCause::InvalidAction,
@@ -75,16 +85,14 @@ impl<L: Ledger> Scheduler<L> {
                 },
             );
         }
-        let tenant = self.lanes.intern(&job.tenant);
+        let tenant = self.lanes.intern_shared(&job.tenant);
         let lane = rank(job.priority);
         if job.idempotency_key.is_none() {
             job.idempotency_key = Some(derive_key(&job.tenant, &job.task, job.payload_hash));
         }
-        let scope = self.scopes.intern(
-            job.scope.as_deref().unwrap_or(DEFAULT_SCOPE),
-            &self.policy,
-            now,
-        );
+        let scope = self
+            .scopes
+            .intern_shared(job.scope.as_ref(), &self.policy, now);
         let entry = LedgerEntry {
             job,
             state: ActionState::Planned,
@@ -152,7 +160,7 @@ impl<L: Ledger> Scheduler<L> {
     fn queue_full(&self, job: &Job) -> bool {
         let live = self
             .lanes
-            .tenant(&job.tenant)
+            .tenant_shared(&job.tenant)
             .map_or(0, |tenant| self.lanes.live(tenant, rank(job.priority)));
         live >= self.policy.admission.queue_capacity
     }

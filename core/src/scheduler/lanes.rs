@@ -4,6 +4,9 @@
 //! Admission is bounded per tenant and priority.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use super::last_name::LastName;
 
 use crate::job::{JobId, Priority};
 
@@ -25,8 +28,13 @@ pub(super) fn rank(priority: Priority) -> usize {
 #[derive(Debug, Default)]
 pub(super) struct Lanes {
     tenants: BTreeMap<String, u32>,
-    /// Lane id of each (tenant, scope) pair, in order of first sight.
-    lane_ids: BTreeMap<(u32, usize), u32>,
+    /// The tenant name last interned or found.
+    last_tenant: LastName<u32>,
+    /// Lane id of each (tenant, scope) pair, in order of first sight: per tenant id, its
+    /// scopes' lanes as `(scope, lane)` (a tenant sends on a few scopes: one scan).
+    lane_ids: Vec<Vec<(usize, u32)>>,
+    /// Lanes made so far (the next lane's id).
+    lane_count: u32,
     /// (job, ticket) in arrival order per lane, indexed by lane id; stale tickets are
     /// skipped when met.
     queues: [Vec<VecDeque<(JobId, u64)>>; PRIORITIES],
@@ -107,15 +115,40 @@ impl Lanes {
         id
     }
 
+    /// [`Lanes::intern`] for a shared name: the name last seen is not searched again.
+    pub fn intern_shared(&mut self, tenant: &Arc<str>) -> u32 {
+        if let Some(id) = self.last_tenant.get(tenant) {
+            return id;
+        }
+        let id = self.intern(tenant);
+        self.last_tenant.keep(tenant, id);
+        id
+    }
+
     /// The tenant's id if it was ever seen.
     pub fn tenant(&self, tenant: &str) -> Option<u32> {
         self.tenants.get(tenant).copied()
     }
 
+    /// [`Lanes::tenant`] for a shared name (the name last interned is not searched again).
+    pub fn tenant_shared(&self, tenant: &Arc<str>) -> Option<u32> {
+        self.last_tenant.get(tenant).or_else(|| self.tenant(tenant))
+    }
+
     /// The lane of a (tenant, scope) pair.
     pub fn lane(&mut self, tenant: u32, scope: usize) -> u32 {
-        let next = u32::try_from(self.lane_ids.len()).expect("fewer than 2^32 lanes");
-        *self.lane_ids.entry((tenant, scope)).or_insert(next)
+        let t = tenant as usize;
+        if t >= self.lane_ids.len() {
+            self.lane_ids.resize_with(t + 1, Vec::new);
+        }
+        let scopes = &mut self.lane_ids[t];
+        if let Some(&(_, lane)) = scopes.iter().find(|(s, _)| *s == scope) {
+            return lane;
+        }
+        let lane = self.lane_count;
+        self.lane_count = lane.checked_add(1).expect("fewer than 2^32 lanes");
+        scopes.push((scope, lane));
+        lane
     }
 
     /// Live actions of one tenant at one priority.

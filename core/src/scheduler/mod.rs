@@ -15,6 +15,7 @@ mod dispatch;
 mod fallback;
 mod job_table;
 mod lanes;
+mod last_name;
 mod peers;
 mod queueing;
 mod reconcile;
@@ -136,6 +137,8 @@ pub struct Scheduler<L: Ledger = InMemoryLedger> {
     /// Class policies with durations in ms, indexed by `class_index`.
     classes: Vec<state::ClassRules>,
     class_index: BTreeMap<String, usize>,
+    /// The class name last found in `class_index`.
+    last_class: last_name::LastName<usize>,
     ledger: L,
     rng: ChaCha8Rng,
     /// Every live (admitted, not terminal) action.
@@ -193,6 +196,7 @@ impl<L: Ledger> Scheduler<L> {
         Ok(Self {
             classes,
             class_index,
+            last_class: last_name::LastName::default(),
             ledger,
             rng,
             jobs: job_table::JobTable::default(),

@@ -8,6 +8,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::admission::DEFAULT_SCOPE;
+use super::last_name::LastName;
 use super::retry_window::RetryWindow;
 use crate::bucket::TokenBucket;
 use crate::policy::Policy;
@@ -272,6 +274,10 @@ fn pace(
 pub(super) struct Scopes {
     index: BTreeMap<String, usize>,
     list: Vec<ScopeState>,
+    /// The shared scope name last interned.
+    last: LastName<usize>,
+    /// The index of [`DEFAULT_SCOPE`], once interned.
+    default_scope: Option<usize>,
 }
 
 impl Scopes {
@@ -283,6 +289,25 @@ impl Scopes {
         let i = self.list.len();
         self.list.push(ScopeState::new(id, policy, now));
         self.index.insert(id.to_owned(), i);
+        i
+    }
+
+    /// [`Scopes::intern`] for a job's shared scope name (`None`: [`DEFAULT_SCOPE`]): the
+    /// name last seen is not searched again.
+    pub fn intern_shared(&mut self, id: Option<&Arc<str>>, policy: &Policy, now: Millis) -> usize {
+        let Some(id) = id else {
+            if let Some(i) = self.default_scope {
+                return i;
+            }
+            let i = self.intern(DEFAULT_SCOPE, policy, now);
+            self.default_scope = Some(i);
+            return i;
+        };
+        if let Some(i) = self.last.get(id) {
+            return i;
+        }
+        let i = self.intern(id, policy, now);
+        self.last.keep(id, i);
         i
     }
 
