@@ -158,14 +158,70 @@ impl Answer {
     /// `dropped`, `hang`, `stream_cut`, `stream_error` (borrowed, not formatted, for the
     /// statuses the model writes).
     pub fn label(&self) -> Cow<'static, str> {
-        match self {
-            Answer::Respond { status, .. } => status_label(*status),
-            Answer::Drop { .. } => Cow::Borrowed("dropped"),
-            Answer::Hang { .. } => Cow::Borrowed("hang"),
-            Answer::StreamCut { .. } => Cow::Borrowed("stream_cut"),
-            Answer::StreamError { .. } => Cow::Borrowed("stream_error"),
+        match self.usual_outcome() {
+            Some(i) => Cow::Borrowed(USUAL_OUTCOMES[i]),
+            None => status_label(self.status().unwrap_or_default()),
         }
     }
+
+    /// Where [`Answer::label`] is in [`USUAL_OUTCOMES`], if it is one of them: what the
+    /// model counts outcomes by, with no label compared.
+    pub(crate) fn usual_outcome(&self) -> Option<usize> {
+        match self {
+            Answer::Respond { status, .. } => usual_status(*status),
+            Answer::Drop { .. } => Some(USUAL_STATUSES),
+            Answer::Hang { .. } => Some(USUAL_STATUSES + 1),
+            Answer::StreamCut { .. } => Some(USUAL_STATUSES + 2),
+            Answer::StreamError { .. } => Some(USUAL_STATUSES + 3),
+        }
+    }
+}
+
+/// How many of [`USUAL_OUTCOMES`] are statuses (they come first).
+const USUAL_STATUSES: usize = 14;
+
+/// The outcome labels the model writes borrowed: the statuses it answers with, then the
+/// answers that are not a status.
+pub(crate) const USUAL_OUTCOMES: [&str; USUAL_STATUSES + 4] = [
+    "200",
+    "400",
+    "401",
+    "403",
+    "404",
+    "408",
+    "409",
+    "422",
+    "429",
+    "500",
+    "502",
+    "503",
+    "504",
+    "529",
+    "dropped",
+    "hang",
+    "stream_cut",
+    "stream_error",
+];
+
+/// Where `status`'s label is in [`USUAL_OUTCOMES`], if it is a usual status.
+pub(crate) fn usual_status(status: u16) -> Option<usize> {
+    Some(match status {
+        200 => 0,
+        400 => 1,
+        401 => 2,
+        403 => 3,
+        404 => 4,
+        408 => 5,
+        409 => 6,
+        422 => 7,
+        429 => 8,
+        500 => 9,
+        502 => 10,
+        503 => 11,
+        504 => 12,
+        529 => 13,
+        _ => return None,
+    })
 }
 
 /// An error answer's `error.type` and `error.code` (its body's), borrowed for the ones the
@@ -231,21 +287,50 @@ impl Signals {
 
 /// `status` as digits: borrowed for the statuses the model answers with, formatted otherwise.
 pub(crate) fn status_label(status: u16) -> Cow<'static, str> {
-    Cow::Borrowed(match status {
-        200 => "200",
-        400 => "400",
-        401 => "401",
-        403 => "403",
-        404 => "404",
-        408 => "408",
-        409 => "409",
-        422 => "422",
-        429 => "429",
-        500 => "500",
-        502 => "502",
-        503 => "503",
-        504 => "504",
-        529 => "529",
-        other => return Cow::Owned(other.to_string()),
-    })
+    match usual_status(status) {
+        Some(i) => Cow::Borrowed(USUAL_OUTCOMES[i]),
+        None => Cow::Owned(status.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A usual outcome's slot names the label `label` writes; every other label is formatted.
+    #[test]
+    fn usual_outcomes_are_the_borrowed_labels() {
+        let respond = |status| Answer::Respond {
+            status,
+            signals: Signals::bare(1),
+            body: serde_json::Value::Null,
+            error: None,
+            usage: None,
+            stream_chunks: None,
+            completion_id: None,
+        };
+        let mut answers: Vec<Answer> = (100..=999).map(respond).collect();
+        answers.extend([
+            Answer::Drop { committed: true },
+            Answer::Hang { committed: false },
+            Answer::StreamCut {
+                after_chunks: 1,
+                committed: true,
+            },
+            Answer::StreamError { after_chunks: 1 },
+        ]);
+        let mut usual = 0;
+        for answer in &answers {
+            let label = answer.label();
+            match answer.usual_outcome() {
+                Some(i) => {
+                    usual += 1;
+                    assert_eq!(label, USUAL_OUTCOMES[i]);
+                    assert!(matches!(label, Cow::Borrowed(_)));
+                }
+                None => assert_eq!(label, answer.status().unwrap_or_default().to_string()),
+            }
+        }
+        assert_eq!(usual, USUAL_OUTCOMES.len());
+    }
 }

@@ -35,6 +35,7 @@ mod request;
 mod stats;
 mod streams;
 
+use decision::{usual_status, USUAL_OUTCOMES};
 pub use decision::{Answer, CompletionId, Decision, ErrorSignal, Signals};
 pub use headers::{LimitFigures, RateFigures, RetryAfterSignal, WindowFigures};
 pub use identity::{IdentifiedBy, Identity, DEFAULT_IDENTITY_WINDOW_MS};
@@ -137,6 +138,9 @@ pub struct ProviderModel {
     holding: FxHashMap<u64, Holding>,
     next_seq: u64,
     stats: ProviderStats,
+    /// Attempts per usual outcome (by its place in `USUAL_OUTCOMES`), kept apart from
+    /// `stats.status_counts` so counting an attempt compares no label; `stats` adds them in.
+    usual_outcomes: [u64; USUAL_OUTCOMES.len()],
     /// Completion and error bodies are `Null` (see `set_lean_bodies`).
     lean_bodies: bool,
     /// Which attempts are one logical request.
@@ -231,6 +235,7 @@ impl ProviderModel {
             holding: FxHashMap::default(),
             next_seq: 0,
             stats: ProviderStats::default(),
+            usual_outcomes: [0; USUAL_OUTCOMES.len()],
             lean_bodies: false,
             identity: Identity::new(config.identity_window.ms()),
             transit_allowance_ms: 0,
@@ -335,6 +340,11 @@ impl ProviderModel {
     /// Totals so far.
     pub fn stats(&self) -> ProviderStats {
         let mut s = self.stats.clone();
+        for (label, &n) in USUAL_OUTCOMES.iter().zip(&self.usual_outcomes) {
+            if n > 0 {
+                *s.status_counts.entry((*label).to_string()).or_default() += n;
+            }
+        }
         s.records = self.records.len() as u64;
         s.records_evicted = self.records.evicted();
         s.in_flight = self.holding.len() as u64;
@@ -479,7 +489,10 @@ impl ProviderModel {
             limit: None,
         };
         self.told_until = None;
-        let (latency_ms, answer) = self.decide(req, now, seq, &mut entry);
+        let known = known.map(|k| (k.scope, k.ordinal));
+        // Returned as it is, so its answer is written once, where the caller wants it.
+        let decision = self.decide(req, now, seq, known, &mut entry);
+        let (latency_ms, answer) = (decision.latency_ms, &decision.answer);
         if let Some((leaves, until)) = self.told_until.take() {
             if who.ordinal > 0 {
                 self.identity.told_wait(who.logical, leaves, until);
@@ -503,8 +516,9 @@ impl ProviderModel {
                     | Answer::StreamError { .. }
             );
         entry.status = answer.status();
+        let outcome = answer.usual_outcome();
         entry.outcome = answer.label();
-        entry.error_code = match &answer {
+        entry.error_code = match answer {
             Answer::Respond {
                 error: Some(error), ..
             } => Some(error.code.clone()),
@@ -516,13 +530,9 @@ impl ProviderModel {
         } else {
             now + latency_ms
         };
-        self.count(&entry);
+        self.count(&entry, outcome);
         self.journal.push(entry);
-        Decision {
-            seq,
-            latency_ms,
-            answer,
-        }
+        decision
     }
 
     /// A request for a route the provider does not have reached the edge at `now`: it is
@@ -579,19 +589,23 @@ impl ProviderModel {
             billed_micro_usd: 0,
             limit: None,
         };
-        self.count(&entry);
+        self.count(&entry, usual_status(404));
         self.journal.push(entry);
         seq
     }
 
-    fn count(&mut self, e: &JournalEntry) {
+    /// Counts attempt `e`, whose outcome is `USUAL_OUTCOMES[usual]` when `usual` is known.
+    fn count(&mut self, e: &JournalEntry, usual: Option<usize>) {
         let s = &mut self.stats;
         s.attempts += 1;
-        match s.status_counts.get_mut(&*e.outcome) {
-            Some(n) => *n += 1,
-            None => {
-                s.status_counts.insert(e.outcome.to_string(), 1);
-            }
+        match usual {
+            Some(i) => self.usual_outcomes[i] += 1,
+            None => match s.status_counts.get_mut(&*e.outcome) {
+                Some(n) => *n += 1,
+                None => {
+                    s.status_counts.insert(e.outcome.to_string(), 1);
+                }
+            },
         }
         s.committed += u64::from(e.committed);
         s.duplicates += u64::from(e.duplicate);
@@ -609,20 +623,19 @@ impl ProviderModel {
         req: &Request,
         now: Millis,
         seq: u64,
+        known: Option<(usize, usize)>,
         entry: &mut JournalEntry,
-    ) -> (u64, Answer) {
+    ) -> Decision {
         let reject_ms = self.config.reject_latency.ms();
-        // 1. Authentication.
-        let Some((credential, scope_idx, ordinal)) = req.credential.as_deref().and_then(|c| {
-            let k = self.credentials.get(c)?;
-            Some((c, k.scope, k.ordinal))
-        }) else {
+        // 1. Authentication: `known` is the key's scope and ordinal, looked up by `arrive`.
+        let Some(((scope_idx, ordinal), credential)) = known.zip(req.credential.as_deref()) else {
             let message = if req.credential.is_none() {
                 "No API key provided: send `Authorization: Bearer KEY`."
             } else {
                 "Incorrect API key provided."
             };
-            return (
+            return decided(
+                seq,
                 reject_ms,
                 self.error(
                     401,
@@ -673,7 +686,7 @@ impl ProviderModel {
                         "invalid_request_error",
                         Cow::Borrowed("model_not_found"),
                     );
-                    return (reject_ms, answer);
+                    return decided(seq, reject_ms, answer);
                 }
             }
         } else {
@@ -717,16 +730,16 @@ impl ProviderModel {
                 {
                     signals.should_retry = Some(retry);
                 }
-                return (reject_ms, answer);
+                return decided(seq, reject_ms, answer);
             }
             Some(Injection::Connection {
                 fault: ConnectionFault::DropBeforeCommit,
                 ..
-            }) => return (reject_ms, Answer::Drop { committed: false }),
+            }) => return decided(seq, reject_ms, Answer::Drop { committed: false }),
             Some(Injection::Connection {
                 fault: ConnectionFault::Hang,
                 ..
-            }) => return (0, Answer::Hang { committed: false }),
+            }) => return decided(seq, 0, Answer::Hang { committed: false }),
             Some(Injection::Connection {
                 fault,
                 after_chunks,
@@ -756,7 +769,7 @@ impl ProviderModel {
                         "invalid_request_error",
                         Cow::Borrowed("context_length_exceeded"),
                     );
-                    return (reject_ms, answer);
+                    return decided(seq, reject_ms, answer);
                 }
             }
         }
@@ -800,7 +813,7 @@ impl ProviderModel {
                 wait,
                 (message, kind, Cow::Borrowed(code)),
             );
-            return (reject_ms, answer);
+            return decided(seq, reject_ms, answer);
         }
         self.scope_stats[scope_idx].admitted += 1;
         let mut holding = Holding {
@@ -894,7 +907,7 @@ impl ProviderModel {
                 _ => Answer::Drop { committed },
             };
         }
-        (latency_ms, answer)
+        decided(seq, latency_ms, answer)
     }
 
     /// Stripe's answers to an `Idempotency-Key` that cannot be honoured, for records and
@@ -1353,6 +1366,16 @@ fn cut(s: &str, max: usize) -> &str {
         end -= 1;
     }
     &s[..end]
+}
+
+/// What `decide` returns: built where it is returned, so the answer (some 400 bytes) is
+/// written in place instead of moved from a tuple into a `Decision`.
+fn decided(seq: u64, latency_ms: u64, answer: Answer) -> Decision {
+    Decision {
+        seq,
+        latency_ms,
+        answer,
+    }
 }
 
 fn respond(status: u16, signals: Signals, body: Value) -> Answer {
