@@ -100,9 +100,9 @@ pub(crate) struct Groups {
 }
 
 /// Where a logical request's figures go: its tallies by class, tenant and priority, by
-/// position ([`Groups::key`]), so an attempt's figures are added without comparing names.
-/// A driver makes it once per request and hands it back with each attempt (see
-/// `SentBy::group`).
+/// position, so an attempt's figures are added without comparing names. A driver makes it
+/// once per request ([`super::Measurement::group_key`]) and hands it back with each
+/// attempt ([`super::SentBy::group`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GroupKey {
     class: u32,
