@@ -12,6 +12,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use slab::Slab;
+
 use super::state::{held_less, TaskState};
 use crate::id_hash::IdHash;
 
@@ -29,10 +31,9 @@ pub(super) struct Tasks {
     /// Slot by task name, per tenant id (dense, as `Lanes` interns them). Only looked up,
     /// never iterated, so no hash order can reach an output.
     by_name: Vec<HashMap<Arc<str>, TaskSlot, IdHash>>,
-    /// Each slot's task (its tenant and name, to forget it by) and state; `None` is free.
-    slots: Vec<Option<(u32, Arc<str>, TaskState)>>,
-    /// Free slots, reused first.
-    free: Vec<TaskSlot>,
+    /// Each slot's task (its tenant and name, to forget it by) and state; a freed slot is
+    /// reused first.
+    slots: Slab<(u32, Arc<str>, TaskState)>,
 }
 
 impl Tasks {
@@ -55,33 +56,23 @@ impl Tasks {
             self.by_name.resize_with(t + 1, HashMap::default);
         }
         if let Some(&slot) = self.by_name[t].get(&**name) {
-            if let Some((.., state)) = &mut self.slots[slot as usize] {
+            if let Some((.., state)) = self.slots.get_mut(slot as usize) {
                 // Bounded by the live actions, which memory bounds long before 2^32.
                 state.live += 1;
             }
             return slot;
         }
         // The job's own name, shared: no copy per task.
-        let task = Some((
-            tenant,
-            Arc::clone(name),
-            TaskState {
-                live: 1,
-                retries: 0,
-            },
-        ));
-        let slot = match self.free.pop() {
-            Some(slot) => {
-                debug_assert!(self.slots[slot as usize].is_none(), "a free slot is empty");
-                self.slots[slot as usize] = task;
-                slot
-            }
-            None => {
-                let slot = u32::try_from(self.slots.len()).expect("fewer than 2^32 live tasks");
-                self.slots.push(task);
-                slot
-            }
+        let state = TaskState {
+            live: 1,
+            retries: 0,
         };
+        let slot = self.slots.insert((tenant, Arc::clone(name), state));
+        // NO_TASK (u32::MAX) is never a live slot: memory bounds the tasks long before.
+        let slot = TaskSlot::try_from(slot)
+            .ok()
+            .filter(|&s| s != NO_TASK)
+            .expect("fewer than 2^32 - 1 live tasks");
         self.by_name[t].insert(Arc::clone(name), slot);
         slot
     }
@@ -98,15 +89,14 @@ impl Tasks {
 
     /// Retries the task in `slot` has used (0 for a slot not live).
     pub fn retries(&self, slot: TaskSlot) -> u32 {
-        match self.slots.get(slot as usize) {
-            Some(Some((.., state))) => state.retries,
-            _ => 0,
-        }
+        self.slots
+            .get(slot as usize)
+            .map_or(0, |(.., state)| state.retries)
     }
 
     /// Counts one retry against the task in `slot`.
     pub fn add_retry(&mut self, slot: TaskSlot) {
-        if let Some(Some((.., state))) = self.slots.get_mut(slot as usize) {
+        if let Some((.., state)) = self.slots.get_mut(slot as usize) {
             state.retries = state.retries.saturating_add(1);
         }
     }
@@ -116,7 +106,7 @@ impl Tasks {
         if slot == NO_TASK {
             return;
         }
-        let Some(Some((tenant, name, state))) = self.slots.get_mut(slot as usize) else {
+        let Some((.., state)) = self.slots.get_mut(slot as usize) else {
             debug_assert!(false, "an action left task slot {slot}, which is not live");
             return;
         };
@@ -124,10 +114,8 @@ impl Tasks {
         if state.live > 0 {
             return;
         }
-        let (tenant, name) = (*tenant as usize, Arc::clone(name));
-        self.by_name[tenant].remove(&name);
-        self.slots[slot as usize] = None;
-        self.free.push(slot);
+        let (tenant, name, _) = self.slots.remove(slot as usize);
+        self.by_name[tenant as usize].remove(&name);
     }
 }
 

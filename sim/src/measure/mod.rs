@@ -80,10 +80,10 @@ pub struct Measurement {
     bucket_queue_wait: (BucketQuantiles, Vec<(usize, u64, u64)>),
     /// Requests arrived and not yet sent, over time.
     backlog: Backlog,
-    /// `METHOD /template` of the journal's routes seen so far, as `(method, route, key,
-    /// position of the key's tally in the route grouping)`: made once per route, not per
-    /// attempt.
-    route_keys: Vec<(String, String, String, u32)>,
+    /// The journal's routes seen so far, as `(method, route template, position of the
+    /// tally of `METHOD /template` in the route grouping)`: the key is made and interned
+    /// once per route, not per attempt.
+    route_keys: Vec<(String, String, u32)>,
     /// The route grouping's position of each action route's tally
     /// ([`action_route`], by `Route` as [`route_slot`] numbers them), once seen.
     action_routes: [Option<u32>; 3],
@@ -708,14 +708,13 @@ impl Measurement {
 
     /// Every figure an attempt moves, from the provider's journal entry alone: which logical
     /// request it belongs to and which attempt of it, as the provider decided. `by` says
-    /// who the harness submitted it for (its tenant, class and priority (tenants.csv, the outcome
-    /// tables; the priority as noted at arrival, [`Measurement::on_arrival`]). The
+    /// who the harness submitted it for: its tenant, class and priority (tenants.csv, the
+    /// outcome tables), and the key of its groups when the driver keeps one. The
     /// harness's numbering is not passed in, and the entry comes as a [`Decided`], which has
     /// no field for the client's claimed headers, so no figure can read them.
     /// `client_done_ms` ends a hang.
     fn observe_journal(&mut self, e: &Decided<'_>, client_done_ms: Option<u64>, by: &SentBy<'_>) {
-        let route = self.route_key(e.method, e.route);
-        let route = self.route_keys[route].3;
+        let route = self.route_tally(e.method, e.route);
         let key = match by.group {
             Some(key) => key,
             None => self.groups.key(by.class, by.tenant, by.priority),
@@ -790,22 +789,20 @@ impl Measurement {
         self.tenant_row(e.at_ms, by.tenant).attempts += 1;
     }
 
-    /// The index in `route_keys` of `METHOD /template` for a journal route, made once.
-    fn route_key(&mut self, method: &str, route: &str) -> usize {
-        match self
+    /// The route grouping's position of `METHOD /template` for a journal route (its key
+    /// made and interned at the route's first sight).
+    fn route_tally(&mut self, method: &str, route: &str) -> u32 {
+        if let Some(&(.., at)) = self
             .route_keys
             .iter()
-            .position(|(m, r, ..)| m == method && r == route)
+            .find(|(m, r, _)| m == method && r == route)
         {
-            Some(i) => i,
-            None => {
-                let key = format!("{method} {route}");
-                let at = self.groups.route(&key);
-                self.route_keys
-                    .push((method.to_string(), route.to_string(), key, at));
-                self.route_keys.len() - 1
-            }
+            return at;
         }
+        let at = self.groups.route(&format!("{method} {route}"));
+        self.route_keys
+            .push((method.to_string(), route.to_string(), at));
+        at
     }
 
     /// Writes the per-bucket percentiles and the backlog into the rows the run made (never
