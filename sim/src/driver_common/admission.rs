@@ -75,12 +75,14 @@ impl Admission {
     ) -> u64 {
         let mut admitted = 0;
         loop {
-            let arrival = match self.held.take() {
-                Some((arrival, retry_at)) if retry_at <= now && accepting => arrival,
-                Some(waiting) => {
-                    self.held = Some(waiting);
-                    break;
-                }
+            // The held offer is looked at in place: taking it out to put it back moved a
+            // whole job twice at every turn of the loop while it waited.
+            let arrival = match &self.held {
+                Some((_, retry_at)) if *retry_at <= now && accepting => match self.held.take() {
+                    Some((arrival, _)) => arrival,
+                    None => unreachable!("an offer is held"),
+                },
+                Some(_) => break,
                 None if accepting && self.arrivals.peek_time().is_some_and(|t| t <= now) => {
                     match self.arrivals.next() {
                         Some(a) if self.restored.contains(&a.job.id) => continue,
