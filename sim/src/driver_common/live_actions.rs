@@ -103,15 +103,17 @@ impl LiveActions {
         }
     }
 
-    /// The provider request for `send` at `now` (ms), measuring the action's first dispatch
-    /// and the tokens reserved. Errs (with the message) when the core sent for an action the
-    /// driver does not track, which would be a bug in the core or the driver.
+    /// Writes the provider request for `send` at `now` (ms) into `request` (the previous
+    /// attempt's, reused: see `translate::fill_request`), measuring the action's first
+    /// dispatch and the tokens reserved. Errs (with the message) when the core sent for an
+    /// action the driver does not track, which would be a bug in the core or the driver.
     pub fn dispatch(
         &mut self,
         send: &SendAttempt,
         now: Millis,
         measure: &mut Measurement,
-    ) -> Result<Request, String> {
+        request: &mut Request,
+    ) -> Result<(), String> {
         // The core sends only for actions it admitted, which are all live here.
         let Some(action) = self.by_id.get_mut(&send.job) else {
             return Err(format!("the core sent for unknown action {}", send.job));
@@ -145,14 +147,14 @@ impl LiveActions {
         measure.on_reserved(group, facts.route, send.reserved_tokens);
         let keyed = send.idempotency_key.is_some();
         action.case.sent(send.attempt_no, &send.kind, keyed, now);
-        let mut request = translate::request(send, &action.facts);
+        translate::fill_request(request, send, &action.facts);
         if self.silent {
             request.tenant = None;
             request.class = None;
             request.action = None;
             request.attempt_no = None;
         }
-        Ok(request)
+        Ok(())
     }
 
     /// The client heard `outcome` of attempt `attempt_no` of action `id` at `now` (ms): noted

@@ -73,9 +73,15 @@ impl ActionFacts {
     }
 }
 
-/// The provider request for one attempt, with `x-stampede-*` attribution.
-pub fn request(send: &SendAttempt, facts: &ActionFacts) -> Request {
-    let route = match &send.kind {
+/// Writes the provider request for one attempt, with `x-stampede-*` attribution, into
+/// `request` (the previous attempt's),
+/// field by field: a shared name (credential, key, class, tenant) that is the one already
+/// there is kept, not cloned again. A clone of an `Arc` is an atomic increment and its drop
+/// an atomic decrement; building a fresh request per attempt made eight of them, the
+/// costliest instructions on the loop's hot path.
+pub fn fill_request(request: &mut Request, send: &SendAttempt, facts: &ActionFacts) {
+    let action = matches!(send.kind, SendKind::Action);
+    request.route = match &send.kind {
         SendKind::Action => match send.route {
             Route::ChatCompletion => RequestRoute::ChatCompletions,
             Route::CreateRecord => RequestRoute::CreateRecord,
@@ -93,42 +99,39 @@ pub fn request(send: &SendAttempt, facts: &ActionFacts) -> Request {
             RequestRoute::GetRecord { id: id.to_string() }
         }
     };
-    let action = matches!(send.kind, SendKind::Action);
     let chat = action && send.route == Route::ChatCompletion;
-    Request {
-        route,
-        credential: Some(send.credential.clone()),
-        idempotency_key: if action {
-            send.idempotency_key.clone()
-        } else {
-            None
-        },
-        body_hash: if action { facts.payload_hash } else { 0 },
-        external_ref: if action {
-            facts.external_ref.clone()
-        } else {
-            None
-        },
-        // A degradation rung's cut, when one trimmed the attempt.
-        prompt_tokens: match (chat, send.trimmed) {
-            (false, _) => 0,
-            (true, Some((prompt, _))) => prompt,
-            (true, None) => facts.prompt_tokens,
-        },
-        max_tokens: match (chat, send.trimmed) {
-            (false, _) => 0,
-            (true, Some((_, output))) => output,
-            (true, None) => facts.max_output_tokens,
-        },
-        stream: chat && facts.stream,
-        // Our client asks for the usage chunk of a stream (it reconciles reservations).
-        stream_usage: chat && facts.stream,
-        class: Some(facts.class.clone()),
-        tenant: Some(facts.tenant.clone()),
-        action: Some(send.job),
-        attempt_no: Some(send.attempt_no),
-        sdk_retry_count: None,
-        model: send.model.clone(),
+    keep_shared(&mut request.credential, Some(&send.credential));
+    keep_shared(
+        &mut request.idempotency_key,
+        send.idempotency_key.as_ref().filter(|_| action),
+    );
+    request.body_hash = if action { facts.payload_hash } else { 0 };
+    request
+        .external_ref
+        .clone_from(if action { &facts.external_ref } else { &None });
+    // A degradation rung's cut, when one trimmed the attempt.
+    (request.prompt_tokens, request.max_tokens) = match (chat, send.trimmed) {
+        (false, _) => (0, 0),
+        (true, Some(cut)) => cut,
+        (true, None) => (facts.prompt_tokens, facts.max_output_tokens),
+    };
+    request.stream = chat && facts.stream;
+    // Our client asks for the usage chunk of a stream (it reconciles reservations).
+    request.stream_usage = chat && facts.stream;
+    keep_shared(&mut request.class, Some(&facts.class));
+    keep_shared(&mut request.tenant, Some(&facts.tenant));
+    request.action = Some(send.job);
+    request.attempt_no = Some(send.attempt_no);
+    request.sdk_retry_count = None;
+    request.model.clone_from(&send.model);
+}
+
+/// Sets `slot` to `value`, cloning only when it holds another name (by pointer: the core
+/// and the driver share one `Arc` per name, so the same name is the same pointer).
+fn keep_shared(slot: &mut Option<Arc<str>>, value: Option<&Arc<str>>) {
+    match (slot.as_ref(), value) {
+        (Some(held), Some(new)) if Arc::ptr_eq(held, new) => {}
+        _ => *slot = value.cloned(),
     }
 }
 

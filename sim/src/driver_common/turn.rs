@@ -64,7 +64,7 @@ pub trait Wire {
     fn send(
         &mut self,
         send: SendAttempt,
-        request: Request,
+        request: &Request,
         live: &LiveActions,
         measure: &mut Measurement,
         now: Millis,
@@ -91,6 +91,9 @@ pub struct Turn {
     next_cancel: usize,
     /// The scenario's duration (ms): a turn after it does not happen.
     cap: Millis,
+    /// The last attempt's provider request, rewritten in place for the next one (see
+    /// `translate::fill_request`).
+    request: Request,
 }
 
 impl Turn {
@@ -108,6 +111,7 @@ impl Turn {
             cancels: workload::cancellations(scenario),
             next_cancel: 0,
             cap: scenario.duration_ms,
+            request: Request::default(),
         }
     }
 
@@ -187,9 +191,9 @@ impl Turn {
                     if wire.dies_before(&send) {
                         return Ok(Flow::Dies);
                     }
-                    let request = self
-                        .live
-                        .dispatch(&send, now, &mut self.measure)
+                    let request = &mut self.request;
+                    self.live
+                        .dispatch(&send, now, &mut self.measure, request)
                         .map_err(Untracked)?;
                     if wire.send(send, request, &self.live, &mut self.measure, now)? == Flow::Dies {
                         return Ok(Flow::Dies);

@@ -416,13 +416,13 @@ impl Wire for HttpWire {
     fn send(
         &mut self,
         send: SendAttempt,
-        request: Request,
+        request: &Request,
         live: &LiveActions,
         _measure: &mut Measurement,
         _now: Millis,
     ) -> Result<Flow, LiveError> {
         // Rendered once: the bytes go on the wire and their hash names the journal entry.
-        let body = super::body::render(&request).map(bytes::Bytes::from);
+        let body = super::body::render(request).map(bytes::Bytes::from);
         let sent_as = match live.get(send.job) {
             Some(a) => (
                 Arc::clone(&a.facts.tenant),
@@ -434,10 +434,10 @@ impl Wire for HttpWire {
         };
         let (tenant, class, priority, group) = sent_as;
         self.sent
-            .entry(journal_key(&request, body.as_deref()))
+            .entry(journal_key(request, body.as_deref()))
             .or_default()
             .push_back((send.job, send.attempt_no, tenant, class, priority, group));
-        let http = http_request_with(&self.base, &request, body).map_err(LiveError::Provider)?;
+        let http = http_request_with(&self.base, request, body).map_err(LiveError::Provider)?;
         let hidden = (self.hidden_retries > 0)
             .then(|| (self.base.clone(), request.clone(), self.hidden_retries));
         self.outgoing.push((send, http, request.stream, hidden));

@@ -180,17 +180,19 @@ impl Wire for ModelWire<'_> {
     fn send(
         &mut self,
         send: SendAttempt,
-        request: Request,
+        request: &Request,
         live: &LiveActions,
         measure: &mut Measurement,
         now: Millis,
     ) -> Result<Flow, DriverError> {
-        let landed = self.land(&send, &request, live, measure, now)?;
+        let landed = self.land(&send, request, live, measure, now)?;
         let global = self.crashes.global(send.attempt);
         let dies = self.crashes.after_send(&send, global);
         let left = self.hidden_retries;
         if resends(&landed, left) {
-            self.queue_resend(global, landed, Box::new(send), Box::new(request), left, now);
+            // Kept for the re-send: the only attempts whose request outlives the send.
+            let request = Box::new(request.clone());
+            self.queue_resend(global, landed, Box::new(send), request, left, now);
         } else {
             self.queue_answer(global, landed, (send.job, send.attempt_no), now);
         }
