@@ -24,8 +24,8 @@ use crate::time::Millis;
 
 /// What one lane's head came to.
 enum LaneTurn {
-    /// A send (or a terminal) is ready for the driver.
-    Command(Command),
+    /// A send (or a terminal, then its followers' terminals) went to the outbox.
+    Queued,
     /// The head cannot go now (rate or scope concurrency); try other lanes.
     Blocked,
     /// The lane has nothing valid left.
@@ -44,16 +44,29 @@ impl<L: Ledger> Scheduler<L> {
             return Some(command);
         }
         self.rate_wakeup = None;
-        let command = self.dispatch(now);
+        // A dispatched command waits in the outbox (built there once) rather than riding
+        // back through each frame: a send is 160 bytes, and holding even a `None` across
+        // the prune below copied it.
+        let queued = self.dispatch(now);
         self.prune_timers();
-        command
+        if queued {
+            self.outbox.pop_front()
+        } else {
+            None
+        }
     }
 
-    fn dispatch(&mut self, now: Millis) -> Option<Command> {
+    /// Serves the lanes at `now` until one head goes out; `true` when its command (a send,
+    /// or a terminal and its followers') is in the outbox, which was empty.
+    fn dispatch(&mut self, now: Millis) -> bool {
+        debug_assert!(
+            self.outbox.is_empty(),
+            "dispatch only once the outbox is drained"
+        );
         if self.slots_used >= self.policy.workers && !self.cached_active() {
             // Nothing can be sent before an outcome frees a slot (and no cached answer
             // is due, which would take none).
-            return None;
+            return false;
         }
         for rank in 0..PRIORITIES {
             let Some(start) = self.lanes.first(rank) else {
@@ -66,9 +79,9 @@ impl<L: Ledger> Scheduler<L> {
             let mut left = self.lanes.ready_lanes(rank);
             loop {
                 match self.lane_turn(lane, rank, paused, now) {
-                    LaneTurn::Command(command) => {
+                    LaneTurn::Queued => {
                         self.lanes.served(rank, lane);
-                        return Some(command);
+                        return true;
                     }
                     LaneTurn::Blocked | LaneTurn::Empty => {}
                 }
@@ -79,7 +92,7 @@ impl<L: Ledger> Scheduler<L> {
                 }
             }
         }
-        None
+        false
     }
 
     /// Serves the head of one lane: skips stale entries, fails heads past their deadline or
@@ -107,7 +120,7 @@ impl<L: Ledger> Scheduler<L> {
                 self.lanes.pop(lane, rank);
                 let status = self.give_up_status(id);
                 let reason = Reason::DeadlineExceeded;
-                return LaneTurn::Command(self.finish_now(id, status, reason, now));
+                return self.finish_queued(id, status, reason, now);
             }
             if paused {
                 if let Some(deadline) = job.entry.job.deadline {
@@ -126,7 +139,7 @@ impl<L: Ledger> Scheduler<L> {
                             rung: RungKind::Cached,
                         };
                         let status = TerminalStatus::Completed;
-                        return LaneTurn::Command(self.finish_now(id, status, reason, now));
+                        return self.finish_queued(id, status, reason, now);
                     }
                     Ladder::Send(shaped) => shape = shaped,
                 }
@@ -144,12 +157,7 @@ impl<L: Ledger> Scheduler<L> {
             if let Some(fingerprint) = self.open_breaker_path(id, now) {
                 self.lanes.pop(lane, rank);
                 let reason = Reason::CircuitOpen { fingerprint };
-                return LaneTurn::Command(self.finish_now(
-                    id,
-                    TerminalStatus::Escalated,
-                    reason,
-                    now,
-                ));
+                return self.finish_queued(id, TerminalStatus::Escalated, reason, now);
             }
             if self.slots_used >= self.policy.workers {
                 return LaneTurn::Blocked;
@@ -174,7 +182,7 @@ impl<L: Ledger> Scheduler<L> {
                         self.lanes.pop(lane, rank);
                         let status = self.give_up_status(id);
                         let reason = Reason::DeadlineExceeded;
-                        return LaneTurn::Command(self.finish_now(id, status, reason, now));
+                        return self.finish_queued(id, status, reason, now);
                     }
                     self.rate_wakeup = Some(self.rate_wakeup.map_or(at, |w| w.min(at)));
                     return LaneTurn::Blocked;
@@ -188,30 +196,43 @@ impl<L: Ledger> Scheduler<L> {
                         needed: tokens,
                     };
                     let status = TerminalStatus::Escalated;
-                    return LaneTurn::Command(self.finish_now(id, status, reason, now));
+                    return self.finish_queued(id, status, reason, now);
                 }
                 Ok(()) => {
                     self.lanes.pop(lane, rank);
                     // Rate capacity is held: only now take the concurrency slot.
-                    match self.launch(id, tokens, shape, now) {
-                        Some(command) => return LaneTurn::Command(command),
-                        None => continue,
+                    if self.launch(id, tokens, shape, now) {
+                        return LaneTurn::Queued;
                     }
+                    continue;
                 }
             }
         }
     }
 
-    /// Takes a slot and hands the send to the driver, after persisting the attempt and
-    /// recording `action_sent`. `None` when the ledger refused the write: the reservation
-    /// is given back and the action retries the write after one backoff base.
+    /// Ends a lane's head at once: its terminal (then its followers') goes to the outbox.
+    fn finish_queued(
+        &mut self,
+        id: JobId,
+        status: TerminalStatus,
+        reason: Reason,
+        now: Millis,
+    ) -> LaneTurn {
+        self.finish(id, status, reason, now);
+        debug_assert!(!self.outbox.is_empty(), "finish queued a command");
+        LaneTurn::Queued
+    }
+
+    /// Takes a slot and puts the send in the outbox for the driver, after persisting the
+    /// attempt and recording `action_sent`. `false` when the ledger refused the write: the
+    /// reservation is given back and the action retries the write after one backoff base.
     fn launch(
         &mut self,
         id: JobId,
         tokens: u64,
         shape: Option<Box<state::Shape>>,
         now: Millis,
-    ) -> Option<Command> {
+    ) -> bool {
         let attempt = self.next_attempt;
         let job = self.jobs.get_mut(&id).expect("launch of a live action");
         let lookup = match &job.next_send {
@@ -236,7 +257,7 @@ impl<L: Ledger> Scheduler<L> {
                 AuditDetail::Text(format!("ledger write failed ({e}); held back {base}ms"))
             });
             self.delay_until(id, now.saturating_add(base));
-            return None;
+            return false;
         }
         // Attempt ids are unique within a scheduler's life: one per send, never reused.
         debug_assert!(!self.in_flight.contains_key(&attempt));
@@ -365,7 +386,8 @@ impl<L: Ledger> Scheduler<L> {
                 reserved_tokens: send.reserved_tokens,
             }
         });
-        Some(Command::Send(send))
+        self.outbox.push_back(Command::Send(send));
+        true
     }
 }
 

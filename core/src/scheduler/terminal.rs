@@ -25,20 +25,6 @@ impl<L: Ledger> Scheduler<L> {
         }
     }
 
-    /// Ends an action and returns its `Finish` command directly (the outbox was empty).
-    pub(super) fn finish_now(
-        &mut self,
-        id: JobId,
-        status: TerminalStatus,
-        reason: Reason,
-        now: Millis,
-    ) -> Command {
-        let before = self.outbox.len();
-        self.finish(id, status, reason, now);
-        debug_assert!(self.outbox.len() > before);
-        self.outbox.remove(before).expect("finish queued a command")
-    }
-
     /// Ends an action: its `Finish` (then its coalesced followers') goes to the outbox.
     pub(super) fn finish(
         &mut self,
