@@ -517,7 +517,11 @@ impl ProviderModel {
             );
         entry.status = answer.status();
         let outcome = answer.usual_outcome();
-        entry.outcome = answer.label();
+        // The label from the slot just found: `label` would look the slot up again.
+        entry.outcome = match outcome {
+            Some(i) => Cow::Borrowed(USUAL_OUTCOMES[i]),
+            None => answer.label(),
+        };
         entry.error_code = match answer {
             Answer::Respond {
                 error: Some(error), ..
