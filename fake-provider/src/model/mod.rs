@@ -700,19 +700,24 @@ impl ProviderModel {
         // 3. The fault schedule.
         // Scripted sequences count attempts of the logical request the provider identified
         // (a look-up counts with the write it asks about), never the client's own claim.
-        let facts = AttemptFacts {
-            now,
-            route: req.route.name(),
-            credential,
-            scope: &scope_id,
-            class: req.class.as_deref(),
-            tenant: req.tenant.as_deref(),
-            logical: entry.logical,
-            key: req.idempotency_key.as_deref(),
-            external_ref: req.external_ref.as_deref(),
-            body_hash: req.body_hash,
+        // With no rules nothing is picked: the facts are not gathered.
+        let injection = if self.faults.is_empty() {
+            None
+        } else {
+            let facts = AttemptFacts {
+                now,
+                route: req.route.name(),
+                credential,
+                scope: &scope_id,
+                class: req.class.as_deref(),
+                tenant: req.tenant.as_deref(),
+                logical: entry.logical,
+                key: req.idempotency_key.as_deref(),
+                external_ref: req.external_ref.as_deref(),
+                body_hash: req.body_hash,
+            };
+            self.faults.pick(&facts)
         };
-        let injection = self.faults.pick(&facts);
         let mut late_fault = None;
         match injection {
             Some(Injection::Status {
