@@ -151,6 +151,19 @@ impl JournalBuffer {
         self.entries.push_back(entry);
     }
 
+    /// Appends as [`JournalBuffer::push`] does and lends the entry back, for the model to
+    /// fill in where it stays: an entry built whole and then pushed was moved (456 bytes a
+    /// time) into `push`, into the deque's own `push_back` and into its slot.
+    pub(crate) fn push_mut(&mut self, entry: JournalEntry) -> &mut JournalEntry {
+        if self.entries.len() == self.capacity {
+            self.entries.pop_front();
+            self.lost += 1;
+        }
+        let at = self.entries.len();
+        self.entries.push_back(entry);
+        &mut self.entries[at]
+    }
+
     /// Takes everything buffered.
     pub fn drain(&mut self) -> Vec<JournalEntry> {
         self.entries.drain(..).collect()

@@ -446,7 +446,10 @@ impl ProviderModel {
             && req
                 .attempt_no
                 .is_some_and(|claimed| (claimed <= 1) != (who.ordinal == 1));
-        let mut entry = JournalEntry {
+        // The entry is written into the journal now and filled in where it stays: the buffer
+        // is lent out while the attempt is decided (the model reads no journal meanwhile).
+        let mut journal = std::mem::replace(&mut self.journal, JournalBuffer::new(1));
+        let entry = journal.push_mut(JournalEntry {
             seq,
             at_ms: now,
             done_ms: 0,
@@ -487,11 +490,11 @@ impl ProviderModel {
             model: None,
             billed_micro_usd: 0,
             limit: None,
-        };
+        });
         self.told_until = None;
         let known = known.map(|k| (k.scope, k.ordinal));
         // Returned as it is, so its answer is written once, where the caller wants it.
-        let decision = self.decide(req, now, seq, known, &mut entry);
+        let decision = self.decide(req, now, seq, known, entry);
         let (latency_ms, answer) = (decision.latency_ms, &decision.answer);
         if let Some((leaves, until)) = self.told_until.take() {
             if who.ordinal > 0 {
@@ -534,8 +537,8 @@ impl ProviderModel {
         } else {
             now + latency_ms
         };
-        self.count(&entry, outcome);
-        self.journal.push(entry);
+        self.count(entry, outcome);
+        self.journal = journal;
         decision
     }
 
