@@ -448,7 +448,7 @@ impl ProviderModel {
                 .is_some_and(|claimed| (claimed <= 1) != (who.ordinal == 1));
         // The entry is written into the journal now and filled in where it stays: the buffer
         // is lent out while the attempt is decided (the model reads no journal meanwhile).
-        let mut journal = std::mem::replace(&mut self.journal, JournalBuffer::new(1));
+        let mut journal = self.journal.lend();
         let entry = journal.push_mut(JournalEntry {
             seq,
             at_ms: now,
@@ -538,7 +538,7 @@ impl ProviderModel {
             now + latency_ms
         };
         self.count(entry, outcome);
-        self.journal = journal;
+        self.journal.restore(journal);
         decision
     }
 
