@@ -78,6 +78,12 @@ pub(crate) struct FaultSchedule {
 }
 
 impl FaultSchedule {
+    /// Whether the schedule has no rules: then no attempt is picked, and the model need not
+    /// gather an attempt's facts (most runs inject no faults).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
     pub(crate) fn new(rules: &[FaultRule], rng: ChaCha8Rng) -> Self {
         FaultSchedule {
             rules: rules

@@ -4,7 +4,7 @@
 //! (`time_scale`). Emitted durations are divided by the emit scale (rounded up, so a client
 //! that honours them never arrives early) and HTTP-dates are computed from the wall epoch.
 
-use super::limits::ScopeState;
+use super::limits::{ScopeState, DAY_MS, MINUTE_MS};
 use crate::config::RetryAfterFormat;
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, UNIX_EPOCH};
@@ -59,16 +59,29 @@ impl ClientClock {
     /// A scope's rate-limit figures at `now`, in client time (see [`RateFigures`]).
     pub(crate) fn rate_limit(&self, scope: &ScopeState, now: u64) -> RateFigures {
         let l = &scope.limits;
-        let minute_reset = self.client_ms(scope.minute.reset_at().saturating_sub(now));
-        let day_reset = self.client_ms(scope.day.reset_at().saturating_sub(now));
-        let minute_w = self.client_ms(60_000).div_ceil(1_000);
-        let day_w = self.client_ms(86_400_000).div_ceil(1_000);
-        let window = |limit: Option<u64>, used: u64, w: u64, reset_ms: u64| {
+        let minute_left = scope.minute.reset_at().saturating_sub(now);
+        let day_left = scope.day.reset_at().saturating_sub(now);
+        // At scale 1 (the simulator's, on every attempt) client time is model time: one test
+        // instead of four conversions, and the windows' lengths are constants.
+        let (minute_reset, day_reset, minute_w, day_w) = if self.scale == 1.0 {
+            (minute_left, day_left, MINUTE_MS / 1_000, DAY_MS / 1_000)
+        } else {
+            (
+                self.client_ms(minute_left),
+                self.client_ms(day_left),
+                self.client_ms(MINUTE_MS).div_ceil(1_000),
+                self.client_ms(DAY_MS).div_ceil(1_000),
+            )
+        };
+        // Seconds to each reset, rounded up: once per window, shared by its two limits.
+        let minute_reset_s = minute_reset.div_ceil(1_000);
+        let day_reset_s = day_reset.div_ceil(1_000);
+        let window = |limit: Option<u64>, used: u64, w: u64, reset_s: u64| {
             limit.map(|q| WindowFigures {
                 quota: q,
                 remaining: q.saturating_sub(used),
                 window_s: w,
-                reset_s: reset_ms.div_ceil(1_000),
+                reset_s,
             })
         };
         // OpenAI's headers describe the per-minute limits, or the daily ones when only those
@@ -88,10 +101,10 @@ impl ClientClock {
                 .map(|q| figures(q, scope.minute.tokens, minute_reset))
                 .or(l.tpd.map(|q| figures(q, scope.day.tokens, day_reset))),
             windows: [
-                window(l.rpm, scope.minute.requests, minute_w, minute_reset),
-                window(l.tpm, scope.minute.tokens, minute_w, minute_reset),
-                window(l.rpd, scope.day.requests, day_w, day_reset),
-                window(l.tpd, scope.day.tokens, day_w, day_reset),
+                window(l.rpm, scope.minute.requests, minute_w, minute_reset_s),
+                window(l.tpm, scope.minute.tokens, minute_w, minute_reset_s),
+                window(l.rpd, scope.day.requests, day_w, day_reset_s),
+                window(l.tpd, scope.day.tokens, day_w, day_reset_s),
             ],
         }
     }

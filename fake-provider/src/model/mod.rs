@@ -446,7 +446,10 @@ impl ProviderModel {
             && req
                 .attempt_no
                 .is_some_and(|claimed| (claimed <= 1) != (who.ordinal == 1));
-        let mut entry = JournalEntry {
+        // The entry is written into the journal now and filled in where it stays: the buffer
+        // is lent out while the attempt is decided (the model reads no journal meanwhile).
+        let mut journal = self.journal.lend();
+        let entry = journal.push_mut(JournalEntry {
             seq,
             at_ms: now,
             done_ms: 0,
@@ -487,11 +490,11 @@ impl ProviderModel {
             model: None,
             billed_micro_usd: 0,
             limit: None,
-        };
+        });
         self.told_until = None;
         let known = known.map(|k| (k.scope, k.ordinal));
         // Returned as it is, so its answer is written once, where the caller wants it.
-        let decision = self.decide(req, now, seq, known, &mut entry);
+        let decision = self.decide(req, now, seq, known, entry);
         let (latency_ms, answer) = (decision.latency_ms, &decision.answer);
         if let Some((leaves, until)) = self.told_until.take() {
             if who.ordinal > 0 {
@@ -517,7 +520,11 @@ impl ProviderModel {
             );
         entry.status = answer.status();
         let outcome = answer.usual_outcome();
-        entry.outcome = answer.label();
+        // The label from the slot just found: `label` would look the slot up again.
+        entry.outcome = match outcome {
+            Some(i) => Cow::Borrowed(USUAL_OUTCOMES[i]),
+            None => answer.label(),
+        };
         entry.error_code = match answer {
             Answer::Respond {
                 error: Some(error), ..
@@ -530,8 +537,8 @@ impl ProviderModel {
         } else {
             now + latency_ms
         };
-        self.count(&entry, outcome);
-        self.journal.push(entry);
+        self.count(entry, outcome);
+        self.journal.restore(journal);
         decision
     }
 
@@ -696,19 +703,24 @@ impl ProviderModel {
         // 3. The fault schedule.
         // Scripted sequences count attempts of the logical request the provider identified
         // (a look-up counts with the write it asks about), never the client's own claim.
-        let facts = AttemptFacts {
-            now,
-            route: req.route.name(),
-            credential,
-            scope: &scope_id,
-            class: req.class.as_deref(),
-            tenant: req.tenant.as_deref(),
-            logical: entry.logical,
-            key: req.idempotency_key.as_deref(),
-            external_ref: req.external_ref.as_deref(),
-            body_hash: req.body_hash,
+        // With no rules nothing is picked: the facts are not gathered.
+        let injection = if self.faults.is_empty() {
+            None
+        } else {
+            let facts = AttemptFacts {
+                now,
+                route: req.route.name(),
+                credential,
+                scope: &scope_id,
+                class: req.class.as_deref(),
+                tenant: req.tenant.as_deref(),
+                logical: entry.logical,
+                key: req.idempotency_key.as_deref(),
+                external_ref: req.external_ref.as_deref(),
+                body_hash: req.body_hash,
+            };
+            self.faults.pick(&facts)
         };
-        let injection = self.faults.pick(&facts);
         let mut late_fault = None;
         match injection {
             Some(Injection::Status {
@@ -1274,14 +1286,36 @@ impl ProviderModel {
     ) -> Answer {
         self.tell_retry_after(scope_idx, seq, now, latency, wait);
         self.scope_stats[scope_idx].rate_limited += 1;
-        let mut signals = self.headers(scope_idx, seq, now);
-        signals.retry_after =
-            Some(
-                self.clock
-                    .retry_after(self.config.retry_after_format, seq, now, wait),
-            );
+        let retry_after = self
+            .clock
+            .retry_after(self.config.retry_after_format, seq, now, wait);
         let (message, kind, code) = error;
-        self.error(429, signals, message, kind, code)
+        let body = if self.lean_bodies {
+            Value::Null
+        } else {
+            error_body(&message(), kind, &code)
+        };
+        let scope = &mut self.scopes[scope_idx];
+        scope.refresh(now);
+        // What `error` with `headers` answers, written as one literal where it is returned:
+        // the figures go straight into the answer instead of through a `Signals` moved into
+        // it (some 260 bytes copied on nearly every refusal).
+        Answer::Respond {
+            status: 429,
+            signals: Signals {
+                rate: Some(self.clock.rate_limit(scope, now)),
+                retry_after: Some(retry_after),
+                ..Signals::bare(seq)
+            },
+            body,
+            error: Some(ErrorSignal {
+                kind: Cow::Borrowed(kind),
+                code,
+            }),
+            usage: None,
+            stream_chunks: None,
+            completion_id: None,
+        }
     }
 
     /// An error answer: its OpenAI-shaped body, or `Null` when bodies are lean (then
