@@ -174,9 +174,35 @@ impl JournalBuffer {
     /// dropped: an empty `VecDeque` owns no memory, and dropping it is a call on every
     /// attempt.
     pub(crate) fn restore(&mut self, lent: JournalBuffer) {
-        let stand_in = std::mem::replace(self, lent);
-        debug_assert_eq!(stand_in.entries.capacity(), 0, "the stand-in never grew");
-        std::mem::forget(stand_in);
+        let mut stand_in = std::mem::replace(self, lent);
+        if stand_in.entries.capacity() == 0 {
+            std::mem::forget(stand_in);
+            return;
+        }
+        // Nothing journals while the buffer is lent (the model holds `&mut self` for the
+        // whole attempt); were an entry written to the stand-in, it is kept, not lost.
+        debug_assert!(false, "an entry was journaled while the buffer was lent");
+        self.lost += stand_in.lost;
+        for entry in stand_in.entries.drain(..) {
+            self.push(entry);
+        }
+    }
+
+    /// Hands each buffered entry, oldest first, to `read` where it lies, then forgets it
+    /// (dropped in place: an entry is 456 bytes, and taking it out was a copy per attempt).
+    /// Stops at the first error, which is returned: the entries up to the one that failed
+    /// are forgotten, the rest stay buffered.
+    pub fn drain_with<E>(
+        &mut self,
+        mut read: impl FnMut(&JournalEntry) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut read_so_far = 0;
+        let result = self.entries.iter().try_for_each(|entry| {
+            read_so_far += 1;
+            read(entry)
+        });
+        self.entries.drain(..read_so_far);
+        result
     }
 
     /// Takes everything buffered.

@@ -337,6 +337,16 @@ impl ProviderModel {
         self.journal.pop()
     }
 
+    /// [`ProviderModel::drain_journal`] read in place: each entry not yet drained, oldest
+    /// first, goes to `read` by reference and is then forgotten, with no copy out of the
+    /// buffer. Stops at `read`'s first error, which is returned; entries after it stay.
+    pub fn drain_journal_with<E>(
+        &mut self,
+        read: impl FnMut(&JournalEntry) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.journal.drain_with(read)
+    }
+
     /// Totals so far.
     pub fn stats(&self) -> ProviderStats {
         let mut s = self.stats.clone();

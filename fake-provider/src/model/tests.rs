@@ -93,6 +93,33 @@ fn unknown_or_missing_key_is_401_and_journaled_without_scope() {
 }
 
 #[test]
+fn the_journal_read_in_place_comes_oldest_first_and_an_error_keeps_the_rest() {
+    let mut m = model(config(vec![scope("a")], vec![]));
+    for now in 0..3 {
+        let _ = m.arrive(&chat("a"), now);
+    }
+    let mut seen = Vec::new();
+    let stopped = m.drain_journal_with(|e| {
+        seen.push(e.seq);
+        if seen.len() == 2 {
+            Err("the sink failed")
+        } else {
+            Ok(())
+        }
+    });
+    assert_eq!(stopped, Err("the sink failed"));
+    assert!(
+        seen.windows(2).all(|w| w[0] < w[1]),
+        "oldest first: {seen:?}"
+    );
+    let rest = m.drain_journal();
+    assert_eq!(rest.len(), 1, "the entry after the failed one stays");
+    assert!(rest[0].seq > seen[1]);
+    let read: Result<(), ()> = m.drain_journal_with(|_| panic!("nothing is left to read"));
+    assert_eq!(read, Ok(()));
+}
+
+#[test]
 fn completion_reports_usage_within_max_tokens_and_commits() {
     let mut m = model(config(vec![scope("a")], vec![]));
     let d = m.arrive(&chat("a"), 0);

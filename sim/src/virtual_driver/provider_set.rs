@@ -109,4 +109,14 @@ impl ProviderSet {
     pub fn next_journal(&mut self, ix: ProviderIx) -> Option<JournalEntry> {
         self.models[usize::from(ix)].next_journal()
     }
+
+    /// Provider `ix`'s journal entries not yet read, each handed to `read` in place (see
+    /// `ProviderModel::drain_journal_with`).
+    pub fn drain_journal_with<E>(
+        &mut self,
+        ix: ProviderIx,
+        read: impl FnMut(&JournalEntry) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.models[usize::from(ix)].drain_journal_with(read)
+    }
 }

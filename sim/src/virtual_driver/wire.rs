@@ -86,12 +86,14 @@ impl<'a> ModelWire<'a> {
             action: send.job,
             attempt_no: send.attempt_no,
         };
-        while let Some(entry) = self.providers.next_journal(provider) {
-            self.crashes.on_journal(&entry);
-            measure.on_journal(&entry, Some(now + after), &by);
-            attempts::write(self.sink, &entry, Some(now + after), by.tenant, numbering)
-                .map_err(DriverError::Output)?;
-        }
+        let (crashes, sink) = (&mut self.crashes, &mut self.sink);
+        self.providers
+            .drain_journal_with(provider, |entry| {
+                crashes.on_journal(entry);
+                measure.on_journal(entry, Some(now + after), &by);
+                attempts::write(*sink, entry, Some(now + after), by.tenant, numbering)
+            })
+            .map_err(DriverError::Output)?;
         Ok(Landed {
             provider,
             seq,
