@@ -1300,32 +1300,18 @@ impl ProviderModel {
             .clock
             .retry_after(self.config.retry_after_format, seq, now, wait);
         let (message, kind, code) = error;
-        let body = if self.lean_bodies {
-            Value::Null
-        } else {
-            error_body(&message(), kind, &code)
-        };
+        let body = self.body_for_error(message, kind, &code);
         let scope = &mut self.scopes[scope_idx];
         scope.refresh(now);
-        // What `error` with `headers` answers, written as one literal where it is returned:
-        // the figures go straight into the answer instead of through a `Signals` moved into
-        // it (some 260 bytes copied on nearly every refusal).
-        Answer::Respond {
-            status: 429,
-            signals: Signals {
-                rate: Some(self.clock.rate_limit(scope, now)),
-                retry_after: Some(retry_after),
-                ..Signals::bare(seq)
-            },
-            body,
-            error: Some(ErrorSignal {
-                kind: Cow::Borrowed(kind),
-                code,
-            }),
-            usage: None,
-            stream_chunks: None,
-            completion_id: None,
-        }
+        // The figures go straight into the answer, built where it is returned, instead of
+        // through a `Signals` moved into `error` (some 260 bytes copied on nearly every
+        // refusal).
+        let signals = Signals {
+            rate: Some(self.clock.rate_limit(scope, now)),
+            retry_after: Some(retry_after),
+            ..Signals::bare(seq)
+        };
+        error_answer(429, signals, body, kind, code)
     }
 
     /// An error answer: its OpenAI-shaped body, or `Null` when bodies are lean (then
@@ -1338,22 +1324,22 @@ impl ProviderModel {
         kind: &'static str,
         code: Cow<'static, str>,
     ) -> Answer {
-        let body = if self.lean_bodies {
+        let body = self.body_for_error(message, kind, &code);
+        error_answer(status, signals, body, kind, code)
+    }
+
+    /// An error's OpenAI-shaped body, or `Null` when bodies are lean (`message` is then
+    /// never written).
+    fn body_for_error(
+        &self,
+        message: impl FnOnce() -> String,
+        kind: &'static str,
+        code: &str,
+    ) -> Value {
+        if self.lean_bodies {
             Value::Null
         } else {
-            error_body(&message(), kind, &code)
-        };
-        Answer::Respond {
-            status,
-            signals,
-            body,
-            error: Some(ErrorSignal {
-                kind: Cow::Borrowed(kind),
-                code,
-            }),
-            usage: None,
-            stream_chunks: None,
-            completion_id: None,
+            error_body(&message(), kind, code)
         }
     }
 
@@ -1410,6 +1396,30 @@ fn cut(s: &str, max: usize) -> &str {
         end -= 1;
     }
     &s[..end]
+}
+
+/// An error answer with `body`, its type and code as an [`ErrorSignal`]. Inlined: built in
+/// the caller's return slot, `signals` (some 260 bytes) is not copied again.
+#[inline(always)]
+fn error_answer(
+    status: u16,
+    signals: Signals,
+    body: Value,
+    kind: &'static str,
+    code: Cow<'static, str>,
+) -> Answer {
+    Answer::Respond {
+        status,
+        signals,
+        body,
+        error: Some(ErrorSignal {
+            kind: Cow::Borrowed(kind),
+            code,
+        }),
+        usage: None,
+        stream_chunks: None,
+        completion_id: None,
+    }
 }
 
 /// What `decide` returns: built where it is returned, so the answer (some 400 bytes) is
