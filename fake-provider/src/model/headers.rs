@@ -29,6 +29,8 @@ pub(crate) fn as_http_date(format: RetryAfterFormat, seq: u64) -> bool {
 
 impl ClientClock {
     /// A model duration in client ms, rounded up.
+    // Inlined: at scale 1 (the simulator's, on every attempt) it is a test and the value.
+    #[inline]
     pub(crate) fn client_ms(&self, model_ms: u64) -> u64 {
         if self.scale == 1.0 {
             model_ms
@@ -61,18 +63,9 @@ impl ClientClock {
         let l = &scope.limits;
         let minute_left = scope.minute.reset_at().saturating_sub(now);
         let day_left = scope.day.reset_at().saturating_sub(now);
-        // At scale 1 (the simulator's, on every attempt) client time is model time: one test
-        // instead of four conversions, and the windows' lengths are constants.
-        let (minute_reset, day_reset, minute_w, day_w) = if self.scale == 1.0 {
-            (minute_left, day_left, MINUTE_MS / 1_000, DAY_MS / 1_000)
-        } else {
-            (
-                self.client_ms(minute_left),
-                self.client_ms(day_left),
-                self.client_ms(MINUTE_MS).div_ceil(1_000),
-                self.client_ms(DAY_MS).div_ceil(1_000),
-            )
-        };
+        let (minute_reset, day_reset) = (self.client_ms(minute_left), self.client_ms(day_left));
+        let minute_w = self.client_ms(MINUTE_MS).div_ceil(1_000);
+        let day_w = self.client_ms(DAY_MS).div_ceil(1_000);
         // Seconds to each reset, rounded up: once per window, shared by its two limits.
         let minute_reset_s = minute_reset.div_ceil(1_000);
         let day_reset_s = day_reset.div_ceil(1_000);

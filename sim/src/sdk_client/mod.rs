@@ -317,24 +317,23 @@ pub fn run(
                     call.first_sent_at.get_or_insert(now);
                     let pix = providers.of_request(&request);
                     let decision = providers.arrive(pix, &request, now);
-                    while let Some(entry) = providers.next_journal(pix) {
-                        let by = SentBy {
-                            tenant: &call.arrival.job.tenant,
-                            class: &call.arrival.job.class,
-                            priority: crate::measure::queues::priority_name(
-                                call.arrival.job.priority,
-                            ),
-                            provider: pix,
-                            group: None,
-                        };
-                        measure.on_journal(&entry, None, &by);
-                        let numbering = crate::sink::attempts::Numbering {
-                            action: call.arrival.job.id,
-                            attempt_no: call.sent,
-                        };
-                        crate::sink::attempts::write(sink, &entry, None, by.tenant, numbering)
-                            .map_err(DriverError::Output)?;
-                    }
+                    let by = SentBy {
+                        tenant: &call.arrival.job.tenant,
+                        class: &call.arrival.job.class,
+                        priority: crate::measure::queues::priority_name(call.arrival.job.priority),
+                        provider: pix,
+                        group: None,
+                    };
+                    let numbering = crate::sink::attempts::Numbering {
+                        action: call.arrival.job.id,
+                        attempt_no: call.sent,
+                    };
+                    providers
+                        .drain_journal_with(pix, |entry| {
+                            measure.on_journal(entry, None, &by);
+                            crate::sink::attempts::write(sink, entry, None, by.tenant, numbering)
+                        })
+                        .map_err(DriverError::Output)?;
                     let (after, ok, failure) =
                         heard(&decision.answer, decision.latency_ms, timeout);
                     call.last_status = decision.answer.status();

@@ -105,11 +105,6 @@ impl ProviderSet {
         self.models[usize::from(ix)].depart(seq, now);
     }
 
-    /// The next journal entry of provider `ix` not yet read.
-    pub fn next_journal(&mut self, ix: ProviderIx) -> Option<JournalEntry> {
-        self.models[usize::from(ix)].next_journal()
-    }
-
     /// Provider `ix`'s journal entries not yet read, each handed to `read` in place (see
     /// `ProviderModel::drain_journal_with`).
     pub fn drain_journal_with<E>(
