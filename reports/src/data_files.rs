@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::attempts_csv::AttemptsCsv;
 use crate::error::ReportError;
-use crate::schema::Summary;
+use crate::schema::{AttemptRow, Summary};
 
 /// Writes `summary` as pretty JSON with a trailing newline.
 pub fn write_summary_json(path: &Path, summary: &Summary) -> Result<(), ReportError> {
@@ -51,6 +52,19 @@ pub fn write_csv<T: Serialize>(path: &Path, rows: &[T]) -> Result<(), ReportErro
     w.flush().map_err(|e| ReportError::io("writing", path, e))
 }
 
+/// Writes `rows` as `attempts.csv` at `path` (with [`AttemptsCsv`], the encoder a run's
+/// streamed rows go through too).
+pub fn write_attempts_csv(path: &Path, rows: &[AttemptRow]) -> Result<(), ReportError> {
+    let write = || -> std::io::Result<()> {
+        let mut w = AttemptsCsv::new(fs::File::create(path)?);
+        for row in rows {
+            w.write(row)?;
+        }
+        w.finish().map(drop)
+    };
+    write().map_err(|e| ReportError::io("writing", path, e))
+}
+
 /// Writes a run's data files into `dir` (created if missing): `summary.json`,
 /// `timeseries.csv`, `attempts.csv`, `tenants.csv` when there are tenant rows, and
 /// `metrics.prom`. Returns the
@@ -58,7 +72,7 @@ pub fn write_csv<T: Serialize>(path: &Path, rows: &[T]) -> Result<(), ReportErro
 pub fn write_run_data(
     dir: &Path,
     report: &crate::report::RunReport,
-    attempts: &[crate::schema::AttemptRow],
+    attempts: &[AttemptRow],
 ) -> Result<Vec<PathBuf>, ReportError> {
     fs::create_dir_all(dir).map_err(|e| ReportError::io("creating folder", dir, e))?;
     let summary = dir.join("summary.json");
@@ -66,7 +80,7 @@ pub fn write_run_data(
     let timeseries = dir.join("timeseries.csv");
     write_csv(&timeseries, &report.timeseries)?;
     let attempts_csv = dir.join("attempts.csv");
-    write_csv(&attempts_csv, attempts)?;
+    write_attempts_csv(&attempts_csv, attempts)?;
     let mut files = vec![summary, timeseries, attempts_csv];
     if !report.tenants.is_empty() {
         let tenants = dir.join("tenants.csv");

@@ -4,6 +4,7 @@
 
 #![deny(missing_docs)]
 
+pub mod attempts_csv;
 pub mod breakdown;
 pub mod compare;
 pub mod console;
@@ -21,12 +22,14 @@ pub mod report;
 pub mod schema;
 pub mod sweep;
 
+pub use attempts_csv::AttemptsCsv;
 pub use compare::{
     better_when, compare, render_comparison, Better, Comparison, FigureChange, VerdictChange,
 };
 pub use console::{check_line, failed_expectation_lines};
 pub use data_files::{
-    read_summary, write_csv, write_metrics_prom, write_run_data, write_summary_json,
+    read_summary, write_attempts_csv, write_csv, write_metrics_prom, write_run_data,
+    write_summary_json,
 };
 pub use error::ReportError;
 pub use figures::{describe, figure, figures, Figure, FigureGroup};

@@ -4,11 +4,10 @@
 //! audit trail `audit.jsonl` when asked, see [`RunOptions::audit`]).
 
 use std::fs::{self, File};
-use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use stampede_reports::{LeftOut, RenderOptions, RunReport, Summary};
+use stampede_reports::{AttemptsCsv, LeftOut, RenderOptions, RunReport, Summary};
 
 use crate::driver_common::case_file as case_files;
 use crate::measure::{round4, Measured};
@@ -211,11 +210,11 @@ fn with_attempts_csv(
     fs::create_dir_all(dir).map_err(|e| output_err(dir, e))?;
     let path = dir.join("attempts.csv");
     let file = File::create(&path).map_err(|e| output_err(&path, e))?;
-    // Rows are serialized into the csv writer's own buffer and reach the file in 256 KiB
-    // writes; nothing is flushed per row.
-    let mut sink = csv::Writer::from_writer(BufWriter::with_capacity(1 << 18, file));
+    // Rows are encoded into the writer's own buffer and reach the file in 256 KiB writes;
+    // nothing is flushed per row.
+    let mut sink = AttemptsCsv::new(file);
     let run = play(&mut sink)?;
-    sink.flush().map_err(|e| output_err(&path, e))?;
+    sink.finish().map_err(|e| output_err(&path, e))?;
     files.push(path);
     Ok(run)
 }

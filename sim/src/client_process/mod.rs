@@ -38,6 +38,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use stampede_provider::model::{IdentifiedBy, JournalEntry};
+use stampede_reports::AttemptsCsv;
 
 use crate::live_driver::provider::Provider;
 use crate::measure::{Measurement, SentBy};
@@ -244,7 +245,7 @@ pub fn run_client(
             doing: format!("write {}", attempts_path.display()),
             source,
         })?;
-        let mut sink = csv::Writer::from_writer(BufWriter::new(file));
+        let mut sink = AttemptsCsv::new(file);
         for e in &journal {
             // The harness cannot tell which workload line an attempt of a foreign client
             // was for, and does not take the client's word for it.
@@ -257,7 +258,7 @@ pub fn run_client(
             ))
             .map_err(ClientError::Output)?;
         }
-        sink.flush().map_err(|source| ClientError::Io {
+        sink.finish().map_err(|source| ClientError::Io {
             doing: "write attempts.csv".into(),
             source,
         })?;

@@ -26,12 +26,12 @@ pub mod resume;
 pub mod transport;
 
 use std::fs::{self, File};
-use std::io::BufWriter;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use stampede_core::{AuditEvent, JobId, Millis, Terminal};
 use stampede_provider::model::JournalEntry;
+use stampede_reports::AttemptsCsv;
 
 use crate::measure::Measured;
 use crate::rng;
@@ -252,7 +252,7 @@ pub fn run_live(
             fs::create_dir_all(dir).map_err(|e| output(dir, &e))?;
             let path = dir.join("attempts.csv");
             let file = File::create(&path).map_err(|e| output(&path, &e))?;
-            let mut csv_sink = csv::Writer::from_writer(BufWriter::with_capacity(1 << 16, file));
+            let mut csv_sink = AttemptsCsv::new(file);
             let sink = &mut csv_sink as &mut dyn AttemptSink;
             let (run, audit) = match &live.ledger {
                 // A run on a ledger keeps its audit trail beside its report.
@@ -269,7 +269,7 @@ pub fn run_live(
                 }
                 None => (runtime.block_on(play(scenario, live, sink))?, None),
             };
-            csv_sink.flush().map_err(|e| output(&path, &e))?;
+            csv_sink.finish().map_err(|e| output(&path, &e))?;
             files.push(path);
             files.extend(audit);
             run

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use stampede_provider::model::JournalEntry;
-use stampede_reports::AttemptRow;
+use stampede_reports::{AttemptRow, AttemptsCsv};
 
 /// The harness's own numbering of an attempt: the action it sent it for and the attempt's
 /// 1-based number as the core counted it (0 when it cannot know, as for a `--client`
@@ -91,9 +91,9 @@ impl AttemptSink for NoAttempts {
     }
 }
 
-impl<W: std::io::Write> AttemptSink for csv::Writer<W> {
+impl<W: std::io::Write> AttemptSink for AttemptsCsv<W> {
     fn attempt(&mut self, row: &AttemptRow<'_>) -> Result<(), String> {
-        self.serialize(row)
+        self.write(row)
             .map_err(|e| format!("writing attempts.csv: {e}"))
     }
 }
