@@ -281,7 +281,8 @@ pub async fn serve_listener(
                     // the router would give them to it too, after matching the path, boxing
                     // the handler's service and future, and recording the match and the URI
                     // in the request's extensions (nothing here reads them): about eight
-                    // allocations a request.
+                    // allocations a request. The body is read as the connection gives it,
+                    // not boxed as axum's.
                     let to = if routes::is_chat_completion(&req) {
                         To::ChatCompletions(state.clone())
                     } else {
@@ -289,13 +290,10 @@ pub async fn serve_listener(
                     };
                     let in_flight = conn::InFlight::new(service_clock.clone());
                     async move {
-                        let req = req.map(axum::body::Body::new);
                         let resp = match to {
-                            To::ChatCompletions(state) => {
-                                routes::chat_completions(axum::extract::State(state), req).await
-                            }
+                            To::ChatCompletions(state) => routes::chat_completion(state, req).await,
                             To::Router(app) => app
-                                .oneshot(req)
+                                .oneshot(req.map(axum::body::Body::new))
                                 .await
                                 .unwrap_or_else(|never| match never {}),
                         };

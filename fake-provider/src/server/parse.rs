@@ -1,7 +1,7 @@
 //! HTTP requests into model attempts, with errors that say what is wrong.
 
 use crate::model::{canonical_body_hash, FindBy, Fnv, Request, RequestRoute};
-use axum::http::HeaderMap;
+use axum::http::{header, HeaderMap, HeaderName};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::Value;
@@ -73,6 +73,15 @@ fn route_id(route: &RequestRoute, max: usize) -> Result<(), BadRequest> {
     }
 }
 
+/// The headers an attempt reads, named once: looking a header up by `&str` parses and checks
+/// the name first, on every lookup of every request.
+const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
+const X_STAMPEDE_ATTEMPT: HeaderName = HeaderName::from_static("x-stampede-attempt");
+const X_STAMPEDE_CLASS: HeaderName = HeaderName::from_static("x-stampede-class");
+const X_STAMPEDE_TENANT: HeaderName = HeaderName::from_static("x-stampede-tenant");
+const X_STAMPEDE_ACTION: HeaderName = HeaderName::from_static("x-stampede-action");
+const X_STAINLESS_RETRY_COUNT: HeaderName = HeaderName::from_static("x-stainless-retry-count");
+
 /// The attempt's attribution headers and credential; every string the journal keeps is at
 /// most `max_field` bytes.
 pub(crate) fn base_request(
@@ -83,7 +92,7 @@ pub(crate) fn base_request(
     route_id(&route, max_field)?;
     // Values are borrowed from the head while they are checked; only what the attempt keeps
     // is copied, once.
-    let raw = |name: &str| -> Result<Option<&str>, BadRequest> {
+    let raw = |name: &HeaderName| -> Result<Option<&str>, BadRequest> {
         match headers.get(name) {
             None => Ok(None),
             Some(v) => v
@@ -92,12 +101,12 @@ pub(crate) fn base_request(
                 .map_err(|_| BadRequest(format!("header `{name}` is not visible ASCII"))),
         }
     };
-    let text = |name: &str| -> Result<Option<&str>, BadRequest> {
+    let text = |name: &HeaderName| -> Result<Option<&str>, BadRequest> {
         let v = raw(name)?;
         // The name is put in words only for a value over the cap: formatting it for every
         // header of every request cost more than the rest of this function.
         if let Some(v) = v.filter(|v| v.len() > max_field) {
-            let what = if name == "idempotency-key" {
+            let what = if name == IDEMPOTENCY_KEY {
                 "Idempotency-Key".to_string()
             } else {
                 format!("header `{name}`")
@@ -106,7 +115,7 @@ pub(crate) fn base_request(
         }
         Ok(v)
     };
-    let number = |name: &str| -> Result<Option<u64>, BadRequest> {
+    let number = |name: &HeaderName| -> Result<Option<u64>, BadRequest> {
         text(name)?
             .map(|s| {
                 s.parse::<u64>().map_err(|_| {
@@ -117,13 +126,13 @@ pub(crate) fn base_request(
             })
             .transpose()
     };
-    let credential = raw("authorization")?.map(|a| {
+    let credential = raw(&header::AUTHORIZATION)?.map(|a| {
         a.strip_prefix("Bearer ")
             .or_else(|| a.strip_prefix("bearer "))
             .unwrap_or(a)
             .trim()
     });
-    let attempt_no = number("x-stampede-attempt")?
+    let attempt_no = number(&X_STAMPEDE_ATTEMPT)?
         .map(|n| {
             u32::try_from(n)
                 .map_err(|_| BadRequest("header `x-stampede-attempt` is too large".into()))
@@ -132,14 +141,14 @@ pub(crate) fn base_request(
     Ok(Request {
         route,
         credential: credential.map(Arc::from),
-        idempotency_key: text("idempotency-key")?
+        idempotency_key: text(&IDEMPOTENCY_KEY)?
             .filter(|k| !k.is_empty())
             .map(Into::into),
-        class: text("x-stampede-class")?.map(Arc::from),
-        tenant: text("x-stampede-tenant")?.map(Arc::from),
-        action: number("x-stampede-action")?,
+        class: text(&X_STAMPEDE_CLASS)?.map(Arc::from),
+        tenant: text(&X_STAMPEDE_TENANT)?.map(Arc::from),
+        action: number(&X_STAMPEDE_ACTION)?,
         attempt_no,
-        sdk_retry_count: number("x-stainless-retry-count")
+        sdk_retry_count: number(&X_STAINLESS_RETRY_COUNT)
             .ok()
             .flatten()
             .and_then(|n| u32::try_from(n).ok()),

@@ -13,10 +13,11 @@ use std::collections::BTreeMap;
 
 /// Reads a body up to the limit: 413 past it, 400 if the client broke off, 408 (and the
 /// connection closes) when it is not whole within the body-read timeout.
-pub(crate) async fn read_body(
-    body: Body,
-    options: &ServerOptions,
-) -> Result<Bytes, Response<Body>> {
+pub(crate) async fn read_body<B>(body: B, options: &ServerOptions) -> Result<Bytes, Response<Body>>
+where
+    B: hyper::body::Body<Data = Bytes> + Unpin,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let limit = options.body_limit;
     let timeout = options.body_read_timeout;
     let Ok(read) = tokio::time::timeout(timeout, collect(Limited::new(body, limit))).await else {
@@ -131,6 +132,17 @@ pub(crate) async fn chat_completions(
     State(app): State<App>,
     req: HttpRequest<Body>,
 ) -> Response<Body> {
+    chat_completion(app, req).await
+}
+
+/// `POST /v1/chat/completions` with any body: the connection's own, unboxed, when the
+/// request comes straight from the connection (a read error says the same either way:
+/// axum's body error writes the one it wraps).
+pub(crate) async fn chat_completion<B>(app: App, req: HttpRequest<B>) -> Response<Body>
+where
+    B: hyper::body::Body<Data = Bytes> + Unpin,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     // The head is taken apart, not extracted: axum's `HeaderMap` extractor clones the map.
     let (head, body) = req.into_parts();
     let headers = &head.headers;
