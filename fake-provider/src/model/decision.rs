@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::num::NonZeroU64;
 
-use super::headers::{RateFigures, RetryAfterSignal};
+use super::headers::{number_str, HeaderOut, RateFigures, RetryAfterSignal};
 
 /// The id of a completion the model committed, `chatcmpl-<n>` when displayed: the
 /// body's `id`, and what a client keeps as the operation's id. `n` is the seq of the attempt
@@ -267,21 +267,36 @@ impl Signals {
     /// `retry-after-ms`, `x-should-retry`, `idempotent-replayed`.
     pub fn headers(&self) -> Vec<(String, String)> {
         let mut out = Vec::with_capacity(16);
-        out.push(("x-stampede-seq".to_string(), self.seq.to_string()));
-        out.push(("x-request-id".to_string(), format!("req_{:012}", self.seq)));
+        self.write_headers(&mut out);
+        out
+    }
+
+    /// [`Signals::headers`] written into `out`, a header at a time (the HTTP edge writes the
+    /// values straight into its response, with no string of their own).
+    pub fn write_headers(&self, out: &mut impl HeaderOut) {
+        let mut digits = [0u8; 20];
+        let seq = number_str(&mut digits, self.seq);
+        out.start("x-stampede-seq");
+        out.push(seq);
+        // `req_` and the seq padded with zeros to 12 digits (`format!("req_{:012}")`).
+        out.start("x-request-id");
+        out.push("req_");
+        out.push(&"000000000000"[seq.len().min(12)..]);
+        out.push(seq);
         if let Some(rate) = &self.rate {
-            rate.render(&mut out);
+            rate.write(out);
         }
         if let Some(retry_after) = &self.retry_after {
-            retry_after.render(&mut out);
+            retry_after.write(out);
         }
         if let Some(retry) = self.should_retry {
-            out.push(("x-should-retry".into(), retry.to_string()));
+            out.start("x-should-retry");
+            out.push(if retry { "true" } else { "false" });
         }
         if self.idempotent_replayed {
-            out.push(("idempotent-replayed".into(), "true".into()));
+            out.start("idempotent-replayed");
+            out.push("true");
         }
-        out
     }
 }
 
@@ -296,6 +311,33 @@ pub(crate) fn status_label(status: u16) -> Cow<'static, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The headers written a piece at a time are what `format!` and `to_string` wrote.
+    #[test]
+    fn signals_headers_match_their_format_definitions() {
+        for seq in [0, 1, 9, 10, 999_999_999_999, 1_000_000_000_000, u64::MAX] {
+            for should_retry in [None, Some(true), Some(false)] {
+                for idempotent_replayed in [false, true] {
+                    let signals = Signals {
+                        should_retry,
+                        idempotent_replayed,
+                        ..Signals::bare(seq)
+                    };
+                    let mut expected = vec![
+                        ("x-stampede-seq".to_string(), seq.to_string()),
+                        ("x-request-id".to_string(), format!("req_{seq:012}")),
+                    ];
+                    if let Some(retry) = should_retry {
+                        expected.push(("x-should-retry".into(), retry.to_string()));
+                    }
+                    if idempotent_replayed {
+                        expected.push(("idempotent-replayed".into(), "true".into()));
+                    }
+                    assert_eq!(signals.headers(), expected);
+                }
+            }
+        }
+    }
 
     /// A usual outcome's slot names the label `label` writes; every other label is formatted.
     #[test]

@@ -154,57 +154,119 @@ impl RateFigures {
     pub const WINDOW_NAMES: [&'static str; 4] = ["rpm", "tpm", "rpd", "tpd"];
 
     /// `x-ratelimit-*` (OpenAI style) and IETF `RateLimit-Policy` / `RateLimit` headers.
+    #[cfg(test)]
     pub(crate) fn render(&self, out: &mut Vec<(String, String)>) {
-        for (kind, figures) in [("requests", &self.requests), ("tokens", &self.tokens)] {
+        self.write(out);
+    }
+
+    /// `x-ratelimit-*` (OpenAI style) and IETF `RateLimit-Policy` / `RateLimit` headers,
+    /// into any [`HeaderOut`]: names are static and values are written in pieces, so the
+    /// HTTP edge renders them with no allocation of their own.
+    pub(crate) fn write(&self, out: &mut impl HeaderOut) {
+        const NAMES: [[&str; 3]; 2] = [
+            [
+                "x-ratelimit-limit-requests",
+                "x-ratelimit-remaining-requests",
+                "x-ratelimit-reset-requests",
+            ],
+            [
+                "x-ratelimit-limit-tokens",
+                "x-ratelimit-remaining-tokens",
+                "x-ratelimit-reset-tokens",
+            ],
+        ];
+        let mut digits = [0u8; 20];
+        for (names, figures) in NAMES.iter().zip([&self.requests, &self.tokens]) {
             if let Some(f) = figures {
-                out.push((format!("x-ratelimit-limit-{kind}"), number(f.limit)));
-                out.push((format!("x-ratelimit-remaining-{kind}"), number(f.remaining)));
-                out.push((format!("x-ratelimit-reset-{kind}"), go_duration(f.reset_ms)));
+                out.start(names[0]);
+                out.push(number_str(&mut digits, f.limit));
+                out.start(names[1]);
+                out.push(number_str(&mut digits, f.remaining));
+                out.start(names[2]);
+                write_go_duration(f.reset_ms, &mut |piece| out.push(piece));
             }
         }
-        let mut policy = String::new();
-        let mut current = String::new();
-        for (name, w) in Self::WINDOW_NAMES.iter().zip(&self.windows) {
-            let Some(w) = w else { continue };
-            if !policy.is_empty() {
-                policy.push_str(", ");
-                current.push_str(", ");
-            }
-            policy.push('"');
-            policy.push_str(name);
-            policy.push_str("\";q=");
-            push_number(&mut policy, w.quota);
-            policy.push_str(";w=");
-            push_number(&mut policy, w.window_s);
-            current.push('"');
-            current.push_str(name);
-            current.push_str("\";r=");
-            push_number(&mut current, w.remaining);
-            current.push_str(";t=");
-            push_number(&mut current, w.reset_s);
+        if self.windows.iter().all(Option::is_none) {
+            return;
         }
-        if !policy.is_empty() {
-            out.push(("ratelimit-policy".into(), policy));
-            out.push(("ratelimit".into(), current));
+        // Each list in a pass of its own (a header's value is written whole before the next
+        // header starts): `"rpm";q=5;w=60, "tpm";q=2000;w=60`, then `"rpm";r=4;t=12, ...`.
+        type Pick = fn(&WindowFigures) -> (u64, u64);
+        let lists: [(&'static str, &str, &str, Pick); 2] = [
+            ("ratelimit-policy", "q", "w", |w| (w.quota, w.window_s)),
+            ("ratelimit", "r", "t", |w| (w.remaining, w.reset_s)),
+        ];
+        for (header, first, second, pick) in lists {
+            out.start(header);
+            let mut separator = "";
+            for (name, w) in Self::WINDOW_NAMES.iter().zip(&self.windows) {
+                let Some(w) = w else { continue };
+                let (a, b) = pick(w);
+                out.push(separator);
+                separator = ", ";
+                out.push("\"");
+                out.push(name);
+                out.push("\";");
+                out.push(first);
+                out.push("=");
+                out.push(number_str(&mut digits, a));
+                out.push(";");
+                out.push(second);
+                out.push("=");
+                out.push(number_str(&mut digits, b));
+            }
         }
     }
 }
 
 impl RetryAfterSignal {
     /// `retry-after` and `retry-after-ms`.
+    #[cfg(test)]
     pub(crate) fn render(&self, out: &mut Vec<(String, String)>) {
-        let value = match self.http_date_unix_s {
-            Some(secs) => httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(secs)),
-            None => number(self.delay_ms.div_ceil(1_000)),
-        };
-        out.push(("retry-after".to_string(), value));
-        out.push(("retry-after-ms".to_string(), number(self.delay_ms)));
+        self.write(out);
+    }
+
+    /// `retry-after` and `retry-after-ms`, into any [`HeaderOut`].
+    pub(crate) fn write(&self, out: &mut impl HeaderOut) {
+        let mut digits = [0u8; 20];
+        out.start("retry-after");
+        match self.http_date_unix_s {
+            Some(secs) => out.push(&httpdate::fmt_http_date(
+                UNIX_EPOCH + Duration::from_secs(secs),
+            )),
+            None => out.push(number_str(&mut digits, self.delay_ms.div_ceil(1_000))),
+        }
+        out.start("retry-after-ms");
+        out.push(number_str(&mut digits, self.delay_ms));
     }
 }
 
-/// Appends `value` in decimal (what `to_string` writes), without the formatting machinery.
-fn push_number(out: &mut String, value: u64) {
-    let mut digits = [0u8; 20];
+/// Where an answer's headers are written: each header starts with its name (static, lower
+/// case), then its value is pushed in pieces until the next header starts or writing ends.
+/// A `Vec` of `(name, value)` pairs collects them as strings; the HTTP edge writes the values
+/// straight into its response buffer.
+pub trait HeaderOut {
+    /// Starts the next header.
+    fn start(&mut self, name: &'static str);
+    /// Appends a piece of the current header's value.
+    fn push(&mut self, piece: &str);
+}
+
+impl HeaderOut for Vec<(String, String)> {
+    fn start(&mut self, name: &'static str) {
+        self.push((name.to_string(), String::new()));
+    }
+
+    fn push(&mut self, piece: &str) {
+        if let Some((_, value)) = self.last_mut() {
+            value.push_str(piece);
+        }
+    }
+}
+
+/// `value` in decimal (what `to_string` writes), written into `digits` without the
+/// formatting machinery.
+pub(crate) fn number_str(digits: &mut [u8; 20], value: u64) -> &str {
     let mut at = digits.len();
     let mut rest = value;
     loop {
@@ -215,56 +277,62 @@ fn push_number(out: &mut String, value: u64) {
             break;
         }
     }
-    for &digit in &digits[at..] {
-        out.push(char::from(digit));
-    }
+    // Only ASCII digits were written.
+    std::str::from_utf8(&digits[at..]).unwrap_or_default()
 }
 
 /// `value` in decimal.
+#[cfg(test)]
 fn number(value: u64) -> String {
-    let mut out = String::with_capacity(20);
-    push_number(&mut out, value);
-    out
+    number_str(&mut [0u8; 20], value).to_string()
 }
 
 /// OpenAI's reset format: "250ms", "12.5s", "6m0s", "2h3m4s".
 pub(crate) fn go_duration(ms: u64) -> String {
     let mut out = String::with_capacity(16);
+    write_go_duration(ms, &mut |piece| out.push_str(piece));
+    out
+}
+
+/// [`go_duration`] written in pieces to `push`.
+fn write_go_duration(ms: u64, push: &mut impl FnMut(&str)) {
+    let mut digits = [0u8; 20];
     if ms < 1_000 {
-        push_number(&mut out, ms);
-        out.push_str("ms");
-        return out;
+        push(number_str(&mut digits, ms));
+        push("ms");
+        return;
     }
     let h = ms / 3_600_000;
     let m = (ms % 3_600_000) / 60_000;
     let s_ms = ms % 60_000;
     if h > 0 {
-        push_number(&mut out, h);
-        out.push('h');
+        push(number_str(&mut digits, h));
+        push("h");
     }
     if h > 0 || m > 0 {
-        push_number(&mut out, m);
-        out.push('m');
+        push(number_str(&mut digits, m));
+        push("m");
     }
-    push_number(&mut out, s_ms / 1_000);
+    push(number_str(&mut digits, s_ms / 1_000));
     let fraction = s_ms % 1_000;
     if fraction != 0 {
         // Three digits with the trailing zeros dropped: 500 -> ".5", 250 -> ".25".
-        let digits = [fraction / 100, fraction / 10 % 10, fraction % 10];
-        let kept = if digits[2] != 0 {
+        let text = [
+            b'.',
+            b'0' + (fraction / 100) as u8,
+            b'0' + (fraction / 10 % 10) as u8,
+            b'0' + (fraction % 10) as u8,
+        ];
+        let kept = if text[3] != b'0' {
+            4
+        } else if text[2] != b'0' {
             3
-        } else if digits[1] != 0 {
-            2
         } else {
-            1
+            2
         };
-        out.push('.');
-        for digit in &digits[..kept] {
-            out.push(char::from(b'0' + *digit as u8));
-        }
+        push(std::str::from_utf8(&text[..kept]).unwrap_or_default());
     }
-    out.push('s');
-    out
+    push("s");
 }
 
 #[cfg(test)]

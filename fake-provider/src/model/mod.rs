@@ -19,6 +19,7 @@
 //! keyed write holds its idempotency key, until then.
 
 mod alias_index;
+mod completion_body;
 mod decision;
 mod faults;
 mod headers;
@@ -35,9 +36,10 @@ mod request;
 mod stats;
 mod streams;
 
+pub use completion_body::CompletionBody;
 use decision::{usual_status, USUAL_OUTCOMES};
 pub use decision::{Answer, CompletionId, Decision, ErrorSignal, Signals};
-pub use headers::{LimitFigures, RateFigures, RetryAfterSignal, WindowFigures};
+pub use headers::{HeaderOut, LimitFigures, RateFigures, RetryAfterSignal, WindowFigures};
 pub use identity::{IdentifiedBy, Identity, DEFAULT_IDENTITY_WINDOW_MS};
 pub use journal::{JournalBuffer, JournalEntry};
 pub use records::{Record, DEFAULT_MAX_RECORDS, DEFAULT_RECORD_RETENTION_MS};
@@ -143,6 +145,8 @@ pub struct ProviderModel {
     usual_outcomes: [u64; USUAL_OUTCOMES.len()],
     /// Completion and error bodies are `Null` (see `set_lean_bodies`).
     lean_bodies: bool,
+    /// Completion bodies are `Null`, error bodies whole (see `set_lean_completions`).
+    lean_completions: bool,
     /// Which attempts are one logical request.
     identity: Identity,
     /// Model ms after a Retry-After's answer left during which an attempt on its scope is
@@ -237,6 +241,7 @@ impl ProviderModel {
             stats: ProviderStats::default(),
             usual_outcomes: [0; USUAL_OUTCOMES.len()],
             lean_bodies: false,
+            lean_completions: false,
             identity: Identity::new(config.identity_window.ms()),
             transit_allowance_ms: 0,
             told_until: None,
@@ -263,6 +268,21 @@ impl ProviderModel {
     /// server never sets it.
     pub fn set_lean_bodies(&mut self, lean: bool) {
         self.lean_bodies = lean;
+    }
+
+    /// Completion bodies `Null` when `lean` (off by default), every other body whole: for
+    /// the HTTP server, which writes a plain completion's JSON itself
+    /// ([`CompletionBody::write_json`], from the answer's `completion_id` and `usage`, the
+    /// attempt's `max_tokens` and [`ProviderModel::completion_created`]) instead of building
+    /// a value to serialize and drop, and builds the value ([`CompletionBody::to_value`])
+    /// only for the answers it renders from one (streams, Anthropic's messages).
+    pub fn set_lean_completions(&mut self, lean: bool) {
+        self.lean_completions = lean;
+    }
+
+    /// A completion's `created` for an attempt that arrived at `now`: Unix seconds.
+    pub fn completion_created(&self, now: Millis) -> u64 {
+        (self.clock.wall_epoch_unix_ms + self.clock.client_ms(now)) / 1_000
     }
 
     /// Sets how long (model ms) after a Retry-After's answer left an attempt reaching its
@@ -305,11 +325,12 @@ impl ProviderModel {
     }
 
     /// Back to the state right after `new` (same config, seed and streams); the emit time
-    /// scale, journal capacity, record cap and lean bodies are kept.
+    /// scale, journal capacity, record cap, lean bodies and lean completions are kept.
     pub fn reset(&mut self) {
         let scale = self.clock.scale;
         let capacity = self.journal.capacity();
         let lean_bodies = self.lean_bodies;
+        let lean_completions = self.lean_completions;
         let allowance = self.transit_allowance_ms;
         if let Ok(mut fresh) = ProviderModel::new(
             self.config.clone(),
@@ -319,6 +340,7 @@ impl ProviderModel {
             fresh.clock.scale = scale;
             fresh.journal = JournalBuffer::new(capacity);
             fresh.lean_bodies = lean_bodies;
+            fresh.lean_completions = lean_completions;
             fresh.set_transit_allowance(allowance);
             fresh.set_max_records(self.max_records);
             *self = fresh;
@@ -1090,29 +1112,19 @@ impl ProviderModel {
         usage: (u32, u32),
     ) -> Answer {
         let (prompt, completion) = usage;
-        let total = u64::from(prompt) + u64::from(completion);
-        let created = (self.clock.wall_epoch_unix_ms + self.clock.client_ms(now)) / 1_000;
         let id = CompletionId::new(id_seq);
         debug_assert!(id.is_some(), "seqs start at 1");
-        let body = if self.lean_bodies {
+        let body = if self.lean_bodies || self.lean_completions {
             Value::Null
         } else {
-            json!({
-                "id": format!("chatcmpl-{id_seq}"),
-                "object": "chat.completion",
-                "created": created,
-                "model": "stampede-fake",
-                "choices": [{
-                    "index": 0,
-                    "message": { "role": "assistant", "content": format!("stampede fake completion #{id_seq} ({completion} tokens)") },
-                    "finish_reason": if completion == req.max_tokens { "length" } else { "stop" },
-                }],
-                "usage": {
-                    "prompt_tokens": prompt,
-                    "completion_tokens": completion,
-                    "total_tokens": total,
-                },
-            })
+            CompletionBody {
+                id_seq,
+                created: self.completion_created(now),
+                prompt_tokens: prompt,
+                completion_tokens: completion,
+                max_tokens: req.max_tokens,
+            }
+            .to_value()
         };
         Answer::Respond {
             status: 200,

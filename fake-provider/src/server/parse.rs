@@ -1,9 +1,11 @@
 //! HTTP requests into model attempts, with errors that say what is wrong.
 
 use crate::model::{canonical_body_hash, FindBy, Fnv, Request, RequestRoute};
-use axum::http::HeaderMap;
+use axum::http::{header, HeaderMap, HeaderName};
+use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// Output tokens assumed when a completion request names no `max_tokens`.
@@ -13,9 +15,13 @@ pub(crate) const DEFAULT_MAX_TOKENS: u32 = 256;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct BadRequest(pub(crate) String);
 
+// Deserialized from the parsed value by reference: the role is borrowed from it and the
+// content skipped (`prompt_tokens` reads it from the value), so a message costs no copy.
+// The names stay: serde's messages name the struct (`expected struct ChatMessage`).
 #[derive(Deserialize)]
-struct ChatBody {
-    messages: Vec<ChatMessage>,
+struct ChatBody<'a> {
+    #[serde(borrow)]
+    messages: Vec<ChatMessage<'a>>,
     #[serde(default)]
     max_tokens: Option<u32>,
     #[serde(default)]
@@ -33,11 +39,15 @@ struct StreamOptions {
 }
 
 #[derive(Deserialize)]
-struct ChatMessage {
+struct ChatMessage<'a> {
+    // Required and a string, as before (`Cow`'s "expected a string" is `String`'s).
     #[allow(dead_code)]
-    role: String,
+    #[serde(borrow)]
+    role: Cow<'a, str>,
+    // Any JSON, or none (the value's `content` is read by `prompt_tokens`).
+    #[allow(dead_code)]
     #[serde(default)]
-    content: Value,
+    content: IgnoredAny,
 }
 
 /// `what` is at most `max` bytes, or a 400 naming it (Stripe's wording for keys).
@@ -63,6 +73,15 @@ fn route_id(route: &RequestRoute, max: usize) -> Result<(), BadRequest> {
     }
 }
 
+/// The headers an attempt reads, named once: looking a header up by `&str` parses and checks
+/// the name first, on every lookup of every request.
+const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
+const X_STAMPEDE_ATTEMPT: HeaderName = HeaderName::from_static("x-stampede-attempt");
+const X_STAMPEDE_CLASS: HeaderName = HeaderName::from_static("x-stampede-class");
+const X_STAMPEDE_TENANT: HeaderName = HeaderName::from_static("x-stampede-tenant");
+const X_STAMPEDE_ACTION: HeaderName = HeaderName::from_static("x-stampede-action");
+const X_STAINLESS_RETRY_COUNT: HeaderName = HeaderName::from_static("x-stainless-retry-count");
+
 /// The attempt's attribution headers and credential; every string the journal keeps is at
 /// most `max_field` bytes.
 pub(crate) fn base_request(
@@ -71,21 +90,23 @@ pub(crate) fn base_request(
     route: RequestRoute,
 ) -> Result<Request, BadRequest> {
     route_id(&route, max_field)?;
-    let raw = |name: &str| -> Result<Option<String>, BadRequest> {
+    // Values are borrowed from the head while they are checked; only what the attempt keeps
+    // is copied, once.
+    let raw = |name: &HeaderName| -> Result<Option<&str>, BadRequest> {
         match headers.get(name) {
             None => Ok(None),
             Some(v) => v
                 .to_str()
-                .map(|s| Some(s.trim().to_string()))
+                .map(|s| Some(s.trim()))
                 .map_err(|_| BadRequest(format!("header `{name}` is not visible ASCII"))),
         }
     };
-    let text = |name: &str| -> Result<Option<String>, BadRequest> {
+    let text = |name: &HeaderName| -> Result<Option<&str>, BadRequest> {
         let v = raw(name)?;
         // The name is put in words only for a value over the cap: formatting it for every
         // header of every request cost more than the rest of this function.
-        if let Some(v) = v.as_ref().filter(|v| v.len() > max_field) {
-            let what = if name == "idempotency-key" {
+        if let Some(v) = v.filter(|v| v.len() > max_field) {
+            let what = if name == IDEMPOTENCY_KEY {
                 "Idempotency-Key".to_string()
             } else {
                 format!("header `{name}`")
@@ -94,7 +115,7 @@ pub(crate) fn base_request(
         }
         Ok(v)
     };
-    let number = |name: &str| -> Result<Option<u64>, BadRequest> {
+    let number = |name: &HeaderName| -> Result<Option<u64>, BadRequest> {
         text(name)?
             .map(|s| {
                 s.parse::<u64>().map_err(|_| {
@@ -105,14 +126,13 @@ pub(crate) fn base_request(
             })
             .transpose()
     };
-    let credential = raw("authorization")?.map(|a| {
+    let credential = raw(&header::AUTHORIZATION)?.map(|a| {
         a.strip_prefix("Bearer ")
             .or_else(|| a.strip_prefix("bearer "))
-            .unwrap_or(&a)
+            .unwrap_or(a)
             .trim()
-            .to_string()
     });
-    let attempt_no = number("x-stampede-attempt")?
+    let attempt_no = number(&X_STAMPEDE_ATTEMPT)?
         .map(|n| {
             u32::try_from(n)
                 .map_err(|_| BadRequest("header `x-stampede-attempt` is too large".into()))
@@ -121,14 +141,14 @@ pub(crate) fn base_request(
     Ok(Request {
         route,
         credential: credential.map(Arc::from),
-        idempotency_key: text("idempotency-key")?
+        idempotency_key: text(&IDEMPOTENCY_KEY)?
             .filter(|k| !k.is_empty())
             .map(Into::into),
-        class: text("x-stampede-class")?.map(Arc::from),
-        tenant: text("x-stampede-tenant")?.map(Arc::from),
-        action: number("x-stampede-action")?,
+        class: text(&X_STAMPEDE_CLASS)?.map(Arc::from),
+        tenant: text(&X_STAMPEDE_TENANT)?.map(Arc::from),
+        action: number(&X_STAMPEDE_ACTION)?,
         attempt_no,
-        sdk_retry_count: number("x-stainless-retry-count")
+        sdk_retry_count: number(&X_STAINLESS_RETRY_COUNT)
             .ok()
             .flatten()
             .and_then(|n| u32::try_from(n).ok()),
@@ -180,17 +200,28 @@ pub(crate) fn model(v: &Value) -> Option<String> {
     v.get("model").and_then(Value::as_str).map(str::to_string)
 }
 
-/// Rough tokens of a prompt: 4 characters a token plus 4 per message, as OpenAI's rule of thumb.
-fn prompt_tokens(messages: &[ChatMessage]) -> u32 {
+/// Rough tokens of a prompt: 4 characters a token plus 4 per message, as OpenAI's rule of
+/// thumb. `messages` are the body's, as `ChatMessage` read them (a missing `content` is null).
+fn prompt_tokens(messages: &[Value]) -> u32 {
     let chars: usize = messages
         .iter()
-        .map(|m| match &m.content {
-            Value::String(s) => s.chars().count(),
-            Value::Null => 0,
-            other => other.to_string().len(),
+        .map(|m| match field(m, "content", 1) {
+            Some(Value::String(s)) => s.chars().count(),
+            None | Some(Value::Null) => 0,
+            Some(other) => other.to_string().len(),
         })
         .sum();
     u32::try_from(chars.div_ceil(4) + 4 * messages.len()).unwrap_or(u32::MAX)
+}
+
+/// Field `name`, declared `index`-th, of a value serde read as a struct: by name from an
+/// object, by position from an array (serde's derived structs accept both).
+fn field<'v>(v: &'v Value, name: &str, index: usize) -> Option<&'v Value> {
+    match v {
+        Value::Object(map) => map.get(name),
+        Value::Array(items) => items.get(index),
+        _ => None,
+    }
 }
 
 /// Fills a chat completion attempt from its body.
@@ -205,7 +236,11 @@ pub(crate) fn chat(req: &mut Request, bytes: &[u8]) -> Result<(), BadRequest> {
     }
     req.body_hash = canonical_hash(&v);
     req.model = model(&v);
-    req.prompt_tokens = prompt_tokens(&body.messages);
+    // The list `ChatBody` read its messages from (its first field).
+    let messages = field(&v, "messages", 0)
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    req.prompt_tokens = prompt_tokens(messages);
     req.max_tokens = body
         .max_completion_tokens
         .or(body.max_tokens)

@@ -2,9 +2,9 @@
 
 use super::anthropic;
 use super::state::Shared;
-use crate::model::{Answer, Decision};
+use crate::model::{Answer, CompletionBody, Decision, HeaderOut, Signals};
 use axum::body::Body;
-use axum::http::{HeaderName, HeaderValue, Response, StatusCode};
+use axum::http::{header, HeaderName, HeaderValue, Response, StatusCode};
 use bytes::Bytes;
 use futures_util::stream::{self, StreamExt};
 use serde_json::{json, Value};
@@ -67,6 +67,94 @@ pub(crate) fn json_response(
     resp
 }
 
+/// The most headers a [`Signals`] writes: seq, request id, six `x-ratelimit-*`, the two IETF
+/// lists, two Retry-After forms, `x-should-retry`, `idempotent-replayed`.
+const MAX_SIGNAL_HEADERS: usize = 14;
+
+/// An answer's header values and body written into one buffer: the headers' spans are cut
+/// from it once it is whole, so the response costs one buffer instead of a string per name
+/// and value and a copy of each into the header map.
+struct Rendered {
+    buf: Vec<u8>,
+    /// Each header's name and where its value starts (it ends where the next starts).
+    spans: [(&'static str, usize); MAX_SIGNAL_HEADERS],
+    len: usize,
+    /// Headers beyond `spans` (none while `Signals` writes at most `MAX_SIGNAL_HEADERS`).
+    more: Vec<(&'static str, usize)>,
+}
+
+impl HeaderOut for Rendered {
+    fn start(&mut self, name: &'static str) {
+        let at = self.buf.len();
+        match self.spans.get_mut(self.len) {
+            Some(span) => {
+                *span = (name, at);
+                self.len += 1;
+            }
+            None => self.more.push((name, at)),
+        }
+    }
+
+    fn push(&mut self, piece: &str) {
+        self.buf.extend_from_slice(piece.as_bytes());
+    }
+}
+
+/// What a [`signals_response`] body is.
+pub(crate) enum JsonBody<'a> {
+    /// A value, serialized.
+    Value(&'a Value),
+    /// A plain completion, written straight as text.
+    Completion(&'a CompletionBody),
+}
+
+/// A JSON response with the headers `signals` writes: the same bytes on the wire as
+/// `json_response(status, &signals.headers(), body)`, rendered with no string per header.
+pub(crate) fn signals_response(
+    status: u16,
+    signals: &Signals,
+    body: JsonBody<'_>,
+) -> Response<Body> {
+    let mut out = Rendered {
+        // Sized for a completion's headers and body up front.
+        buf: Vec::with_capacity(512),
+        spans: [("", 0); MAX_SIGNAL_HEADERS],
+        len: 0,
+        more: Vec::new(),
+    };
+    signals.write_headers(&mut out);
+    let body_start = out.buf.len();
+    match body {
+        JsonBody::Value(v) => {
+            if serde_json::to_writer(&mut out.buf, v).is_err() {
+                out.buf.truncate(body_start);
+            }
+        }
+        JsonBody::Completion(c) => c.write_json(&mut out.buf),
+    }
+    let whole = Bytes::from(out.buf);
+    let mut resp = Response::new(Body::from(whole.slice(body_start..)));
+    *resp.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    let spans = out.spans[..out.len].iter().chain(&out.more);
+    let ends = spans
+        .clone()
+        .skip(1)
+        .map(|&(_, at)| at)
+        .chain(std::iter::once(body_start));
+    for (&(name, start), end) in spans.zip(ends) {
+        // A value that is no valid header value is left out, as `json_response` does.
+        if let Ok(v) = HeaderValue::from_maybe_shared(whole.slice(start..end)) {
+            h.append(HeaderName::from_static(name), v);
+        }
+    }
+    resp
+}
+
 /// A response that tells the connection layer to close without answering.
 pub(crate) fn dropped() -> Response<Body> {
     let mut resp = Response::new(Body::empty());
@@ -98,12 +186,23 @@ pub(crate) enum Wire {
     Embeddings,
 }
 
+/// What the edge adds to a decision to write a completion's body, which the model leaves
+/// to it (see `ProviderModel::set_lean_completions`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CompletionFacts {
+    /// `ProviderModel::completion_created` at the attempt's arrival.
+    pub(crate) created: u64,
+    /// The attempt's `max_tokens`.
+    pub(crate) max_tokens: u32,
+}
+
 /// Plays a decision: sleeps its latency (real time), then answers, drops, hangs or streams.
 pub(crate) async fn play(
     shared: Arc<Shared>,
     decision: Decision,
     real_latency_ms: u64,
     wire: Wire,
+    facts: CompletionFacts,
     mut stop: watch::Receiver<bool>,
 ) -> Response<Body> {
     let departure = Departure::new(shared, decision.seq);
@@ -115,10 +214,39 @@ pub(crate) async fn play(
             body,
             stream_chunks,
             usage,
+            completion_id,
             ..
         } => {
-            let headers = signals.headers();
+            // A completion's body comes `Null` from the model: the numbers it says are here.
+            let completion = match (&body, completion_id, usage) {
+                (Value::Null, Some(id), Some((prompt_tokens, completion_tokens))) => {
+                    Some(CompletionBody {
+                        id_seq: id.seq(),
+                        created: facts.created,
+                        prompt_tokens,
+                        completion_tokens,
+                        max_tokens: facts.max_tokens,
+                    })
+                }
+                _ => None,
+            };
             wait(real_latency_ms, &mut stop).await;
+            if let (Some(c), None, Wire::OpenAi { .. }) = (&completion, stream_chunks, wire) {
+                // The hot path: a plain completion, written straight as JSON text.
+                drop(departure);
+                return signals_response(status, &signals, JsonBody::Completion(c));
+            }
+            if let (None, Wire::OpenAi { .. }) = (stream_chunks, wire) {
+                drop(departure);
+                return signals_response(status, &signals, JsonBody::Value(&body));
+            }
+            // Streams and Anthropic's messages are rendered from the value (an embedding's
+            // 200 reads no body).
+            let body = match &completion {
+                Some(c) if wire != Wire::Embeddings => c.to_value(),
+                _ => body,
+            };
+            let headers = signals.headers();
             match (stream_chunks, wire) {
                 (Some(n), Wire::OpenAi { include_usage }) if status == 200 => {
                     let usage = usage.filter(|_| include_usage);
@@ -341,6 +469,86 @@ mod tests {
         assert_eq!(frames.size_hint().0, (u32::MAX - 1) as usize + 2);
         let mut deltas = anthropic::sse_frames(1, &json!({}), None, u32::MAX, true);
         assert!(deltas.nth(3).is_some());
+    }
+
+    /// The headers and body of a response rendered from signals are those of the same
+    /// answer rendered from its header strings, for every kind of header a signal writes.
+    #[tokio::test]
+    async fn signals_responses_are_the_string_headed_responses() {
+        use crate::model::{LimitFigures, RateFigures, RetryAfterSignal, WindowFigures};
+        use http_body_util::BodyExt;
+
+        async fn parts(resp: Response<Body>) -> (u16, Vec<(String, Vec<u8>)>, Bytes) {
+            let status = resp.status().as_u16();
+            let headers = resp
+                .headers()
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.as_bytes().to_vec()))
+                .collect();
+            let body = resp.into_body().collect().await.unwrap().to_bytes();
+            (status, headers, body)
+        }
+        let limit = LimitFigures {
+            limit: 100,
+            remaining: 0,
+            reset_ms: 59_250,
+        };
+        let window = WindowFigures {
+            quota: 100,
+            remaining: 7,
+            window_s: 60,
+            reset_s: 12,
+        };
+        let mut cases = Vec::new();
+        for seq in [1, 123_456_789_012_345] {
+            cases.push(Signals::bare(seq));
+            cases.push(Signals {
+                rate: Some(RateFigures {
+                    requests: Some(limit),
+                    tokens: Some(limit),
+                    windows: [Some(window), None, Some(window), Some(window)],
+                }),
+                retry_after: Some(RetryAfterSignal {
+                    delay_ms: 1_500,
+                    http_date_unix_s: None,
+                }),
+                should_retry: Some(false),
+                idempotent_replayed: true,
+                ..Signals::bare(seq)
+            });
+            cases.push(Signals {
+                retry_after: Some(RetryAfterSignal {
+                    delay_ms: 20,
+                    http_date_unix_s: Some(1_796_166_632),
+                }),
+                should_retry: Some(true),
+                ..Signals::bare(seq)
+            });
+        }
+        let error = crate::model::error_body("Rate limit reached.", "requests", "rate_limit");
+        let completion = CompletionBody {
+            id_seq: 42,
+            created: 1_796_166_632,
+            prompt_tokens: 7,
+            completion_tokens: 16,
+            max_tokens: 16,
+        };
+        for signals in &cases {
+            let headers = signals.headers();
+            assert_eq!(
+                parts(signals_response(429, signals, JsonBody::Value(&error))).await,
+                parts(json_response(429, &headers, &error)).await
+            );
+            assert_eq!(
+                parts(signals_response(
+                    200,
+                    signals,
+                    JsonBody::Completion(&completion)
+                ))
+                .await,
+                parts(json_response(200, &headers, &completion.to_value())).await
+            );
+        }
     }
 
     #[test]

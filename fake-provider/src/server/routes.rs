@@ -7,19 +7,20 @@ use crate::model::{error_body, Request, RequestRoute};
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Request as HttpRequest, Response};
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use std::collections::BTreeMap;
 
 /// Reads a body up to the limit: 413 past it, 400 if the client broke off, 408 (and the
 /// connection closes) when it is not whole within the body-read timeout.
-pub(crate) async fn read_body(
-    body: Body,
-    options: &ServerOptions,
-) -> Result<Bytes, Response<Body>> {
+pub(crate) async fn read_body<B>(body: B, options: &ServerOptions) -> Result<Bytes, Response<Body>>
+where
+    B: hyper::body::Body<Data = Bytes> + Unpin,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let limit = options.body_limit;
     let timeout = options.body_read_timeout;
-    let Ok(read) = tokio::time::timeout(timeout, Limited::new(body, limit).collect()).await else {
+    let Ok(read) = tokio::time::timeout(timeout, collect(Limited::new(body, limit))).await else {
         return Err(json_response(
             408,
             &[("connection".to_string(), "close".to_string())],
@@ -34,7 +35,7 @@ pub(crate) async fn read_body(
         ));
     };
     match read {
-        Ok(c) => Ok(c.to_bytes()),
+        Ok(bytes) => Ok(bytes),
         Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(json_response(
             413,
             &[],
@@ -48,6 +49,38 @@ pub(crate) async fn read_body(
             "could not read the request body: {e}"
         )))),
     }
+}
+
+/// A body's data frames joined, as `BodyExt::collect` and `Collected::to_bytes` join them,
+/// without their queue: a body that comes in one frame (nearly all) is that frame's bytes.
+async fn collect<B>(mut body: B) -> Result<Bytes, B::Error>
+where
+    B: hyper::body::Body<Data = Bytes> + Unpin,
+{
+    let mut first: Option<Bytes> = None;
+    let mut joined: Option<BytesMut> = None;
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame?.into_data() else {
+            continue;
+        };
+        if data.is_empty() {
+            continue;
+        }
+        match (&mut joined, first.take()) {
+            (Some(all), _) => all.extend_from_slice(&data),
+            (None, None) => first = Some(data),
+            (None, Some(head)) => {
+                let mut all = BytesMut::with_capacity(head.len() + data.len());
+                all.extend_from_slice(&head);
+                all.extend_from_slice(&data);
+                joined = Some(all);
+            }
+        }
+    }
+    Ok(match joined {
+        Some(all) => all.freeze(),
+        None => first.unwrap_or_default(),
+    })
 }
 
 pub(crate) fn bad_request(e: &BadRequest) -> Response<Body> {
@@ -68,26 +101,48 @@ async fn attempt(app: &App, req: Request) -> Response<Body> {
 
 /// Runs one attempt through the model and plays the decision in `wire`'s format.
 pub(crate) async fn attempt_as(app: &App, req: Request, wire: respond::Wire) -> Response<Body> {
-    let (decision, real_ms) = {
+    let (decision, real_ms, created) = {
         let mut inner = app.shared.lock();
-        let d = inner.arrive(&req);
+        let (d, created) = inner.arrive(&req);
         let real = inner.real_ms(d.latency_ms);
-        (d, real)
+        (d, real, created)
+    };
+    let facts = respond::CompletionFacts {
+        created,
+        max_tokens: req.max_tokens,
     };
     respond::play(
         app.shared.clone(),
         decision,
         real_ms,
         wire,
+        facts,
         app.stop.clone(),
     )
     .await
+}
+
+/// Whether `req` is `POST /v1/chat/completions`, the route the router would give to
+/// [`chat_completions`] (its path exactly; the query is no part of the match).
+pub(crate) fn is_chat_completion<B>(req: &HttpRequest<B>) -> bool {
+    req.method() == axum::http::Method::POST && req.uri().path() == "/v1/chat/completions"
 }
 
 pub(crate) async fn chat_completions(
     State(app): State<App>,
     req: HttpRequest<Body>,
 ) -> Response<Body> {
+    chat_completion(app, req).await
+}
+
+/// `POST /v1/chat/completions` with any body: the connection's own, unboxed, when the
+/// request comes straight from the connection (a read error says the same either way:
+/// axum's body error writes the one it wraps).
+pub(crate) async fn chat_completion<B>(app: App, req: HttpRequest<B>) -> Response<Body>
+where
+    B: hyper::body::Body<Data = Bytes> + Unpin,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     // The head is taken apart, not extracted: axum's `HeaderMap` extractor clones the map.
     let (head, body) = req.into_parts();
     let headers = &head.headers;

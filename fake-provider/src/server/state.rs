@@ -70,6 +70,9 @@ impl Inner {
         model.set_transit_allowance((TRANSIT_ALLOWANCE_REAL_MS as f64 * time_scale).ceil() as u64);
         // The server drains after every attempt, so the model's own buffer stays tiny.
         model.set_journal_capacity(1_024);
+        // A plain completion's body is written straight as JSON text by the edge
+        // (`respond::play`), not built as a value to be serialized and dropped.
+        model.set_lean_completions(true);
         Ok(Inner {
             model,
             start: Instant::now(),
@@ -93,11 +96,13 @@ impl Inner {
 
     /// One attempt through the model, its journal entry moved to the ring. An attempt no
     /// credential admitted (`scope` empty) keeps only its attribution numbers, tenant and
-    /// class: nothing else it sent is stored.
-    pub(crate) fn arrive(&mut self, req: &Request) -> Decision {
+    /// class: nothing else it sent is stored. Also returns the `created` of a completion
+    /// answered now (the model leaves completion bodies to the edge).
+    pub(crate) fn arrive(&mut self, req: &Request) -> (Decision, u64) {
         let now = self.now();
         let d = self.model.arrive(req, now);
-        for mut e in self.model.drain_journal() {
+        // Entry by entry, not `drain_journal`: that collects them in a new `Vec` each time.
+        while let Some(mut e) = self.model.next_journal() {
             if e.scope.is_none() {
                 e.idempotency_key = None;
                 e.external_ref = None;
@@ -109,7 +114,7 @@ impl Inner {
             }
             self.ring.push_back(e);
         }
-        d
+        (d, self.model.completion_created(now))
     }
 
     /// Journals a request for a route the provider does not have (answered 404).
@@ -123,7 +128,7 @@ impl Inner {
         let seq = self
             .model
             .arrive_unknown_route(method, path, credential, now);
-        for e in self.model.drain_journal() {
+        while let Some(e) = self.model.next_journal() {
             if self.ring.len() == self.ring_capacity {
                 self.ring.pop_front();
                 self.ring_lost += 1;
