@@ -168,9 +168,25 @@ impl LiveActions {
     /// Measures `terminal` at `now` (ms) and stops tracking its action. `false` when the
     /// action was not live (already finished or never tracked): nothing is measured.
     pub fn finish(&mut self, terminal: &Terminal, now: Millis, measure: &mut Measurement) -> bool {
-        let Some(action) = self.by_id.remove(&terminal.job) else {
-            return false;
-        };
+        let provider_of_key = &self.provider_of_key;
+        // Read where it lies and dropped there: moving the whole action out of its slot only
+        // to drop it was a copy per terminal. Only its notes (a vector) are taken.
+        self.by_id
+            .remove_with(&terminal.job, |action| {
+                Self::measure_end(action, provider_of_key, terminal, now, measure)
+            })
+            .is_some()
+    }
+
+    /// Measures the end of `action` by `terminal` at `now` (ms), taking its notes.
+    fn measure_end(
+        action: &mut LiveAction,
+        provider_of_key: &FxHashMap<String, String>,
+        terminal: &Terminal,
+        now: Millis,
+        measure: &mut Measurement,
+    ) {
+        let case = std::mem::take(&mut action.case);
         measure.on_terminal(Ended {
             at: now,
             tenant: &action.facts.tenant,
@@ -183,12 +199,11 @@ impl LiveActions {
         });
         measure.on_case(
             terminal,
-            action.case,
+            case,
             &Ending {
                 action: terminal.job,
                 facts: &action.facts,
-                provider: self
-                    .provider_of_key
+                provider: provider_of_key
                     .get(&*action.facts.credential)
                     .map_or(PROVIDER, String::as_str),
                 submitted_at: action.submitted_at,
@@ -196,7 +211,6 @@ impl LiveActions {
                 deadline: action.deadline,
             },
         );
-        true
     }
 
     /// When a run stops at `now` (ms): measures every action still live as unfinished, in
