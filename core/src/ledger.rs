@@ -150,7 +150,8 @@ impl InMemoryLedger {
     }
 
     fn remove(&mut self, id: JobId) {
-        self.stored.remove(&id);
+        // Dropped in place: moving the entry out only to drop it was a copy per terminal.
+        self.stored.delete(&id);
     }
 
     fn insert(&mut self, id: JobId, entry: StoredEntry) {

@@ -8,10 +8,17 @@
 //! that budget off, no task is kept at all (joining and forgetting a task per action, with
 //! the table's rehashes under that churn, was a tenth of the million-request run), and a
 //! cancellation finds its task's actions by scanning the live actions, as it does anyway.
+//!
+//! The name table holds bare slot numbers hashed by the task's (tenant, name), and each slot
+//! keeps that hash: a join hashes the name once (a map's `get` then `insert` hashed it
+//! twice), forgetting a task finds its entry by the kept hash and the slot number (no name
+//! hashed or compared), and the table rehashes by the kept hashes. With a task per action,
+//! hashing names was about 5% of the million-request run.
 
-use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
+use hashbrown::HashTable;
 use slab::Slab;
 
 use super::state::{held_less, TaskState};
@@ -23,17 +30,31 @@ pub(super) type TaskSlot = u32;
 /// The slot of no task: what an action gets when tasks are not kept.
 pub(super) const NO_TASK: TaskSlot = TaskSlot::MAX;
 
+/// A live task: who it belongs to, the hash of that in the name table, and its state.
+#[derive(Debug)]
+struct Task {
+    tenant: u32,
+    name: Arc<str>,
+    hash: u64,
+    state: TaskState,
+}
+
 /// Live tasks by tenant and name, their states in slots.
 #[derive(Debug, Default)]
 pub(super) struct Tasks {
     /// Whether tasks are kept at all (the per-task retry budget is on).
     kept: bool,
-    /// Slot by task name, per tenant id (dense, as `Lanes` interns them). Only looked up,
+    /// Slots hashed by their task's tenant and name (see the module doc). Only looked up,
     /// never iterated, so no hash order can reach an output.
-    by_name: Vec<HashMap<Arc<str>, TaskSlot, IdHash>>,
+    by_name: HashTable<TaskSlot>,
     /// Each slot's task (its tenant and name, to forget it by) and state; a freed slot is
     /// reused first.
-    slots: Slab<(u32, Arc<str>, TaskState)>,
+    slots: Slab<Task>,
+}
+
+/// The name table's hash of task `name` of `tenant` (FxHash: fixed, so the same on every run).
+fn task_hash(tenant: u32, name: &str) -> u64 {
+    IdHash::default().hash_one((tenant, name))
 }
 
 impl Tasks {
@@ -46,58 +67,67 @@ impl Tasks {
         }
     }
 
+    /// The slot of the live task `name` of `tenant`, whose hash is `hash`.
+    fn find(&self, tenant: u32, name: &str, hash: u64) -> Option<TaskSlot> {
+        let slots = &self.slots;
+        self.by_name
+            .find(hash, |&s| {
+                let task = &slots[s as usize];
+                task.tenant == tenant && *task.name == *name
+            })
+            .copied()
+    }
+
     /// Adds a live action to the task `name` of `tenant`; returns the task's slot.
     pub fn join(&mut self, tenant: u32, name: &Arc<str>) -> TaskSlot {
         if !self.kept {
             return NO_TASK;
         }
-        let t = tenant as usize;
-        if t >= self.by_name.len() {
-            self.by_name.resize_with(t + 1, HashMap::default);
-        }
-        if let Some(&slot) = self.by_name[t].get(&**name) {
-            if let Some((.., state)) = self.slots.get_mut(slot as usize) {
-                // Bounded by the live actions, which memory bounds long before 2^32.
-                state.live += 1;
-            }
+        let hash = task_hash(tenant, name);
+        if let Some(slot) = self.find(tenant, name, hash) {
+            let state = &mut self.slots[slot as usize].state;
+            // Bounded by the live actions, which memory bounds long before 2^32.
+            state.live += 1;
             return slot;
         }
         // The job's own name, shared: no copy per task.
-        let state = TaskState {
-            live: 1,
-            retries: 0,
-        };
-        let slot = self.slots.insert((tenant, Arc::clone(name), state));
+        let slot = self.slots.insert(Task {
+            tenant,
+            name: Arc::clone(name),
+            hash,
+            state: TaskState {
+                live: 1,
+                retries: 0,
+            },
+        });
         // NO_TASK (u32::MAX) is never a live slot: memory bounds the tasks long before.
         let slot = TaskSlot::try_from(slot)
             .ok()
             .filter(|&s| s != NO_TASK)
             .expect("fewer than 2^32 - 1 live tasks");
-        self.by_name[t].insert(Arc::clone(name), slot);
+        let slots = &self.slots;
+        self.by_name
+            .insert_unique(hash, slot, |&s| slots[s as usize].hash);
         slot
     }
 
     /// Whether `tenant` may have a live task named `name`: `false` only when tasks are
     /// kept and it has none.
     pub fn may_have(&self, tenant: u32, name: &str) -> bool {
-        !self.kept
-            || self
-                .by_name
-                .get(tenant as usize)
-                .is_some_and(|tasks| tasks.contains_key(name))
+        !self.kept || self.find(tenant, name, task_hash(tenant, name)).is_some()
     }
 
     /// Retries the task in `slot` has used (0 for a slot not live).
     pub fn retries(&self, slot: TaskSlot) -> u32 {
         self.slots
             .get(slot as usize)
-            .map_or(0, |(.., state)| state.retries)
+            .map_or(0, |task| task.state.retries)
     }
 
     /// Counts one retry against the task in `slot`.
     pub fn add_retry(&mut self, slot: TaskSlot) {
-        if let Some((.., state)) = self.slots.get_mut(slot as usize) {
-            state.retries = state.retries.saturating_add(1);
+        if let Some(task) = self.slots.get_mut(slot as usize) {
+            task.state.retries = task.state.retries.saturating_add(1);
         }
     }
 
@@ -106,16 +136,23 @@ impl Tasks {
         if slot == NO_TASK {
             return;
         }
-        let Some((.., state)) = self.slots.get_mut(slot as usize) else {
+        let Some(task) = self.slots.get_mut(slot as usize) else {
             debug_assert!(false, "an action left task slot {slot}, which is not live");
             return;
         };
-        state.live = held_less(state.live, 1, "live actions of a task");
-        if state.live > 0 {
+        task.state.live = held_less(task.state.live, 1, "live actions of a task");
+        if task.state.live > 0 {
             return;
         }
-        let (tenant, name, _) = self.slots.remove(slot as usize);
-        self.by_name[tenant as usize].remove(&name);
+        let hash = task.hash;
+        // The entry is found by its slot number: no name compared.
+        match self.by_name.find_entry(hash, |&s| s == slot) {
+            Ok(entry) => {
+                entry.remove();
+            }
+            Err(_) => debug_assert!(false, "live task slot {slot} is in the name table"),
+        }
+        self.slots.remove(slot as usize);
     }
 }
 

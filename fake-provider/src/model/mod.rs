@@ -258,6 +258,14 @@ impl ProviderModel {
         }
     }
 
+    /// The caller expects about `requests` logical requests (a simulated run knows its
+    /// workload's count): the identity index makes room for them at the first, rather than
+    /// growing step by step (see [`Identity::expect`]). A capacity only: answers, journal
+    /// and figures are the same with or without it.
+    pub fn expect_requests(&mut self, requests: usize) {
+        self.identity.expect(requests);
+    }
+
     /// Completion and error bodies `Null` when `lean` (off by default): for an in-process
     /// driver that reads only the completion's id (the answer's `completion_id`) from a
     /// success and only the error's type and code (the answer's `error`) from a failure (the

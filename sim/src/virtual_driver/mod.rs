@@ -116,8 +116,10 @@ pub fn run_observed(
     if providers.several() {
         turn.measure.name_providers(providers.names());
     }
-    // Dead letters and case files only for a run that writes its files.
+    // Dead letters and case files only for a run that writes its files; the attempt
+    // timelines they are made from only then too.
     turn.measure.keep_cases(sink.wants_rows());
+    turn.live.keep_notes(sink.wants_rows());
     let mut wire = ModelWire::new(providers, crashes, sink, scenario.client.transport_retries);
     let abort = AbortWatch::new(scenario);
     let mut aborted = None;

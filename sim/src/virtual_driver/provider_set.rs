@@ -37,6 +37,11 @@ impl ProviderSet {
                 rng::stream_u64(scenario.seed, "provider"),
                 epoch_unix_ms,
             )?;
+            // The lone provider sees every request of the workload: its identity index is
+            // sized for them once (follow-ups past the count grow it as before). With
+            // several providers the split is not known up front, so none is sized.
+            let requests = scenario.workloads.iter().map(|w| w.count).sum::<u64>();
+            set.models[0].expect_requests(usize::try_from(requests).unwrap_or(usize::MAX));
         } else {
             for p in &scenario.providers {
                 let seed = rng::stream_u64(scenario.seed, &format!("provider/{}", p.name));
