@@ -153,12 +153,6 @@ impl RateFigures {
     /// The IETF item names of `windows`, in order.
     pub const WINDOW_NAMES: [&'static str; 4] = ["rpm", "tpm", "rpd", "tpd"];
 
-    /// `x-ratelimit-*` (OpenAI style) and IETF `RateLimit-Policy` / `RateLimit` headers.
-    #[cfg(test)]
-    pub(crate) fn render(&self, out: &mut Vec<(String, String)>) {
-        self.write(out);
-    }
-
     /// `x-ratelimit-*` (OpenAI style) and IETF `RateLimit-Policy` / `RateLimit` headers,
     /// into any [`HeaderOut`]: names are static and values are written in pieces, so the
     /// HTTP edge renders them with no allocation of their own.
@@ -220,12 +214,6 @@ impl RateFigures {
 }
 
 impl RetryAfterSignal {
-    /// `retry-after` and `retry-after-ms`.
-    #[cfg(test)]
-    pub(crate) fn render(&self, out: &mut Vec<(String, String)>) {
-        self.write(out);
-    }
-
     /// `retry-after` and `retry-after-ms`, into any [`HeaderOut`].
     pub(crate) fn write(&self, out: &mut impl HeaderOut) {
         let mut digits = [0u8; 20];
@@ -478,7 +466,7 @@ mod tests {
                     let mut old = Vec::new();
                     old_rate_limit(&clock, &scope, now, &mut old);
                     let mut new = Vec::new();
-                    clock.rate_limit(&scope, now).render(&mut new);
+                    clock.rate_limit(&scope, now).write(&mut new);
                     assert_eq!(old, new, "scale {scale} mask {mask} #{i}");
                     for format in [
                         RetryAfterFormat::Seconds,
@@ -489,7 +477,7 @@ mod tests {
                         let mut old = Vec::new();
                         old_retry_after(&clock, format, i, now, wait, &mut old);
                         let mut new = Vec::new();
-                        clock.retry_after(format, i, now, wait).render(&mut new);
+                        clock.retry_after(format, i, now, wait).write(&mut new);
                         assert_eq!(old, new, "scale {scale} {format:?} #{i}");
                     }
                     compared += 1;
@@ -516,13 +504,13 @@ mod tests {
         let mut h = Vec::new();
         clock
             .retry_after(RetryAfterFormat::Seconds, 1, 500, 10_200)
-            .render(&mut h);
+            .write(&mut h);
         assert_eq!(h[0], ("retry-after".into(), "11".into()));
         assert_eq!(h[1], ("retry-after-ms".into(), "10200".into()));
         let mut h = Vec::new();
         clock
             .retry_after(RetryAfterFormat::HttpDate, 1, 500, 10_200)
-            .render(&mut h);
+            .write(&mut h);
         // 1_700_000_000_000 + 500 + 10_200 ms rounds up to second 1_700_000_011.
         let expect = httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(1_700_000_011));
         assert_eq!(h[0].1, expect);
@@ -537,7 +525,7 @@ mod tests {
         let mut h = Vec::new();
         clock
             .retry_after(RetryAfterFormat::Seconds, 0, 0, 60_000)
-            .render(&mut h);
+            .write(&mut h);
         assert_eq!(h[1].1, "1000");
         assert_eq!(h[0].1, "1");
     }
