@@ -250,3 +250,13 @@ pub(super) struct Counts {
     pub tokens_reserved: u64,
     pub ledger_errors: u64,
 }
+
+#[cfg(test)]
+mod sizes {
+    /// The README quotes the bytes a live action costs the core; this holds it to them.
+    #[test]
+    fn a_live_action_record_is_at_most_464_bytes() {
+        let size = std::mem::size_of::<Option<super::Tracked>>();
+        assert!(size <= 464, "Option<Tracked> is {size} bytes");
+    }
+}

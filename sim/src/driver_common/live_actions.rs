@@ -277,3 +277,13 @@ impl LiveActions {
         }
     }
 }
+
+#[cfg(test)]
+mod sizes {
+    /// The README quotes the bytes the driver's record of a live action costs.
+    #[test]
+    fn a_live_action_is_at_most_240_bytes() {
+        let size = std::mem::size_of::<Option<super::LiveAction>>();
+        assert!(size <= 240, "Option<LiveAction> is {size} bytes");
+    }
+}
