@@ -12,7 +12,13 @@
 //! held 131,072 slots, 61 MB, and 91 MB while it copied).
 //!
 //! The index is never iterated into an output: [`IdSlab::ids`] sorts (determinism rule).
+//!
+//! The slab remembers the last id it found and that id's slot: the core reads one action
+//! several times in a row while it dispatches or settles it (its ticket, its deadline, its
+//! scope, its class, then its record to change), and each of those reads is then a compare
+//! rather than a search of the index.
 
+use std::cell::Cell;
 use std::ops::Index;
 
 use crate::id_index::IdIndex;
@@ -30,6 +36,9 @@ pub struct IdSlab<V> {
     pages: Vec<Vec<Option<V>>>,
     /// Slots freed by removals, reused first.
     free: Vec<u32>,
+    /// The id last found and its slot; forgotten when that id is removed. An id keeps its
+    /// slot while it is held, so nothing else can make it wrong.
+    last: Cell<Option<(JobId, u32)>>,
 }
 
 impl<V> Default for IdSlab<V> {
@@ -38,6 +47,7 @@ impl<V> Default for IdSlab<V> {
             index: IdIndex::default(),
             pages: Vec::new(),
             free: Vec::new(),
+            last: Cell::new(None),
         }
     }
 }
@@ -45,7 +55,7 @@ impl<V> Default for IdSlab<V> {
 impl<V> IdSlab<V> {
     /// Puts `value` under `id`, replacing what was there.
     pub fn insert(&mut self, id: JobId, value: V) {
-        if let Some(slot) = self.index.get(id) {
+        if let Some(slot) = self.find(id) {
             *self.slot_mut(slot) = Some(value);
             return;
         }
@@ -89,30 +99,56 @@ impl<V> IdSlab<V> {
         }
     }
 
+    #[inline]
     fn slot(&self, slot: u32) -> &Option<V> {
         let slot = slot as usize;
         &self.pages[slot / PAGE][slot % PAGE]
     }
 
+    #[inline]
     fn slot_mut(&mut self, slot: u32) -> &mut Option<V> {
         let slot = slot as usize;
         &mut self.pages[slot / PAGE][slot % PAGE]
     }
 
+    /// The slot of `id`, if held: the remembered one when `id` was the last found.
+    #[inline]
+    fn find(&self, id: JobId) -> Option<u32> {
+        if let Some((last, slot)) = self.last.get() {
+            if last == id {
+                debug_assert_eq!(self.index.get(id), Some(slot), "{id} kept its slot");
+                return Some(slot);
+            }
+        }
+        let slot = self.index.get(id)?;
+        self.last.set(Some((id, slot)));
+        Some(slot)
+    }
+
+    /// Forgets the remembered slot if it is `id`'s (which is being removed).
+    fn forget(&self, id: JobId) {
+        if matches!(self.last.get(), Some((last, _)) if last == id) {
+            self.last.set(None);
+        }
+    }
+
     /// The value under `id`.
+    #[inline]
     pub fn get(&self, id: &JobId) -> Option<&V> {
-        let slot = self.index.get(*id)?;
+        let slot = self.find(*id)?;
         self.slot(slot).as_ref()
     }
 
     /// The value under `id`, to change.
+    #[inline]
     pub fn get_mut(&mut self, id: &JobId) -> Option<&mut V> {
-        let slot = self.index.get(*id)?;
+        let slot = self.find(*id)?;
         self.slot_mut(slot).as_mut()
     }
 
     /// Takes the value under `id` out; its slot is reused.
     pub fn remove(&mut self, id: &JobId) -> Option<V> {
+        self.forget(*id);
         let slot = self.index.remove(*id)?;
         self.free.push(slot);
         self.slot_mut(slot).take()
@@ -129,6 +165,7 @@ impl<V> IdSlab<V> {
     /// `f`'s result, or `None` when no value was held. For a caller that reads a few fields
     /// of a large value, or takes a small part of it, on its way out: nothing else is moved.
     pub fn remove_with<R>(&mut self, id: &JobId, f: impl FnOnce(&mut V) -> R) -> Option<R> {
+        self.forget(*id);
         let slot = self.index.remove(*id)?;
         self.free.push(slot);
         let place = self.slot_mut(slot);
@@ -140,7 +177,7 @@ impl<V> IdSlab<V> {
 
     /// Whether a value is held under `id`.
     pub fn contains_key(&self, id: &JobId) -> bool {
-        self.index.get(*id).is_some()
+        self.find(*id).is_some()
     }
 
     /// Every id held, in increasing order.
@@ -168,6 +205,7 @@ impl<V> Index<&JobId> for IdSlab<V> {
     type Output = V;
 
     /// The value under `id`; panics when there is none (a caller's broken invariant).
+    #[inline]
     fn index(&self, id: &JobId) -> &V {
         self.get(id).expect("a value under this id")
     }
@@ -176,6 +214,38 @@ impl<V> Index<&JobId> for IdSlab<V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Whatever the order of puts, reads and removals, the slab answers as a map does:
+        /// the remembered slot never outlives its id.
+        #[test]
+        fn answers_as_a_map_does(ops in proptest::collection::vec((0u8..5, 0u64..64), 1..400)) {
+            let mut slab = IdSlab::default();
+            let mut map = std::collections::BTreeMap::new();
+            for (step, (op, id)) in ops.into_iter().enumerate() {
+                match op {
+                    0 => {
+                        slab.insert(id, step);
+                        map.insert(id, step);
+                    }
+                    1 => prop_assert_eq!(slab.remove(&id), map.remove(&id)),
+                    2 => prop_assert_eq!(slab.remove_with(&id, |v| *v), map.remove(&id)),
+                    3 => {
+                        if let (Some(v), Some(w)) = (slab.get_mut(&id), map.get_mut(&id)) {
+                            *v += 1;
+                            *w += 1;
+                        }
+                    }
+                    _ => {}
+                }
+                prop_assert_eq!(slab.get(&id), map.get(&id));
+                prop_assert_eq!(slab.contains_key(&id), map.contains_key(&id));
+                prop_assert_eq!(slab.len(), map.len());
+            }
+            prop_assert_eq!(slab.ids(), map.keys().copied().collect::<Vec<_>>());
+        }
+    }
 
     #[test]
     fn values_come_back_by_id_and_freed_slots_are_reused() {

@@ -109,6 +109,7 @@ impl StoredEntry {
     }
 
     /// Takes the progress of an entry whose job is the one stored here.
+    #[inline]
     pub fn set_progress(&mut self, entry: &LedgerEntry) {
         self.state = entry.state;
         self.attempts = entry.attempts;
@@ -154,6 +155,13 @@ impl StoredEntry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The README quotes the bytes the in-memory ledger's copy of an action costs.
+    #[test]
+    fn a_stored_entry_is_at_most_256_bytes() {
+        let size = std::mem::size_of::<Option<StoredEntry>>();
+        assert!(size <= 256, "Option<StoredEntry> is {size} bytes");
+    }
 
     fn entry(long: bool) -> LedgerEntry {
         let text = |short: &str| {

@@ -196,6 +196,7 @@ impl Lanes {
     }
 
     /// The head of one lane.
+    #[inline]
     pub fn head(&self, lane: u32, rank: usize) -> Option<(JobId, u64)> {
         self.queues[rank]
             .get(lane as usize)
@@ -213,17 +214,20 @@ impl Lanes {
     }
 
     /// The lane with ready work that round robin serves first at this priority.
+    #[inline]
     pub fn first(&self, rank: usize) -> Option<u32> {
         self.nonempty[rank].after_wrapping(self.cursor[rank])
     }
 
     /// The lane after `lane` in round-robin order, or `None` once back at `start`.
+    #[inline]
     pub fn after(&self, rank: usize, lane: u32, start: u32) -> Option<u32> {
         let next = self.nonempty[rank].after_wrapping(Some(lane))?;
         (next != start).then_some(next)
     }
 
     /// How many lanes have ready work at this priority (bounds a round-robin scan).
+    #[inline]
     pub fn ready_lanes(&self, rank: usize) -> usize {
         self.nonempty[rank].len
     }

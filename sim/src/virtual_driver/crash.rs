@@ -183,8 +183,15 @@ impl Crashes {
         })
     }
 
-    /// Counts `job` reaching `point`; fires the first unfired crash it matches.
+    /// Counts `job` reaching `point`; fires the first unfired crash it matches. A run with
+    /// no crashes (most runs) returns at once, without a call, at every send and answer.
+    #[inline]
     fn reaches(&mut self, point: CrashPoint, job: JobId) -> bool {
+        !self.specs.is_empty() && self.reaches_armed(point, job)
+    }
+
+    /// [`Crashes::reaches`] for a run with crashes to play.
+    fn reaches_armed(&mut self, point: CrashPoint, job: JobId) -> bool {
         if !self.has_point(point) {
             return false;
         }
