@@ -17,8 +17,6 @@ pub mod retry_groups;
 mod starvation;
 pub mod waves;
 
-use std::collections::BTreeMap;
-
 use decided::Decided;
 use stampede_core::{Job, Millis, Priority, Reason, Route, Terminal, TerminalStatus};
 use stampede_provider::model::JournalEntry;
@@ -54,9 +52,11 @@ pub struct Measurement {
     bucket_latency: (Option<usize>, Vec<u64>),
     /// The precision of the bucket's percentiles.
     precision: percentiles::Precision,
-    /// Each bucket's rows by tenant (bucket start in ms): a few tenants a bucket, in the
-    /// order first seen, sorted by name at the end.
-    tenants: BTreeMap<u64, Vec<TenantRow>>,
+    /// Each bucket's rows by tenant, by bucket index like `rows` (every caller has made the
+    /// bucket's timeseries row first, so this grows no further than `rows`): a few tenants a
+    /// bucket, in the order first seen, sorted by name at the end. An index, where a map by
+    /// bucket start searched a tree at every attempt.
+    tenants: Vec<Vec<TenantRow>>,
     last_terminal_ms: u64,
     /// The scenario's duration cap (ms): how long a request without a deadline that did not
     /// complete keeps the service window open.
@@ -217,7 +217,7 @@ impl Measurement {
             rows: Vec::new(),
             bucket_latency: (None, Vec::new()),
             precision: percentiles::Precision::default(),
-            tenants: BTreeMap::new(),
+            tenants: Vec::new(),
             last_terminal_ms: 0,
             cap_ms,
             window_end_ms: 0,
@@ -271,20 +271,13 @@ impl Measurement {
     }
 
     fn tenant_row(&mut self, t: u64, tenant: &str) -> &mut TenantRow {
-        let start = self.bucket(t) as u64 * self.bucket_ms;
-        // Buckets fill in time order: the newest is looked at before searching.
-        let newest = self
-            .tenants
-            .last_key_value()
-            .is_some_and(|(k, _)| *k == start);
-        let rows = if newest {
-            self.tenants
-                .last_entry()
-                .unwrap_or_else(|| unreachable!("the newest bucket was just seen"))
-                .into_mut()
-        } else {
-            self.tenants.entry(start).or_default()
-        };
+        let i = self.bucket(t);
+        debug_assert!(i < self.rows.len(), "the bucket's timeseries row exists");
+        if i >= self.tenants.len() {
+            self.tenants.resize_with(i + 1, Vec::new);
+        }
+        let start = i as u64 * self.bucket_ms;
+        let rows = &mut self.tenants[i];
         // Found by `&str`: a tenant's name is copied once per bucket, not per attempt.
         groups::find_or_push(
             rows,
@@ -902,7 +895,7 @@ impl Measurement {
             timeseries: self.rows,
             tenants: self
                 .tenants
-                .into_values()
+                .into_iter()
                 .flat_map(|mut rows| {
                     rows.sort_by(|a, b| a.tenant.cmp(&b.tenant));
                     rows
