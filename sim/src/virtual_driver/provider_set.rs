@@ -41,7 +41,12 @@ impl ProviderSet {
             // sized for them once (follow-ups past the count grow it as before). With
             // several providers the split is not known up front, so none is sized.
             let requests = scenario.workloads.iter().map(|w| w.count).sum::<u64>();
-            set.models[0].expect_requests(usize::try_from(requests).unwrap_or(usize::MAX));
+            let expected = remembered_at_once(
+                requests,
+                scenario.provider.identity_window.ms(),
+                scenario.duration_ms,
+            );
+            set.models[0].expect_requests(usize::try_from(expected).unwrap_or(usize::MAX));
         } else {
             for p in &scenario.providers {
                 let seed = rng::stream_u64(scenario.seed, &format!("provider/{}", p.name));
@@ -118,5 +123,45 @@ impl ProviderSet {
         read: impl FnMut(&JournalEntry) -> Result<(), E>,
     ) -> Result<(), E> {
         self.models[usize::from(ix)].drain_journal_with(read)
+    }
+}
+
+/// How many of a run's `requests` its provider's identity index is sized for up front. A
+/// window (`window_ms`) as long as the run (`duration_ms`) remembers them all; a shorter
+/// one forgets as it goes, so it is sized for twice the share one window would hold were
+/// the requests spread evenly over the run, and never for fewer than [`SIZED_ANYWAY`] (a
+/// backlog that arrives at once, or a burst past the even share, grows the index as an
+/// unsized one grows). Sizing a ten-second window for every request of the
+/// million-request run held 75 MiB it never used.
+fn remembered_at_once(requests: u64, window_ms: u64, duration_ms: u64) -> u64 {
+    if window_ms >= duration_ms {
+        return requests;
+    }
+    let share = u128::from(requests) * 2 * u128::from(window_ms) / u128::from(duration_ms.max(1));
+    let share = u64::try_from(share).unwrap_or(u64::MAX);
+    share.max(SIZED_ANYWAY).min(requests)
+}
+
+/// Requests the identity index is sized for whatever the window: a few MB, and the whole of
+/// most scenarios (a 38,000-request backlog arrives within one window of its two hours).
+const SIZED_ANYWAY: u64 = 65_536;
+
+#[cfg(test)]
+mod tests {
+    use super::remembered_at_once;
+
+    #[test]
+    fn the_identity_index_is_sized_for_what_one_window_remembers() {
+        // A window as long as the run: every request.
+        assert_eq!(remembered_at_once(1_000_000, 900_000, 900_000), 1_000_000);
+        assert_eq!(remembered_at_once(1_000_000, 900_000, 600_000), 1_000_000);
+        // Ten seconds of a twenty-minute run: twice an even share, at least SIZED_ANYWAY.
+        assert_eq!(remembered_at_once(1_000_000, 10_000, 1_200_000), 65_536);
+        assert_eq!(remembered_at_once(10_000_000, 10_000, 1_200_000), 166_666);
+        assert_eq!(remembered_at_once(38_000, 900_000, 7_200_000), 38_000);
+        // Never more than the run's requests, whatever the ratio.
+        assert_eq!(remembered_at_once(10, 900_000, 1_000_000), 10);
+        assert_eq!(remembered_at_once(u64::MAX, 1, 2), u64::MAX);
+        assert_eq!(remembered_at_once(5, 1, 0), 5);
     }
 }
