@@ -25,6 +25,14 @@ pub struct AttemptsCsv<W: Write> {
     buf: Vec<u8>,
 }
 
+impl AttemptsCsv<std::fs::File> {
+    /// Creates (or truncates) the file at `path` and starts it: every writer of a run's
+    /// `attempts.csv` opens it this way.
+    pub fn create(path: &std::path::Path) -> io::Result<Self> {
+        std::fs::File::create(path).map(Self::new)
+    }
+}
+
 impl<W: Write> AttemptsCsv<W> {
     /// Starts the file on `out` with its header line (written with the first flush).
     pub fn new(out: W) -> Self {

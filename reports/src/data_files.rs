@@ -56,7 +56,7 @@ pub fn write_csv<T: Serialize>(path: &Path, rows: &[T]) -> Result<(), ReportErro
 /// streamed rows go through too).
 pub fn write_attempts_csv(path: &Path, rows: &[AttemptRow]) -> Result<(), ReportError> {
     let write = || -> std::io::Result<()> {
-        let mut w = AttemptsCsv::new(fs::File::create(path)?);
+        let mut w = AttemptsCsv::create(path)?;
         for row in rows {
             w.write(row)?;
         }

@@ -3,7 +3,7 @@
 //! then the plots, `index.html`, `junit.xml` and `summary.md` from stampede-reports; the
 //! audit trail `audit.jsonl` when asked, see [`RunOptions::audit`]).
 
-use std::fs::{self, File};
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -209,10 +209,9 @@ fn with_attempts_csv(
 ) -> Result<VirtualRun, RunError> {
     fs::create_dir_all(dir).map_err(|e| output_err(dir, e))?;
     let path = dir.join("attempts.csv");
-    let file = File::create(&path).map_err(|e| output_err(&path, e))?;
     // Rows are encoded into the writer's own buffer and reach the file in 256 KiB writes;
     // nothing is flushed per row.
-    let mut sink = AttemptsCsv::new(file);
+    let mut sink = AttemptsCsv::create(&path).map_err(|e| output_err(&path, e))?;
     let run = play(&mut sink)?;
     sink.finish().map_err(|e| output_err(&path, e))?;
     files.push(path);

@@ -241,11 +241,10 @@ pub fn run_client(
     let attempts_path = dir.join("attempts.csv");
     let mut files: Vec<PathBuf> = workload_paths.iter().chain(&log_paths).cloned().collect();
     {
-        let file = File::create(&attempts_path).map_err(|source| ClientError::Io {
+        let mut sink = AttemptsCsv::create(&attempts_path).map_err(|source| ClientError::Io {
             doing: format!("write {}", attempts_path.display()),
             source,
         })?;
-        let mut sink = AttemptsCsv::new(file);
         for e in &journal {
             // The harness cannot tell which workload line an attempt of a foreign client
             // was for, and does not take the client's word for it.

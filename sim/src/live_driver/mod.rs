@@ -25,7 +25,7 @@ pub mod request;
 pub mod resume;
 pub mod transport;
 
-use std::fs::{self, File};
+use std::fs;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -251,8 +251,7 @@ pub fn run_live(
         Some(dir) => {
             fs::create_dir_all(dir).map_err(|e| output(dir, &e))?;
             let path = dir.join("attempts.csv");
-            let file = File::create(&path).map_err(|e| output(&path, &e))?;
-            let mut csv_sink = AttemptsCsv::new(file);
+            let mut csv_sink = AttemptsCsv::create(&path).map_err(|e| output(&path, &e))?;
             let sink = &mut csv_sink as &mut dyn AttemptSink;
             let (run, audit) = match &live.ledger {
                 // A run on a ledger keeps its audit trail beside its report.
