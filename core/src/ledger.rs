@@ -109,6 +109,8 @@ pub struct InMemoryLedger {
     /// Drop entries once they are terminal, so long runs do not grow memory with the total
     /// number of requests (only live actions and those left `reconciliation_required` stay).
     forget_terminal: bool,
+    /// Keep nothing at all (see [`InMemoryLedger::keeping_nothing`]).
+    keep_nothing: bool,
 }
 
 impl InMemoryLedger {
@@ -124,6 +126,23 @@ impl InMemoryLedger {
             forget_terminal: true,
             ..Self::default()
         }
+    }
+
+    /// A ledger that keeps nothing: every write is accepted and dropped, and `entries()` is
+    /// empty. For a process that is never restored from its ledger (a virtual run that plans
+    /// no crash): the core still writes ahead of every send, as the design requires, but
+    /// no reader exists, and storing each write was a sixth of a million-request run. The
+    /// process's own records say where its live actions stand (`Scheduler::live_entries`).
+    pub fn keeping_nothing() -> Self {
+        Self {
+            keep_nothing: true,
+            ..Self::default()
+        }
+    }
+
+    /// Whether it keeps what is written (`false` only for [`InMemoryLedger::keeping_nothing`]).
+    pub fn keeps_entries(&self) -> bool {
+        !self.keep_nothing
     }
 
     /// The entry for one job, if any (a copy).
@@ -161,6 +180,9 @@ impl InMemoryLedger {
 
 impl Ledger for InMemoryLedger {
     fn put(&mut self, entry: &LedgerEntry) -> Result<(), LedgerError> {
+        if self.keep_nothing {
+            return Ok(());
+        }
         let id = entry.job.id;
         if self.forget_terminal && entry.state.is_terminal() {
             self.remove(id);
@@ -182,6 +204,9 @@ impl Ledger for InMemoryLedger {
     }
 
     fn put_progress(&mut self, entry: &LedgerEntry) -> Result<(), LedgerError> {
+        if self.keep_nothing {
+            return Ok(());
+        }
         let forget = self.forget_terminal && entry.state.is_terminal();
         match self.stored_mut(entry.job.id) {
             Some(known) if !forget => {

@@ -11,8 +11,8 @@ use proptest::prelude::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use stampede_core::{
-    preset, AttemptId, Command, InMemoryLedger, JobId, LookupResult, Millis, Outcome, Policy,
-    Priority, Response, Scheduler, ScopeBudget, SendKind, TransportFailure, Usage, PRESETS,
+    preset, AttemptId, Command, InMemoryLedger, JobId, Ledger, LookupResult, Millis, Outcome,
+    Policy, Priority, Response, Scheduler, ScopeBudget, SendKind, TransportFailure, Usage, PRESETS,
 };
 
 const CLASSES: [&str; 5] = ["llm", "read", "tool", "uncertain_write", "idempotent_write"];
@@ -401,6 +401,7 @@ fn play(input: &Input) -> Vec<(Millis, Command)> {
             }
             log.push((now, command));
         }
+        live_entries_agree_with_the_ledger(&s, &terminals);
         // Next event time.
         let next = [
             arrivals.peek().map(|(t, _)| *t),
@@ -444,6 +445,40 @@ fn play(input: &Input) -> Vec<(Millis, Command)> {
     assert_eq!(s.gauges().live, 0);
     assert_eq!(s.gauges().tokens_reserved, 0);
     log
+}
+
+/// What the scheduler says of its live actions (`live_entries`, which a driver whose ledger
+/// keeps nothing reads at the end of a run) is what its ledger holds for them: each live
+/// action's entry, and every action the ledger has unfinished whose terminal has not been
+/// given. (The ledger also keeps a write left `reconciliation_required` after its terminal.)
+fn live_entries_agree_with_the_ledger(s: &Scheduler, terminals: &BTreeMap<JobId, u32>) {
+    let live = s.live_entries();
+    assert!(
+        live.windows(2).all(|w| w[0].job.id < w[1].job.id),
+        "live entries come once each, by id"
+    );
+    for entry in &live {
+        assert_eq!(
+            s.ledger().get(entry.job.id).as_ref(),
+            Some(entry),
+            "the ledger holds what the scheduler says of live action {}",
+            entry.job.id
+        );
+    }
+    let unfinished = s
+        .ledger()
+        .entries()
+        .expect("an in-memory ledger reads")
+        .into_iter()
+        .filter(|e| !e.state.is_terminal() && !terminals.contains_key(&e.job.id));
+    for entry in unfinished {
+        assert!(
+            live.binary_search_by_key(&entry.job.id, |e| e.job.id)
+                .is_ok(),
+            "action {} is unfinished in the ledger but not live in the scheduler",
+            entry.job.id
+        );
+    }
 }
 
 /// 64 cases by default (fast enough for every `cargo test`); PROPTEST_CASES searches longer.

@@ -909,6 +909,32 @@ fn forgetting_ledger_keeps_memory_to_live_actions() {
 }
 
 #[test]
+fn a_ledger_keeping_nothing_holds_no_entry_and_the_scheduler_says_what_is_live() {
+    let mut s = stampede_core::Scheduler::new(
+        Policy::default(),
+        InMemoryLedger::keeping_nothing(),
+        rand::SeedableRng::seed_from_u64(3),
+    )
+    .unwrap();
+    assert!(!s.ledger().keeps_entries());
+    s.submit(job(1, "read"), 0).unwrap();
+    s.submit(job(2, "uncertain_write"), 0).unwrap();
+    let out = sends(&drain(&mut s, 0));
+    let read = out.iter().find(|send| send.job == 1).unwrap();
+    s.on_outcome(read.attempt, ok(), 5);
+    drain(&mut s, 5);
+    assert!(s.ledger().is_empty() && s.ledger().entries().unwrap().is_empty());
+    let live = s.live_entries();
+    assert_eq!(live.len(), 1, "the read ended; the write is on the wire");
+    assert_eq!(live[0].job.id, 2);
+    assert_eq!(live[0].state, stampede_core::ActionState::InFlight);
+    assert!(
+        live[0].job.idempotency_key.is_some(),
+        "with the key it was persisted with"
+    );
+}
+
+#[test]
 fn naive_preset_blindly_resends_uncertain_writes_and_stampede_does_not() {
     let mut naive = scheduler(preset("naive").unwrap());
     naive.submit(job(1, "uncertain_write"), 0).unwrap();

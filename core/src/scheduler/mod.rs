@@ -37,7 +37,7 @@ use crate::audit::AuditEvent;
 use crate::breaker::Breaker;
 use crate::command::{AttemptId, Command};
 use crate::job::{Job, JobId, Route};
-use crate::ledger::{InMemoryLedger, Ledger, LedgerError};
+use crate::ledger::{InMemoryLedger, Ledger, LedgerEntry, LedgerError};
 use crate::outcome::Outcome;
 use crate::policy::Policy;
 use crate::time::Millis;
@@ -358,6 +358,18 @@ impl<L: Ledger> Scheduler<L> {
     /// lists what is left unfinished from it).
     pub fn ledger(&self) -> &L {
         &self.ledger
+    }
+
+    /// The ledger entries of the actions it still tracks (not yet ended), ordered by job id:
+    /// what a ledger that keeps them holds, from the scheduler's own records. For a driver
+    /// whose ledger keeps nothing (`InMemoryLedger::keeping_nothing`) and that must say, at
+    /// the end, where its unfinished actions stand.
+    #[must_use]
+    pub fn live_entries(&self) -> Vec<LedgerEntry> {
+        let mut entries: Vec<LedgerEntry> =
+            self.jobs.values().map(|job| job.entry.clone()).collect();
+        entries.sort_unstable_by_key(|entry| entry.job.id);
+        entries
     }
 
     /// Makes every ledger write so far durable (see `Ledger::flush`). Call order with a

@@ -88,10 +88,12 @@ impl Crashes {
     }
 
     /// The ledger the first process starts with. Runs with crashes keep terminal entries, so
-    /// outcomes persisted but not reported before a crash can be read back.
+    /// outcomes persisted but not reported before a crash can be read back. A run without
+    /// one keeps none: no process is ever restored from it, and at the end the core's own
+    /// records say where its live actions stand (`Fleet::ledger_entries`).
     pub fn first_ledger(&self) -> InMemoryLedger {
         if self.specs.is_empty() {
-            InMemoryLedger::forgetting_terminal()
+            InMemoryLedger::keeping_nothing()
         } else {
             InMemoryLedger::new()
         }

@@ -78,10 +78,12 @@ impl Fleet {
             ledger,
             rng::stream(seed, "client"),
         )?);
+        // Replicas never crash (crashes are refused with replicas), so no replica is ever
+        // restored from its ledger: each keeps none.
         for r in 1..replicas {
             list.push(Scheduler::new(
                 policy.clone(),
-                InMemoryLedger::new(),
+                InMemoryLedger::keeping_nothing(),
                 rng::stream(seed, &format!("client-replica-{r}")),
             )?);
         }
@@ -233,11 +235,15 @@ impl Fleet {
         Ok(())
     }
 
-    /// Every replica's ledger entries, replica by replica.
+    /// Every replica's ledger entries, replica by replica: for a replica whose ledger keeps
+    /// nothing, the entries of the actions it still tracks, from its own records.
     pub fn ledger_entries(&self) -> Vec<LedgerEntry> {
         self.replicas
             .iter()
-            .flat_map(|c| c.ledger().entries().unwrap_or_default())
+            .flat_map(|c| match c.ledger().keeps_entries() {
+                true => c.ledger().entries().unwrap_or_default(),
+                false => c.live_entries(),
+            })
             .collect()
     }
 }
