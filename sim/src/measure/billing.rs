@@ -16,7 +16,9 @@ pub struct Billing {
     /// Per model: figures, and what it billed in micro-dollars. A handful of models per run:
     /// a sorted map keyed by the journal's shared name.
     models: BTreeMap<Arc<str>, (ModelFigures, u64)>,
-    limits: BTreeMap<&'static str, u64>,
+    /// Refusals by limit, at the limit's index in [`LIMITS`]: counted at every 429, so by
+    /// position rather than in a map searched by name.
+    limits: [u64; LIMITS.len()],
 }
 
 impl Billing {
@@ -40,7 +42,7 @@ impl Billing {
             *micro += e.billed_micro_usd;
         }
         if let Some(limit) = &e.limit {
-            *self.limits.entry(limit_name(limit)).or_insert(0) += 1;
+            self.limits[limit_index(limit)] += 1;
         }
     }
 
@@ -52,20 +54,40 @@ impl Billing {
             f.billed_usd = super::usd(micro);
             s.by_model.insert(name.to_string(), f);
         }
-        for (limit, n) in self.limits {
-            s.rate_limit_hits.insert(limit.to_string(), n);
+        for (limit, n) in LIMITS.iter().zip(self.limits) {
+            if n > 0 {
+                s.rate_limit_hits.insert(limit.to_string(), n);
+            }
         }
     }
 }
 
-/// The limit names the provider journals, as `'static` keys (an unknown one is `other`).
-fn limit_name(limit: &str) -> &'static str {
+/// The limit names the provider journals, and `other` for a name it does not.
+const LIMITS: [&str; 6] = ["rpm", "tpm", "rpd", "tpd", "concurrency", "other"];
+
+/// The index in [`LIMITS`] of a journaled limit name (an unknown one is `other`).
+fn limit_index(limit: &str) -> usize {
+    // Literal patterns: compared as a few bytes in place, not by a call per name.
     match limit {
-        "rpm" => "rpm",
-        "tpm" => "tpm",
-        "rpd" => "rpd",
-        "tpd" => "tpd",
-        "concurrency" => "concurrency",
-        _ => "other",
+        "rpm" => 0,
+        "tpm" => 1,
+        "rpd" => 2,
+        "tpd" => 3,
+        "concurrency" => 4,
+        _ => 5,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_limit_name_counts_at_its_own_place_and_unknown_names_as_other() {
+        for (i, name) in LIMITS.iter().enumerate().take(LIMITS.len() - 1) {
+            assert_eq!(limit_index(name), i, "{name}");
+        }
+        assert_eq!(LIMITS[limit_index("rph")], "other");
+        assert_eq!(LIMITS[limit_index("")], "other");
     }
 }

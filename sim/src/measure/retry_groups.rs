@@ -142,7 +142,8 @@ impl Window {
 pub struct RetryGroups {
     /// By provider index.
     last: Vec<Window>,
-    counts: BTreeMap<(u8, u8), u64>,
+    /// Retries by provider index, then by group index (of [`GROUPS`]).
+    counts: Vec<[u64; GROUPS.len()]>,
 }
 
 impl RetryGroups {
@@ -155,32 +156,44 @@ impl RetryGroups {
         let ix = usize::from(provider);
         if self.last.len() <= ix {
             self.last.resize_with(ix + 1, Window::default);
+            self.counts.resize(ix + 1, [0; GROUPS.len()]);
         }
         let window = &mut self.last[ix];
         if e.logical_attempt > 1 {
             let group = window.get(e.logical);
-            *self.counts.entry((provider, group)).or_insert(0) += 1;
+            self.counts[ix][usize::from(group)] += 1;
         }
         window.set(e.logical, group_of(e));
     }
 
     /// Retries by group name, over every provider.
     pub fn total(&self) -> BTreeMap<String, u64> {
-        let mut out = BTreeMap::new();
-        for (&(_, g), &n) in &self.counts {
-            *out.entry(GROUPS[usize::from(g)].to_string()).or_insert(0) += n;
+        let mut sums = [0; GROUPS.len()];
+        for counts in &self.counts {
+            for (sum, n) in sums.iter_mut().zip(counts) {
+                *sum += n;
+            }
         }
-        out
+        named(&sums)
     }
 
     /// Retries by group name at provider `provider`.
     pub fn of_provider(&self, provider: u8) -> BTreeMap<String, u64> {
         self.counts
-            .iter()
-            .filter(|((p, _), _)| *p == provider)
-            .map(|(&(_, g), &n)| (GROUPS[usize::from(g)].to_string(), n))
-            .collect()
+            .get(usize::from(provider))
+            .map(named)
+            .unwrap_or_default()
     }
+}
+
+/// Counts by group index as a map by group name, groups with none left out.
+fn named(counts: &[u64; GROUPS.len()]) -> BTreeMap<String, u64> {
+    GROUPS
+        .iter()
+        .zip(counts)
+        .filter(|(_, &n)| n > 0)
+        .map(|(name, &n)| (name.to_string(), n))
+        .collect()
 }
 
 #[cfg(test)]
