@@ -24,6 +24,11 @@ pub(crate) const CONCURRENCY_RETRY_MS: u64 = 1_000;
 pub(crate) struct Window {
     len_ms: u64,
     index: u64,
+    /// Where window `index` starts and ends (model ms, end excluded), so an attempt in the
+    /// open window finds it by two comparisons: a division per limit per attempt was
+    /// tens of cycles each.
+    start_ms: u64,
+    end_ms: u64,
     pub(crate) requests: u64,
     pub(crate) tokens: u64,
 }
@@ -33,6 +38,8 @@ impl Window {
         Window {
             len_ms,
             index: 0,
+            start_ms: 0,
+            end_ms: len_ms,
             requests: 0,
             tokens: 0,
         }
@@ -40,12 +47,17 @@ impl Window {
 
     /// Moves to the window containing `now`, clearing counters when it changed.
     fn roll(&mut self, now: u64) {
+        if (self.start_ms..self.end_ms).contains(&now) {
+            return;
+        }
         let index = now / self.len_ms;
         if index != self.index {
             self.index = index;
             self.requests = 0;
             self.tokens = 0;
         }
+        self.start_ms = index * self.len_ms;
+        self.end_ms = self.start_ms.saturating_add(self.len_ms);
     }
 
     /// When the current window ends, model ms.
@@ -278,6 +290,30 @@ impl ScopeState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_window_rolls_exactly_where_dividing_the_time_would() {
+        let mut w = Window::new(MINUTE_MS);
+        // Forward, across boundaries, standing still and (a restarted clock) backwards.
+        let times = [
+            0, 1, 59_999, 60_000, 60_001, 119_999, 500_000, 500_000, 61_000, 0,
+        ];
+        let mut index = 0;
+        for now in times {
+            w.requests += 1;
+            let before = w.requests;
+            w.roll(now);
+            let expected = now / MINUTE_MS;
+            assert_eq!(w.index, expected, "at {now}");
+            assert_eq!(w.reset_at(), (expected + 1) * MINUTE_MS);
+            let kept = if expected == index { before } else { 0 };
+            assert_eq!(
+                w.requests, kept,
+                "counters kept within a window, cleared across"
+            );
+            index = expected;
+        }
+    }
 
     fn scope(f: impl FnOnce(&mut ScopeLimits)) -> ScopeState {
         let mut l = ScopeLimits {
