@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashSet;
+use stampede_core::JobId;
 
 use super::percentiles::Precision;
 
@@ -83,18 +84,18 @@ impl Backlog {
         self.delta[bucket] += by;
     }
 
-    /// Request `action`, arrived in bucket `arrived`, was first sent in bucket `sent`.
-    pub(crate) fn sent(&mut self, action: u64, arrived: usize, sent: usize) {
-        if self.sent.insert(action) {
+    /// Request `job`, arrived in bucket `arrived`, was first sent in bucket `sent`.
+    pub(crate) fn sent(&mut self, job: JobId, arrived: usize, sent: usize) {
+        if self.sent.insert(job) {
             self.add(arrived, 1);
             self.add(sent, -1);
         }
     }
 
-    /// Request `action`, arrived in bucket `arrived`, ended in bucket `ended` (`None`: open
+    /// Request `job`, arrived in bucket `arrived`, ended in bucket `ended` (`None`: open
     /// at the cap). One never sent leaves the backlog when it ends.
-    pub(crate) fn ended(&mut self, action: u64, arrived: usize, ended: Option<usize>) {
-        if self.sent.remove(&action) {
+    pub(crate) fn ended(&mut self, job: JobId, arrived: usize, ended: Option<usize>) {
+        if self.sent.remove(&job) {
             return;
         }
         self.add(arrived, 1);

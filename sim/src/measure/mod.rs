@@ -18,7 +18,7 @@ mod starvation;
 pub mod waves;
 
 use decided::Decided;
-use stampede_core::{Job, Millis, Priority, Reason, Route, Terminal, TerminalStatus};
+use stampede_core::{Job, JobId, Millis, Priority, Reason, Route, Terminal, TerminalStatus};
 use stampede_provider::model::JournalEntry;
 use stampede_reports::{Summary, TenantRow, TimeseriesRow, UnfinishedRow};
 
@@ -295,24 +295,27 @@ impl Measurement {
         self.summary.logical_requests += 1;
     }
 
-    /// Action `action` of `tenant` arrived at `at` (ms): it waits in its tenant's queue
-    /// until first sent (see `starvation`).
-    pub fn on_tenant_arrival(&mut self, action: u64, tenant: &str, at: Millis) {
-        self.starvation.arrive(action, tenant, at);
+    /// Job `job` of `tenant` arrived at `at` (ms): it waits in its tenant's queue until
+    /// first sent (see `starvation`). `job` here and below is the harness's own id of the
+    /// action, from its arrival record (the workload's, or the core's `Send` and terminal
+    /// that carry it back): a figure keyed by it is a client-side figure (a queue, a wait)
+    /// that no attempt on the wire, and so no provider, can decide.
+    pub fn on_tenant_arrival(&mut self, job: JobId, tenant: &str, at: Millis) {
+        self.starvation.arrive(job, tenant, at);
     }
 
-    /// Action `action` of `priority` and `class` arrived (after [`Measurement::on_submit`],
+    /// Job `job` of `priority` and `class` arrived (after [`Measurement::on_submit`],
     /// before admission takes it or not): it counts in its queue until first sent, and its
     /// attempts and outcome count under its priority.
-    pub fn on_arrival(&mut self, action: u64, priority: stampede_core::Priority, class: &str) {
-        self.queues.arrive(action, priority, class);
+    pub fn on_arrival(&mut self, job: JobId, priority: stampede_core::Priority, class: &str) {
+        self.queues.arrive(job, priority, class);
     }
 
-    /// Action `action` was sent before this process took it over (restored from a ledger):
-    /// it leaves its queue with no queue wait measured.
-    pub fn on_sent_before(&mut self, action: u64) {
-        self.queues.ended_unsent(action);
-        self.starvation.ended_unsent(action);
+    /// Job `job` was sent before this process took it over (restored from a ledger): it
+    /// leaves its queue with no queue wait measured.
+    pub fn on_sent_before(&mut self, job: JobId) {
+        self.queues.ended_unsent(job);
+        self.starvation.ended_unsent(job);
     }
 
     /// Admission refused action `id` for `cause` (`queue_full`, `execution_budget_spent`,
@@ -350,17 +353,17 @@ impl Measurement {
         self.summary.logical_requests
     }
 
-    /// Action `action`, submitted at `submitted_at` (ms), sent its first attempt at `at`
-    /// (ms): its queue wait ends, and it leaves the backlog.
-    pub fn on_first_dispatch(&mut self, action: u64, submitted_at: Millis, at: Millis) {
+    /// Job `job`, submitted at `submitted_at` (ms), sent its first attempt at `at` (ms):
+    /// its queue wait ends, and it leaves the backlog.
+    pub fn on_first_dispatch(&mut self, job: JobId, submitted_at: Millis, at: Millis) {
         let wait_ms = at.saturating_sub(submitted_at);
         self.queue_wait.record(wait_ms);
-        self.queues.sent(action, wait_ms);
-        self.starvation.sent(action, at);
+        self.queues.sent(job, wait_ms);
+        self.starvation.sent(job, at);
         let (arrived, sent) = (self.bucket(submitted_at), self.bucket(at));
         let (open, closed) = &mut self.bucket_queue_wait;
         closed.extend(open.record(sent, wait_ms));
-        self.backlog.sent(action, arrived, sent);
+        self.backlog.sent(job, arrived, sent);
     }
 
     /// The client moved an action to a fallback route for `reason`
@@ -581,14 +584,14 @@ impl Measurement {
             .saturating_sub(submitted_at)
     }
 
-    /// Action `action` of `group` was still open when the run stopped at `now` (ms): never
+    /// Job `job` of `group` was still open when the run stopped at `now` (ms): never
     /// finished, so neither completed nor failed. `sent`: an attempt of it left, so it may
     /// have executed (in flight or awaiting reconciliation): look it up before running it
     /// again.
     pub fn on_unfinished(
         &mut self,
         now: Millis,
-        (action, group): (u64, Group<'_>),
+        (job, group): (JobId, Group<'_>),
         submitted_at: Millis,
         deadline: Option<Millis>,
         sent: bool,
@@ -601,11 +604,11 @@ impl Measurement {
         let waited = now.saturating_sub(submitted_at);
         let latency_ms = self.unanswered_ms(submitted_at, deadline).max(waited);
         self.latency.record(latency_ms);
-        let priority = self.queues.priority_of(action);
+        let priority = self.queues.priority_of(job);
         self.groups
             .end(group, priority, GroupEnd::Unfinished { latency_ms });
         let arrived = self.bucket(submitted_at);
-        self.backlog.ended(action, arrived, None);
+        self.backlog.ended(job, arrived, None);
         self.window_end_ms = self.window_end_ms.max(now);
     }
 
@@ -942,13 +945,13 @@ mod tests {
         ProviderModel::new(config, 1, 0).unwrap()
     }
 
-    fn chat(attempt_no: u32) -> Request {
+    /// A chat completion that says nothing about itself (no `x-stampede-*` claims).
+    fn chat() -> Request {
         Request {
             route: RequestRoute::ChatCompletions,
             credential: Some("sk-s".into()),
             prompt_tokens: 10,
             max_tokens: 5,
-            attempt_no: Some(attempt_no),
             ..Request::default()
         }
     }
@@ -956,13 +959,13 @@ mod tests {
     #[test]
     fn retry_after_violations_are_the_providers_own_flags() {
         let mut m = provider();
-        m.arrive(&chat(1), 0);
+        m.arrive(&chat(), 0);
         // 429 decided at 10_000, answer left at 10_100: Retry-After 50 s binds to 60_100.
-        m.arrive(&chat(1), 10_000);
-        m.arrive(&chat(1), 10_050); // in flight before the answer left: no violation
-        m.arrive(&chat(2), 30_000); // too early
-        m.arrive(&chat(2), 60_050); // still too early, though the window reset
-        m.arrive(&chat(2), 60_100); // on time
+        m.arrive(&chat(), 10_000);
+        m.arrive(&chat(), 10_050); // in flight before the answer left: no violation
+        m.arrive(&chat(), 30_000); // too early
+        m.arrive(&chat(), 60_050); // still too early, though the window reset
+        m.arrive(&chat(), 60_100); // on time
         let mut measure = Measurement::new(1_000, 600_000);
         let journal = m.drain_journal();
         let rows: Vec<AttemptRow> = journal
@@ -991,7 +994,7 @@ mod tests {
         let play = |claim: bool| {
             let mut m = provider();
             for (i, at) in [0u64, 10_000, 30_000, 60_100].into_iter().enumerate() {
-                let mut r = chat(1);
+                let mut r = chat();
                 r.attempt_no = claim.then_some(90 + i as u32);
                 r.action = claim.then_some(7_000 + i as u64);
                 m.arrive(&r, at);

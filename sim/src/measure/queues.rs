@@ -2,15 +2,16 @@
 //! (for `by_priority`): who arrived, how many waited unsent at once, and how long each
 //! waited for its first send.
 //!
-//! The harness learns an action's priority and class when it arrives; the journal and the
-//! core's terminal outcome name only the action. So each action's queue is kept in one byte
-//! indexed by its id (ids are dense from 1), at most [`MAX_TRACKED`] of them: a run of the
+//! The harness learns an action's priority and class when it arrives; the core's terminal
+//! outcome names only its job id, the harness's own (nothing here reads the journal). So
+//! each action's queue is kept in one byte indexed by that id (ids are dense from 1), at
+//! most [`MAX_TRACKED`] of them: a run of the
 //! largest size keeps about 10 MB here, and an action past that cap is left out of
 //! `by_priority` and `queues` (never counted under a wrong name).
 
 use std::collections::BTreeMap;
 
-use stampede_core::Priority;
+use stampede_core::{JobId, Priority};
 use stampede_reports::QueueFigures;
 
 use super::percentiles::Distribution;
@@ -47,21 +48,21 @@ pub struct Queues {
     tallies: Vec<Tally>,
     /// Per action id: its queue's index + 1 (0: unknown) in the low bits, [`WAITING`] while
     /// it has not been sent.
-    of_action: Vec<u8>,
+    of_job: Vec<u8>,
 }
 
 impl Queues {
-    fn slot(&self, action: u64) -> Option<u8> {
-        self.of_action
-            .get(usize::try_from(action).ok()?)
+    fn slot(&self, job: JobId) -> Option<u8> {
+        self.of_job
+            .get(usize::try_from(job).ok()?)
             .copied()
             .filter(|&b| b & !WAITING != 0)
     }
 
-    /// Action `action` of `priority` and `class` arrived (submitted, whether or not
+    /// Job `job` of `priority` and `class` arrived (submitted, whether or not
     /// admission took it at once): it waits unsent.
-    pub fn arrive(&mut self, action: u64, priority: Priority, class: &str) {
-        if action >= MAX_TRACKED {
+    pub fn arrive(&mut self, job: JobId, priority: Priority, class: &str) {
+        if job >= MAX_TRACKED {
             return;
         }
         let priority = priority_name(priority);
@@ -78,50 +79,50 @@ impl Queues {
             }
             None => return,
         };
-        let at = action as usize;
-        if self.of_action.len() <= at {
-            self.of_action.resize(at + 1, 0);
+        let at = job as usize;
+        if self.of_job.len() <= at {
+            self.of_job.resize(at + 1, 0);
         }
-        if self.of_action[at] & WAITING != 0 {
+        if self.of_job[at] & WAITING != 0 {
             return; // already counted as waiting (offered again after a restart)
         }
-        self.of_action[at] = (ix as u8 + 1) | WAITING;
+        self.of_job[at] = (ix as u8 + 1) | WAITING;
         let t = &mut self.tallies[ix];
         t.figures.arrived += 1;
         t.depth += 1;
         t.figures.depth_peak = t.figures.depth_peak.max(t.depth);
     }
 
-    /// The priority of action `action` (`""` when unknown).
-    pub fn priority_of(&self, action: u64) -> &'static str {
-        self.slot(action)
+    /// The priority of action `job` (`""` when unknown).
+    pub fn priority_of(&self, job: JobId) -> &'static str {
+        self.slot(job)
             .map_or("", |b| self.names[usize::from((b & !WAITING) - 1)].0)
     }
 
-    /// Stops counting `action` as waiting; its queue's tally when it was.
-    fn leave(&mut self, action: u64) -> Option<&mut Tally> {
-        let b = self.slot(action)?;
+    /// Stops counting `job` as waiting; its queue's tally when it was.
+    fn leave(&mut self, job: JobId) -> Option<&mut Tally> {
+        let b = self.slot(job)?;
         if b & WAITING == 0 {
             return None;
         }
-        self.of_action[action as usize] = b & !WAITING;
+        self.of_job[job as usize] = b & !WAITING;
         let t = &mut self.tallies[usize::from((b & !WAITING) - 1)];
         t.depth = t.depth.saturating_sub(1);
         Some(t)
     }
 
-    /// Action `action` was sent for the first time after waiting `wait_ms`.
-    pub fn sent(&mut self, action: u64, wait_ms: u64) {
-        if let Some(t) = self.leave(action) {
+    /// Job `job` was sent for the first time after waiting `wait_ms`.
+    pub fn sent(&mut self, job: JobId, wait_ms: u64) {
+        if let Some(t) = self.leave(job) {
             t.figures.sent += 1;
             t.figures.wait_total_ms += wait_ms;
             t.wait.record(wait_ms);
         }
     }
 
-    /// Action `action` ended without ever being sent (cancelled, or failed at admission).
-    pub fn ended_unsent(&mut self, action: u64) {
-        self.leave(action);
+    /// Job `job` ended without ever being sent (cancelled, or failed at admission).
+    pub fn ended_unsent(&mut self, job: JobId) {
+        self.leave(job);
     }
 
     /// `summary.json`'s `queues`, keyed `PRIORITY/CLASS`.

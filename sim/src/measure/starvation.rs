@@ -7,7 +7,7 @@
 //! alone is waiting on the provider, not starved. A wait still open when the run stops
 //! counts up to the stop.
 
-use stampede_core::Millis;
+use stampede_core::{JobId, Millis};
 
 use super::queues::MAX_TRACKED;
 
@@ -34,7 +34,7 @@ pub struct Starvation {
     names: Vec<String>,
     tenants: Vec<Waiting>,
     /// Tenant index of each action, by id (1 byte pair per id).
-    of_action: Vec<u16>,
+    of_job: Vec<u16>,
     /// First sends of every tenant so far.
     sends: u64,
     /// Longest wait so far (ms) and whose.
@@ -42,9 +42,9 @@ pub struct Starvation {
 }
 
 impl Starvation {
-    /// Action `action` of `tenant` arrived at `at` (ms).
-    pub fn arrive(&mut self, action: u64, tenant: &str, at: Millis) {
-        if action >= MAX_TRACKED {
+    /// Job `job` of `tenant` arrived at `at` (ms).
+    pub fn arrive(&mut self, job: JobId, tenant: &str, at: Millis) {
+        if job >= MAX_TRACKED {
             return;
         }
         let ix = match self.names.iter().position(|n| n == tenant) {
@@ -56,11 +56,11 @@ impl Starvation {
             }
             None => return,
         };
-        let slot = usize::try_from(action).unwrap_or(usize::MAX);
-        if self.of_action.len() <= slot {
-            self.of_action.resize(slot + 1, NONE);
+        let slot = usize::try_from(job).unwrap_or(usize::MAX);
+        if self.of_job.len() <= slot {
+            self.of_job.resize(slot + 1, NONE);
         }
-        self.of_action[slot] = ix as u16;
+        self.of_job[slot] = ix as u16;
         let sends = self.sends;
         let w = &mut self.tenants[ix];
         if w.queued == 0 {
@@ -70,17 +70,17 @@ impl Starvation {
         w.queued += 1;
     }
 
-    fn tenant_of(&mut self, action: u64) -> Option<usize> {
-        let slot = usize::try_from(action).ok()?;
-        let ix = *self.of_action.get(slot)?;
+    fn tenant_of(&mut self, job: JobId) -> Option<usize> {
+        let slot = usize::try_from(job).ok()?;
+        let ix = *self.of_job.get(slot)?;
         // Each action leaves the queue once.
-        self.of_action[slot] = NONE;
+        self.of_job[slot] = NONE;
         (ix != NONE).then_some(usize::from(ix))
     }
 
-    /// Action `action` was first sent at `at` (ms).
-    pub fn sent(&mut self, action: u64, at: Millis) {
-        let Some(ix) = self.tenant_of(action) else {
+    /// Job `job` was first sent at `at` (ms).
+    pub fn sent(&mut self, job: JobId, at: Millis) {
+        let Some(ix) = self.tenant_of(job) else {
             self.sends += 1;
             return;
         };
@@ -94,9 +94,9 @@ impl Starvation {
         self.sends += 1;
     }
 
-    /// Action `action` ended without being sent (failed or cancelled in the queue).
-    pub fn ended_unsent(&mut self, action: u64) {
-        if let Some(ix) = self.tenant_of(action) {
+    /// Job `job` ended without being sent (failed or cancelled in the queue).
+    pub fn ended_unsent(&mut self, job: JobId) {
+        if let Some(ix) = self.tenant_of(job) {
             self.tenants[ix].queued -= 1;
         }
     }
