@@ -910,12 +910,7 @@ fn forgetting_ledger_keeps_memory_to_live_actions() {
 
 #[test]
 fn a_ledger_keeping_nothing_holds_no_entry_and_the_scheduler_says_what_is_live() {
-    let mut s = stampede_core::Scheduler::new(
-        Policy::default(),
-        InMemoryLedger::keeping_nothing(),
-        rand::SeedableRng::seed_from_u64(3),
-    )
-    .unwrap();
+    let mut s = scheduler_with(Policy::default(), InMemoryLedger::keeping_nothing());
     assert!(!s.ledger().keeps_entries());
     s.submit(job(1, "read"), 0).unwrap();
     s.submit(job(2, "uncertain_write"), 0).unwrap();

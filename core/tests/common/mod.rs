@@ -11,8 +11,12 @@ use stampede_core::{
 pub const CREDENTIAL: &str = "sk-secret-credential";
 
 pub fn scheduler(policy: Policy) -> Scheduler {
-    Scheduler::new(policy, InMemoryLedger::new(), ChaCha8Rng::seed_from_u64(7))
-        .expect("valid policy")
+    scheduler_with(policy, InMemoryLedger::new())
+}
+
+/// A scheduler under `policy` persisting to `ledger`.
+pub fn scheduler_with(policy: Policy, ledger: InMemoryLedger) -> Scheduler {
+    Scheduler::new(policy, ledger, ChaCha8Rng::seed_from_u64(7)).expect("valid policy")
 }
 
 /// A job of `class` on scope "acct" for tenant "t1", task "task-{id}".

@@ -23,10 +23,9 @@ pub(crate) const CONCURRENCY_RETRY_MS: u64 = 1_000;
 #[derive(Debug, Clone)]
 pub(crate) struct Window {
     len_ms: u64,
-    index: u64,
-    /// Where window `index` starts and ends (model ms, end excluded), so an attempt in the
-    /// open window finds it by two comparisons: a division per limit per attempt was
-    /// tens of cycles each.
+    /// Where the current window starts and ends (model ms, end excluded), so an attempt in
+    /// it is placed by two comparisons: a division per limit per attempt was tens of cycles
+    /// each.
     start_ms: u64,
     end_ms: u64,
     pub(crate) requests: u64,
@@ -37,7 +36,6 @@ impl Window {
     fn new(len_ms: u64) -> Self {
         Window {
             len_ms,
-            index: 0,
             start_ms: 0,
             end_ms: len_ms,
             requests: 0,
@@ -50,19 +48,21 @@ impl Window {
         if (self.start_ms..self.end_ms).contains(&now) {
             return;
         }
-        let index = now / self.len_ms;
-        if index != self.index {
-            self.index = index;
-            self.requests = 0;
-            self.tokens = 0;
-        }
-        self.start_ms = index * self.len_ms;
+        self.start_ms = now / self.len_ms * self.len_ms;
         self.end_ms = self.start_ms.saturating_add(self.len_ms);
+        self.requests = 0;
+        self.tokens = 0;
+    }
+
+    /// Which window it is (`now / len`, for any `now` in it).
+    #[cfg(test)]
+    fn index(&self) -> u64 {
+        self.start_ms / self.len_ms
     }
 
     /// When the current window ends, model ms.
     pub(crate) fn reset_at(&self) -> u64 {
-        (self.index + 1) * self.len_ms
+        self.end_ms
     }
 }
 
@@ -304,7 +304,7 @@ mod tests {
             let before = w.requests;
             w.roll(now);
             let expected = now / MINUTE_MS;
-            assert_eq!(w.index, expected, "at {now}");
+            assert_eq!(w.index(), expected, "at {now}");
             assert_eq!(w.reset_at(), (expected + 1) * MINUTE_MS);
             let kept = if expected == index { before } else { 0 };
             assert_eq!(

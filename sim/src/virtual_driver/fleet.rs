@@ -240,9 +240,12 @@ impl Fleet {
     pub fn ledger_entries(&self) -> Vec<LedgerEntry> {
         self.replicas
             .iter()
-            .flat_map(|c| match c.ledger().keeps_entries() {
-                true => c.ledger().entries().unwrap_or_default(),
-                false => c.live_entries(),
+            .flat_map(|c| {
+                if c.ledger().keeps_entries() {
+                    c.ledger().entries().unwrap_or_default()
+                } else {
+                    c.live_entries()
+                }
             })
             .collect()
     }
