@@ -35,7 +35,8 @@ struct WriteFate {
 /// Counts blind re-sends as journal entries stream by (in arrival order).
 #[derive(Debug, Clone, Default)]
 pub struct BlindResends {
-    actions: BTreeMap<u64, WriteFate>,
+    /// Each write's fate, by the provider's logical request id (the journal's `logical`).
+    by_logical: BTreeMap<u64, WriteFate>,
     count: u64,
 }
 
@@ -49,12 +50,12 @@ impl BlindResends {
     pub fn observe(&mut self, e: &Decided<'_>) -> bool {
         // The logical request as the provider identified it; a look-up carries the write
         // it asked about (0 when the provider knows no such write).
-        let action = e.logical;
-        if action == 0 {
+        let logical = e.logical;
+        if logical == 0 {
             return false;
         }
         if e.method == "POST" && e.route == "/v1/records" {
-            let fate = self.actions.entry(action).or_default();
+            let fate = self.by_logical.entry(logical).or_default();
             let blind = fate.uncertain;
             self.count += u64::from(blind);
             fate.committed |= e.committed;
@@ -62,7 +63,7 @@ impl BlindResends {
             return blind;
         }
         if e.method == "GET" && e.route.starts_with("/v1/records") {
-            if let Some(fate) = self.actions.get_mut(&action) {
+            if let Some(fate) = self.by_logical.get_mut(&logical) {
                 // A look-up answered while no record exists shows the action absent: a
                 // re-send after it is the safe, reconciled one.
                 let answered = matches!(e.status, Some(200 | 404));
