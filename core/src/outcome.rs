@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 
 use crate::operation_id::OperationId;
-use crate::rate_headers::{rate_hint, RateHint};
+use crate::rate_headers::{is_rate_header, rate_hint, RateHint};
 use crate::retry_after::{retry_after_delay, RetryAfter, RetryAfterSource};
 use crate::time::Millis;
 
@@ -104,6 +104,18 @@ pub enum Outcome {
 }
 
 impl Response {
+    /// Whether the core reads response header `name` (compared ignoring ASCII case):
+    /// `Retry-After`, `retry-after-ms` and the rate-limit families (`x-ratelimit-*`,
+    /// `RateLimit*`). A driver may leave every other header out of [`Response::headers`]:
+    /// nothing in the core looks at it, and a live answer's other headers (date, length,
+    /// request id, ...) then cost no copies.
+    #[must_use]
+    pub fn reads_header(name: &str) -> bool {
+        name.eq_ignore_ascii_case("retry-after")
+            || name.eq_ignore_ascii_case("retry-after-ms")
+            || is_rate_header(name)
+    }
+
     /// What the provider said about its limits: the typed figures, else the headers.
     #[must_use]
     pub fn rate_hint(&self) -> Option<RateHint> {
@@ -120,6 +132,112 @@ impl Response {
                 source: RetryAfterSource::RetryAfterMs,
             }),
             None => retry_after_delay(&self.headers, now_unix_ms, past_date_floor_ms),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Names a provider sends, the ones the core reads in several cases and spellings, and
+    /// decoys that share a prefix with them.
+    const NAMES: [&str; 22] = [
+        "retry-after",
+        "Retry-After",
+        "retry-after-ms",
+        "RETRY-AFTER-MS",
+        "x-ratelimit-limit-requests",
+        "x-ratelimit-remaining-requests",
+        "X-RateLimit-Reset-Requests",
+        "x-ratelimit-limit-tokens",
+        "x-ratelimit-remaining-tokens",
+        "x-ratelimit-reset-tokens",
+        "ratelimit",
+        "RateLimit-Policy",
+        "ratelimit-limit",
+        "ratelimit-remaining",
+        "ratelimit-reset",
+        "retry-after-seconds",
+        "x-retry-after",
+        "content-type",
+        "date",
+        "x-request-id",
+        "x-should-retry",
+        "openai-processing-ms",
+    ];
+
+    /// Values each of those names can carry: counts, durations, dates, structured fields.
+    const VALUES: [&str; 9] = [
+        "30",
+        "1.5",
+        "1500",
+        "6m0s",
+        "250ms",
+        "Wed, 21 Oct 2015 07:28:00 GMT",
+        "\"default\";r=50;t=30",
+        "\"default\";q=600;w=60",
+        "soon",
+    ];
+
+    fn headers() -> impl Strategy<Value = Vec<(String, String)>> {
+        prop::collection::vec((0..NAMES.len(), 0..VALUES.len()), 0..12).prop_map(|pairs| {
+            pairs
+                .into_iter()
+                .map(|(n, v)| (NAMES[n].to_string(), VALUES[v].to_string()))
+                .collect()
+        })
+    }
+
+    fn answer(headers: Vec<(String, String)>) -> Response {
+        Response {
+            status: 429,
+            headers,
+            retry_after_ms: None,
+            rate: None,
+            error_code: None,
+            usage: None,
+            operation_id: None,
+        }
+    }
+
+    proptest! {
+        /// Dropping every header `reads_header` refuses changes nothing the core reads
+        /// from an answer: its rate figures and its requested wait.
+        #[test]
+        fn the_headers_the_core_does_not_read_change_nothing(all in headers()) {
+            let kept: Vec<_> = all
+                .iter()
+                .filter(|(name, _)| Response::reads_header(name))
+                .cloned()
+                .collect();
+            let (all, kept) = (answer(all), answer(kept));
+            prop_assert_eq!(all.rate_hint(), kept.rate_hint());
+            let now = 1_445_412_000_000;
+            prop_assert_eq!(all.retry_after(now, 1_000), kept.retry_after(now, 1_000));
+        }
+    }
+
+    #[test]
+    fn other_headers_are_not_read() {
+        for name in [
+            "date",
+            "content-type",
+            "x-request-id",
+            "x-retry-after",
+            "retry-after-seconds",
+        ] {
+            assert!(!Response::reads_header(name), "{name}");
+        }
+        for name in [
+            "Retry-After",
+            "retry-after-ms",
+            "X-RateLimit-Remaining-Tokens",
+            "RateLimit",
+        ] {
+            assert!(Response::reads_header(name), "{name}");
         }
     }
 }

@@ -123,6 +123,12 @@ fn rate_header_name(name: &str) -> Option<LowerName> {
     Some(lower)
 }
 
+/// Whether [`rate_hint`] may read header `name`: it begins `x-ratelimit-` or `ratelimit`
+/// (ignoring ASCII case) and is short enough to be a name it knows.
+pub(crate) fn is_rate_header(name: &str) -> bool {
+    rate_header_name(name).is_some()
+}
+
 /// A short ASCII-lower-cased header name (non-ASCII bytes are kept as they are, so they
 /// match no known name, as with `eq_ignore_ascii_case`).
 struct LowerName {

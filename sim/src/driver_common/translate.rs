@@ -235,6 +235,30 @@ pub fn answered(
     )
 }
 
+/// [`answered`] for an action's answer whose body was read for just what this takes: the
+/// provider's `id`, the `error.code` and the usage. For a body whose `id` and `error.code`
+/// are those strings, the same outcome as [`answered`].
+pub fn answered_parts(
+    send: &SendAttempt,
+    status: u16,
+    headers: Vec<(String, String)>,
+    id: Option<&str>,
+    error_code: Option<String>,
+    usage: Option<(u32, u32)>,
+) -> Outcome {
+    answered_with(
+        send,
+        status,
+        headers,
+        None,
+        None,
+        error_code.map(Cow::Owned),
+        id.map(OperationId::from),
+        &serde_json::Value::Null,
+        usage,
+    )
+}
+
 /// [`answered`] for the in-process provider: its Retry-After and rate-limit figures go to
 /// the core as numbers ([`rate_hint_of`]), with no header text written or parsed, and the
 /// error code and completion id as the model typed them (its bodies may be lean, `Null`).

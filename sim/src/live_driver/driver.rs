@@ -26,7 +26,7 @@ use tokio::task::JoinSet;
 use super::clock::LiveClock;
 use super::dilate::Dilation;
 use super::provider::Provider;
-use super::request::{http_request, http_request_with};
+use super::request::{http_request, RequestWriter};
 use super::resume::{self, Restart, Start};
 use super::transport::Transport;
 use super::{AttemptTiming, LiveError, LiveOptions, LiveRun};
@@ -124,6 +124,7 @@ pub async fn play_from<L: Ledger>(
     let mut heard: BTreeMap<(JobId, u32), Millis> = BTreeMap::new();
     let mut wire = HttpWire {
         base: provider.base.clone(),
+        writer: RequestWriter::new(&provider.base),
         hidden_retries: scenario.client.transport_retries,
         sent: HashMap::new(),
         outgoing: Vec::new(),
@@ -392,6 +393,8 @@ type Outgoing = (
 struct HttpWire {
     /// The provider's base URL.
     base: String,
+    /// Writes the attempts' HTTP requests to `base`.
+    writer: RequestWriter,
     /// `client.transport_retries`: re-sends a layer under the client makes, unknown to it.
     hidden_retries: u32,
     /// What this harness sent, in send order, under the key the provider's journal shows it
@@ -437,7 +440,10 @@ impl Wire for HttpWire {
             .entry(journal_key(request, body.as_deref()))
             .or_default()
             .push_back((send.job, send.attempt_no, tenant, class, priority, group));
-        let http = http_request_with(&self.base, request, body).map_err(LiveError::Provider)?;
+        let http = self
+            .writer
+            .write(request, body)
+            .map_err(LiveError::Provider)?;
         let hidden = (self.hidden_retries > 0)
             .then(|| (self.base.clone(), request.clone(), self.hidden_retries));
         self.outgoing.push((send, http, request.stream, hidden));

@@ -2,34 +2,42 @@
 //! on the wire the way the server reads it back (route, `Authorization`, `Idempotency-Key`,
 //! `x-stampede-*` attribution, and a body that the server prices and hashes the same way).
 
+use std::borrow::Cow;
+use std::sync::Arc;
+
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::header::{HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 use hyper::{Method, Uri};
+use rustc_hash::FxHashMap;
 use serde_json::json;
 use stampede_provider::model::{FindBy, Request, RequestRoute};
 
-/// Everything but the body and headers of an HTTP attempt: the method and path.
-fn target(route: &RequestRoute) -> (Method, String) {
+/// The method of a request to `route`, as the provider model reads the route.
+fn method(route: &RequestRoute) -> Method {
+    if route.method() == "GET" {
+        Method::GET
+    } else {
+        Method::POST
+    }
+}
+
+/// The path (and query) of a request to `route`: its template, or for a route that names a
+/// record, an item or a look-up, that one.
+fn path(route: &RequestRoute) -> Cow<'static, str> {
     match route {
-        RequestRoute::ChatCompletions => (Method::POST, "/v1/chat/completions".into()),
-        RequestRoute::Messages => (Method::POST, "/v1/messages".into()),
-        RequestRoute::Embeddings => (Method::POST, "/v1/embeddings".into()),
-        RequestRoute::CreateRecord => (Method::POST, "/v1/records".into()),
-        RequestRoute::GetRecord { id } => (Method::GET, format!("/v1/records/{}", escape(id))),
+        RequestRoute::GetRecord { id } => format!("/v1/records/{}", escape(id)).into(),
         RequestRoute::FindRecords {
             by: FindBy::IdempotencyKey(k),
-        } => (
-            Method::GET,
-            format!("/v1/records?idempotency_key={}", escape(k)),
-        ),
+        } => format!("/v1/records?idempotency_key={}", escape(k)).into(),
         RequestRoute::FindRecords {
             by: FindBy::ExternalRef(r),
-        } => (
-            Method::GET,
-            format!("/v1/records?external_ref={}", escape(r)),
-        ),
-        RequestRoute::GetItem { id } => (Method::GET, format!("/v1/items/{}", escape(id))),
+        } => format!("/v1/records?external_ref={}", escape(r)).into(),
+        RequestRoute::GetItem { id } => format!("/v1/items/{}", escape(id)).into(),
+        RequestRoute::ChatCompletions
+        | RequestRoute::Messages
+        | RequestRoute::Embeddings
+        | RequestRoute::CreateRecord => route.template().into(),
     }
 }
 
@@ -85,58 +93,138 @@ pub fn json_body(req: &Request) -> Option<serde_json::Value> {
 
 /// Builds the HTTP request for `req` against `base` (`http://127.0.0.1:PORT`).
 pub fn http_request(base: &str, req: &Request) -> Result<hyper::Request<Full<Bytes>>, String> {
-    http_request_with(base, req, super::body::render(req).map(Bytes::from))
+    RequestWriter::new(base).write(req, super::body::render(req).map(Bytes::from))
 }
 
-/// [`http_request`] with the body already rendered (`body::render` of `req`). The body is
-/// stable across the action's attempts, so a replay with the same `Idempotency-Key` carries
-/// the same body, as a real client's would.
-pub fn http_request_with(
-    base: &str,
-    req: &Request,
-    body: Option<Bytes>,
-) -> Result<hyper::Request<Full<Bytes>>, String> {
-    let (method, path) = target(&req.route);
-    let uri: Uri = format!("{}{path}", base.trim_end_matches('/'))
-        .parse()
-        .map_err(|e| format!("cannot form a URL from {base:?} and {path:?}: {e}"))?;
-    // Straight into the request's header map, sized once: a builder re-checks each name
-    // and grows its map as headers come.
-    let mut http = hyper::Request::new(Full::new(Bytes::new()));
-    *http.method_mut() = method;
-    *http.uri_mut() = uri;
-    let headers = http.headers_mut();
-    headers.reserve(8);
-    let mut header = |name: HeaderName, value: &str| match HeaderValue::from_str(value) {
-        Ok(v) => {
-            headers.append(name, v);
-            Ok(())
+/// Most header values a [`RequestWriter`] keeps made, per kind (credentials; tenant and
+/// class names): a scenario names a few of each, so the bound only matters for a client
+/// that made up names per request, whose values are then made each time.
+const KEPT_VALUES: usize = 1_024;
+
+/// Writes a run's HTTP requests against one base URL. What repeats from one attempt to the
+/// next is made once and shared: the URI of each route with a fixed path, the
+/// `Authorization` value of each credential, the value of each tenant and class name, so
+/// an attempt costs a few allocations of its own (its key, numbers and body) rather than a
+/// URL, a formatted bearer string and a copy of every header value.
+pub struct RequestWriter {
+    /// The provider's base URL, without a trailing `/`.
+    base: String,
+    /// The URI of each fixed-path route ([`fixed_route`]), parsed at its first request.
+    fixed: [Option<Uri>; FIXED_ROUTES],
+    /// `Bearer <key>` by credential.
+    bearers: FxHashMap<Arc<str>, HeaderValue>,
+    /// Tenant and class names as header values.
+    names: FxHashMap<Arc<str>, HeaderValue>,
+}
+
+/// Routes whose path does not depend on the request (see [`fixed_route`]).
+const FIXED_ROUTES: usize = 4;
+
+/// The slot of a route whose path is fixed, `None` for one that carries an id or query.
+fn fixed_route(route: &RequestRoute) -> Option<usize> {
+    match route {
+        RequestRoute::ChatCompletions => Some(0),
+        RequestRoute::Messages => Some(1),
+        RequestRoute::Embeddings => Some(2),
+        RequestRoute::CreateRecord => Some(3),
+        RequestRoute::GetRecord { .. }
+        | RequestRoute::FindRecords { .. }
+        | RequestRoute::GetItem { .. } => None,
+    }
+}
+
+impl RequestWriter {
+    /// A writer for requests to `base` (`http://127.0.0.1:PORT`).
+    pub fn new(base: &str) -> Self {
+        RequestWriter {
+            base: base.trim_end_matches('/').to_string(),
+            fixed: Default::default(),
+            bearers: FxHashMap::default(),
+            names: FxHashMap::default(),
         }
-        Err(_) => Err(format!("header {name} cannot carry {value:?}")),
-    };
-    if let Some(key) = &req.credential {
-        header(AUTHORIZATION, &format!("Bearer {key}"))?;
     }
-    if let Some(key) = &req.idempotency_key {
-        header(IDEMPOTENCY_KEY, key)?;
+
+    /// The HTTP request for `req`, with its body already rendered (`body::render` of
+    /// `req`). The body is stable across the action's attempts, so a replay with the same
+    /// `Idempotency-Key` carries the same body, as a real client's would.
+    pub fn write(
+        &mut self,
+        req: &Request,
+        body: Option<Bytes>,
+    ) -> Result<hyper::Request<Full<Bytes>>, String> {
+        let (method, uri) = self.target(&req.route)?;
+        // Straight into the request's header map, sized once: a builder re-checks each name
+        // and grows its map as headers come.
+        let mut http = hyper::Request::new(Full::new(Bytes::new()));
+        *http.method_mut() = method;
+        *http.uri_mut() = uri;
+        let headers = http.headers_mut();
+        headers.reserve(8);
+        if let Some(key) = &req.credential {
+            let value = kept(&mut self.bearers, key, |key| format!("Bearer {key}"))
+                .map_err(|_| "header authorization cannot carry the credential".to_string())?;
+            headers.append(AUTHORIZATION, value);
+        }
+        if let Some(key) = &req.idempotency_key {
+            headers.append(IDEMPOTENCY_KEY, value_of(&IDEMPOTENCY_KEY, key)?);
+        }
+        for (name, text) in [(TENANT, &req.tenant), (CLASS, &req.class)] {
+            if let Some(text) = text {
+                let value = kept(&mut self.names, text, |t| t.to_string())
+                    .map_err(|_| format!("header {name} cannot carry {text:?}"))?;
+                headers.append(name, value);
+            }
+        }
+        if let Some(a) = req.action {
+            headers.append(ACTION, HeaderValue::from(a));
+        }
+        if let Some(n) = req.attempt_no {
+            headers.append(ATTEMPT, HeaderValue::from(n));
+        }
+        if let Some(b) = body {
+            headers.append(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            *http.body_mut() = Full::new(b);
+        }
+        Ok(http)
     }
-    if let Some(t) = &req.tenant {
-        header(TENANT, t)?;
+
+    /// The method and URI of a request to `route`.
+    fn target(&mut self, route: &RequestRoute) -> Result<(Method, Uri), String> {
+        let slot = fixed_route(route);
+        if let Some(uri) = slot.and_then(|i| self.fixed[i].as_ref()) {
+            return Ok((method(route), uri.clone()));
+        }
+        let path = path(route);
+        let uri: Uri = format!("{}{path}", self.base)
+            .parse()
+            .map_err(|e| format!("cannot form a URL from {:?} and {path:?}: {e}", self.base))?;
+        if let Some(i) = slot {
+            self.fixed[i] = Some(uri.clone());
+        }
+        Ok((method(route), uri))
     }
-    if let Some(c) = &req.class {
-        header(CLASS, c)?;
+}
+
+/// `text` as header `name`'s value, or the reason it cannot be one.
+fn value_of(name: &HeaderName, text: &str) -> Result<HeaderValue, String> {
+    HeaderValue::from_str(text).map_err(|_| format!("header {name} cannot carry {text:?}"))
+}
+
+/// The header value `render` makes of `text`, made once and kept in `values` (up to
+/// [`KEPT_VALUES`]); a clone shares its bytes.
+fn kept(
+    values: &mut FxHashMap<Arc<str>, HeaderValue>,
+    text: &Arc<str>,
+    render: impl FnOnce(&str) -> String,
+) -> Result<HeaderValue, hyper::header::InvalidHeaderValue> {
+    if let Some(value) = values.get(&**text) {
+        return Ok(value.clone());
     }
-    if let Some(a) = req.action {
-        header(ACTION, &a.to_string())?;
+    let value = HeaderValue::from_str(&render(text))?;
+    if values.len() < KEPT_VALUES {
+        values.insert(Arc::clone(text), value.clone());
     }
-    if let Some(n) = req.attempt_no {
-        header(ATTEMPT, &n.to_string())?;
-    }
-    if let Some(b) = body {
-        header(CONTENT_TYPE, "application/json")?;
-        *http.body_mut() = Full::new(b);
-    }
-    Ok(http)
+    Ok(value)
 }
 
 const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");

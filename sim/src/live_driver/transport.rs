@@ -20,6 +20,7 @@
 //! - a server-sent-events stream that ends without `[DONE]` (cut, or an `error` event):
 //!   `StreamCut { tokens_delivered }` with the content chunks that arrived.
 
+use std::borrow::Cow;
 use std::error::Error as StdError;
 use std::time::Duration;
 
@@ -30,7 +31,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
-use stampede_core::{Outcome, SendAttempt, TransportFailure};
+use stampede_core::{Outcome, Response, SendAttempt, SendKind, TransportFailure};
 
 use super::dilate::Dilation;
 use crate::driver_common::translate;
@@ -84,9 +85,12 @@ impl Transport {
             Err(e) => return Outcome::Transport(classify(&e)),
         };
         let status = response.status().as_u16();
+        // Only what the core reads (Retry-After, the rate-limit families) is copied out: the
+        // rest of an answer's headers (date, length, ids) were two strings each per attempt.
         let mut headers: Vec<(String, String)> = response
             .headers()
             .iter()
+            .filter(|(n, _)| Response::reads_header(n.as_str()))
             .filter_map(|(n, v)| Some((n.as_str().to_string(), v.to_str().ok()?.to_string())))
             .collect();
         self.dilation.apply(&mut headers);
@@ -102,6 +106,11 @@ impl Transport {
         match body.collect().await {
             Ok(collected) => {
                 let bytes = collected.to_bytes();
+                if matches!(send.kind, SendKind::Action) {
+                    if let Ok(heard) = serde_json::from_slice::<Heard<'_>>(&bytes) {
+                        return heard.answer(send, status, headers);
+                    }
+                }
                 let json: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
                 let usage = usage_of(&json);
                 translate::answered(send, status, headers, &json, usage)
@@ -110,6 +119,50 @@ impl Transport {
             // have executed.
             Err(_) => Outcome::Transport(TransportFailure::ResetAfterWrite),
         }
+    }
+}
+
+/// What an action's answer body says that the core reads: the provider's id of the
+/// operation, the usage of a completion, and an error's code. Read straight off the body:
+/// the rest (a completion's choices and text) is skipped, where a `Value` of the whole body
+/// cost a map node and a string per key. A body this shape does not fit (not an object,
+/// an id or code that is not a string, a usage that is not an object of numbers, a
+/// repeated key) is read as a `Value` instead, so both readings give the same answer.
+#[derive(serde::Deserialize)]
+struct Heard<'a> {
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default)]
+    usage: Option<HeardUsage>,
+    #[serde(borrow, default)]
+    error: Option<HeardError<'a>>,
+}
+
+/// `usage`: either count missing or not a whole number means no usage, as in [`usage_of`].
+#[derive(serde::Deserialize)]
+struct HeardUsage {
+    #[serde(default)]
+    prompt_tokens: Option<serde_json::Number>,
+    #[serde(default)]
+    completion_tokens: Option<serde_json::Number>,
+}
+
+/// `error`: its `code`, when it is a string.
+#[derive(serde::Deserialize)]
+struct HeardError<'a> {
+    #[serde(borrow, default)]
+    code: Option<Cow<'a, str>>,
+}
+
+impl Heard<'_> {
+    /// The outcome [`translate::answered`] gives for the same body.
+    fn answer(self, send: &SendAttempt, status: u16, headers: Vec<(String, String)>) -> Outcome {
+        let usage = self.usage.and_then(|u| {
+            let n = |n: Option<serde_json::Number>| n?.as_u64().map(|x| x as u32);
+            Some((n(u.prompt_tokens)?, n(u.completion_tokens)?))
+        });
+        let error_code = self.error.and_then(|e| e.code).map(Cow::into_owned);
+        translate::answered_parts(send, status, headers, self.id.as_deref(), error_code, usage)
     }
 }
 
@@ -217,5 +270,75 @@ fn classify(e: &hyper_util::client::legacy::Error) -> TransportFailure {
         TransportFailure::ResetBeforeWrite
     } else {
         TransportFailure::ResetAfterWrite
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use stampede_core::Route;
+
+    use super::*;
+
+    fn action() -> SendAttempt {
+        SendAttempt {
+            attempt: 1,
+            job: 1,
+            attempt_no: 1,
+            kind: SendKind::Action,
+            credential: Arc::from("sk-1"),
+            scope: Arc::from("account"),
+            route: Route::ChatCompletion,
+            idempotency_key: None,
+            reserved_tokens: 0,
+            timeout_ms: 1_000,
+            model: None,
+            fallback: None,
+            degraded: None,
+            trimmed: None,
+        }
+    }
+
+    /// The answer read off an action's body by `Heard` (when it fits) is the answer read
+    /// from the body as a `Value`, for the bodies a provider sends and for odd ones.
+    #[test]
+    fn reading_the_fields_the_core_needs_gives_what_reading_the_whole_body_gives() {
+        let bodies: [&str; 16] = [
+            r#"{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"aaaa"},"finish_reason":"stop"}],"usage":{"prompt_tokens":100,"completion_tokens":20,"total_tokens":120}}"#,
+            r#"{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}"#,
+            r#"{"error":{"message":"x","code":null}}"#,
+            r#"{"error":"overloaded"}"#,
+            r#"{"id":"rec_\u0031","status":"committed"}"#,
+            r#"{"id":42,"usage":{"prompt_tokens":1,"completion_tokens":2}}"#,
+            r#"{"id":"a","usage":{"prompt_tokens":1.5,"completion_tokens":2}}"#,
+            r#"{"id":"a","usage":{"prompt_tokens":-1,"completion_tokens":2}}"#,
+            r#"{"id":"a","usage":{"prompt_tokens":7}}"#,
+            r#"{"id":"a","usage":null,"error":null}"#,
+            r#"{"id":"a","id":"b"}"#,
+            r#"{"usage":"lots"}"#,
+            r#"[1,2,3]"#,
+            "",
+            "<html>bad gateway</html>",
+            r#"{"id":"a","usage":{"prompt_tokens":4294967296,"completion_tokens":1}}"#,
+        ];
+        let send = action();
+        let mut typed = 0;
+        for body in bodies {
+            for status in [200, 201, 400, 429, 503] {
+                let json: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+                let whole = translate::answered(&send, status, Vec::new(), &json, usage_of(&json));
+                if let Ok(heard) = serde_json::from_str::<Heard<'_>>(body) {
+                    typed += 1;
+                    assert_eq!(
+                        heard.answer(&send, status, Vec::new()),
+                        whole,
+                        "{status} {body}"
+                    );
+                }
+            }
+        }
+        // Most bodies fit the typed reading; the rest fall back to the `Value` one.
+        assert!(typed >= 40, "{typed} of 80 read typed");
     }
 }
