@@ -384,22 +384,39 @@ fn live_driver(root: &Path, opts: &Opts, rows: &mut Vec<Row>) {
     let bin = example(root, "live_overhead");
     let attempts = if opts.quick { "2000" } else { "20000" };
     for workers in ["64", "8"] {
-        // live_overhead takes its own median of 3 runs.
-        let text = output(&bin, &[attempts, workers], root);
-        let line = text
-            .lines()
-            .find(|l| l.starts_with("median of"))
-            .unwrap_or_else(|| fail(&format!("live_overhead printed no median:\n{text}")));
-        let rate = number_before(line, "attempts/s");
-        let p50 = number_before(&line[line.find("p50").unwrap_or(0)..], "µs");
-        let p99 = number_before(&line[line.find("p99").unwrap_or(0)..], "µs");
+        // Each live_overhead takes its own median of 3 runs; the row is the median of
+        // `runs` of those, with the spread of their rates (this figure moves the most on a
+        // shared machine: a busy neighbour slows both halves of every exchange).
+        let (mut rates, mut p50s, mut p99s) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..opts.runs {
+            let text = output(&bin, &[attempts, workers], root);
+            let line = text
+                .lines()
+                .find(|l| l.starts_with("median of"))
+                .unwrap_or_else(|| fail(&format!("live_overhead printed no median:\n{text}")));
+            rates.push(number_before(line, "attempts/s"));
+            p50s.push(number_before(&line[line.find("p50").unwrap_or(0)..], "µs"));
+            p99s.push(number_before(&line[line.find("p99").unwrap_or(0)..], "µs"));
+        }
+        let (slowest, fastest) = rates.iter().fold((f64::INFINITY, 0.0_f64), |(lo, hi), &r| {
+            (lo.min(r), hi.max(r))
+        });
+        let spread = if opts.runs > 1 {
+            format!(
+                " (runs from {} to {} attempts/s)",
+                thousands(slowest),
+                thousands(fastest)
+            )
+        } else {
+            String::new()
+        };
         rows.push(Row {
             what: format!("live driver against the in-process provider, {workers} workers"),
             figure: format!(
-                "{} attempts/s, overhead per attempt p50 {:.0} µs, p99 {:.0} µs",
-                thousands(rate),
-                p50,
-                p99
+                "{} attempts/s, overhead per attempt p50 {:.0} µs, p99 {:.0} µs{spread}",
+                thousands(median(rates)),
+                median(p50s),
+                median(p99s)
             ),
             command: format!(
                 "cargo run --release -p stampede-sim --example live_overhead -- {attempts} {workers}"
