@@ -22,6 +22,11 @@ use stampede_sim::live_driver::{run_live, LiveOptions};
 use stampede_sim::run::RunOptions;
 use stampede_sim::scenario;
 
+#[path = "support/live_bench.rs"]
+mod live_bench;
+
+use live_bench::scenario_text;
+
 /// The system allocator, counting calls by the thread that makes them.
 struct Counting;
 
@@ -91,33 +96,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let attempts: u64 = args.next().map_or(Ok(20_000), |a| a.parse())?;
     let workers: u64 = args.next().map_or(Ok(64), |a| a.parse())?;
-    let text = format!(
-        r#"
-name = "live-alloc-count"
-seed = 1
-duration = "1h"
-[provider]
-latency = {{ fixed = "0ms" }}
-tool_latency = {{ fixed = "0ms" }}
-reject_latency = "0ms"
-[[provider.scopes]]
-id = "account:bench"
-[[provider.credentials]]
-key = "sk-bench"
-scope = "account:bench"
-[[workload]]
-tenant = "bench"
-credential = "sk-bench"
-class = "llm"
-count = {attempts}
-arrival = "backlog"
-prompt_tokens = 100
-max_output_tokens = 20
-[client]
-preset = "stampede"
-workers = {workers}
-"#
-    );
+    let text = scenario_text(attempts, workers);
     let scenario = scenario::parse(&text, "live_alloc_count", &[])?;
     let opts = LiveOptions {
         time_scale: Some(1.0),

@@ -14,35 +14,10 @@ use stampede_sim::live_driver::{run_live, LiveOptions, LiveRun};
 use stampede_sim::run::RunOptions;
 use stampede_sim::scenario;
 
-fn scenario_text(attempts: u64, workers: u64) -> String {
-    format!(
-        r#"
-name = "live-overhead"
-seed = 1
-duration = "1h"
-[provider]
-latency = {{ fixed = "0ms" }}
-tool_latency = {{ fixed = "0ms" }}
-reject_latency = "0ms"
-[[provider.scopes]]
-id = "account:bench"
-[[provider.credentials]]
-key = "sk-bench"
-scope = "account:bench"
-[[workload]]
-tenant = "bench"
-credential = "sk-bench"
-class = "llm"
-count = {attempts}
-arrival = "backlog"
-prompt_tokens = 100
-max_output_tokens = 20
-[client]
-preset = "stampede"
-workers = {workers}
-"#
-    )
-}
+#[path = "support/live_bench.rs"]
+mod live_bench;
+
+use live_bench::scenario_text;
 
 fn quantile(sorted: &[u64], q: f64) -> u64 {
     if sorted.is_empty() {
