@@ -12,15 +12,19 @@
 //! [`play_from`] is the same loop on any ledger, and resumed when its [`Start`] says so
 //! (see `resume`); [`play`] is a first life on the in-memory ledger.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Instant;
 
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 use stampede_core::{
     AttemptId, AuditEvent, InMemoryLedger, JobId, Ledger, Millis, Outcome, Scheduler, SendAttempt,
     Terminal,
 };
-use stampede_provider::model::{JournalEntry, Request};
+use stampede_provider::model::{Fingerprint, JournalEntry, Request};
 use tokio::task::JoinSet;
 
 use super::clock::LiveClock;
@@ -126,7 +130,7 @@ pub async fn play_from<L: Ledger>(
         base: provider.base.clone(),
         writer: RequestWriter::new(&provider.base),
         hidden_retries: scenario.client.transport_retries,
-        sent: HashMap::new(),
+        sent: FxHashMap::default(),
         outgoing: Vec::new(),
         terminals: Vec::new(),
     };
@@ -324,16 +328,18 @@ pub async fn play_from<L: Ledger>(
         )));
     }
     for entry in &journal {
-        let key = entry
-            .lookup
-            .clone()
-            .unwrap_or_else(|| entry.fingerprint.to_string());
+        // The entry's own text where it has one (read back from JSON, it does): no copy.
+        let key: Cow<'_, str> = match (&entry.lookup, &entry.fingerprint) {
+            (Some(lookup), _) => Cow::Borrowed(lookup),
+            (None, Fingerprint::Text(text)) => Cow::Borrowed(text),
+            (None, fingerprint) => Cow::Owned(fingerprint.to_string()),
+        };
         // A hidden re-send has no send of its own: it is the last attempt sent by that key.
-        let attempt = sent.get_mut(&key).and_then(|q| {
+        let attempt = sent.get_mut(&*key).and_then(|q| {
             if q.len() > 1 {
-                q.pop_front()
+                Some(q.remove(0))
             } else {
-                q.front().cloned()
+                q.first().cloned()
             }
         });
         let done = attempt
@@ -400,7 +406,9 @@ struct HttpWire {
     /// What this harness sent, in send order, under the key the provider's journal shows it
     /// by (its look-up, else its fingerprint): which action, attempt and tenant each journal
     /// entry was, known without reading the client's claims off the wire.
-    sent: HashMap<String, VecDeque<SentAs>>,
+    /// Nearly every key is sent once (retries of an action share its body and so its key):
+    /// the first send is kept inline.
+    sent: FxHashMap<String, SmallVec<[SentAs; 1]>>,
     /// Attempts of this turn, to spawn once the ledger is durable.
     outgoing: Vec<Outgoing>,
     /// Every terminal outcome, for the run's caller.
@@ -439,7 +447,7 @@ impl Wire for HttpWire {
         self.sent
             .entry(journal_key(request, body.as_deref()))
             .or_default()
-            .push_back((send.job, send.attempt_no, tenant, class, priority, group));
+            .push((send.job, send.attempt_no, tenant, class, priority, group));
         let http = self
             .writer
             .write(request, body)
@@ -464,7 +472,11 @@ fn journal_key(request: &stampede_provider::model::Request, body: Option<&[u8]>)
         return lookup;
     }
     let hash = body.map_or(0, stampede_provider::model::body_hash);
-    stampede_provider::model::Fingerprint::of(&request.route, hash).to_string()
+    // Sized for `POST /v1/chat/completions 0123456789abcdef` and the like, so the text is
+    // written into one allocation rather than grown as it is formatted.
+    let mut key = String::with_capacity(64);
+    let _ = write!(key, "{}", Fingerprint::of(&request.route, hash));
+    key
 }
 
 /// Hands the core's audit events to the run's trail (and keeps them when asked).
