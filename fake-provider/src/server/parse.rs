@@ -1,5 +1,6 @@
 //! HTTP requests into model attempts, with errors that say what is wrong.
 
+use super::plain_chat::{self, PlainChat};
 use crate::model::{canonical_body_hash, FindBy, Fnv, Request, RequestRoute};
 use axum::http::{header, HeaderMap, HeaderName};
 use serde::de::IgnoredAny;
@@ -224,8 +225,46 @@ fn field<'v>(v: &'v Value, name: &str, index: usize) -> Option<&'v Value> {
     }
 }
 
-/// Fills a chat completion attempt from its body.
+/// Fills a chat completion attempt from its body: the plain shape read straight off the
+/// bytes when it is one (see `plain_chat`), any other body through a `Value`.
 pub(crate) fn chat(req: &mut Request, bytes: &[u8]) -> Result<(), BadRequest> {
+    if let Some(body) = plain_chat::read(bytes).filter(|b| !b.messages.is_empty()) {
+        plain(req, &body);
+        return Ok(());
+    }
+    chat_value(req, bytes)
+}
+
+/// [`chat`] for a plain body: what [`chat_value`] reads from the same bytes.
+fn plain(req: &mut Request, body: &PlainChat<'_>) {
+    let mut sink = HashSink(Fnv::new());
+    req.body_hash = match serde_json::to_writer(&mut sink, body) {
+        Ok(()) => sink.0.finish(),
+        // Writing to the hash cannot fail; were it to, the body's own text is the canonical
+        // one's only stand-in, so read it the long way.
+        Err(_) => canonical_body_hash(&serde_json::to_value(body).unwrap_or_default()),
+    };
+    req.model = body.model.as_deref().map(str::to_string);
+    let chars: usize = body
+        .messages
+        .iter()
+        .map(|m| m.0.content.as_deref().map_or(0, |c| c.chars().count()))
+        .sum();
+    req.prompt_tokens =
+        u32::try_from(chars.div_ceil(4) + 4 * body.messages.len()).unwrap_or(u32::MAX);
+    req.max_tokens = body
+        .max_completion_tokens
+        .or(body.max_tokens)
+        .unwrap_or(DEFAULT_MAX_TOKENS);
+    req.stream = body.stream.unwrap_or(false);
+    req.stream_usage = body
+        .stream_options
+        .as_ref()
+        .is_some_and(|o| o.0.include_usage == Some(true));
+}
+
+/// Fills a chat completion attempt from its body read as a `Value`.
+fn chat_value(req: &mut Request, bytes: &[u8]) -> Result<(), BadRequest> {
     let v = json_body(bytes)?;
     let body = ChatBody::deserialize(&v)
         .map_err(|e| BadRequest(format!("invalid chat completion request: {e}")))?;
@@ -314,6 +353,254 @@ pub(crate) fn find_by(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// What a chat body gives an attempt, read the plain way (when the body is plain).
+    fn read_plain(bytes: &[u8]) -> Option<Request> {
+        let body = plain_chat::read(bytes).filter(|b| !b.messages.is_empty())?;
+        let mut req = Request::default();
+        plain(&mut req, &body);
+        Some(req)
+    }
+
+    /// What a chat body gives an attempt, read through a `Value` (when it is valid).
+    fn read_value(bytes: &[u8]) -> Option<Request> {
+        let mut req = Request::default();
+        chat_value(&mut req, bytes).ok().map(|()| req)
+    }
+
+    fn same(a: &Request, b: &Request) -> bool {
+        (
+            a.body_hash,
+            &a.model,
+            a.prompt_tokens,
+            a.max_tokens,
+            a.stream,
+            a.stream_usage,
+        ) == (
+            b.body_hash,
+            &b.model,
+            b.prompt_tokens,
+            b.max_tokens,
+            b.stream,
+            b.stream_usage,
+        )
+    }
+
+    /// `good` most of the time, now and then one of `odd` (values the field must not hold,
+    /// or may hold but the plain shape refuses).
+    fn mostly(
+        good: &'static [&'static str],
+        odd: &'static [&'static str],
+    ) -> BoxedStrategy<String> {
+        prop_oneof![
+            6 => prop::sample::select(good).prop_map(str::to_string),
+            1 => prop::sample::select(odd).prop_map(str::to_string),
+        ]
+        .boxed()
+    }
+
+    const TEXTS: &[&str] = &[
+        "\"m\"",
+        "\"user\"",
+        "\"hello there\"",
+        "\"\"",
+        "\"\\u00e9\\\"\\n\\t\\/\"",
+        "\"\u{e9}t\u{e9} \u{1f600}\"",
+    ];
+    const ODD: &[&str] = &["null", "16", "1.5", "true", "[]", "{}", "[\"a\"]"];
+
+    /// `{"k": v, ...}` of `fields` (each a key and its value), in the order given, with
+    /// `space` around every token; or, when `as_array`, the values alone as an array.
+    fn write_object(fields: Vec<(&str, String)>, space: &str, as_array: bool) -> String {
+        if as_array {
+            let items: Vec<String> = fields.into_iter().map(|(_, v)| v).collect();
+            return format!("[{}]", items.join(","));
+        }
+        let fields: Vec<String> = fields
+            .into_iter()
+            .map(|(k, v)| format!("{space}\"{k}\"{space}:{space}{v}"))
+            .collect();
+        format!("{{{}{space}}}", fields.join(","))
+    }
+
+    fn space() -> impl Strategy<Value = &'static str> {
+        prop::sample::select(vec!["", "", " ", "\n  "])
+    }
+
+    /// A message: mostly a role and a text in either order, sometimes a field missing,
+    /// `null`, of another type, unknown or repeated, or the message given as an array.
+    fn message() -> impl Strategy<Value = String> {
+        (
+            mostly(TEXTS, ODD),
+            prop::option::weighted(0.85, mostly(TEXTS, ODD)),
+            prop::option::weighted(0.05, mostly(TEXTS, ODD)),
+            any::<bool>(),
+            space(),
+            prop::bool::weighted(0.05),
+            prop::bool::weighted(0.03),
+        )
+            .prop_map(|(role, content, name, swap, space, as_array, twice)| {
+                let mut fields = vec![("role", role)];
+                if let Some(c) = content {
+                    fields.push(("content", c));
+                }
+                if let Some(n) = name {
+                    fields.push(("name", n));
+                }
+                if swap {
+                    fields.reverse();
+                }
+                if twice {
+                    let again = fields[0].clone();
+                    fields.push(again);
+                }
+                write_object(fields, space, as_array)
+            })
+    }
+
+    /// A chat body: mostly of the plain shape, in any key order and spacing, with every way
+    /// out of it mixed in now and then.
+    fn body() -> impl Strategy<Value = String> {
+        let messages = (
+            prop::collection::vec(message(), 0..4),
+            prop::bool::weighted(0.03),
+        )
+            .prop_map(|(m, null)| {
+                if null {
+                    "null".to_string()
+                } else {
+                    format!("[{}]", m.join(","))
+                }
+            });
+        let options = (
+            prop::option::weighted(0.8, mostly(&["true", "false"], ODD)),
+            prop::bool::weighted(0.05),
+            prop::bool::weighted(0.05),
+            prop::bool::weighted(0.05),
+        )
+            .prop_map(|(usage, extra, as_array, null)| {
+                if null {
+                    return "null".to_string();
+                }
+                let mut fields: Vec<(&str, String)> = Vec::new();
+                if let Some(u) = usage {
+                    fields.push(("include_usage", u));
+                }
+                if extra {
+                    fields.push(("extra", "1".to_string()));
+                }
+                write_object(fields, "", as_array)
+            });
+        let counts = || {
+            mostly(
+                &["0", "16", "256", "4294967295"],
+                &["4294967296", "-1", "-0", "16.0", "1.5e1", "null", "\"16\""],
+            )
+        };
+        (
+            messages,
+            prop::option::weighted(0.4, counts()),
+            prop::option::weighted(0.4, counts()),
+            prop::option::weighted(0.6, mostly(TEXTS, ODD)),
+            prop::option::weighted(0.5, mostly(&["true", "false"], ODD)),
+            prop::option::weighted(0.3, options),
+            prop::option::weighted(0.4, mostly(TEXTS, ODD)),
+            prop::option::weighted(0.05, mostly(&["0.2", "1"], ODD)),
+            (
+                prop::sample::subsequence((0..8usize).collect::<Vec<_>>(), 0..=8),
+                any::<prop::sample::Index>(),
+                prop::bool::weighted(0.03),
+                prop::bool::weighted(0.03),
+                space(),
+            ),
+        )
+            .prop_map(
+                |(
+                    messages,
+                    max_c,
+                    max_t,
+                    model,
+                    stream,
+                    options,
+                    user,
+                    temp,
+                    (order, turn, twice, as_array, space),
+                )| {
+                    let mut fields: Vec<(&str, String)> = vec![("messages", messages)];
+                    let rest = [
+                        ("max_completion_tokens", max_c),
+                        ("max_tokens", max_t),
+                        ("model", model),
+                        ("stream", stream),
+                        ("stream_options", options),
+                        ("user", user),
+                        ("temperature", temp),
+                    ];
+                    fields.extend(rest.into_iter().filter_map(|(k, v)| Some((k, v?))));
+                    // Any order: rotate, then take the drawn subsequence's order first.
+                    let n = fields.len();
+                    fields.rotate_left(turn.index(n));
+                    let mut ordered: Vec<(&str, String)> = Vec::new();
+                    for i in order.into_iter().filter(|&i| i < n) {
+                        ordered.push(fields[i].clone());
+                    }
+                    for f in fields {
+                        if !ordered.iter().any(|(k, _)| *k == f.0) {
+                            ordered.push(f);
+                        }
+                    }
+                    if twice {
+                        let again = ordered[0].clone();
+                        ordered.push(again);
+                    }
+                    write_object(ordered, space, as_array)
+                },
+            )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2_000))]
+        /// Wherever a body reads the plain way, it gives what the `Value` reading gives:
+        /// the canonical hash, the model, the prompt and output tokens, the stream flags.
+        #[test]
+        fn a_plain_body_reads_as_its_value_does(text in body()) {
+            if let Some(plain) = read_plain(text.as_bytes()) {
+                let value = read_value(text.as_bytes());
+                prop_assert!(value.is_some(), "plain but invalid: {text}");
+                prop_assert!(same(&plain, &value.unwrap()), "{text}");
+            }
+        }
+    }
+
+    /// The bodies the harness, the HTTP benchmark and a bare client send are plain, so the
+    /// property above is not vacuous, and they read as their `Value`s do.
+    #[test]
+    fn the_usual_bodies_read_the_plain_way() {
+        let bodies = [
+            r#"{"model":"m","messages":[{"role":"user","content":"hello there"}],"max_tokens":16}"#,
+            r#"{"max_tokens":20,"messages":[{"content":"aaaa","role":"user"}],"model":"stampede-fake","stream":false,"user":"00000000000000ff"}"#,
+            r#"{"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"été"}],"stream":true,"stream_options":{"include_usage":true}}"#,
+            r#"{ "messages" : [ { "role" : "user" } ] , "max_completion_tokens" : 7 }"#,
+        ];
+        for text in bodies {
+            let plain = read_plain(text.as_bytes()).expect(text);
+            let value = read_value(text.as_bytes()).expect(text);
+            assert!(same(&plain, &value), "{text}");
+        }
+        // And these are not: each would write another canonical text, or is not valid.
+        for text in [
+            r#"{"messages":[["hi","user"]]}"#,
+            r#"{"messages":[{"role":"user","content":"a"}],"stream":null}"#,
+            r#"{"messages":[{"role":"user","content":"a"}],"temperature":0.2}"#,
+            r#"{"messages":[{"role":"user","content":"a"}],"model":"a","model":"b"}"#,
+            r#"{"messages":[{"role":"user","content":[{"type":"text","text":"a"}]}]}"#,
+            r#"{"messages":[]}"#,
+            r#"[[{"role":"user"}]]"#,
+        ] {
+            assert!(read_plain(text.as_bytes()).is_none(), "{text}");
+        }
+    }
 
     #[test]
     fn the_streamed_hash_is_the_canonical_body_hash() {
