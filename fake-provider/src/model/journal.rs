@@ -13,7 +13,7 @@ use std::sync::Arc;
 /// Written when the attempt arrives (the model decides everything then). `done_ms` is the
 /// planned end: `at_ms + latency_ms` for answers, drops and streams; 0 for hangs, whose end
 /// only the client's timeout knows.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JournalEntry {
     /// Attempt sequence number at the edge (1-based, gap-free).
     pub seq: u64,

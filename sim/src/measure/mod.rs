@@ -892,6 +892,8 @@ impl Measurement {
             };
         }
         let mut unfinished = self.unfinished;
+        // `action` is the contract's column for the harness's own job id (the drivers fill
+        // it from their arrival records), never the `x-stampede-action` claim.
         unfinished.sort_by_key(|r| r.action);
         Measured {
             summary: s,

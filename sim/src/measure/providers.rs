@@ -116,43 +116,21 @@ mod tests {
     use std::borrow::Cow;
 
     fn commit(key: Option<&str>, fingerprint: &str) -> JournalEntry {
+        // Every field the test does not set keeps its default: nothing the client claims
+        // about itself is written unless a test writes it to show it changes nothing.
         JournalEntry {
             seq: 1,
-            at_ms: 0,
-            done_ms: 0,
-            credential: None,
-            scope: None,
             route: Cow::Borrowed("/v1/chat/completions"),
             method: Cow::Borrowed("POST"),
             idempotency_key: key.map(Into::into),
-            external_ref: None,
-            lookup: None,
             fingerprint: stampede_provider::model::Fingerprint::Text(fingerprint.to_string()),
-            tenant: None,
-            action: None,
-            attempt_no: None,
-            class: None,
             status: Some(200),
             outcome: Cow::Borrowed("200"),
-            error_code: None,
             committed: true,
-            duplicate: false,
-            retry_after_violation: false,
-            retry_after_ms: None,
-            replayed: false,
-            record_id: None,
             tokens_used: 10,
             logical: 1,
             logical_attempt: 1,
-            identified_by: Default::default(),
-            scope_wait_violation: false,
-            duplicate_tokens: 0,
-            undelivered: false,
-            claim_mismatch: false,
-            sdk_retry_count: None,
-            model: None,
-            billed_micro_usd: 0,
-            limit: None,
+            ..JournalEntry::default()
         }
     }
 
