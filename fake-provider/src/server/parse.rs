@@ -169,14 +169,15 @@ fn json_body(bytes: &[u8]) -> Result<Value, BadRequest> {
 
 /// The `body_hash` of every route that has a body: `canonical_body_hash`'s value, the
 /// canonical text fed to the hash as it is written instead of gathered in a buffer first
-/// (FNV-1a reads bytes in order, so the pieces hash as the whole would).
-pub(crate) fn canonical_hash(v: &Value) -> u64 {
+/// (FNV-1a reads bytes in order, so the pieces hash as the whole would). `v` is the body's
+/// `Value`, or a plain chat body, which writes the same canonical text (see `plain_chat`).
+pub(crate) fn canonical_hash(v: &impl serde::Serialize) -> u64 {
     let mut sink = HashSink(Fnv::new());
     match serde_json::to_writer(&mut sink, v) {
         Ok(()) => sink.0.finish(),
         // Writing to the hash cannot fail; should serde_json refuse a value, the model's
         // own function says what it is.
-        Err(_) => canonical_body_hash(v),
+        Err(_) => canonical_body_hash(&serde_json::to_value(v).unwrap_or_default()),
     }
 }
 
@@ -237,13 +238,7 @@ pub(crate) fn chat(req: &mut Request, bytes: &[u8]) -> Result<(), BadRequest> {
 
 /// [`chat`] for a plain body: what [`chat_value`] reads from the same bytes.
 fn plain(req: &mut Request, body: &PlainChat<'_>) {
-    let mut sink = HashSink(Fnv::new());
-    req.body_hash = match serde_json::to_writer(&mut sink, body) {
-        Ok(()) => sink.0.finish(),
-        // Writing to the hash cannot fail; were it to, the body's own text is the canonical
-        // one's only stand-in, so read it the long way.
-        Err(_) => canonical_body_hash(&serde_json::to_value(body).unwrap_or_default()),
-    };
+    req.body_hash = canonical_hash(body);
     req.model = body.model.as_deref().map(str::to_string);
     let chars: usize = body
         .messages
