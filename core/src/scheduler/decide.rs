@@ -5,7 +5,7 @@
 
 use super::fallback::Move;
 use super::scope::ScopeSource;
-use super::state::{held_less, millis};
+use super::state::{held_less, millis, BreakerMarks};
 use super::Scheduler;
 use crate::audit::{AuditDetail, AuditKind};
 use crate::backoff::backoff_delay;
@@ -243,12 +243,14 @@ impl<L: Ledger> Scheduler<L> {
 
     fn succeed(&mut self, id: JobId, now: Millis) {
         let job = self.jobs.get_mut(&id).expect("settled action is live");
-        if let Some(fp) = job.last_failure.take() {
+        let marks = job.breaker_marks.take().map(|marks| *marks);
+        let BreakerMarks { path, wide } = marks.unwrap_or_default();
+        if let Some(fp) = path {
             self.breaker.record_success(&fp);
             let path = (job.entry.job.route, job.class, job.entry.job.payload_hash);
             self.open_paths.remove(&path);
         }
-        if let Some(fp) = job.last_wide_failure.take() {
+        if let Some(fp) = wide {
             self.breaker.record_success(&fp);
             if let Some((path, _)) = fp.rsplit_once('|') {
                 self.open_wide.remove(path);
@@ -280,7 +282,7 @@ impl<L: Ledger> Scheduler<L> {
         let path = (job_fields.route, job.class, job_fields.payload_hash);
         let opened = self.breaker.record_failure(&fp, now);
         let open = opened || self.breaker.is_open(&fp, now);
-        job.last_failure = Some(fp.clone());
+        job.breaker_marks.get_or_insert_with(Box::default).path = Some(fp.clone());
         if open {
             self.open_paths.insert(path, fp.clone());
             return Some(fp);
@@ -288,7 +290,7 @@ impl<L: Ledger> Scheduler<L> {
         let wide = wide_path(&job.entry.job, kind)?;
         let fp = format!("{wide}|{}", kind.label());
         let open = self.breaker.record_failure(&fp, now) || self.breaker.is_open(&fp, now);
-        job.last_wide_failure = Some(fp.clone());
+        job.breaker_marks.get_or_insert_with(Box::default).wide = Some(fp.clone());
         if open {
             self.open_wide.insert(wide, fp.clone());
             return Some(fp);

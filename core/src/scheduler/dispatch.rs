@@ -237,7 +237,7 @@ impl<L: Ledger> Scheduler<L> {
         let job = self.jobs.get_mut(&id).expect("launch of a live action");
         let lookup = match &job.next_send {
             NextSend::Action => None,
-            NextSend::Lookup(by) => Some(by.clone()),
+            NextSend::Lookup(by) => Some(crate::command::LookupBy::clone(by)),
         };
         let previous = (job.entry.state, job.entry.attempts, job.entry.updated_at);
         // Counts look-ups and attempts before restarts: saturates rather than wraps (a
@@ -271,7 +271,7 @@ impl<L: Ledger> Scheduler<L> {
         );
         let (credential, route_model) = match self.fallback_route(id) {
             Some(route) => (Arc::from(route.credential.as_str()), route.model.clone()),
-            None => (Arc::clone(&self.jobs[&id].credential), None),
+            None => (Arc::clone(&self.jobs[&id].entry.job.credential), None),
         };
         let job = self.jobs.get_mut(&id).expect("launch of a live action");
         job.phase = Phase::InFlight(attempt);

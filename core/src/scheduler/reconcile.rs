@@ -48,7 +48,7 @@ impl<L: Ledger> Scheduler<L> {
         if !matches!(job.next_send, NextSend::Lookup(_)) {
             self.counts.reconciling += 1;
         }
-        job.next_send = NextSend::Lookup(by);
+        job.next_send = NextSend::Lookup(Box::new(by));
         // Only live actions reconcile, each counted once (on entering `Lookup`).
         debug_assert!(self.counts.reconciling <= self.jobs.len() as u64);
         self.record(now, AuditKind::ReconciliationRequired, id, None, || {
