@@ -202,4 +202,4 @@ pub use policy::{
 pub use preset::{preset, PRESETS};
 
 // Time.
-pub use time::{Millis, MINUTE, SECOND};
+pub use time::{earliest, Millis, MINUTE, SECOND};

@@ -294,10 +294,7 @@ impl<L: Ledger> Scheduler<L> {
             (Some(end), false) if !self.execution_spent => Some(end),
             _ => None,
         };
-        [timer, self.rate_wakeup, execution_end]
-            .into_iter()
-            .flatten()
-            .min()
+        crate::time::earliest([timer, self.rate_wakeup, execution_end])
     }
 
     /// Audit events recorded since the last drain, in order; they are forgotten here.

@@ -217,10 +217,7 @@ impl Turn {
             return None;
         }
         let cancel = self.cancels.get(self.next_cancel).map(|c| c.at);
-        [self.admission.next_time(), cancel]
-            .into_iter()
-            .flatten()
-            .min()
+        stampede_core::earliest([self.admission.next_time(), cancel])
     }
 
     /// When the next report bucket ends (ms): a time a real-time loop must wake up at.

@@ -280,11 +280,8 @@ pub async fn play_from<L: Ledger>(
         }
         // A wake-up that is due but yielded nothing must not spin: take it a tick later.
         let stalled = turn.events == before;
-        let due = [arrival_time, wake, Some(turn.next_bucket()), Some(cap + 1)]
-            .into_iter()
-            .flatten()
-            .min()
-            .unwrap_or(cap + 1);
+        let due = stampede_core::earliest([arrival_time, wake, Some(turn.next_bucket())])
+            .map_or(cap + 1, |due| due.min(cap + 1));
         let due = if stalled { due.max(now + 1) } else { due };
         let sleep = tokio::time::sleep_until(clock.instant_at(due).into());
         tokio::select! {

@@ -207,13 +207,10 @@ pub fn run(
             aborted = Some(a);
             break;
         }
-        let next = [
+        let next = stampede_core::earliest([
             events.peek().map(|Reverse((t, ..))| *t),
             arrivals.peek_time(),
-        ]
-        .into_iter()
-        .flatten()
-        .min();
+        ]);
         let Some(t) = next else { break };
         if t > cap {
             now = cap;

@@ -142,7 +142,7 @@ pub fn run_observed(
             wake,
             wire.crashes.next_time(),
         ];
-        let Some(t) = candidates.into_iter().flatten().min() else {
+        let Some(t) = stampede_core::earliest(candidates) else {
             break;
         };
         let t = t.max(now);
