@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Instruction counts of the simulator's benchmarks, for comparing two commits without the
+# wall-clock noise of a shared machine: valgrind's callgrind counts the instructions a run
+# executes, and two runs of the same binary agree to a few thousand in billions.
+#
+#   scripts/instructions.sh            # needs valgrind (apt-get install -y valgrind)
+#
+# It prints the total for the naive backlog loop (`bench_run 1`, 415,403 attempts), the
+# stampede backlog loop (`bench_run 1`, 38,000 requests) and 200,000 core cycles
+# (`cycle_rate 200000`, whose jobs are built outside its timed part but counted here), with
+# the count per attempt, request or cycle. Run it on both commits and compare.
+#
+# Instructions are not time: a cache miss costs none, and under valgrind the CPU has no SHA
+# extensions, so the idempotency key's hash counts several times what it costs natively.
+# Confirm a change with alternating wall-clock runs of the two binaries too. The totals
+# move by a fraction of a percent with code layout alone (an unrelated edit can), so read
+# small differences as none. For a breakdown by function, keep the profile (KEEP=DIR) and
+# read it with `callgrind_annotate --inclusive=yes DIR/naive.out`. CARGO_TARGET_DIR is
+# honoured.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v valgrind >/dev/null 2>&1; then
+  echo "instructions.sh needs valgrind: apt-get install -y valgrind" >&2
+  exit 2
+fi
+
+cargo build --release -q -p stampede-sim --example bench_run -p stampede-core --example cycle_rate
+examples="$(cd "${CARGO_TARGET_DIR:-target}/release/examples" && pwd)"
+if [ -n "${KEEP:-}" ]; then
+  mkdir -p "$KEEP"
+  work="$(cd "$KEEP" && pwd)"
+else
+  work="$(mktemp -d)"
+  trap 'rm -rf "$work"' EXIT
+fi
+
+# Runs `name`'s command under callgrind and prints its total, and the total over `per`.
+count() {
+  local name="$1" per="$2" unit="$3"
+  shift 3
+  valgrind --tool=callgrind --callgrind-out-file="$work/$name.out" "$@" \
+    >/dev/null 2>"$work/$name.err" || {
+    cat "$work/$name.err" >&2
+    exit 1
+  }
+  awk -v name="$name" -v per="$per" -v unit="$unit" '/Collected :/ {
+      printf "%-16s %15s instructions  %8.0f per %s\n", name, $4, $4 / per, unit
+    }' "$work/$name.err"
+}
+
+count naive-loop 415403 attempt \
+  "$examples/bench_run" 1 'scenarios/backlog-38k.toml@client.preset=naive'
+count stampede-loop 38000 request "$examples/bench_run" 1 scenarios/backlog-38k.toml
+count core-cycles 200000 cycle "$examples/cycle_rate" 200000
