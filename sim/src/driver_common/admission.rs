@@ -165,17 +165,20 @@ impl Admission {
                 route: crate::measure::action_route(job.route),
             };
             measure.on_unfinished(now, (job.id, group), arrival.at, job.deadline, false);
-            measure.list_unfinished(stampede_reports::UnfinishedRow {
-                action: arrival.job.id,
-                tenant: arrival.job.tenant.to_string(),
-                class: arrival.job.class.to_string(),
-                submitted_at_ms: arrival.at,
-                sent: false,
-                state: "never_sent".into(),
-                idempotency_key: String::new(),
-                external_ref: arrival.job.external_ref.clone().unwrap_or_default(),
-                next_safe_action: "submit_again".into(),
-            });
+            measure.list_unfinished(
+                job.id,
+                stampede_reports::UnfinishedRow {
+                    tenant: arrival.job.tenant.to_string(),
+                    class: arrival.job.class.to_string(),
+                    submitted_at_ms: arrival.at,
+                    sent: false,
+                    state: "never_sent".into(),
+                    idempotency_key: String::new(),
+                    external_ref: arrival.job.external_ref.clone().unwrap_or_default(),
+                    next_safe_action: "submit_again".into(),
+                    ..stampede_reports::UnfinishedRow::default()
+                },
+            );
         };
         if let Some((arrival, _)) = self.held.take() {
             never_sent(measure, &arrival);

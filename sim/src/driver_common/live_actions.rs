@@ -255,25 +255,28 @@ impl LiveActions {
                 (true, _) => "in_flight",
                 (false, _) => "never_sent",
             };
-            measure.list_unfinished(UnfinishedRow {
-                action: id,
-                tenant: a.facts.tenant.to_string(),
-                class: a.facts.class.to_string(),
-                submitted_at_ms: a.submitted_at,
-                sent,
-                state: state.to_string(),
-                idempotency_key: entry
-                    .and_then(|e| e.job.idempotency_key.as_deref())
-                    .unwrap_or_default()
+            measure.list_unfinished(
+                id,
+                UnfinishedRow {
+                    tenant: a.facts.tenant.to_string(),
+                    class: a.facts.class.to_string(),
+                    submitted_at_ms: a.submitted_at,
+                    sent,
+                    state: state.to_string(),
+                    idempotency_key: entry
+                        .and_then(|e| e.job.idempotency_key.as_deref())
+                        .unwrap_or_default()
+                        .to_string(),
+                    external_ref: a.facts.external_ref.clone().unwrap_or_default(),
+                    next_safe_action: if sent {
+                        "look_up_before_retrying"
+                    } else {
+                        "submit_again"
+                    }
                     .to_string(),
-                external_ref: a.facts.external_ref.clone().unwrap_or_default(),
-                next_safe_action: if sent {
-                    "look_up_before_retrying"
-                } else {
-                    "submit_again"
-                }
-                .to_string(),
-            });
+                    ..UnfinishedRow::default()
+                },
+            );
         }
     }
 }

@@ -67,8 +67,9 @@ pub struct Measurement {
     blind: blind_resends::BlindResends,
     /// The last action pushed back (the driver holds one at a time).
     last_pushed_back: Option<u64>,
-    /// Logical requests open at the cap, listed with their next safe action.
-    unfinished: Vec<UnfinishedRow>,
+    /// Logical requests open at the cap, listed with their next safe action, under the
+    /// harness's own job id (its arrival record), never a client's claim.
+    unfinished: Vec<(JobId, UnfinishedRow)>,
     /// Outcomes by class, tenant and route.
     groups: Groups,
     /// Unsuccessful answers by status and message.
@@ -612,9 +613,11 @@ impl Measurement {
         self.window_end_ms = self.window_end_ms.max(now);
     }
 
-    /// Lists an open request in `unfinished.csv` (after [`Measurement::on_unfinished`]).
-    pub fn list_unfinished(&mut self, row: UnfinishedRow) {
-        self.unfinished.push(row);
+    /// Lists open request `job` in `unfinished.csv` (after [`Measurement::on_unfinished`]).
+    /// Its `action` column is `job`, the harness's own id from its arrival record, set
+    /// here whatever the row says, so no claim can reach it.
+    pub fn list_unfinished(&mut self, job: JobId, row: UnfinishedRow) {
+        self.unfinished.push((job, row));
     }
 
     /// Keeps a dead letter (and a case file, when a person must decide) for an action that
@@ -892,9 +895,11 @@ impl Measurement {
             };
         }
         let mut unfinished = self.unfinished;
-        // `action` is the contract's column for the harness's own job id (the drivers fill
-        // it from their arrival records), never the `x-stampede-action` claim.
-        unfinished.sort_by_key(|r| r.action);
+        unfinished.sort_by_key(|(job, _)| *job);
+        let unfinished = unfinished
+            .into_iter()
+            .map(|(job, row)| UnfinishedRow { action: job, ..row })
+            .collect();
         Measured {
             summary: s,
             timeseries: self.rows,
@@ -986,6 +991,24 @@ mod tests {
             m.stats().retry_after_violations,
             "the summary counts what the provider flagged"
         );
+    }
+
+    #[test]
+    fn unfinished_rows_are_listed_by_the_harness_job_id_whatever_the_row_says() {
+        let mut measure = Measurement::new(1_000, 600_000);
+        // A row carrying some other number in its `action` (as a claim would) is listed
+        // under the job id it was given, in job order.
+        for (job, said) in [(9, 7_000), (2, 7_001), (5, 0)] {
+            let row = UnfinishedRow {
+                action: said,
+                tenant: format!("t{job}"),
+                ..UnfinishedRow::default()
+            };
+            measure.list_unfinished(job, row);
+        }
+        let rows = measure.finish(1_000).unfinished;
+        let listed: Vec<(u64, &str)> = rows.iter().map(|r| (r.action, r.tenant.as_str())).collect();
+        assert_eq!(listed, vec![(2, "t2"), (5, "t5"), (9, "t9")]);
     }
 
     #[test]

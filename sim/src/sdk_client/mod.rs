@@ -729,22 +729,25 @@ fn open(measure: &mut Measurement, now: Millis, arrival: &Arrival, sent: bool, r
         route,
     };
     measure.on_unfinished(now, (job.id, group), arrival.at, job.deadline, sent);
-    measure.list_unfinished(UnfinishedRow {
-        action: arrival.job.id,
-        tenant: arrival.job.tenant.to_string(),
-        class: arrival.job.class.to_string(),
-        submitted_at_ms: arrival.at,
-        sent,
-        state: if sent { "in_flight" } else { "never_sent" }.into(),
-        idempotency_key: String::new(),
-        external_ref: arrival.job.external_ref.clone().unwrap_or_default(),
-        next_safe_action: if sent {
-            "look_up_before_retrying"
-        } else {
-            "submit_again"
-        }
-        .into(),
-    });
+    measure.list_unfinished(
+        job.id,
+        UnfinishedRow {
+            tenant: arrival.job.tenant.to_string(),
+            class: arrival.job.class.to_string(),
+            submitted_at_ms: arrival.at,
+            sent,
+            state: if sent { "in_flight" } else { "never_sent" }.into(),
+            idempotency_key: String::new(),
+            external_ref: arrival.job.external_ref.clone().unwrap_or_default(),
+            next_safe_action: if sent {
+                "look_up_before_retrying"
+            } else {
+                "submit_again"
+            }
+            .into(),
+            ..UnfinishedRow::default()
+        },
+    );
 }
 
 #[cfg(test)]
