@@ -16,9 +16,6 @@ pub struct TokenBucket {
     capacity: u64,
     /// Refill window (ms), at least 1.
     window_ms: Millis,
-    /// A full bucket in units (`capacity * window_ms`), made once: the hot path reads it at
-    /// every reservation and refill.
-    full: i128,
     /// Current level in units (`window_ms` units per token); negative is debt.
     level: i128,
     /// Time of the last refill (ms).
@@ -39,7 +36,6 @@ impl TokenBucket {
         TokenBucket {
             capacity,
             window_ms,
-            full: full_units(capacity, window_ms),
             level: full_units(capacity, window_ms),
             last: now,
             hold_until: 0,
@@ -54,7 +50,7 @@ impl TokenBucket {
     }
 
     fn full(&self) -> i128 {
-        self.full
+        full_units(self.capacity, self.window_ms)
     }
 
     fn units(&self, tokens: u64) -> i128 {

@@ -8,8 +8,8 @@
 //! The slots are kept in pages of [`PAGE`] that never move once full: growing adds a page
 //! rather than doubling one vector, so a slab holds at most one page more than its peak
 //! number of values and never the old and the new copy of its slots at once (a doubling
-//! vector of the core's records, 464 bytes each then, at the million-request run's 103,000 live actions
-//! held 131,072 slots, 61 MB, and 91 MB while it copied).
+//! vector of the core's records, 464 bytes each then, at the million-request run's
+//! 103,000 live actions held 131,072 slots, 61 MB, and 91 MB while it copied).
 //!
 //! The index is never iterated into an output: [`IdSlab::ids`] sorts (determinism rule).
 //!

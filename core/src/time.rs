@@ -11,9 +11,9 @@ pub const MINUTE: Millis = 60 * SECOND;
 /// The earliest of `times` that are set (ms), if any: what a driver waits for when several
 /// clocks may each have something due.
 ///
-/// Written as a loop over the array: the loop asks for it once per turn, and
+/// Written as a loop over the array: the loops ask for it every turn, and
 /// `times.into_iter().flatten().min()` compiled to a fold a few times dearer than the
-/// compares (about 3% of a naive backlog run, over its three call sites).
+/// compares (about 3% of a naive backlog run's samples, over three of its call sites).
 #[inline]
 #[must_use]
 pub fn earliest<const N: usize>(times: [Option<Millis>; N]) -> Option<Millis> {

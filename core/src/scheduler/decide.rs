@@ -243,8 +243,7 @@ impl<L: Ledger> Scheduler<L> {
 
     fn succeed(&mut self, id: JobId, now: Millis) {
         let job = self.jobs.get_mut(&id).expect("settled action is live");
-        let marks = job.breaker_marks.take().map(|marks| *marks);
-        let BreakerMarks { path, wide } = marks.unwrap_or_default();
+        let BreakerMarks { path, wide } = job.breaker_marks.take().map(|m| *m).unwrap_or_default();
         if let Some(fp) = path {
             self.breaker.record_success(&fp);
             let path = (job.entry.job.route, job.class, job.entry.job.payload_hash);
