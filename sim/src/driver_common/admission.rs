@@ -175,7 +175,6 @@ impl Admission {
                     state: "never_sent".into(),
                     idempotency_key: String::new(),
                     external_ref: arrival.job.external_ref.clone().unwrap_or_default(),
-                    next_safe_action: "submit_again".into(),
                     ..stampede_reports::UnfinishedRow::default()
                 },
             );

@@ -268,12 +268,6 @@ impl LiveActions {
                         .unwrap_or_default()
                         .to_string(),
                     external_ref: a.facts.external_ref.clone().unwrap_or_default(),
-                    next_safe_action: if sent {
-                        "look_up_before_retrying"
-                    } else {
-                        "submit_again"
-                    }
-                    .to_string(),
                     ..UnfinishedRow::default()
                 },
             );

@@ -615,8 +615,18 @@ impl Measurement {
 
     /// Lists open request `job` in `unfinished.csv` (after [`Measurement::on_unfinished`]).
     /// Its `action` column is `job`, the harness's own id from its arrival record, set
-    /// here whatever the row says, so no claim can reach it.
+    /// here whatever the row says, so no claim can reach it; its next safe action follows
+    /// from whether it was sent (one sent may have executed: look it up before retrying).
     pub fn list_unfinished(&mut self, job: JobId, row: UnfinishedRow) {
+        let next = if row.sent {
+            "look_up_before_retrying"
+        } else {
+            "submit_again"
+        };
+        let row = UnfinishedRow {
+            next_safe_action: next.to_string(),
+            ..row
+        };
         self.unfinished.push((job, row));
     }
 

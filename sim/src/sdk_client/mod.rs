@@ -739,12 +739,6 @@ fn open(measure: &mut Measurement, now: Millis, arrival: &Arrival, sent: bool, r
             state: if sent { "in_flight" } else { "never_sent" }.into(),
             idempotency_key: String::new(),
             external_ref: arrival.job.external_ref.clone().unwrap_or_default(),
-            next_safe_action: if sent {
-                "look_up_before_retrying"
-            } else {
-                "submit_again"
-            }
-            .into(),
             ..UnfinishedRow::default()
         },
     );
