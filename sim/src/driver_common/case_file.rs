@@ -22,8 +22,8 @@ use serde::Serialize;
 use stampede_core::classify::{classify, Classification, Failure, FailureKind};
 use stampede_core::idempotency::derive_key;
 use stampede_core::{
-    FailureGroup, Job, LookupResult, Millis, NextAction, OperationId, Outcome, Reason, Route,
-    SendKind, Terminal, TerminalStatus,
+    FailureGroup, Job, LookupResult, Millis, NextAction, OperationId, Outcome, Priority, Reason,
+    Route, SendKind, Terminal, TerminalStatus,
 };
 
 use crate::driver_common::translate::ActionFacts;
@@ -37,6 +37,8 @@ pub const MAX_RECORDS: usize = 200_000;
 /// At most this many attempts are kept in one action's timeline (the first ones); the
 /// rest are counted in the case file's `attempts_left_out`.
 pub const MAX_TIMELINE: usize = 64;
+// `CaseNotes::unanswered` counts a full timeline in a byte.
+const _: () = assert!(MAX_TIMELINE <= u8::MAX as usize);
 
 /// A provider error code kept inline (codes are short ASCII words; a longer one is cut at
 /// 31 bytes), so noting an answer never allocates.
@@ -115,6 +117,10 @@ pub struct AttemptNote {
 pub struct CaseNotes {
     timeline: Vec<AttemptNote>,
     left_out: u32,
+    /// Notes in `timeline` not answered yet. At zero an answer has no note to fill (its
+    /// attempt was left out of a full timeline), which is known without the scan: a naive
+    /// client's hundredth attempt would otherwise search 64 notes for nothing.
+    unanswered: u8,
     keyed: bool,
 }
 
@@ -127,6 +133,7 @@ impl CaseNotes {
             self.left_out = self.left_out.saturating_add(1);
             return;
         }
+        self.unanswered += 1;
         self.timeline.push(AttemptNote {
             attempt_no,
             kind: match kind {
@@ -146,6 +153,9 @@ impl CaseNotes {
 
     /// The client heard `outcome` of attempt `attempt_no` at `now` (ms).
     pub fn answered(&mut self, attempt_no: u32, outcome: &Outcome, now: Millis) {
+        if self.unanswered == 0 {
+            return;
+        }
         let Some(note) = self
             .timeline
             .iter_mut()
@@ -155,6 +165,7 @@ impl CaseNotes {
             // Left out of a full timeline, or an answer to an attempt of a dead process.
             return;
         };
+        self.unanswered -= 1;
         note.answered_at_ms = Some(now);
         note.uncertain = if note.kind == "lookup" {
             // A look-up settles the doubt only with an answer about the record.
@@ -184,14 +195,6 @@ impl CaseNotes {
             }
         }
     }
-}
-
-/// `ReadTimeout` as `read_timeout`; a variant with fields keeps its name only.
-fn snake(debug: &str) -> String {
-    let mut out = String::with_capacity(debug.len() + 4);
-    // Writing to a `String` cannot fail.
-    let _ = Snake::new(&mut out).write_str(debug);
-    out
 }
 
 /// A `fmt::Write` that writes a `Debug` rendering in snake case into `out`, up to the first
@@ -238,11 +241,11 @@ impl std::fmt::Write for Snake<'_> {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OriginalInput {
     /// Request class (`llm`, `read`, `uncertain_write`, ...).
-    pub class: String,
+    pub class: Arc<str>,
     /// Endpoint family (`chat_completion`, `create_record`, `get_item`).
-    pub route: String,
+    pub route: Route,
     /// Admission priority (`critical`, `normal`, `bulk`).
-    pub priority: String,
+    pub priority: Priority,
     /// Estimated prompt tokens (tokens).
     pub prompt_tokens: u32,
     /// Maximum output tokens requested (tokens).
@@ -256,7 +259,18 @@ pub struct OriginalInput {
     /// Whether the answer was streamed.
     pub stream: bool,
     /// Hash of the canonical payload (16 hex digits): identifies the body, never holds it.
-    pub payload_hash: String,
+    pub payload_hash: Hex16,
+}
+
+/// A 64-bit hash written as 16 lowercase hex digits, formatted when it is written out
+/// rather than held as a string by every record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hex16(pub u64);
+
+impl Serialize for Hex16 {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&format_args!("{:016x}", self.0))
+    }
 }
 
 /// A next option and what it risks, for the person who decides.
@@ -277,9 +291,9 @@ pub struct DeadLetter {
     /// The logical action's id (the harness's numbering, as in `attempts.csv`).
     pub action: u64,
     /// Tenant the action was submitted for.
-    pub tenant: String,
+    pub tenant: Arc<str>,
     /// Task (goal) it belongs to.
-    pub task: String,
+    pub task: Arc<str>,
     /// `failed`, `escalated` or `reconciliation_required`.
     pub status: &'static str,
     /// Why it ended (`attempts_exhausted`, `wait_budget_exhausted`, ...).
@@ -317,8 +331,8 @@ pub struct BudgetUsed {
 pub struct Escalation {
     /// The logical action that stopped.
     pub action: u64,
-    pub tenant: String,
-    pub task: String,
+    pub tenant: Arc<str>,
+    pub task: Arc<str>,
     /// `escalated` or `reconciliation_required`.
     pub outcome: &'static str,
     /// Why (`reconciliation_unavailable`, `quota_exhausted`, ...).
@@ -334,7 +348,7 @@ pub struct Escalation {
     pub credential: String,
     /// A fingerprint of the request without its content: 16 hex digits of a hash of
     /// method, endpoint, scope and class.
-    pub fingerprint: String,
+    pub fingerprint: Hex16,
     /// Whether the action may have executed at the provider (an attempt was sent and no
     /// answer or look-up settled it).
     pub may_have_executed: bool,
@@ -450,8 +464,8 @@ impl CaseFiles {
         let scope = e.facts.scope.as_deref().unwrap_or("account");
         self.dead_letters.push(DeadLetter {
             action: e.action,
-            tenant: e.facts.tenant.to_string(),
-            task: e.facts.task.to_string(),
+            tenant: e.facts.tenant.clone(),
+            task: e.facts.task.clone(),
             status,
             reason: reason.clone(),
             submitted_at_ms: e.submitted_at,
@@ -461,16 +475,16 @@ impl CaseFiles {
             last_status: terminal.last_status,
             escalated,
             input: OriginalInput {
-                class: e.facts.class.to_string(),
-                route: snake(&format!("{route:?}")),
-                priority: snake(&format!("{:?}", e.facts.priority)),
+                class: e.facts.class.clone(),
+                route,
+                priority: e.facts.priority,
                 prompt_tokens: e.facts.prompt_tokens,
                 max_output_tokens: e.facts.max_output_tokens,
                 deadline_ms: e.deadline,
                 resource: e.facts.resource.clone(),
                 external_ref: e.facts.external_ref.clone(),
                 stream: e.facts.stream,
-                payload_hash: format!("{:016x}", e.facts.payload_hash),
+                payload_hash: Hex16(e.facts.payload_hash),
             },
             next_safe_actions: next.clone(),
         });
@@ -504,8 +518,8 @@ impl CaseFiles {
         };
         self.escalations.push(Escalation {
             action: e.action,
-            tenant: e.facts.tenant.to_string(),
-            task: e.facts.task.to_string(),
+            tenant: e.facts.tenant.clone(),
+            task: e.facts.task.clone(),
             outcome: status,
             reason,
             provider: e.provider.to_string(),
@@ -513,7 +527,7 @@ impl CaseFiles {
             endpoint,
             scope: scope.to_string(),
             credential: stampede_provider::model::mask_credential(&e.facts.credential),
-            fingerprint: format!("{fingerprint:016x}"),
+            fingerprint: Hex16(fingerprint),
             may_have_executed,
             timeline: notes.timeline,
             attempts_left_out: notes.left_out,
@@ -667,6 +681,13 @@ mod tests {
     use super::*;
     use stampede_core::{Response, TransportFailure};
 
+    /// `ReadTimeout` as `read_timeout`; a variant with fields keeps its name only.
+    fn snake(debug: &str) -> String {
+        let mut out = String::new();
+        Snake::new(&mut out).write_str(debug).unwrap();
+        out
+    }
+
     #[test]
     fn names_are_snake_case() {
         assert_eq!(snake("ReadTimeout"), "read_timeout");
@@ -720,6 +741,19 @@ mod tests {
         }
         assert_eq!(notes.timeline.len(), MAX_TIMELINE);
         assert_eq!(notes.left_out, 5);
+        // The answers of attempts left out change nothing; those of noted ones fill them,
+        // the last one unanswered as well as the first.
+        let timeout = Outcome::Transport(TransportFailure::ReadTimeout);
+        notes.answered(MAX_TIMELINE as u32 + 1, &timeout, 100);
+        notes.answered(MAX_TIMELINE as u32, &timeout, 101);
+        for n in 1..MAX_TIMELINE as u32 {
+            notes.answered(n, &timeout, 102);
+        }
+        assert_eq!(notes.unanswered, 0);
+        assert_eq!(notes.timeline[MAX_TIMELINE - 1].answered_at_ms, Some(101));
+        assert!(notes.timeline.iter().all(|n| n.answered_at_ms.is_some()));
+        notes.answered(MAX_TIMELINE as u32 + 2, &timeout, 103);
+        assert_eq!(notes.timeline[0].answered_at_ms, Some(102));
     }
 
     #[test]
