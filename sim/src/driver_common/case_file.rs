@@ -757,6 +757,41 @@ mod tests {
     }
 
     #[test]
+    fn an_original_input_names_its_route_and_priority_and_pads_its_hash() {
+        // The names the files have always carried (from the variants' `Debug` names in
+        // snake case), now from the core's own serde names.
+        let input = OriginalInput {
+            class: "uncertain_write".into(),
+            route: Route::CreateRecord,
+            priority: Priority::Critical,
+            prompt_tokens: 0,
+            max_output_tokens: 0,
+            deadline_ms: None,
+            resource: None,
+            external_ref: None,
+            stream: false,
+            payload_hash: Hex16(0xab),
+        };
+        let json = serde_json::to_string(&input).unwrap();
+        assert!(json.contains(r#""route":"create_record""#), "{json}");
+        assert!(json.contains(r#""priority":"critical""#), "{json}");
+        assert!(
+            json.contains(r#""payload_hash":"00000000000000ab""#),
+            "{json}"
+        );
+        assert_eq!(
+            serde_json::to_string(&Hex16(u64::MAX)).unwrap(),
+            r#""ffffffffffffffff""#
+        );
+        let names = |r: Route| serde_json::to_value(r).unwrap();
+        assert_eq!(names(Route::ChatCompletion), "chat_completion");
+        assert_eq!(names(Route::GetItem), "get_item");
+        let priority = |p: Priority| serde_json::to_value(p).unwrap();
+        assert_eq!(priority(Priority::Normal), "normal");
+        assert_eq!(priority(Priority::Bulk), "bulk");
+    }
+
+    #[test]
     fn a_long_error_code_is_cut_on_a_character_boundary() {
         let code = ShortCode::new("é".repeat(20).as_str());
         assert_eq!(code.as_str(), "é".repeat(15));
