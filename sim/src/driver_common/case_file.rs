@@ -884,26 +884,6 @@ mod tests {
 
     #[test]
     fn an_escalation_lists_a_held_attempt_that_was_never_answered() {
-        let job = Job {
-            id: 7,
-            tenant: "acme".into(),
-            task: "t".into(),
-            credential: "sk-test-0123456789".into(),
-            scope: None,
-            class: "uncertain_write".into(),
-            route: Route::CreateRecord,
-            resource: None,
-            priority: Priority::Normal,
-            prompt_tokens: 0,
-            max_output_tokens: 0,
-            deadline: None,
-            idempotency_key: None,
-            payload_hash: 1,
-            external_ref: Some("ref-7".into()),
-            coalescable: false,
-            stream: false,
-            model: None,
-        };
         let mut notes = CaseNotes::default();
         notes.sent(1, &SendKind::Action, false, 40);
         let terminal = Terminal {
@@ -917,7 +897,21 @@ mod tests {
             operation_id: None,
             next_actions: Default::default(),
         };
-        let facts = ActionFacts::of(&job);
+        let facts = ActionFacts {
+            tenant: "acme".into(),
+            task: "t".into(),
+            class: "uncertain_write".into(),
+            credential: "sk-test-0123456789".into(),
+            scope: None,
+            route: Route::CreateRecord,
+            priority: Priority::Normal,
+            resource: None,
+            prompt_tokens: 0,
+            max_output_tokens: 0,
+            external_ref: Some("ref-7".into()),
+            stream: false,
+            payload_hash: 1,
+        };
         let ending = Ending {
             action: 7,
             facts: &facts,

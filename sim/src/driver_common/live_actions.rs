@@ -277,10 +277,12 @@ impl LiveActions {
 
 #[cfg(test)]
 mod sizes {
-    /// The README quotes the bytes the driver's record of a live action costs.
+    /// The README quotes the bytes the driver's record of a live action costs: 256 since
+    /// its case notes hold the first attempt inline (16 bytes, where a timeline vector per
+    /// action cost an allocation and a cache miss at every first answer).
     #[test]
-    fn a_live_action_is_at_most_240_bytes() {
+    fn a_live_action_is_at_most_256_bytes() {
         let size = std::mem::size_of::<Option<super::LiveAction>>();
-        assert!(size <= 240, "Option<LiveAction> is {size} bytes");
+        assert!(size <= 256, "Option<LiveAction> is {size} bytes");
     }
 }
