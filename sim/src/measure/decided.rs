@@ -2,9 +2,11 @@
 //!
 //! The provider's journal also records what the client said about itself (`tenant`,
 //! `action`, `attempt_no`, `class`, from the `x-stampede-*` headers only our own client
-//! sends). Those are claims, never the source of a figure. [`Measurement::on_journal`]
-//! turns each entry into a [`Decided`] at once, and every figure below it is computed from
-//! that view, which has no field for a claim: no figure can read one, by construction.
+//! sends), and the provider's flag of where the attempt claim disagreed with its own count.
+//! Those are claims, or made from one, never the source of a figure.
+//! [`Measurement::on_journal`] turns each entry into a [`Decided`] at once, and every
+//! figure below it is computed from that view, which has no field for a claim or for
+//! anything derived from one: no figure can read one, by construction.
 //!
 //! [`Measurement::on_journal`]: super::Measurement::on_journal
 
@@ -54,8 +56,6 @@ pub struct Decided<'a> {
     pub logical_attempt: u32,
     /// Whether it was committed but its answer never reached the client.
     pub undelivered: bool,
-    /// Whether the client's claims disagreed with the provider's attribution.
-    pub claim_mismatch: bool,
     /// The model it was billed as (the journal's shared name: a tally keyed by it clones
     /// the `Arc`, not the text).
     pub model: Option<&'a Arc<str>>,
@@ -87,7 +87,6 @@ impl<'a> From<&'a JournalEntry> for Decided<'a> {
             logical: e.logical,
             logical_attempt: e.logical_attempt,
             undelivered: e.undelivered,
-            claim_mismatch: e.claim_mismatch,
             model: e.model.as_ref(),
             billed_micro_usd: e.billed_micro_usd,
             limit: e.limit.as_deref(),

@@ -683,6 +683,10 @@ impl Measurement {
     /// write (`sink::attempts::write`). It moves the run's figures, its provider's, its
     /// model's and its retry group's.
     pub fn on_journal(&mut self, e: &JournalEntry, client_done_ms: Option<u64>, by: &SentBy<'_>) {
+        // `claim_mismatches` is the summary's one key about the client's claims: the
+        // provider's own flag of an attempt claim that disagreed with its count, added here
+        // from the entry and kept out of the view every figure is computed from.
+        self.summary.claim_mismatches += u64::from(e.claim_mismatch);
         // The provider's side of it only: no figure below can read the client's claims.
         let e = &Decided::from(e);
         self.observe_journal(e, client_done_ms, by);
@@ -763,7 +767,6 @@ impl Measurement {
         s.provider_logical_requests += u64::from(e.logical_attempt == 1);
         s.retry_after_violations += u64::from(e.retry_after_violation);
         s.scope_wait_violations += u64::from(e.scope_wait_violation);
-        s.claim_mismatches += u64::from(e.claim_mismatch);
         let lookup = e.method == "GET" && e.route.starts_with("/v1/records");
         if lookup {
             s.reconciliations += 1;
