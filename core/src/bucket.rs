@@ -224,16 +224,16 @@ fn product(a: u64, b: u64) -> i128 {
 
 /// Milliseconds of refill at `capacity` units a millisecond until a `deficit` (units, more
 /// than 0) is made up, rounded up and saturating at `u64::MAX`. A deficit that fits a `u64`
-/// (every one but a bucket's of more than about 10^19 units) is divided in 64 bits.
+/// (every one but a bucket's of more than about 10^19 units) is divided in 64 bits, any
+/// other in 128.
 #[inline]
 fn refill_ms(deficit: i128, capacity: u64) -> u64 {
     debug_assert!(deficit > 0 && capacity > 0);
     match u64::try_from(deficit) {
         Ok(deficit) => deficit.div_ceil(capacity),
         Err(_) => {
-            let wait = deficit.div_euclid(i128::from(capacity))
-                + i128::from(deficit.rem_euclid(i128::from(capacity)) != 0);
-            u64::try_from(wait).unwrap_or(u64::MAX)
+            let deficit = u128::try_from(deficit).unwrap_or(0);
+            u64::try_from(deficit.div_ceil(u128::from(capacity))).unwrap_or(u64::MAX)
         }
     }
 }

@@ -199,13 +199,14 @@ impl CaseNotes {
         if self.unanswered == 0 {
             return;
         }
+        let class = classify(outcome);
         if let Some(held) = self.held {
             if held.attempt_no != attempt_no {
                 // The only note is another attempt's: an answer to an attempt of a dead
                 // process.
                 return;
             }
-            if !held.lookup && matches!(classify(outcome), Classification::Success) {
+            if !held.lookup && matches!(class, Classification::Success) {
                 // A success completes its action at once (`Scheduler::succeed`), and a
                 // completed action has no case file: the note would never be read.
                 self.held = None;
@@ -230,7 +231,7 @@ impl CaseNotes {
             !matches!(outcome, Outcome::Lookup(_))
         } else {
             matches!(
-                classify(outcome),
+                class,
                 Classification::Failure(Failure {
                     group: FailureGroup::MayHaveExecuted,
                     ..

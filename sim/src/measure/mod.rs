@@ -67,9 +67,9 @@ pub struct Measurement {
     blind: blind_resends::BlindResends,
     /// The last action pushed back (the driver holds one at a time).
     last_pushed_back: Option<u64>,
-    /// Logical requests open at the cap, listed with their next safe action, under the
-    /// harness's own job id (its arrival record), never a client's claim.
-    unfinished: Vec<(JobId, UnfinishedRow)>,
+    /// Logical requests open at the cap, listed with their next safe action; each row's
+    /// `action` is the harness's own job id (its arrival record), never a client's claim.
+    unfinished: Vec<UnfinishedRow>,
     /// Outcomes by class, tenant and route.
     groups: Groups,
     /// Unsuccessful answers by status and message.
@@ -623,11 +623,11 @@ impl Measurement {
         } else {
             "submit_again"
         };
-        let row = UnfinishedRow {
+        self.unfinished.push(UnfinishedRow {
+            action: job,
             next_safe_action: next.to_string(),
             ..row
-        };
-        self.unfinished.push((job, row));
+        });
     }
 
     /// Keeps a dead letter (and a case file, when a person must decide) for an action that
@@ -908,11 +908,7 @@ impl Measurement {
             };
         }
         let mut unfinished = self.unfinished;
-        unfinished.sort_by_key(|(job, _)| *job);
-        let unfinished = unfinished
-            .into_iter()
-            .map(|(job, row)| UnfinishedRow { action: job, ..row })
-            .collect();
+        unfinished.sort_by_key(|r| r.action);
         Measured {
             summary: s,
             timeseries: self.rows,
