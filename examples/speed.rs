@@ -53,6 +53,7 @@ fn main() {
     let mut rows = Vec::new();
     core_cycles(&root, &opts, &mut rows);
     simulator(&root, &opts, &mut rows);
+    python_model(&root, &opts, &mut rows);
     whole_run(&root, &opts, &mut rows);
     server(&root, &opts, &mut rows);
     live_driver(&root, &opts, &mut rows);
@@ -210,6 +211,52 @@ fn simulator(root: &Path, opts: &Opts, rows: &mut Vec<Row>) {
             ),
         });
     }
+}
+
+/// The naive backlog played by a hand-written Python model (`scripts/backlog_model.py`, a
+/// lean heapq loop that counts what the scenario's expectations need and nothing more)
+/// against the simulator's loop on the same scenario, alternating, so a slow minute weighs
+/// on both. What a user would otherwise write by hand is the yardstick the simulator's
+/// speed is for.
+fn python_model(root: &Path, opts: &Opts, rows: &mut Vec<Row>) {
+    let what = "hand-written Python model of the same naive backlog, against the simulator loop";
+    let command = "python3 scripts/backlog_model.py --json, alternating with bench_run -- 1 scenarios/backlog-38k.toml@client.preset=naive";
+    if !on_path("python3") {
+        rows.push(Row {
+            what: what.into(),
+            figure: "not measured: python3 is not installed".into(),
+            command: command.into(),
+        });
+        return;
+    }
+    let python = PathBuf::from("python3");
+    let script = root.join("scripts/backlog_model.py").display().to_string();
+    let spec = "scenarios/backlog-38k.toml@client.preset=naive";
+    let (mut model, mut process, mut ours) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..opts.runs {
+        let started = Instant::now();
+        let text = output(&python, &[&script, "--json"], root);
+        process.push(started.elapsed().as_secs_f64() * 1e3);
+        let figures: serde_json::Value = serde_json::from_str(text.trim())
+            .unwrap_or_else(|e| fail(&format!("backlog_model.py printed no JSON ({e}):\n{text}")));
+        let loop_s = figures["loop_s"]
+            .as_f64()
+            .unwrap_or_else(|| fail(&format!("no loop_s in backlog_model.py's output:\n{text}")));
+        model.push(loop_s * 1e3);
+        ours.push(bench_run(root, 1, spec).0);
+    }
+    let (model, process, ours) = (median(model), median(process), median(ours));
+    rows.push(Row {
+        what: what.into(),
+        figure: format!(
+            "Python loop {} ms (whole process {} ms); simulator loop {} ms in the same alternation: {:.1}x the Python model's speed",
+            thousands(model),
+            thousands(process),
+            thousands(ours),
+            model / ours
+        ),
+        command: command.into(),
+    });
 }
 
 /// Bytes under `dir`, recursively.
