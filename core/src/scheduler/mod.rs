@@ -26,9 +26,9 @@ mod scope;
 mod state;
 mod tasks;
 mod terminal;
+mod timers;
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 use crate::audit::AuditEvent;
 use crate::breaker::Breaker;
 use crate::command::{AttemptId, Command};
-use crate::job::{Job, JobId, Route};
+use crate::job::{Job, Route};
 use crate::ledger::{InMemoryLedger, Ledger, LedgerEntry, LedgerError};
 use crate::outcome::Outcome;
 use crate::policy::Policy;
@@ -144,8 +144,8 @@ pub struct Scheduler<L: Ledger = InMemoryLedger> {
     /// Every live (admitted, not terminal) action.
     jobs: job_table::JobTable,
     lanes: lanes::Lanes,
-    /// Timers: (due, sequence, job, ticket). Entries whose ticket is stale are skipped.
-    delayed: BinaryHeap<Reverse<(Millis, u64, JobId, u64)>>,
+    /// Timers of delayed actions. Entries whose ticket is stale are skipped.
+    delayed: timers::Timers,
     /// Attempts on the wire by attempt id (ids rise, so they sit in a slab's sliding band).
     in_flight: crate::id_slab::IdSlab<state::Flight>,
     scopes: scope::Scopes,
@@ -201,7 +201,7 @@ impl<L: Ledger> Scheduler<L> {
             rng,
             jobs: job_table::JobTable::default(),
             lanes: lanes::Lanes::default(),
-            delayed: BinaryHeap::new(),
+            delayed: timers::Timers::default(),
             in_flight: crate::id_slab::IdSlab::default(),
             scopes: scope::Scopes::default(),
             tasks: tasks::Tasks::new(policy.retry_budgets.per_task.enabled),
@@ -289,7 +289,7 @@ impl<L: Ledger> Scheduler<L> {
         if !self.outbox.is_empty() {
             return Some(self.last_now);
         }
-        let timer = self.delayed.peek().map(|Reverse((due, ..))| *due);
+        let timer = self.delayed.peek().map(|t| t.due);
         let execution_end = match (self.execution_end(), self.jobs.is_empty()) {
             (Some(end), false) if !self.execution_spent => Some(end),
             _ => None,

@@ -2,10 +2,9 @@
 //! queue or timer entry left behind by an earlier move (or a cancellation) is recognised as
 //! stale and skipped: delayed work of a cancelled task never wakes.
 
-use std::cmp::Reverse;
-
 use super::lanes::rank;
 use super::state::{held_less, Phase};
+use super::timers::Timer;
 use super::Scheduler;
 use crate::job::{JobId, Priority};
 use crate::ledger::Ledger;
@@ -68,7 +67,7 @@ impl<L: Ledger> Scheduler<L> {
         let priority = job.entry.job.priority;
         self.leave_phase(old, priority);
         self.counts.delayed += 1;
-        self.delayed.push(Reverse((due, ticket, id, ticket)));
+        self.delayed.push(Timer { due, ticket, id });
         self.debug_assert_phase_counts();
     }
 
@@ -88,7 +87,7 @@ impl<L: Ledger> Scheduler<L> {
 
     /// Moves every action whose timer is due at `now` to its ready lane, in timer order.
     pub(super) fn wake_due(&mut self, now: Millis) {
-        while let Some(&Reverse((due, _, id, ticket))) = self.delayed.peek() {
+        while let Some(Timer { due, ticket, id }) = self.delayed.peek() {
             if due > now {
                 break;
             }
@@ -105,7 +104,7 @@ impl<L: Ledger> Scheduler<L> {
 
     /// Drops stale timers from the top of the heap so `next_wakeup` does not report them.
     pub(super) fn prune_timers(&mut self) {
-        while let Some(&Reverse((due, _, id, ticket))) = self.delayed.peek() {
+        while let Some(Timer { due, ticket, id }) = self.delayed.peek() {
             let current = self
                 .jobs
                 .get(&id)

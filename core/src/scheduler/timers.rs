@@ -1,0 +1,115 @@
+//! The core's timers: when each delayed action wakes, earliest first, ties in the order
+//! they were set.
+//!
+//! Most timers are set in the order they fire: a fixed backoff, a Retry-After or a rate
+//! wait added to a clock that only goes forward. Those go to the back of a queue, kept in
+//! order for free; only a timer due before the last one queued goes to a heap. Taking the
+//! earliest compares the two heads. A binary heap's sift costs a mispredicted branch a
+//! level, and with every timer in it its `pop` was about 3% of a naive client's loop.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use crate::{JobId, Millis};
+
+/// One timer. Ordered by due time, then by `ticket`, which rises with each timer set, so
+/// ties fire in the order they were set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct Timer {
+    /// When it fires (ms).
+    pub due: Millis,
+    /// The action's ticket when it was set: a timer whose ticket is no longer the
+    /// action's is stale.
+    pub ticket: u64,
+    /// The action it wakes.
+    pub id: JobId,
+}
+
+/// Timers, earliest first. Stale ones stay until they reach the front (see
+/// `Scheduler::prune_timers`).
+#[derive(Debug, Default)]
+pub(super) struct Timers {
+    /// Timers set in firing order, each due at or after the one before it.
+    in_order: VecDeque<Timer>,
+    /// Timers due before the last of `in_order` when they were set.
+    out_of_order: BinaryHeap<Reverse<Timer>>,
+}
+
+impl Timers {
+    /// Sets `timer`.
+    #[inline]
+    pub fn push(&mut self, timer: Timer) {
+        if self.in_order.back().map_or(true, |last| *last <= timer) {
+            self.in_order.push_back(timer);
+        } else {
+            self.out_of_order.push(Reverse(timer));
+        }
+    }
+
+    /// The earliest timer.
+    #[inline]
+    pub fn peek(&self) -> Option<Timer> {
+        match (self.in_order.front(), self.out_of_order.peek()) {
+            (Some(a), Some(Reverse(b))) => Some(*a.min(b)),
+            (a, b) => a.copied().or(b.map(|r| r.0)),
+        }
+    }
+
+    /// Removes the earliest timer.
+    #[inline]
+    pub fn pop(&mut self) -> Option<Timer> {
+        let from_heap = match (self.in_order.front(), self.out_of_order.peek()) {
+            (Some(a), Some(Reverse(b))) => b < a,
+            (None, Some(_)) => true,
+            (_, None) => false,
+        };
+        if from_heap {
+            self.out_of_order.pop().map(|r| r.0)
+        } else {
+            self.in_order.pop_front()
+        }
+    }
+
+    /// Timers set and not yet taken, stale ones included.
+    pub fn len(&self) -> usize {
+        self.in_order.len() + self.out_of_order.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any mix of timers set and taken comes out in the order a sorted list gives.
+        #[test]
+        fn timers_fire_in_due_then_setting_order(
+            steps in proptest::collection::vec((any::<bool>(), 0u64..50), 1..400)
+        ) {
+            let mut timers = Timers::default();
+            let mut reference: Vec<Timer> = Vec::new();
+            let mut ticket = 0;
+            let mut now = 0;
+            for (set, delta) in steps {
+                if set {
+                    ticket += 1;
+                    // Mostly in firing order, now and then earlier than the last one.
+                    let due = if delta % 5 == 0 { now + delta / 5 } else { now + 40 + delta };
+                    let timer = Timer { due, ticket, id: delta };
+                    timers.push(timer);
+                    reference.push(timer);
+                    reference.sort_unstable();
+                } else {
+                    prop_assert_eq!(timers.peek(), reference.first().copied());
+                    let want = (!reference.is_empty()).then(|| reference.remove(0));
+                    prop_assert_eq!(timers.pop(), want);
+                    if let Some(t) = want {
+                        now = now.max(t.due);
+                    }
+                }
+                prop_assert_eq!(timers.len(), reference.len());
+            }
+        }
+    }
+}
