@@ -13,6 +13,7 @@ use crate::driver_common::case_file as case_files;
 use crate::measure::{round4, Measured};
 use crate::progress::ProgressHandle;
 use crate::scenario::{expect, Scenario};
+use crate::sink::background::BackgroundCsv;
 use crate::sink::{AttemptSink, AuditFile, NoAttempts, NoAudit};
 use crate::virtual_driver::{self, DriverError, VirtualRun};
 
@@ -209,9 +210,10 @@ fn with_attempts_csv(
 ) -> Result<VirtualRun, RunError> {
     fs::create_dir_all(dir).map_err(|e| output_err(dir, e))?;
     let path = dir.join("attempts.csv");
-    // Rows are encoded into the writer's own buffer and reach the file in 256 KiB writes;
-    // nothing is flushed per row.
-    let mut sink = AttemptsCsv::create(&path).map_err(|e| output_err(&path, e))?;
+    // Rows are encoded on a thread of their own into the writer's buffer and reach the file
+    // in 256 KiB writes; nothing is flushed per row.
+    let csv = AttemptsCsv::create(&path).map_err(|e| output_err(&path, e))?;
+    let mut sink = BackgroundCsv::start(csv).map_err(|e| output_err(&path, e))?;
     let run = play(&mut sink)?;
     sink.finish().map_err(|e| output_err(&path, e))?;
     files.push(path);

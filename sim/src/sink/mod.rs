@@ -5,6 +5,7 @@
 
 pub mod attempts;
 pub mod audit;
+pub mod background;
 
 pub use attempts::{AttemptSink, NoAttempts};
 pub use audit::{AuditFile, AuditSink, NoAudit};
