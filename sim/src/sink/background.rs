@@ -4,7 +4,7 @@
 //! Encoding a row (numbers to digits, texts checked for quoting) took about 1,300
 //! instructions, a tenth of a naive run's loop; copying the row into a batch takes a small
 //! part of that. Full batches go to the encoder thread over a bounded channel (at most
-//! [`BATCHES_QUEUED`] wait, so a slow disk holds the loop back instead of filling memory)
+//! `BATCHES_QUEUED` wait, so a slow disk holds the loop back instead of filling memory)
 //! and come back empty to be filled again, so a run of any length allocates a handful of
 //! batches. The encoder writes each row with [`AttemptsCsv`], in the order it was taken:
 //! the file's bytes are those of a sink that encodes in place.
