@@ -173,11 +173,14 @@ impl BackgroundCsv {
             .as_ref()
             .is_some_and(|to| to.send(full).is_ok());
         if sent {
-            Ok(())
-        } else {
-            // The encoder stopped: its error says why.
-            self.join()
+            return Ok(());
         }
+        // The encoder stops early only on an error, which says why; were it to stop
+        // without one, the batch it did not take is still not written.
+        self.join()?;
+        Err(io::Error::other(
+            "the attempts.csv encoder stopped before the run's end",
+        ))
     }
 
     /// Waits for the encoder to end and gives its result.
