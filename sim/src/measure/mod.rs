@@ -17,6 +17,8 @@ pub mod retry_groups;
 mod starvation;
 pub mod waves;
 
+use std::collections::BTreeMap;
+
 use decided::Decided;
 use stampede_core::{Job, JobId, Millis, Priority, Reason, Route, Terminal, TerminalStatus};
 use stampede_provider::model::JournalEntry;
@@ -67,9 +69,11 @@ pub struct Measurement {
     blind: blind_resends::BlindResends,
     /// The last action pushed back (the driver holds one at a time).
     last_pushed_back: Option<u64>,
-    /// Logical requests open at the cap, listed with their next safe action; each row's
-    /// `action` is the harness's own job id (its arrival record), never a client's claim.
-    unfinished: Vec<UnfinishedRow>,
+    /// Logical requests open at the cap, listed with their next safe action, by the
+    /// harness's own job id (its arrival record), never a client's claim: the key orders
+    /// `unfinished.csv` and is written as each row's `action`, whose incoming value is
+    /// never read.
+    unfinished: BTreeMap<JobId, UnfinishedRow>,
     /// Outcomes by class, tenant and route.
     groups: Groups,
     /// Unsuccessful answers by status and message.
@@ -224,7 +228,7 @@ impl Measurement {
             window_end_ms: 0,
             blind: blind_resends::BlindResends::default(),
             last_pushed_back: None,
-            unfinished: Vec::new(),
+            unfinished: BTreeMap::new(),
             groups: Groups::default(),
             errors: Errors::default(),
             bucket_service: Default::default(),
@@ -623,11 +627,13 @@ impl Measurement {
         } else {
             "submit_again"
         };
-        self.unfinished.push(UnfinishedRow {
+        let listed = UnfinishedRow {
             action: job,
             next_safe_action: next.to_string(),
             ..row
-        });
+        };
+        let before = self.unfinished.insert(job, listed);
+        debug_assert!(before.is_none(), "open request {job} listed twice");
     }
 
     /// Keeps a dead letter (and a case file, when a person must decide) for an action that
@@ -907,8 +913,6 @@ impl Measurement {
                 max: given.max,
             };
         }
-        let mut unfinished = self.unfinished;
-        unfinished.sort_by_key(|r| r.action);
         Measured {
             summary: s,
             timeseries: self.rows,
@@ -920,7 +924,7 @@ impl Measurement {
                     rows
                 })
                 .collect(),
-            unfinished,
+            unfinished: self.unfinished.into_values().collect(),
             cases: self.cases,
             downs: Vec::new(),
             retries_per_100ms: self.retry_bins.bins(),
