@@ -15,58 +15,45 @@ use std::process::Command;
 
 use serde_json::Value;
 
-/// `(what, golden summary's figure, model's key)`, each within `tolerance` of the golden.
-fn figures(golden: &Value) -> Vec<(&'static str, f64, &'static str, f64)> {
-    let n = |v: &Value| v.as_f64().expect("a number");
-    let limits = &golden["rate_limit_hits"];
-    vec![
-        (
-            "outbound attempts",
-            n(&golden["outbound_attempts"]),
-            "attempts",
-            0.01,
-        ),
-        ("retries", n(&golden["retries"]), "retries", 0.01),
-        (
-            "429s",
-            n(&golden["status_counts"]["429"]),
-            "rejected_429",
-            0.01,
-        ),
-        (
-            "429s for the requests per minute",
-            n(&limits["rpm"]),
-            "rejected_429_rpm",
-            0.02,
-        ),
-        (
-            "429s for concurrency",
-            n(&limits["concurrency"]),
-            "rejected_429_concurrency",
-            0.05,
-        ),
-        ("completed", n(&golden["completed"]), "completed", 0.02),
-        ("failed", n(&golden["failed"]), "failed", 0.02),
-        (
-            "deadline misses",
-            n(&golden["deadline_misses"]),
-            "deadline_misses",
-            0.02,
-        ),
-        (
-            "failed, attempts exhausted",
-            n(&golden["failures_by_reason"]["attempts_exhausted"]),
-            "failed_attempts_exhausted",
-            0.05,
-        ),
-        (
-            "goodput per minute",
-            n(&golden["goodput_per_min"]),
-            "goodput_per_min",
-            0.02,
-        ),
-    ]
-}
+/// `(what, where the golden summary has it, the model's key, tolerance)`: each of the
+/// model's figures within `tolerance` (a fraction) of the golden one.
+const FIGURES: &[(&str, &str, &str, f64)] = &[
+    ("outbound attempts", "/outbound_attempts", "attempts", 0.01),
+    ("retries", "/retries", "retries", 0.01),
+    ("429s", "/status_counts/429", "rejected_429", 0.01),
+    (
+        "429s for the requests per minute",
+        "/rate_limit_hits/rpm",
+        "rejected_429_rpm",
+        0.02,
+    ),
+    (
+        "429s for concurrency",
+        "/rate_limit_hits/concurrency",
+        "rejected_429_concurrency",
+        0.05,
+    ),
+    ("completed", "/completed", "completed", 0.02),
+    ("failed", "/failed", "failed", 0.02),
+    (
+        "deadline misses",
+        "/deadline_misses",
+        "deadline_misses",
+        0.02,
+    ),
+    (
+        "failed, attempts exhausted",
+        "/failures_by_reason/attempts_exhausted",
+        "failed_attempts_exhausted",
+        0.05,
+    ),
+    (
+        "goodput per minute",
+        "/goodput_per_min",
+        "goodput_per_min",
+        0.02,
+    ),
+];
 
 #[test]
 fn the_python_model_counts_what_the_simulator_counts() {
@@ -101,7 +88,11 @@ fn the_python_model_counts_what_the_simulator_counts() {
     assert_eq!(golden["seed"], 7, "the golden run's seed is the model's");
 
     let mut apart = Vec::new();
-    for (what, ours, key, tolerance) in figures(&golden) {
+    for &(what, at, key, tolerance) in FIGURES {
+        let ours = golden
+            .pointer(at)
+            .and_then(Value::as_f64)
+            .unwrap_or_else(|| panic!("the golden summary has no {at}"));
         let theirs = model[key]
             .as_f64()
             .unwrap_or_else(|| panic!("the model prints no {key}"));

@@ -46,24 +46,29 @@ impl Timers {
         }
     }
 
+    /// Whether the earliest timer is the heap's (`None`: no timer).
+    #[inline]
+    fn earliest_out_of_order(&self) -> Option<bool> {
+        match (self.in_order.front(), self.out_of_order.peek()) {
+            (Some(a), Some(Reverse(b))) => Some(b < a),
+            (a, b) => a.map(|_| false).or(b.map(|_| true)),
+        }
+    }
+
     /// The earliest timer.
     #[inline]
     pub fn peek(&self) -> Option<Timer> {
-        match (self.in_order.front(), self.out_of_order.peek()) {
-            (Some(a), Some(Reverse(b))) => Some(*a.min(b)),
-            (a, b) => a.copied().or(b.map(|r| r.0)),
+        if self.earliest_out_of_order()? {
+            self.out_of_order.peek().map(|r| r.0)
+        } else {
+            self.in_order.front().copied()
         }
     }
 
     /// Removes the earliest timer.
     #[inline]
     pub fn pop(&mut self) -> Option<Timer> {
-        let from_heap = match (self.in_order.front(), self.out_of_order.peek()) {
-            (Some(a), Some(Reverse(b))) => b < a,
-            (None, Some(_)) => true,
-            (_, None) => false,
-        };
-        if from_heap {
+        if self.earliest_out_of_order()? {
             self.out_of_order.pop().map(|r| r.0)
         } else {
             self.in_order.pop_front()

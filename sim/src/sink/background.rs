@@ -194,12 +194,17 @@ impl BackgroundCsv {
         }
     }
 
-    /// Writes the rows still batched and waits for every row to reach the file.
-    pub fn finish(mut self) -> io::Result<()> {
+    /// Hands over the rows still batched and waits for the encoder to write them all.
+    fn close(&mut self) -> io::Result<()> {
         if !self.filling.rows.is_empty() {
             self.hand_over()?;
         }
         self.join()
+    }
+
+    /// Writes the rows still batched and waits for every row to reach the file.
+    pub fn finish(mut self) -> io::Result<()> {
+        self.close()
     }
 }
 
@@ -207,10 +212,7 @@ impl Drop for BackgroundCsv {
     /// A run that stopped on an error still gets the rows it made into the file.
     fn drop(&mut self) {
         if self.encoder.is_some() {
-            if !self.filling.rows.is_empty() {
-                let _ = self.hand_over();
-            }
-            let _ = self.join();
+            let _ = self.close();
         }
     }
 }
