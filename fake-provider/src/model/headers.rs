@@ -63,41 +63,18 @@ impl ClientClock {
         let l = &scope.limits;
         let minute_left = scope.minute.reset_at().saturating_sub(now);
         let day_left = scope.day.reset_at().saturating_sub(now);
-        let (minute_reset, day_reset) = (self.client_ms(minute_left), self.client_ms(day_left));
-        let minute_w = self.client_ms(MINUTE_MS).div_ceil(1_000);
-        let day_w = self.client_ms(DAY_MS).div_ceil(1_000);
-        // Seconds to each reset, rounded up: once per window, shared by its two limits.
-        let minute_reset_s = minute_reset.div_ceil(1_000);
-        let day_reset_s = day_reset.div_ceil(1_000);
-        let window = |limit: Option<u64>, used: u64, w: u64, reset_s: u64| {
-            limit.map(|q| WindowFigures {
-                quota: q,
-                remaining: q.saturating_sub(used),
-                window_s: w,
-                reset_s,
-            })
-        };
-        // OpenAI's headers describe the per-minute limits, or the daily ones when only those
-        // exist.
-        let figures = |q: u64, used: u64, reset_ms: u64| LimitFigures {
-            limit: q,
-            remaining: q.saturating_sub(used),
-            reset_ms,
-        };
         RateFigures {
-            requests: l
-                .rpm
-                .map(|q| figures(q, scope.minute.requests, minute_reset))
-                .or(l.rpd.map(|q| figures(q, scope.day.requests, day_reset))),
-            tokens: l
-                .tpm
-                .map(|q| figures(q, scope.minute.tokens, minute_reset))
-                .or(l.tpd.map(|q| figures(q, scope.day.tokens, day_reset))),
-            windows: [
-                window(l.rpm, scope.minute.requests, minute_w, minute_reset_s),
-                window(l.tpm, scope.minute.tokens, minute_w, minute_reset_s),
-                window(l.rpd, scope.day.requests, day_w, day_reset_s),
-                window(l.tpd, scope.day.tokens, day_w, day_reset_s),
+            quotas: [l.rpm, l.tpm, l.rpd, l.tpd],
+            used: [
+                scope.minute.requests,
+                scope.minute.tokens,
+                scope.day.requests,
+                scope.day.tokens,
+            ],
+            reset_ms: [self.client_ms(minute_left), self.client_ms(day_left)],
+            window_s: [
+                self.client_ms(MINUTE_MS).div_ceil(1_000),
+                self.client_ms(DAY_MS).div_ceil(1_000),
             ],
         }
     }
@@ -138,20 +115,60 @@ pub struct WindowFigures {
     pub reset_s: u64,
 }
 
-/// A scope's rate-limit figures as an answer carries them, in client time.
+/// A scope's rate-limit figures as an answer carries them, in client time: what each limit
+/// allows, what is used of it, and when its window resets. Every header figure derives from
+/// these ([`RateFigures::requests`], [`RateFigures::tokens`], [`RateFigures::windows`]) when
+/// it is written or read: an in-process run reads two of them on every answer, and keeping
+/// the sixteen figures the headers show, most of them read by nobody, made every answer
+/// about 100 bytes longer and its making a few hundred instructions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RateFigures {
-    /// Requests: per minute, or per day when the scope has only a daily request limit.
-    pub requests: Option<LimitFigures>,
-    /// Tokens: per minute, or per day when the scope has only a daily token limit.
-    pub tokens: Option<LimitFigures>,
-    /// The IETF items, in [`RateFigures::WINDOW_NAMES`] order (`None`: no such limit).
-    pub windows: [Option<WindowFigures>; 4],
+    /// The limits per window, in [`RateFigures::WINDOW_NAMES`] order: requests and tokens
+    /// per minute, then per day (`None`: no such limit).
+    pub quotas: [Option<u64>; 4],
+    /// What is used of each in its current window, in the same order.
+    pub used: [u64; 4],
+    /// Client ms until the minute window, then the day window, resets.
+    pub reset_ms: [u64; 2],
+    /// The minute window, then the day window, in client seconds (rounded up).
+    pub window_s: [u64; 2],
 }
 
 impl RateFigures {
     /// The IETF item names of `windows`, in order.
     pub const WINDOW_NAMES: [&'static str; 4] = ["rpm", "tpm", "rpd", "tpd"];
+
+    /// Limit `i` (an index of [`RateFigures::WINDOW_NAMES`]) as OpenAI's headers say it.
+    fn limit(&self, i: usize) -> Option<LimitFigures> {
+        self.quotas[i].map(|q| LimitFigures {
+            limit: q,
+            remaining: q.saturating_sub(self.used[i]),
+            reset_ms: self.reset_ms[i / 2],
+        })
+    }
+
+    /// Requests: per minute, or per day when the scope has only a daily request limit.
+    pub fn requests(&self) -> Option<LimitFigures> {
+        self.limit(0).or_else(|| self.limit(2))
+    }
+
+    /// Tokens: per minute, or per day when the scope has only a daily token limit.
+    pub fn tokens(&self) -> Option<LimitFigures> {
+        self.limit(1).or_else(|| self.limit(3))
+    }
+
+    /// The IETF items, in [`RateFigures::WINDOW_NAMES`] order (`None`: no such limit).
+    pub fn windows(&self) -> [Option<WindowFigures>; 4] {
+        std::array::from_fn(|i| {
+            self.quotas[i].map(|q| WindowFigures {
+                quota: q,
+                remaining: q.saturating_sub(self.used[i]),
+                window_s: self.window_s[i / 2],
+                // Seconds to the reset, rounded up: once per window, shared by its two limits.
+                reset_s: self.reset_ms[i / 2].div_ceil(1_000),
+            })
+        })
+    }
 
     /// `x-ratelimit-*` (OpenAI style) and IETF `RateLimit-Policy` / `RateLimit` headers,
     /// into any [`HeaderOut`]: names are static and values are written in pieces, so the
@@ -170,7 +187,7 @@ impl RateFigures {
             ],
         ];
         let mut digits = [0u8; 20];
-        for (names, figures) in NAMES.iter().zip([&self.requests, &self.tokens]) {
+        for (names, figures) in NAMES.iter().zip([self.requests(), self.tokens()]) {
             if let Some(f) = figures {
                 out.start(names[0]);
                 out.push(number_str(&mut digits, f.limit));
@@ -180,9 +197,10 @@ impl RateFigures {
                 write_go_duration(f.reset_ms, &mut |piece| out.push(piece));
             }
         }
-        if self.windows.iter().all(Option::is_none) {
+        if self.quotas.iter().all(Option::is_none) {
             return;
         }
+        let windows = self.windows();
         // Each list in a pass of its own (a header's value is written whole before the next
         // header starts): `"rpm";q=5;w=60, "tpm";q=2000;w=60`, then `"rpm";r=4;t=12, ...`.
         type Pick = fn(&WindowFigures) -> (u64, u64);
@@ -193,7 +211,7 @@ impl RateFigures {
         for (header, first, second, pick) in lists {
             out.start(header);
             let mut separator = "";
-            for (name, w) in Self::WINDOW_NAMES.iter().zip(&self.windows) {
+            for (name, w) in Self::WINDOW_NAMES.iter().zip(&windows) {
                 let Some(w) = w else { continue };
                 let (a, b) = pick(w);
                 out.push(separator);

@@ -475,7 +475,7 @@ mod tests {
     /// answer rendered from its header strings, for every kind of header a signal writes.
     #[tokio::test]
     async fn signals_responses_are_the_string_headed_responses() {
-        use crate::model::{LimitFigures, RateFigures, RetryAfterSignal, WindowFigures};
+        use crate::model::{RateFigures, RetryAfterSignal};
         use http_body_util::BodyExt;
 
         async fn parts(resp: Response<Body>) -> (u16, Vec<(String, Vec<u8>)>, Bytes) {
@@ -488,26 +488,19 @@ mod tests {
             let body = resp.into_body().collect().await.unwrap().to_bytes();
             (status, headers, body)
         }
-        let limit = LimitFigures {
-            limit: 100,
-            remaining: 0,
-            reset_ms: 59_250,
-        };
-        let window = WindowFigures {
-            quota: 100,
-            remaining: 7,
-            window_s: 60,
-            reset_s: 12,
+        // Every limit but the tokens per minute: OpenAI's token figures come from the daily
+        // limit, and the IETF lists skip an item.
+        let figures = RateFigures {
+            quotas: [Some(100), None, Some(9_000), Some(250_000)],
+            used: [93, 0, 8_999, 12_345],
+            reset_ms: [11_250, 59_250],
+            window_s: [60, 86_400],
         };
         let mut cases = Vec::new();
         for seq in [1, 123_456_789_012_345] {
             cases.push(Signals::bare(seq));
             cases.push(Signals {
-                rate: Some(RateFigures {
-                    requests: Some(limit),
-                    tokens: Some(limit),
-                    windows: [Some(window), None, Some(window), Some(window)],
-                }),
+                rate: Some(figures),
                 retry_after: Some(RetryAfterSignal {
                     delay_ms: 1_500,
                     http_date_unix_s: None,

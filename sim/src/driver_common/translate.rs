@@ -293,16 +293,16 @@ pub fn answered_typed(
 /// said.
 pub fn rate_hint_of(figures: &RateFigures) -> Option<RateHint> {
     let mut hint = RateHint::default();
-    if let Some(r) = figures.requests {
+    if let Some(r) = figures.requests() {
         hint.limit_requests = Some(r.limit);
         hint.remaining_requests = Some(r.remaining);
         hint.reset_requests_ms = Some(r.reset_ms);
-    } else if let Some(w) = figures.windows.iter().flatten().next() {
+    } else if let Some(w) = figures.windows().into_iter().flatten().next() {
         hint.limit_requests = Some(w.quota);
         hint.remaining_requests = Some(w.remaining);
         hint.reset_requests_ms = Some(w.reset_s.saturating_mul(1_000));
     }
-    if let Some(t) = figures.tokens {
+    if let Some(t) = figures.tokens() {
         hint.limit_tokens = Some(t.limit);
         hint.remaining_tokens = Some(t.remaining);
         hint.reset_tokens_ms = Some(t.reset_ms);
