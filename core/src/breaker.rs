@@ -197,6 +197,7 @@ mod tests {
             coalescable: false,
             stream: false,
             model: None,
+            sole_task: false,
         }
     }
 

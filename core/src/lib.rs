@@ -83,6 +83,7 @@
 //!     coalescable: false,
 //!     stream: false,
 //!     model: None,
+//!     sole_task: false,
 //! };
 //! let mut now = 0;
 //! core.submit(job, now).expect("the queue has room");

@@ -49,6 +49,7 @@ pub(crate) struct StoredEntry {
     coalescable: bool,
     stream: bool,
     model: Option<Arc<str>>,
+    sole_task: bool,
     pub state: ActionState,
     attempts: u32,
     waited_ms: Millis,
@@ -78,6 +79,7 @@ impl StoredEntry {
             coalescable: job.coalescable,
             stream: job.stream,
             model: job.model.clone(),
+            sole_task: job.sole_task,
             state: entry.state,
             attempts: entry.attempts,
             waited_ms: entry.waited_ms,
@@ -106,6 +108,7 @@ impl StoredEntry {
             && self.coalescable == job.coalescable
             && self.stream == job.stream
             && self.model == job.model
+            && self.sole_task == job.sole_task
     }
 
     /// Takes the progress of an entry whose job is the one stored here.
@@ -142,6 +145,7 @@ impl StoredEntry {
                 coalescable: self.coalescable,
                 stream: self.stream,
                 model: self.model.clone(),
+                sole_task: self.sole_task,
             },
             state: self.state,
             attempts: self.attempts,
@@ -191,6 +195,7 @@ mod tests {
                 coalescable: true,
                 stream: false,
                 model: Some(text("gpt-4o-mini").into()),
+                sole_task: false,
             },
             state: ActionState::InFlight,
             attempts: 2,

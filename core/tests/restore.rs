@@ -30,6 +30,7 @@ fn job(id: u64, class: &str, route: Route) -> Job {
         coalescable: false,
         stream: false,
         model: None,
+        sole_task: false,
     }
 }
 

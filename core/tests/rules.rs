@@ -477,6 +477,57 @@ fn task_retry_budget_bounds_retries_of_one_task() {
     assert!(done.iter().all(|d| d.reason == Reason::TaskBudgetExhausted));
 }
 
+/// An action the driver says is alone in its task (`Job::sole_task`) keeps no task record,
+/// yet meets the per-task budget as a recorded task of one action does, retry for retry, and
+/// a cancellation of its task still ends it.
+#[test]
+fn a_sole_task_meets_the_task_budget_and_cancellation_as_a_recorded_one() {
+    let run = |sole: bool| {
+        let mut policy = Policy::default();
+        policy.retry_budgets.per_task.max_retries = 2;
+        policy.breaker.enabled = false;
+        let mut s = scheduler(policy);
+        let mut j = job(1, "read");
+        j.task = "alone".into();
+        j.sole_task = sole;
+        s.submit(j, 0).unwrap();
+        let mut attempts = 0;
+        let mut end = None;
+        for t in (0..120_000).step_by(10) {
+            for command in drain(&mut s, t) {
+                match command {
+                    Command::Send(send) => {
+                        attempts += 1;
+                        s.on_outcome(send.attempt, response(503, &[]), t);
+                    }
+                    Command::Finish(done) => end = Some((done.reason, done.attempts)),
+                }
+            }
+            if end.is_some() {
+                break;
+            }
+        }
+        (attempts, end)
+    };
+    let recorded = run(false);
+    assert_eq!(recorded, (3, Some((Reason::TaskBudgetExhausted, 3))));
+    assert_eq!(run(true), recorded);
+
+    let mut s = scheduler(Policy::default());
+    for (id, task) in [(1, "alone"), (2, "other")] {
+        let mut j = job(id, "llm");
+        j.task = task.into();
+        j.sole_task = true;
+        s.submit(j, 0).unwrap();
+    }
+    s.cancel_task("t1", "alone", 0);
+    let done = finishes(&drain(&mut s, 0));
+    assert_eq!(
+        done.iter().map(|d| (d.job, d.status)).collect::<Vec<_>>(),
+        [(1, TerminalStatus::Cancelled)]
+    );
+}
+
 #[test]
 fn scope_retry_budget_bounds_retries_across_tasks() {
     let mut policy = Policy::default();

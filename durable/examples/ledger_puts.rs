@@ -44,6 +44,7 @@ fn entry(id: u64, step: usize) -> LedgerEntry {
             coalescable: false,
             stream: false,
             model: None,
+            sole_task: false,
         },
         state: LIFE[step],
         attempts: step as u32,

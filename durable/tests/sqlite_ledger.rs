@@ -30,6 +30,7 @@ fn job(id: u64) -> Job {
         coalescable: false,
         stream: false,
         model: None,
+        sole_task: id % 4 == 0,
     }
 }
 

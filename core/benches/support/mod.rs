@@ -55,6 +55,7 @@ pub fn job(id: u64) -> Job {
         coalescable: false,
         stream: false,
         model: None,
+        sole_task: false,
     }
 }
 

@@ -117,7 +117,9 @@ impl<L: Ledger> Scheduler<L> {
         // Admission is what bounds the queues (a restore re-admits what the ledger holds,
         // whatever the capacity then).
         debug_assert!(self.lanes.live(tenant, lane) <= self.policy.admission.queue_capacity);
-        let task = self.tasks.join(tenant, &entry.job.task);
+        let task = self
+            .tasks
+            .join(tenant, &entry.job.task, entry.job.sole_task);
         self.record(now, AuditKind::ActionRequested, id, None, || {
             AuditDetail::Requested {
                 class: Arc::clone(&entry.job.class),

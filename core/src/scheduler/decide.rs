@@ -339,7 +339,7 @@ impl<L: Ledger> Scheduler<L> {
             return self.fail_or_move_on(id, Reason::AttemptsExhausted, rate_limited, now);
         }
         let per_task = self.policy.retry_budgets.per_task;
-        if per_task.enabled && self.tasks.retries(job.task) >= per_task.max_retries {
+        if per_task.enabled && self.tasks.retries(job.task, job.retries) >= per_task.max_retries {
             return self.finish(id, TerminalStatus::Failed, Reason::TaskBudgetExhausted, now);
         }
         let backoff = backoff_delay(

@@ -88,6 +88,7 @@ mod tests {
             coalescable: false,
             stream: false,
             model: None,
+            sole_task: false,
         }
     }
 

@@ -43,7 +43,9 @@ impl<L: Ledger> Scheduler<L> {
             );
             self.lanes
                 .admit(tenant, super::lanes::rank(entry.job.priority));
-            let task = self.tasks.join(tenant, &entry.job.task);
+            // Recorded whatever the driver said: the retries it made before the crash are
+            // not its task's (see `Job::sole_task`).
+            let task = self.tasks.join(tenant, &entry.job.task, false);
             let state = entry.state;
             let lane = self.lanes.lane(tenant, scope);
             let plan = self.plan_of(&entry.job.credential);

@@ -14,6 +14,12 @@
 //! twice), forgetting a task finds its entry by the kept hash and the slot number (no name
 //! hashed or compared), and the table rehashes by the kept hashes. With a task per action,
 //! hashing names was about 5% of the million-request run.
+//!
+//! An action the driver says is alone in its task ([`crate::Job::sole_task`]) joins no
+//! record at all: its task's retries are its own, which its job counts anyway. With a task
+//! per action the name table held every live action, and its look-ups at each start and
+//! end, a random probe into a table of a hundred thousand each, were a fifth of the
+//! million-request run. The sole actions live are counted, so a cancellation still scans.
 
 use std::hash::BuildHasher;
 use std::sync::Arc;
@@ -29,6 +35,10 @@ pub(super) type TaskSlot = u32;
 
 /// The slot of no task: what an action gets when tasks are not kept.
 pub(super) const NO_TASK: TaskSlot = TaskSlot::MAX;
+
+/// The slot of an action alone in its task: kept, but in no record (its retries are its
+/// own; see the module doc).
+pub(super) const SOLE_TASK: TaskSlot = TaskSlot::MAX - 1;
 
 /// A live task: who it belongs to, the hash of that in the name table, and its state.
 #[derive(Debug)]
@@ -50,6 +60,8 @@ pub(super) struct Tasks {
     /// Each slot's task (its tenant and name, to forget it by) and state; a freed slot is
     /// reused first.
     slots: Slab<Task>,
+    /// Live actions in [`SOLE_TASK`].
+    sole_live: u64,
 }
 
 /// The name table's hash of task `name` of `tenant` (FxHash: fixed, so the same on every run).
@@ -79,9 +91,15 @@ impl Tasks {
     }
 
     /// Adds a live action to the task `name` of `tenant`; returns the task's slot.
-    pub fn join(&mut self, tenant: u32, name: &Arc<str>) -> TaskSlot {
+    /// [`SOLE_TASK`] when `sole` (the action is alone in its task: no record is kept).
+    pub fn join(&mut self, tenant: u32, name: &Arc<str>, sole: bool) -> TaskSlot {
         if !self.kept {
             return NO_TASK;
+        }
+        if sole {
+            // Bounded by the live actions, which memory bounds long before 2^64.
+            self.sole_live += 1;
+            return SOLE_TASK;
         }
         let hash = task_hash(tenant, name);
         if let Some(slot) = self.find(tenant, name, hash) {
@@ -100,11 +118,11 @@ impl Tasks {
                 retries: 0,
             },
         });
-        // NO_TASK (u32::MAX) is never a live slot: memory bounds the tasks long before.
+        // NO_TASK and SOLE_TASK are never a live slot: memory bounds the tasks long before.
         let slot = TaskSlot::try_from(slot)
             .ok()
-            .filter(|&s| s != NO_TASK)
-            .expect("fewer than 2^32 - 1 live tasks");
+            .filter(|&s| s < SOLE_TASK)
+            .expect("fewer than 2^32 - 2 live tasks");
         let slots = &self.slots;
         self.by_name
             .insert_unique(hash, slot, |&s| slots[s as usize].hash);
@@ -112,19 +130,25 @@ impl Tasks {
     }
 
     /// Whether `tenant` may have a live task named `name`: `false` only when tasks are
-    /// kept and it has none.
+    /// kept, it has none on record and no sole action is live.
     pub fn may_have(&self, tenant: u32, name: &str) -> bool {
-        !self.kept || self.find(tenant, name, task_hash(tenant, name)).is_some()
+        !self.kept
+            || self.sole_live > 0
+            || self.find(tenant, name, task_hash(tenant, name)).is_some()
     }
 
-    /// Retries the task in `slot` has used (0 for a slot not live).
-    pub fn retries(&self, slot: TaskSlot) -> u32 {
+    /// Retries the task in `slot` has used: `own` (the action's own retries) for
+    /// [`SOLE_TASK`], 0 for a slot not live.
+    pub fn retries(&self, slot: TaskSlot, own: u32) -> u32 {
+        if slot == SOLE_TASK {
+            return own;
+        }
         self.slots
             .get(slot as usize)
             .map_or(0, |task| task.state.retries)
     }
 
-    /// Counts one retry against the task in `slot`.
+    /// Counts one retry against the task in `slot` (a sole action's job counts its own).
     pub fn add_retry(&mut self, slot: TaskSlot) {
         if let Some(task) = self.slots.get_mut(slot as usize) {
             task.state.retries = task.state.retries.saturating_add(1);
@@ -134,6 +158,10 @@ impl Tasks {
     /// A live action of the task in `slot` ended; the task is forgotten with its last one.
     pub fn leave(&mut self, slot: TaskSlot) {
         if slot == NO_TASK {
+            return;
+        }
+        if slot == SOLE_TASK {
+            self.sole_live = held_less(self.sole_live, 1, "live sole actions");
             return;
         }
         let Some(task) = self.slots.get_mut(slot as usize) else {
@@ -164,23 +192,30 @@ mod tests {
     fn a_task_lives_while_any_of_its_actions_does_and_its_slot_is_reused() {
         let mut tasks = Tasks::new(true);
         let (a, b): (Arc<str>, Arc<str>) = ("a".into(), "b".into());
-        let first = tasks.join(0, &a);
+        let first = tasks.join(0, &a, false);
         assert_eq!(
-            tasks.join(0, &Arc::from("a")),
+            tasks.join(0, &Arc::from("a"), false),
             first,
             "same name, same task"
         );
-        let other_tenant = tasks.join(3, &a);
+        let other_tenant = tasks.join(3, &a, false);
         assert_ne!(other_tenant, first, "tasks are per tenant");
         tasks.add_retry(first);
         tasks.add_retry(first);
-        assert_eq!((tasks.retries(first), tasks.retries(other_tenant)), (2, 0));
+        assert_eq!(
+            (tasks.retries(first, 9), tasks.retries(other_tenant, 9)),
+            (2, 0)
+        );
         tasks.leave(first);
         assert!(tasks.may_have(0, "a"), "one action of it is still live");
         tasks.leave(first);
         assert!(!tasks.may_have(0, "a") && tasks.may_have(3, "a"));
-        assert_eq!(tasks.retries(first), 0, "a forgotten task has no retries");
-        let reused = tasks.join(0, &b);
+        assert_eq!(
+            tasks.retries(first, 9),
+            0,
+            "a forgotten task has no retries"
+        );
+        let reused = tasks.join(0, &b, false);
         assert_eq!(reused, first, "the freed slot is reused");
         assert!(!tasks.may_have(1, "b") && !tasks.may_have(9, "b"));
     }
@@ -188,15 +223,45 @@ mod tests {
     #[test]
     fn without_the_budget_no_task_is_kept() {
         let mut tasks = Tasks::new(false);
-        let slot = tasks.join(0, &Arc::from("a"));
+        let slot = tasks.join(0, &Arc::from("a"), false);
         assert_eq!(slot, NO_TASK);
         tasks.add_retry(slot);
-        assert_eq!(tasks.retries(slot), 0);
+        assert_eq!(tasks.retries(slot, 9), 0);
         assert!(
             tasks.may_have(0, "a") && tasks.may_have(7, "z"),
             "a cancel scans"
         );
         tasks.leave(slot);
         assert!(tasks.slots.is_empty() && tasks.by_name.is_empty());
+        assert_eq!(
+            tasks.join(0, &Arc::from("a"), true),
+            NO_TASK,
+            "not kept, even sole"
+        );
+    }
+
+    #[test]
+    fn a_sole_action_keeps_no_record_and_counts_its_own_retries() {
+        let mut tasks = Tasks::new(true);
+        let a: Arc<str> = "a".into();
+        assert!(!tasks.may_have(0, "a"));
+        let sole = tasks.join(0, &a, true);
+        assert_eq!(sole, SOLE_TASK);
+        assert!(
+            tasks.slots.is_empty() && tasks.by_name.is_empty(),
+            "no record"
+        );
+        tasks.add_retry(sole);
+        assert_eq!(tasks.retries(sole, 3), 3, "its own retries");
+        assert!(
+            tasks.may_have(0, "a") && tasks.may_have(5, "z"),
+            "a cancel scans"
+        );
+        let shared = tasks.join(0, &a, false);
+        assert_eq!(tasks.retries(shared, 3), 0, "a recorded task counts apart");
+        tasks.leave(sole);
+        assert!(!tasks.may_have(0, "z") && tasks.may_have(0, "a"));
+        tasks.leave(shared);
+        assert!(!tasks.may_have(0, "a"));
     }
 }

@@ -45,6 +45,7 @@ pub fn job(id: JobId, class: &str) -> Job {
         coalescable: false,
         stream: false,
         model: None,
+        sole_task: false,
     }
 }
 

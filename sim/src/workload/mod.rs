@@ -29,6 +29,28 @@ pub struct Arrival {
     pub run_start: bool,
 }
 
+/// The prefix of entry `index`'s task names (`{prefix}-{n}`).
+fn task_prefix(index: usize, spec: &WorkloadSpec) -> String {
+    spec.task
+        .clone()
+        .unwrap_or_else(|| format!("{}-w{index}", spec.tenant))
+}
+
+/// Whether every action of entry `index` of `entries` is alone in its task while it is
+/// live: the entry has a task per action (action `n`'s task is `{prefix}-{n}`; an agent
+/// run's next call, and an improvising agent's changed request, come only after the
+/// previous call ended), and no other entry of the tenant names tasks with the same
+/// prefix. Names end in the action's number, so two prefixes that differ never make the
+/// same name.
+fn sole_tasks(entries: &[WorkloadSpec], index: usize) -> bool {
+    let spec = &entries[index];
+    let prefix = task_prefix(index, spec);
+    spec.tasks.map_or(true, |tasks| tasks >= spec.count)
+        && entries.iter().enumerate().all(|(i, other)| {
+            i == index || other.tenant != spec.tenant || task_prefix(i, other) != prefix
+        })
+}
+
 /// One workload entry's stream of actions.
 struct EntryStream {
     index: usize,
@@ -40,6 +62,8 @@ struct EntryStream {
     /// Scratch for a task name (see `task_of`).
     task_buf: String,
     tasks: u64,
+    /// Whether each of the entry's actions is alone in its task (`Job::sole_task`).
+    sole_tasks: bool,
     rng: ChaCha8Rng,
     /// Next action number within the entry.
     next: u64,
@@ -74,12 +98,10 @@ impl EntryStream {
                 scope: scope.map(Into::into),
                 model: spec.model.as_deref().map(Into::into),
             },
-            task_prefix: spec
-                .task
-                .clone()
-                .unwrap_or_else(|| format!("{}-w{index}", spec.tenant)),
+            task_prefix: task_prefix(index, spec),
             task_buf: String::new(),
             tasks: spec.tasks.unwrap_or(spec.count).max(1),
+            sole_tasks: sole_tasks(&scenario.workloads, index),
             rng: rng::stream(scenario.seed, &format!("workload/{index}")),
             next: 0,
             next_at: spec.start.ms() as f64,
@@ -177,6 +199,7 @@ impl EntryStream {
             coalescable: self.spec.coalescable,
             stream: self.spec.stream,
             model: self.names.model.clone(),
+            sole_task: self.sole_tasks,
         }
     }
 
