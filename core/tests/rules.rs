@@ -429,21 +429,31 @@ fn attempts_never_exceed_the_class_max_attempts() {
     policy.breaker.enabled = false;
     let mut s = scheduler(policy);
     s.submit(job(1, "llm"), 0).unwrap();
+    let (attempts, terminal) = answer_every_send(&mut s, 500);
+    assert_eq!(attempts, 3, "llm max_attempts = 3");
+    assert_eq!(terminal.unwrap().reason, Reason::AttemptsExhausted);
+}
+
+/// Answers every send with `status` at once, every 10 ms for two virtual minutes; the sends
+/// made and the last terminal.
+fn answer_every_send(
+    s: &mut stampede_core::Scheduler,
+    status: u16,
+) -> (u32, Option<stampede_core::Terminal>) {
     let mut attempts = 0;
     let mut terminal = None;
     for t in (0..120_000).step_by(10) {
-        for command in drain(&mut s, t) {
+        for command in drain(s, t) {
             match command {
                 Command::Send(send) => {
                     attempts += 1;
-                    s.on_outcome(send.attempt, response(500, &[]), t);
+                    s.on_outcome(send.attempt, response(status, &[]), t);
                 }
                 Command::Finish(done) => terminal = Some(done),
             }
         }
     }
-    assert_eq!(attempts, 3, "llm max_attempts = 3");
-    assert_eq!(terminal.unwrap().reason, Reason::AttemptsExhausted);
+    (attempts, terminal)
 }
 
 #[test]
@@ -491,23 +501,8 @@ fn a_sole_task_meets_the_task_budget_and_cancellation_as_a_recorded_one() {
         j.task = "alone".into();
         j.sole_task = sole;
         s.submit(j, 0).unwrap();
-        let mut attempts = 0;
-        let mut end = None;
-        for t in (0..120_000).step_by(10) {
-            for command in drain(&mut s, t) {
-                match command {
-                    Command::Send(send) => {
-                        attempts += 1;
-                        s.on_outcome(send.attempt, response(503, &[]), t);
-                    }
-                    Command::Finish(done) => end = Some((done.reason, done.attempts)),
-                }
-            }
-            if end.is_some() {
-                break;
-            }
-        }
-        (attempts, end)
+        let (attempts, end) = answer_every_send(&mut s, 503);
+        (attempts, end.map(|done| (done.reason, done.attempts)))
     };
     let recorded = run(false);
     assert_eq!(recorded, (3, Some((Reason::TaskBudgetExhausted, 3))));
