@@ -5,7 +5,7 @@
 
 use super::fallback::Move;
 use super::scope::ScopeSource;
-use super::state::{held_less, millis, BreakerMarks};
+use super::state::{held_less, millis, BreakerMarks, Tracked};
 use super::Scheduler;
 use crate::audit::{AuditDetail, AuditKind};
 use crate::backoff::backoff_delay;
@@ -297,6 +297,13 @@ impl<L: Ledger> Scheduler<L> {
         None
     }
 
+    /// Whether `job`'s task has used its retry budget (never while the budget is off). A
+    /// task of one sole action counts that action's own retries (see `tasks`).
+    pub(super) fn task_budget_spent(&self, job: &Tracked) -> bool {
+        let per_task = self.policy.retry_budgets.per_task;
+        per_task.enabled && self.tasks.retries(job.task, job.retries) >= per_task.max_retries
+    }
+
     /// The fingerprint of an open breaker path this action would take, if any. A path whose
     /// open period ended is forgotten here (its next failure reopens it at once).
     pub(super) fn open_breaker_path(&mut self, id: JobId, now: Millis) -> Option<String> {
@@ -338,8 +345,7 @@ impl<L: Ledger> Scheduler<L> {
         if on_route >= class.max_attempts.saturating_add(job.resends) {
             return self.fail_or_move_on(id, Reason::AttemptsExhausted, rate_limited, now);
         }
-        let per_task = self.policy.retry_budgets.per_task;
-        if per_task.enabled && self.tasks.retries(job.task, job.retries) >= per_task.max_retries {
+        if self.task_budget_spent(job) {
             return self.finish(id, TerminalStatus::Failed, Reason::TaskBudgetExhausted, now);
         }
         let backoff = backoff_delay(

@@ -95,8 +95,7 @@ impl<L: Ledger> Scheduler<L> {
             });
             return Move::Withheld;
         }
-        let per_task = self.policy.retry_budgets.per_task;
-        if per_task.enabled && self.tasks.retries(job.task, job.retries) >= per_task.max_retries {
+        if self.task_budget_spent(job) {
             return Move::Refused(Reason::TaskBudgetExhausted);
         }
         let scope_name = fallbacks[to].scope.as_deref().unwrap_or(DEFAULT_SCOPE);
