@@ -150,7 +150,7 @@ pub enum AuditDetail {
         /// The scope joined.
         to_scope: Arc<str>,
         /// The model the route asks for, if any.
-        model: Option<String>,
+        model: Option<Arc<str>>,
     },
     /// `fallback_withheld`: `reason=<condition> scope=<id> then=retry_same_route_same_key`.
     FallbackWithheld {
@@ -670,7 +670,7 @@ mod tests {
                 route: 1,
                 from_scope: "acct".into(),
                 to_scope: "backup".into(),
-                model: model.map(str::to_owned),
+                model: model.map(Into::into),
             };
             let expected = match model {
                 Some(_) => {

@@ -84,7 +84,7 @@ pub struct SendAttempt {
     /// Model to ask for: the current route's (a fallback route's own model, else a
     /// `smaller_model` rung's, else the job's). `None` for look-ups and when none is named.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
+    pub model: Option<Arc<str>>,
     /// Set on the first attempt sent on a new route: the condition that moved the action
     /// there. `None` on every other attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]

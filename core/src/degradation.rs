@@ -4,6 +4,8 @@
 //! pressure is at least its `at_queued`, and every active rung applies. Rungs shape an
 //! action when its first attempt is dispatched; its retries keep that shape.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::job::Priority;
@@ -60,7 +62,7 @@ pub struct Rung {
     pub factor: Option<f64>,
     /// `smaller_model`: the model asked for instead (required).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
+    pub model: Option<Arc<str>>,
 }
 
 /// The trim factor a `trim_output` rung uses when it names none.

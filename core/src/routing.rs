@@ -10,6 +10,8 @@
 //! stays on that route (same idempotency key) instead of crossing, so one logical request
 //! is never billed on two providers.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::classify::{Failure, FailureKind};
@@ -88,14 +90,14 @@ impl FallbackWhen {
 #[serde(deny_unknown_fields)]
 pub struct FallbackRoute {
     /// Credential (bearer key) attempts on this route are sent with.
-    pub credential: String,
+    pub credential: Arc<str>,
     /// Provider scope that credential is limited on; `None`: unknown, the whole account
     /// (`"account"`) is assumed, as for a job without a scope.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
     /// Model asked for on this route; `None`: the job's own model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
+    pub model: Option<Arc<str>>,
     /// Conditions that move an action here (from the primary or an earlier fallback).
     pub when: Vec<FallbackWhen>,
 }

@@ -30,17 +30,51 @@ const COUNTED: u64 = 8_192;
 
 #[test]
 fn the_core_cycle_allocates_nothing_once_warm() {
+    let (counted, _) = warm_core_cycle_allocations(core_support::job);
+    assert_eq!(
+        counted, 0,
+        "{counted} heap allocations in {COUNTED} warm submit -> send -> outcome -> terminal cycles"
+    );
+}
+
+/// A job that names its model: the attempt carries the job's shared name (as it carries
+/// its credential and scope), not a copy made per send.
+#[test]
+fn a_job_naming_its_model_is_sent_without_allocating() {
+    let model: Arc<str> = "gpt-4o-mini".into();
+    let (counted, naming) = warm_core_cycle_allocations(|id| Job {
+        model: Some(Arc::clone(&model)),
+        ..core_support::job(id)
+    });
+    assert_eq!(
+        naming, COUNTED,
+        "every counted send asks for the job's model"
+    );
+    assert_eq!(
+        counted, 0,
+        "{counted} heap allocations in {COUNTED} warm cycles of jobs naming a model"
+    );
+}
+
+/// The heap allocations the core makes in [`COUNTED`] submit -> send -> outcome -> terminal
+/// cycles of jobs `job(id)` makes, after [`WARM_UP`] cycles that grow its containers, and
+/// how many of the counted sends named a model (each send is for the job submitted
+/// [`QUEUED`] cycles earlier).
+fn warm_core_cycle_allocations(job: impl Fn(u64) -> Job) -> (u64, u64) {
     let mut core = core_support::loaded(true, QUEUED);
     let completed = core_support::completed(Some("chatcmpl-123456"));
     let mut audited = 0u64;
     // One cycle: submit an action, send the oldest, hear its answer, take its terminal. The
     // job and the outcome are the driver's to make; they are made before counting starts.
+    // Returns whether the send named a model.
     let mut cycle = |now: u64, job: Job, outcome: Outcome, count: &mut u64| {
+        let mut named = false;
         *count += allocations_in(|| {
             core.submit(job, now).expect("admitted");
             let Some(Command::Send(send)) = core.poll(now) else {
                 panic!("a send was due")
             };
+            named = send.model.is_some();
             core.on_outcome(send.attempt, outcome, now);
             let Some(Command::Finish(done)) = core.poll(now) else {
                 panic!("a terminal was due")
@@ -49,24 +83,20 @@ fn the_core_cycle_allocates_nothing_once_warm() {
             // The driver reads the audit events in place (as the virtual driver does).
             audited += core.drain_audit_with(|events| events.len() as u64);
         });
+        named
     };
     let mut warm_up = 0;
     for i in 0..WARM_UP {
-        cycle(
-            i + 1,
-            core_support::job(QUEUED + i),
-            completed.clone(),
-            &mut warm_up,
-        );
+        let _ = cycle(i + 1, job(QUEUED + i), completed.clone(), &mut warm_up);
     }
-    let mut counted = 0;
+    let (mut counted, mut naming) = (0, 0);
     for i in WARM_UP..WARM_UP + COUNTED {
-        cycle(
+        naming += u64::from(cycle(
             i + 1,
-            core_support::job(QUEUED + i),
+            job(QUEUED + i),
             completed.clone(),
             &mut counted,
-        );
+        ));
     }
     assert!(
         warm_up > 0,
@@ -76,10 +106,7 @@ fn the_core_cycle_allocates_nothing_once_warm() {
         audited >= 4 * (WARM_UP + COUNTED),
         "audit on: requested, sent, result and completed for every cycle ({audited} read)"
     );
-    assert_eq!(
-        counted, 0,
-        "{counted} heap allocations in {COUNTED} warm submit -> send -> outcome -> terminal cycles"
-    );
+    (counted, naming)
 }
 
 #[test]

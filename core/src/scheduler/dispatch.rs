@@ -270,7 +270,7 @@ impl<L: Ledger> Scheduler<L> {
             self.policy.workers
         );
         let (credential, route_model) = match self.fallback_route(id) {
-            Some(route) => (Arc::from(route.credential.as_str()), route.model.clone()),
+            Some(route) => (Arc::clone(&route.credential), route.model.clone()),
             None => (Arc::clone(&self.jobs[&id].entry.job.credential), None),
         };
         let job = self.jobs.get_mut(&id).expect("launch of a live action");
@@ -314,7 +314,7 @@ impl<L: Ledger> Scheduler<L> {
             model: if is_action {
                 route_model
                     .or_else(|| job.shape.as_ref().and_then(|s| s.model.clone()))
-                    .or_else(|| job.entry.job.model.as_deref().map(str::to_owned))
+                    .or_else(|| job.entry.job.model.clone())
             } else {
                 None
             },

@@ -1,5 +1,6 @@
 //! What the scheduler keeps about each live action, attempt on the wire and task.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::command::LookupBy;
@@ -182,8 +183,8 @@ pub(super) struct Shape {
     pub prompt_tokens: u32,
     /// Maximum output tokens after trimming (tokens).
     pub max_output_tokens: u32,
-    /// The model a `smaller_model` rung asks for.
-    pub model: Option<String>,
+    /// The model a `smaller_model` rung asks for (shared with the policy's rung).
+    pub model: Option<Arc<str>>,
 }
 
 impl Tracked {

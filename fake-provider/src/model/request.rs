@@ -46,9 +46,10 @@ pub struct Request {
     #[serde(default)]
     pub sdk_retry_count: Option<u32>,
     /// The body's `"model"` of a completion, message or embedding (as sent; `None` when the
-    /// body names none). Decides nothing unless `provider.models` is listed.
+    /// body names none). Decides nothing unless `provider.models` is listed. Shared, so
+    /// a simulated client's attempt carries its job's model without a copy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
+    pub model: Option<Arc<str>>,
 }
 
 /// The endpoint an attempt targets.

@@ -49,7 +49,7 @@ fn chat(key: &str, model: Option<&str>, body: u64) -> Request {
         prompt_tokens: 100,
         max_tokens: 50,
         body_hash: body,
-        model: model.map(str::to_string),
+        model: model.map(Into::into),
         ..Request::default()
     }
 }

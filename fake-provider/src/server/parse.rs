@@ -198,8 +198,8 @@ impl std::io::Write for HashSink {
 /// The body's `"model"` when it is a string. Anything else is left as today (ignored): the
 /// provider checks names only against `provider.models`, and the journal keeps at most a
 /// cut of an unknown one.
-pub(crate) fn model(v: &Value) -> Option<String> {
-    v.get("model").and_then(Value::as_str).map(str::to_string)
+pub(crate) fn model(v: &Value) -> Option<Arc<str>> {
+    v.get("model").and_then(Value::as_str).map(Arc::from)
 }
 
 /// Rough tokens of a prompt: 4 characters a token plus 4 per message, as OpenAI's rule of
@@ -239,7 +239,7 @@ pub(crate) fn chat(req: &mut Request, bytes: &[u8]) -> Result<(), BadRequest> {
 /// [`chat`] for a plain body: what [`chat_value`] reads from the same bytes.
 fn plain(req: &mut Request, body: &PlainChat<'_>) {
     req.body_hash = canonical_hash(body);
-    req.model = body.model.as_deref().map(str::to_string);
+    req.model = body.model.as_deref().map(Arc::from);
     let chars: usize = body
         .messages
         .iter()
