@@ -74,11 +74,11 @@ impl ActionFacts {
 }
 
 /// Writes the provider request for one attempt, with `x-stampede-*` attribution, into
-/// `request` (the previous attempt's),
-/// field by field: a shared name (credential, key, class, tenant) that is the one already
-/// there is kept, not cloned again. A clone of an `Arc` is an atomic increment and its drop
-/// an atomic decrement; building a fresh request per attempt made eight of them, the
-/// costliest instructions on the loop's hot path.
+/// `request` (the previous attempt's), field by field: a shared name (credential, key,
+/// class, tenant, model) that is the one already there is kept, not cloned again. A clone
+/// of an `Arc` is an atomic increment and its drop an atomic decrement; building a fresh
+/// request per attempt made eight of them, the costliest instructions on the loop's hot
+/// path.
 pub fn fill_request(request: &mut Request, send: &SendAttempt, facts: &ActionFacts) {
     let action = matches!(send.kind, SendKind::Action);
     request.route = match &send.kind {
@@ -123,7 +123,7 @@ pub fn fill_request(request: &mut Request, send: &SendAttempt, facts: &ActionFac
     request.action = Some(send.job);
     request.attempt_no = Some(send.attempt_no);
     request.sdk_retry_count = None;
-    request.model.clone_from(&send.model);
+    keep_shared(&mut request.model, send.model.as_ref());
 }
 
 /// Sets `slot` to `value`, cloning only when it holds another name (by pointer: the core
