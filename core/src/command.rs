@@ -42,7 +42,7 @@ pub enum SendKind {
 pub enum LookupBy {
     /// The idempotency key the action was sent with (`GET /v1/records?idempotency_key=`):
     /// used when the policy sends keys.
-    IdempotencyKey(String),
+    IdempotencyKey(Arc<str>),
     /// The action's external reference (`GET /v1/records?external_ref=`): used when no key
     /// was sent and the job carries one.
     ExternalRef(String),

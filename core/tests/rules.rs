@@ -276,7 +276,7 @@ fn uncertain_write_never_resent_before_lookup_absent() {
     assert_eq!(next.len(), 1);
     assert_eq!(
         next[0].kind,
-        SendKind::Lookup(LookupBy::IdempotencyKey(key.to_string())),
+        SendKind::Lookup(LookupBy::IdempotencyKey(key.clone())),
         "a look-up, not a re-send"
     );
     // A failed look-up is looked up again, never turned into a send of the action.
@@ -897,7 +897,7 @@ fn restore_sends_in_flight_uncertain_writes_to_lookup_with_their_original_key() 
     assert_eq!(write.len(), 1);
     assert_eq!(
         write[0].kind,
-        SendKind::Lookup(LookupBy::IdempotencyKey(key.to_string()))
+        SendKind::Lookup(LookupBy::IdempotencyKey(key.clone()))
     );
     let read: Vec<_> = seen.iter().filter(|x| x.job == 2).collect();
     assert_eq!(

@@ -774,7 +774,7 @@ fn request() -> impl Strategy<Value = Request> {
             Just("rec_0".to_string()),
         ].prop_map(|id| RequestRoute::GetRecord { id }),
         2 => opt_text().prop_map(|t| RequestRoute::FindRecords { by: FindBy::ExternalRef(t.unwrap_or_default()) }),
-        2 => opt_text().prop_map(|t| RequestRoute::FindRecords { by: FindBy::IdempotencyKey(t.unwrap_or_default()) }),
+        2 => opt_text().prop_map(|t| RequestRoute::FindRecords { by: FindBy::IdempotencyKey(t.unwrap_or_default().into()) }),
         1 => "\\PC{0,8}".prop_map(|id| RequestRoute::GetItem { id }),
     ];
     let credential = prop_oneof![

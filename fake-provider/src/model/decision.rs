@@ -31,6 +31,44 @@ impl std::fmt::Display for CompletionId {
     }
 }
 
+/// The id of a record the model keeps, `rec_000001` when displayed: its number in commit
+/// order, never 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RecordId(NonZeroU64);
+
+impl RecordId {
+    /// The id a record's `id` text says (`rec_000001`); `None` for text the model does not
+    /// write.
+    pub fn of(text: &str) -> Option<Self> {
+        let digits = text.strip_prefix("rec_")?;
+        // Only the text an id displays as: `rec_1` or `rec_+00001` is not the model's.
+        let displayed = digits.bytes().all(|b| b.is_ascii_digit())
+            && (digits.len() == 6 || (digits.len() > 6 && !digits.starts_with('0')));
+        if !displayed {
+            return None;
+        }
+        NonZeroU64::new(digits.parse().ok()?).map(Self)
+    }
+}
+
+impl std::fmt::Display for RecordId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "rec_{:06}", self.0)
+    }
+}
+
+/// The records a record answer's body gives, as its `id`s say them: what an in-process
+/// driver reads instead of the body, which is `Null` when bodies are lean.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordsGiven {
+    /// The body is one record: a write's, its replay's or a look-up by id's.
+    One(RecordId),
+    /// The body is a list (a look-up by key or reference): its first record, `None` when
+    /// the list is empty.
+    List(Option<RecordId>),
+}
+
 /// The model's verdict on one attempt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Decision {
@@ -57,7 +95,7 @@ pub enum Answer {
         /// ([`Signals::headers`]).
         signals: Signals,
         /// JSON body (for a stream: the final completion object the chunks add up to).
-        /// `Null` for a completion or an error when bodies are lean (see
+        /// `Null` for a completion, an error or a record answer when bodies are lean (see
         /// `ProviderModel::set_lean_bodies`).
         body: serde_json::Value,
         /// An error answer's `error.type` and `error.code`, as its body says them.
@@ -70,6 +108,10 @@ pub enum Answer {
         /// are lean and the body carries nothing, so an in-process driver reads the id with
         /// no JSON built or read.
         completion_id: Option<CompletionId>,
+        /// The records a record answer gives, as its body's `id`s say them: also when
+        /// bodies are lean. `None` for every other answer.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        records: Option<RecordsGiven>,
     },
     /// The connection closes with no response. `committed = false`: before the request was
     /// read (never arrived); `true`: after the side effect was committed.
@@ -350,6 +392,7 @@ mod tests {
             usage: None,
             stream_chunks: None,
             completion_id: None,
+            records: None,
         };
         let mut answers: Vec<Answer> = (100..=999).map(respond).collect();
         answers.extend([

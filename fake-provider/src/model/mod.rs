@@ -38,7 +38,7 @@ mod streams;
 
 pub use completion_body::CompletionBody;
 use decision::{usual_status, USUAL_OUTCOMES};
-pub use decision::{Answer, CompletionId, Decision, ErrorSignal, Signals};
+pub use decision::{Answer, CompletionId, Decision, ErrorSignal, RecordId, RecordsGiven, Signals};
 pub use headers::{HeaderOut, LimitFigures, RateFigures, RetryAfterSignal, WindowFigures};
 pub use identity::{IdentifiedBy, Identity, DEFAULT_IDENTITY_WINDOW_MS};
 pub use journal::{JournalBuffer, JournalEntry};
@@ -266,14 +266,14 @@ impl ProviderModel {
         self.identity.expect(requests);
     }
 
-    /// Completion and error bodies `Null` when `lean` (off by default): for an in-process
-    /// driver that reads only the completion's id (the answer's `completion_id`) from a
-    /// success and only the error's type and code (the answer's `error`) from a failure (the
-    /// simulator), building the whole OpenAI-shaped body for every completion or refusal and
-    /// dropping it unread is most of the cost of the answer; a lean answer costs no heap
-    /// allocation. Look-up and record bodies, signals, errors'
-    /// types and codes, usage, latency and the journal are the same either way; the HTTP
-    /// server never sets it.
+    /// Completion, error and record bodies `Null` when `lean` (off by default): for an
+    /// in-process driver that reads only the ids from a success (the answer's
+    /// `completion_id`, or the `records` a write or a look-up gives) and only the error's
+    /// type and code (the answer's `error`) from a failure (the simulator), building the
+    /// whole JSON body for every answer and dropping it unread is most of the cost of the
+    /// answer; a lean completion costs no heap allocation, and a lean record answer none
+    /// beyond the record kept. Signals, errors' types and codes, the ids, usage, latency
+    /// and the journal are the same either way; the HTTP server never sets it.
     pub fn set_lean_bodies(&mut self, lean: bool) {
         self.lean_bodies = lean;
     }
@@ -889,7 +889,12 @@ impl ProviderModel {
                 let headers = self.headers(scope_idx, seq, now);
                 // Look-ups see only the caller's scope (its account), as Stripe's do.
                 match self.records.by_id_in(&scope_id, id) {
-                    Some(r) => (latency, respond(200, headers, r.to_json())),
+                    Some(r) => {
+                        let given = RecordId::of(&r.id).map(RecordsGiven::One);
+                        let answer =
+                            records_answer(self.lean_bodies, headers, given, || r.to_json());
+                        (latency, answer)
+                    }
                     None => (
                         latency,
                         self.error(
@@ -904,15 +909,22 @@ impl ProviderModel {
             }
             RequestRoute::FindRecords { by } => {
                 let latency = self.tool_latency.sample(&mut self.latency_rng, 0);
+                let headers = self.headers(scope_idx, seq, now);
                 let found = match by {
                     FindBy::ExternalRef(r) => self.records.by_external_ref_in(&scope_id, r),
                     FindBy::IdempotencyKey(k) => self.records.by_idempotency_key_in(&scope_id, k),
                 };
-                let data: Vec<Value> = found.iter().map(|r| r.to_json()).collect();
-                let body = json!({ "object": "list", "data": data });
+                let given = match found.first() {
+                    None => Some(RecordsGiven::List(None)),
+                    Some(r) => RecordId::of(&r.id).map(|id| RecordsGiven::List(Some(id))),
+                };
+                let body = || {
+                    let data: Vec<Value> = found.iter().map(|r| r.to_json()).collect();
+                    json!({ "object": "list", "data": data })
+                };
                 (
                     latency,
-                    respond(200, self.headers(scope_idx, seq, now), body),
+                    records_answer(self.lean_bodies, headers, given, body),
                 )
             }
             RequestRoute::GetItem { id } => {
@@ -1142,6 +1154,7 @@ impl ProviderModel {
             usage: Some(usage),
             stream_chunks: req.stream.then_some(completion.max(1)),
             completion_id: id,
+            records: None,
         }
     }
 
@@ -1179,7 +1192,10 @@ impl ProviderModel {
                     entry.replayed = true;
                     entry.record_id = Some(record.id.clone());
                     headers.idempotent_replayed = true;
-                    return (latency, respond(200, headers, record.to_json()));
+                    let given = RecordId::of(&record.id).map(RecordsGiven::One);
+                    let answer =
+                        records_answer(self.lean_bodies, headers, given, || record.to_json());
+                    return (latency, answer);
                 }
             }
         }
@@ -1202,7 +1218,11 @@ impl ProviderModel {
         entry.committed = true;
         entry.duplicate = record.duplicate;
         entry.record_id = Some(record.id.clone());
-        (latency, respond(200, headers, record.to_json()))
+        let given = RecordId::of(&record.id).map(RecordsGiven::One);
+        (
+            latency,
+            records_answer(self.lean_bodies, headers, given, || record.to_json()),
+        )
     }
 
     /// An injected error status, answered `latency` model ms after `now`.
@@ -1439,6 +1459,7 @@ fn error_answer(
         usage: None,
         stream_chunks: None,
         completion_id: None,
+        records: None,
     }
 }
 
@@ -1452,6 +1473,32 @@ fn decided(seq: u64, latency_ms: u64, answer: Answer) -> Decision {
     }
 }
 
+/// A 200 answer that gives records: `given` for an in-process driver, and the JSON `body`
+/// built only when bodies are not lean, or when no id was given (an id the model does not
+/// write, which a driver then reads from the body).
+fn records_answer(
+    lean: bool,
+    signals: Signals,
+    given: Option<RecordsGiven>,
+    body: impl FnOnce() -> Value,
+) -> Answer {
+    let body = if lean && given.is_some() {
+        Value::Null
+    } else {
+        body()
+    };
+    Answer::Respond {
+        status: 200,
+        signals,
+        body,
+        error: None,
+        usage: None,
+        stream_chunks: None,
+        completion_id: None,
+        records: given,
+    }
+}
+
 fn respond(status: u16, signals: Signals, body: Value) -> Answer {
     Answer::Respond {
         status,
@@ -1461,6 +1508,7 @@ fn respond(status: u16, signals: Signals, body: Value) -> Answer {
         usage: None,
         stream_chunks: None,
         completion_id: None,
+        records: None,
     }
 }
 

@@ -86,8 +86,8 @@ pub enum RequestRoute {
 pub enum FindBy {
     /// Records created with this `external_ref`.
     ExternalRef(String),
-    /// Records created with this `Idempotency-Key`.
-    IdempotencyKey(String),
+    /// Records created with this `Idempotency-Key` (shared with the attempt that sent it).
+    IdempotencyKey(Arc<str>),
 }
 
 impl RequestRoute {

@@ -338,7 +338,7 @@ pub(crate) fn find_by(
     }
     match (query.get("external_ref"), query.get("idempotency_key")) {
         (Some(r), None) => Ok(FindBy::ExternalRef(r.clone())),
-        (None, Some(k)) => Ok(FindBy::IdempotencyKey(k.clone())),
+        (None, Some(k)) => Ok(FindBy::IdempotencyKey(Arc::from(k.as_str()))),
         _ => Err(BadRequest(
             "give exactly one query parameter: `external_ref=...` or `idempotency_key=...`".into(),
         )),

@@ -10,7 +10,8 @@ use stampede_core::{
     SendAttempt, SendKind, TransportFailure, Usage,
 };
 use stampede_provider::model::{
-    Answer, CompletionId, Decision, FindBy, RateFigures, Request, RequestRoute, Signals,
+    Answer, CompletionId, Decision, FindBy, RateFigures, RecordId, RecordsGiven, Request,
+    RequestRoute, Signals,
 };
 
 /// What the driver knows about a live action beyond what a `Send` carries.
@@ -81,24 +82,7 @@ impl ActionFacts {
 /// path.
 pub fn fill_request(request: &mut Request, send: &SendAttempt, facts: &ActionFacts) {
     let action = matches!(send.kind, SendKind::Action);
-    request.route = match &send.kind {
-        SendKind::Action => match send.route {
-            Route::ChatCompletion => RequestRoute::ChatCompletions,
-            Route::CreateRecord => RequestRoute::CreateRecord,
-            Route::GetItem => RequestRoute::GetItem {
-                id: facts.resource.clone().unwrap_or_default(),
-            },
-        },
-        SendKind::Lookup(LookupBy::IdempotencyKey(k)) => RequestRoute::FindRecords {
-            by: FindBy::IdempotencyKey(k.clone()),
-        },
-        SendKind::Lookup(LookupBy::ExternalRef(r)) => RequestRoute::FindRecords {
-            by: FindBy::ExternalRef(r.clone()),
-        },
-        SendKind::Lookup(LookupBy::OperationId(id)) => {
-            RequestRoute::GetRecord { id: id.to_string() }
-        }
-    };
+    set_route(&mut request.route, send, facts);
     let chat = action && send.route == Route::ChatCompletion;
     keep_shared(&mut request.credential, Some(&send.credential));
     keep_shared(
@@ -124,6 +108,37 @@ pub fn fill_request(request: &mut Request, send: &SendAttempt, facts: &ActionFac
     request.attempt_no = Some(send.attempt_no);
     request.sdk_retry_count = None;
     keep_shared(&mut request.model, send.model.as_ref());
+}
+
+/// Sets `route` (the previous attempt's) to the route of `send`.
+fn set_route(route: &mut RequestRoute, send: &SendAttempt, facts: &ActionFacts) {
+    *route = match &send.kind {
+        SendKind::Action => match send.route {
+            Route::ChatCompletion => RequestRoute::ChatCompletions,
+            Route::CreateRecord => RequestRoute::CreateRecord,
+            Route::GetItem => {
+                let item = facts.resource.as_deref().unwrap_or_default();
+                // The previous read's id is written over, not freed and made again.
+                if let RequestRoute::GetItem { id } = route {
+                    id.clear();
+                    id.push_str(item);
+                    return;
+                }
+                RequestRoute::GetItem {
+                    id: item.to_owned(),
+                }
+            }
+        },
+        SendKind::Lookup(LookupBy::IdempotencyKey(k)) => RequestRoute::FindRecords {
+            by: FindBy::IdempotencyKey(Arc::clone(k)),
+        },
+        SendKind::Lookup(LookupBy::ExternalRef(r)) => RequestRoute::FindRecords {
+            by: FindBy::ExternalRef(r.clone()),
+        },
+        SendKind::Lookup(LookupBy::OperationId(id)) => {
+            RequestRoute::GetRecord { id: id.to_string() }
+        }
+    };
 }
 
 /// Sets `slot` to `value`, cloning only when it holds another name (by pointer: the core
@@ -170,6 +185,7 @@ pub fn outcome(send: &SendAttempt, decision: &Decision) -> (Millis, Outcome) {
             error,
             usage,
             completion_id,
+            records,
             ..
         } => (
             latency,
@@ -179,7 +195,10 @@ pub fn outcome(send: &SendAttempt, decision: &Decision) -> (Millis, Outcome) {
                 signals,
                 // The model's codes are static text: a borrowed Cow clones without allocating.
                 error.as_ref().map(|e| e.code.clone()),
-                *completion_id,
+                GivenIds {
+                    completion: *completion_id,
+                    records: *records,
+                },
                 body,
                 *usage,
             ),
@@ -229,7 +248,7 @@ pub fn answered(
         None,
         None,
         error_code.map(Cow::Owned),
-        None,
+        (None, None),
         body,
         usage,
     )
@@ -253,26 +272,58 @@ pub fn answered_parts(
         None,
         None,
         error_code.map(Cow::Owned),
-        id.map(OperationId::from),
+        (id.map(OperationId::from), None),
         &serde_json::Value::Null,
         usage,
     )
 }
 
+/// The ids an in-process answer gives typed, as its body says them (the body may be lean,
+/// `Null`): the completion's, and the records a record answer gives.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GivenIds {
+    /// The completion a completion answer gives.
+    pub completion: Option<CompletionId>,
+    /// The records a record answer gives.
+    pub records: Option<RecordsGiven>,
+}
+
 /// [`answered`] for the in-process provider: its Retry-After and rate-limit figures go to
 /// the core as numbers ([`rate_hint_of`]), with no header text written or parsed, and the
-/// error code and completion id as the model typed them (its bodies may be lean, `Null`).
+/// error code and the ids as the model typed them (its bodies may be lean, `Null`): what
+/// [`answered`] reads from the body for the same answer.
 pub fn answered_typed(
     send: &SendAttempt,
     status: u16,
     signals: &Signals,
     error_code: Option<Cow<'static, str>>,
-    completion_id: Option<CompletionId>,
+    ids: GivenIds,
     body: &serde_json::Value,
     usage: Option<(u32, u32)>,
 ) -> Outcome {
     let retry_after_ms = signals.retry_after.map(|r| r.delay_ms);
     let rate = signals.rate.as_ref().and_then(rate_hint_of);
+    let record = |id: RecordId| OperationId::rendered(&id);
+    let typed = match ids.records {
+        None => (ids.completion.map(|id| OperationId::rendered(&id)), None),
+        // One record: the body's `id`, and what a look-up found.
+        Some(RecordsGiven::One(id)) => (
+            Some(record(id)),
+            Some(LookupResult::Found {
+                operation_id: Some(record(id)),
+            }),
+        ),
+        // A list has no `id`; a look-up found its first record, if any.
+        Some(RecordsGiven::List(first)) => (
+            None,
+            Some(match first {
+                Some(id) => LookupResult::Found {
+                    operation_id: Some(record(id)),
+                },
+                None => LookupResult::Absent,
+            }),
+        ),
+    };
     answered_with(
         send,
         status,
@@ -280,7 +331,7 @@ pub fn answered_typed(
         retry_after_ms,
         rate,
         error_code,
-        completion_id.map(|id| OperationId::rendered(&id)),
+        typed,
         body,
         usage,
     )
@@ -310,6 +361,8 @@ pub fn rate_hint_of(figures: &RateFigures) -> Option<RateHint> {
     (hint != RateHint::default()).then_some(hint)
 }
 
+/// The outcome of an answer; `typed` holds the operation id and the look-up result the
+/// model gave typed, read instead of the body where given.
 #[allow(clippy::too_many_arguments)]
 fn answered_with(
     send: &SendAttempt,
@@ -318,13 +371,16 @@ fn answered_with(
     retry_after_ms: Option<Millis>,
     rate: Option<RateHint>,
     error_code: Option<Cow<'static, str>>,
-    typed_id: Option<OperationId>,
+    (typed_id, typed_lookup): (Option<OperationId>, Option<LookupResult>),
     body: &serde_json::Value,
     usage: Option<(u32, u32)>,
 ) -> Outcome {
     let lookup = matches!(send.kind, SendKind::Lookup(_));
     if lookup && (status == 200 || status == 404) {
-        return Outcome::Lookup(lookup_result(status, body));
+        return Outcome::Lookup(match typed_lookup {
+            Some(found) if status == 200 => found,
+            _ => lookup_result(status, body),
+        });
     }
     let operation_id = if (200..300).contains(&status) {
         typed_id.or_else(|| {
@@ -468,5 +524,133 @@ mod tests {
             }
         }
         assert!(answers > 16 * 3 * 8, "{answers}");
+    }
+
+    /// A record answer's typed ids tell the core what its body would: two models, one with
+    /// lean bodies (the simulator's) and one with whole bodies (the HTTP server's), answer
+    /// the same writes and look-ups; the core hears the same outcome from both, and the
+    /// lean one builds no body.
+    #[test]
+    fn lean_record_answers_say_what_their_bodies_say() {
+        let config = ProviderConfig {
+            credentials: vec![CredentialConfig {
+                key: "sk-org-key1".into(),
+                scope: "org".into(),
+                scopes: Vec::new(),
+            }],
+            scopes: vec![ScopeLimits {
+                id: "org".into(),
+                rpm: None,
+                tpm: None,
+                rpd: None,
+                tpd: None,
+                concurrency: None,
+                count_rejected: false,
+                model: None,
+            }],
+            ..ProviderConfig::default()
+        };
+        let mut lean = ProviderModel::new(config.clone(), 7, 1_767_225_600_000).unwrap();
+        lean.set_lean_bodies(true);
+        let mut whole = ProviderModel::new(config, 7, 1_767_225_600_000).unwrap();
+        let key: Arc<str> = "key-1".into();
+        let write = |key: Option<&Arc<str>>, external_ref: Option<&str>, body_hash| Request {
+            route: RequestRoute::CreateRecord,
+            idempotency_key: key.cloned(),
+            external_ref: external_ref.map(str::to_owned),
+            body_hash,
+            ..Request::default()
+        };
+        let find = |by| Request {
+            route: RequestRoute::FindRecords { by },
+            ..Request::default()
+        };
+        let get = |id: &str| Request {
+            route: RequestRoute::GetRecord { id: id.into() },
+            ..Request::default()
+        };
+        let action = SendKind::Action;
+        let lookup = SendKind::Lookup(LookupBy::IdempotencyKey(Arc::clone(&key)));
+        let cases = [
+            (write(Some(&key), None, 1), &action, true),
+            (write(Some(&key), None, 1), &action, true), // replayed
+            (write(None, Some("order-9"), 2), &action, true),
+            (get("rec_000002"), &lookup, true),
+            (get("rec_000009"), &lookup, false), // 404
+            (
+                find(FindBy::IdempotencyKey(Arc::clone(&key))),
+                &lookup,
+                true,
+            ),
+            (find(FindBy::IdempotencyKey("key-2".into())), &lookup, true), // empty list
+            (find(FindBy::ExternalRef("order-9".into())), &lookup, true),
+            (find(FindBy::ExternalRef("order-0".into())), &lookup, true), // empty list
+        ];
+        let mut found = 0;
+        for (i, (mut req, kind, records)) in cases.into_iter().enumerate() {
+            req.credential = Some("sk-org-key1".into());
+            let send = SendAttempt {
+                attempt: i as u64 + 1,
+                job: 1,
+                attempt_no: 1,
+                kind: kind.clone(),
+                credential: "sk-org-key1".into(),
+                scope: "org".into(),
+                route: Route::CreateRecord,
+                idempotency_key: None,
+                reserved_tokens: 0,
+                timeout_ms: 600_000,
+                model: None,
+                fallback: None,
+                degraded: None,
+                trimmed: None,
+            };
+            let now = i as u64 * 1_000;
+            let (thin, full) = (lean.arrive(&req, now), whole.arrive(&req, now));
+            // Answered before the next arrives (a key in flight would refuse its replay).
+            lean.depart(thin.seq, now + thin.latency_ms);
+            whole.depart(full.seq, now + full.latency_ms);
+            let heard = outcome(&send, &thin);
+            assert_eq!(heard, outcome(&send, &full), "#{i}");
+            let Answer::Respond {
+                body,
+                records: given,
+                ..
+            } = &thin.answer
+            else {
+                panic!("#{i}: {:?}", thin.answer)
+            };
+            assert_eq!(given.is_some(), records, "#{i}: {given:?}");
+            if records {
+                assert_eq!(body, &serde_json::Value::Null, "#{i}: no body built");
+            }
+            found += u32::from(matches!(
+                heard.1,
+                Outcome::Lookup(LookupResult::Found { .. })
+            ));
+        }
+        assert_eq!(
+            found, 3,
+            "a look-up by id, by key and by reference found its record"
+        );
+    }
+
+    /// Only the text a record id displays as is read as one.
+    #[test]
+    fn record_ids_read_back_what_they_display() {
+        for n in [1, 42, 999_999, 1_000_000, 123_456_789] {
+            let id = RecordId::of(&format!("rec_{n:06}")).expect("displayed form");
+            assert_eq!(id.to_string(), format!("rec_{n:06}"));
+        }
+        for text in [
+            "rec_1",
+            "rec_000000",
+            "rec_0000001",
+            "rec_+00001",
+            "rec_00001a",
+            "x_000001",
+        ] {
+            assert_eq!(RecordId::of(text), None, "{text}");
+        }
     }
 }
