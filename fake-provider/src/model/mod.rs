@@ -428,10 +428,8 @@ impl ProviderModel {
                     self.scopes[s].release();
                 }
             }
-            if let Some(scope) = self.scopes.get(h.scope) {
-                if let Some(key) = h.key {
-                    self.records.release_key(&scope.limits.id, &key, seq);
-                }
+            if let (Some(scope), Some(key)) = (self.scope_ids.get(h.scope), h.key) {
+                self.records.release_key(scope, &key, seq);
             }
             if let Some(key) = h.completion_key {
                 self.replays.release(h.scope, &key, seq);
@@ -1163,7 +1161,7 @@ impl ProviderModel {
     fn create_record(
         &mut self,
         req: &Request,
-        scope_id: &str,
+        scope_id: &Arc<str>,
         scope_idx: usize,
         seq: u64,
         now: Millis,
@@ -1174,7 +1172,7 @@ impl ProviderModel {
         let mut headers = self.headers(scope_idx, seq, now);
         let key = req
             .idempotency_key
-            .as_deref()
+            .as_ref()
             .filter(|_| self.config.idempotency);
         if let Some(key) = key {
             match self.records.check_key(scope_id, key, req.body_hash) {
@@ -1201,11 +1199,11 @@ impl ProviderModel {
         }
         let idx = self.records.commit(
             scope_id,
-            req.idempotency_key.as_deref(),
+            req.idempotency_key.as_ref(),
             key.is_some(),
             req.external_ref.as_deref(),
             req.body_hash,
-            req.tenant.as_deref(),
+            req.tenant.as_ref(),
             now,
             seq,
         );

@@ -10,7 +10,9 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
@@ -27,14 +29,14 @@ pub struct Record {
     pub id: String,
     /// The `external_ref` field of the write.
     pub external_ref: Option<String>,
-    /// The `Idempotency-Key` it was created with.
-    pub idempotency_key: Option<String>,
+    /// The `Idempotency-Key` it was created with (shared with the request that sent it).
+    pub idempotency_key: Option<Arc<str>>,
     /// Hash of the request body that created it.
     pub body_hash: u64,
-    /// The scope whose credential created it.
-    pub scope: String,
-    /// `x-stampede-tenant` of the creating attempt.
-    pub tenant: Option<String>,
+    /// The scope whose credential created it (shared with the model's scope).
+    pub scope: Arc<str>,
+    /// `x-stampede-tenant` of the creating attempt (shared with its request).
+    pub tenant: Option<Arc<str>>,
     /// Commit time, model ms.
     pub created_at_ms: u64,
     /// The journal seq of the attempt that committed it.
@@ -87,9 +89,11 @@ pub(crate) struct RecordStore {
     records: VecDeque<Record>,
     base: usize,
     by_ref: BTreeMap<String, VecDeque<usize>>,
-    by_key: BTreeMap<String, VecDeque<usize>>,
+    by_key: BTreeMap<Arc<str>, VecDeque<usize>>,
     /// Keys are scoped per provider scope (an account), as Stripe scopes them per account.
-    keys: FxHashMap<(String, String), KeyEntry>,
+    /// Both are the shared names the requests and the model hold, so a look-up or a release
+    /// of a key clones two pointers instead of copying two strings.
+    keys: FxHashMap<(Arc<str>, Arc<str>), KeyEntry>,
     retention_ms: u64,
     max_records: usize,
     evicted: u64,
@@ -105,7 +109,7 @@ impl Default for RecordStore {
 
 /// Drops `idx` from the front of an index entry (eviction goes in commit order, so the
 /// evicted record is the oldest of every list it is in) and the entry once empty.
-fn unindex(index: &mut BTreeMap<String, VecDeque<usize>>, name: &str, idx: usize) {
+fn unindex<K: Borrow<str> + Ord>(index: &mut BTreeMap<K, VecDeque<usize>>, name: &str, idx: usize) {
     if let Some(list) = index.get_mut(name) {
         if list.front() == Some(&idx) {
             list.pop_front();
@@ -172,7 +176,7 @@ impl RecordStore {
             }
             if let Some(k) = &r.idempotency_key {
                 unindex(&mut self.by_key, k, idx);
-                let slot = (r.scope, k.clone());
+                let slot = (r.scope, Arc::clone(k));
                 if self.keys.get(&slot).is_some_and(|e| e.record == idx) {
                     self.keys.remove(&slot);
                 }
@@ -185,8 +189,8 @@ impl RecordStore {
         self.evict_to(now, self.max_records);
     }
 
-    pub(crate) fn check_key(&self, scope: &str, key: &str, body_hash: u64) -> KeyCheck {
-        match self.keys.get(&(scope.to_string(), key.to_string())) {
+    pub(crate) fn check_key(&self, scope: &Arc<str>, key: &Arc<str>, body_hash: u64) -> KeyCheck {
+        match self.keys.get(&(Arc::clone(scope), Arc::clone(key))) {
             None => KeyCheck::Fresh,
             Some(e) if e.in_flight.is_some() => KeyCheck::InUse,
             Some(e) if e.body_hash != body_hash => KeyCheck::BodyMismatch,
@@ -199,12 +203,12 @@ impl RecordStore {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn commit(
         &mut self,
-        scope: &str,
-        key: Option<&str>,
+        scope: &Arc<str>,
+        key: Option<&Arc<str>>,
         remember_key: bool,
         external_ref: Option<&str>,
         body_hash: u64,
-        tenant: Option<&str>,
+        tenant: Option<&Arc<str>>,
         now: u64,
         seq: u64,
     ) -> usize {
@@ -215,10 +219,10 @@ impl RecordStore {
         self.records.push_back(Record {
             id: format!("rec_{:06}", idx + 1),
             external_ref: external_ref.map(str::to_string),
-            idempotency_key: key.map(str::to_string),
+            idempotency_key: key.cloned(),
             body_hash,
-            scope: scope.to_string(),
-            tenant: tenant.map(str::to_string),
+            scope: Arc::clone(scope),
+            tenant: tenant.cloned(),
             created_at_ms: now,
             created_by_seq: seq,
             duplicate,
@@ -227,10 +231,10 @@ impl RecordStore {
             self.by_ref.entry(r.to_string()).or_default().push_back(idx);
         }
         if let Some(k) = key {
-            self.by_key.entry(k.to_string()).or_default().push_back(idx);
+            self.by_key.entry(Arc::clone(k)).or_default().push_back(idx);
             if remember_key {
                 self.keys.insert(
-                    (scope.to_string(), k.to_string()),
+                    (Arc::clone(scope), Arc::clone(k)),
                     KeyEntry {
                         body_hash,
                         record: idx,
@@ -243,8 +247,8 @@ impl RecordStore {
     }
 
     /// The attempt `seq` answered: its key may now be replayed.
-    pub(crate) fn release_key(&mut self, scope: &str, key: &str, seq: u64) {
-        if let Some(e) = self.keys.get_mut(&(scope.to_string(), key.to_string())) {
+    pub(crate) fn release_key(&mut self, scope: &Arc<str>, key: &Arc<str>, seq: u64) {
+        if let Some(e) = self.keys.get_mut(&(Arc::clone(scope), Arc::clone(key))) {
             if e.in_flight == Some(seq) {
                 e.in_flight = None;
             }
@@ -278,20 +282,20 @@ impl RecordStore {
     /// A record by id, only when `scope` created it (another scope's is "no such record", as
     /// an account never sees another account's objects).
     pub(crate) fn by_id_in(&self, scope: &str, id: &str) -> Option<&Record> {
-        self.by_id(id).filter(|r| r.scope == scope)
+        self.by_id(id).filter(|r| &*r.scope == scope)
     }
 
     /// Records `scope` created with this external reference, in commit order.
     pub(crate) fn by_external_ref_in(&self, scope: &str, r: &str) -> Vec<&Record> {
         let mut v = self.by_external_ref(r);
-        v.retain(|rec| rec.scope == scope);
+        v.retain(|rec| &*rec.scope == scope);
         v
     }
 
     /// Records `scope` created with this idempotency key, in commit order.
     pub(crate) fn by_idempotency_key_in(&self, scope: &str, k: &str) -> Vec<&Record> {
         let mut v = self.by_idempotency_key(k);
-        v.retain(|rec| rec.scope == scope);
+        v.retain(|rec| &*rec.scope == scope);
         v
     }
 
@@ -312,10 +316,11 @@ mod tests {
     #[test]
     fn at_the_cap_the_key_table_stops_growing() {
         let mut store = RecordStore::new(u64::MAX / 4, 1_000);
+        let scope: Arc<str> = "s".into();
         let write = |store: &mut RecordStore, n: u64| {
-            let key = format!("k{n}");
-            store.commit("s", Some(&key), true, None, n, None, n, n);
-            store.release_key("s", &key, n);
+            let key: Arc<str> = format!("k{n}").into();
+            store.commit(&scope, Some(&key), true, None, n, None, n, n);
+            store.release_key(&scope, &key, n);
         };
         for n in 0..=1_000 {
             write(&mut store, n);
