@@ -21,14 +21,8 @@ fn config(rpm: Option<u64>) -> ProviderConfig {
         tool_latency: LatencyConfig::fixed_ms(0),
         reject_latency: DurationMs(0),
         scopes: vec![ScopeLimits {
-            id: "account:bench".into(),
             rpm,
-            tpm: None,
-            rpd: None,
-            tpd: None,
-            concurrency: None,
-            count_rejected: false,
-            model: None,
+            ..ScopeLimits::unlimited("account:bench")
         }],
         credentials: vec![CredentialConfig {
             key: "sk-bench".into(),

@@ -41,14 +41,8 @@ const EVERY: Duration = Duration::from_secs(30);
 
 fn config(window: Option<DurationMs>) -> ProviderConfig {
     let scope = |id: &str, rpm: Option<u64>| ScopeLimits {
-        id: id.into(),
         rpm,
-        tpm: None,
-        rpd: None,
-        tpd: None,
-        concurrency: None,
-        count_rejected: false,
-        model: None,
+        ..ScopeLimits::unlimited(id)
     };
     let fault = |f: &dyn Fn(&mut FaultRule)| {
         let mut r = FaultRule::default();

@@ -151,6 +151,23 @@ pub struct ScopeLimits {
     pub model: Option<String>,
 }
 
+impl ScopeLimits {
+    /// A scope named `id` that limits nothing: no rates, no quotas, no concurrency cap, for
+    /// every model.
+    pub fn unlimited(id: &str) -> Self {
+        ScopeLimits {
+            id: id.into(),
+            rpm: None,
+            tpm: None,
+            rpd: None,
+            tpd: None,
+            concurrency: None,
+            count_rejected: false,
+            model: None,
+        }
+    }
+}
+
 fn is_false(b: &bool) -> bool {
     !*b
 }
@@ -621,14 +638,8 @@ ignored = true
     fn errors_name_the_key() {
         let mut c = ProviderConfig::from_scenario_toml(SAMPLE, "x.toml").unwrap();
         c.scopes.push(ScopeLimits {
-            id: "b".into(),
             rpm: Some(0),
-            tpm: None,
-            rpd: None,
-            tpd: None,
-            concurrency: None,
-            count_rejected: false,
-            model: None,
+            ..ScopeLimits::unlimited("b")
         });
         let e = c.validate().unwrap_err().to_string();
         assert!(e.starts_with("provider.scopes.1.rpm:"), "{e}");

@@ -15,16 +15,7 @@ fn config() -> ProviderConfig {
         latency: LatencyConfig::fixed_ms(0),
         tool_latency: LatencyConfig::fixed_ms(0),
         reject_latency: DurationMs(0),
-        scopes: vec![ScopeLimits {
-            id: "a".into(),
-            rpm: None,
-            tpm: None,
-            rpd: None,
-            tpd: None,
-            concurrency: None,
-            count_rejected: false,
-            model: None,
-        }],
+        scopes: vec![ScopeLimits::unlimited("a")],
         credentials: vec![CredentialConfig {
             key: "sk-a-test-key-0123".into(),
             scope: "a".into(),

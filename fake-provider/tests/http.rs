@@ -11,14 +11,8 @@ use std::time::Duration;
 
 fn scope(id: &str, rpm: Option<u64>) -> ScopeLimits {
     ScopeLimits {
-        id: id.into(),
         rpm,
-        tpm: None,
-        rpd: None,
-        tpd: None,
-        concurrency: None,
-        count_rejected: false,
-        model: None,
+        ..ScopeLimits::unlimited(id)
     }
 }
 

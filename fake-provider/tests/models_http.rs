@@ -23,16 +23,7 @@ fn config() -> ProviderConfig {
     ProviderConfig {
         latency: LatencyConfig::fixed_ms(5),
         reject_latency: DurationMs(0),
-        scopes: vec![ScopeLimits {
-            id: "key".into(),
-            rpm: None,
-            tpm: None,
-            rpd: None,
-            tpd: None,
-            concurrency: None,
-            count_rejected: false,
-            model: None,
-        }],
+        scopes: vec![ScopeLimits::unlimited("key")],
         credentials: vec![CredentialConfig {
             key: KEY.into(),
             scope: "key".into(),

@@ -9,16 +9,7 @@ use stampede_provider::model::{Answer, FindBy, ProviderModel, Request, RequestRo
 use stampede_provider::spawn_ephemeral;
 
 fn scope(id: &str) -> ScopeLimits {
-    ScopeLimits {
-        id: id.into(),
-        rpm: None,
-        tpm: None,
-        rpd: None,
-        tpd: None,
-        concurrency: None,
-        count_rejected: false,
-        model: None,
-    }
+    ScopeLimits::unlimited(id)
 }
 
 /// Scopes `a` and `b`, keys `sk-a-key-0001` and `sk-b-key-0001`.

@@ -112,16 +112,7 @@ fn warm_core_cycle_allocations(job: impl Fn(u64) -> Job) -> (u64, u64) {
 #[test]
 fn the_model_answers_completions_without_allocating_once_warm() {
     let config = ProviderConfig {
-        scopes: vec![ScopeLimits {
-            id: "account:bench".into(),
-            rpm: None,
-            tpm: None,
-            rpd: None,
-            tpd: None,
-            concurrency: None,
-            count_rejected: false,
-            model: None,
-        }],
+        scopes: vec![ScopeLimits::unlimited("account:bench")],
         credentials: vec![CredentialConfig {
             key: "sk-bench".into(),
             scope: "account:bench".into(),

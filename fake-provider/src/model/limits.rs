@@ -316,16 +316,7 @@ mod tests {
     }
 
     fn scope(f: impl FnOnce(&mut ScopeLimits)) -> ScopeState {
-        let mut l = ScopeLimits {
-            id: "s".into(),
-            rpm: None,
-            tpm: None,
-            rpd: None,
-            tpd: None,
-            concurrency: None,
-            count_rejected: false,
-            model: None,
-        };
+        let mut l = ScopeLimits::unlimited("s");
         f(&mut l);
         ScopeState::new(l)
     }

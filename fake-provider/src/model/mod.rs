@@ -1485,16 +1485,11 @@ fn records_answer(
     } else {
         body()
     };
-    Answer::Respond {
-        status: 200,
-        signals,
-        body,
-        error: None,
-        usage: None,
-        stream_chunks: None,
-        completion_id: None,
-        records: given,
+    let mut answer = respond(200, signals, body);
+    if let Answer::Respond { records, .. } = &mut answer {
+        *records = given;
     }
+    answer
 }
 
 fn respond(status: u16, signals: Signals, body: Value) -> Answer {

@@ -9,16 +9,7 @@ use crate::config::{
 const EPOCH: u64 = 1_700_000_000_000;
 
 fn scope(id: &str) -> ScopeLimits {
-    ScopeLimits {
-        id: id.into(),
-        rpm: None,
-        tpm: None,
-        rpd: None,
-        tpd: None,
-        concurrency: None,
-        count_rejected: false,
-        model: None,
-    }
+    ScopeLimits::unlimited(id)
 }
 
 fn config(scopes: Vec<ScopeLimits>, faults: Vec<FaultRule>) -> ProviderConfig {

@@ -8,16 +8,7 @@ use crate::config::{
 const EPOCH: u64 = 1_700_000_000_000;
 
 fn scope(id: &str, f: impl FnOnce(&mut ScopeLimits)) -> ScopeLimits {
-    let mut s = ScopeLimits {
-        id: id.into(),
-        rpm: None,
-        tpm: None,
-        rpd: None,
-        tpd: None,
-        concurrency: None,
-        count_rejected: false,
-        model: None,
-    };
+    let mut s = ScopeLimits::unlimited(id);
     f(&mut s);
     s
 }

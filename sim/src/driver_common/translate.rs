@@ -538,16 +538,7 @@ mod tests {
                 scope: "org".into(),
                 scopes: Vec::new(),
             }],
-            scopes: vec![ScopeLimits {
-                id: "org".into(),
-                rpm: None,
-                tpm: None,
-                rpd: None,
-                tpd: None,
-                concurrency: None,
-                count_rejected: false,
-                model: None,
-            }],
+            scopes: vec![ScopeLimits::unlimited("org")],
             ..ProviderConfig::default()
         };
         let mut lean = ProviderModel::new(config.clone(), 7, 1_767_225_600_000).unwrap();

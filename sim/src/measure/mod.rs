@@ -946,14 +946,8 @@ mod tests {
         let config = ProviderConfig {
             reject_latency: DurationMs(100),
             scopes: vec![ScopeLimits {
-                id: "s".into(),
                 rpm: Some(1),
-                tpm: None,
-                rpd: None,
-                tpd: None,
-                concurrency: None,
-                count_rejected: false,
-                model: None,
+                ..ScopeLimits::unlimited("s")
             }],
             credentials: vec![CredentialConfig {
                 key: "sk-s".into(),

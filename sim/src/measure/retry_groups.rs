@@ -211,16 +211,7 @@ mod tests {
         use stampede_provider::config::{CredentialConfig, ScopeLimits};
         use stampede_provider::{ProviderConfig, ProviderModel, Request, RequestRoute};
         let config = ProviderConfig {
-            scopes: vec![ScopeLimits {
-                id: "s".into(),
-                rpm: None,
-                tpm: None,
-                rpd: None,
-                tpd: None,
-                concurrency: None,
-                count_rejected: false,
-                model: None,
-            }],
+            scopes: vec![ScopeLimits::unlimited("s")],
             credentials: vec![CredentialConfig {
                 key: "sk-s".into(),
                 scope: "s".into(),
