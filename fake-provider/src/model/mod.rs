@@ -271,9 +271,10 @@ impl ProviderModel {
     /// `completion_id`, or the `records` a write or a look-up gives) and only the error's
     /// type and code (the answer's `error`) from a failure (the simulator), building the
     /// whole JSON body for every answer and dropping it unread is most of the cost of the
-    /// answer; a lean completion costs no heap allocation, and a lean record answer none
-    /// beyond the record kept. Signals, errors' types and codes, the ids, usage, latency
-    /// and the journal are the same either way; the HTTP server never sets it.
+    /// answer; a lean completion costs no heap allocation, and a lean record answer builds
+    /// no body (the record kept and the journal's copy of its id still allocate). Signals,
+    /// errors' types and codes, the ids, usage, latency and the journal are the same either
+    /// way; the HTTP server never sets it.
     pub fn set_lean_bodies(&mut self, lean: bool) {
         self.lean_bodies = lean;
     }
