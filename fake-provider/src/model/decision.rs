@@ -37,6 +37,16 @@ impl std::fmt::Display for CompletionId {
 pub struct RecordId(NonZeroU64);
 
 impl RecordId {
+    /// The id of the record with global index `idx` (0-based, in commit order).
+    pub fn of_index(idx: usize) -> Self {
+        Self(NonZeroU64::MIN.saturating_add(u64::try_from(idx).unwrap_or(u64::MAX)))
+    }
+
+    /// The record's global index (0-based, in commit order).
+    pub fn index(self) -> Option<usize> {
+        usize::try_from(self.0.get() - 1).ok()
+    }
+
     /// The id a record's `id` text says (`rec_000001`); `None` for text the model does not
     /// write.
     pub fn of(text: &str) -> Option<Self> {

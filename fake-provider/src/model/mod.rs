@@ -1191,7 +1191,7 @@ impl ProviderModel {
                     entry.replayed = true;
                     entry.record_id = Some(record.id.clone());
                     headers.idempotent_replayed = true;
-                    let given = RecordId::of(&record.id).map(RecordsGiven::One);
+                    let given = Some(RecordsGiven::One(RecordId::of_index(idx)));
                     let answer =
                         records_answer(self.lean_bodies, headers, given, || record.to_json());
                     return (latency, answer);
@@ -1217,7 +1217,7 @@ impl ProviderModel {
         entry.committed = true;
         entry.duplicate = record.duplicate;
         entry.record_id = Some(record.id.clone());
-        let given = RecordId::of(&record.id).map(RecordsGiven::One);
+        let given = Some(RecordsGiven::One(RecordId::of_index(idx)));
         (
             latency,
             records_answer(self.lean_bodies, headers, given, || record.to_json()),

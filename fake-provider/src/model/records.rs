@@ -16,6 +16,8 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
+use super::decision::RecordId;
+
 /// Default of `provider.record_retention`: 24 hours of model time.
 pub const DEFAULT_RECORD_RETENTION_MS: u64 = 24 * 60 * 60_000;
 
@@ -217,7 +219,7 @@ impl RecordStore {
         let idx = self.base + self.records.len();
         let duplicate = external_ref.is_some_and(|r| self.by_ref.contains_key(r));
         self.records.push_back(Record {
-            id: format!("rec_{:06}", idx + 1),
+            id: RecordId::of_index(idx).to_string(),
             external_ref: external_ref.map(str::to_string),
             idempotency_key: key.cloned(),
             body_hash,
@@ -261,8 +263,7 @@ impl RecordStore {
     }
 
     pub(crate) fn by_id(&self, id: &str) -> Option<&Record> {
-        let n: usize = id.strip_prefix("rec_")?.parse().ok()?;
-        self.get(n.checked_sub(1)?).filter(|r| r.id == id)
+        self.get(RecordId::of(id)?.index()?).filter(|r| r.id == id)
     }
 
     pub(crate) fn by_external_ref(&self, r: &str) -> Vec<&Record> {
