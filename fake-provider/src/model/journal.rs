@@ -5,7 +5,6 @@ use serde::{Deserialize, Serialize};
 use super::identity::IdentifiedBy;
 use super::request::Fingerprint;
 use std::borrow::Cow;
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// One attempt as the provider saw it.
@@ -121,11 +120,36 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
+/// Makes `slot` hold `value`, cloning the `Arc` only when `slot` does not already hold that
+/// very name: a recycled journal entry or a rewritten request keeps the shared names it
+/// had, with no reference count touched (an atomic increment to clone, a decrement to drop,
+/// each a locked instruction on the hot path).
+pub fn keep_shared(slot: &mut Option<Arc<str>>, value: Option<&Arc<str>>) {
+    match (slot.as_ref(), value) {
+        (Some(held), Some(new)) if Arc::ptr_eq(held, new) => {}
+        _ => *slot = value.cloned(),
+    }
+}
+
 /// A bounded buffer of entries not yet drained: the oldest are dropped (and counted) past
 /// `capacity`, so a run that never drains cannot grow without bound.
+///
+/// A ring of slots that are written over, not pushed and dropped: a drained entry stays in
+/// its slot until the next attempt's entry is written into it, field by field (see
+/// `next_slot`). The simulator journals one entry per arrival and drains it
+/// at once, so its entries are written in one slot, in cache, and the shared names they
+/// hold (credential, scope, key, tenant, class) are kept when the next attempt has the
+/// same ones. An entry is 456 bytes: built whole, it was moved into the buffer and dropped
+/// out of it on every attempt.
 #[derive(Debug, Clone)]
 pub struct JournalBuffer {
-    entries: VecDeque<JournalEntry>,
+    /// In ring order from `head`: `live` undrained entries, then drained ones kept to be
+    /// written over. Never longer than `capacity`.
+    slots: Vec<JournalEntry>,
+    /// The slot of the oldest undrained entry.
+    head: usize,
+    /// Undrained entries.
+    live: usize,
     capacity: usize,
     lost: u64,
 }
@@ -134,34 +158,49 @@ impl JournalBuffer {
     /// A buffer holding at most `capacity` undrained entries.
     pub fn new(capacity: usize) -> Self {
         JournalBuffer {
-            entries: VecDeque::new(),
+            slots: Vec::new(),
+            head: 0,
+            live: 0,
             capacity: capacity.max(1),
             lost: 0,
         }
     }
 
-    /// Appends, evicting the oldest entry when full. Inlined, so an entry (456 bytes) is
-    /// moved from its builder into the buffer once rather than copied into the call first.
-    #[inline]
-    pub fn push(&mut self, entry: JournalEntry) {
-        if self.entries.len() == self.capacity {
-            self.entries.pop_front();
-            self.lost += 1;
-        }
-        self.entries.push_back(entry);
+    /// The slot `i` places after the oldest undrained entry.
+    fn at(&self, i: usize) -> usize {
+        debug_assert!(
+            !self.slots.is_empty(),
+            "a slot is asked of a buffer that has one"
+        );
+        (self.head + i) % self.slots.len()
     }
 
-    /// Appends as [`JournalBuffer::push`] does and lends the entry back, for the model to
-    /// fill in where it stays: an entry built whole and then pushed was moved (456 bytes a
-    /// time) into `push`, into the deque's own `push_back` and into its slot.
-    pub(crate) fn push_mut(&mut self, entry: JournalEntry) -> &mut JournalEntry {
-        if self.entries.len() == self.capacity {
-            self.entries.pop_front();
+    /// Appends, evicting the oldest entry when full.
+    pub fn push(&mut self, entry: JournalEntry) {
+        *self.next_slot() = entry;
+    }
+
+    /// Appends a slot for the next entry and lends it out, evicting the oldest entry when
+    /// full. It holds an earlier entry (drained, or evicted) or a default one: the caller
+    /// writes every field (the model destructures it, so a field added later cannot be
+    /// left stale).
+    pub(crate) fn next_slot(&mut self) -> &mut JournalEntry {
+        if self.live == self.capacity {
+            self.head = self.at(1);
+            self.live -= 1;
             self.lost += 1;
         }
-        let at = self.entries.len();
-        self.entries.push_back(entry);
-        &mut self.entries[at]
+        if self.live == self.slots.len() {
+            // No drained slot to write over: grow, with the ring unrolled so the new slot
+            // follows the newest entry.
+            self.slots.rotate_left(self.head);
+            self.head = 0;
+            self.slots.push(JournalEntry::default());
+        }
+        let at = self.at(self.live);
+        self.live += 1;
+        debug_assert!(self.live <= self.capacity && self.slots.len() <= self.capacity);
+        &mut self.slots[at]
     }
 
     /// Lends the buffer out, leaving an empty stand-in that holds no allocation (see
@@ -171,11 +210,10 @@ impl JournalBuffer {
     }
 
     /// Takes back a buffer [`JournalBuffer::lend`] lent out. The stand-in is forgotten, not
-    /// dropped: an empty `VecDeque` owns no memory, and dropping it is a call on every
-    /// attempt.
+    /// dropped: an empty `Vec` owns no memory, and dropping it is a call on every attempt.
     pub(crate) fn restore(&mut self, lent: JournalBuffer) {
         let mut stand_in = std::mem::replace(self, lent);
-        if stand_in.entries.capacity() == 0 {
+        if stand_in.slots.capacity() == 0 {
             std::mem::forget(stand_in);
             return;
         }
@@ -183,36 +221,54 @@ impl JournalBuffer {
         // whole attempt); were an entry written to the stand-in, it is kept, not lost.
         debug_assert!(false, "an entry was journaled while the buffer was lent");
         self.lost += stand_in.lost;
-        for entry in stand_in.entries.drain(..) {
+        for entry in stand_in.drain() {
             self.push(entry);
         }
     }
 
     /// Hands each buffered entry, oldest first, to `read` where it lies, then forgets it
-    /// (dropped in place: an entry is 456 bytes, and taking it out was a copy per attempt).
-    /// Stops at the first error, which is returned: the entries up to the one that failed
-    /// are forgotten, the rest stay buffered.
+    /// (its slot is written over later: nothing is copied or dropped here). Stops at the
+    /// first error, which is returned: the entries up to the one that failed are forgotten,
+    /// the rest stay buffered.
     pub fn drain_with<E>(
         &mut self,
         mut read: impl FnMut(&JournalEntry) -> Result<(), E>,
     ) -> Result<(), E> {
+        let mut result = Ok(());
         let mut read_so_far = 0;
-        let result = self.entries.iter().try_for_each(|entry| {
+        while read_so_far < self.live {
+            let entry = &self.slots[self.at(read_so_far)];
             read_so_far += 1;
-            read(entry)
-        });
-        self.entries.drain(..read_so_far);
+            if let Err(e) = read(entry) {
+                result = Err(e);
+                break;
+            }
+        }
+        if read_so_far > 0 {
+            self.head = self.at(read_so_far);
+            self.live -= read_so_far;
+        }
         result
     }
 
     /// Takes everything buffered.
     pub fn drain(&mut self) -> Vec<JournalEntry> {
-        self.entries.drain(..).collect()
+        let mut taken = Vec::with_capacity(self.live);
+        while let Some(entry) = self.pop() {
+            taken.push(entry);
+        }
+        taken
     }
 
-    /// Takes the oldest entry buffered.
+    /// Takes the oldest entry buffered (its slot is left holding a default entry).
     pub fn pop(&mut self) -> Option<JournalEntry> {
-        self.entries.pop_front()
+        if self.live == 0 {
+            return None;
+        }
+        let at = self.head;
+        self.head = self.at(1);
+        self.live -= 1;
+        Some(std::mem::take(&mut self.slots[at]))
     }
 
     /// Entries evicted undrained since the start.
@@ -227,11 +283,83 @@ impl JournalBuffer {
 
     /// Entries buffered now.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.live
     }
 
     /// Whether nothing is buffered.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.live == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(seq: u64) -> JournalEntry {
+        JournalEntry {
+            seq,
+            ..JournalEntry::default()
+        }
+    }
+
+    fn seqs(buffer: &mut JournalBuffer) -> Vec<u64> {
+        buffer.drain().iter().map(|e| e.seq).collect()
+    }
+
+    #[test]
+    fn the_ring_keeps_order_across_wraps_growth_and_eviction() {
+        let mut b = JournalBuffer::new(4);
+        // Wrap the ring: three in, two drained, three more in (one written over each
+        // drained slot, one grown with the ring unrolled).
+        (1..=3).for_each(|s| b.push(entry(s)));
+        let mut read = Vec::new();
+        let stop: Result<(), ()> = b.drain_with(|e| {
+            read.push(e.seq);
+            if e.seq == 2 {
+                Err(())
+            } else {
+                Ok(())
+            }
+        });
+        assert_eq!(stop, Err(()));
+        assert_eq!(read, [1, 2], "stops at the first error");
+        assert_eq!(b.len(), 1, "the entry after the error stays");
+        (4..=6).for_each(|s| b.push(entry(s)));
+        assert_eq!(b.len(), 4);
+        assert_eq!(b.lost(), 0);
+        // Full: the oldest is evicted and counted.
+        b.push(entry(7));
+        assert_eq!(b.lost(), 1);
+        assert_eq!(b.pop().map(|e| e.seq), Some(4));
+        assert_eq!(seqs(&mut b), [5, 6, 7]);
+        assert!(b.is_empty());
+        assert_eq!(b.pop(), None);
+        // Drained slots are written over, never grown past the capacity.
+        for round in 0..10u64 {
+            (0..3).for_each(|i| b.push(entry(100 * round + i)));
+            let mut read = Vec::new();
+            b.drain_with(|e| {
+                read.push(e.seq);
+                Ok::<(), ()>(())
+            })
+            .unwrap();
+            assert_eq!(read, [100 * round, 100 * round + 1, 100 * round + 2]);
+        }
+        assert!(b.slots.len() <= b.capacity());
+    }
+
+    #[test]
+    fn a_recycled_slot_keeps_a_name_it_already_shares() {
+        let name: Arc<str> = Arc::from("tenant-a");
+        let mut slot = Some(Arc::clone(&name));
+        keep_shared(&mut slot, Some(&name));
+        assert_eq!(Arc::strong_count(&name), 2, "the same name: no clone");
+        let other: Arc<str> = Arc::from("tenant-a");
+        keep_shared(&mut slot, Some(&other));
+        assert!(slot.as_ref().is_some_and(|s| Arc::ptr_eq(s, &other)));
+        assert_eq!(Arc::strong_count(&name), 1, "the old name let go");
+        keep_shared(&mut slot, None);
+        assert_eq!(slot, None);
     }
 }

@@ -41,7 +41,7 @@ use decision::{usual_status, USUAL_OUTCOMES};
 pub use decision::{Answer, CompletionId, Decision, ErrorSignal, RecordId, RecordsGiven, Signals};
 pub use headers::{HeaderOut, LimitFigures, RateFigures, RetryAfterSignal, WindowFigures};
 pub use identity::{IdentifiedBy, Identity, DEFAULT_IDENTITY_WINDOW_MS};
-pub use journal::{JournalBuffer, JournalEntry};
+pub use journal::{keep_shared, JournalBuffer, JournalEntry};
 pub use records::{Record, DEFAULT_MAX_RECORDS, DEFAULT_RECORD_RETENTION_MS};
 pub use request::{
     body_hash, canonical_body_hash, mask_credential, FindBy, Fingerprint, Fnv, Request,
@@ -488,48 +488,16 @@ impl ProviderModel {
         // The entry is written into the journal now and filled in where it stays: the buffer
         // is lent out while the attempt is decided (the model reads no journal meanwhile).
         let mut journal = self.journal.lend();
-        let entry = journal.push_mut(JournalEntry {
-            seq,
-            at_ms: now,
-            done_ms: 0,
-            credential: match (known, req.credential.as_deref()) {
-                (Some(k), _) => Some(Arc::clone(&k.masked)),
-                (None, Some(unknown)) => Some(Arc::from(mask_credential(unknown))),
-                (None, None) => None,
+        let entry = journal.next_slot();
+        let credential = match (known, req.credential.as_deref()) {
+            (Some(k), _) => Credential::Known {
+                masked: &k.masked,
+                scope: &self.scope_ids[k.scope],
             },
-            scope: None,
-            route: Cow::Borrowed(req.route.template()),
-            method: Cow::Borrowed(req.route.method()),
-            idempotency_key: req.idempotency_key.clone(),
-            external_ref: req.external_ref.clone(),
-            lookup: req.route.lookup(),
-            fingerprint: Fingerprint::of(&req.route, req.body_hash),
-            tenant: req.tenant.clone(),
-            action: req.action,
-            attempt_no: req.attempt_no,
-            class: req.class.clone(),
-            status: None,
-            outcome: Cow::Borrowed(""),
-            error_code: None,
-            committed: false,
-            duplicate: false,
-            retry_after_violation: who.early,
-            retry_after_ms: None,
-            replayed: false,
-            record_id: None,
-            tokens_used: 0,
-            logical: who.logical,
-            logical_attempt: who.ordinal,
-            identified_by: who.by,
-            scope_wait_violation: false,
-            duplicate_tokens: 0,
-            undelivered: false,
-            claim_mismatch,
-            sdk_retry_count: req.sdk_retry_count,
-            model: None,
-            billed_micro_usd: 0,
-            limit: None,
-        });
+            (None, Some(unknown)) => Credential::Unknown(unknown),
+            (None, None) => Credential::None,
+        };
+        open_entry(entry, req, (seq, now), credential, &who, claim_mismatch);
         self.told_until = None;
         let known = known.map(|k| (k.scope, k.ordinal));
         // Returned as it is, so its answer is written once, where the caller wants it.
@@ -693,7 +661,13 @@ impl ProviderModel {
             );
         };
         let scope_id = Arc::clone(&self.scope_ids[scope_idx]);
-        entry.scope = Some(Arc::clone(&scope_id));
+        debug_assert!(
+            entry
+                .scope
+                .as_ref()
+                .is_some_and(|s| Arc::ptr_eq(s, &scope_id)),
+            "the entry was opened with its key's scope"
+        );
         self.scope_stats[scope_idx].attempts += 1;
 
         // 2. Did it reach the scope while a Retry-After already delivered there binds it?
@@ -1426,6 +1400,124 @@ impl ProviderModel {
             ..Signals::bare(seq)
         }
     }
+}
+
+/// The key an attempt came with, as its journal entry records it.
+enum Credential<'a> {
+    /// A key the provider knows: its masked form and its scope's id, both shared.
+    Known {
+        masked: &'a Arc<str>,
+        scope: &'a Arc<str>,
+    },
+    /// A key it does not know (masked for the entry; it has no scope).
+    Unknown(&'a str),
+    /// No key sent.
+    None,
+}
+
+/// Writes the part of attempt `req`'s journal entry known on arrival, `seq` at `now` (ms),
+/// into `entry`, a recycled slot (see `JournalBuffer::next_slot`); the decision fills in
+/// the rest. Every field is written: the slot holds an earlier attempt's entry. It is
+/// destructured without `..`, so a field added to the entry and not written here does not
+/// compile. Shared names the slot already holds are kept (`keep_shared`), and the texts'
+/// buffers reused.
+fn open_entry(
+    entry: &mut JournalEntry,
+    req: &Request,
+    (seq, now): (u64, Millis),
+    credential: Credential<'_>,
+    who: &identity::Attribution,
+    claim_mismatch: bool,
+) {
+    let JournalEntry {
+        seq: entry_seq,
+        at_ms,
+        done_ms,
+        credential: entry_credential,
+        scope,
+        route,
+        method,
+        idempotency_key,
+        external_ref,
+        lookup,
+        fingerprint,
+        tenant,
+        action,
+        attempt_no,
+        class,
+        status,
+        outcome,
+        error_code,
+        committed,
+        duplicate,
+        retry_after_violation,
+        retry_after_ms,
+        replayed,
+        record_id,
+        tokens_used,
+        logical,
+        logical_attempt,
+        identified_by,
+        scope_wait_violation,
+        duplicate_tokens,
+        undelivered,
+        claim_mismatch: entry_claim_mismatch,
+        sdk_retry_count,
+        model,
+        billed_micro_usd,
+        limit,
+    } = entry;
+    *entry_seq = seq;
+    *at_ms = now;
+    *done_ms = 0;
+    match credential {
+        Credential::Known {
+            masked,
+            scope: scope_id,
+        } => {
+            keep_shared(entry_credential, Some(masked));
+            keep_shared(scope, Some(scope_id));
+        }
+        Credential::Unknown(key) => {
+            *entry_credential = Some(Arc::from(mask_credential(key)));
+            *scope = None;
+        }
+        Credential::None => {
+            *entry_credential = None;
+            *scope = None;
+        }
+    }
+    *route = Cow::Borrowed(req.route.template());
+    *method = Cow::Borrowed(req.route.method());
+    keep_shared(idempotency_key, req.idempotency_key.as_ref());
+    external_ref.clone_from(&req.external_ref);
+    *lookup = req.route.lookup();
+    *fingerprint = Fingerprint::of(&req.route, req.body_hash);
+    keep_shared(tenant, req.tenant.as_ref());
+    *action = req.action;
+    *attempt_no = req.attempt_no;
+    keep_shared(class, req.class.as_ref());
+    *status = None;
+    *outcome = Cow::Borrowed("");
+    *error_code = None;
+    *committed = false;
+    *duplicate = false;
+    *retry_after_violation = who.early;
+    *retry_after_ms = None;
+    *replayed = false;
+    *record_id = None;
+    *tokens_used = 0;
+    *logical = who.logical;
+    *logical_attempt = who.ordinal;
+    *identified_by = who.by;
+    *scope_wait_violation = false;
+    *duplicate_tokens = 0;
+    *undelivered = false;
+    *entry_claim_mismatch = claim_mismatch;
+    *sdk_retry_count = req.sdk_retry_count;
+    *model = None;
+    *billed_micro_usd = 0;
+    *limit = None;
 }
 
 /// The longest prefix of `s` of at most `max` bytes that ends on a character boundary.

@@ -110,6 +110,64 @@ fn the_journal_read_in_place_comes_oldest_first_and_an_error_keeps_the_rest() {
     assert_eq!(read, Ok(()));
 }
 
+/// Entries are written over drained ones in place (`JournalBuffer::next_slot`): an entry
+/// written into a slot that held another kind of attempt (a record write with its
+/// reference, key and record id; an unknown key; a 401 with no key; a refusal naming its
+/// limit) must come out as it does in a fresh slot, with nothing of the earlier one left.
+#[test]
+fn an_entry_written_over_a_drained_one_keeps_nothing_of_it() {
+    let mut limited = scope("b");
+    limited.rpm = Some(1);
+    let c = config(vec![scope("a"), limited], vec![]);
+    let mut unknown = chat("a");
+    unknown.credential = Some("sk-nope-000000".into());
+    let mut keyless = chat("a");
+    keyless.credential = None;
+    let mut tagged = chat("a");
+    tagged.tenant = Some("acme".into());
+    tagged.class = Some("llm".into());
+    tagged.action = Some(9);
+    tagged.attempt_no = Some(2);
+    let requests = [
+        write("a", Some("k-1"), "ref-1", 1),
+        chat("a"),
+        write("a", Some("k-1"), "ref-1", 1),
+        unknown,
+        tagged,
+        keyless,
+        chat("b"),
+        chat("b"),
+        chat_body("a", 3),
+        write("a", None, "ref-2", 2),
+    ];
+    // One slot, written over by every attempt: drained after each.
+    let mut recycled = model(c.clone());
+    let mut one_at_a_time = Vec::new();
+    for (now, r) in (0..).zip(&requests) {
+        let _ = recycled.arrive(r, now);
+        // Read in place, as the simulator does: the slot keeps the entry to be written
+        // over (`drain_journal` would take it out, leaving a fresh one).
+        let read: Result<(), ()> = recycled.drain_journal_with(|e| {
+            one_at_a_time.push(e.clone());
+            Ok(())
+        });
+        assert_eq!(read, Ok(()));
+    }
+    // A fresh slot for every attempt: nothing drained until the end.
+    let mut fresh = model(c);
+    for (now, r) in (0..).zip(&requests) {
+        let _ = fresh.arrive(r, now);
+    }
+    let all_at_once = fresh.drain_journal();
+    assert_eq!(all_at_once.len(), requests.len());
+    assert_eq!(one_at_a_time, all_at_once);
+    // The mix did exercise what a slot could carry over.
+    assert!(all_at_once.iter().any(|e| e.record_id.is_some()));
+    assert!(all_at_once.iter().any(|e| e.limit.is_some()));
+    assert!(all_at_once.iter().any(|e| e.scope.is_none()));
+    assert!(all_at_once.iter().any(|e| e.tenant.is_some()));
+}
+
 #[test]
 fn completion_reports_usage_within_max_tokens_and_commits() {
     let mut m = model(config(vec![scope("a")], vec![]));

@@ -10,8 +10,8 @@ use stampede_core::{
     SendAttempt, SendKind, TransportFailure, Usage,
 };
 use stampede_provider::model::{
-    Answer, CompletionId, Decision, FindBy, RateFigures, RecordId, RecordsGiven, Request,
-    RequestRoute, Signals,
+    keep_shared, Answer, CompletionId, Decision, FindBy, RateFigures, RecordId, RecordsGiven,
+    Request, RequestRoute, Signals,
 };
 
 /// What the driver knows about a live action beyond what a `Send` carries.
@@ -139,15 +139,6 @@ fn set_route(route: &mut RequestRoute, send: &SendAttempt, facts: &ActionFacts) 
             RequestRoute::GetRecord { id: id.to_string() }
         }
     };
-}
-
-/// Sets `slot` to `value`, cloning only when it holds another name (by pointer: the core
-/// and the driver share one `Arc` per name, so the same name is the same pointer).
-fn keep_shared(slot: &mut Option<Arc<str>>, value: Option<&Arc<str>>) {
-    match (slot.as_ref(), value) {
-        (Some(held), Some(new)) if Arc::ptr_eq(held, new) => {}
-        _ => *slot = value.cloned(),
-    }
 }
 
 /// Whether a retry layer under the client re-sends after this outcome: a connection
