@@ -61,9 +61,11 @@ pub trait Wire {
 
     /// Puts `send`, rendered as `request`, on the wire at `now` (ms). `live` knows the
     /// action's tenant, class and priority; `measure` takes what the provider journaled.
+    /// Lent, not given: the virtual wire reads it where the core's command lies (a send is
+    /// 150 bytes, and each move of it was a copy), and a wire that keeps it clones it.
     fn send(
         &mut self,
-        send: SendAttempt,
+        send: &SendAttempt,
         request: &Request,
         live: &LiveActions,
         measure: &mut Measurement,
@@ -187,13 +189,13 @@ impl Turn {
         while let Some(command) = core.poll(now) {
             self.events += 1;
             match command {
-                Command::Send(send) => {
-                    if wire.dies_before(&send) {
+                Command::Send(ref send) => {
+                    if wire.dies_before(send) {
                         return Ok(Flow::Dies);
                     }
                     let request = &mut self.request;
                     self.live
-                        .dispatch(&send, now, &mut self.measure, request)
+                        .dispatch(send, now, &mut self.measure, request)
                         .map_err(Untracked)?;
                     if wire.send(send, request, &self.live, &mut self.measure, now)? == Flow::Dies {
                         return Ok(Flow::Dies);

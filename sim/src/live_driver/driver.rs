@@ -423,7 +423,7 @@ impl Wire for HttpWire {
 
     fn send(
         &mut self,
-        send: SendAttempt,
+        send: &SendAttempt,
         request: &Request,
         live: &LiveActions,
         _measure: &mut Measurement,
@@ -451,7 +451,9 @@ impl Wire for HttpWire {
             .map_err(LiveError::Provider)?;
         let hidden = (self.hidden_retries > 0)
             .then(|| (self.base.clone(), request.clone(), self.hidden_retries));
-        self.outgoing.push((send, http, request.stream, hidden));
+        // Kept until its answer: the attempt's task reads it to make sense of the answer.
+        self.outgoing
+            .push((send.clone(), http, request.stream, hidden));
         Ok(Flow::Go)
     }
 

@@ -181,20 +181,20 @@ impl Wire for ModelWire<'_> {
 
     fn send(
         &mut self,
-        send: SendAttempt,
+        send: &SendAttempt,
         request: &Request,
         live: &LiveActions,
         measure: &mut Measurement,
         now: Millis,
     ) -> Result<Flow, DriverError> {
-        let landed = self.land(&send, request, live, measure, now)?;
+        let landed = self.land(send, request, live, measure, now)?;
         let global = self.crashes.global(send.attempt);
-        let dies = self.crashes.after_send(&send, global);
+        let dies = self.crashes.after_send(send, global);
         let left = self.hidden_retries;
         if resends(&landed, left) {
-            // Kept for the re-send: the only attempts whose request outlives the send.
+            // Kept for the re-send: the only attempts whose send and request outlive it.
             let request = Box::new(request.clone());
-            self.queue_resend(global, landed, Box::new(send), request, left, now);
+            self.queue_resend(global, landed, Box::new(send.clone()), request, left, now);
         } else {
             self.queue_answer(global, landed, (send.job, send.attempt_no), now);
         }
