@@ -166,13 +166,17 @@ impl JournalBuffer {
         }
     }
 
-    /// The slot `i` places after the oldest undrained entry.
+    /// The slot `i` places after the oldest undrained entry, `i` at most the ring's length.
+    /// One subtraction wraps it (a `%` is a division, tens of cycles, on every attempt).
     fn at(&self, i: usize) -> usize {
-        debug_assert!(
-            !self.slots.is_empty(),
-            "a slot is asked of a buffer that has one"
-        );
-        (self.head + i) % self.slots.len()
+        let len = self.slots.len();
+        debug_assert!(self.head < len && i <= len, "within the ring");
+        let at = self.head + i;
+        if at >= len {
+            at - len
+        } else {
+            at
+        }
     }
 
     /// Appends, evicting the oldest entry when full.
