@@ -660,12 +660,13 @@ impl ProviderModel {
                 ),
             );
         };
-        let scope_id = Arc::clone(&self.scope_ids[scope_idx]);
+        // The scope's shared id is read where it lies (`self.scope_ids`), not cloned: a clone
+        // and its drop are two locked instructions on every attempt.
         debug_assert!(
             entry
                 .scope
                 .as_ref()
-                .is_some_and(|s| Arc::ptr_eq(s, &scope_id)),
+                .is_some_and(|s| Arc::ptr_eq(s, &self.scope_ids[scope_idx])),
             "the entry was opened with its key's scope"
         );
         self.scope_stats[scope_idx].attempts += 1;
@@ -724,7 +725,7 @@ impl ProviderModel {
                 now,
                 route: req.route.name(),
                 credential,
-                scope: &scope_id,
+                scope: &self.scope_ids[scope_idx],
                 class: req.class.as_deref(),
                 tenant: req.tenant.as_deref(),
                 logical: entry.logical,
@@ -855,13 +856,13 @@ impl ProviderModel {
                 self.complete(req, scope_idx, seq, now, entry, model, &mut holding)
             }
             RequestRoute::CreateRecord => {
-                self.create_record(req, &scope_id, scope_idx, seq, now, entry, &mut holding)
+                self.create_record(req, scope_idx, seq, now, entry, &mut holding)
             }
             RequestRoute::GetRecord { id } => {
                 let latency = self.tool_latency.sample(&mut self.latency_rng, 0);
                 let headers = self.headers(scope_idx, seq, now);
                 // Look-ups see only the caller's scope (its account), as Stripe's do.
-                match self.records.by_id_in(&scope_id, id) {
+                match self.records.by_id_in(&self.scope_ids[scope_idx], id) {
                     Some(r) => {
                         let given = RecordId::of(&r.id).map(RecordsGiven::One);
                         let answer =
@@ -884,8 +885,12 @@ impl ProviderModel {
                 let latency = self.tool_latency.sample(&mut self.latency_rng, 0);
                 let headers = self.headers(scope_idx, seq, now);
                 let found = match by {
-                    FindBy::ExternalRef(r) => self.records.by_external_ref_in(&scope_id, r),
-                    FindBy::IdempotencyKey(k) => self.records.by_idempotency_key_in(&scope_id, k),
+                    FindBy::ExternalRef(r) => self
+                        .records
+                        .by_external_ref_in(&self.scope_ids[scope_idx], r),
+                    FindBy::IdempotencyKey(k) => self
+                        .records
+                        .by_idempotency_key_in(&self.scope_ids[scope_idx], k),
                 };
                 let given = match found.first() {
                     None => Some(RecordsGiven::List(None)),
@@ -1136,13 +1141,14 @@ impl ProviderModel {
     fn create_record(
         &mut self,
         req: &Request,
-        scope_id: &Arc<str>,
         scope_idx: usize,
         seq: u64,
         now: Millis,
         entry: &mut JournalEntry,
         holding: &mut Holding,
     ) -> (u64, Answer) {
+        // A write holds its scope's id while the store is changed under `&mut self`.
+        let scope_id = &Arc::clone(&self.scope_ids[scope_idx]);
         let latency = self.tool_latency.sample(&mut self.latency_rng, 0);
         let mut headers = self.headers(scope_idx, seq, now);
         let key = req
