@@ -37,6 +37,12 @@ impl AbortWatch {
             .any(|(key, _, _)| !DRIVER_COUNTED.contains(&key.as_str()))
     }
 
+    /// Whether any expectation is watched: a driver that reads its figures for
+    /// [`Abort::check`] only then reads nothing on a run with none.
+    pub fn watches(&self) -> bool {
+        !self.watched.is_empty()
+    }
+
     /// The first watched expectation (in key order) whose figure is over its max at `now`
     /// (ms), reading each figure as the largest value in `so_far` (a live run counts the
     /// journal's figures and its own in two summaries).

@@ -14,6 +14,8 @@ use std::sync::Arc;
 
 use stampede_provider::model::{Fingerprint, JournalEntry};
 
+use super::labels::Statics;
+
 /// The provider's side of one journal entry: borrowed fields, copied scalars. Made once per
 /// entry (a few dozen bytes; nothing allocated).
 #[derive(Debug, Clone, Copy)]
@@ -63,6 +65,9 @@ pub struct Decided<'a> {
     pub billed_micro_usd: u64,
     /// The limit that refused it, if one did.
     pub limit: Option<&'a str>,
+    /// Which of the labels above the provider wrote from its static tables: tallies key
+    /// those by address (see `labels`).
+    pub statics: Statics,
 }
 
 impl<'a> From<&'a JournalEntry> for Decided<'a> {
@@ -90,6 +95,7 @@ impl<'a> From<&'a JournalEntry> for Decided<'a> {
             model: e.model.as_ref(),
             billed_micro_usd: e.billed_micro_usd,
             limit: e.limit.as_deref(),
+            statics: Statics::of(e),
         }
     }
 }

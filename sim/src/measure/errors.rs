@@ -4,35 +4,68 @@
 
 use stampede_reports::ErrorCount;
 
+use super::labels::ByStatic;
+
 /// Error kinds seen so far. A run meets a handful, so a list searched in order keeps the
 /// per-attempt cost at a few comparisons and no allocation.
 #[derive(Debug, Default)]
 pub(crate) struct Errors {
     kinds: Vec<ErrorCount>,
+    /// The place in `kinds` of each `(status, message)` seen as static labels (see
+    /// `labels`): found without comparing the texts.
+    by_static: ByStatic<(&'static str, &'static str), usize>,
 }
 
 impl Errors {
     /// An unsuccessful attempt arrived at `at_ms` ending as `status` (the journal's
     /// outcome) with the provider's error code `message` (empty without one).
-    pub(crate) fn record(&mut self, status: &str, message: &str, at_ms: u64) {
-        match self
-            .kinds
-            .iter_mut()
-            .find(|k| k.status == status && k.message == message)
-        {
-            Some(k) => {
-                k.count += 1;
-                k.first_ms = k.first_ms.min(at_ms);
-                k.last_ms = k.last_ms.max(at_ms);
+    /// `statics` are the two as static labels, when the provider wrote them from its
+    /// tables.
+    pub(crate) fn record(
+        &mut self,
+        status: &str,
+        message: &str,
+        statics: Option<(&'static str, &'static str)>,
+        at_ms: u64,
+    ) {
+        let known = match statics {
+            Some(key) => self.by_static.get_mut(key).map(|&mut at| at),
+            None => None,
+        };
+        let at = match known {
+            Some(at) => at,
+            None => {
+                let at = self.place(status, message);
+                if let Some(key) = statics {
+                    self.by_static.insert(key, at);
+                }
+                at
             }
-            None => self.kinds.push(ErrorCount {
-                status: status.to_string(),
-                message: message.to_string(),
-                count: 1,
-                first_ms: at_ms,
-                last_ms: at_ms,
-            }),
+        };
+        let k = &mut self.kinds[at];
+        k.count += 1;
+        k.first_ms = k.first_ms.min(at_ms);
+        k.last_ms = k.last_ms.max(at_ms);
+    }
+
+    /// The place of `(status, message)` in `kinds`, found by text, pushed with no count
+    /// when new.
+    fn place(&mut self, status: &str, message: &str) -> usize {
+        if let Some(at) = self
+            .kinds
+            .iter()
+            .position(|k| k.status == status && k.message == message)
+        {
+            return at;
         }
+        self.kinds.push(ErrorCount {
+            status: status.to_string(),
+            message: message.to_string(),
+            count: 0,
+            first_ms: u64::MAX,
+            last_ms: 0,
+        });
+        self.kinds.len() - 1
     }
 
     /// The table: most frequent first, then by status and message, so the order is the
@@ -55,11 +88,14 @@ mod tests {
     #[test]
     fn errors_are_counted_by_status_and_message_with_first_and_last_seen() {
         let mut e = Errors::default();
-        e.record("503", "overloaded", 5_000);
-        e.record("429", "rate_limit_exceeded", 1_000);
-        e.record("429", "rate_limit_exceeded", 9_000);
-        e.record("dropped", "", 7_000);
-        e.record("429", "insufficient_quota", 8_000);
+        // One kind is found by its static labels or by its text alike.
+        let limited: (&'static str, &'static str) = ("429", "rate_limit_exceeded");
+        e.record("503", "overloaded", None, 5_000);
+        e.record(limited.0, limited.1, Some(limited), 1_000);
+        e.record("429", "rate_limit_exceeded", None, 9_000);
+        e.record(limited.0, limited.1, Some(limited), 4_000);
+        e.record("dropped", "", Some(("dropped", "")), 7_000);
+        e.record("429", "insufficient_quota", None, 8_000);
         let table = e.finish();
         let rows: Vec<(&str, &str, u64, u64, u64)> = table
             .iter()
@@ -76,7 +112,7 @@ mod tests {
         assert_eq!(
             rows,
             [
-                ("429", "rate_limit_exceeded", 2, 1_000, 9_000),
+                ("429", "rate_limit_exceeded", 3, 1_000, 9_000),
                 ("429", "insufficient_quota", 1, 8_000, 8_000),
                 ("503", "overloaded", 1, 5_000, 5_000),
                 ("dropped", "", 1, 7_000, 7_000),

@@ -110,6 +110,13 @@ pub struct GroupKey {
     priority: u32,
 }
 
+impl GroupKey {
+    /// The tenant's position in the tenant grouping (one per tenant name).
+    pub(crate) fn tenant(self) -> u32 {
+        self.tenant
+    }
+}
+
 /// The position of a name left out of its grouping (an empty name): no tally is there.
 const LEFT_OUT: u32 = u32::MAX;
 
@@ -133,23 +140,6 @@ fn count_attempt(t: &mut Tally, tokens_used: u64, replayed: bool) {
     t.outcomes.attempts += 1;
     t.outcomes.tokens_used += tokens_used;
     t.outcomes.duplicates_suppressed += u64::from(replayed);
-}
-
-/// The first item of `items` that `is` picks, or `new()` pushed at the end when none does:
-/// a lookup by one scan, for the few names a grouping has (lengths compare before bytes).
-pub(crate) fn find_or_push<T>(
-    items: &mut Vec<T>,
-    is: impl Fn(&T) -> bool,
-    new: impl FnOnce() -> T,
-) -> &mut T {
-    let i = match items.iter().position(is) {
-        Some(i) => i,
-        None => {
-            items.push(new());
-            items.len() - 1
-        }
-    };
-    &mut items[i]
 }
 
 impl Groups {

@@ -10,6 +10,7 @@ mod buckets;
 pub mod decided;
 mod errors;
 pub mod groups;
+mod labels;
 pub mod percentiles;
 pub mod providers;
 pub mod queues;
@@ -29,6 +30,7 @@ use buckets::{Backlog, BucketQuantiles};
 use errors::Errors;
 pub use groups::{action_route, request_route, Group, GroupKey};
 use groups::{GroupEnd, Groups};
+use labels::ByStatic;
 use percentiles::Distribution;
 use waves::RetryBins;
 
@@ -89,6 +91,16 @@ pub struct Measurement {
     /// tally of `METHOD /template` in the route grouping)`: the key is made and interned
     /// once per route, not per attempt.
     route_keys: Vec<(String, String, u32)>,
+    /// The same positions by the route's static method and template (see [`labels`]).
+    static_routes: ByStatic<(&'static str, &'static str), u32>,
+    /// Attempts by static outcome label not yet added to `summary.status_counts`, whose
+    /// search by text was a few `memcmp`s an attempt: added whenever the summary is read
+    /// ([`Measurement::running`], [`Measurement::finish`]).
+    status_pending: ByStatic<&'static str, u64>,
+    /// The tenant row last counted: its bucket, its tenant's position in the tenant
+    /// grouping and its place in the bucket's rows. Consecutive attempts are mostly of one
+    /// tenant in one bucket, and finding its row by name compared the name.
+    last_tenant_row: Option<(usize, u32, usize)>,
     /// The route grouping's position of each action route's tally
     /// ([`action_route`], by `Route` as [`route_slot`] numbers them), once seen.
     action_routes: [Option<u32>; 3],
@@ -198,6 +210,16 @@ pub fn usd(micro_usd: u64) -> f64 {
     micro_usd as f64 / 1_000_000.0
 }
 
+/// Adds `n` attempts that ended as `outcome` to `counts` (`Summary::status_counts`).
+fn count_status(counts: &mut BTreeMap<String, u64>, outcome: &str, n: u64) {
+    match counts.get_mut(outcome) {
+        Some(count) => *count += n,
+        None => {
+            counts.insert(outcome.to_string(), n);
+        }
+    }
+}
+
 /// Rounds a figure to 4 decimals so its printed form is stable and short.
 pub fn round4(x: f64) -> f64 {
     if x.is_finite() {
@@ -235,6 +257,9 @@ impl Measurement {
             bucket_queue_wait: Default::default(),
             backlog: Backlog::default(),
             route_keys: Vec::new(),
+            static_routes: ByStatic::default(),
+            status_pending: ByStatic::default(),
+            last_tenant_row: None,
             action_routes: [None; 3],
             cases: CaseFiles::default(),
             keep_cases: true,
@@ -275,24 +300,50 @@ impl Measurement {
         &mut self.rows[i]
     }
 
+    /// [`Measurement::tenant_row`] of the tenant at `position` in the tenant grouping, when
+    /// the caller knows it: the row last counted is found again without comparing names.
+    fn tenant_row_at(&mut self, t: u64, tenant: &str, position: Option<u32>) -> &mut TenantRow {
+        let i = self.bucket(t);
+        let (i, row) = match (position, self.last_tenant_row) {
+            (Some(pos), Some((bucket, last, row))) if bucket == i && last == pos => (i, row),
+            _ => {
+                let (i, row) = self.tenant_row_index(t, tenant);
+                self.last_tenant_row = position.map(|pos| (i, pos, row));
+                (i, row)
+            }
+        };
+        let found = &mut self.tenants[i][row];
+        debug_assert_eq!(found.tenant, tenant, "a position names one tenant");
+        found
+    }
+
     fn tenant_row(&mut self, t: u64, tenant: &str) -> &mut TenantRow {
+        let (i, row) = self.tenant_row_index(t, tenant);
+        &mut self.tenants[i][row]
+    }
+
+    /// Where the row of `tenant` in the bucket of `t` is, `(bucket, place)`, made when
+    /// missing.
+    fn tenant_row_index(&mut self, t: u64, tenant: &str) -> (usize, usize) {
         let i = self.bucket(t);
         debug_assert!(i < self.rows.len(), "the bucket's timeseries row exists");
         if i >= self.tenants.len() {
             self.tenants.resize_with(i + 1, Vec::new);
         }
-        let start = i as u64 * self.bucket_ms;
         let rows = &mut self.tenants[i];
         // Found by `&str`: a tenant's name is copied once per bucket, not per attempt.
-        groups::find_or_push(
-            rows,
-            |r| r.tenant == tenant,
-            || TenantRow {
-                t_ms: start,
-                tenant: tenant.to_string(),
-                ..TenantRow::default()
-            },
-        )
+        let row = match rows.iter().position(|r| r.tenant == tenant) {
+            Some(row) => row,
+            None => {
+                rows.push(TenantRow {
+                    t_ms: i as u64 * self.bucket_ms,
+                    tenant: tenant.to_string(),
+                    ..TenantRow::default()
+                });
+                rows.len() - 1
+            }
+        };
+        (i, row)
     }
 
     /// A logical action was submitted.
@@ -349,8 +400,19 @@ impl Measurement {
     /// The figures so far, as they stand mid-run: counts only (ratios, percentiles, waves
     /// and the service window are filled by [`Measurement::finish`]). What an expectation
     /// with `abort = true` watches.
-    pub fn running(&self) -> &Summary {
+    pub fn running(&mut self) -> &Summary {
+        self.add_pending_statuses();
         &self.summary
+    }
+
+    /// Adds the attempts counted by static outcome label since the last call to
+    /// `summary.status_counts`.
+    fn add_pending_statuses(&mut self) {
+        for (label, n) in self.status_pending.iter_mut() {
+            if *n > 0 {
+                count_status(&mut self.summary.status_counts, label, std::mem::take(n));
+            }
+        }
     }
 
     /// Logical requests submitted so far.
@@ -733,7 +795,7 @@ impl Measurement {
     /// no field for the client's claimed headers, so no figure can read them.
     /// `client_done_ms` ends a hang.
     fn observe_journal(&mut self, e: &Decided<'_>, client_done_ms: Option<u64>, by: &SentBy<'_>) {
-        let route = self.route_tally(e.method, e.route);
+        let route = self.route_tally(e);
         let key = match by.group {
             Some(key) => key,
             None => self.groups.key(by.class, by.tenant, by.priority),
@@ -753,17 +815,25 @@ impl Measurement {
             let (open, closed) = &mut self.bucket_service;
             closed.extend(open.record(bucket, done.saturating_sub(e.at_ms)));
         } else {
-            self.errors
-                .record(e.outcome, e.error_code.unwrap_or_default(), e.at_ms);
+            let statics = e.statics.outcome.zip(e.statics.error_code);
+            self.errors.record(
+                e.outcome,
+                e.error_code.unwrap_or_default(),
+                statics,
+                e.at_ms,
+            );
         }
         self.summary.blind_resends += u64::from(self.blind.observe(e));
         let s = &mut self.summary;
         s.outbound_attempts += 1;
-        match s.status_counts.get_mut(e.outcome) {
-            Some(n) => *n += 1,
-            None => {
-                s.status_counts.insert(e.outcome.to_string(), 1);
-            }
+        match e.statics.outcome {
+            Some(label) => match self.status_pending.get_mut(label) {
+                Some(n) => *n += 1,
+                None => {
+                    self.status_pending.insert(label, 1);
+                }
+            },
+            None => count_status(&mut s.status_counts, e.outcome, 1),
         }
         let retry = e.logical_attempt > 1;
         if retry {
@@ -804,12 +874,27 @@ impl Measurement {
             _ => row.dropped += 1,
         }
         row.tokens_used += e.tokens_used;
-        self.tenant_row(e.at_ms, by.tenant).attempts += 1;
+        let tenant_at = by.group.map(GroupKey::tenant);
+        self.tenant_row_at(e.at_ms, by.tenant, tenant_at).attempts += 1;
+    }
+
+    /// The route grouping's position of entry `e`'s `METHOD /template`: by the static
+    /// labels when the provider wrote them from its tables, else by text.
+    fn route_tally(&mut self, e: &Decided<'_>) -> u32 {
+        let Some(statics) = e.statics.method.zip(e.statics.route) else {
+            return self.route_tally_by_text(e.method, e.route);
+        };
+        if let Some(&mut at) = self.static_routes.get_mut(statics) {
+            return at;
+        }
+        let at = self.route_tally_by_text(e.method, e.route);
+        self.static_routes.insert(statics, at);
+        at
     }
 
     /// The route grouping's position of `METHOD /template` for a journal route (its key
     /// made and interned at the route's first sight).
-    fn route_tally(&mut self, method: &str, route: &str) -> u32 {
+    fn route_tally_by_text(&mut self, method: &str, route: &str) -> u32 {
         if let Some(&(.., at)) = self
             .route_keys
             .iter()
@@ -849,6 +934,7 @@ impl Measurement {
     /// Closes the run at `end_ms`, after every action still open was reported with
     /// [`Measurement::on_unfinished`].
     pub fn finish(mut self, end_ms: u64) -> Measured {
+        self.add_pending_statuses();
         self.flush_bucket_latency();
         self.fill_bucket_figures();
         let mut s = self.summary;

@@ -214,17 +214,17 @@ pub fn run_observed(
                 .map_err(DriverError::Output)?;
         }
         // An expectation with `abort = true` that can no longer hold ends the run here.
-        if let Some(a) = abort.check(now, &[turn.measure.running()]) {
-            aborted = Some(a);
-            break;
+        // The figures are read only when something watches them: reading them adds the
+        // counts kept aside (`Measurement::running`).
+        if abort.watches() {
+            if let Some(a) = abort.check(now, &[turn.measure.running()]) {
+                aborted = Some(a);
+                break;
+            }
         }
         if let Some(p) = progress.filter(|_| pacer.due(turn.events)) {
-            p.update(&Snapshot::of(
-                turn.measure.running(),
-                now,
-                turn.cap(),
-                requests,
-            ));
+            let cap = turn.cap();
+            p.update(&Snapshot::of(turn.measure.running(), now, cap, requests));
         }
         stalled = turn.events == before;
     }
