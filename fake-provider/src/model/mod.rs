@@ -1137,7 +1137,6 @@ impl ProviderModel {
     }
 
     /// `POST /v1/records` with Stripe-style idempotency.
-    #[allow(clippy::too_many_arguments)]
     fn create_record(
         &mut self,
         req: &Request,

@@ -399,7 +399,8 @@ impl Measurement {
 
     /// The figures so far, as they stand mid-run: counts only (ratios, percentiles, waves
     /// and the service window are filled by [`Measurement::finish`]). What an expectation
-    /// with `abort = true` watches.
+    /// with `abort = true` watches. It takes `&mut self` because the status counts kept
+    /// aside by static label (see `labels`) are added to the summary first.
     pub fn running(&mut self) -> &Summary {
         self.add_pending_statuses();
         &self.summary
