@@ -29,7 +29,7 @@ impl Errors {
         at_ms: u64,
     ) {
         let known = match statics {
-            Some(key) => self.by_static.get_mut(key).map(|&mut at| at),
+            Some(key) => self.by_static.get(key).copied(),
             None => None,
         };
         let at = match known {

@@ -85,6 +85,14 @@ impl<K, V> Default for ByStatic<K, V> {
 
 impl<K: StaticKey, V> ByStatic<K, V> {
     /// The value under `key`, if one was put.
+    pub fn get(&self, key: K) -> Option<&V> {
+        self.entries
+            .iter()
+            .find(|(k, _)| k.same(key))
+            .map(|(_, v)| v)
+    }
+
+    /// The value under `key` to change, if one was put.
     pub fn get_mut(&mut self, key: K) -> Option<&mut V> {
         self.entries
             .iter_mut()

@@ -210,12 +210,13 @@ pub fn usd(micro_usd: u64) -> f64 {
     micro_usd as f64 / 1_000_000.0
 }
 
-/// Adds `n` attempts that ended as `outcome` to `counts` (`Summary::status_counts`).
-fn count_status(counts: &mut BTreeMap<String, u64>, outcome: &str, n: u64) {
-    match counts.get_mut(outcome) {
+/// Adds `n` to the count of `name` in `counts` (a summary's counts by status, by reason),
+/// copying the name only the first time it is counted.
+pub(crate) fn count_by_name(counts: &mut BTreeMap<String, u64>, name: &str, n: u64) {
+    match counts.get_mut(name) {
         Some(count) => *count += n,
         None => {
-            counts.insert(outcome.to_string(), n);
+            counts.insert(name.to_string(), n);
         }
     }
 }
@@ -382,12 +383,7 @@ impl Measurement {
         if self.last_pushed_back != Some(id) {
             self.last_pushed_back = Some(id);
             self.summary.rejected += 1;
-            match self.summary.rejected_by_reason.get_mut(cause) {
-                Some(n) => *n += 1,
-                None => {
-                    self.summary.rejected_by_reason.insert(cause.to_string(), 1);
-                }
-            }
+            count_by_name(&mut self.summary.rejected_by_reason, cause, 1);
         }
     }
 
@@ -411,7 +407,7 @@ impl Measurement {
     fn add_pending_statuses(&mut self) {
         for (label, n) in self.status_pending.iter_mut() {
             if *n > 0 {
-                count_status(&mut self.summary.status_counts, label, std::mem::take(n));
+                count_by_name(&mut self.summary.status_counts, label, std::mem::take(n));
             }
         }
     }
@@ -531,12 +527,7 @@ impl Measurement {
         ) {
             let name = &mut self.reason_name;
             crate::driver_common::case_file::write_reason_name(&terminal.reason, name);
-            match self.summary.failures_by_reason.get_mut(name.as_str()) {
-                Some(count) => *count += 1,
-                None => {
-                    self.summary.failures_by_reason.insert(name.clone(), 1);
-                }
-            }
+            count_by_name(&mut self.summary.failures_by_reason, name, 1);
         }
         self.backoff.record(terminal.waited_ms);
         self.summary.backoff_ms.total += terminal.waited_ms;
@@ -834,7 +825,7 @@ impl Measurement {
                     self.status_pending.insert(label, 1);
                 }
             },
-            None => count_status(&mut s.status_counts, e.outcome, 1),
+            None => count_by_name(&mut s.status_counts, e.outcome, 1),
         }
         let retry = e.logical_attempt > 1;
         if retry {
@@ -885,7 +876,7 @@ impl Measurement {
         let Some(statics) = e.statics.method.zip(e.statics.route) else {
             return self.route_tally_by_text(e.method, e.route);
         };
-        if let Some(&mut at) = self.static_routes.get_mut(statics) {
+        if let Some(&at) = self.static_routes.get(statics) {
             return at;
         }
         let at = self.route_tally_by_text(e.method, e.route);

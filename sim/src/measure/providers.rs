@@ -69,12 +69,7 @@ impl ProviderTally {
         f.outbound_attempts += 1;
         f.retries += u64::from(e.logical_attempt > 1);
         f.provider_logical_requests += u64::from(e.logical_attempt == 1);
-        match f.status_counts.get_mut(e.outcome) {
-            Some(n) => *n += 1,
-            None => {
-                f.status_counts.insert(e.outcome.to_string(), 1);
-            }
-        }
+        super::count_by_name(&mut f.status_counts, e.outcome, 1);
         f.tokens_used += e.tokens_used;
         f.duplicates += u64::from(e.duplicate);
         let mut cross = CrossDuplicate::default();
