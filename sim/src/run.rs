@@ -301,40 +301,22 @@ fn finish_run_with(
         retries_per_100ms: Some(retries_per_100ms),
     };
     if let Some(dir) = &opts.out_dir {
-        let summary_path = dir.join("summary.json");
-        stampede_reports::write_summary_json(&summary_path, &report.summary)
-            .map_err(|e| output_err(dir, e))?;
-        files.push(summary_path);
-        // The same figures as Prometheus metrics, with seed 003's names and labels.
-        let metrics = dir.join("metrics.prom");
-        stampede_reports::write_metrics_prom(&metrics, &report.summary)
-            .map_err(|e| output_err(dir, e))?;
-        files.push(metrics);
-        let ts = dir.join("timeseries.csv");
-        stampede_reports::write_csv(&ts, &report.timeseries).map_err(|e| output_err(dir, e))?;
-        files.push(ts);
-        let tenants = dir.join("tenants.csv");
-        stampede_reports::write_csv(&tenants, &report.tenants).map_err(|e| output_err(dir, e))?;
-        files.push(tenants);
-        // Requests open at the cap, with their next safe action, so nobody re-runs blind
-        // what may have executed (header only when every request finished).
-        let unfinished = dir.join("unfinished.csv");
-        stampede_reports::write_csv(&unfinished, &measured_unfinished)
-            .map_err(|e| output_err(dir, e))?;
-        files.push(unfinished);
-        // What did not complete, for a person: original input and next safe actions, and
-        // the case file of each escalation (empty files when every action completed).
-        files.extend(case_files::write(dir, &measured_cases).map_err(|e| output_err(dir, e))?);
-        if opts.render {
-            let render_opts = RenderOptions {
-                plots: true,
-                png: opts.png,
-                github_step_summary: opts.github_step_summary.clone(),
-            };
-            let rendered = stampede_reports::render(dir, &report, &render_opts)
-                .map_err(|e| output_err(dir, e))?;
-            files.extend(rendered.files);
-        }
+        // The case files (a naive backlog's dead letters are 15 MB of JSON) are written on a
+        // thread of their own while this one writes the data files and renders the page:
+        // the two share no file, and the loop's second core is idle by now. The files are
+        // listed in the same order either way.
+        let (written, cases) = std::thread::scope(|s| {
+            let cases = s.spawn(|| case_files::write(dir, &measured_cases));
+            let written = write_report_files(dir, &report, &measured_unfinished, opts);
+            let cases = cases
+                .join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("the case file writer panicked")));
+            (written, cases)
+        });
+        let (data, rendered) = written?;
+        files.extend(data);
+        files.extend(cases.map_err(|e| output_err(dir, e))?);
+        files.extend(rendered);
     }
     Ok(RunOutcome {
         report,
@@ -342,6 +324,49 @@ fn finish_run_with(
         refused_offers: 0,
         files,
     })
+}
+
+/// Writes `report`'s data files into `dir` (summary, metrics, timeseries, tenants and the
+/// unfinished requests), then, when `opts.render` asks, its plots and page; returns the
+/// data files' paths and the rendered ones apart.
+fn write_report_files(
+    dir: &Path,
+    report: &RunReport,
+    unfinished: &[stampede_reports::UnfinishedRow],
+    opts: &RunOptions,
+) -> Result<(Vec<PathBuf>, Vec<PathBuf>), RunError> {
+    let mut files = Vec::with_capacity(5);
+    let summary_path = dir.join("summary.json");
+    stampede_reports::write_summary_json(&summary_path, &report.summary)
+        .map_err(|e| output_err(dir, e))?;
+    files.push(summary_path);
+    // The same figures as Prometheus metrics, with seed 003's names and labels.
+    let metrics = dir.join("metrics.prom");
+    stampede_reports::write_metrics_prom(&metrics, &report.summary)
+        .map_err(|e| output_err(dir, e))?;
+    files.push(metrics);
+    let ts = dir.join("timeseries.csv");
+    stampede_reports::write_csv(&ts, &report.timeseries).map_err(|e| output_err(dir, e))?;
+    files.push(ts);
+    let tenants = dir.join("tenants.csv");
+    stampede_reports::write_csv(&tenants, &report.tenants).map_err(|e| output_err(dir, e))?;
+    files.push(tenants);
+    // Requests open at the cap, with their next safe action, so nobody re-runs blind what
+    // may have executed (header only when every request finished).
+    let unfinished_path = dir.join("unfinished.csv");
+    stampede_reports::write_csv(&unfinished_path, unfinished).map_err(|e| output_err(dir, e))?;
+    files.push(unfinished_path);
+    if !opts.render {
+        return Ok((files, Vec::new()));
+    }
+    let render_opts = RenderOptions {
+        plots: true,
+        png: opts.png,
+        github_step_summary: opts.github_step_summary.clone(),
+    };
+    let rendered =
+        stampede_reports::render(dir, report, &render_opts).map_err(|e| output_err(dir, e))?;
+    Ok((files, rendered.files))
 }
 
 /// The scenario's faults that have a time window (`from` or `until`), and the spans the
