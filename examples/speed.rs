@@ -285,7 +285,7 @@ fn whole_run(root: &Path, opts: &Opts, rows: &mut Vec<Row>) {
         cases.push(("one million requests", vec!["sim/examples/bench-1m.toml"]));
     }
     for (what, args) in cases {
-        let mut walls = Vec::new();
+        let (mut walls, mut loops, mut rests) = (Vec::new(), Vec::new(), Vec::new());
         let mut size = 0;
         for _ in 0..opts.runs {
             let _ = std::fs::remove_dir_all(&tmp);
@@ -295,29 +295,48 @@ fn whole_run(root: &Path, opts: &Opts, rows: &mut Vec<Row>) {
             full.extend(["--out", &out_dir]);
             let started = Instant::now();
             // The run's exit code is its verdict (a failed expectation is 1), not an error.
-            let status = Command::new(&bin)
+            let output = Command::new(&bin)
                 .args(&full)
                 .current_dir(root)
-                .stdout(Stdio::null())
-                .status()
+                .stderr(Stdio::inherit())
+                .output()
                 .unwrap_or_else(|e| fail(&format!("cannot run {}: {e}", bin.display())));
-            walls.push(started.elapsed().as_secs_f64() * 1e3);
-            if !matches!(status.code(), Some(0 | 1)) {
+            let wall = started.elapsed().as_secs_f64() * 1e3;
+            walls.push(wall);
+            if !matches!(output.status.code(), Some(0 | 1)) {
+                let status = output.status;
                 fail(&format!("stampede {} exited with {status}", full.join(" ")));
             }
+            // The loop's own wall time, which the run prints; the rest is start-up and the
+            // files written after the loop, which move far less from run to run.
+            let loop_ms = loop_wall_ms(&String::from_utf8_lossy(&output.stdout));
+            loops.push(loop_ms);
+            rests.push(wall - loop_ms);
             size = size_of(&tmp);
         }
         let _ = std::fs::remove_dir_all(&tmp);
         rows.push(Row {
             what: format!("`stampede run --out` (every file written), whole process: {what}"),
             figure: format!(
-                "{} ms wall, run directory {:.1} MB",
+                "{} ms wall (the loop {} ms, the rest {} ms), run directory {:.1} MB",
                 thousands(median(walls)),
+                thousands(median(loops)),
+                thousands(median(rests)),
                 size as f64 / 1e6
             ),
             command: format!("target/release/stampede run {} --out DIR", args.join(" ")),
         });
     }
+}
+
+/// The loop's wall time (ms) from a run's summary line `virtual time / wall (ms)  V / W`.
+fn loop_wall_ms(stdout: &str) -> f64 {
+    stdout
+        .lines()
+        .find(|line| line.contains("virtual time / wall (ms)"))
+        .and_then(|line| line.split_whitespace().last())
+        .and_then(|w| w.parse().ok())
+        .unwrap_or_else(|| fail(&format!("no loop wall time in the run's output:\n{stdout}")))
 }
 
 fn on_path(tool: &str) -> bool {
