@@ -1,7 +1,7 @@
 //! A journal entry as measurement reads it: what the provider decided about one attempt.
 //!
-//! The provider's journal also records what the client said about itself (`tenant`,
-//! `action`, `attempt_no`, `class`, from the `x-stampede-*` headers only our own client
+//! The provider's journal also records what the client said about itself (its tenant,
+//! class, action and attempt numbers, from the `x-stampede-*` headers only our own client
 //! sends), and the provider's flag of where the attempt claim disagreed with its own count.
 //! Those are claims, or made from one, never the source of a figure.
 //! [`Measurement::on_journal`] turns each entry into a [`Decided`] at once, and every

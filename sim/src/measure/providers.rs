@@ -146,18 +146,6 @@ mod tests {
     }
 
     #[test]
-    fn the_clients_claims_do_not_make_two_requests_one() {
-        let mut t = tally();
-        let mut a = commit(None, "POST /v1/chat/completions 01");
-        let mut b = commit(None, "POST /v1/chat/completions 02");
-        // The same claimed action and attempt on both: still two payloads, two requests.
-        (a.action, a.attempt_no) = (Some(7), Some(1));
-        (b.action, b.attempt_no) = (Some(7), Some(1));
-        assert!(!t.observe(0, &Decided::from(&a)).duplicate);
-        assert!(!t.observe(1, &Decided::from(&b)).duplicate);
-    }
-
-    #[test]
     fn a_replay_or_a_providers_own_duplicate_is_not_counted_again() {
         let mut t = tally();
         let e = commit(Some("stk_1"), "x");
