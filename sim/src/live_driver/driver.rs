@@ -262,7 +262,7 @@ pub async fn play_from<L: Ledger>(
             }
         }
         // An expectation with `abort = true` that can no longer hold ends the run here.
-        if let Some(a) = abort.check(now, &[turn.measure.running(), probe.running()]) {
+        if let Some(a) = abort.check(now, || [turn.measure.running(), probe.running()]) {
             aborted = Some(a);
             break;
         }

@@ -203,7 +203,7 @@ pub fn run(
     let mut aborted = None;
     let mut now: Millis = 0;
     loop {
-        if let Some(a) = abort.check(now, &[measure.running()]) {
+        if let Some(a) = abort.check(now, || [measure.running()]) {
             aborted = Some(a);
             break;
         }

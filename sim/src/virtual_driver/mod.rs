@@ -214,13 +214,9 @@ pub fn run_observed(
                 .map_err(DriverError::Output)?;
         }
         // An expectation with `abort = true` that can no longer hold ends the run here.
-        // The figures are read only when something watches them: reading them adds the
-        // counts kept aside (`Measurement::running`).
-        if abort.watches() {
-            if let Some(a) = abort.check(now, &[turn.measure.running()]) {
-                aborted = Some(a);
-                break;
-            }
+        if let Some(a) = abort.check(now, || [turn.measure.running()]) {
+            aborted = Some(a);
+            break;
         }
         if let Some(p) = progress.filter(|_| pacer.due(turn.events)) {
             let cap = turn.cap();
