@@ -28,44 +28,17 @@ impl Errors {
         statics: Option<(&'static str, &'static str)>,
         at_ms: u64,
     ) {
-        let known = match statics {
-            Some(key) => self.by_static.get(key).copied(),
-            None => None,
-        };
-        let at = match known {
-            Some(at) => at,
-            None => {
-                let at = self.place(status, message);
-                if let Some(key) = statics {
-                    self.by_static.insert(key, at);
-                }
-                at
-            }
+        let kinds = &mut self.kinds;
+        let at = match statics {
+            Some(key) => *self
+                .by_static
+                .get_or_insert_with(key, || place(kinds, status, message)),
+            None => place(kinds, status, message),
         };
         let k = &mut self.kinds[at];
         k.count += 1;
         k.first_ms = k.first_ms.min(at_ms);
         k.last_ms = k.last_ms.max(at_ms);
-    }
-
-    /// The place of `(status, message)` in `kinds`, found by text, pushed with no count
-    /// when new.
-    fn place(&mut self, status: &str, message: &str) -> usize {
-        if let Some(at) = self
-            .kinds
-            .iter()
-            .position(|k| k.status == status && k.message == message)
-        {
-            return at;
-        }
-        self.kinds.push(ErrorCount {
-            status: status.to_string(),
-            message: message.to_string(),
-            count: 0,
-            first_ms: u64::MAX,
-            last_ms: 0,
-        });
-        self.kinds.len() - 1
     }
 
     /// The table: most frequent first, then by status and message, so the order is the
@@ -79,6 +52,25 @@ impl Errors {
         });
         self.kinds
     }
+}
+
+/// The place of `(status, message)` in `kinds`, found by text, pushed with no count when
+/// new.
+fn place(kinds: &mut Vec<ErrorCount>, status: &str, message: &str) -> usize {
+    if let Some(at) = kinds
+        .iter()
+        .position(|k| k.status == status && k.message == message)
+    {
+        return at;
+    }
+    kinds.push(ErrorCount {
+        status: status.to_string(),
+        message: message.to_string(),
+        count: 0,
+        first_ms: u64::MAX,
+        last_ms: 0,
+    });
+    kinds.len() - 1
 }
 
 #[cfg(test)]

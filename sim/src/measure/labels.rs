@@ -84,31 +84,16 @@ impl<K, V> Default for ByStatic<K, V> {
 }
 
 impl<K: StaticKey, V> ByStatic<K, V> {
-    /// The value under `key`, if one was put.
-    pub fn get(&self, key: K) -> Option<&V> {
-        self.entries
-            .iter()
-            .find(|(k, _)| k.same(key))
-            .map(|(_, v)| v)
-    }
-
-    /// The value under `key` to change, if one was put.
-    pub fn get_mut(&mut self, key: K) -> Option<&mut V> {
-        self.entries
-            .iter_mut()
-            .find(|(k, _)| k.same(key))
-            .map(|(_, v)| v)
-    }
-
-    /// Puts `value` under `key`, which holds none.
-    pub fn insert(&mut self, key: K, value: V) -> &mut V {
-        debug_assert!(
-            !self.entries.iter().any(|(k, _)| k.same(key)),
-            "a key is put once"
-        );
-        self.entries.push((key, value));
-        let last = self.entries.len() - 1;
-        &mut self.entries[last].1
+    /// The value under `key` to change, put there by `make` when there is none yet.
+    pub fn get_or_insert_with(&mut self, key: K, make: impl FnOnce() -> V) -> &mut V {
+        let at = match self.entries.iter().position(|(k, _)| k.same(key)) {
+            Some(at) => at,
+            None => {
+                self.entries.push((key, make()));
+                self.entries.len() - 1
+            }
+        };
+        &mut self.entries[at].1
     }
 
     /// Every entry, in the order put.
@@ -142,12 +127,17 @@ mod tests {
 
         let label: &'static str = "429";
         let mut counts: ByStatic<&'static str, u64> = ByStatic::default();
-        *counts.insert(label, 0) += 1;
-        *counts.get_mut(label).expect("the same static") += 1;
+        *counts.get_or_insert_with(label, || 0) += 1;
+        *counts.get_or_insert_with(label, || unreachable!("the same static")) += 1;
         // The same text at another address is another key (its tally is then found by
         // text by the caller): a prefix of a longer static is not the same static.
         let longer: &'static str = "4290";
-        assert!(counts.get_mut(&longer[..3]).is_none());
+        let mut made = false;
+        counts.get_or_insert_with(&longer[..3], || {
+            made = true;
+            0
+        });
+        assert!(made, "a prefix of a longer static is another key");
         assert_eq!(counts.iter_mut().map(|(_, n)| *n).sum::<u64>(), 2);
     }
 }

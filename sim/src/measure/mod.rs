@@ -210,6 +210,22 @@ pub fn usd(micro_usd: u64) -> f64 {
     micro_usd as f64 / 1_000_000.0
 }
 
+/// The route grouping's position of `METHOD /template` for a journal route, found in
+/// `keys` by text (its key made and interned in `groups` at the route's first sight).
+fn route_tally_by_text(
+    keys: &mut Vec<(String, String, u32)>,
+    groups: &mut Groups,
+    method: &str,
+    route: &str,
+) -> u32 {
+    if let Some(&(.., at)) = keys.iter().find(|(m, r, _)| m == method && r == route) {
+        return at;
+    }
+    let at = groups.route(&format!("{method} {route}"));
+    keys.push((method.to_string(), route.to_string(), at));
+    at
+}
+
 /// Adds `n` to the count of `name` in `counts` (a summary's counts by status, by reason),
 /// copying the name only the first time it is counted.
 pub(crate) fn count_by_name(counts: &mut BTreeMap<String, u64>, name: &str, n: u64) {
@@ -819,12 +835,7 @@ impl Measurement {
         let s = &mut self.summary;
         s.outbound_attempts += 1;
         match e.statics.outcome {
-            Some(label) => match self.status_pending.get_mut(label) {
-                Some(n) => *n += 1,
-                None => {
-                    self.status_pending.insert(label, 1);
-                }
-            },
+            Some(label) => *self.status_pending.get_or_insert_with(label, || 0) += 1,
             None => count_by_name(&mut s.status_counts, e.outcome, 1),
         }
         let retry = e.logical_attempt > 1;
@@ -873,31 +884,12 @@ impl Measurement {
     /// The route grouping's position of entry `e`'s `METHOD /template`: by the static
     /// labels when the provider wrote them from its tables, else by text.
     fn route_tally(&mut self, e: &Decided<'_>) -> u32 {
-        let Some(statics) = e.statics.method.zip(e.statics.route) else {
-            return self.route_tally_by_text(e.method, e.route);
-        };
-        if let Some(&at) = self.static_routes.get(statics) {
-            return at;
+        let (keys, groups) = (&mut self.route_keys, &mut self.groups);
+        let mut by_text = || route_tally_by_text(keys, groups, e.method, e.route);
+        match e.statics.method.zip(e.statics.route) {
+            Some(statics) => *self.static_routes.get_or_insert_with(statics, by_text),
+            None => by_text(),
         }
-        let at = self.route_tally_by_text(e.method, e.route);
-        self.static_routes.insert(statics, at);
-        at
-    }
-
-    /// The route grouping's position of `METHOD /template` for a journal route (its key
-    /// made and interned at the route's first sight).
-    fn route_tally_by_text(&mut self, method: &str, route: &str) -> u32 {
-        if let Some(&(.., at)) = self
-            .route_keys
-            .iter()
-            .find(|(m, r, _)| m == method && r == route)
-        {
-            return at;
-        }
-        let at = self.groups.route(&format!("{method} {route}"));
-        self.route_keys
-            .push((method.to_string(), route.to_string(), at));
-        at
     }
 
     /// Writes the per-bucket percentiles and the backlog into the rows the run made (never
