@@ -6,54 +6,13 @@
 //! interface only, and show that every figure comes out the same; the measurement's own
 //! code never names those fields.
 
-use std::borrow::Cow;
-
-use stampede_provider::config::{CredentialConfig, DurationMs, ScopeLimits};
-use stampede_provider::model::{Fingerprint, JournalEntry};
-use stampede_provider::{ProviderConfig, ProviderModel, Request, RequestRoute};
 use stampede_reports::UnfinishedRow;
-use stampede_sim::measure::{Measurement, SentBy};
+use stampede_sim::measure::Measurement;
 
-/// A provider with one scope of 1 request a minute whose 429s leave 100 ms after the
-/// decision.
-fn provider() -> ProviderModel {
-    let config = ProviderConfig {
-        reject_latency: DurationMs(100),
-        scopes: vec![ScopeLimits {
-            rpm: Some(1),
-            ..ScopeLimits::unlimited("s")
-        }],
-        credentials: vec![CredentialConfig {
-            key: "sk-s".into(),
-            scope: "s".into(),
-            scopes: Vec::new(),
-        }],
-        ..ProviderConfig::default()
-    };
-    ProviderModel::new(config, 1, 0).unwrap()
-}
+#[path = "support/journal.rs"]
+mod journal;
 
-/// A chat completion that says nothing about itself (no `x-stampede-*` claims).
-fn chat() -> Request {
-    Request {
-        route: RequestRoute::ChatCompletions,
-        credential: Some("sk-s".into()),
-        prompt_tokens: 10,
-        max_tokens: 5,
-        ..Request::default()
-    }
-}
-
-/// Who the harness sent an attempt for, at provider `provider`.
-fn sent_by(provider: u8) -> SentBy<'static> {
-    SentBy {
-        tenant: "t",
-        class: "llm",
-        priority: "normal",
-        provider,
-        group: None,
-    }
-}
+use journal::{chat, commit, provider, sent_by};
 
 #[test]
 fn no_figure_reads_the_clients_claims_or_the_harness_numbering() {
@@ -85,26 +44,6 @@ fn no_figure_reads_the_clients_claims_or_the_harness_numbering() {
         disagreements > 0,
         "wrong claims are counted as such, and only there"
     );
-}
-
-/// A committed chat completion as provider journals record it, with key `key` (if any) and
-/// fingerprint `fingerprint`. Every field not set keeps its default: nothing the client
-/// claims about itself is written unless a test writes it to show it changes nothing.
-fn commit(key: Option<&str>, fingerprint: &str) -> JournalEntry {
-    JournalEntry {
-        seq: 1,
-        route: Cow::Borrowed("/v1/chat/completions"),
-        method: Cow::Borrowed("POST"),
-        idempotency_key: key.map(Into::into),
-        fingerprint: Fingerprint::Text(fingerprint.to_string()),
-        status: Some(200),
-        outcome: Cow::Borrowed("200"),
-        committed: true,
-        tokens_used: 10,
-        logical: 1,
-        logical_attempt: 1,
-        ..JournalEntry::default()
-    }
 }
 
 #[test]

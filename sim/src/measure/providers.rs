@@ -11,8 +11,6 @@
 use super::decided::Decided;
 use rustc_hash::FxHashMap;
 use stampede_provider::model::Fnv;
-#[cfg(test)]
-use stampede_provider::model::JournalEntry;
 use stampede_reports::{ProviderFigures, Summary};
 
 /// Per-provider counts and cross-provider commits, kept only when a run has several
@@ -102,64 +100,5 @@ impl ProviderTally {
             f.billed_usd = super::usd(micro);
             summary.by_provider.insert(name, f);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::borrow::Cow;
-
-    fn commit(key: Option<&str>, fingerprint: &str) -> JournalEntry {
-        // Every field the test does not set keeps its default: nothing the client claims
-        // about itself is written unless a test writes it to show it changes nothing.
-        JournalEntry {
-            seq: 1,
-            route: Cow::Borrowed("/v1/chat/completions"),
-            method: Cow::Borrowed("POST"),
-            idempotency_key: key.map(Into::into),
-            fingerprint: stampede_provider::model::Fingerprint::Text(fingerprint.to_string()),
-            status: Some(200),
-            outcome: Cow::Borrowed("200"),
-            committed: true,
-            tokens_used: 10,
-            logical: 1,
-            logical_attempt: 1,
-            ..JournalEntry::default()
-        }
-    }
-
-    fn tally() -> ProviderTally {
-        ProviderTally::new(&["a".to_string(), "b".to_string()])
-    }
-
-    #[test]
-    fn one_identity_committed_at_two_providers_is_a_duplicate_at_the_second() {
-        let mut t = tally();
-        let e = commit(Some("stk_1"), "POST /v1/chat/completions 01");
-        assert!(!t.observe(0, &Decided::from(&e)).duplicate);
-        assert!(t.observe(1, &Decided::from(&e)).duplicate);
-        // Without a key, the fingerprint is the identity.
-        let f = commit(None, "POST /v1/chat/completions 02");
-        assert!(!t.observe(0, &Decided::from(&f)).duplicate);
-        assert!(t.observe(1, &Decided::from(&f)).duplicate);
-    }
-
-    #[test]
-    fn a_replay_or_a_providers_own_duplicate_is_not_counted_again() {
-        let mut t = tally();
-        let e = commit(Some("stk_1"), "x");
-        t.observe(0, &Decided::from(&e));
-        let replay = JournalEntry {
-            replayed: true,
-            committed: false,
-            ..commit(Some("stk_1"), "x")
-        };
-        assert!(!t.observe(1, &Decided::from(&replay)).duplicate);
-        let own = JournalEntry {
-            duplicate: true,
-            ..commit(Some("stk_1"), "x")
-        };
-        assert!(!t.observe(0, &Decided::from(&own)).duplicate);
     }
 }
