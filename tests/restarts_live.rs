@@ -141,7 +141,7 @@ fn a_runner_killed_after_the_provider_committed_looks_the_write_up_after_restart
         .iter()
         .find(|e| e.job.id == action)
         .expect("the killed action is in the ledger");
-    assert_eq!(entry.job.idempotency_key.as_deref(), Some(&*key));
+    assert_eq!(entry.job.idempotency_key.as_ref(), Some(&key));
     assert_eq!(
         entry.state,
         ActionState::InFlight,
@@ -192,7 +192,7 @@ fn a_runner_killed_after_the_provider_committed_looks_the_write_up_after_restart
         .filter(|e| {
             is_create(e)
                 && (e.action == Some(action)
-                    || e.idempotency_key.as_deref() == Some(&*key)
+                    || e.idempotency_key.as_ref() == Some(&key)
                     || (killed.external_ref.is_some() && e.external_ref == killed.external_ref))
         })
         .collect();
@@ -225,7 +225,7 @@ fn a_runner_killed_after_the_provider_committed_looks_the_write_up_after_restart
         .find(|e| e.job.id == action)
         .expect("the killed action is still in the ledger");
     assert_eq!(resolved.state, ActionState::Completed);
-    assert_eq!(resolved.job.idempotency_key.as_deref(), Some(&*key));
+    assert_eq!(resolved.job.idempotency_key.as_ref(), Some(&key));
     let creates_of_action: Vec<&JournalEntry> = whole
         .iter()
         .filter(|e| is_create(e) && e.action == Some(action))

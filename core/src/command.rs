@@ -9,6 +9,7 @@ use crate::job::{JobId, Route};
 use crate::operation_id::OperationId;
 use crate::routing::FallbackWhen;
 use crate::time::Millis;
+use stampede_key::IdempotencyKey;
 
 /// Identifies one outbound attempt; unique and increasing within a scheduler's life.
 pub type AttemptId = u64;
@@ -42,7 +43,7 @@ pub enum SendKind {
 pub enum LookupBy {
     /// The idempotency key the action was sent with (`GET /v1/records?idempotency_key=`):
     /// used when the policy sends keys.
-    IdempotencyKey(Arc<str>),
+    IdempotencyKey(IdempotencyKey),
     /// The action's external reference (`GET /v1/records?external_ref=`): used when no key
     /// was sent and the job carries one.
     ExternalRef(String),
@@ -75,7 +76,7 @@ pub struct SendAttempt {
     /// Endpoint family of the action (for a look-up: of the action looked up).
     pub route: Route,
     /// `Idempotency-Key` header to send, if the policy sends keys.
-    pub idempotency_key: Option<Arc<str>>,
+    pub idempotency_key: Option<IdempotencyKey>,
     /// Tokens reserved for this attempt (tokens: prompt + max output, capped at `u32::MAX`);
     /// 0 for look-ups and non-LLM routes.
     pub reserved_tokens: u32,

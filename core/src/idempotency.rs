@@ -4,9 +4,8 @@
 //! provider can recognise a retry. The key must come out the same on every run, platform and
 //! Rust version: std's `Hasher` promises none of that, so keys are SHA-256 based.
 
-use std::sync::Arc;
-
 use sha2::{Digest, Sha256};
+use stampede_key::IdempotencyKey;
 
 /// Domain separators so a key and a payload hash of the same parts never coincide.
 const KEY_DOMAIN: &[u8] = b"stampede/idempotency-key/v1";
@@ -19,26 +18,21 @@ fn feed(hasher: &mut Sha256, part: &[u8]) {
 }
 
 /// The idempotency key of one logical action: `"stk_"` followed by 32 lower-case hex
-/// digits (the first 16 bytes of a SHA-256 over tenant, task and payload hash). Shared
-/// (`Arc<str>`): the action, its ledger entry and every attempt hold this one copy.
+/// digits (the first 16 bytes of a SHA-256 over tenant, task and payload hash), held as
+/// those 16 bytes: the action, its ledger entry and every attempt copy it in place, and
+/// its text is rendered only on the wire and in reports.
 #[must_use]
-pub fn derive_key(tenant: &str, task: &str, payload_hash: u64) -> Arc<str> {
+pub fn derive_key(tenant: &str, task: &str, payload_hash: u64) -> IdempotencyKey {
     let mut hasher = Sha256::new();
     feed(&mut hasher, KEY_DOMAIN);
     feed(&mut hasher, tenant.as_bytes());
     feed(&mut hasher, task.as_bytes());
     feed(&mut hasher, &payload_hash.to_be_bytes());
     let digest = hasher.finalize();
-    let mut key = [0u8; 4 + 32];
-    key[..4].copy_from_slice(b"stk_");
-    for (i, byte) in digest[..16].iter().enumerate() {
-        key[4 + 2 * i] = HEX[usize::from(byte >> 4)];
-        key[5 + 2 * i] = HEX[usize::from(byte & 0x0f)];
-    }
-    Arc::from(std::str::from_utf8(&key).expect("ASCII prefix and hex digits"))
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    IdempotencyKey::derived(bytes)
 }
-
-const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// A stable 64-bit hash of canonical payload parts (the first 8 bytes, big-endian, of a
 /// SHA-256 over the length-prefixed parts). Same parts, same hash, everywhere.
@@ -63,6 +57,7 @@ mod tests {
     fn idempotency_key_is_stable_across_calls() {
         let key = derive_key("acme", "task-1", 42);
         assert_eq!(key, derive_key("acme", "task-1", 42));
+        let key = key.text();
         assert_eq!(key.len(), 36);
         assert!(key.starts_with("stk_"));
         assert!(
@@ -80,7 +75,7 @@ mod tests {
     /// would orphan every persisted key) fails here.
     #[test]
     fn idempotency_key_and_stable_hash_are_stable_across_platforms_and_versions() {
-        assert_eq!(&*derive_key("acme", "task-1", 42), KNOWN_KEY);
+        assert_eq!(&*derive_key("acme", "task-1", 42).text(), KNOWN_KEY);
         assert_eq!(
             stable_hash(&["POST", "/v1/records", "{\"a\":1}"]),
             KNOWN_HASH

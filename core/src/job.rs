@@ -5,6 +5,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::time::Millis;
+use stampede_key::IdempotencyKey;
 
 /// Identifies one logical action for the whole run (and across restarts). Assigned by the
 /// driver; unique within a run.
@@ -72,8 +73,9 @@ pub struct Job {
     pub max_output_tokens: u32,
     /// Absolute deadline (ms since run start), if any.
     pub deadline: Option<Millis>,
-    /// Idempotency key; derived from tenant, task and payload hash when absent.
-    pub idempotency_key: Option<Arc<str>>,
+    /// Idempotency key; derived from tenant, task and payload hash when absent (a derived
+    /// key is held as its 16 bytes, in place).
+    pub idempotency_key: Option<IdempotencyKey>,
     /// Hash of the canonical payload (stable fields only).
     pub payload_hash: u64,
     /// External reference of the side effect (for reconciliation by reference).

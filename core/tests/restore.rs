@@ -108,7 +108,7 @@ fn a_planned_action_is_sent_again_with_its_key() {
         panic!("expected a send, got {commands:?}");
     };
     assert_eq!(send.kind, SendKind::Action);
-    assert_eq!(send.idempotency_key.as_deref(), Some("key-2"));
+    assert_eq!(send.idempotency_key, Some("key-2".into()));
     assert_eq!(send.attempt_no, 1);
 }
 

@@ -298,8 +298,8 @@ fn uncertain_write_never_resent_before_lookup_absent() {
     assert_eq!(resend.len(), 1);
     assert_eq!(resend[0].kind, SendKind::Action);
     assert_eq!(
-        resend[0].idempotency_key.as_deref(),
-        Some(&*key),
+        resend[0].idempotency_key.as_ref(),
+        Some(&key),
         "re-sent with the same key"
     );
 }
@@ -864,7 +864,8 @@ fn audit_is_recorded_before_dispatch_and_free_of_secrets() {
     assert!(events.iter().any(|e| e.kind == AuditKind::Completed));
     for event in events {
         assert!(
-            !event.detail.text().contains(CREDENTIAL) && !event.detail.text().contains(&*key),
+            !event.detail.text().contains(CREDENTIAL)
+                && !event.detail.text().contains(&*key.text()),
             "{}",
             event.detail
         );

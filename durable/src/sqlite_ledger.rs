@@ -253,6 +253,7 @@ impl SqliteLedger {
                  idempotency_key = excluded.idempotency_key, job_json = excluded.job_json",
             )
             .and_then(|mut stmt| {
+                let key = entry.job.idempotency_key.as_ref().map(|k| k.text());
                 stmt.execute(params![
                     id_to_sql(entry.job.id),
                     state_name(entry.state),
@@ -260,7 +261,7 @@ impl SqliteLedger {
                     millis_to_sql(entry.waited_ms),
                     entry.operation_id.as_deref(),
                     millis_to_sql(entry.updated_at),
-                    entry.job.idempotency_key,
+                    key.as_deref(),
                     job_json,
                 ])
             })

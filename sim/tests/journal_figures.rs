@@ -3,7 +3,6 @@
 //! providers by the providers' identity of a request (its key, else its fingerprint).
 
 use stampede_provider::model::JournalEntry;
-use stampede_reports::AttemptRow;
 use stampede_sim::measure::decided::Decided;
 use stampede_sim::measure::providers::ProviderTally;
 use stampede_sim::measure::{Measurement, SentBy};
@@ -30,14 +29,15 @@ fn retry_after_violations_are_the_providers_own_flags() {
     m.arrive(&chat(), 60_100); // on time
     let mut measure = Measurement::new(1_000, 600_000);
     let journal = m.drain_journal();
-    let rows: Vec<AttemptRow> = journal
+    let flags: Vec<bool> = journal
         .iter()
         .map(|e| {
             measure.on_journal(e, None, &SentBy::default());
-            attempts::row(e, None, "", Numbering::default())
+            attempts::with_row(e, None, "", Numbering::default(), |row| {
+                row.retry_after_violation
+            })
         })
         .collect();
-    let flags: Vec<bool> = rows.iter().map(|r| r.retry_after_violation).collect();
     assert_eq!(flags, vec![false, false, false, true, true, false]);
     let measured = measure.finish(60_100);
     assert_eq!(measured.summary.retry_after_violations, 2);

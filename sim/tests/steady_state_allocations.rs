@@ -7,7 +7,7 @@
 //!
 //! The core's jobs, scheduler and answer are the cycle benchmark's (`core/benches/support`):
 //! the names a job shares with others made once, as the drivers make them, and a key of its
-//! own.
+//! own (or none, for the core to derive).
 
 #[path = "../../core/benches/support/mod.rs"]
 mod core_support;
@@ -53,6 +53,21 @@ fn a_job_naming_its_model_is_sent_without_allocating() {
     assert_eq!(
         counted, 0,
         "{counted} heap allocations in {COUNTED} warm cycles of jobs naming a model"
+    );
+}
+
+/// A job that brings no idempotency key, as the simulator's workload makes every job: the
+/// core derives one at admission and holds it in place, so deriving costs no allocation
+/// either.
+#[test]
+fn the_core_derives_a_key_without_allocating() {
+    let (counted, _) = warm_core_cycle_allocations(|id| Job {
+        idempotency_key: None,
+        ..core_support::job(id)
+    });
+    assert_eq!(
+        counted, 0,
+        "{counted} heap allocations in {COUNTED} warm cycles of jobs whose key the core derives"
     );
 }
 

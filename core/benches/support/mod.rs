@@ -7,7 +7,8 @@ use std::sync::{Arc, OnceLock};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use stampede_core::{
-    InMemoryLedger, Job, Outcome, Policy, Priority, Response, Route, Scheduler, ScopeBudget, Usage,
+    IdempotencyKey, InMemoryLedger, Job, Outcome, Policy, Priority, Response, Route, Scheduler,
+    ScopeBudget, Usage,
 };
 
 /// The names every job shares, made once. The drivers hand the core the same `Arc<str>`
@@ -49,7 +50,9 @@ pub fn job(id: u64) -> Job {
         prompt_tokens: 300,
         max_output_tokens: 200,
         deadline: None,
-        idempotency_key: Some(format!("key-{id}").into()),
+        // A key of its own in the form the core derives (held in place, as a driver's jobs
+        // carry it from the core's derivation on).
+        idempotency_key: Some(IdempotencyKey::derived(u128::from(id).to_be_bytes())),
         payload_hash: id,
         external_ref: None,
         coalescable: false,

@@ -4,8 +4,6 @@
 //! key only when the look-up says the action is absent, completed when found, and escalated
 //! when the look-up is unsupported or its budget runs out.
 
-use std::sync::Arc;
-
 use super::state::{held_less, NextSend};
 use super::Scheduler;
 use crate::audit::{AuditDetail, AuditKind};
@@ -28,7 +26,7 @@ impl<L: Ledger> Scheduler<L> {
             &fields.external_ref,
             &job.entry.operation_id,
         ) {
-            (Some(key), _, _) if keyed => Some(LookupBy::IdempotencyKey(Arc::clone(key))),
+            (Some(key), _, _) if keyed => Some(LookupBy::IdempotencyKey(key.clone())),
             (_, Some(reference), _) => Some(LookupBy::ExternalRef(reference.clone())),
             (_, _, Some(operation)) => Some(LookupBy::OperationId(operation.clone())),
             _ => None,

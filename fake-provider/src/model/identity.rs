@@ -33,6 +33,7 @@
 use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap;
+use stampede_key::IdempotencyKey;
 
 use serde::{Deserialize, Serialize};
 
@@ -260,6 +261,20 @@ fn alias(kind: AliasKind, scope: &str, value: &str) -> u64 {
         .finish()
 }
 
+/// The alias of idempotency key `key` within `scope`: a derived key goes in as its two
+/// words, behind a length no text has, with no text rendered to be hashed.
+fn key_alias(scope: &str, key: &IdempotencyKey) -> u64 {
+    let h = AliasHash::new(AliasKind::Key).text(scope.as_bytes());
+    match key.derived_bytes() {
+        Some(bytes) => {
+            let (high, low) = bytes.split_at(8);
+            let word = |w: &[u8]| u64::from_le_bytes(w.try_into().unwrap_or_default());
+            h.word(u64::MAX).word(word(high)).word(word(low)).finish()
+        }
+        None => h.text(key.text().as_bytes()).finish(),
+    }
+}
+
 /// The alias of a request's fingerprint on its credential: the body hash goes in as the
 /// number it is, with no hex text rendered to be hashed.
 fn fingerprint_alias(req: &Request) -> u64 {
@@ -485,10 +500,7 @@ impl Identity {
             .as_deref()
             .filter(|_| is_write)
             .map(|r| alias(AliasKind::ExternalRef, scope, r));
-        let by_key = req
-            .idempotency_key
-            .as_deref()
-            .map(|k| alias(AliasKind::Key, scope, k));
+        let by_key = req.idempotency_key.as_ref().map(|k| key_alias(scope, k));
         let by_fp = fingerprint_alias(req);
         // The owner of each alias looked up (`None`: not looked up), so that binding them
         // below looks none of them up again.
@@ -600,7 +612,7 @@ fn lookup_alias(route: &RequestRoute, scope: &str) -> Option<u64> {
         } => Some(alias(AliasKind::ExternalRef, scope, r)),
         RequestRoute::FindRecords {
             by: FindBy::IdempotencyKey(k),
-        } => Some(alias(AliasKind::Key, scope, k)),
+        } => Some(key_alias(scope, k)),
         _ => None,
     }
 }

@@ -7,6 +7,8 @@ use super::request::Fingerprint;
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use stampede_key::IdempotencyKey;
+
 /// One attempt as the provider saw it.
 ///
 /// Written when the attempt arrives (the model decides everything then). `done_ms` is the
@@ -30,7 +32,7 @@ pub struct JournalEntry {
     /// HTTP method (borrowed for the known routes).
     pub method: Cow<'static, str>,
     /// `Idempotency-Key` as sent.
-    pub idempotency_key: Option<Arc<str>>,
+    pub idempotency_key: Option<IdempotencyKey>,
     /// External reference of a record write.
     pub external_ref: Option<String>,
     /// What a record look-up asked for (`id=..`, `external_ref=..`, `idempotency_key=..`), so

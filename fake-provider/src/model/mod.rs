@@ -65,6 +65,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
+use stampede_key::IdempotencyKey;
 use std::sync::Arc;
 
 /// Model time: milliseconds since the run (or the server) started.
@@ -87,9 +88,9 @@ struct Holding {
     /// The listed model it was for, which decides the scopes it counted against.
     model: Option<usize>,
     /// The record write's idempotency key it holds.
-    key: Option<Arc<str>>,
+    key: Option<IdempotencyKey>,
     /// The completion's idempotency key it holds (`completion_idempotency`).
-    completion_key: Option<Arc<str>>,
+    completion_key: Option<IdempotencyKey>,
 }
 
 /// A known bearer key.
@@ -411,7 +412,7 @@ impl ProviderModel {
 
     /// Records created with this idempotency key, in commit order.
     pub fn records_by_idempotency_key(&self, key: &str) -> Vec<&Record> {
-        self.records.by_idempotency_key(key)
+        self.records.by_idempotency_key(&IdempotencyKey::new(key))
     }
 
     /// Every record kept (see `provider.record_retention`), in commit order.
@@ -721,6 +722,7 @@ impl ProviderModel {
         let injection = if self.faults.is_empty() {
             None
         } else {
+            let key = req.idempotency_key.as_ref().map(IdempotencyKey::text);
             let facts = AttemptFacts {
                 now,
                 route: req.route.name(),
@@ -729,7 +731,7 @@ impl ProviderModel {
                 class: req.class.as_deref(),
                 tenant: req.tenant.as_deref(),
                 logical: entry.logical,
-                key: req.idempotency_key.as_deref(),
+                key: key.as_deref(),
                 external_ref: req.external_ref.as_deref(),
                 body_hash: req.body_hash,
             };
@@ -1031,7 +1033,7 @@ impl ProviderModel {
     ) -> (u64, Answer) {
         let key = req
             .idempotency_key
-            .as_deref()
+            .as_ref()
             .filter(|_| self.config.completion_idempotency);
         if let Some(key) = key {
             let reject_ms = self.config.reject_latency.ms();
@@ -1494,7 +1496,7 @@ fn open_entry(
     }
     *route = Cow::Borrowed(req.route.template());
     *method = Cow::Borrowed(req.route.method());
-    keep_shared(idempotency_key, req.idempotency_key.as_ref());
+    idempotency_key.clone_from(&req.idempotency_key);
     external_ref.clone_from(&req.external_ref);
     *lookup = req.route.lookup();
     *fingerprint = Fingerprint::of(&req.route, req.body_hash);

@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
+use stampede_key::IdempotencyKey;
 
 use super::decision::RecordId;
 
@@ -32,7 +33,7 @@ pub struct Record {
     /// The `external_ref` field of the write.
     pub external_ref: Option<String>,
     /// The `Idempotency-Key` it was created with (shared with the request that sent it).
-    pub idempotency_key: Option<Arc<str>>,
+    pub idempotency_key: Option<IdempotencyKey>,
     /// Hash of the request body that created it.
     pub body_hash: u64,
     /// The scope whose credential created it (shared with the model's scope).
@@ -91,11 +92,11 @@ pub(crate) struct RecordStore {
     records: VecDeque<Record>,
     base: usize,
     by_ref: BTreeMap<String, VecDeque<usize>>,
-    by_key: BTreeMap<Arc<str>, VecDeque<usize>>,
+    by_key: BTreeMap<IdempotencyKey, VecDeque<usize>>,
     /// Keys are scoped per provider scope (an account), as Stripe scopes them per account.
-    /// Both are the shared names the requests and the model hold, so a look-up or a release
-    /// of a key clones two pointers instead of copying two strings.
-    keys: FxHashMap<(Arc<str>, Arc<str>), KeyEntry>,
+    /// The scope is the shared name the model holds and the key a value (a derived key in
+    /// place), so a look-up or a release of a key copies no string.
+    keys: FxHashMap<(Arc<str>, IdempotencyKey), KeyEntry>,
     retention_ms: u64,
     max_records: usize,
     evicted: u64,
@@ -111,7 +112,11 @@ impl Default for RecordStore {
 
 /// Drops `idx` from the front of an index entry (eviction goes in commit order, so the
 /// evicted record is the oldest of every list it is in) and the entry once empty.
-fn unindex<K: Borrow<str> + Ord>(index: &mut BTreeMap<K, VecDeque<usize>>, name: &str, idx: usize) {
+fn unindex<K: Borrow<Q> + Ord, Q: Ord + ?Sized>(
+    index: &mut BTreeMap<K, VecDeque<usize>>,
+    name: &Q,
+    idx: usize,
+) {
     if let Some(list) = index.get_mut(name) {
         if list.front() == Some(&idx) {
             list.pop_front();
@@ -178,7 +183,7 @@ impl RecordStore {
             }
             if let Some(k) = &r.idempotency_key {
                 unindex(&mut self.by_key, k, idx);
-                let slot = (r.scope, Arc::clone(k));
+                let slot = (r.scope, k.clone());
                 if self.keys.get(&slot).is_some_and(|e| e.record == idx) {
                     self.keys.remove(&slot);
                 }
@@ -191,8 +196,13 @@ impl RecordStore {
         self.evict_to(now, self.max_records);
     }
 
-    pub(crate) fn check_key(&self, scope: &Arc<str>, key: &Arc<str>, body_hash: u64) -> KeyCheck {
-        match self.keys.get(&(Arc::clone(scope), Arc::clone(key))) {
+    pub(crate) fn check_key(
+        &self,
+        scope: &Arc<str>,
+        key: &IdempotencyKey,
+        body_hash: u64,
+    ) -> KeyCheck {
+        match self.keys.get(&(Arc::clone(scope), key.clone())) {
             None => KeyCheck::Fresh,
             Some(e) if e.in_flight.is_some() => KeyCheck::InUse,
             Some(e) if e.body_hash != body_hash => KeyCheck::BodyMismatch,
@@ -206,7 +216,7 @@ impl RecordStore {
     pub(crate) fn commit(
         &mut self,
         scope: &Arc<str>,
-        key: Option<&Arc<str>>,
+        key: Option<&IdempotencyKey>,
         remember_key: bool,
         external_ref: Option<&str>,
         body_hash: u64,
@@ -233,10 +243,10 @@ impl RecordStore {
             self.by_ref.entry(r.to_string()).or_default().push_back(idx);
         }
         if let Some(k) = key {
-            self.by_key.entry(Arc::clone(k)).or_default().push_back(idx);
+            self.by_key.entry(k.clone()).or_default().push_back(idx);
             if remember_key {
                 self.keys.insert(
-                    (Arc::clone(scope), Arc::clone(k)),
+                    (Arc::clone(scope), k.clone()),
                     KeyEntry {
                         body_hash,
                         record: idx,
@@ -249,8 +259,8 @@ impl RecordStore {
     }
 
     /// The attempt `seq` answered: its key may now be replayed.
-    pub(crate) fn release_key(&mut self, scope: &Arc<str>, key: &Arc<str>, seq: u64) {
-        if let Some(e) = self.keys.get_mut(&(Arc::clone(scope), Arc::clone(key))) {
+    pub(crate) fn release_key(&mut self, scope: &Arc<str>, key: &IdempotencyKey, seq: u64) {
+        if let Some(e) = self.keys.get_mut(&(Arc::clone(scope), key.clone())) {
             if e.in_flight == Some(seq) {
                 e.in_flight = None;
             }
@@ -273,7 +283,7 @@ impl RecordStore {
             .unwrap_or_default()
     }
 
-    pub(crate) fn by_idempotency_key(&self, k: &str) -> Vec<&Record> {
+    pub(crate) fn by_idempotency_key(&self, k: &IdempotencyKey) -> Vec<&Record> {
         self.by_key
             .get(k)
             .map(|v| v.iter().filter_map(|i| self.get(*i)).collect())
@@ -294,7 +304,7 @@ impl RecordStore {
     }
 
     /// Records `scope` created with this idempotency key, in commit order.
-    pub(crate) fn by_idempotency_key_in(&self, scope: &str, k: &str) -> Vec<&Record> {
+    pub(crate) fn by_idempotency_key_in(&self, scope: &str, k: &IdempotencyKey) -> Vec<&Record> {
         let mut v = self.by_idempotency_key(k);
         v.retain(|rec| &*rec.scope == scope);
         v
@@ -319,7 +329,7 @@ mod tests {
         let mut store = RecordStore::new(u64::MAX / 4, 1_000);
         let scope: Arc<str> = "s".into();
         let write = |store: &mut RecordStore, n: u64| {
-            let key: Arc<str> = format!("k{n}").into();
+            let key: IdempotencyKey = format!("k{n}").into();
             store.commit(&scope, Some(&key), true, None, n, None, n, n);
             store.release_key(&scope, &key, n);
         };

@@ -7,6 +7,7 @@
 //! `max_keys` are kept, the oldest forgotten first.
 
 use rustc_hash::FxHashMap;
+use stampede_key::IdempotencyKey;
 use std::collections::VecDeque;
 
 /// What a completed key remembers: enough to answer the same completion again.
@@ -38,10 +39,10 @@ pub(crate) enum ReplayCheck {
 /// The completions remembered by key, per scope index.
 #[derive(Debug, Clone)]
 pub(crate) struct CompletionKeys {
-    /// Per scope: key to what it completed. Looked up by `&str`, no allocation.
-    by_scope: Vec<FxHashMap<String, Completed>>,
+    /// Per scope: key to what it completed (a derived key held in place: no allocation).
+    by_scope: Vec<FxHashMap<IdempotencyKey, Completed>>,
     /// (committed at ms, scope, key, seq) in commit order, for eviction.
-    order: VecDeque<(u64, usize, String, u64)>,
+    order: VecDeque<(u64, usize, IdempotencyKey, u64)>,
     retention_ms: u64,
     max_keys: usize,
 }
@@ -85,7 +86,7 @@ impl CompletionKeys {
         self.evict_to(now, self.max_keys);
     }
 
-    pub(crate) fn check(&self, scope: usize, key: &str, body_hash: u64) -> ReplayCheck {
+    pub(crate) fn check(&self, scope: usize, key: &IdempotencyKey, body_hash: u64) -> ReplayCheck {
         match self.by_scope[scope].get(key) {
             None => ReplayCheck::Fresh,
             Some(c) if c.in_flight.is_some() => ReplayCheck::InUse,
@@ -100,7 +101,7 @@ impl CompletionKeys {
     pub(crate) fn remember(
         &mut self,
         scope: usize,
-        key: &str,
+        key: &IdempotencyKey,
         body_hash: u64,
         seq: u64,
         usage: (u32, u32),
@@ -108,7 +109,7 @@ impl CompletionKeys {
     ) {
         self.evict_to(now, self.max_keys - 1);
         self.by_scope[scope].insert(
-            key.to_string(),
+            key.clone(),
             Completed {
                 seq,
                 prompt_tokens: usage.0,
@@ -117,11 +118,11 @@ impl CompletionKeys {
                 in_flight: Some(seq),
             },
         );
-        self.order.push_back((now, scope, key.to_string(), seq));
+        self.order.push_back((now, scope, key.clone(), seq));
     }
 
     /// The attempt `seq` answered: its key may now be replayed.
-    pub(crate) fn release(&mut self, scope: usize, key: &str, seq: u64) {
+    pub(crate) fn release(&mut self, scope: usize, key: &IdempotencyKey, seq: u64) {
         if let Some(c) = self.by_scope[scope].get_mut(key) {
             if c.in_flight == Some(seq) {
                 c.in_flight = None;
@@ -145,20 +146,20 @@ mod tests {
         let mut keys = CompletionKeys::new(1, 1_000, 2);
         for (n, key) in ["a", "b", "c"].iter().enumerate() {
             let seq = n as u64 + 1;
-            keys.remember(0, key, 7, seq, (1, 1), n as u64);
-            keys.release(0, key, seq);
+            keys.remember(0, &(*key).into(), 7, seq, (1, 1), n as u64);
+            keys.release(0, &(*key).into(), seq);
         }
         assert_eq!(keys.len(), 2);
         assert_eq!(
-            keys.check(0, "a", 7),
+            keys.check(0, &"a".into(), 7),
             ReplayCheck::Fresh,
             "oldest went first"
         );
-        assert!(matches!(keys.check(0, "c", 7), ReplayCheck::Replay(c) if c.seq == 3));
-        assert_eq!(keys.check(0, "c", 8), ReplayCheck::BodyMismatch);
+        assert!(matches!(keys.check(0, &"c".into(), 7), ReplayCheck::Replay(c) if c.seq == 3));
+        assert_eq!(keys.check(0, &"c".into(), 8), ReplayCheck::BodyMismatch);
         keys.evict(1_002);
         assert_eq!(
-            keys.check(0, "c", 7),
+            keys.check(0, &"c".into(), 7),
             ReplayCheck::Fresh,
             "retention passed"
         );
@@ -168,16 +169,23 @@ mod tests {
     #[test]
     fn a_key_is_in_use_until_its_attempt_departs() {
         let mut keys = CompletionKeys::new(2, 1_000, 10);
-        keys.remember(1, "k", 7, 5, (1, 1), 0);
-        assert_eq!(keys.check(1, "k", 7), ReplayCheck::InUse);
-        assert_eq!(keys.check(0, "k", 7), ReplayCheck::Fresh, "per scope");
-        keys.release(1, "k", 4);
+        keys.remember(1, &"k".into(), 7, 5, (1, 1), 0);
+        assert_eq!(keys.check(1, &"k".into(), 7), ReplayCheck::InUse);
         assert_eq!(
-            keys.check(1, "k", 7),
+            keys.check(0, &"k".into(), 7),
+            ReplayCheck::Fresh,
+            "per scope"
+        );
+        keys.release(1, &"k".into(), 4);
+        assert_eq!(
+            keys.check(1, &"k".into(), 7),
             ReplayCheck::InUse,
             "only its own seq frees it"
         );
-        keys.release(1, "k", 5);
-        assert!(matches!(keys.check(1, "k", 7), ReplayCheck::Replay(_)));
+        keys.release(1, &"k".into(), 5);
+        assert!(matches!(
+            keys.check(1, &"k".into(), 7),
+            ReplayCheck::Replay(_)
+        ));
     }
 }

@@ -2,6 +2,7 @@
 
 use crate::config::RouteName;
 use serde::{Deserialize, Serialize};
+use stampede_key::IdempotencyKey;
 use std::sync::Arc;
 
 /// One attempt as the provider's edge sees it.
@@ -17,8 +18,8 @@ pub struct Request {
     /// The bearer key, if any (`None` gets 401). Shared with the client's record of the
     /// action, so an attempt carries it without a copy.
     pub credential: Option<Arc<str>>,
-    /// The `Idempotency-Key` header.
-    pub idempotency_key: Option<Arc<str>>,
+    /// The `Idempotency-Key` header (a derived key held as its 16 bytes).
+    pub idempotency_key: Option<IdempotencyKey>,
     /// Hash of the canonical request body (see [`body_hash`]); 0 for bodiless requests.
     pub body_hash: u64,
     /// `external_ref` field of a record write.
@@ -86,8 +87,8 @@ pub enum RequestRoute {
 pub enum FindBy {
     /// Records created with this `external_ref`.
     ExternalRef(String),
-    /// Records created with this `Idempotency-Key` (shared with the attempt that sent it).
-    IdempotencyKey(Arc<str>),
+    /// Records created with this `Idempotency-Key`.
+    IdempotencyKey(IdempotencyKey),
 }
 
 impl RequestRoute {

@@ -6,6 +6,7 @@ use axum::http::{header, HeaderMap, HeaderName};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::Value;
+use stampede_key::IdempotencyKey;
 use std::borrow::Cow;
 use std::sync::Arc;
 
@@ -338,7 +339,7 @@ pub(crate) fn find_by(
     }
     match (query.get("external_ref"), query.get("idempotency_key")) {
         (Some(r), None) => Ok(FindBy::ExternalRef(r.clone())),
-        (None, Some(k)) => Ok(FindBy::IdempotencyKey(Arc::from(k.as_str()))),
+        (None, Some(k)) => Ok(FindBy::IdempotencyKey(IdempotencyKey::new(k))),
         _ => Err(BadRequest(
             "give exactly one query parameter: `external_ref=...` or `idempotency_key=...`".into(),
         )),

@@ -249,12 +249,9 @@ pub fn run_client(
             // The harness cannot tell which workload line an attempt of a foreign client
             // was for, and does not take the client's word for it.
             measure.on_journal(e, None, &SentBy::default());
-            sink.attempt(&crate::sink::attempts::row(
-                e,
-                None,
-                "",
-                Numbering::default(),
-            ))
+            crate::sink::attempts::with_row(e, None, "", Numbering::default(), |row| {
+                sink.attempt(row)
+            })
             .map_err(ClientError::Output)?;
         }
         sink.finish().map_err(|source| ClientError::Io {

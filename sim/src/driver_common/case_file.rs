@@ -21,6 +21,7 @@ use serde::Serialize;
 
 use stampede_core::classify::{classify, Classification, Failure, FailureKind};
 use stampede_core::idempotency::derive_key;
+use stampede_core::IdempotencyKey;
 use stampede_core::{
     FailureGroup, Job, LookupResult, Millis, NextAction, OperationId, Outcome, Priority, Reason,
     Route, SendKind, Terminal, TerminalStatus,
@@ -499,7 +500,7 @@ impl CaseFiles {
         terminal: &Terminal,
         notes: CaseNotes,
         e: &Ending<'_>,
-        idempotency_key: Option<Arc<str>>,
+        idempotency_key: Option<IdempotencyKey>,
     ) {
         let status = match terminal.status {
             TerminalStatus::Completed | TerminalStatus::Cancelled => return,
@@ -597,7 +598,7 @@ impl CaseFiles {
                 waited_ms: terminal.waited_ms,
                 elapsed_ms: e.at.saturating_sub(e.submitted_at),
             },
-            idempotency_key: idempotency_key.as_deref().map(str::to_owned),
+            idempotency_key: idempotency_key.as_ref().map(String::from),
             operation_id: terminal.operation_id.clone(),
             external_ref: e.facts.external_ref.clone(),
             reconcile_with,

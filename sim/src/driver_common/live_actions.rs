@@ -264,9 +264,9 @@ impl LiveActions {
                     sent,
                     state: state.to_string(),
                     idempotency_key: entry
-                        .and_then(|e| e.job.idempotency_key.as_deref())
-                        .unwrap_or_default()
-                        .to_string(),
+                        .and_then(|e| e.job.idempotency_key.as_ref())
+                        .map(String::from)
+                        .unwrap_or_default(),
                     external_ref: a.facts.external_ref.clone().unwrap_or_default(),
                     ..UnfinishedRow::default()
                 },

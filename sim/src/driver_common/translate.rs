@@ -85,10 +85,9 @@ pub fn fill_request(request: &mut Request, send: &SendAttempt, facts: &ActionFac
     set_route(&mut request.route, send, facts);
     let chat = action && send.route == Route::ChatCompletion;
     keep_shared(&mut request.credential, Some(&send.credential));
-    keep_shared(
-        &mut request.idempotency_key,
-        send.idempotency_key.as_ref().filter(|_| action),
-    );
+    request
+        .idempotency_key
+        .clone_from(if action { &send.idempotency_key } else { &None });
     request.body_hash = if action { facts.payload_hash } else { 0 };
     request
         .external_ref
@@ -130,7 +129,7 @@ fn set_route(route: &mut RequestRoute, send: &SendAttempt, facts: &ActionFacts) 
             }
         },
         SendKind::Lookup(LookupBy::IdempotencyKey(k)) => RequestRoute::FindRecords {
-            by: FindBy::IdempotencyKey(Arc::clone(k)),
+            by: FindBy::IdempotencyKey(k.clone()),
         },
         SendKind::Lookup(LookupBy::ExternalRef(r)) => RequestRoute::FindRecords {
             by: FindBy::ExternalRef(r.clone()),
@@ -422,6 +421,7 @@ mod tests {
     use super::*;
     use stampede_core::rate_headers::rate_hint;
     use stampede_core::retry_after::retry_after_delay;
+    use stampede_core::IdempotencyKey;
     use stampede_provider::config::{
         CredentialConfig, DurationMs, FaultRule, RetryAfterFormat, ScopeLimits,
     };
@@ -535,8 +535,8 @@ mod tests {
         let mut lean = ProviderModel::new(config.clone(), 7, 1_767_225_600_000).unwrap();
         lean.set_lean_bodies(true);
         let mut whole = ProviderModel::new(config, 7, 1_767_225_600_000).unwrap();
-        let key: Arc<str> = "key-1".into();
-        let write = |key: Option<&Arc<str>>, external_ref: Option<&str>, body_hash| Request {
+        let key: IdempotencyKey = "key-1".into();
+        let write = |key: Option<&IdempotencyKey>, external_ref: Option<&str>, body_hash| Request {
             route: RequestRoute::CreateRecord,
             idempotency_key: key.cloned(),
             external_ref: external_ref.map(str::to_owned),
@@ -552,18 +552,14 @@ mod tests {
             ..Request::default()
         };
         let action = SendKind::Action;
-        let lookup = SendKind::Lookup(LookupBy::IdempotencyKey(Arc::clone(&key)));
+        let lookup = SendKind::Lookup(LookupBy::IdempotencyKey(key.clone()));
         let cases = [
             (write(Some(&key), None, 1), &action, true),
             (write(Some(&key), None, 1), &action, true), // replayed
             (write(None, Some("order-9"), 2), &action, true),
             (get("rec_000002"), &lookup, true),
             (get("rec_000009"), &lookup, false), // 404
-            (
-                find(FindBy::IdempotencyKey(Arc::clone(&key))),
-                &lookup,
-                true,
-            ),
+            (find(FindBy::IdempotencyKey(key.clone())), &lookup, true),
             (find(FindBy::IdempotencyKey("key-2".into())), &lookup, true), // empty list
             (find(FindBy::ExternalRef("order-9".into())), &lookup, true),
             (find(FindBy::ExternalRef("order-0".into())), &lookup, true), // empty list

@@ -361,7 +361,7 @@ pub async fn play_from<L: Ledger>(
             },
         );
         measure.on_journal(entry, done, &by);
-        sink.attempt(&attempts::row(entry, done, by.tenant, numbering))
+        attempts::with_row(entry, done, by.tenant, numbering, |row| sink.attempt(row))
             .map_err(LiveError::Output)?;
     }
     let mut measured = measure.finish(now);

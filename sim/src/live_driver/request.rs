@@ -29,7 +29,7 @@ fn path(route: &RequestRoute) -> Cow<'static, str> {
         RequestRoute::GetRecord { id } => format!("/v1/records/{}", escape(id)).into(),
         RequestRoute::FindRecords {
             by: FindBy::IdempotencyKey(k),
-        } => format!("/v1/records?idempotency_key={}", escape(k)).into(),
+        } => format!("/v1/records?idempotency_key={}", escape(&k.text())).into(),
         RequestRoute::FindRecords {
             by: FindBy::ExternalRef(r),
         } => format!("/v1/records?external_ref={}", escape(r)).into(),
@@ -166,7 +166,7 @@ impl RequestWriter {
             headers.append(AUTHORIZATION, value);
         }
         if let Some(key) = &req.idempotency_key {
-            headers.append(IDEMPOTENCY_KEY, value_of(&IDEMPOTENCY_KEY, key)?);
+            headers.append(IDEMPOTENCY_KEY, value_of(&IDEMPOTENCY_KEY, &key.text())?);
         }
         for (name, text) in [(TENANT, &req.tenant), (CLASS, &req.class)] {
             if let Some(text) = text {

@@ -12,6 +12,8 @@
 
 use std::sync::Arc;
 
+use stampede_core::IdempotencyKey;
+
 use stampede_provider::model::{Fingerprint, JournalEntry};
 
 use super::labels::Statics;
@@ -29,7 +31,7 @@ pub struct Decided<'a> {
     /// HTTP method.
     pub method: &'a str,
     /// The Idempotency-Key the request carried, if any.
-    pub idempotency_key: Option<&'a str>,
+    pub idempotency_key: Option<&'a IdempotencyKey>,
     /// Method, route template and body hash.
     pub fingerprint: &'a Fingerprint,
     /// HTTP status, when one was sent.
@@ -77,7 +79,7 @@ impl<'a> From<&'a JournalEntry> for Decided<'a> {
             done_ms: e.done_ms,
             route: &e.route,
             method: &e.method,
-            idempotency_key: e.idempotency_key.as_deref(),
+            idempotency_key: e.idempotency_key.as_ref(),
             fingerprint: &e.fingerprint,
             status: e.status,
             outcome: &e.outcome,

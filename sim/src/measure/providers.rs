@@ -36,7 +36,7 @@ pub struct CrossDuplicate {
 /// The identity the providers give `e`: its Idempotency-Key, else its fingerprint, hashed.
 fn identity(e: &Decided<'_>) -> u64 {
     match &e.idempotency_key {
-        Some(key) => Fnv::new().bytes(b"key:").bytes(key.as_bytes()),
+        Some(key) => Fnv::new().bytes(b"key:").bytes(key.text().as_bytes()),
         None => e.fingerprint.feed(Fnv::new().bytes(b"fingerprint:")),
     }
     .finish()

@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 
+use stampede_core::IdempotencyKey;
 use stampede_provider::model::JournalEntry;
 use stampede_reports::{AttemptRow, AttemptsCsv};
 
@@ -18,20 +19,24 @@ pub struct Numbering {
     pub attempt_no: u32,
 }
 
-/// Journal entry `e`'s attempts.csv row, sent for `tenant` with the harness's numbering `n`;
-/// `client_done_ms` fills the end of a hang. Its texts borrow from `e`.
-pub fn row<'e>(
-    e: &'e JournalEntry,
+/// Calls `f` with journal entry `e`'s attempts.csv row, sent for `tenant` with the harness's
+/// numbering `n`; `client_done_ms` fills the end of a hang. The row's texts borrow from `e`,
+/// and its idempotency key's text is rendered on the stack for it (a key is held as a
+/// value, not as text).
+pub fn with_row<R>(
+    e: &JournalEntry,
     client_done_ms: Option<u64>,
-    tenant: &'e str,
+    tenant: &str,
     n: Numbering,
-) -> AttemptRow<'e> {
+    f: impl FnOnce(&AttemptRow<'_>) -> R,
+) -> R {
+    let key = e.idempotency_key.as_ref().map(IdempotencyKey::text);
     let done_ms = if e.done_ms == 0 {
         client_done_ms.unwrap_or(e.at_ms)
     } else {
         e.done_ms
     };
-    AttemptRow {
+    f(&AttemptRow {
         seq: e.seq,
         at_ms: e.at_ms,
         done_ms,
@@ -44,12 +49,12 @@ pub fn row<'e>(
         error_code: Cow::Borrowed(e.error_code.as_deref().unwrap_or_default()),
         committed: e.committed,
         retry_after_violation: e.retry_after_violation,
-        idempotency_key: Cow::Borrowed(e.idempotency_key.as_deref().unwrap_or_default()),
+        idempotency_key: Cow::Borrowed(key.as_deref().unwrap_or_default()),
         logical: e.logical,
         logical_attempt: e.logical_attempt,
         duplicate: e.duplicate,
         scope_wait_violation: e.scope_wait_violation,
-    }
+    })
 }
 
 /// Hands `e`'s row to `sink`, built only when the sink keeps rows (a run without
@@ -62,7 +67,7 @@ pub fn write(
     n: Numbering,
 ) -> Result<(), String> {
     if sink.wants_rows() {
-        sink.attempt(&row(e, client_done_ms, tenant, n))?;
+        with_row(e, client_done_ms, tenant, n, |row| sink.attempt(row))?;
     }
     Ok(())
 }
