@@ -34,9 +34,14 @@ pub struct CrossDuplicate {
 }
 
 /// The identity the providers give `e`: its Idempotency-Key, else its fingerprint, hashed.
+/// A derived key goes in as its 16 bytes (equal keys are equal bytes), with no text
+/// rendered to be hashed; the hash only tells identities apart and is never written out.
 fn identity(e: &Decided<'_>) -> u64 {
     match &e.idempotency_key {
-        Some(key) => Fnv::new().bytes(b"key:").bytes(key.text().as_bytes()),
+        Some(key) => match key.derived_bytes() {
+            Some(bytes) => Fnv::new().bytes(b"derived key:").bytes(bytes),
+            None => Fnv::new().bytes(b"key:").bytes(key.text().as_bytes()),
+        },
         None => e.fingerprint.feed(Fnv::new().bytes(b"fingerprint:")),
     }
     .finish()
