@@ -5,9 +5,9 @@
 //! `key=value` text only when something reads it: a writer, a log, a comparison. Rendering
 //! gives the same text, byte for byte, as the details built eagerly as strings did before.
 
+use stampede_name::Name;
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -81,7 +81,7 @@ pub enum AuditDetail {
     /// `action_requested`: `class=<class> route=<route> priority=<priority>`.
     Requested {
         /// The job's class name (shared with the job, not copied).
-        class: Arc<str>,
+        class: Name,
         /// The job's route.
         route: Route,
         /// The job's priority.
@@ -146,18 +146,18 @@ pub enum AuditDetail {
         /// The 1-based number of the fallback route joined.
         route: u64,
         /// The scope left.
-        from_scope: Arc<str>,
+        from_scope: Name,
         /// The scope joined.
-        to_scope: Arc<str>,
+        to_scope: Name,
         /// The model the route asks for, if any.
-        model: Option<Arc<str>>,
+        model: Option<Name>,
     },
     /// `fallback_withheld`: `reason=<condition> scope=<id> then=retry_same_route_same_key`.
     FallbackWithheld {
         /// The condition that would have moved the action.
         reason: FallbackWhen,
         /// The scope the action stays on.
-        scope: Arc<str>,
+        scope: Name,
     },
     /// A fixed sentence (`may have executed: look-up first`).
     Static(&'static str),
@@ -403,7 +403,7 @@ fn status_label(status: TerminalStatus) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
+    use stampede_name::Name;
 
     use super::{group_label, priority_label, route_label, status_label, AuditDetail};
     use crate::command::TerminalStatus;
@@ -470,7 +470,7 @@ mod tests {
             (Route::CreateRecord, Priority::Critical),
             (Route::GetItem, Priority::Bulk),
         ] {
-            let class: Arc<str> = "llm".into();
+            let class: Name = "llm".into();
             let old = Detail::new()
                 .text("class", &class)
                 .text("route", route_label(route))

@@ -2,7 +2,6 @@
 
 use serde::{Deserialize, Serialize};
 use smallvec::{smallvec, SmallVec};
-use std::sync::Arc;
 
 use crate::degradation::RungKind;
 use crate::job::{JobId, Route};
@@ -10,6 +9,7 @@ use crate::operation_id::OperationId;
 use crate::routing::FallbackWhen;
 use crate::time::Millis;
 use stampede_key::IdempotencyKey;
+use stampede_name::Name;
 
 /// Identifies one outbound attempt; unique and increasing within a scheduler's life.
 pub type AttemptId = u64;
@@ -66,13 +66,13 @@ pub struct SendAttempt {
     /// The action itself, or a reconciliation look-up.
     pub kind: SendKind,
     /// Credential (bearer key) to send it with: the credential of the action's current
-    /// route (the job's own, or a fallback route's). Shared with the core's own record of
-    /// the action: an attempt carries it without a copy.
-    pub credential: Arc<str>,
+    /// route (the job's own, or a fallback route's). An interned name: an attempt carries it
+    /// by value, with no copy of the text and no reference count.
+    pub credential: Name,
     /// The provider scope the attempt's rate was reserved on: the current route's scope
     /// (the job's scope, or a fallback route's), `"account"` when the route names none.
-    /// Shared with the core's scope record.
-    pub scope: Arc<str>,
+    /// The core's scope record's interned name.
+    pub scope: Name,
     /// Endpoint family of the action (for a look-up: of the action looked up).
     pub route: Route,
     /// `Idempotency-Key` header to send, if the policy sends keys.
@@ -85,7 +85,7 @@ pub struct SendAttempt {
     /// Model to ask for: the current route's (a fallback route's own model, else a
     /// `smaller_model` rung's, else the job's). `None` for look-ups and when none is named.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<Arc<str>>,
+    pub model: Option<Name>,
     /// Set on the first attempt sent on a new route: the condition that moved the action
     /// there. `None` on every other attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]

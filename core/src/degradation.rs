@@ -4,7 +4,7 @@
 //! pressure is at least its `at_queued`, and every active rung applies. Rungs shape an
 //! action when its first attempt is dispatched; its retries keep that shape.
 
-use std::sync::Arc;
+use stampede_name::Name;
 
 use serde::{Deserialize, Serialize};
 
@@ -62,7 +62,7 @@ pub struct Rung {
     pub factor: Option<f64>,
     /// `smaller_model`: the model asked for instead (required).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<Arc<str>>,
+    pub model: Option<Name>,
 }
 
 /// The trim factor a `trim_output` rung uses when it names none.

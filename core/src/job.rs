@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::time::Millis;
 use stampede_key::IdempotencyKey;
+use stampede_name::Name;
 
 /// Identifies one logical action for the whole run (and across restarts). Assigned by the
 /// driver; unique within a run.
@@ -41,26 +42,27 @@ pub enum Route {
 
 /// One logical action: what a task wants done, before any attempt is made.
 ///
-/// Names a driver repeats across actions (tenant, task, credential, scope, class, model)
-/// are shared (`Arc<str>`): a driver interns them once, and an action, its ledger entry
-/// and every attempt hold a reference, not a copy. Build them with `.into()` from a
-/// `&str` or `String`.
+/// Names a scenario gives (tenant, credential, scope, class, model) are interned
+/// [`Name`]s: copied by value into the action, its ledger entry and every attempt, with no
+/// reference count. The task, one per action by default, is a shared `Arc<str>` (interning
+/// it would keep every task's text for the process's life). Build any of them with
+/// `.into()` from a `&str` or `String`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Job {
     /// The logical action's id.
     pub id: JobId,
     /// Tenant that owns the action (fair dequeue and admission are per tenant).
-    pub tenant: Arc<str>,
+    pub tenant: Name,
     /// Task (goal) the action belongs to: per-task retry budgets and cancellation act on it.
     pub task: Arc<str>,
     /// Credential (bearer key) the action is sent with.
-    pub credential: Arc<str>,
+    pub credential: Name,
     /// The provider scope this credential is limited on, when known. `None` means unknown:
     /// assume the whole account shares it (scope `"account"`).
-    pub scope: Option<Arc<str>>,
+    pub scope: Option<Name>,
     /// Request class name, a key of `Policy::classes` (`read`, `idempotent_write`,
     /// `uncertain_write`, `llm`, `tool`, or a user-defined one).
-    pub class: Arc<str>,
+    pub class: Name,
     /// Endpoint family.
     pub route: Route,
     /// Resource id for reads (`GET /v1/items/{id}`); part of the coalescing key.
@@ -88,7 +90,7 @@ pub struct Job {
     /// fallback route or a `smaller_model` degradation rung may send another
     /// ([`crate::SendAttempt::model`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<Arc<str>>,
+    pub model: Option<Name>,
     /// The driver's word that no other action of `task` is live while this one is (a task
     /// per action, as a workload without `tasks` makes). The core then keeps no record of
     /// the task: its per-task retry budget is this action's own retries, with no name looked

@@ -185,6 +185,7 @@ pub use operation_id::OperationId;
 pub use outcome::{LookupResult, Outcome, Response, TransportFailure, Usage};
 pub use rate_headers::RateHint;
 pub use stampede_key::{IdempotencyKey, KeyText};
+pub use stampede_name::Name;
 
 // What comes out: commands, attempts to send, terminal outcomes, audit events.
 pub use audit::{AuditDetail, AuditEvent, AuditKind};

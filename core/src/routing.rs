@@ -10,7 +10,7 @@
 //! stays on that route (same idempotency key) instead of crossing, so one logical request
 //! is never billed on two providers.
 
-use std::sync::Arc;
+use stampede_name::Name;
 
 use serde::{Deserialize, Serialize};
 
@@ -90,14 +90,14 @@ impl FallbackWhen {
 #[serde(deny_unknown_fields)]
 pub struct FallbackRoute {
     /// Credential (bearer key) attempts on this route are sent with.
-    pub credential: Arc<str>,
+    pub credential: Name,
     /// Provider scope that credential is limited on; `None`: unknown, the whole account
     /// (`"account"`) is assumed, as for a job without a scope.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
     /// Model asked for on this route; `None`: the job's own model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<Arc<str>>,
+    pub model: Option<Name>,
     /// Conditions that move an action here (from the primary or an earlier fallback).
     pub when: Vec<FallbackWhen>,
 }

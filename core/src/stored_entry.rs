@@ -1,5 +1,5 @@
-//! How the in-memory ledger holds a logical action: the names a job shares with others
-//! (tenant, task, credential, scope, class, model) and its idempotency key by reference, and
+//! How the in-memory ledger holds a logical action: its interned names (tenant, credential,
+//! scope, class, model) by value, its task and idempotency key as the job holds them, and
 //! its own short texts (resource, external reference, operation id) in place, up to 24 bytes
 //! each (`CompactString`, as [`OperationId`] holds an id), rather than as separate heap
 //! strings. The ledger takes a copy of every admitted action and drops it when the action
@@ -16,6 +16,7 @@ use crate::ledger::{ActionState, LedgerEntry};
 use crate::operation_id::OperationId;
 use crate::time::Millis;
 use stampede_key::IdempotencyKey;
+use stampede_name::Name;
 
 fn text(value: &Option<String>) -> Option<CompactString> {
     value.as_deref().map(CompactString::new)
@@ -33,11 +34,11 @@ fn owned(stored: &Option<CompactString>) -> Option<String> {
 #[derive(Debug, Clone)]
 pub(crate) struct StoredEntry {
     id: JobId,
-    tenant: Arc<str>,
+    tenant: Name,
     task: Arc<str>,
-    credential: Arc<str>,
-    scope: Option<Arc<str>>,
-    class: Arc<str>,
+    credential: Name,
+    scope: Option<Name>,
+    class: Name,
     route: Route,
     resource: Option<CompactString>,
     priority: Priority,
@@ -49,7 +50,7 @@ pub(crate) struct StoredEntry {
     external_ref: Option<CompactString>,
     coalescable: bool,
     stream: bool,
-    model: Option<Arc<str>>,
+    model: Option<Name>,
     sole_task: bool,
     pub state: ActionState,
     attempts: u32,
@@ -63,11 +64,11 @@ impl StoredEntry {
         let job = &entry.job;
         Self {
             id: job.id,
-            tenant: Arc::clone(&job.tenant),
+            tenant: job.tenant,
             task: Arc::clone(&job.task),
-            credential: Arc::clone(&job.credential),
-            scope: job.scope.clone(),
-            class: Arc::clone(&job.class),
+            credential: job.credential,
+            scope: job.scope,
+            class: job.class,
             route: job.route,
             resource: text(&job.resource),
             priority: job.priority,
@@ -79,7 +80,7 @@ impl StoredEntry {
             external_ref: text(&job.external_ref),
             coalescable: job.coalescable,
             stream: job.stream,
-            model: job.model.clone(),
+            model: job.model,
             sole_task: job.sole_task,
             state: entry.state,
             attempts: entry.attempts,
@@ -129,11 +130,11 @@ impl StoredEntry {
         LedgerEntry {
             job: Job {
                 id: self.id,
-                tenant: Arc::clone(&self.tenant),
+                tenant: self.tenant,
                 task: Arc::clone(&self.task),
-                credential: Arc::clone(&self.credential),
-                scope: self.scope.clone(),
-                class: Arc::clone(&self.class),
+                credential: self.credential,
+                scope: self.scope,
+                class: self.class,
                 route: self.route,
                 resource: owned(&self.resource),
                 priority: self.priority,
@@ -145,7 +146,7 @@ impl StoredEntry {
                 external_ref: owned(&self.external_ref),
                 coalescable: self.coalescable,
                 stream: self.stream,
-                model: self.model.clone(),
+                model: self.model,
                 sole_task: self.sole_task,
             },
             state: self.state,

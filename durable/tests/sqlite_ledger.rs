@@ -254,7 +254,7 @@ fn the_file_holds_a_reference_to_the_key_never_the_key() {
     // In this process the key is known: entries come back whole.
     assert_eq!(
         ledger.entries().unwrap()[0].job.credential,
-        "sk-acme-shared".into()
+        "sk-acme-shared"
     );
     drop(ledger);
     let mut bytes = std::fs::read(&path).unwrap();
@@ -270,7 +270,7 @@ fn the_file_holds_a_reference_to_the_key_never_the_key() {
     );
     // A reader that does not know the key sees the reference: masked, with its hash.
     let reader = SqliteLedger::open(&path).unwrap();
-    let c = reader.entries().unwrap()[0].job.credential.clone();
+    let c = reader.entries().unwrap()[0].job.credential;
     assert!(c.starts_with("credref:v1:sk-...ared:"), "{c}");
 }
 

@@ -17,7 +17,7 @@ mod counting_alloc;
 use std::sync::Arc;
 
 use counting_alloc::allocations_in;
-use stampede_core::{Command, Job, Outcome};
+use stampede_core::{Command, Job, Name, Outcome};
 use stampede_provider::config::{CredentialConfig, DurationMs, ProviderConfig, ScopeLimits};
 use stampede_provider::model::{Answer, ProviderModel, Request, RequestRoute};
 
@@ -37,13 +37,13 @@ fn the_core_cycle_allocates_nothing_once_warm() {
     );
 }
 
-/// A job that names its model: the attempt carries the job's shared name (as it carries
+/// A job that names its model: the attempt carries the job's interned name (as it carries
 /// its credential and scope), not a copy made per send.
 #[test]
 fn a_job_naming_its_model_is_sent_without_allocating() {
-    let model: Arc<str> = "gpt-4o-mini".into();
+    let model = Name::new("gpt-4o-mini");
     let (counted, naming) = warm_core_cycle_allocations(|id| Job {
-        model: Some(Arc::clone(&model)),
+        model: Some(model),
         ..core_support::job(id)
     });
     assert_eq!(

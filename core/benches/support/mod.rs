@@ -7,21 +7,21 @@ use std::sync::{Arc, OnceLock};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use stampede_core::{
-    IdempotencyKey, InMemoryLedger, Job, Outcome, Policy, Priority, Response, Route, Scheduler,
-    ScopeBudget, Usage,
+    IdempotencyKey, InMemoryLedger, Job, Name, Outcome, Policy, Priority, Response, Route,
+    Scheduler, ScopeBudget, Usage,
 };
 
-/// The names every job shares, made once. The drivers hand the core the same `Arc<str>`
-/// for a workload's tenant, task, credential, scope and class (`Arc::clone`, see
+/// The names every job shares, made once. The drivers hand the core interned names for a
+/// workload's tenant, credential, scope and class and one shared `Arc<str>` per task (see
 /// `stampede-sim`'s workload), so a benchmark that built fresh strings per job would time
-/// allocations and frees (of the names, and of what the core clones from them) that a real
-/// run never makes. Only the idempotency key is per job, as it is in a run.
+/// allocations and frees that a real run never makes. Only the idempotency key is per job,
+/// as it is in a run.
 struct Names {
-    tenants: [Arc<str>; 4],
+    tenants: [Name; 4],
     task: Arc<str>,
-    credential: Arc<str>,
-    scope: Arc<str>,
-    class: Arc<str>,
+    credential: Name,
+    scope: Name,
+    class: Name,
 }
 
 fn names() -> &'static Names {
@@ -39,11 +39,11 @@ pub fn job(id: u64) -> Job {
     let names = names();
     Job {
         id,
-        tenant: Arc::clone(&names.tenants[(id % 4) as usize]),
+        tenant: names.tenants[(id % 4) as usize],
         task: Arc::clone(&names.task),
-        credential: Arc::clone(&names.credential),
-        scope: Some(Arc::clone(&names.scope)),
-        class: Arc::clone(&names.class),
+        credential: names.credential,
+        scope: Some(names.scope),
+        class: names.class,
         route: Route::ChatCompletion,
         resource: None,
         priority: Priority::Normal,

@@ -1,8 +1,6 @@
 //! Admission with backpressure: an action is admitted only while its tenant's lane at its
 //! priority has room, is given its idempotency key, and is persisted before anything is sent.
 
-use std::sync::Arc;
-
 use super::lanes::rank;
 use super::state::Tracked;
 use super::{Rejection, RejectionCause, RejectionReason, Scheduler};
@@ -47,12 +45,12 @@ impl<L: Ledger> Scheduler<L> {
                 RejectionReason::ExecutionBudgetSpent,
             );
         }
-        let class = match self.last_class.get(&job.class) {
+        let class = match self.last_class.get(job.class) {
             Some(class) => Some(class),
             None => {
                 let class = self.class_index.get(&*job.class).copied();
                 if let Some(class) = class {
-                    self.last_class.keep(&job.class, class);
+                    self.last_class.keep(job.class, class);
                 }
                 class
             }
@@ -63,7 +61,7 @@ impl<L: Ledger> Scheduler<L> {
                 RejectionCause::InvalidAction,
                 RejectionReason::UnknownClass {
                     job: job.id,
-                    class: Arc::clone(&job.class),
+                    class: job.class,
                     known: known.join(", "),
                 },
             );
@@ -79,20 +77,18 @@ impl<L: Ledger> Scheduler<L> {
             return reject(
                 RejectionCause::QueueFull,
                 RejectionReason::QueueFull {
-                    tenant: Arc::clone(&job.tenant),
+                    tenant: job.tenant,
                     capacity,
                     priority: job.priority,
                 },
             );
         }
-        let tenant = self.lanes.intern_shared(&job.tenant);
+        let tenant = self.lanes.intern_shared(job.tenant);
         let lane = rank(job.priority);
         if job.idempotency_key.is_none() {
             job.idempotency_key = Some(derive_key(&job.tenant, &job.task, job.payload_hash));
         }
-        let scope = self
-            .scopes
-            .intern_shared(job.scope.as_ref(), &self.policy, now);
+        let scope = self.scopes.intern_shared(job.scope, &self.policy, now);
         let entry = LedgerEntry {
             job,
             state: ActionState::Planned,
@@ -122,7 +118,7 @@ impl<L: Ledger> Scheduler<L> {
             .join(tenant, &entry.job.task, entry.job.sole_task);
         self.record(now, AuditKind::ActionRequested, id, None, || {
             AuditDetail::Requested {
-                class: Arc::clone(&entry.job.class),
+                class: entry.job.class,
                 route: entry.job.route,
                 priority: entry.job.priority,
             }
@@ -162,7 +158,7 @@ impl<L: Ledger> Scheduler<L> {
     fn queue_full(&self, job: &Job) -> bool {
         let live = self
             .lanes
-            .tenant_shared(&job.tenant)
+            .tenant_shared(job.tenant)
             .map_or(0, |tenant| self.lanes.live(tenant, rank(job.priority)));
         live >= self.policy.admission.queue_capacity
     }

@@ -8,8 +8,6 @@
 //! like any rate wait (its wake-up is the time the buckets are high enough again, and its
 //! deadline still applies).
 
-use std::sync::Arc;
-
 use super::degrade::Ladder;
 use super::lanes::{rank as rank_of, PRIORITIES};
 use super::scope::Blocked;
@@ -270,8 +268,8 @@ impl<L: Ledger> Scheduler<L> {
             self.policy.workers
         );
         let (credential, route_model) = match self.fallback_route(id) {
-            Some(route) => (Arc::clone(&route.credential), route.model.clone()),
-            None => (Arc::clone(&self.jobs[&id].entry.job.credential), None),
+            Some(route) => (route.credential, route.model),
+            None => (self.jobs[&id].entry.job.credential, None),
         };
         let job = self.jobs.get_mut(&id).expect("launch of a live action");
         job.phase = Phase::InFlight(attempt);
@@ -301,7 +299,7 @@ impl<L: Ledger> Scheduler<L> {
             attempt_no: job.entry.attempts,
             kind,
             credential,
-            scope: Arc::clone(&self.scopes.get(job.scope).id),
+            scope: self.scopes.get(job.scope).id,
             route: job.entry.job.route,
             idempotency_key: if self.policy.send_idempotency_keys {
                 job.entry.job.idempotency_key.clone()
@@ -313,8 +311,8 @@ impl<L: Ledger> Scheduler<L> {
             // The route's own model wins (a bigger context), then a smaller_model rung's.
             model: if is_action {
                 route_model
-                    .or_else(|| job.shape.as_ref().and_then(|s| s.model.clone()))
-                    .or_else(|| job.entry.job.model.clone())
+                    .or_else(|| job.shape.as_ref().and_then(|s| s.model))
+                    .or(job.entry.job.model)
             } else {
                 None
             },

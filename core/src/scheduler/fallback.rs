@@ -10,8 +10,6 @@
 //! with the same idempotency key, where a provider that keeps completion idempotency replays
 //! the original instead of billing a second execution elsewhere.
 
-use std::sync::Arc;
-
 use super::admission::DEFAULT_SCOPE;
 use super::Scheduler;
 use crate::audit::{AuditDetail, AuditKind};
@@ -89,7 +87,7 @@ impl<L: Ledger> Scheduler<L> {
                 .get_mut(&id)
                 .expect("routed action is live")
                 .withheld = true;
-            let scope = Arc::clone(&self.scopes.get(scope).id);
+            let scope = self.scopes.get(scope).id;
             self.record(now, AuditKind::FallbackWithheld, id, None, || {
                 AuditDetail::FallbackWithheld { reason, scope }
             });
@@ -126,11 +124,9 @@ impl<L: Ledger> Scheduler<L> {
             let detail = AuditDetail::Fallback {
                 reason,
                 route: (to + 1) as u64,
-                from_scope: Arc::clone(&self.scopes.get(from_scope).id),
-                to_scope: Arc::clone(&self.scopes.get(scope).id),
-                model: self.policy.routing.plans[plan as usize].fallbacks[to]
-                    .model
-                    .clone(),
+                from_scope: self.scopes.get(from_scope).id,
+                to_scope: self.scopes.get(scope).id,
+                model: self.policy.routing.plans[plan as usize].fallbacks[to].model,
             };
             self.record(now, AuditKind::Fallback, id, None, || detail);
         }

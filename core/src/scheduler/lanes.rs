@@ -3,8 +3,8 @@
 //! a scope waiting for rate capacity does not block the same tenant's work on other scopes.
 //! Admission is bounded per tenant and priority.
 
+use stampede_name::Name;
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::Arc;
 
 use super::last_name::LastName;
 
@@ -116,11 +116,11 @@ impl Lanes {
     }
 
     /// [`Lanes::intern`] for a shared name: the name last seen is not searched again.
-    pub fn intern_shared(&mut self, tenant: &Arc<str>) -> u32 {
+    pub fn intern_shared(&mut self, tenant: Name) -> u32 {
         if let Some(id) = self.last_tenant.get(tenant) {
             return id;
         }
-        let id = self.intern(tenant);
+        let id = self.intern(&tenant);
         self.last_tenant.keep(tenant, id);
         id
     }
@@ -131,8 +131,10 @@ impl Lanes {
     }
 
     /// [`Lanes::tenant`] for a shared name (the name last interned is not searched again).
-    pub fn tenant_shared(&self, tenant: &Arc<str>) -> Option<u32> {
-        self.last_tenant.get(tenant).or_else(|| self.tenant(tenant))
+    pub fn tenant_shared(&self, tenant: Name) -> Option<u32> {
+        self.last_tenant
+            .get(tenant)
+            .or_else(|| self.tenant(&tenant))
     }
 
     /// The lane of a (tenant, scope) pair.

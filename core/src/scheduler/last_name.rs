@@ -1,12 +1,10 @@
 //! A small memo of the shared names last looked up and what they map to.
 //!
-//! A workload's actions share their tenant, class and scope names (`Arc<str>` made once
-//! when the scenario loads), and the submits of a run name a handful of them, interleaved.
-//! Comparing the pointers of the few names seen last skips the map's string search on a
-//! hit. A hit is exact: the memo holds a clone of each name, so a pointer cannot be freed
-//! and reused for other text while it is kept, and a `str` behind an `Arc` never changes.
+//! A workload's actions share their tenant, class and scope names (interned [`Name`]s),
+//! and the submits of a run name a handful of them, interleaved. Comparing the few names
+//! seen last (one address comparison each) skips the map's string search on a hit.
 
-use std::sync::Arc;
+use stampede_name::Name;
 
 /// Names kept: a few tenants interleaved hit; past that, the oldest kept is replaced.
 const KEPT: usize = 8;
@@ -14,7 +12,7 @@ const KEPT: usize = 8;
 /// The names last looked up and their values.
 #[derive(Debug, Clone)]
 pub(super) struct LastName<T> {
-    kept: [Option<(Arc<str>, T)>; KEPT],
+    kept: [Option<(Name, T)>; KEPT],
     /// Where the next name is kept (round robin: the oldest goes first).
     next: usize,
 }
@@ -30,16 +28,16 @@ impl<T> Default for LastName<T> {
 
 impl<T: Copy> LastName<T> {
     /// The value of `name` if it is the very name (the same allocation) of one kept.
-    pub fn get(&self, name: &Arc<str>) -> Option<T> {
+    pub fn get(&self, name: Name) -> Option<T> {
         self.kept.iter().find_map(|kept| match kept {
-            Some((last, value)) if Arc::ptr_eq(last, name) => Some(*value),
+            Some((last, value)) if *last == name => Some(*value),
             _ => None,
         })
     }
 
     /// Keeps `name` and its `value`, in place of the oldest kept when all are taken.
-    pub fn keep(&mut self, name: &Arc<str>, value: T) {
-        self.kept[self.next] = Some((Arc::clone(name), value));
+    pub fn keep(&mut self, name: Name, value: T) {
+        self.kept[self.next] = Some((name, value));
         self.next = (self.next + 1) % KEPT;
     }
 }
@@ -49,26 +47,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_the_same_shared_name_hits() {
+    fn a_kept_name_hits_until_it_is_the_oldest_replaced() {
         let mut memo = LastName::default();
-        let acme: Arc<str> = Arc::from("acme");
-        assert_eq!(memo.get(&acme), None);
-        memo.keep(&acme, 7u32);
-        assert_eq!(memo.get(&Arc::clone(&acme)), Some(7));
-        let same_text: Arc<str> = Arc::from("acme");
+        let acme = Name::new("acme");
+        assert_eq!(memo.get(acme), None);
+        memo.keep(acme, 7u32);
+        assert_eq!(memo.get(acme), Some(7));
         assert_eq!(
-            memo.get(&same_text),
-            None,
-            "equal text elsewhere is looked up"
+            memo.get(Name::from(String::from("acme"))),
+            Some(7),
+            "the same text is the same name"
         );
-        memo.keep(&same_text, 8);
-        assert_eq!((memo.get(&acme), memo.get(&same_text)), (Some(7), Some(8)));
-        let others: Vec<Arc<str>> = (0..KEPT - 1).map(|i| Arc::from(format!("t{i}"))).collect();
+        assert_eq!(memo.get(Name::new("acme2")), None);
+        let others: Vec<Name> = (0..KEPT).map(|i| Name::new(&format!("t{i}"))).collect();
         for (i, name) in others.iter().enumerate() {
-            memo.keep(name, 100 + i as u32);
+            memo.keep(*name, 100 + i as u32);
         }
-        assert_eq!(memo.get(&acme), None, "the oldest kept went first");
-        assert_eq!(memo.get(&same_text), Some(8));
-        assert_eq!(memo.get(&others[KEPT - 2]), Some(100 + KEPT as u32 - 2));
+        assert_eq!(memo.get(acme), None, "the oldest kept went first");
+        assert_eq!(memo.get(others[KEPT - 1]), Some(100 + KEPT as u32 - 1));
+        assert_eq!(memo.get(others[0]), Some(100));
     }
 }

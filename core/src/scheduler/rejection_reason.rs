@@ -3,8 +3,8 @@
 //! deadlines, is refused thousands of times a run and branches on the cause alone: formatting
 //! a sentence for each refusal, to drop it unread, was a heap allocation per refusal.
 
+use stampede_name::Name;
 use std::fmt;
-use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -28,7 +28,7 @@ pub enum RejectionReason {
         /// The refused job.
         job: JobId,
         /// The class it named.
-        class: Arc<str>,
+        class: Name,
         /// The policy's classes, comma-separated.
         known: String,
     },
@@ -40,7 +40,7 @@ pub enum RejectionReason {
     /// The tenant's queue at the job's priority holds `capacity` live actions already.
     QueueFull {
         /// The job's tenant.
-        tenant: Arc<str>,
+        tenant: Name,
         /// The queue's capacity (`admission.queue_capacity`, actions).
         capacity: u32,
         /// The job's priority.

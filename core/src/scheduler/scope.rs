@@ -3,8 +3,8 @@
 //! retry is scheduled, and every dispatch reads it, together with the scope's RPM and TPM
 //! token buckets (reserve, then reconcile with actual usage) and its concurrency budget.
 
+use stampede_name::Name;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -73,7 +73,7 @@ pub(super) enum Blocked {
 /// One scope's live state.
 #[derive(Debug)]
 pub(super) struct ScopeState {
-    pub id: Arc<str>,
+    pub id: Name,
     pub record: ScopeRecord,
     pub requests: Option<TokenBucket>,
     pub tokens: Option<TokenBucket>,
@@ -95,7 +95,7 @@ impl ScopeState {
                 .map(|l| TokenBucket::new(u64::from(l), MINUTE, now))
         };
         Self {
-            id: Arc::from(id),
+            id: Name::new(id),
             record: ScopeRecord::default(),
             requests: bucket(budget.rpm),
             tokens: bucket(budget.tpm),
@@ -294,7 +294,7 @@ impl Scopes {
 
     /// [`Scopes::intern`] for a job's shared scope name (`None`: [`DEFAULT_SCOPE`]): the
     /// name last seen is not searched again.
-    pub fn intern_shared(&mut self, id: Option<&Arc<str>>, policy: &Policy, now: Millis) -> usize {
+    pub fn intern_shared(&mut self, id: Option<Name>, policy: &Policy, now: Millis) -> usize {
         let Some(id) = id else {
             if let Some(i) = self.default_scope {
                 return i;
@@ -306,7 +306,7 @@ impl Scopes {
         if let Some(i) = self.last.get(id) {
             return i;
         }
-        let i = self.intern(id, policy, now);
+        let i = self.intern(&id, policy, now);
         self.last.keep(id, i);
         i
     }

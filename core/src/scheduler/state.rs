@@ -1,6 +1,6 @@
 //! What the scheduler keeps about each live action, attempt on the wire and task.
 
-use std::sync::Arc;
+use stampede_name::Name;
 use std::time::Duration;
 
 use crate::command::LookupBy;
@@ -184,7 +184,7 @@ pub(super) struct Shape {
     /// Maximum output tokens after trimming (tokens).
     pub max_output_tokens: u32,
     /// The model a `smaller_model` rung asks for (shared with the policy's rung).
-    pub model: Option<Arc<str>>,
+    pub model: Option<Name>,
 }
 
 impl Tracked {

@@ -21,11 +21,11 @@ use serde::Serialize;
 
 use stampede_core::classify::{classify, Classification, Failure, FailureKind};
 use stampede_core::idempotency::derive_key;
-use stampede_core::IdempotencyKey;
 use stampede_core::{
     FailureGroup, Job, LookupResult, Millis, NextAction, OperationId, Outcome, Priority, Reason,
     Route, SendKind, Terminal, TerminalStatus,
 };
+use stampede_core::{IdempotencyKey, Name};
 
 use crate::driver_common::translate::ActionFacts;
 use crate::measure::action_route;
@@ -301,7 +301,7 @@ impl std::fmt::Write for Snake<'_> {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OriginalInput {
     /// Request class (`llm`, `read`, `uncertain_write`, ...).
-    pub class: Arc<str>,
+    pub class: Name,
     /// Endpoint family (`chat_completion`, `create_record`, `get_item`).
     pub route: Route,
     /// Admission priority (`critical`, `normal`, `bulk`).
@@ -351,7 +351,7 @@ pub struct DeadLetter {
     /// The logical action's id (the harness's numbering, as in `attempts.csv`).
     pub action: u64,
     /// Tenant the action was submitted for.
-    pub tenant: Arc<str>,
+    pub tenant: Name,
     /// Task (goal) it belongs to.
     pub task: Arc<str>,
     /// `failed`, `escalated` or `reconciliation_required`.
@@ -391,7 +391,7 @@ pub struct BudgetUsed {
 pub struct Escalation {
     /// The logical action that stopped.
     pub action: u64,
-    pub tenant: Arc<str>,
+    pub tenant: Name,
     pub task: Arc<str>,
     /// `escalated` or `reconciliation_required`.
     pub outcome: &'static str,
@@ -524,7 +524,7 @@ impl CaseFiles {
         let scope = e.facts.scope.as_deref().unwrap_or("account");
         self.dead_letters.push(DeadLetter {
             action: e.action,
-            tenant: e.facts.tenant.clone(),
+            tenant: e.facts.tenant,
             task: e.facts.task.clone(),
             status,
             reason: reason.clone(),
@@ -535,7 +535,7 @@ impl CaseFiles {
             last_status: terminal.last_status,
             escalated,
             input: OriginalInput {
-                class: e.facts.class.clone(),
+                class: e.facts.class,
                 route,
                 priority: e.facts.priority,
                 prompt_tokens: e.facts.prompt_tokens,
@@ -580,7 +580,7 @@ impl CaseFiles {
         };
         self.escalations.push(Escalation {
             action: e.action,
-            tenant: e.facts.tenant.clone(),
+            tenant: e.facts.tenant,
             task: e.facts.task.clone(),
             outcome: status,
             reason,

@@ -2,8 +2,6 @@
 //! their attempts need on the wire, when they arrived, their deadline, and whether an
 //! attempt of theirs has left yet. Measured at their first dispatch and at their end.
 
-use std::sync::Arc;
-
 use rustc_hash::FxHashMap;
 
 use stampede_core::{ActionState, JobId, LedgerEntry, Millis, Outcome, SendAttempt, Terminal};
@@ -147,8 +145,8 @@ impl LiveActions {
                 (name(&action.facts.credential), name(&send.credential)),
             );
             // The case file names where the action went last.
-            action.facts.credential = Arc::clone(&send.credential);
-            action.facts.scope = Some(Arc::clone(&send.scope));
+            action.facts.credential = send.credential;
+            action.facts.scope = Some(send.scope);
         }
         let facts = &action.facts;
         let group = *action

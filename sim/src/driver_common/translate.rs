@@ -6,28 +6,28 @@ use std::sync::Arc;
 
 use stampede_core::rate_headers::RateHint;
 use stampede_core::{
-    Job, LookupBy, LookupResult, Millis, OperationId, Outcome, Priority, Response, Route,
+    Job, LookupBy, LookupResult, Millis, Name, OperationId, Outcome, Priority, Response, Route,
     SendAttempt, SendKind, TransportFailure, Usage,
 };
 use stampede_provider::model::{
-    keep_shared, Answer, CompletionId, Decision, FindBy, RateFigures, RecordId, RecordsGiven,
-    Request, RequestRoute, Signals,
+    Answer, CompletionId, Decision, FindBy, RateFigures, RecordId, RecordsGiven, Request,
+    RequestRoute, Signals,
 };
 
 /// What the driver knows about a live action beyond what a `Send` carries.
 #[derive(Debug, Clone)]
 pub struct ActionFacts {
     /// Tenant that owns the action; shared with the requests of its attempts.
-    pub tenant: Arc<str>,
+    pub tenant: Name,
     /// Task (goal) it belongs to; for its dead letter or case file.
     pub task: Arc<str>,
     /// Request class name (`read`, `llm`, ... or a user-defined one); shared like `tenant`.
-    pub class: Arc<str>,
+    pub class: Name,
     /// Credential its attempts are sent with (never written out whole) and its scope, if
     /// known; for its case file.
-    pub credential: Arc<str>,
+    pub credential: Name,
     /// The provider scope its credential is limited on (`None`: unknown, the account's).
-    pub scope: Option<Arc<str>>,
+    pub scope: Option<Name>,
     /// Endpoint family of the action.
     pub route: Route,
     /// Admission priority it was submitted at.
@@ -84,7 +84,7 @@ pub fn fill_request(request: &mut Request, send: &SendAttempt, facts: &ActionFac
     let action = matches!(send.kind, SendKind::Action);
     set_route(&mut request.route, send, facts);
     let chat = action && send.route == Route::ChatCompletion;
-    keep_shared(&mut request.credential, Some(&send.credential));
+    keep_name(&mut request.credential, Some(send.credential));
     request
         .idempotency_key
         .clone_from(if action { &send.idempotency_key } else { &None });
@@ -101,12 +101,23 @@ pub fn fill_request(request: &mut Request, send: &SendAttempt, facts: &ActionFac
     request.stream = chat && facts.stream;
     // Our client asks for the usage chunk of a stream (it reconciles reservations).
     request.stream_usage = chat && facts.stream;
-    keep_shared(&mut request.class, Some(&facts.class));
-    keep_shared(&mut request.tenant, Some(&facts.tenant));
+    keep_name(&mut request.class, Some(facts.class));
+    keep_name(&mut request.tenant, Some(facts.tenant));
     request.action = Some(send.job);
     request.attempt_no = Some(send.attempt_no);
     request.sdk_retry_count = None;
-    keep_shared(&mut request.model, send.model.as_ref());
+    keep_name(&mut request.model, send.model);
+}
+
+/// Sets `slot` (the previous request's) to `name`, as the provider's shared text: a slot
+/// that already holds this name's own allocation is left alone (no atomic increment and
+/// decrement per attempt).
+fn keep_name(slot: &mut Option<Arc<str>>, name: Option<Name>) {
+    match (slot.as_ref(), name) {
+        (Some(kept), Some(name)) if name.is(kept) => {}
+        (None, None) => {}
+        _ => *slot = name.map(Name::shared),
+    }
 }
 
 /// Sets `route` (the previous attempt's) to the route of `send`.

@@ -15,14 +15,13 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::sync::Arc;
 use std::time::Instant;
 
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 use stampede_core::{
-    AttemptId, AuditEvent, InMemoryLedger, JobId, Ledger, Millis, Outcome, Scheduler, SendAttempt,
-    Terminal,
+    AttemptId, AuditEvent, InMemoryLedger, JobId, Ledger, Millis, Name, Outcome, Scheduler,
+    SendAttempt, Terminal,
 };
 use stampede_provider::model::{Fingerprint, JournalEntry, Request};
 use tokio::task::JoinSet;
@@ -50,14 +49,7 @@ use crate::sink::{AttemptSink, AuditSink, NoAudit};
 /// What the harness sent an attempt as, until its journal entry is read: action, attempt
 /// number, tenant, class, priority and groups (see `SentBy`). The names are the action's
 /// own shared strings: no copy per attempt.
-type SentAs = (
-    JobId,
-    u32,
-    Arc<str>,
-    Arc<str>,
-    &'static str,
-    Option<GroupKey>,
-);
+type SentAs = (JobId, u32, Name, Name, &'static str, Option<GroupKey>);
 
 /// What an attempt task hands back.
 struct Finished {
@@ -433,12 +425,12 @@ impl Wire for HttpWire {
         let body = super::body::render(request).map(bytes::Bytes::from);
         let sent_as = match live.get(send.job) {
             Some(a) => (
-                Arc::clone(&a.facts.tenant),
-                Arc::clone(&a.facts.class),
+                a.facts.tenant,
+                a.facts.class,
                 crate::measure::queues::priority_name(a.facts.priority),
                 a.group,
             ),
-            None => (Arc::from(""), Arc::from(""), "", None),
+            None => (Name::default(), Name::default(), "", None),
         };
         let (tenant, class, priority, group) = sent_as;
         self.sent

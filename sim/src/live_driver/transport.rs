@@ -275,7 +275,6 @@ fn classify(e: &hyper_util::client::legacy::Error) -> TransportFailure {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
 
     use stampede_core::Route;
 
@@ -287,8 +286,8 @@ mod tests {
             job: 1,
             attempt_no: 1,
             kind: SendKind::Action,
-            credential: Arc::from("sk-1"),
-            scope: Arc::from("account"),
+            credential: "sk-1".into(),
+            scope: "account".into(),
             route: Route::ChatCompletion,
             idempotency_key: None,
             reserved_tokens: 0,

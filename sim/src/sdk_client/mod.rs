@@ -19,7 +19,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
 
 use rand_chacha::ChaCha8Rng;
-use stampede_core::{Millis, Reason, Route, Terminal, TerminalStatus};
+use stampede_core::{Millis, Name, Reason, Route, Terminal, TerminalStatus};
 use stampede_provider::model::{Answer, Request, RequestRoute};
 use stampede_reports::UnfinishedRow;
 
@@ -461,8 +461,8 @@ fn request_of(call: &Call, layers: &[RetryLayer]) -> Request {
         .iter()
         .rev()
         .find_map(|r| r.picked.clone())
-        .map_or_else(|| Arc::clone(&job.credential), Arc::from);
-    let credential_is_jobs = credential == job.credential;
+        .map_or_else(|| job.credential.shared(), Arc::from);
+    let credential_is_jobs = *credential == *job.credential;
     Request {
         route,
         credential: Some(credential),
@@ -473,7 +473,7 @@ fn request_of(call: &Call, layers: &[RetryLayer]) -> Request {
         stream: chat && job.stream,
         stream_usage: chat && job.stream,
         // A deployment of another provider asks for that provider's default model.
-        model: job.model.clone().filter(|_| credential_is_jobs),
+        model: job.model.map(Name::shared).filter(|_| credential_is_jobs),
         sdk_retry_count: call
             .attempts
             .get(layers.len().saturating_sub(1))
@@ -535,7 +535,7 @@ fn decide(
 ) -> Option<u64> {
     for i in (0..=upto.min(layers.len() - 1)).rev() {
         if let (Some(router), Some(spec)) = (routers[i].as_mut(), layers[i].router.as_ref()) {
-            let own = call.arrival.job.credential.clone();
+            let own = call.arrival.job.credential;
             let group = call.route[i].group;
             if let Some(d) = call.route[i].picked.clone() {
                 let size = Router::members(spec, group, &own).len();
@@ -610,7 +610,7 @@ fn pick_deployments(
         if call.route[i].picked.is_some() {
             continue;
         }
-        let own = call.arrival.job.credential.clone();
+        let own = call.arrival.job.credential;
         if router
             .pick(spec, &mut call.route[i], &own, now, rng)
             .is_none()

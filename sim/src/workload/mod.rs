@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-use stampede_core::{Job, JobId, Millis, Route};
+use stampede_core::{Job, JobId, Millis, Name, Route};
 
 use crate::rng;
 use crate::scenario::{Arrival as ArrivalSpec, Scenario, WorkloadSpec};
@@ -73,11 +73,11 @@ struct EntryStream {
 
 /// The names every job of one workload entry carries.
 struct Names {
-    tenant: Arc<str>,
-    credential: Arc<str>,
-    class: Arc<str>,
-    scope: Option<Arc<str>>,
-    model: Option<Arc<str>>,
+    tenant: Name,
+    credential: Name,
+    class: Name,
+    scope: Option<Name>,
+    model: Option<Name>,
 }
 
 impl EntryStream {
@@ -178,11 +178,11 @@ impl EntryStream {
         };
         Job {
             id,
-            tenant: Arc::clone(&self.names.tenant),
+            tenant: self.names.tenant,
             task,
-            credential: Arc::clone(&self.names.credential),
-            scope: self.names.scope.clone(),
-            class: Arc::clone(&self.names.class),
+            credential: self.names.credential,
+            scope: self.names.scope,
+            class: self.names.class,
             route: self.route,
             resource,
             priority: self.spec.priority,
@@ -198,7 +198,7 @@ impl EntryStream {
             external_ref,
             coalescable: self.spec.coalescable,
             stream: self.spec.stream,
-            model: self.names.model.clone(),
+            model: self.names.model,
             sole_task: self.sole_tasks,
         }
     }
