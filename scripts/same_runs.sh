@@ -15,6 +15,7 @@
 # process. A scenario that refuses a preset (amplification, layers and router-failover
 # describe a client stack of their own and refuse `naive`) must refuse it with both binaries,
 # with the same message. Prints one line per run and a count; exits 1 when any differ.
+# SCENARIOS="quickstart fallback" limits it to those scenarios (tests/same_runs.rs does).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,8 +36,18 @@ mask() {
 }
 
 same=0 differ=0 refused=0
-for scenario in scenarios/*.toml; do
+if [ -n "${SCENARIOS:-}" ]; then
+  scenarios=()
+  for name in $SCENARIOS; do scenarios+=("scenarios/$name.toml"); done
+else
+  scenarios=(scenarios/*.toml)
+fi
+for scenario in "${scenarios[@]}"; do
   name="$(basename "$scenario" .toml)"
+  if [ ! -f "$scenario" ]; then
+    echo "same_runs.sh: no scenario $scenario" >&2
+    exit 2
+  fi
   for preset in own naive; do
     set_args=()
     [ "$preset" = naive ] && set_args=(--set client.preset=naive)
