@@ -115,6 +115,11 @@ pub struct ProviderModel {
     clock: ClientClock,
     /// Each known credential's scope, masked form and ordinal.
     credentials: FxHashMap<String, KnownKey>,
+    /// The known key the last attempt came with, and the text it came as: a client sends
+    /// with one key attempt after attempt, and comparing its text (or, for the simulator,
+    /// which hands over one shared `Arc<str>`, its address) skips hashing it to search
+    /// `credentials`. The `Arc` is held, so its address cannot be reused for another text.
+    last_key: Option<(Arc<str>, KnownKey)>,
     /// Per credential ordinal: the further scopes it counts against, in listed order.
     also_counts: Vec<Box<[usize]>>,
     scopes: Vec<ScopeState>,
@@ -213,6 +218,7 @@ impl ProviderModel {
                 wall_epoch_unix_ms,
             },
             credentials,
+            last_key: None,
             also_counts,
             scope_models,
             models,
@@ -463,6 +469,28 @@ impl ProviderModel {
         }
     }
 
+    /// Whether `credential` is a known key, which `last_key` then holds: the one kept when
+    /// it is that key again (the same allocation or the same text), else a search of
+    /// `credentials` whose find is kept for the next attempt.
+    fn remember_key(&mut self, credential: Option<&Arc<str>>) -> bool {
+        let Some(credential) = credential else {
+            return false;
+        };
+        let same = |(last, _): &(Arc<str>, KnownKey)| {
+            Arc::ptr_eq(last, credential) || **last == **credential
+        };
+        if self.last_key.as_ref().is_some_and(same) {
+            return true;
+        }
+        match self.credentials.get(&**credential) {
+            Some(found) => {
+                self.last_key = Some((Arc::clone(credential), found.clone()));
+                true
+            }
+            None => false,
+        }
+    }
+
     /// An attempt reaches the edge at `now`: journal it, apply limits and faults, commit side
     /// effects, and say what the client sees and after how long.
     pub fn arrive(&mut self, req: &Request, now: Millis) -> Decision {
@@ -476,10 +504,11 @@ impl ProviderModel {
         }
         self.next_seq += 1;
         let seq = self.next_seq;
-        let known = req
-            .credential
-            .as_deref()
-            .and_then(|c| self.credentials.get(c));
+        let known = if self.remember_key(req.credential.as_ref()) {
+            self.last_key.as_ref().map(|(_, known)| known)
+        } else {
+            None
+        };
         let scope_of_key = known.map_or("", |k| self.scopes[k.scope].limits.id.as_str());
         let who = self.identity.attribute(req, scope_of_key, now);
         let claim_mismatch = who.ordinal > 0
