@@ -438,6 +438,30 @@ mod tests {
     };
     use stampede_provider::{ProviderConfig, ProviderModel};
 
+    /// A request slot holds the name's own allocation (what lets the next attempt with the
+    /// same name skip touching it), takes it in place of the same text held elsewhere, and
+    /// takes the new name when it changes. That a kept name costs no atomic is perf's to
+    /// show, not a test's: a replaced and a kept slot end with the same count.
+    #[test]
+    fn keep_name_holds_the_names_own_allocation() {
+        let (acme, beta) = (Name::new("tenant-keep-a"), Name::new("tenant-keep-b"));
+        let mut slot: Option<Arc<str>> = None;
+        keep_name(&mut slot, Some(acme));
+        let first = slot.clone().expect("set");
+        assert!(acme.is(&first));
+        keep_name(&mut slot, Some(acme));
+        assert!(Arc::ptr_eq(slot.as_ref().unwrap(), &first));
+        // The same text elsewhere is replaced by the name's own allocation.
+        slot = Some(Arc::from("tenant-keep-a"));
+        keep_name(&mut slot, Some(acme));
+        assert!(acme.is(slot.as_ref().unwrap()));
+        keep_name(&mut slot, Some(beta));
+        assert_eq!(slot.as_deref(), Some("tenant-keep-b"));
+        assert!(beta.is(slot.as_ref().unwrap()));
+        keep_name(&mut slot, None);
+        assert_eq!(slot, None);
+    }
+
     /// The numbers the model hands the core are exactly what the core read from the headers
     /// the HTTP edge writes for the same answer: every mix of limits, every Retry-After form,
     /// fault statuses with and without `x-should-retry`.
