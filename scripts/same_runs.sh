@@ -51,16 +51,11 @@ for scenario in "${scenarios[@]}"; do
   for preset in own naive; do
     set_args=()
     [ "$preset" = naive ] && set_args=(--set client.preset=naive)
-    for side in base new; do
-      bin="$base"; [ "$side" = new ] && bin="$new"
-      out="$work/$side/$name-$preset"
-      if "$bin" run "$scenario" "${set_args[@]}" --out "$out" >"$work/$side-$name-$preset.log" 2>&1; then
-        echo 0 >"$work/$side-$name-$preset.rc"
-      else
-        echo $? >"$work/$side-$name-$preset.rc"
-      fi
-    done
-    base_rc="$(cat "$work/base-$name-$preset.rc")" new_rc="$(cat "$work/new-$name-$preset.rc")"
+    base_rc=0 new_rc=0
+    "$base" run "$scenario" "${set_args[@]}" --out "$work/base/$name-$preset" \
+      >"$work/base-$name-$preset.log" 2>&1 || base_rc=$?
+    "$new" run "$scenario" "${set_args[@]}" --out "$work/new/$name-$preset" \
+      >"$work/new-$name-$preset.log" 2>&1 || new_rc=$?
     if [ ! -d "$work/base/$name-$preset" ] && [ ! -d "$work/new/$name-$preset" ] \
       && [ "$base_rc" = "$new_rc" ] \
       && diff -q "$work/base-$name-$preset.log" "$work/new-$name-$preset.log" >/dev/null; then

@@ -188,39 +188,9 @@ impl From<&str> for Name {
     }
 }
 
-impl From<&String> for Name {
-    fn from(text: &String) -> Self {
-        Name::new(text)
-    }
-}
-
 impl From<String> for Name {
     fn from(text: String) -> Self {
         Name::new(&text)
-    }
-}
-
-impl From<&Arc<str>> for Name {
-    fn from(text: &Arc<str>) -> Self {
-        Name::new(text)
-    }
-}
-
-impl From<Arc<str>> for Name {
-    fn from(text: Arc<str>) -> Self {
-        Name::new(&text)
-    }
-}
-
-impl From<Name> for Arc<str> {
-    fn from(name: Name) -> Self {
-        name.shared()
-    }
-}
-
-impl From<Name> for String {
-    fn from(name: Name) -> Self {
-        name.0.to_owned()
     }
 }
 
@@ -292,10 +262,10 @@ mod tests {
         let arc = name.shared();
         assert_eq!(&*arc, "sk-shared");
         assert!(name.is(&arc));
-        assert!(name.is(&Arc::<str>::from(name)));
+        assert!(name.is(&name.shared()));
         let elsewhere: Arc<str> = Arc::from("sk-shared");
         assert!(!name.is(&elsewhere));
-        assert_eq!(Name::from(&elsewhere), name);
+        assert_eq!(Name::new(&elsewhere), name);
         // Handing out and dropping many never frees the interned text.
         for _ in 0..1_000 {
             drop(name.shared());

@@ -182,6 +182,18 @@ impl Default for Fnv {
     }
 }
 
+/// So a value with a `Hash` of its own (an idempotency key: a derived key's 16 bytes, or
+/// its text) can be fed as that value hashes, rather than as text rendered for it.
+impl std::hash::Hasher for Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        *self = self.bytes(bytes);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 /// FNV-1a 64-bit hash of a request body, the `body_hash` the server computes (over the
 /// canonical JSON, keys sorted) and the simulator may compute the same way.
 pub fn body_hash(bytes: &[u8]) -> u64 {

@@ -8,6 +8,8 @@
 //! request committed twice. Nothing the client says about itself (`x-stampede-*`) and
 //! nothing the harness numbered enters it.
 
+use std::hash::Hash;
+
 use super::decided::Decided;
 use rustc_hash::FxHashMap;
 use stampede_provider::model::Fnv;
@@ -34,17 +36,21 @@ pub struct CrossDuplicate {
 }
 
 /// The identity the providers give `e`: its Idempotency-Key, else its fingerprint, hashed.
-/// A derived key goes in as its 16 bytes (equal keys are equal bytes), with no text
-/// rendered to be hashed; the hash only tells identities apart and is never written out.
+/// A key goes in as `IdempotencyKey` hashes (a derived key as its 16 bytes, equal keys
+/// hashing equal), with no text rendered to be hashed; the hash only tells identities apart
+/// and is never written out.
 fn identity(e: &Decided<'_>) -> u64 {
     match &e.idempotency_key {
-        Some(key) => match key.derived_bytes() {
-            Some(bytes) => Fnv::new().bytes(b"derived key:").bytes(bytes),
-            None => Fnv::new().bytes(b"key:").bytes(key.text().as_bytes()),
-        },
-        None => e.fingerprint.feed(Fnv::new().bytes(b"fingerprint:")),
+        Some(key) => {
+            let mut fnv = Fnv::new().bytes(b"key:");
+            key.hash(&mut fnv);
+            fnv.finish()
+        }
+        None => e
+            .fingerprint
+            .feed(Fnv::new().bytes(b"fingerprint:"))
+            .finish(),
     }
-    .finish()
 }
 
 impl ProviderTally {

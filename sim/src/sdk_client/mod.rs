@@ -473,7 +473,7 @@ fn request_of(call: &Call, layers: &[RetryLayer]) -> Request {
         stream: chat && job.stream,
         stream_usage: chat && job.stream,
         // A deployment of another provider asks for that provider's default model.
-        model: job.model.map(Name::shared).filter(|_| credential_is_jobs),
+        model: job.model.filter(|_| credential_is_jobs).map(Name::shared),
         sdk_retry_count: call
             .attempts
             .get(layers.len().saturating_sub(1))
