@@ -1,7 +1,5 @@
 //! A logical action as a driver submits it.
 
-use std::sync::Arc;
-
 use serde::{Deserialize, Serialize};
 
 use crate::time::Millis;
@@ -40,13 +38,18 @@ pub enum Route {
     GetItem,
 }
 
+/// A task's name: held inline up to 23 bytes (a default per-action task such as
+/// `support-w0-37999` costs no heap allocation), shared by reference count beyond, so a
+/// clone never allocates. 24 bytes; compares, hashes and serializes as its text.
+pub type TaskName = smol_str::SmolStr;
+
 /// One logical action: what a task wants done, before any attempt is made.
 ///
 /// Names a scenario gives (tenant, credential, scope, class, model) are interned
 /// [`Name`]s: copied by value into the action, its ledger entry and every attempt, with no
-/// reference count. The task, one per action by default, is a shared `Arc<str>` (interning
-/// it would keep every task's text for the process's life). Build any of them with
-/// `.into()` from a `&str` or `String`.
+/// reference count. The task, one per action by default, is a [`TaskName`]: not interned
+/// (that would keep every task's text for the process's life), held inline when short.
+/// Build any of them with `.into()` from a `&str` or `String`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Job {
     /// The logical action's id.
@@ -54,7 +57,7 @@ pub struct Job {
     /// Tenant that owns the action (fair dequeue and admission are per tenant).
     pub tenant: Name,
     /// Task (goal) the action belongs to: per-task retry budgets and cancellation act on it.
-    pub task: Arc<str>,
+    pub task: TaskName,
     /// Credential (bearer key) the action is sent with.
     pub credential: Name,
     /// The provider scope this credential is limited on, when known. `None` means unknown:

@@ -180,7 +180,7 @@ pub use scheduler::{
 };
 
 // What goes in: logical actions, and what the driver observed of each attempt.
-pub use job::{Job, JobId, Priority, Route};
+pub use job::{Job, JobId, Priority, Route, TaskName};
 pub use operation_id::OperationId;
 pub use outcome::{LookupResult, Outcome, Response, TransportFailure, Usage};
 pub use rate_headers::RateHint;

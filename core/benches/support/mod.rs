@@ -2,23 +2,23 @@
 //! -> terminal cycle, shared by the cycle benchmark (as `mod support`), the `cycle_rate`
 //! example and stampede-sim's steady-state allocation test (both by path).
 
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use stampede_core::{
     IdempotencyKey, InMemoryLedger, Job, Name, Outcome, Policy, Priority, Response, Route,
-    Scheduler, ScopeBudget, Usage,
+    Scheduler, ScopeBudget, TaskName, Usage,
 };
 
 /// The names every job shares, made once. The drivers hand the core interned names for a
-/// workload's tenant, credential, scope and class and one shared `Arc<str>` per task (see
-/// `stampede-sim`'s workload), so a benchmark that built fresh strings per job would time
-/// allocations and frees that a real run never makes. Only the idempotency key is per job,
+/// workload's tenant, credential, scope and class, and a task name (see `stampede-sim`'s
+/// workload) that a clone copies, so a benchmark that built fresh strings per job would
+/// time allocations and frees that a real run never makes. Only the idempotency key is per job,
 /// as it is in a run.
 struct Names {
     tenants: [Name; 4],
-    task: Arc<str>,
+    task: TaskName,
     credential: Name,
     scope: Name,
     class: Name,
@@ -40,7 +40,7 @@ pub fn job(id: u64) -> Job {
     Job {
         id,
         tenant: names.tenants[(id % 4) as usize],
-        task: Arc::clone(&names.task),
+        task: names.task.clone(),
         credential: names.credential,
         scope: Some(names.scope),
         class: names.class,

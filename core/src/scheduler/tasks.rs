@@ -22,13 +22,13 @@
 //! million-request run. The sole actions live are counted, so a cancellation still scans.
 
 use std::hash::BuildHasher;
-use std::sync::Arc;
 
 use hashbrown::HashTable;
 use slab::Slab;
 
 use super::state::{held_less, TaskState};
 use crate::id_hash::IdHash;
+use crate::job::TaskName;
 
 /// A task's slot (see [`Tasks`]).
 pub(super) type TaskSlot = u32;
@@ -44,7 +44,7 @@ pub(super) const SOLE_TASK: TaskSlot = TaskSlot::MAX - 1;
 #[derive(Debug)]
 struct Task {
     tenant: u32,
-    name: Arc<str>,
+    name: TaskName,
     hash: u64,
     state: TaskState,
 }
@@ -92,7 +92,7 @@ impl Tasks {
 
     /// Adds a live action to the task `name` of `tenant`; returns the task's slot.
     /// [`SOLE_TASK`] when `sole` (the action is alone in its task: no record is kept).
-    pub fn join(&mut self, tenant: u32, name: &Arc<str>, sole: bool) -> TaskSlot {
+    pub fn join(&mut self, tenant: u32, name: &TaskName, sole: bool) -> TaskSlot {
         if !self.kept {
             return NO_TASK;
         }
@@ -108,10 +108,10 @@ impl Tasks {
             state.live += 1;
             return slot;
         }
-        // The job's own name, shared: no copy per task.
+        // The job's own name: inline, or shared (no copy per task).
         let slot = self.slots.insert(Task {
             tenant,
-            name: Arc::clone(name),
+            name: name.clone(),
             hash,
             state: TaskState {
                 live: 1,
@@ -191,10 +191,10 @@ mod tests {
     #[test]
     fn a_task_lives_while_any_of_its_actions_does_and_its_slot_is_reused() {
         let mut tasks = Tasks::new(true);
-        let (a, b): (Arc<str>, Arc<str>) = ("a".into(), "b".into());
+        let (a, b): (TaskName, TaskName) = ("a".into(), "b".into());
         let first = tasks.join(0, &a, false);
         assert_eq!(
-            tasks.join(0, &Arc::from("a"), false),
+            tasks.join(0, &TaskName::new("a"), false),
             first,
             "same name, same task"
         );
@@ -223,7 +223,7 @@ mod tests {
     #[test]
     fn without_the_budget_no_task_is_kept() {
         let mut tasks = Tasks::new(false);
-        let slot = tasks.join(0, &Arc::from("a"), false);
+        let slot = tasks.join(0, &TaskName::new("a"), false);
         assert_eq!(slot, NO_TASK);
         tasks.add_retry(slot);
         assert_eq!(tasks.retries(slot, 9), 0);
@@ -234,7 +234,7 @@ mod tests {
         tasks.leave(slot);
         assert!(tasks.slots.is_empty() && tasks.by_name.is_empty());
         assert_eq!(
-            tasks.join(0, &Arc::from("a"), true),
+            tasks.join(0, &TaskName::new("a"), true),
             NO_TASK,
             "not kept, even sole"
         );
@@ -243,7 +243,7 @@ mod tests {
     #[test]
     fn a_sole_action_keeps_no_record_and_counts_its_own_retries() {
         let mut tasks = Tasks::new(true);
-        let a: Arc<str> = "a".into();
+        let a: TaskName = "a".into();
         assert!(!tasks.may_have(0, "a"));
         let sole = tasks.join(0, &a, true);
         assert_eq!(sole, SOLE_TASK);

@@ -11,7 +11,6 @@
 //! keys are documented in `docs/contract.md` and checked against it by a test.
 
 use std::fmt::Write as _;
-use std::sync::Arc;
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -25,7 +24,7 @@ use stampede_core::{
     FailureGroup, Job, LookupResult, Millis, NextAction, OperationId, Outcome, Priority, Reason,
     Route, SendKind, Terminal, TerminalStatus,
 };
-use stampede_core::{IdempotencyKey, Name};
+use stampede_core::{IdempotencyKey, Name, TaskName};
 
 use crate::driver_common::translate::ActionFacts;
 use crate::measure::action_route;
@@ -353,7 +352,7 @@ pub struct DeadLetter {
     /// Tenant the action was submitted for.
     pub tenant: Name,
     /// Task (goal) it belongs to.
-    pub task: Arc<str>,
+    pub task: TaskName,
     /// `failed`, `escalated` or `reconciliation_required`.
     pub status: &'static str,
     /// Why it ended (`attempts_exhausted`, `wait_budget_exhausted`, ...).
@@ -392,7 +391,7 @@ pub struct Escalation {
     /// The logical action that stopped.
     pub action: u64,
     pub tenant: Name,
-    pub task: Arc<str>,
+    pub task: TaskName,
     /// `escalated` or `reconciliation_required`.
     pub outcome: &'static str,
     /// Why (`reconciliation_unavailable`, `quota_exhausted`, ...).

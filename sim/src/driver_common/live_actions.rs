@@ -275,12 +275,12 @@ impl LiveActions {
 
 #[cfg(test)]
 mod sizes {
-    /// The README quotes the bytes the driver's record of a live action costs: 256 since
-    /// its case notes hold the first attempt inline (16 bytes, where a timeline vector per
-    /// action cost an allocation and a cache miss at every first answer).
+    /// The README quotes the bytes the driver's record of a live action costs: 264 since
+    /// its task name is held inline (24 bytes where a shared string's pointer took 16, and
+    /// no allocation per action); its case notes hold the first attempt inline.
     #[test]
-    fn a_live_action_is_at_most_256_bytes() {
+    fn a_live_action_is_at_most_264_bytes() {
         let size = std::mem::size_of::<Option<super::LiveAction>>();
-        assert!(size <= 256, "Option<LiveAction> is {size} bytes");
+        assert!(size <= 264, "Option<LiveAction> is {size} bytes");
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use stampede_core::rate_headers::RateHint;
 use stampede_core::{
     Job, LookupBy, LookupResult, Millis, Name, OperationId, Outcome, Priority, Response, Route,
-    SendAttempt, SendKind, TransportFailure, Usage,
+    SendAttempt, SendKind, TaskName, TransportFailure, Usage,
 };
 use stampede_provider::model::{
     Answer, CompletionId, Decision, FindBy, RateFigures, RecordId, RecordsGiven, Request,
@@ -20,7 +20,7 @@ pub struct ActionFacts {
     /// Tenant that owns the action; shared with the requests of its attempts.
     pub tenant: Name,
     /// Task (goal) it belongs to; for its dead letter or case file.
-    pub task: Arc<str>,
+    pub task: TaskName,
     /// Request class name (`read`, `llm`, ... or a user-defined one); shared like `tenant`.
     pub class: Name,
     /// Credential its attempts are sent with (never written out whole) and its scope, if

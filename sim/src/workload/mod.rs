@@ -7,11 +7,10 @@ pub mod tokens;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::sync::Arc;
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-use stampede_core::{Job, JobId, Millis, Name, Route};
+use stampede_core::{Job, JobId, Millis, Name, Route, TaskName};
 
 use crate::rng;
 use crate::scenario::{Arrival as ArrivalSpec, Scenario, WorkloadSpec};
@@ -121,14 +120,13 @@ impl EntryStream {
         (self.next < self.spec.count).then_some(self.next_at.floor() as Millis)
     }
 
-    /// Task name of action number `n`.
-    /// The task of action number `n`, written into a reused buffer and shared from there:
-    /// one allocation per job.
-    fn task_of(&mut self, n: u64) -> Arc<str> {
+    /// The task of action number `n`, written into a reused buffer: held inline when short
+    /// (the default `{tenant}-w{entry}-{n}` is), so no allocation per job.
+    fn task_of(&mut self, n: u64) -> TaskName {
         use std::fmt::Write as _;
         self.task_buf.clear();
         let _ = write!(self.task_buf, "{}-{}", self.task_prefix, n % self.tasks);
-        Arc::from(self.task_buf.as_str())
+        TaskName::new(&self.task_buf)
     }
 
     /// The job of call `call` (0: the arrival itself) of action number `n`, arriving at
@@ -358,4 +356,57 @@ pub fn cancellations(scenario: &Scenario) -> Vec<Cancellation> {
     }
     out.sort();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A default task per action (`{tenant}-w{entry}-{n}`) is held inline: admitting a
+    /// million actions makes no allocation for their task names, and a long name given by
+    /// the scenario still reads back whole.
+    #[test]
+    fn default_task_names_are_held_inline() {
+        let text = r#"
+            name = "tasks"
+            duration = "1m"
+            [[provider.scopes]]
+            id = "account"
+            rpm = 600
+            [[provider.credentials]]
+            key = "sk-a"
+            scope = "account"
+            [[workload]]
+            tenant = "support"
+            credential = "sk-a"
+            count = 3
+            arrival = "backlog"
+            [[workload]]
+            tenant = "support"
+            credential = "sk-a"
+            task = "a-task-name-longer-than-twenty-three-bytes"
+            count = 2
+            arrival = "backlog"
+        "#;
+        let scenario = crate::scenario::parse(text, "tasks.toml", &[]).expect("valid scenario");
+        let tasks: Vec<TaskName> = Arrivals::new(&scenario).map(|a| a.job.task).collect();
+        let short: Vec<&str> = tasks
+            .iter()
+            .filter(|t| !t.is_heap_allocated())
+            .map(|t| t.as_str())
+            .collect();
+        assert_eq!(short, ["support-w0-0", "support-w0-1", "support-w0-2"]);
+        let long: Vec<&str> = tasks
+            .iter()
+            .filter(|t| t.is_heap_allocated())
+            .map(|t| t.as_str())
+            .collect();
+        assert_eq!(
+            long,
+            [
+                "a-task-name-longer-than-twenty-three-bytes-0",
+                "a-task-name-longer-than-twenty-three-bytes-1"
+            ]
+        );
+    }
 }
