@@ -293,10 +293,16 @@ impl<L: Ledger> Scheduler<L> {
         let first = kind == SendKind::Action
             && ((job.action_attempts == 1 && job.retries == 0)
                 || (job.route > 0 && job.action_attempts == job.route_start.saturating_add(1)));
-        let send = SendAttempt {
+        let attempt_no = job.entry.attempts;
+        let reserved_tokens = u32::try_from(tokens).unwrap_or(u32::MAX);
+        let scope_index = job.scope;
+        let lead = is_action && self.policy.coalesce_reads && job.entry.job.coalescable;
+        // Built where the driver will read it: a send made first and moved into the outbox
+        // was one more copy of its 150 bytes per attempt.
+        self.outbox.push_back(Command::Send(SendAttempt {
             attempt,
             job: id,
-            attempt_no: job.entry.attempts,
+            attempt_no,
             kind,
             credential,
             scope: self.scopes.get(job.scope).id,
@@ -306,7 +312,7 @@ impl<L: Ledger> Scheduler<L> {
             } else {
                 None
             },
-            reserved_tokens: u32::try_from(tokens).unwrap_or(u32::MAX),
+            reserved_tokens,
             timeout_ms: self.classes[job.class].timeout_ms,
             // The route's own model wins (a bigger context), then a smaller_model rung's.
             model: if is_action {
@@ -334,11 +340,7 @@ impl<L: Ledger> Scheduler<L> {
                 }
                 _ => None,
             },
-        };
-        let scope_index = job.scope;
-        let lead = send.kind == SendKind::Action
-            && self.policy.coalesce_reads
-            && job.entry.job.coalescable;
+        }));
         // The action left its ready lane (`lane_turn` popped it) for the wire.
         let priority = job.entry.job.priority;
         self.leave_ready(priority);
@@ -349,7 +351,7 @@ impl<L: Ledger> Scheduler<L> {
                 job: id,
                 scope: scope_index,
                 reserved_tokens: tokens,
-                lookup: send.kind != SendKind::Action,
+                lookup: !is_action,
             },
         );
         debug_assert_eq!(
@@ -379,12 +381,11 @@ impl<L: Ledger> Scheduler<L> {
         }
         self.record(now, AuditKind::ActionSent, id, Some(attempt), || {
             AuditDetail::Sent {
-                attempt_no: send.attempt_no,
-                lookup: matches!(send.kind, SendKind::Lookup(_)),
-                reserved_tokens: send.reserved_tokens,
+                attempt_no,
+                lookup: !is_action,
+                reserved_tokens,
             }
         });
-        self.outbox.push_back(Command::Send(send));
         true
     }
 }
