@@ -123,13 +123,29 @@ impl IdIndex {
     }
 
     /// Holds `slot` for `id`, which is not held.
+    #[inline]
     pub fn insert(&mut self, id: JobId, slot: u32) {
         debug_assert_eq!(self.get(id), None, "{id} is held once");
         let stored = slot.checked_add(1).expect("fewer than 2^32 - 1 slots");
         // The base never moves back, so every id in `older` stays below it.
-        if self.ring.is_empty() && id >= self.base {
+        let len = self.ring.len();
+        if len == 0 && id >= self.base {
             self.base = id;
         }
+        // The common case, inlined: the id after the band's last (ids are handed out
+        // rising). It extends the band by one held slot, which keeps it dense.
+        if id.checked_sub(self.base) == Some(len as u64) {
+            self.ring.slots.push(stored);
+            self.in_ring += 1;
+            debug_assert!(self.ring.len() <= 4 * self.in_ring + SLACK);
+            return;
+        }
+        self.insert_elsewhere(id, slot, stored);
+    }
+
+    /// [`IdIndex::insert`] of an id that is not the one after the band's last: below the
+    /// base, inside the band, or past its end.
+    fn insert_elsewhere(&mut self, id: JobId, slot: u32, stored: u32) {
         let Some(i) = id.checked_sub(self.base) else {
             self.older.insert(id, slot);
             return;
@@ -184,13 +200,24 @@ impl IdIndex {
     }
 
     /// Forgets `id`; returns its slot if it was held.
+    #[inline]
     pub fn remove(&mut self, id: JobId) -> Option<u32> {
         match self.offset(id) {
             Some(i) => {
                 let slot = std::mem::take(&mut self.ring[i]).checked_sub(1)?;
                 self.in_ring -= 1;
-                self.trim();
-                self.keep_dense();
+                // The band's first slot is never empty (`trim` after every change), so
+                // only removing it leaves one to trim; and only a band now too sparse
+                // needs `keep_dense`.
+                if i == 0 || self.ring.len() > 4 * self.in_ring + SLACK {
+                    self.trim();
+                    self.keep_dense();
+                }
+                debug_assert_ne!(
+                    self.ring.front(),
+                    Some(&0),
+                    "the band starts with a held id"
+                );
                 Some(slot)
             }
             None => self.older.remove(&id),
