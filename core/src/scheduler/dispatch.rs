@@ -223,8 +223,9 @@ impl<L: Ledger> Scheduler<L> {
 
     /// Persists the attempt, takes a slot, puts the send in the outbox for the driver and
     /// records `action_sent` (the driver sees none of it before `launch` returns; nothing
-    /// goes to the outbox unless the write succeeded). `false` when the ledger refused the write: the
-    /// reservation is given back and the action retries the write after one backoff base.
+    /// goes to the outbox unless the write succeeded). `false` when the ledger refused the
+    /// write: the reservation is given back and the action retries the write after one
+    /// backoff base.
     fn launch(
         &mut self,
         id: JobId,
