@@ -10,6 +10,8 @@ use stampede_core::{AuditEvent, AuditKind};
 use stampede_durable::chain::{canonical_json, record_hash, GENESIS_PREV};
 use stampede_durable::{head_path, AuditWriter, ChainHead, ChainKey};
 
+mod common;
+
 const KEY: &str = "a-test-audit-key";
 
 fn write_trail(dir: &Path, key: ChainKey) -> PathBuf {
@@ -52,11 +54,7 @@ fn verify(path: &Path, args: &[&str], key: Option<&str>) -> (i32, String) {
         None => cmd.env_remove("STAMPEDE_AUDIT_KEY"),
     };
     let out = cmd.output().expect("run stampede");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = common::both(&out);
     (out.status.code().unwrap_or(-1), text)
 }
 

@@ -8,6 +8,8 @@ use std::process::Command;
 use stampede_core::{AuditEvent, AuditKind};
 use stampede_durable::AuditWriter;
 
+mod common;
+
 /// Ten events of two actions, as a run would record them.
 fn write_trail(dir: &Path) -> PathBuf {
     let path = dir.join("audit.jsonl");
@@ -56,11 +58,7 @@ fn verify(path: &Path) -> (i32, String) {
         .arg(path)
         .output()
         .expect("run stampede");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = common::both(&out);
     (out.status.code().unwrap_or(-1), text)
 }
 

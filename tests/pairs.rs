@@ -38,11 +38,7 @@ fn pairs(args: &[&str]) -> (i32, String) {
         .current_dir(&repo)
         .output()
         .expect("bash runs the script");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = common::both(&out);
     (out.status.code().unwrap_or(-1), text)
 }
 

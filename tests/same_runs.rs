@@ -17,11 +17,7 @@ fn same_runs(base: &str, new: &str) -> (bool, String) {
         .current_dir(&repo)
         .output()
         .expect("bash runs the script");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = common::both(&out);
     (out.status.success(), text)
 }
 

@@ -8,9 +8,10 @@ use std::sync::Arc;
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use stampede_core::{
-    Command, InMemoryLedger, Job, Ledger, LedgerEntry, LedgerError, Policy, Priority,
-    RejectionCause, Route, Scheduler,
+    Command, InMemoryLedger, Ledger, LedgerEntry, LedgerError, Policy, RejectionCause, Scheduler,
 };
+
+mod common;
 
 /// The in-memory ledger, refusing every write while `down` (shared with the test, which
 /// brings the ledger back).
@@ -33,30 +34,6 @@ impl Ledger for Flaky {
     }
 }
 
-fn job(id: u64) -> Job {
-    Job {
-        id,
-        tenant: "acme".into(),
-        task: "goal".into(),
-        credential: "sk-acme".into(),
-        scope: Some("account:acme".into()),
-        class: "llm".into(),
-        route: Route::ChatCompletion,
-        resource: None,
-        priority: Priority::Normal,
-        prompt_tokens: 10,
-        max_output_tokens: 10,
-        deadline: None,
-        idempotency_key: None,
-        payload_hash: id,
-        external_ref: None,
-        coalescable: false,
-        stream: false,
-        model: None,
-        sole_task: false,
-    }
-}
-
 #[test]
 fn an_action_the_ledger_refuses_leaves_nothing_behind() {
     let down = Arc::new(AtomicBool::new(true));
@@ -67,7 +44,9 @@ fn an_action_the_ledger_refuses_leaves_nothing_behind() {
     let mut core = Scheduler::new(Policy::default(), ledger, ChaCha8Rng::seed_from_u64(1))
         .expect("the default policy is valid");
 
-    let refused = core.submit(job(1), 0).expect_err("the ledger is down");
+    let refused = core
+        .submit(common::job(1, "llm"), 0)
+        .expect_err("the ledger is down");
     assert_eq!(refused.cause, RejectionCause::LedgerRefused);
     assert!(
         refused.reason.to_string().contains("disk full"),
@@ -84,7 +63,7 @@ fn an_action_the_ledger_refuses_leaves_nothing_behind() {
 
     // The ledger recovers: the same job is admitted, persisted and sent once.
     down.store(false, Ordering::Relaxed);
-    core.submit(job(1), 1)
+    core.submit(common::job(1, "llm"), 1)
         .expect("admitted once the ledger writes");
     assert_eq!(core.gauges().live, 1);
     assert_eq!(core.ledger().inner.len(), 1, "persisted before its send");
