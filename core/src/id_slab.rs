@@ -161,6 +161,26 @@ impl<V> IdSlab<V> {
         self.remove_with(id, |_| ()).is_some()
     }
 
+    /// Asks the CPU to bring the value under `id` into its cache, for a caller that will
+    /// read it soon but has other work to do first: a record last touched long ago (a
+    /// driver's record of an action whose answer just arrived, read again when its
+    /// terminal comes out of the core) is then not a stall when it is read. Changes nothing
+    /// and costs a few instructions; does nothing off x86-64 or when `id` is not held.
+    #[inline]
+    pub fn prefetch(&self, id: &JobId) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(slot) = self.index.get(*id) {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            let start = self.slot(slot) as *const Option<V> as *const i8;
+            // Every cache line the value spans (64 bytes each).
+            for offset in (0..std::mem::size_of::<Option<V>>()).step_by(64) {
+                // SAFETY: a prefetch is a hint: it reads nothing the program sees and cannot
+                // fault, whatever the address; SSE, which it needs, is in every x86-64 CPU.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(offset)) };
+            }
+        }
+    }
+
     /// Lends the value under `id` to `f`, then drops it where it lies; its slot is reused.
     /// `f`'s result, or `None` when no value was held. For a caller that reads a few fields
     /// of a large value, or takes a small part of it, on its way out: nothing else is moved.
@@ -217,8 +237,8 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
-        /// Whatever the order of puts, reads and removals, the slab answers as a map does:
-        /// the remembered slot never outlives its id.
+        /// Whatever the order of puts, reads, removals and prefetches, the slab answers as a
+        /// map does: the remembered slot never outlives its id.
         #[test]
         fn answers_as_a_map_does(ops in proptest::collection::vec((0u8..5, 0u64..64), 1..400)) {
             let mut slab = IdSlab::default();
@@ -237,7 +257,8 @@ mod tests {
                             *w += 1;
                         }
                     }
-                    _ => {}
+                    // A hint, held or not: it must change nothing.
+                    _ => slab.prefetch(&id),
                 }
                 prop_assert_eq!(slab.get(&id), map.get(&id));
                 prop_assert_eq!(slab.contains_key(&id), map.contains_key(&id));

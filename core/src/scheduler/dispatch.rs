@@ -198,6 +198,12 @@ impl<L: Ledger> Scheduler<L> {
                 }
                 Ok(()) => {
                     self.lanes.pop(lane, rank);
+                    // The lane's next head is read when this lane's turn comes again; in a
+                    // deep queue its record was last touched when it was admitted, long
+                    // gone from cache. Ask for it now, while this send goes out.
+                    if let Some((next, _)) = self.lanes.head(lane, rank) {
+                        self.jobs.prefetch(&next);
+                    }
                     // Rate capacity is held: only now take the concurrency slot.
                     if self.launch(id, tokens, shape, now) {
                         return LaneTurn::Queued;

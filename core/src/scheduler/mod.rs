@@ -351,6 +351,14 @@ impl<L: Ledger> Scheduler<L> {
         &self.policy
     }
 
+    /// A hint for a driver that knows which action it will hand the scheduler next (an
+    /// answer it is about to deliver): asks the CPU to bring that action's record into its
+    /// cache, so settling the answer does not stall on it. Changes nothing the scheduler
+    /// decides and reads no clock; a few instructions (see `IdSlab::prefetch`).
+    pub fn prefetch(&self, id: crate::job::JobId) {
+        self.jobs.prefetch(&id);
+    }
+
     /// The ledger the scheduler persists to, for reading entries (a driver's final report
     /// lists what is left unfinished from it).
     pub fn ledger(&self) -> &L {

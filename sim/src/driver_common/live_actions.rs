@@ -122,6 +122,12 @@ impl LiveActions {
         measure: &mut Measurement,
         request: &mut Request,
     ) -> Result<(), String> {
+        // The next send is most often the next action: ids rise in admission order and a
+        // lane is first in, first out. Its record was last touched when it was admitted;
+        // ask for it now (a wrong guess costs a hint, nothing else).
+        if send.attempt_no == 1 {
+            self.by_id.prefetch(&(send.job + 1));
+        }
         // The core sends only for actions it admitted, which are all live here.
         let Some(action) = self.by_id.get_mut(&send.job) else {
             return Err(format!("the core sent for unknown action {}", send.job));
@@ -177,6 +183,14 @@ impl LiveActions {
         if let Some(action) = self.by_id.get_mut(&id) {
             action.case.answered(attempt_no, outcome, now);
         }
+    }
+
+    /// Brings action `id`'s record into the CPU's cache ahead of its terminal (see
+    /// `IdSlab::prefetch`): the virtual driver calls it when the action's answer arrives,
+    /// before the core settles the answer and the terminal comes out.
+    #[inline]
+    pub fn prefetch(&self, id: JobId) {
+        self.by_id.prefetch(&id);
     }
 
     /// Measures `terminal` at `now` (ms) and stops tracking its action. `false` when the

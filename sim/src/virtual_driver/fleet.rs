@@ -18,8 +18,8 @@ use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap;
 use stampede_core::{
-    AttemptId, AuditEvent, Command, CoreError, Gauges, InMemoryLedger, Job, Ledger, LedgerEntry,
-    Millis, Outcome, Policy, Rejection, Scheduler, ScopeSource,
+    AttemptId, AuditEvent, Command, CoreError, Gauges, InMemoryLedger, Job, JobId, Ledger,
+    LedgerEntry, Millis, Outcome, Policy, Rejection, Scheduler, ScopeSource,
 };
 
 use stampede_provider::model::Fnv;
@@ -109,6 +109,14 @@ impl Fleet {
     fn local(&self, global: AttemptId) -> (usize, AttemptId) {
         let n = self.replicas.len() as u64;
         ((global % n) as usize, global / n)
+    }
+
+    /// Asks the replica holding action `id` to bring its record into cache (see
+    /// `Scheduler::prefetch`): its answer is about to be delivered.
+    pub fn prefetch(&self, id: JobId) {
+        for core in &self.replicas {
+            core.prefetch(id);
+        }
     }
 
     /// Cancels a task in every replica (only the one running it has actions of it).

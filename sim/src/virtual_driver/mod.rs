@@ -170,6 +170,11 @@ pub fn run_observed(
                     seq,
                     outcome,
                 } => {
+                    // The core settles the answer next, and the driver's record is read again
+                    // when the action's terminal comes out: both were last touched at its
+                    // send, long gone from cache.
+                    core.prefetch(job);
+                    turn.live.prefetch(job);
                     wire.providers.depart(provider, seq, now);
                     match wire.crashes.deliver(attempt) {
                         Delivery::Deliver(attempt) => {
