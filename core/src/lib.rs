@@ -36,6 +36,8 @@
 //!    [`Scheduler::observe_peer_wait`] / [`Scheduler::observe_peer_spend`] for news from
 //!    replicas. A refused submit returns a [`Rejection`] with `retry_after_ms`: offer the
 //!    job again no sooner; [`Scheduler::room_for`] asks the same question without the cost.
+//!    Optional: [`Scheduler::prefetch`]`(job)` as soon as the driver knows which action's
+//!    answer it will deliver, a cache hint that changes nothing the scheduler decides.
 //! 2. **Drain [`Scheduler::poll`]`(now)` until it returns `None`.** Polling wakes the
 //!    timers due at `now`, enforces the execution budget and dispatches as much as rate,
 //!    concurrency and the scope records allow. Each command is due now:
