@@ -125,8 +125,8 @@ impl LiveActions {
         // The next send is most often the next action: ids rise in admission order and a
         // lane is first in, first out. Its record was last touched when it was admitted;
         // ask for it now (a wrong guess costs a hint, nothing else).
-        if send.attempt_no == 1 {
-            self.by_id.prefetch(&(send.job + 1));
+        if let Some(next) = send.job.checked_add(1).filter(|_| send.attempt_no == 1) {
+            self.by_id.prefetch(&next);
         }
         // The core sends only for actions it admitted, which are all live here.
         let Some(action) = self.by_id.get_mut(&send.job) else {
