@@ -44,13 +44,11 @@ fn identity(e: &Decided<'_>) -> u64 {
         Some(key) => {
             let mut fnv = Fnv::new().bytes(b"key:");
             key.hash(&mut fnv);
-            fnv.finish()
+            fnv
         }
-        None => e
-            .fingerprint
-            .feed(Fnv::new().bytes(b"fingerprint:"))
-            .finish(),
+        None => e.fingerprint.feed(Fnv::new().bytes(b"fingerprint:")),
     }
+    .finish()
 }
 
 impl ProviderTally {

@@ -58,8 +58,6 @@ struct EntryStream {
     /// The entry's names, shared by every job it makes (interned once, cloned by reference).
     names: Names,
     task_prefix: String,
-    /// Scratch for a task name (see `task_of`).
-    task_buf: String,
     tasks: u64,
     /// Whether each of the entry's actions is alone in its task (`Job::sole_task`).
     sole_tasks: bool,
@@ -98,7 +96,6 @@ impl EntryStream {
                 model: spec.model.as_deref().map(Into::into),
             },
             task_prefix: task_prefix(index, spec),
-            task_buf: String::new(),
             tasks: spec.tasks.unwrap_or(spec.count).max(1),
             sole_tasks: sole_tasks(&scenario.workloads, index),
             rng: rng::stream(scenario.seed, &format!("workload/{index}")),
@@ -120,13 +117,10 @@ impl EntryStream {
         (self.next < self.spec.count).then_some(self.next_at.floor() as Millis)
     }
 
-    /// The task of action number `n`, written into a reused buffer: held inline when short
-    /// (the default `{tenant}-w{entry}-{n}` is), so no allocation per job.
-    fn task_of(&mut self, n: u64) -> TaskName {
-        use std::fmt::Write as _;
-        self.task_buf.clear();
-        let _ = write!(self.task_buf, "{}-{}", self.task_prefix, n % self.tasks);
-        TaskName::new(&self.task_buf)
+    /// The task of action number `n`, formatted straight into the name: held inline when
+    /// short (the default `{tenant}-w{entry}-{n}` is), so no allocation per job.
+    fn task_of(&self, n: u64) -> TaskName {
+        smol_str::format_smolstr!("{}-{}", self.task_prefix, n % self.tasks)
     }
 
     /// The job of call `call` (0: the arrival itself) of action number `n`, arriving at
