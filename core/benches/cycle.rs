@@ -26,14 +26,17 @@ impl Cycler {
     fn cycle(&mut self, job: Job) {
         self.now += 1;
         self.s.submit(job, self.now).expect("admitted");
-        let Some(Command::Send(send)) = self.s.poll(self.now) else {
+        // Read where they lie and consumed, as both drivers do (`peek`, then `consume`).
+        let Some(Command::Send(send)) = self.s.peek(self.now) else {
             panic!("a send was due")
         };
-        self.s
-            .on_outcome(send.attempt, self.outcome.clone(), self.now);
-        let Some(Command::Finish(_)) = self.s.poll(self.now) else {
+        let attempt = send.attempt;
+        self.s.consume();
+        self.s.on_outcome(attempt, self.outcome.clone(), self.now);
+        let Some(Command::Finish(_)) = self.s.peek(self.now) else {
             panic!("a terminal was due")
         };
+        self.s.consume();
         if self.now % 1024 == 0 {
             std::hint::black_box(self.s.drain_audit());
         }

@@ -33,13 +33,17 @@ fn main() {
         for (i, job) in (done..).zip(jobs) {
             let now = i + 1;
             s.submit(job, now).expect("admitted");
-            let Some(Command::Send(send)) = s.poll(now) else {
+            // Read where they lie and consumed, as both drivers do (`peek`, then `consume`).
+            let Some(Command::Send(send)) = s.peek(now) else {
                 panic!("a send was due")
             };
-            s.on_outcome(send.attempt, ok.clone(), now);
-            let Some(Command::Finish(_)) = s.poll(now) else {
+            let attempt = send.attempt;
+            s.consume();
+            s.on_outcome(attempt, ok.clone(), now);
+            let Some(Command::Finish(_)) = s.peek(now) else {
                 panic!("a terminal was due")
             };
+            s.consume();
             if i % 1024 == 0 {
                 std::hint::black_box(s.drain_audit());
             }

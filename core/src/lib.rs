@@ -47,6 +47,12 @@
 //!      With a group-committing [`Ledger`], call [`Scheduler::flush_ledger`] after draining
 //!      and before any drained send leaves, so an action is durable before its first send.
 //!    - [`Command::Finish`]: the logical action is terminal; nothing more is emitted for it.
+//!
+//!    Or read each command where it lies: [`Scheduler::peek`]`(now)` lends the next one (the
+//!    same one `poll` would return), the driver carries it out, then
+//!    [`Scheduler::consume`] takes it; drain until `peek` gives `None`. A send is 160 bytes,
+//!    and a driver that reads it in place copies none of it (both of this project's drivers
+//!    do). `consume` with nothing lent panics: it would drop a command the driver never saw.
 //! 3. **Audit** (when the policy records it): [`Scheduler::drain_audit`] or
 //!    [`Scheduler::drain_audit_with`].
 //! 4. **Sleep** until the earliest of [`Scheduler::next_wakeup`] and the driver's own next

@@ -217,8 +217,22 @@ struct Pending {
     used: Option<u64>,
 }
 
+/// How `play` takes the core's commands.
+#[derive(Clone, Copy)]
+enum Take {
+    /// `poll`, each moved out.
+    Poll,
+    /// `peek` (every other command twice), then `consume`.
+    Peek,
+}
+
 /// Plays the input and checks every invariant; returns the command log for determinism.
 fn play(input: &Input) -> Vec<(Millis, Command)> {
+    play_taking(input, Take::Poll)
+}
+
+/// [`play`], taking the commands as `take` says.
+fn play_taking(input: &Input, take: Take) -> Vec<(Millis, Command)> {
     let policy = policy_of(input);
     let shared = policy.share_scope_state;
     let shaped = policy.token_budget;
@@ -302,7 +316,7 @@ fn play(input: &Input) -> Vec<(Millis, Command)> {
             s.on_outcome(p.attempt, p.outcome, now);
         }
         // Commands due now.
-        while let Some(command) = s.poll(now) {
+        while let Some(command) = next_command(&mut s, now, take, log.len()) {
             match &command {
                 Command::Send(send) => {
                     assert!(
@@ -451,6 +465,22 @@ fn play(input: &Input) -> Vec<(Millis, Command)> {
 /// keeps nothing reads at the end of a run) is what its ledger holds for them: each live
 /// action's entry, and every action the ledger has unfinished whose terminal has not been
 /// given. (The ledger also keeps a write left `reconciliation_required` after its terminal.)
+/// The next command due at `now`, taken as `take` says; `n` commands were taken before.
+fn next_command(s: &mut Scheduler, now: Millis, take: Take, n: usize) -> Option<Command> {
+    match take {
+        Take::Poll => s.poll(now),
+        Take::Peek => {
+            let command = s.peek(now)?.clone();
+            if n % 2 == 1 {
+                // Lent again, unchanged, until consumed.
+                assert_eq!(s.peek(now), Some(&command), "peek lends the same command");
+            }
+            s.consume();
+            Some(command)
+        }
+    }
+}
+
 fn live_entries_agree_with_the_ledger(s: &Scheduler, terminals: &BTreeMap<JobId, u32>) {
     let live = s.live_entries();
     assert!(
@@ -504,5 +534,12 @@ proptest! {
     #[test]
     fn identical_inputs_give_identical_commands(input in input()) {
         prop_assert_eq!(play(&input), play(&input));
+    }
+
+    /// A driver that reads each command where it lies (`peek`, then `consume`) gets the
+    /// commands, in the order, that `poll` hands out.
+    #[test]
+    fn peek_and_consume_give_what_poll_gives(input in input()) {
+        prop_assert_eq!(play_taking(&input, Take::Peek), play(&input));
     }
 }

@@ -21,7 +21,7 @@ use crate::time::Millis;
 use rand::Rng;
 
 impl<L: Ledger> Scheduler<L> {
-    pub(super) fn settle(&mut self, attempt: AttemptId, outcome: Outcome, now: Millis) {
+    pub(super) fn settle(&mut self, attempt: AttemptId, outcome: &Outcome, now: Millis) {
         // Unknown attempts are outcomes of cancelled (or pre-restart) sends: nothing to do.
         let Some(flight) = self.in_flight.remove(&attempt) else {
             return;
@@ -32,20 +32,20 @@ impl<L: Ledger> Scheduler<L> {
             flight.reserved_tokens,
             "tokens reserved",
         );
-        let classification = classify(&outcome);
+        let classification = classify(outcome);
         let scope = self.scopes.get_mut(flight.scope);
         scope.in_flight = held_less(scope.in_flight, 1, "attempts on the wire to a scope");
         scope.settle_tokens(
             flight.reserved_tokens,
-            used_tokens(&outcome, classification),
+            used_tokens(outcome, classification),
             now,
         );
         // Publish before rescheduling: the scope record changes before any retry is planned.
-        let told = self.publish(flight.scope, &outcome, classification, now);
+        let told = self.publish(flight.scope, outcome, classification, now);
         let Some(job) = self.jobs.get_mut(&flight.job) else {
             return;
         };
-        if let Outcome::Response(response) = &outcome {
+        if let Outcome::Response(response) = outcome {
             job.last_status = Some(response.status);
             if response.operation_id.is_some() {
                 job.entry.operation_id.clone_from(&response.operation_id);
@@ -67,7 +67,7 @@ impl<L: Ledger> Scheduler<L> {
         if flight.lookup {
             self.after_lookup(flight.job, outcome, told, now);
         } else {
-            self.after_action(flight.job, &outcome, classification, told, now);
+            self.after_action(flight.job, outcome, classification, told, now);
         }
     }
 

@@ -31,27 +31,24 @@ enum LaneTurn {
 }
 
 impl<L: Ledger> Scheduler<L> {
-    /// The next command due at `now`.
-    pub(super) fn next_command(&mut self, now: Millis) -> Option<Command> {
-        if let Some(command) = self.outbox.pop_front() {
-            return Some(command);
+    /// Puts the next command due at `now` in the outbox, if the outbox is empty: the
+    /// execution budget is enforced and the timers due wake (either can end actions), then
+    /// one dispatch round serves the lanes. A dispatched command waits in the outbox (built
+    /// there once) rather than riding back through each frame: a send is 160 bytes, and
+    /// each frame it crossed was a copy.
+    pub(super) fn fill_outbox(&mut self, now: Millis) {
+        if !self.outbox.is_empty() {
+            return;
         }
         self.enforce_execution_budget(now);
         self.wake_due(now);
-        if let Some(command) = self.outbox.pop_front() {
-            return Some(command);
+        if !self.outbox.is_empty() {
+            return;
         }
         self.rate_wakeup = None;
-        // A dispatched command waits in the outbox (built there once) rather than riding
-        // back through each frame: a send is 160 bytes, and holding even a `None` across
-        // the prune below copied it.
         let queued = self.dispatch(now);
+        debug_assert_eq!(queued, !self.outbox.is_empty());
         self.prune_timers();
-        if queued {
-            self.outbox.pop_front()
-        } else {
-            None
-        }
     }
 
     /// Serves the lanes at `now` until one head goes out; `true` when its command (a send,

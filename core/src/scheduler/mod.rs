@@ -28,6 +28,7 @@ mod tasks;
 mod terminal;
 mod timers;
 
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, VecDeque};
 
 use rand_chacha::ChaCha8Rng;
@@ -160,6 +161,8 @@ pub struct Scheduler<L: Ledger = InMemoryLedger> {
     /// with the fingerprint that opened them.
     open_wide: BTreeMap<String, String>,
     outbox: VecDeque<Command>,
+    /// `peek` lent the outbox's front and `consume` has not taken it yet.
+    lent: bool,
     audit: Vec<AuditEvent>,
     next_attempt: AttemptId,
     /// Sequence for timer tie-breaks and queue tickets.
@@ -210,6 +213,7 @@ impl<L: Ledger> Scheduler<L> {
             open_paths: BTreeMap::new(),
             open_wide: BTreeMap::new(),
             outbox: VecDeque::new(),
+            lent: false,
             audit: Vec::new(),
             next_attempt: 1,
             seq: 0,
@@ -259,10 +263,12 @@ impl<L: Ledger> Scheduler<L> {
     }
 
     /// Reports how an attempt from a `Command::Send` ended. Outcomes of unknown or cancelled
-    /// attempts are ignored.
-    pub fn on_outcome(&mut self, attempt: AttemptId, outcome: Outcome, now: Millis) {
+    /// attempts are ignored. Takes the outcome or a reference to it: the core keeps none of
+    /// it but an operation id (cloned), so a driver can lend it where it lies (an answer is
+    /// 200 bytes).
+    pub fn on_outcome(&mut self, attempt: AttemptId, outcome: impl Borrow<Outcome>, now: Millis) {
         let now = self.observe(now);
-        self.settle(attempt, outcome, now);
+        self.settle(attempt, outcome.borrow(), now);
     }
 
     /// Cancels every action of a task: delayed work is dropped before it wakes, slots and
@@ -277,7 +283,37 @@ impl<L: Ledger> Scheduler<L> {
     #[must_use = "a dropped Send leaves its slot and reservation held forever; a dropped Finish loses a terminal outcome"]
     pub fn poll(&mut self, now: Millis) -> Option<Command> {
         let now = self.observe(now);
-        self.next_command(now)
+        self.fill_outbox(now);
+        // A command `peek` lent is taken by this `poll`, not lost.
+        self.lent = false;
+        self.outbox.pop_front()
+    }
+
+    /// The next command due at `now`, if any, lent where it lies: the same command `poll`
+    /// would return, without moving it out (a send is 160 bytes, and a driver that reads it
+    /// in place copies none of it). Carry it out, then call [`Scheduler::consume`]; until
+    /// then, `peek` lends the same command again. Drain `peek` and `consume` until `peek`
+    /// gives `None`, exactly as `poll`; the two can be mixed only between commands.
+    pub fn peek(&mut self, now: Millis) -> Option<&Command> {
+        let now = self.observe(now);
+        self.fill_outbox(now);
+        let front = self.outbox.front();
+        self.lent = front.is_some();
+        front
+    }
+
+    /// Takes the command [`Scheduler::peek`] lent out of the outbox: the driver has carried
+    /// it out.
+    ///
+    /// # Panics
+    ///
+    /// When no command is lent (no `peek` returned one since the last `consume`): consuming
+    /// one the driver never saw would drop a send whose slot stays held forever.
+    pub fn consume(&mut self) {
+        assert!(self.lent, "consume without a command lent by peek");
+        self.lent = false;
+        // Dropped where it lies: `pop_front` would move all of it out first.
+        self.outbox.drain(..1);
     }
 
     /// When the scheduler next wants `poll` called if nothing else happens (ms since run

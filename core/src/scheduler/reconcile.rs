@@ -103,7 +103,7 @@ impl<L: Ledger> Scheduler<L> {
     pub(super) fn after_lookup(
         &mut self,
         id: JobId,
-        outcome: Outcome,
+        outcome: &Outcome,
         told: Option<Millis>,
         now: Millis,
     ) {
@@ -111,7 +111,7 @@ impl<L: Ledger> Scheduler<L> {
             Outcome::Lookup(LookupResult::Found { operation_id }) => {
                 let job = self.jobs.get_mut(&id).expect("looked-up action is live");
                 if operation_id.is_some() {
-                    job.entry.operation_id = operation_id;
+                    job.entry.operation_id.clone_from(operation_id);
                 }
                 self.finish(id, TerminalStatus::Completed, Reason::Reconciled, now);
             }

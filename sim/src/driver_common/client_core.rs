@@ -13,10 +13,13 @@ pub trait ClientCore {
     /// Whether `submit` would find room for `job`, `Err(retry_after_ms)` when not (see
     /// `Scheduler::room_for`): asked first, so a refused offer costs no clone.
     fn room_for(&self, job: &Job) -> Result<(), Millis>;
-    /// The next command due at `now`; call until `None` (see `Scheduler::poll`).
-    fn poll(&mut self, now: Millis) -> Option<Command>;
+    /// The next command due at `now`, lent where it lies; carry it out, then `consume`;
+    /// drain until `None` (see `Scheduler::peek`).
+    fn peek(&mut self, now: Millis) -> Option<&Command>;
+    /// Takes the command `peek` lent (see `Scheduler::consume`).
+    fn consume(&mut self);
     /// How attempt `attempt` ended, heard at `now` (see `Scheduler::on_outcome`).
-    fn on_outcome(&mut self, attempt: AttemptId, outcome: Outcome, now: Millis);
+    fn on_outcome(&mut self, attempt: AttemptId, outcome: &Outcome, now: Millis);
     /// Cancels every action of one task (see `Scheduler::cancel_task`).
     fn cancel_task(&mut self, tenant: &str, task: &str, now: Millis);
     /// Queue, delay and in-flight figures, summed over instances.
@@ -38,11 +41,15 @@ impl<L: Ledger> ClientCore for Scheduler<L> {
         Scheduler::room_for(self, job)
     }
 
-    fn poll(&mut self, now: Millis) -> Option<Command> {
-        Scheduler::poll(self, now)
+    fn peek(&mut self, now: Millis) -> Option<&Command> {
+        Scheduler::peek(self, now)
     }
 
-    fn on_outcome(&mut self, attempt: AttemptId, outcome: Outcome, now: Millis) {
+    fn consume(&mut self) {
+        Scheduler::consume(self)
+    }
+
+    fn on_outcome(&mut self, attempt: AttemptId, outcome: &Outcome, now: Millis) {
         Scheduler::on_outcome(self, attempt, outcome, now)
     }
 

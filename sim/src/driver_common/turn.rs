@@ -72,8 +72,9 @@ pub trait Wire {
         now: Millis,
     ) -> Result<Flow, Self::Error>;
 
-    /// An action ended (measured already): for a driver that keeps terminal outcomes.
-    fn finished(&mut self, _terminal: Terminal) {}
+    /// An action ended (measured already): for a driver that keeps terminal outcomes (it
+    /// clones what it keeps).
+    fn finished(&mut self, _terminal: &Terminal) {}
 }
 
 /// What both drivers keep between turns: the arrivals still to offer, the cancellations still
@@ -167,18 +168,18 @@ impl Turn {
         &mut self,
         core: &mut impl ClientCore,
         heard: Heard,
-        outcome: stampede_core::Outcome,
+        outcome: &stampede_core::Outcome,
         now: Millis,
     ) {
         self.events += 1;
         self.live
-            .note_answer(heard.job, heard.attempt_no, &outcome, now);
+            .note_answer(heard.job, heard.attempt_no, outcome, now);
         core.on_outcome(heard.attempt, outcome, now);
     }
 
     /// Drains the core's commands at `now` (ms): each `Send` is measured, rendered as a
     /// provider request and handed to `wire`; each `Finish` is measured, frees its capacity
-    /// and goes to `wire.finished`. Stops early with [`Flow::Dies`] when the runner dies
+    /// and goes to `wire.finished`. A command is consumed once carried out. Stops early with [`Flow::Dies`] when the runner dies
     /// at a send.
     pub fn commands<W: Wire>(
         &mut self,
@@ -186,26 +187,32 @@ impl Turn {
         core: &mut impl ClientCore,
         wire: &mut W,
     ) -> Result<Flow, W::Error> {
-        while let Some(command) = core.poll(now) {
+        // Each command is read where it lies in the core's outbox, then consumed: a send is
+        // 160 bytes, and moving it out was a copy of bytes written a moment before.
+        while let Some(command) = core.peek(now) {
             self.events += 1;
             match command {
-                Command::Send(ref send) => {
+                Command::Send(send) => {
                     if wire.dies_before(send) {
+                        core.consume();
                         return Ok(Flow::Dies);
                     }
                     let request = &mut self.request;
                     self.live
                         .dispatch(send, now, &mut self.measure, request)
                         .map_err(Untracked)?;
-                    if wire.send(send, request, &self.live, &mut self.measure, now)? == Flow::Dies {
+                    let flow = wire.send(send, request, &self.live, &mut self.measure, now)?;
+                    core.consume();
+                    if flow == Flow::Dies {
                         return Ok(Flow::Dies);
                     }
                 }
                 Command::Finish(terminal) => {
-                    if self.live.finish(&terminal, now, &mut self.measure) {
-                        self.admission.ended(&terminal, now, &mut self.measure);
+                    if self.live.finish(terminal, now, &mut self.measure) {
+                        self.admission.ended(terminal, now, &mut self.measure);
                         wire.finished(terminal);
                     }
+                    core.consume();
                 }
             }
         }

@@ -205,7 +205,7 @@ pub async fn play_from<L: Ledger>(
                 job: f.job,
                 attempt_no: f.attempt_no,
             };
-            turn.answer(&mut core, heard, f.outcome, now);
+            turn.answer(&mut core, heard, &f.outcome, now);
         }
         // Drain the core first, then make its ledger writes durable (one group commit per
         // turn), then put the attempts on the wire: an action is on disk before its first
@@ -449,8 +449,8 @@ impl Wire for HttpWire {
         Ok(Flow::Go)
     }
 
-    fn finished(&mut self, terminal: Terminal) {
-        self.terminals.push(terminal);
+    fn finished(&mut self, terminal: &Terminal) {
+        self.terminals.push(terminal.clone());
     }
 }
 

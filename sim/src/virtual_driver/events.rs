@@ -119,6 +119,27 @@ impl EventQueue {
         event
     }
 
+    /// The earliest event if it is due at or before `now`, lent where it lies: an answer
+    /// is read in its slot rather than moved out (it carries about 200 bytes). Then
+    /// [`EventQueue::discard`] it, or [`EventQueue::pop_due`] it to own it.
+    pub fn peek_due(&self, now: Millis) -> Option<&Event> {
+        let timed = self.heap.peek().filter(|t| t.at <= now)?;
+        let event = self.slots[timed.slot as usize].as_ref();
+        debug_assert!(event.is_some(), "a scheduled slot holds its event");
+        event
+    }
+
+    /// Drops the earliest event where it lies (the one `peek_due` lent).
+    ///
+    /// # Panics
+    ///
+    /// When no event is pending.
+    pub fn discard(&mut self) {
+        let timed = self.heap.pop().expect("discard of a pending event");
+        self.slots[timed.slot as usize] = None;
+        self.free.push(timed.slot);
+    }
+
     /// Events pending.
     pub fn len(&self) -> usize {
         self.heap.len()
@@ -157,6 +178,28 @@ mod tests {
         assert_eq!(q.pop_due(10), Some(answer(3)));
         assert_eq!(q.pop_due(10), None);
         assert_eq!(q.pop_due(25), Some(answer(1)));
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn a_due_event_is_lent_until_discarded() {
+        let mut q = EventQueue::default();
+        q.push(20, answer(1));
+        q.push(10, answer(2));
+        assert_eq!(q.peek_due(5), None, "nothing due yet");
+        assert_eq!(q.peek_due(10), Some(&answer(2)));
+        assert_eq!(
+            q.peek_due(10),
+            Some(&answer(2)),
+            "lent again until discarded"
+        );
+        q.discard();
+        assert_eq!(q.peek_due(10), None);
+        // Its slot is reused, and the remaining event is untouched.
+        q.push(15, answer(3));
+        assert_eq!(q.pop_due(30), Some(answer(3)));
+        assert_eq!(q.peek_due(30), Some(&answer(1)));
+        q.discard();
         assert!(q.is_empty());
     }
 }

@@ -54,8 +54,11 @@ pub struct Fleet {
     /// Scope of each attempt on the wire by global attempt id, while sharing (what an
     /// outcome changed is read off that scope's record).
     scope_of: FxHashMap<AttemptId, String>,
-    /// Which replica `poll` asks first: turns rotate so no replica sends first every time.
+    /// Which replica `peek` asks first: turns rotate so no replica sends first every time.
     turn: usize,
+    /// With several replicas: the command `peek` lent (taken from its replica, its attempt
+    /// id made the fleet's), until `consume`.
+    held: Option<Command>,
 }
 
 impl Fleet {
@@ -93,6 +96,7 @@ impl Fleet {
             news: VecDeque::new(),
             scope_of: FxHashMap::default(),
             turn: 0,
+            held: None,
         })
     }
 
@@ -128,7 +132,7 @@ impl Fleet {
 
     /// An attempt's outcome, to the replica that sent it; while sharing, a wait the outcome
     /// published on its scope goes out as news.
-    pub fn on_outcome(&mut self, attempt: AttemptId, outcome: Outcome, now: Millis) {
+    pub fn on_outcome(&mut self, attempt: AttemptId, outcome: &Outcome, now: Millis) {
         if let [sole] = self.replicas.as_mut_slice() {
             // One replica shares nothing: the outcome goes straight to it.
             sole.on_outcome(attempt, outcome, now);
@@ -189,15 +193,40 @@ impl Fleet {
         }
     }
 
-    /// The next command due at `now` from any replica, in turns; a `Send`'s attempt id is
-    /// the fleet's (unique across replicas). Call until `None`.
-    pub fn poll(&mut self, now: Millis) -> Option<Command> {
-        if let [sole] = self.replicas.as_mut_slice() {
-            // One replica (no news, its ids are the fleet's): its command goes out as it
-            // came, without a stop on this frame (a send is 160 bytes).
+    /// The next command due at `now` from any replica, in turns, lent where it lies; a
+    /// `Send`'s attempt id is the fleet's (unique across replicas). Carry it out, then call
+    /// [`Fleet::consume`]; drain until `None`.
+    pub fn peek(&mut self, now: Millis) -> Option<&Command> {
+        if self.replicas.len() == 1 {
+            // One replica (no news, its ids are the fleet's): its command is lent as it
+            // lies in the replica's outbox.
             debug_assert!(self.news.is_empty() && self.share_delay.is_none());
-            return sole.poll(now);
+            return self.replicas[0].peek(now);
         }
+        if self.held.is_none() {
+            self.held = self.next_of_replicas(now);
+        }
+        self.held.as_ref()
+    }
+
+    /// Takes the command [`Fleet::peek`] lent: the driver has carried it out.
+    ///
+    /// # Panics
+    ///
+    /// When no command is lent (see [`Scheduler::consume`]).
+    pub fn consume(&mut self) {
+        if self.replicas.len() == 1 {
+            return self.replicas[0].consume();
+        }
+        assert!(
+            self.held.take().is_some(),
+            "consume without a command lent by peek"
+        );
+    }
+
+    /// The next command of the replicas, in turns, with a send's attempt id made the
+    /// fleet's; news due is delivered first.
+    fn next_of_replicas(&mut self, now: Millis) -> Option<Command> {
         self.deliver_news(now);
         let n = self.replicas.len();
         for i in 0..n {
@@ -280,11 +309,15 @@ impl ClientCore for Fleet {
         self.replicas[replica_of(job, self.replicas.len())].room_for(job)
     }
 
-    fn poll(&mut self, now: Millis) -> Option<Command> {
-        Fleet::poll(self, now)
+    fn peek(&mut self, now: Millis) -> Option<&Command> {
+        Fleet::peek(self, now)
     }
 
-    fn on_outcome(&mut self, attempt: AttemptId, outcome: Outcome, now: Millis) {
+    fn consume(&mut self) {
+        Fleet::consume(self)
+    }
+
+    fn on_outcome(&mut self, attempt: AttemptId, outcome: &Outcome, now: Millis) {
         Fleet::on_outcome(self, attempt, outcome, now)
     }
 
@@ -321,4 +354,66 @@ pub fn replica_of(job: &Job, replicas: usize) -> usize {
         .bytes(job.task.as_bytes())
         .finish();
     (h % replicas as u64) as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stampede_core::{Priority, Route};
+
+    fn job(id: JobId) -> Job {
+        Job {
+            id,
+            tenant: "t1".into(),
+            task: format!("task-{id}").into(),
+            credential: "key-1".into(),
+            scope: None,
+            class: "llm".into(),
+            route: Route::ChatCompletion,
+            resource: None,
+            priority: Priority::Normal,
+            prompt_tokens: 10,
+            max_output_tokens: 10,
+            deadline: None,
+            idempotency_key: None,
+            payload_hash: id,
+            external_ref: None,
+            coalescable: false,
+            stream: false,
+            model: None,
+            sole_task: false,
+        }
+    }
+
+    /// Several replicas: a command is lent (its attempt id made the fleet's once) until it
+    /// is consumed, and each send's fleet id is unique.
+    #[test]
+    fn a_fleet_lends_each_command_until_consumed() {
+        let policy = stampede_core::preset("stampede").expect("a shipped preset");
+        let mut fleet = Fleet::new(&policy, InMemoryLedger::new(), 7, 3, Some(5)).unwrap();
+        for id in 1..=12 {
+            ClientCore::submit(&mut fleet, job(id), 0).expect("room");
+        }
+        let mut attempts = std::collections::BTreeSet::new();
+        let mut jobs = std::collections::BTreeSet::new();
+        while let Some(first) = fleet.peek(0).cloned() {
+            assert_eq!(fleet.peek(0), Some(&first), "lent again, unchanged");
+            let Command::Send(send) = first else {
+                panic!("only sends are due: {first:?}")
+            };
+            assert!(attempts.insert(send.attempt), "fleet ids are unique");
+            assert_eq!(fleet.local(send.attempt).0, replica_of(&job(send.job), 3));
+            jobs.insert(send.job);
+            fleet.consume();
+        }
+        assert_eq!(jobs, (1..=12).collect(), "every action was sent once");
+    }
+
+    #[test]
+    #[should_panic(expected = "consume without a command lent by peek")]
+    fn a_fleet_refuses_to_consume_what_it_did_not_lend() {
+        let policy = stampede_core::preset("stampede").expect("a shipped preset");
+        let mut fleet = Fleet::new(&policy, InMemoryLedger::new(), 7, 2, None).unwrap();
+        fleet.consume();
+    }
 }

@@ -160,7 +160,9 @@ pub fn run_observed(
         }
 
         turn.arrivals(now, wire.crashes.accepting(), &mut core);
-        while let Some(event) = wire.queue.pop_due(now) {
+        // An answer is read where it lies in the queue and discarded once heard: it carries
+        // about 200 bytes, and moving it out was a copy of bytes written at its send.
+        while let Some(event) = wire.queue.peek_due(now) {
             match event {
                 Event::Answer {
                     attempt,
@@ -170,18 +172,19 @@ pub fn run_observed(
                     seq,
                     outcome,
                 } => {
+                    let job = *job;
                     // The core settles the answer next, and the driver's record is read again
                     // when the action's terminal comes out: both were last touched at its
                     // send, long gone from cache.
                     core.prefetch(job);
                     turn.live.prefetch(job);
-                    wire.providers.depart(provider, seq, now);
-                    match wire.crashes.deliver(attempt) {
+                    wire.providers.depart(*provider, *seq, now);
+                    match wire.crashes.deliver(*attempt) {
                         Delivery::Deliver(attempt) => {
                             let heard = Heard {
                                 attempt,
                                 job,
-                                attempt_no,
+                                attempt_no: *attempt_no,
                             };
                             turn.answer(&mut core, heard, outcome, now);
                         }
@@ -194,15 +197,21 @@ pub fn run_observed(
                                 .crash(now, core.sole_mut(), live, measure, audit_sink)?;
                         }
                     }
+                    wire.queue.discard();
                 }
-                Event::HiddenResend {
-                    attempt,
-                    provider,
-                    seq,
-                    send,
-                    request,
-                    left,
-                } => {
+                Event::HiddenResend { .. } => {
+                    // Owned: the re-send keeps its attempt and request.
+                    let Some(Event::HiddenResend {
+                        attempt,
+                        provider,
+                        seq,
+                        send,
+                        request,
+                        left,
+                    }) = wire.queue.pop_due(now)
+                    else {
+                        unreachable!("the event lent is the one popped")
+                    };
                     turn.events += 1;
                     wire.providers.depart(provider, seq, now);
                     wire.resend(attempt, send, request, left, &mut turn, now)?;
