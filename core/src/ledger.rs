@@ -97,6 +97,11 @@ pub trait Ledger {
     fn flush(&mut self) -> Result<(), LedgerError> {
         Ok(())
     }
+
+    /// A hint: the entry of action `id` will be written soon (its next send is next in
+    /// line). A ledger that holds entries in memory may ask the CPU to bring it into cache;
+    /// it must change nothing. Does nothing by default.
+    fn prefetch(&self, _id: JobId) {}
 }
 
 /// The in-memory ledger: what a process without persistence has.
@@ -201,6 +206,10 @@ impl Ledger for InMemoryLedger {
             self.stored.values().map(StoredEntry::to_entry).collect();
         entries.sort_unstable_by_key(|entry| entry.job.id);
         Ok(entries)
+    }
+
+    fn prefetch(&self, id: JobId) {
+        self.stored.prefetch(&id);
     }
 
     fn put_progress(&mut self, entry: &LedgerEntry) -> Result<(), LedgerError> {

@@ -37,7 +37,9 @@
 //!    replicas. A refused submit returns a [`Rejection`] with `retry_after_ms`: offer the
 //!    job again no sooner; [`Scheduler::room_for`] asks the same question without the cost.
 //!    Optional: [`Scheduler::prefetch`]`(job)` as soon as the driver knows which action's
-//!    answer it will deliver, a cache hint that changes nothing the scheduler decides.
+//!    answer it will deliver, a cache hint that changes nothing the scheduler decides; and
+//!    after a send, [`Scheduler::next_send_hint`] names the action the core expects to send
+//!    next, for the driver to prefetch its own record of it.
 //! 2. **Drain [`Scheduler::poll`]`(now)` until it returns `None`.** Polling wakes the
 //!    timers due at `now`, enforces the execution budget and dispatches as much as rate,
 //!    concurrency and the scope records allow. Each command is due now:

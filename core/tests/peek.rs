@@ -1,4 +1,5 @@
-//! Reading commands where they lie: `peek` lends the next command, `consume` takes it.
+//! Reading commands where they lie: `peek` lends the next command, `consume` takes it; and
+//! the hint of which action goes next.
 
 mod common;
 
@@ -59,4 +60,22 @@ fn consume_twice_panics() {
     assert!(s.peek(0).is_some());
     s.consume();
     s.consume();
+}
+
+#[test]
+fn the_next_send_hint_names_the_head_behind_the_last_send() {
+    let mut s = scheduler(preset("stampede").unwrap());
+    assert_eq!(s.next_send_hint(), None, "nothing sent yet");
+    for id in 1..=3 {
+        s.submit(job(id, "llm"), 0).unwrap();
+    }
+    let mut sent = Vec::new();
+    let mut hints = Vec::new();
+    while let Some(Command::Send(send)) = s.poll(0) {
+        sent.push(send.job);
+        hints.push(s.next_send_hint());
+    }
+    assert_eq!(sent, [1, 2, 3]);
+    // After each send, the hint is the next one sent; after the last, none is left behind it.
+    assert_eq!(hints, [Some(2), Some(3), None]);
 }

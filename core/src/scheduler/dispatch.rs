@@ -198,8 +198,10 @@ impl<L: Ledger> Scheduler<L> {
                     // The lane's next head is read when this lane's turn comes again; in a
                     // deep queue its record was last touched when it was admitted, long
                     // gone from cache. Ask for it now, while this send goes out.
-                    if let Some((next, _)) = self.lanes.head(lane, rank) {
+                    self.next_head = self.lanes.head(lane, rank).map(|(next, _)| next);
+                    if let Some(next) = self.next_head {
                         self.jobs.prefetch(&next);
+                        self.ledger.prefetch(next);
                     }
                     // Rate capacity is held: only now take the concurrency slot.
                     if self.launch(id, tokens, shape, now) {

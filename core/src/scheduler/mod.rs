@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use crate::audit::AuditEvent;
 use crate::breaker::Breaker;
 use crate::command::{AttemptId, Command};
-use crate::job::{Job, Route};
+use crate::job::{Job, JobId, Route};
 use crate::ledger::{InMemoryLedger, Ledger, LedgerEntry, LedgerError};
 use crate::outcome::Outcome;
 use crate::policy::Policy;
@@ -163,6 +163,8 @@ pub struct Scheduler<L: Ledger = InMemoryLedger> {
     outbox: VecDeque<Command>,
     /// `peek` lent the outbox's front and `consume` has not taken it yet.
     lent: bool,
+    /// The lane head behind the last action sent: most often the next one sent.
+    next_head: Option<JobId>,
     audit: Vec<AuditEvent>,
     next_attempt: AttemptId,
     /// Sequence for timer tie-breaks and queue tickets.
@@ -214,6 +216,7 @@ impl<L: Ledger> Scheduler<L> {
             open_wide: BTreeMap::new(),
             outbox: VecDeque::new(),
             lent: false,
+            next_head: None,
             audit: Vec::new(),
             next_attempt: 1,
             seq: 0,
@@ -393,6 +396,14 @@ impl<L: Ledger> Scheduler<L> {
     /// decides and reads no clock; a few instructions (see `IdSlab::prefetch`).
     pub fn prefetch(&self, id: crate::job::JobId) {
         self.jobs.prefetch(&id);
+    }
+
+    /// The action the scheduler expects to send next: the head of the lane behind the last
+    /// action it sent, `None` when that lane had no other. A hint for a driver's own prefetch of its record
+    /// of that action (a deep queue's head was last touched at its admission); anything can
+    /// change the order before the next send, so a driver must not rely on it.
+    pub fn next_send_hint(&self) -> Option<JobId> {
+        self.next_head
     }
 
     /// The ledger the scheduler persists to, for reading entries (a driver's final report

@@ -2,7 +2,7 @@
 //! (`virtual_driver::fleet`). The core's own calls, so either can stand behind a turn.
 
 use stampede_core::{
-    AttemptId, Command, Gauges, Job, Ledger, Millis, Outcome, Rejection, Scheduler,
+    AttemptId, Command, Gauges, Job, JobId, Ledger, Millis, Outcome, Rejection, Scheduler,
 };
 
 /// The client as the shared driver parts see it. Every `now` is ms since the run's start and
@@ -18,6 +18,11 @@ pub trait ClientCore {
     fn peek(&mut self, now: Millis) -> Option<&Command>;
     /// Takes the command `peek` lent (see `Scheduler::consume`).
     fn consume(&mut self);
+    /// The action the core expects to send next, a cache hint (see
+    /// `Scheduler::next_send_hint`); `None` when it cannot say.
+    fn next_send_hint(&self) -> Option<JobId> {
+        None
+    }
     /// How attempt `attempt` ended, heard at `now` (see `Scheduler::on_outcome`).
     fn on_outcome(&mut self, attempt: AttemptId, outcome: &Outcome, now: Millis);
     /// Cancels every action of one task (see `Scheduler::cancel_task`).
@@ -47,6 +52,10 @@ impl<L: Ledger> ClientCore for Scheduler<L> {
 
     fn consume(&mut self) {
         Scheduler::consume(self)
+    }
+
+    fn next_send_hint(&self) -> Option<JobId> {
+        Scheduler::next_send_hint(self)
     }
 
     fn on_outcome(&mut self, attempt: AttemptId, outcome: &Outcome, now: Millis) {

@@ -122,12 +122,6 @@ impl LiveActions {
         measure: &mut Measurement,
         request: &mut Request,
     ) -> Result<(), String> {
-        // The next send is most often the next action: ids rise in admission order and a
-        // lane is first in, first out. Its record was last touched when it was admitted;
-        // ask for it now (a wrong guess costs a hint, nothing else).
-        if let Some(next) = send.job.checked_add(1).filter(|_| send.attempt_no == 1) {
-            self.by_id.prefetch(&next);
-        }
         // The core sends only for actions it admitted, which are all live here.
         let Some(action) = self.by_id.get_mut(&send.job) else {
             return Err(format!("the core sent for unknown action {}", send.job));

@@ -203,6 +203,12 @@ impl Turn {
                         .map_err(Untracked)?;
                     let flow = wire.send(send, request, &self.live, &mut self.measure, now)?;
                     core.consume();
+                    // The core's next send is most often the head behind this one, whose
+                    // record here was last touched long ago: ask for it while the core
+                    // dispatches.
+                    if let Some(next) = core.next_send_hint() {
+                        self.live.prefetch(next);
+                    }
                     if flow == Flow::Dies {
                         return Ok(Flow::Dies);
                     }

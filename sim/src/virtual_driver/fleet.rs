@@ -317,6 +317,13 @@ impl ClientCore for Fleet {
         Fleet::consume(self)
     }
 
+    fn next_send_hint(&self) -> Option<JobId> {
+        match self.replicas.as_slice() {
+            [sole] => sole.next_send_hint(),
+            _ => None,
+        }
+    }
+
     fn on_outcome(&mut self, attempt: AttemptId, outcome: &Outcome, now: Millis) {
         Fleet::on_outcome(self, attempt, outcome, now)
     }
