@@ -33,8 +33,10 @@ pub enum Command {
 pub enum SendKind {
     /// The action itself (its route).
     Action,
-    /// A reconciliation look-up (a `GET` against the records API).
-    Lookup(LookupBy),
+    /// A reconciliation look-up (a `GET` against the records API). Boxed: look-ups are
+    /// rare, and inline the look-up key made every send 24 bytes larger and its kind a
+    /// 32-byte copy where an action's is one word.
+    Lookup(Box<LookupBy>),
 }
 
 /// How a reconciliation look-up finds an action.

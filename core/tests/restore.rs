@@ -89,7 +89,7 @@ fn an_in_flight_uncertain_write_is_looked_up_with_its_original_key() {
     assert_eq!(sends.len(), 1, "{sends:?}");
     assert_eq!(
         sends[0].kind,
-        SendKind::Lookup(LookupBy::IdempotencyKey("key-1".into()))
+        SendKind::Lookup(Box::new(LookupBy::IdempotencyKey("key-1".into())))
     );
     // Attempts count across the restart: the look-up is the action's second attempt.
     assert_eq!(sends[0].attempt_no, 2);

@@ -276,7 +276,7 @@ fn uncertain_write_never_resent_before_lookup_absent() {
     assert_eq!(next.len(), 1);
     assert_eq!(
         next[0].kind,
-        SendKind::Lookup(LookupBy::IdempotencyKey(key.clone())),
+        SendKind::Lookup(Box::new(LookupBy::IdempotencyKey(key.clone()))),
         "a look-up, not a re-send"
     );
     // A failed look-up is looked up again, never turned into a send of the action.
@@ -898,7 +898,7 @@ fn restore_sends_in_flight_uncertain_writes_to_lookup_with_their_original_key() 
     assert_eq!(write.len(), 1);
     assert_eq!(
         write[0].kind,
-        SendKind::Lookup(LookupBy::IdempotencyKey(key.clone()))
+        SendKind::Lookup(Box::new(LookupBy::IdempotencyKey(key.clone())))
     );
     let read: Vec<_> = seen.iter().filter(|x| x.job == 2).collect();
     assert_eq!(
@@ -1064,7 +1064,7 @@ fn idempotency_key_in_use_on_an_uncertain_write_is_looked_up_not_resent() {
         }
     }
     assert!(
-        matches!(next[0].kind, SendKind::Lookup(LookupBy::IdempotencyKey(_))),
+        matches!(&next[0].kind, SendKind::Lookup(by) if matches!(**by, LookupBy::IdempotencyKey(_))),
         "{next:?}"
     );
 }

@@ -242,7 +242,7 @@ impl<L: Ledger> Scheduler<L> {
         let job = self.jobs.get_mut(&id).expect("launch of a live action");
         let lookup = match &job.next_send {
             NextSend::Action => None,
-            NextSend::Lookup(by) => Some((**by).clone()),
+            NextSend::Lookup(by) => Some(by.clone()),
         };
         let previous = (job.entry.state, job.entry.attempts, job.entry.updated_at);
         // Counts look-ups and attempts before restarts: saturates rather than wraps (a

@@ -873,7 +873,7 @@ mod tests {
         let mut lookup = CaseNotes::default();
         lookup.sent(
             3,
-            &SendKind::Lookup(LookupBy::ExternalRef("r".into())),
+            &SendKind::Lookup(Box::new(LookupBy::ExternalRef("r".into()))),
             true,
             30,
         );

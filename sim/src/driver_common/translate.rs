@@ -139,15 +139,15 @@ fn set_route(route: &mut RequestRoute, send: &SendAttempt, facts: &ActionFacts) 
                 }
             }
         },
-        SendKind::Lookup(LookupBy::IdempotencyKey(k)) => RequestRoute::FindRecords {
-            by: FindBy::IdempotencyKey(k.clone()),
+        SendKind::Lookup(by) => match &**by {
+            LookupBy::IdempotencyKey(k) => RequestRoute::FindRecords {
+                by: FindBy::IdempotencyKey(k.clone()),
+            },
+            LookupBy::ExternalRef(r) => RequestRoute::FindRecords {
+                by: FindBy::ExternalRef(r.clone()),
+            },
+            LookupBy::OperationId(id) => RequestRoute::GetRecord { id: id.to_string() },
         },
-        SendKind::Lookup(LookupBy::ExternalRef(r)) => RequestRoute::FindRecords {
-            by: FindBy::ExternalRef(r.clone()),
-        },
-        SendKind::Lookup(LookupBy::OperationId(id)) => {
-            RequestRoute::GetRecord { id: id.to_string() }
-        }
     };
 }
 
@@ -587,7 +587,7 @@ mod tests {
             ..Request::default()
         };
         let action = SendKind::Action;
-        let lookup = SendKind::Lookup(LookupBy::IdempotencyKey(key.clone()));
+        let lookup = SendKind::Lookup(Box::new(LookupBy::IdempotencyKey(key.clone())));
         let cases = [
             (write(Some(&key), None, 1), &action, true),
             (write(Some(&key), None, 1), &action, true), // replayed
