@@ -1064,7 +1064,8 @@ fn idempotency_key_in_use_on_an_uncertain_write_is_looked_up_not_resent() {
         }
     }
     assert!(
-        matches!(&next[0].kind, SendKind::Lookup(by) if matches!(**by, LookupBy::IdempotencyKey(_))),
+        matches!(&next[0].kind, SendKind::Lookup(by)
+            if matches!(**by, LookupBy::IdempotencyKey(_))),
         "{next:?}"
     );
 }

@@ -399,9 +399,10 @@ impl<L: Ledger> Scheduler<L> {
     }
 
     /// The action the scheduler expects to send next: the head of the lane behind the last
-    /// action it sent, `None` when that lane had no other. A hint for a driver's own prefetch of its record
-    /// of that action (a deep queue's head was last touched at its admission); anything can
-    /// change the order before the next send, so a driver must not rely on it.
+    /// action it sent, `None` when that lane had no other. A hint for a driver's own
+    /// prefetch of its record of that action (a deep queue's head was last touched at its
+    /// admission); anything can change the order before the next send, so a driver must not
+    /// rely on it.
     pub fn next_send_hint(&self) -> Option<JobId> {
         self.next_head
     }

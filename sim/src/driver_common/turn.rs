@@ -179,8 +179,8 @@ impl Turn {
 
     /// Drains the core's commands at `now` (ms): each `Send` is measured, rendered as a
     /// provider request and handed to `wire`; each `Finish` is measured, frees its capacity
-    /// and goes to `wire.finished`. A command is consumed once carried out. Stops early with [`Flow::Dies`] when the runner dies
-    /// at a send.
+    /// and goes to `wire.finished`. A command is consumed once carried out. Stops early with
+    /// [`Flow::Dies`] when the runner dies at a send.
     pub fn commands<W: Wire>(
         &mut self,
         now: Millis,
