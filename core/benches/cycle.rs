@@ -32,7 +32,7 @@ impl Cycler {
         };
         let attempt = send.attempt;
         self.s.consume();
-        self.s.on_outcome(attempt, self.outcome.clone(), self.now);
+        self.s.on_outcome(attempt, &self.outcome, self.now);
         let Some(Command::Finish(_)) = self.s.peek(self.now) else {
             panic!("a terminal was due")
         };

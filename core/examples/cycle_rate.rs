@@ -39,7 +39,7 @@ fn main() {
             };
             let attempt = send.attempt;
             s.consume();
-            s.on_outcome(attempt, ok.clone(), now);
+            s.on_outcome(attempt, &ok, now);
             let Some(Command::Finish(_)) = s.peek(now) else {
                 panic!("a terminal was due")
             };
