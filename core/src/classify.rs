@@ -290,13 +290,8 @@ mod tests {
 
     fn http(status: u16, code: Option<&str>) -> Outcome {
         Outcome::Response(Response {
-            status,
-            headers: Vec::new(),
-            retry_after_ms: None,
-            rate: None,
             error_code: code.map(|c| c.to_owned().into()),
-            usage: None,
-            operation_id: None,
+            ..Response::new(status)
         })
     }
 

@@ -104,3 +104,65 @@ pub struct Job {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sole_task: bool,
 }
+
+impl Job {
+    /// A chat completion (`Route::ChatCompletion`, request class `"llm"`) for `tenant`'s
+    /// `task`, sent with `credential`, with every other field at its neutral value: no scope
+    /// (the whole account), normal priority, no token estimates, no deadline, no model, a
+    /// key the core derives at admission. Set the rest with struct update syntax:
+    ///
+    /// ```
+    /// use stampede_core::{Job, Priority, Route};
+    ///
+    /// let read = Job {
+    ///     class: "read".into(),
+    ///     route: Route::GetItem,
+    ///     resource: Some("item-7".into()),
+    ///     priority: Priority::Critical,
+    ///     ..Job::new(2, "acme", "look-up-order", "key-1")
+    /// };
+    /// assert_eq!(read.tenant, "acme");
+    /// assert_eq!(read.payload_hash, 2, "distinct per action unless said otherwise");
+    /// ```
+    ///
+    /// The payload hash is the id: the derived idempotency key is then the action's own.
+    /// Two actions of one task with the same payload hash would derive the same key, and the
+    /// provider would take the second for a re-send of the first; give the real payload's
+    /// hash when re-submitting the same work under a new id must be recognised as such.
+    #[must_use]
+    pub fn new(
+        id: JobId,
+        tenant: impl Into<Name>,
+        task: impl Into<TaskName>,
+        credential: impl Into<Name>,
+    ) -> Job {
+        Job {
+            id,
+            tenant: tenant.into(),
+            task: task.into(),
+            credential: credential.into(),
+            scope: None,
+            class: llm(),
+            route: Route::ChatCompletion,
+            resource: None,
+            priority: Priority::Normal,
+            prompt_tokens: 0,
+            max_output_tokens: 0,
+            deadline: None,
+            idempotency_key: None,
+            payload_hash: id,
+            external_ref: None,
+            coalescable: false,
+            stream: false,
+            model: None,
+            sole_task: false,
+        }
+    }
+}
+
+/// The class name `"llm"`, interned once: `Job::new` is called per action, and interning
+/// looks the text up under a process-wide lock.
+fn llm() -> Name {
+    static LLM: std::sync::OnceLock<Name> = std::sync::OnceLock::new();
+    *LLM.get_or_init(|| Name::new("llm"))
+}

@@ -68,32 +68,16 @@
 //! use rand::SeedableRng;
 //! use rand_chacha::ChaCha8Rng;
 //! use stampede_core::{
-//!     preset, Command, InMemoryLedger, Job, Outcome, Priority, Response, Route, Scheduler,
-//!     TerminalStatus,
+//!     preset, Command, InMemoryLedger, Job, Outcome, Response, Scheduler, TerminalStatus,
 //! };
 //!
 //! let policy = preset("stampede").expect("a shipped preset");
 //! let mut core = Scheduler::new(policy, InMemoryLedger::new(), ChaCha8Rng::seed_from_u64(7))?;
+//! // A chat completion; every field `Job::new` leaves neutral can be set like these.
 //! let job = Job {
-//!     id: 1,
-//!     tenant: "acme".into(),
-//!     task: "summarise-ticket".into(),
-//!     credential: "key-1".into(),
-//!     scope: None,
-//!     class: "llm".into(),
-//!     route: Route::ChatCompletion,
-//!     resource: None,
-//!     priority: Priority::Normal,
 //!     prompt_tokens: 500,
 //!     max_output_tokens: 200,
-//!     deadline: None,
-//!     idempotency_key: None,
-//!     payload_hash: 42,
-//!     external_ref: None,
-//!     coalescable: false,
-//!     stream: false,
-//!     model: None,
-//!     sole_task: false,
+//!     ..Job::new(1, "acme", "summarise-ticket", "key-1")
 //! };
 //! let mut now = 0;
 //! core.submit(job, now).expect("the queue has room");
@@ -111,16 +95,7 @@
 //!     }
 //!     now += 120; // time only moves forward
 //!     for attempt in on_the_wire.drain(..) {
-//!         let answer = Response {
-//!             status: 200,
-//!             headers: Vec::new(),
-//!             retry_after_ms: None,
-//!             rate: None,
-//!             error_code: None,
-//!             usage: None,
-//!             operation_id: None,
-//!         };
-//!         core.on_outcome(attempt, Outcome::Response(answer), now);
+//!         core.on_outcome(attempt, Outcome::Response(Response::new(200)), now);
 //!     }
 //! }
 //! assert_eq!(finished.len(), 1);

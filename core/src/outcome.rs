@@ -104,6 +104,36 @@ pub enum Outcome {
 }
 
 impl Response {
+    /// An answer with `status` and nothing else: no headers, no typed figures, no error
+    /// code, usage or operation id. Add what the provider said with struct update syntax:
+    ///
+    /// ```
+    /// use stampede_core::{Response, Usage};
+    ///
+    /// let refused = Response {
+    ///     retry_after_ms: Some(2_000),
+    ///     error_code: Some("rate_limit_exceeded".into()),
+    ///     ..Response::new(429)
+    /// };
+    /// let completed = Response {
+    ///     usage: Some(Usage { prompt_tokens: 300, completion_tokens: 120 }),
+    ///     ..Response::new(200)
+    /// };
+    /// assert_eq!(refused.headers.len() + completed.headers.len(), 0);
+    /// ```
+    #[must_use]
+    pub fn new(status: u16) -> Response {
+        Response {
+            status,
+            headers: Vec::new(),
+            retry_after_ms: None,
+            rate: None,
+            error_code: None,
+            usage: None,
+            operation_id: None,
+        }
+    }
+
     /// Whether the core reads response header `name` (compared ignoring ASCII case):
     /// `Retry-After`, `retry-after-ms` and the rate-limit families (`x-ratelimit-*`,
     /// `RateLimit*`). A driver may leave every other header out of [`Response::headers`]:
@@ -193,13 +223,8 @@ mod tests {
 
     fn answer(headers: Vec<(String, String)>) -> Response {
         Response {
-            status: 429,
             headers,
-            retry_after_ms: None,
-            rate: None,
-            error_code: None,
-            usage: None,
-            operation_id: None,
+            ..Response::new(429)
         }
     }
 

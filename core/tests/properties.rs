@@ -121,16 +121,13 @@ fn http(
     usage: Option<Usage>,
 ) -> Outcome {
     Outcome::Response(Response {
-        status,
         headers: headers
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
-        retry_after_ms: None,
-        rate: None,
         error_code: code.map(|c| c.to_owned().into()),
         usage,
-        operation_id: None,
+        ..Response::new(status)
     })
 }
 

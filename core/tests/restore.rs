@@ -6,31 +6,19 @@
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use stampede_core::{
-    ActionState, Command, InMemoryLedger, Job, Ledger, LedgerEntry, LookupBy, Policy, Priority,
-    Reason, Route, Scheduler, SendKind, TerminalStatus,
+    ActionState, Command, InMemoryLedger, Job, Ledger, LedgerEntry, LookupBy, Policy, Reason,
+    Route, Scheduler, SendKind, TerminalStatus,
 };
 
 fn job(id: u64, class: &str, route: Route) -> Job {
     Job {
-        id,
-        tenant: "acme".into(),
-        task: format!("task-{id}").into(),
-        credential: "sk-acme".into(),
         scope: Some("account:acme".into()),
         class: class.into(),
         route,
-        resource: None,
-        priority: Priority::Normal,
         prompt_tokens: 10,
         max_output_tokens: 10,
-        deadline: None,
         idempotency_key: Some(format!("key-{id}").into()),
-        payload_hash: id,
-        external_ref: None,
-        coalescable: false,
-        stream: false,
-        model: None,
-        sole_task: false,
+        ..Job::new(id, "acme", format!("task-{id}"), "sk-acme")
     }
 }
 

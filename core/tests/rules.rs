@@ -562,13 +562,9 @@ fn quota_exhausted_waits_for_the_reset_not_a_burst_backoff() {
     s.submit(job(1, "llm"), 0).unwrap();
     let send = sends(&drain(&mut s, 0)).remove(0);
     let quota = Outcome::Response(stampede_core::Response {
-        status: 429,
         headers: vec![("x-ratelimit-reset-tokens".into(), "30s".into())],
-        retry_after_ms: None,
-        rate: None,
         error_code: Some("insufficient_quota".into()),
-        usage: None,
-        operation_id: None,
+        ..stampede_core::Response::new(429)
     });
     s.on_outcome(send.attempt, quota, 0);
     assert_eq!(

@@ -7,8 +7,8 @@ use std::sync::OnceLock;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use stampede_core::{
-    IdempotencyKey, InMemoryLedger, Job, Name, Outcome, Policy, Priority, Response, Route,
-    Scheduler, ScopeBudget, TaskName, Usage,
+    IdempotencyKey, InMemoryLedger, Job, Name, Outcome, Policy, Response, Scheduler, ScopeBudget,
+    TaskName, Usage,
 };
 
 /// The names every job shares, made once. The drivers hand the core interned names for a
@@ -38,27 +38,19 @@ fn names() -> &'static Names {
 pub fn job(id: u64) -> Job {
     let names = names();
     Job {
-        id,
-        tenant: names.tenants[(id % 4) as usize],
-        task: names.task.clone(),
-        credential: names.credential,
         scope: Some(names.scope),
         class: names.class,
-        route: Route::ChatCompletion,
-        resource: None,
-        priority: Priority::Normal,
         prompt_tokens: 300,
         max_output_tokens: 200,
-        deadline: None,
         // A key of its own in the form the core derives (held in place, as a driver's jobs
         // carry it from the core's derivation on).
         idempotency_key: Some(IdempotencyKey::derived(u128::from(id).to_be_bytes())),
-        payload_hash: id,
-        external_ref: None,
-        coalescable: false,
-        stream: false,
-        model: None,
-        sole_task: false,
+        ..Job::new(
+            id,
+            names.tenants[(id % 4) as usize],
+            names.task.clone(),
+            names.credential,
+        )
     }
 }
 
@@ -95,15 +87,11 @@ pub fn loaded(audit: bool, queued: u64) -> Scheduler {
 /// A completion's answer: 200, with usage and `operation_id`.
 pub fn completed(operation_id: Option<&str>) -> Outcome {
     Outcome::Response(Response {
-        status: 200,
-        headers: Vec::new(),
-        retry_after_ms: None,
-        rate: None,
-        error_code: None,
         usage: Some(Usage {
             prompt_tokens: 300,
             completion_tokens: 120,
         }),
         operation_id: operation_id.map(Into::into),
+        ..Response::new(200)
     })
 }

@@ -49,8 +49,7 @@ mod tests {
 
     use super::*;
     use crate::command::Command;
-    use crate::job::Priority;
-    use crate::job::{Job, Route};
+    use crate::job::Job;
     use crate::ledger::InMemoryLedger;
     use crate::policy::{Policy, ScopeBudget};
 
@@ -70,25 +69,10 @@ mod tests {
 
     fn job(id: u64) -> Job {
         Job {
-            id,
-            tenant: "t".into(),
-            task: format!("task-{id}").into(),
-            credential: "k".into(),
             scope: Some("s".into()),
-            class: "llm".into(),
-            route: Route::ChatCompletion,
-            resource: None,
-            priority: Priority::Normal,
             prompt_tokens: 10,
             max_output_tokens: 10,
-            deadline: None,
-            idempotency_key: None,
-            payload_hash: id,
-            external_ref: None,
-            coalescable: false,
-            stream: false,
-            model: None,
-            sole_task: false,
+            ..Job::new(id, "t", format!("task-{id}"), "k")
         }
     }
 

@@ -4,8 +4,8 @@
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use stampede_core::{
-    Command, InMemoryLedger, Job, JobId, Millis, Outcome, Policy, Priority, Response, Route,
-    Scheduler, SendAttempt, Terminal, Usage,
+    Command, InMemoryLedger, Job, JobId, Millis, Outcome, Policy, Response, Route, Scheduler,
+    SendAttempt, Terminal, Usage,
 };
 
 pub const CREDENTIAL: &str = "sk-secret-credential";
@@ -27,25 +27,12 @@ pub fn job(id: JobId, class: &str) -> Job {
         _ => Route::CreateRecord,
     };
     Job {
-        id,
-        tenant: "t1".into(),
-        task: format!("task-{id}").into(),
-        credential: CREDENTIAL.into(),
         scope: Some("acct".into()),
         class: class.into(),
         route,
-        resource: None,
-        priority: Priority::Normal,
         prompt_tokens: 100,
         max_output_tokens: 100,
-        deadline: None,
-        idempotency_key: None,
-        payload_hash: id,
-        external_ref: None,
-        coalescable: false,
-        stream: false,
-        model: None,
-        sole_task: false,
+        ..Job::new(id, "t1", format!("task-{id}"), CREDENTIAL)
     }
 }
 
@@ -81,43 +68,28 @@ pub fn finishes(commands: &[Command]) -> Vec<Terminal> {
 
 pub fn response(status: u16, headers: &[(&str, &str)]) -> Outcome {
     Outcome::Response(Response {
-        status,
         headers: headers
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
-        retry_after_ms: None,
-        rate: None,
-        error_code: None,
-        usage: None,
-        operation_id: None,
+        ..Response::new(status)
     })
 }
 
 pub fn with_code(status: u16, code: &str) -> Outcome {
     Outcome::Response(Response {
-        status,
-        headers: Vec::new(),
-        retry_after_ms: None,
-        rate: None,
         error_code: Some(code.to_owned().into()),
-        usage: None,
-        operation_id: None,
+        ..Response::new(status)
     })
 }
 
 pub fn ok_with_usage(prompt: u32, completion: u32) -> Outcome {
     Outcome::Response(Response {
-        status: 200,
-        headers: Vec::new(),
-        retry_after_ms: None,
-        rate: None,
-        error_code: None,
         usage: Some(Usage {
             prompt_tokens: prompt,
             completion_tokens: completion,
         }),
-        operation_id: None,
+        ..Response::new(200)
     })
 }
 

@@ -770,13 +770,9 @@ mod tests {
         notes.sent(2, &SendKind::Action, true, 20);
         notes.answered(1, &Outcome::Transport(TransportFailure::ReadTimeout), 15);
         let refused = Response {
-            status: 429,
-            headers: Vec::new(),
             retry_after_ms: Some(2_000),
-            rate: None,
             error_code: Some("rate_limit_exceeded".into()),
-            usage: None,
-            operation_id: None,
+            ..Response::new(429)
         };
         notes.answered(2, &Outcome::Response(refused), 25);
         let (first, second) = (notes.timeline[0], notes.timeline[1]);
@@ -818,15 +814,7 @@ mod tests {
     }
 
     fn response(status: u16) -> Outcome {
-        Outcome::Response(Response {
-            status,
-            headers: Vec::new(),
-            retry_after_ms: None,
-            rate: None,
-            error_code: None,
-            usage: None,
-            operation_id: None,
-        })
+        Outcome::Response(Response::new(status))
     }
 
     #[test]

@@ -366,29 +366,12 @@ pub fn replica_of(job: &Job, replicas: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use stampede_core::{Priority, Route};
 
     fn job(id: JobId) -> Job {
         Job {
-            id,
-            tenant: "t1".into(),
-            task: format!("task-{id}").into(),
-            credential: "key-1".into(),
-            scope: None,
-            class: "llm".into(),
-            route: Route::ChatCompletion,
-            resource: None,
-            priority: Priority::Normal,
             prompt_tokens: 10,
             max_output_tokens: 10,
-            deadline: None,
-            idempotency_key: None,
-            payload_hash: id,
-            external_ref: None,
-            coalescable: false,
-            stream: false,
-            model: None,
-            sole_task: false,
+            ..Job::new(id, "t1", format!("task-{id}"), "key-1")
         }
     }
 
