@@ -15,7 +15,9 @@
 # Confirm a change with alternating wall-clock runs of the two binaries too. The totals
 # move by a fraction of a percent with code layout alone (an unrelated edit can), so read
 # small differences as none. For a breakdown by function, keep the profile (KEEP=DIR) and
-# read it with `callgrind_annotate --inclusive=yes DIR/naive.out`. CARGO_TARGET_DIR is
+# read it with `callgrind_annotate --inclusive=yes DIR/naive-loop.out`; the naive loop's
+# total is also split among the parts of an attempt's path (the core's dispatch and answer,
+# the provider model, the measurement, key derivation, the rest). CARGO_TARGET_DIR is
 # honoured.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,7 +51,48 @@ count() {
     }' "$work/$name.err"
 }
 
+# Splits a profile's total among the parts of an attempt's path: each part is the inclusive
+# count of the functions named (callgrind's figure for a function with every call it makes),
+# over `per`. A part whose functions were all inlined into their callers has no count of its
+# own and says so; its instructions then fall in "the rest".
+parts() {
+  local profile="$1" per="$2" unit="$3"
+  callgrind_annotate --inclusive=yes "$profile" 2>/dev/null |
+    sed -nE 's/^ *([0-9,]+) \([^)]*\)  [^:]*:(.*)$/\1\t\2/p' |
+    sed -E 's/ \([0-9,]+x\)//; s/ \[[^]]*\]$//' | tr -d , |
+    awk -F'\t' -v per="$per" -v unit="$unit" '
+      { if ($1 > inclusive[$2]) inclusive[$2] = $1 }
+      function part(label, names,    n, i, list, sum, found) {
+        n = split(names, list, "|")
+        for (i = 1; i <= n; i++) {
+          if (list[i] in inclusive) { sum += inclusive[list[i]]; found = 1 }
+        }
+        if (found) {
+          printf "  %-58s %8.0f per %s\n", label, sum / per, unit
+          named += sum
+        } else {
+          printf "  %-58s %8s\n", label, "inlined, in the rest"
+        }
+      }
+      END {
+        total = inclusive["bench_run::main"]
+        part("core, dispatch (Scheduler::fill_outbox)",
+             "stampede_core::scheduler::dispatch::<impl stampede_core::scheduler::Scheduler<L>>::fill_outbox")
+        part("core, answers (Scheduler::on_outcome)",
+             "stampede_core::scheduler::Scheduler<L>::on_outcome")
+        part("provider model, arrival (ProviderModel::arrive)",
+             "stampede_provider::model::ProviderModel::arrive")
+        part("measurement (Measurement::on_journal, on_terminal)",
+             "stampede_sim::measure::Measurement::on_journal|stampede_sim::measure::Measurement::on_terminal")
+        part("idempotency keys (SHA-256, in software under valgrind)",
+             "stampede_core::idempotency::feed|digest::FixedOutput::finalize_fixed")
+        printf "  %-58s %8.0f per %s\n", "the rest (driver loop, admission, events, wire)",
+          (total - named) / per, unit
+      }'
+}
+
 count naive-loop 415403 attempt \
   "$examples/bench_run" 1 'scenarios/backlog-38k.toml@client.preset=naive'
+parts "$work/naive-loop.out" 415403 attempt
 count stampede-loop 38000 request "$examples/bench_run" 1 scenarios/backlog-38k.toml
 count core-cycles 200000 cycle "$examples/cycle_rate" 200000
