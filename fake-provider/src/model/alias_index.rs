@@ -40,11 +40,26 @@ pub(super) const SHARDS: usize = 16;
 /// Entries in the memo of recent look-ups (a power of two): 16 KB, which stays in cache.
 const RECENT: usize = 1_024;
 
-/// A memo entry: `owner` is the request id + 1, 0 for none.
+/// A memo entry: `owner` is the request id + 1, 0 for none (ids fit 63 bits: `tag`).
 #[derive(Debug, Clone, Copy, Default)]
 struct Recent {
     alias: u64,
     owner: u64,
+}
+
+impl Recent {
+    /// `alias` is owned by request `id`.
+    fn of(alias: u64, id: u64) -> Recent {
+        Recent {
+            alias,
+            owner: id + 1,
+        }
+    }
+
+    /// The owner of `alias`, if this entry is for it.
+    fn owner_of(self, alias: u64) -> Option<u64> {
+        (self.owner != 0 && self.alias == alias).then(|| self.owner - 1)
+    }
 }
 
 /// Alias hashes to logical request ids.
@@ -100,22 +115,17 @@ impl AliasIndex {
     pub fn get(&self, alias: u64, alias_of: impl Fn(u64, u8) -> Option<u64>) -> Option<u64> {
         let hash = hash(alias);
         let memo = self.recent.get(recent_slot(hash));
-        if let Some(recent) = memo.map(Cell::get) {
-            if recent.owner != 0 && recent.alias == alias {
-                debug_assert_eq!(
-                    self.find(alias, hash, &alias_of),
-                    Some(recent.owner - 1),
-                    "a memo entry names the alias's owner"
-                );
-                return Some(recent.owner - 1);
-            }
+        if let Some(id) = memo.and_then(|m| m.get().owner_of(alias)) {
+            debug_assert_eq!(
+                self.find(alias, hash, &alias_of),
+                Some(id),
+                "a memo entry names the alias's owner"
+            );
+            return Some(id);
         }
         let found = self.find(alias, hash, &alias_of);
         if let (Some(memo), Some(id)) = (memo, found) {
-            memo.set(Recent {
-                alias,
-                owner: id + 1,
-            });
+            memo.set(Recent::of(alias, id));
         }
         found
     }
@@ -150,15 +160,11 @@ impl AliasIndex {
         if self.recent.is_empty() {
             self.recent = vec![Cell::new(Recent::default()); RECENT];
         }
-        // Debug builds asserted above that no entry holds it; ids fit 63 bits (`tag`).
-        self.recent[recent_slot(hash(alias))].set(Recent {
-            alias,
-            owner: id + 1,
-        });
+        let hashed = hash(alias);
+        self.recent[recent_slot(hashed)].set(Recent::of(alias, id));
         match slot {
             Slot::Inline(position) => {
                 debug_assert_eq!(alias_of(id, position), Some(alias));
-                let hashed = hash(alias);
                 self.inline[shard(hashed)].insert_unique(
                     hashed,
                     tag(id, position),
@@ -173,7 +179,8 @@ impl AliasIndex {
 
     /// Removes `alias` of request `id`, kept at `slot`.
     pub fn remove(&mut self, alias: u64, id: u64, slot: Slot) {
-        if let Some(memo) = self.recent.get(recent_slot(hash(alias))) {
+        let hash = hash(alias);
+        if let Some(memo) = self.recent.get(recent_slot(hash)) {
             if memo.get().alias == alias {
                 memo.set(Recent::default());
             }
@@ -181,7 +188,6 @@ impl AliasIndex {
         match slot {
             Slot::Inline(position) => {
                 let wanted = tag(id, position);
-                let hash = hash(alias);
                 let found = self.inline[shard(hash)].find_entry(hash, |&t| t == wanted);
                 debug_assert!(found.is_ok(), "alias {alias:x} of {id} was indexed");
                 if let Ok(entry) = found {
