@@ -61,10 +61,11 @@ fn main() {
 
     println!();
     println!(
-        "Measured {} on {} ({} cores), median of {} run{} each:",
+        "Measured {} on {} ({} cores, {}), median of {} run{} each:",
         today(),
         hostname(),
         std::thread::available_parallelism().map_or(0, |n| n.get()),
+        cpu(),
         opts.runs,
         if opts.runs == 1 { "" } else { "s" }
     );
@@ -530,6 +531,31 @@ fn today() -> String {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .filter(|d| !d.is_empty())
         .unwrap_or_else(|| "today".into())
+}
+
+/// The CPU's model as the kernel names it (`/proc/cpuinfo`), with its family, model and
+/// stepping where given: the VMs these figures come from change CPU between sessions (the
+/// same commit ran its naive backlog loop in 192 ms on one and 680 ms on another), so a
+/// table is comparable only with one made on the same kind of CPU.
+fn cpu() -> String {
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let field = |key: &str| {
+        info.lines()
+            .find_map(|line| {
+                let (k, v) = line.split_once(':')?;
+                (k.trim() == key).then(|| v.trim().to_string())
+            })
+            .filter(|v| !v.is_empty())
+    };
+    let Some(model) = field("model name") else {
+        return "CPU unknown".into();
+    };
+    match (field("cpu family"), field("model"), field("stepping")) {
+        (Some(family), Some(number), Some(stepping)) => {
+            format!("{model}, family {family} model {number} stepping {stepping}")
+        }
+        _ => model,
+    }
 }
 
 fn hostname() -> String {
