@@ -7,10 +7,10 @@
 //! cargo run --release --example speed -- --quick     # one run each, small inputs: checks the command works
 //! ```
 //!
-//! It builds the release binaries first, then runs each benchmark in its own process (so a
-//! peak-memory figure is that benchmark's alone). Rows whose tool is missing (`wrk` for the
-//! HTTP server) say so instead of a figure. Speed is measured here and never asserted in a
-//! test: these machines are shared and noisy.
+//! It builds the release programs it runs first ([`PROGRAMS`]), then runs each benchmark in
+//! its own process (so a peak-memory figure is that benchmark's alone). Rows whose tool is
+//! missing (`wrk` for the HTTP server) say so instead of a figure. Speed is measured here
+//! and never asserted in a test: these machines are shared and noisy.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -82,11 +82,32 @@ fn fail(message: &str) -> ! {
     std::process::exit(2);
 }
 
+/// The release programs the table runs: the `stampede` binary and five examples. Only
+/// these are built: every release binary is linked with whole-program optimisation, and the
+/// workspace's other examples (four more) were as many more such links, about two minutes
+/// each on the slower of the CPUs the README's Speed section names.
+const PROGRAMS: [&str; 13] = [
+    "--bin",
+    "stampede",
+    "--example",
+    "cycle_rate",
+    "--example",
+    "bench_run",
+    "--example",
+    "live_overhead",
+    "--example",
+    "bench_server",
+    "--example",
+    "ledger_puts",
+    "--workspace",
+];
+
 fn build(root: &Path) {
-    eprintln!("building the release binaries and examples...");
+    eprintln!("building the release binary and the examples the table runs...");
     let status = Command::new(env!("CARGO"))
         .current_dir(root)
-        .args(["build", "--release", "--workspace", "--bins", "--examples"])
+        .args(["build", "--release"])
+        .args(PROGRAMS)
         .status()
         .unwrap_or_else(|e| fail(&format!("cannot run cargo: {e}")));
     if !status.success() {

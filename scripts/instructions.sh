@@ -27,7 +27,10 @@ if ! command -v valgrind >/dev/null 2>&1; then
   exit 2
 fi
 
-cargo build --release -q -p stampede-sim --example bench_run -p stampede-core --example cycle_rate
+# Built with the whole workspace selected, as the Speed table's command builds them (the
+# features of shared dependencies are unified over the packages selected, so another
+# selection is another build): in CI this reuses that build instead of linking both again.
+cargo build --release -q --workspace --example bench_run --example cycle_rate
 examples="$(cd "${CARGO_TARGET_DIR:-target}/release/examples" && pwd)"
 if [ -n "${KEEP:-}" ]; then
   mkdir -p "$KEEP"
