@@ -181,7 +181,7 @@ impl AliasIndex {
     pub fn remove(&mut self, alias: u64, id: u64, slot: Slot) {
         let hash = hash(alias);
         if let Some(memo) = self.recent.get(recent_slot(hash)) {
-            if memo.get().alias == alias {
+            if memo.get().owner_of(alias) == Some(id) {
                 memo.set(Recent::default());
             }
         }
