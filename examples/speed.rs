@@ -69,6 +69,15 @@ fn main() {
         opts.runs,
         if opts.runs == 1 { "" } else { "s" }
     );
+    let overrides = profile_overrides();
+    if !overrides.is_empty() {
+        println!();
+        println!(
+            "Built with the release profile overridden ({}): not comparable with a table \
+             built with the profile as `Cargo.toml` sets it.",
+            overrides.join(", ")
+        );
+    }
     println!();
     println!("| what | figure | command |");
     println!("| --- | --- | --- |");
@@ -117,12 +126,21 @@ fn build(root: &Path) {
     }
 }
 
+/// Where cargo put the build: `CARGO_TARGET_DIR` when set (relative to the repository, as
+/// cargo reads it here), else `target/`.
+fn target_dir(root: &Path) -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) if !dir.is_empty() => root.join(dir),
+        _ => root.join("target"),
+    }
+}
+
 fn release(root: &Path, name: &str) -> PathBuf {
-    root.join("target/release").join(name)
+    target_dir(root).join("release").join(name)
 }
 
 fn example(root: &Path, name: &str) -> PathBuf {
-    root.join("target/release/examples").join(name)
+    target_dir(root).join("release/examples").join(name)
 }
 
 /// Runs a program to the end and gives its stdout; a failure stops the table.
@@ -517,9 +535,7 @@ fn live_driver(root: &Path, opts: &Opts, rows: &mut Vec<Row>) {
 
 fn ledger(root: &Path, opts: &Opts, rows: &mut Vec<Row>) {
     // On the repository's disk, not a tmpfs where fsync would be free.
-    let dir = root
-        .join("target")
-        .join(format!("speed-ledger-{}", std::process::id()));
+    let dir = target_dir(root).join(format!("speed-ledger-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
     let puts = if opts.quick { "200" } else { "2000" };
     let dir_text = dir.display().to_string();
@@ -544,6 +560,18 @@ fn ledger(root: &Path, opts: &Opts, rows: &mut Vec<Row>) {
             "cargo run --release -p stampede-durable --example ledger_puts -- {puts} DIR"
         ),
     });
+}
+
+/// The `CARGO_PROFILE_RELEASE_*` variables set in the environment, as `NAME=value`: cargo
+/// applies them over `Cargo.toml`'s release profile (CI sets `CARGO_PROFILE_RELEASE_LTO`), so
+/// a table built under one measures another build than the README's.
+fn profile_overrides() -> Vec<String> {
+    let mut set: Vec<String> = std::env::vars()
+        .filter(|(name, _)| name.starts_with("CARGO_PROFILE_RELEASE_"))
+        .map(|(name, value)| format!("{name}={value}"))
+        .collect();
+    set.sort();
+    set
 }
 
 fn today() -> String {
