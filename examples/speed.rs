@@ -73,8 +73,8 @@ fn main() {
     if !overrides.is_empty() {
         println!();
         println!(
-            "Built with the release profile overridden ({}): not comparable with a table \
-             built with the profile as `Cargo.toml` sets it.",
+            "Built with the release build overridden ({}): not comparable with a table \
+             built as `Cargo.toml` sets the release profile.",
             overrides.join(", ")
         );
     }
@@ -562,12 +562,13 @@ fn ledger(root: &Path, opts: &Opts, rows: &mut Vec<Row>) {
     });
 }
 
-/// The `CARGO_PROFILE_RELEASE_*` variables set in the environment, as `NAME=value`: cargo
-/// applies them over `Cargo.toml`'s release profile (CI sets `CARGO_PROFILE_RELEASE_LTO`), so
-/// a table built under one measures another build than the README's.
+/// The variables set in the environment that change the build, as `NAME=value`: cargo
+/// applies `CARGO_PROFILE_RELEASE_*` over `Cargo.toml`'s release profile (CI sets
+/// `CARGO_PROFILE_RELEASE_LTO`) and `RUSTFLAGS` to every compilation, so a table built under
+/// one measures another build than the README's.
 fn profile_overrides() -> Vec<String> {
     let mut set: Vec<String> = std::env::vars()
-        .filter(|(name, _)| name.starts_with("CARGO_PROFILE_RELEASE_"))
+        .filter(|(name, _)| name.starts_with("CARGO_PROFILE_RELEASE_") || name == "RUSTFLAGS")
         .map(|(name, value)| format!("{name}={value}"))
         .collect();
     set.sort();

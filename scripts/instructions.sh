@@ -95,11 +95,12 @@ parts() {
 }
 
 # Cargo applies CARGO_PROFILE_RELEASE_* over Cargo.toml's release profile (CI sets
-# CARGO_PROFILE_RELEASE_LTO): counts from such a build are another build's, so say so.
-overrides="$(env | grep '^CARGO_PROFILE_RELEASE_' | sort | paste -sd ' ' || true)"
+# CARGO_PROFILE_RELEASE_LTO) and RUSTFLAGS to every compilation: counts from such a build
+# are another build's, so say so.
+overrides="$(env | grep -E '^(CARGO_PROFILE_RELEASE_[A-Z_]+|RUSTFLAGS)=' | sort | paste -sd ' ' || true)"
 if [ -n "$overrides" ]; then
-  echo "built with the release profile overridden ($overrides):"
-  echo "not comparable with counts from the profile as Cargo.toml sets it"
+  echo "built with the release build overridden ($overrides):"
+  echo "not comparable with counts from the build as Cargo.toml sets the release profile"
 fi
 count naive-loop 415403 attempt \
   "$examples/bench_run" 1 'scenarios/backlog-38k.toml@client.preset=naive'
