@@ -11,6 +11,11 @@
 //! its own process (so a peak-memory figure is that benchmark's alone). Rows whose tool is
 //! missing (`wrk` for the HTTP server) say so instead of a figure. Speed is measured here
 //! and never asserted in a test: these machines are shared and noisy.
+//!
+//! The table's header names the CPU, and any `CARGO_PROFILE_RELEASE_*` or `RUSTFLAGS` set in
+//! the environment (each makes another build than the README's: CI sets
+//! `CARGO_PROFILE_RELEASE_LTO=false`). The programs are looked for under `CARGO_TARGET_DIR`
+//! when it is set, where cargo builds them.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
