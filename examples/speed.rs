@@ -5,6 +5,7 @@
 //! cargo run --release --example speed                # every row, 3 runs each (a few minutes)
 //! cargo run --release --example speed -- --runs 5    # more runs per figure
 //! cargo run --release --example speed -- --quick     # one run each, small inputs: checks the command works
+//! speed --quick --profile dev                         # the programs built in another cargo profile (CI)
 //! ```
 //!
 //! It builds the release programs it runs first ([`PROGRAMS`]), then runs each benchmark in
@@ -16,6 +17,12 @@
 //! the environment (each makes another build than the README's: CI sets
 //! `CARGO_PROFILE_RELEASE_LTO=false`). The programs are looked for under `CARGO_TARGET_DIR`
 //! when it is set, where cargo builds them.
+//!
+//! `--profile NAME` builds and runs the programs in cargo's profile `NAME` instead of
+//! `release`, with every feature on, as `cargo test --workspace --all-features` builds: CI
+//! runs `--quick --profile dev` after its tests, so the command is checked on the build the
+//! tests already made instead of a release build of its own. The header then names that
+//! profile, and its figures are that build's, not the README's.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -30,12 +37,15 @@ struct Row {
 struct Opts {
     runs: usize,
     quick: bool,
+    /// The cargo profile the programs are built and run in: `release` for the README's table.
+    profile: String,
 }
 
 fn main() {
     let mut opts = Opts {
         runs: 3,
         quick: false,
+        profile: "release".into(),
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -48,13 +58,17 @@ fn main() {
                 Some(n) if n > 0 => opts.runs = n,
                 _ => fail("--runs takes a number of runs above 0, e.g. --runs 5"),
             },
+            "--profile" => match args.next() {
+                Some(name) if !name.is_empty() && !name.starts_with('-') => opts.profile = name,
+                _ => fail("--profile takes a cargo profile's name, e.g. --profile dev"),
+            },
             other => fail(&format!(
-                "unknown argument {other:?}: use --runs N or --quick"
+                "unknown argument {other:?}: use --runs N, --quick or --profile NAME"
             )),
         }
     }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    build(&root);
+    build(&root, &opts);
     let mut rows = Vec::new();
     core_cycles(&root, &opts, &mut rows);
     simulator(&root, &opts, &mut rows);
@@ -74,12 +88,21 @@ fn main() {
         opts.runs,
         if opts.runs == 1 { "" } else { "s" }
     );
-    let overrides = profile_overrides();
+    if opts.profile != "release" {
+        println!();
+        println!(
+            "Built in cargo's `{}` profile with every feature on, not the release profile: \
+             not comparable with a table built as `Cargo.toml` sets the release profile.",
+            opts.profile
+        );
+    }
+    let overrides = profile_overrides(&opts.profile);
     if !overrides.is_empty() {
         println!();
         println!(
-            "Built with the release build overridden ({}): not comparable with a table \
+            "Built with the `{}` profile overridden ({}): not comparable with a table \
              built as `Cargo.toml` sets the release profile.",
+            opts.profile,
             overrides.join(", ")
         );
     }
@@ -115,19 +138,28 @@ const PROGRAMS: [&str; 12] = [
     "ledger_puts",
 ];
 
-fn build(root: &Path) {
-    eprintln!("building the release binary and the examples the table runs...");
-    let status = Command::new(env!("CARGO"))
+fn build(root: &Path, opts: &Opts) {
+    eprintln!(
+        "building the binary and the examples the table runs, profile {}...",
+        opts.profile
+    );
+    let mut cargo = Command::new(env!("CARGO"));
+    cargo
         .current_dir(root)
         // The whole workspace selected, as CI and scripts/instructions.sh build: the
         // features of shared dependencies are unified over the packages selected, so any
         // other selection would be a second build of them.
-        .args(["build", "--release", "--workspace"])
+        .args(["build", "--profile", &opts.profile, "--workspace"]);
+    if opts.profile != "release" {
+        // As `cargo test --workspace --all-features` builds, so its build is reused.
+        cargo.arg("--all-features");
+    }
+    let status = cargo
         .args(PROGRAMS)
         .status()
         .unwrap_or_else(|e| fail(&format!("cannot run cargo: {e}")));
     if !status.success() {
-        fail("the release build failed");
+        fail(&format!("the build in profile {} failed", opts.profile));
     }
 }
 
@@ -140,12 +172,26 @@ fn target_dir(root: &Path) -> PathBuf {
     }
 }
 
-fn release(root: &Path, name: &str) -> PathBuf {
-    target_dir(root).join("release").join(name)
+/// The directory cargo builds `profile` into, under the target directory: cargo's own
+/// `dev` and `test` profiles build into `debug`, `bench` into `release`, any other into
+/// its own name.
+fn profile_dir(profile: &str) -> &str {
+    match profile {
+        "dev" | "test" => "debug",
+        "bench" => "release",
+        other => other,
+    }
 }
 
-fn example(root: &Path, name: &str) -> PathBuf {
-    target_dir(root).join("release/examples").join(name)
+fn binary(root: &Path, opts: &Opts, name: &str) -> PathBuf {
+    target_dir(root).join(profile_dir(&opts.profile)).join(name)
+}
+
+fn example(root: &Path, opts: &Opts, name: &str) -> PathBuf {
+    target_dir(root)
+        .join(profile_dir(&opts.profile))
+        .join("examples")
+        .join(name)
 }
 
 /// Runs a program to the end and gives its stdout; a failure stops the table.
@@ -190,7 +236,7 @@ fn thousands(x: f64) -> String {
 
 fn core_cycles(root: &Path, opts: &Opts, rows: &mut Vec<Row>) {
     let cycles = if opts.quick { "100000" } else { "2000000" };
-    let bin = example(root, "cycle_rate");
+    let bin = example(root, opts, "cycle_rate");
     let rate = |extra: &[&str]| {
         let mut args = vec![cycles];
         args.extend_from_slice(extra);
@@ -218,9 +264,9 @@ fn core_cycles(root: &Path, opts: &Opts, rows: &mut Vec<Row>) {
 }
 
 /// One `bench_run` line: wall ms, useful events, events/s, refused offers, VmHWM MiB.
-fn bench_run(root: &Path, runs: usize, spec: &str) -> (f64, f64, f64, f64, String) {
+fn bench_run(root: &Path, opts: &Opts, runs: usize, spec: &str) -> (f64, f64, f64, f64, String) {
     let runs = runs.to_string();
-    let text = output(&example(root, "bench_run"), &[&runs, spec], root);
+    let text = output(&example(root, opts, "bench_run"), &[&runs, spec], root);
     let line = text
         .lines()
         .find(|l| l.starts_with(spec))
@@ -242,7 +288,7 @@ fn simulator(root: &Path, opts: &Opts, rows: &mut Vec<Row>) {
         specs.push(("one million requests", "sim/examples/bench-1m.toml"));
     }
     for (what, spec) in specs {
-        let (wall, events, rate, refused, hwm) = bench_run(root, opts.runs, spec);
+        let (wall, events, rate, refused, hwm) = bench_run(root, opts, opts.runs, spec);
         rows.push(Row {
             what: format!("simulator loop: {what}"),
             figure: format!(
@@ -290,7 +336,7 @@ fn python_model(root: &Path, opts: &Opts, rows: &mut Vec<Row>) {
             .as_f64()
             .unwrap_or_else(|| fail(&format!("no loop_s in backlog_model.py's output:\n{text}")));
         model.push(loop_s * 1e3);
-        ours.push(bench_run(root, 1, spec).0);
+        ours.push(bench_run(root, opts, 1, spec).0);
     }
     let (model, process, ours) = (median(model), median(process), median(ours));
     rows.push(Row {
@@ -322,7 +368,7 @@ fn size_of(dir: &Path) -> u64 {
 }
 
 fn whole_run(root: &Path, opts: &Opts, rows: &mut Vec<Row>) {
-    let bin = release(root, "stampede");
+    let bin = binary(root, opts, "stampede");
     let tmp = std::env::temp_dir().join(format!("stampede-speed-{}", std::process::id()));
     let mut cases = vec![(
         "backlog-38k, naive preset",
@@ -420,7 +466,7 @@ fn server(root: &Path, opts: &Opts, rows: &mut Vec<Row>) {
     ] {
         let addr = format!("127.0.0.1:{port}");
         let _server = Killed(
-            Command::new(example(root, "bench_server"))
+            Command::new(example(root, opts, "bench_server"))
                 .args([mode, &addr])
                 .current_dir(root)
                 .stdout(Stdio::null())
@@ -494,7 +540,7 @@ fn wrk_ms(v: &str) -> f64 {
 }
 
 fn live_driver(root: &Path, opts: &Opts, rows: &mut Vec<Row>) {
-    let bin = example(root, "live_overhead");
+    let bin = example(root, opts, "live_overhead");
     let attempts = if opts.quick { "2000" } else { "20000" };
     for workers in ["64", "8"] {
         // Each live_overhead takes its own median of 3 runs; the row is the median of
@@ -544,7 +590,11 @@ fn ledger(root: &Path, opts: &Opts, rows: &mut Vec<Row>) {
     let _ = std::fs::create_dir_all(&dir);
     let puts = if opts.quick { "200" } else { "2000" };
     let dir_text = dir.display().to_string();
-    let text = output(&example(root, "ledger_puts"), &[puts, &dir_text], root);
+    let text = output(
+        &example(root, opts, "ledger_puts"),
+        &[puts, &dir_text],
+        root,
+    );
     let _ = std::fs::remove_dir_all(&dir);
     let full = text
         .lines()
@@ -568,12 +618,16 @@ fn ledger(root: &Path, opts: &Opts, rows: &mut Vec<Row>) {
 }
 
 /// The variables set in the environment that change the build, as `NAME=value`: cargo
-/// applies `CARGO_PROFILE_RELEASE_*` over `Cargo.toml`'s release profile (CI sets
-/// `CARGO_PROFILE_RELEASE_LTO`) and `RUSTFLAGS` to every compilation, so a table built under
-/// one measures another build than the README's.
-fn profile_overrides() -> Vec<String> {
+/// applies `CARGO_PROFILE_<PROFILE>_*` over `Cargo.toml`'s `profile` (`CARGO_PROFILE_RELEASE_LTO`
+/// for the release profile) and `RUSTFLAGS` to every compilation, so a table built under one
+/// measures another build than the README's.
+fn profile_overrides(profile: &str) -> Vec<String> {
+    let prefix = format!(
+        "CARGO_PROFILE_{}_",
+        profile.to_ascii_uppercase().replace('-', "_")
+    );
     let mut set: Vec<String> = std::env::vars()
-        .filter(|(name, _)| name.starts_with("CARGO_PROFILE_RELEASE_") || name == "RUSTFLAGS")
+        .filter(|(name, _)| name.starts_with(&prefix) || name == "RUSTFLAGS")
         .map(|(name, value)| format!("{name}={value}"))
         .collect();
     set.sort();

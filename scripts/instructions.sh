@@ -18,7 +18,9 @@
 # read it with `callgrind_annotate --inclusive=yes DIR/naive-loop.out`; the naive loop's
 # total is also split among the parts of an attempt's path (the core's dispatch and answer,
 # the provider model, the measurement, key derivation, the rest). CARGO_TARGET_DIR is
-# honoured.
+# honoured. PROFILE=NAME counts the programs built in cargo's profile NAME (with every
+# feature on, as `cargo test --workspace --all-features` builds) instead of release: CI
+# sets PROFILE=dev to reuse its test build; such counts are that build's and say so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,8 +32,18 @@ fi
 # Built with the whole workspace selected, as the Speed table's command builds them (the
 # features of shared dependencies are unified over the packages selected, so another
 # selection is another build): in CI this reuses that build instead of linking both again.
-cargo build --release -q --workspace --example bench_run --example cycle_rate
-examples="$(cd "${CARGO_TARGET_DIR:-target}/release/examples" && pwd)"
+profile="${PROFILE:-release}"
+case "$profile" in
+  release) features=() ;;
+  *) features=(--all-features) ;; # as the test build, whose artifacts it then reuses
+esac
+case "$profile" in
+  dev | test) profile_dir=debug ;;
+  release | bench) profile_dir=release ;;
+  *) profile_dir="$profile" ;;
+esac
+cargo build --profile "$profile" -q --workspace "${features[@]}" --example bench_run --example cycle_rate
+examples="$(cd "${CARGO_TARGET_DIR:-target}/$profile_dir/examples" && pwd)"
 if [ -n "${KEEP:-}" ]; then
   mkdir -p "$KEEP"
   work="$(cd "$KEEP" && pwd)"
@@ -94,12 +106,16 @@ parts() {
       }'
 }
 
-# Cargo applies CARGO_PROFILE_RELEASE_* over Cargo.toml's release profile (CI sets
-# CARGO_PROFILE_RELEASE_LTO) and RUSTFLAGS to every compilation: counts from such a build
-# are another build's, so say so.
-overrides="$(env | grep -E '^(CARGO_PROFILE_RELEASE_[A-Z_]+|RUSTFLAGS)=' | sort | paste -sd ' ' || true)"
+# Counts from another profile, or from one that cargo applies CARGO_PROFILE_<PROFILE>_*
+# over, or built with RUSTFLAGS (every compilation), are another build's: say so.
+if [ "$profile" != release ]; then
+  echo "built in cargo's $profile profile with every feature on, not the release profile:"
+  echo "not comparable with counts from the build as Cargo.toml sets the release profile"
+fi
+upper="$(printf '%s' "$profile" | tr 'a-z-' 'A-Z_')"
+overrides="$(env | grep -E "^(CARGO_PROFILE_${upper}_[A-Z_]+|RUSTFLAGS)=" | sort | paste -sd ' ' || true)"
 if [ -n "$overrides" ]; then
-  echo "built with the release build overridden ($overrides):"
+  echo "built with the $profile profile overridden ($overrides):"
   echo "not comparable with counts from the build as Cargo.toml sets the release profile"
 fi
 count naive-loop 415403 attempt \
