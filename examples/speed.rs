@@ -13,10 +13,10 @@
 //! missing (`wrk` for the HTTP server) say so instead of a figure. Speed is measured here
 //! and never asserted in a test: these machines are shared and noisy.
 //!
-//! The table's header names the CPU, and any `CARGO_PROFILE_RELEASE_*` or `RUSTFLAGS` set in
-//! the environment (each makes another build than the README's: CI sets
-//! `CARGO_PROFILE_RELEASE_LTO=false`). The programs are looked for under `CARGO_TARGET_DIR`
-//! when it is set, where cargo builds them.
+//! The table's header names the CPU, and any `CARGO_PROFILE_<PROFILE>_*` (for the profile
+//! built) or `RUSTFLAGS` set in the environment: each makes another build than the README's,
+//! as `CARGO_PROFILE_RELEASE_LTO=false` would. The programs are looked for under
+//! `CARGO_TARGET_DIR` when it is set, where cargo builds them.
 //!
 //! `--profile NAME` builds and runs the programs in cargo's profile `NAME` instead of
 //! `release`, with every feature on, as `cargo test --workspace --all-features` builds: CI
@@ -618,9 +618,9 @@ fn ledger(root: &Path, opts: &Opts, rows: &mut Vec<Row>) {
 }
 
 /// The variables set in the environment that change the build, as `NAME=value`: cargo
-/// applies `CARGO_PROFILE_<PROFILE>_*` over `Cargo.toml`'s `profile` (`CARGO_PROFILE_RELEASE_LTO`
-/// for the release profile) and `RUSTFLAGS` to every compilation, so a table built under one
-/// measures another build than the README's.
+/// applies `CARGO_PROFILE_<PROFILE>_*` over `Cargo.toml`'s `profile`
+/// (`CARGO_PROFILE_RELEASE_LTO` for the release profile) and `RUSTFLAGS` to every
+/// compilation, so a table built under one measures another build than the README's.
 fn profile_overrides(profile: &str) -> Vec<String> {
     let prefix = format!(
         "CARGO_PROFILE_{}_",
