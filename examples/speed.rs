@@ -8,10 +8,11 @@
 //! speed --quick --profile dev                         # the programs built in another cargo profile (CI)
 //! ```
 //!
-//! It builds the release programs it runs first ([`PROGRAMS`]), then runs each benchmark in
-//! its own process (so a peak-memory figure is that benchmark's alone). Rows whose tool is
-//! missing (`wrk` for the HTTP server) say so instead of a figure. Speed is measured here
-//! and never asserted in a test: these machines are shared and noisy.
+//! It builds the programs it runs first ([`PROGRAMS`], in the release profile unless
+//! `--profile` names another), then runs each benchmark in its own process (so a peak-memory
+//! figure is that benchmark's alone). Rows whose tool is missing (`wrk` for the HTTP server)
+//! say so instead of a figure. Speed is measured here and never asserted in a test: these
+//! machines are shared and noisy.
 //!
 //! The table's header names the CPU, and any `CARGO_PROFILE_<PROFILE>_*` (for the profile
 //! built) or `RUSTFLAGS` set in the environment: each makes another build than the README's,
