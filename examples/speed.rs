@@ -184,15 +184,13 @@ fn profile_dir(profile: &str) -> &str {
     }
 }
 
+/// Binary `name` of the profile built (`examples/NAME` for an example).
 fn binary(root: &Path, opts: &Opts, name: &str) -> PathBuf {
     target_dir(root).join(profile_dir(&opts.profile)).join(name)
 }
 
 fn example(root: &Path, opts: &Opts, name: &str) -> PathBuf {
-    target_dir(root)
-        .join(profile_dir(&opts.profile))
-        .join("examples")
-        .join(name)
+    binary(root, opts, "examples").join(name)
 }
 
 /// Runs a program to the end and gives its stdout; a failure stops the table.

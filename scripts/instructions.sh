@@ -31,15 +31,14 @@ fi
 
 # Built with the whole workspace selected, as the Speed table's command builds them (the
 # features of shared dependencies are unified over the packages selected, so another
-# selection is another build): in CI this reuses that build instead of linking both again.
+# selection is another build): the two share one build. Another profile than release is
+# built with every feature on, as the test build is, whose artifacts it then reuses (CI).
 profile="${PROFILE:-release}"
+features=(--all-features)
 case "$profile" in
-  release) features=() ;;
-  *) features=(--all-features) ;; # as the test build, whose artifacts it then reuses
-esac
-case "$profile" in
+  release) features=() profile_dir=release ;;
+  bench) profile_dir=release ;;
   dev | test) profile_dir=debug ;;
-  release | bench) profile_dir=release ;;
   *) profile_dir="$profile" ;;
 esac
 cargo build --profile "$profile" -q --workspace "${features[@]}" --example bench_run --example cycle_rate
