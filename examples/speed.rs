@@ -29,6 +29,19 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// What `--help` prints.
+const USAGE: &str = "\
+Prints the README's Speed table: runs every benchmark, each in its own process, and prints
+each figure as the median of several runs, with the command that made it.
+
+usage: cargo run --release --example speed [-- OPTIONS]
+
+  --runs N        runs per figure (default 3; the README's table used 5)
+  --quick         one run each, small inputs, no million-request rows: checks the command works
+  --profile NAME  builds and runs the programs in cargo's profile NAME (every feature on)
+                  instead of release; the figures are then that build's, not the README's
+  --help, -h      prints this";
+
 struct Row {
     what: String,
     figure: String,
@@ -63,8 +76,13 @@ fn main() {
                 Some(name) if !name.is_empty() && !name.starts_with('-') => opts.profile = name,
                 _ => fail("--profile takes a cargo profile's name, e.g. --profile dev"),
             },
+            "--help" | "-h" => {
+                println!("{USAGE}");
+                return;
+            }
             other => fail(&format!(
-                "unknown argument {other:?}: use --runs N, --quick or --profile NAME"
+                "unknown argument {other:?}: use --runs N, --quick or --profile NAME (--help \
+                 says what each does)"
             )),
         }
     }
