@@ -25,6 +25,21 @@ impl OperationId {
         Self(value.to_compact_string())
     }
 
+    /// `prefix` then `number` in decimal (`chatcmpl-42`): the text
+    /// `rendered(&format_args!("{prefix}{number}"))` makes, written without the formatting
+    /// machinery, which cost about 500 instructions an id where this costs about a tenth (a
+    /// completion's id is made for every successful attempt). In place when at most 24
+    /// bytes long, as `rendered`.
+    #[must_use]
+    pub fn numbered(prefix: &str, number: u64) -> Self {
+        let mut digits = itoa::Buffer::new();
+        let digits = digits.format(number);
+        let mut text = CompactString::with_capacity(prefix.len() + digits.len());
+        text.push_str(prefix);
+        text.push_str(digits);
+        Self(text)
+    }
+
     /// The id as text.
     #[must_use]
     pub fn as_str(&self) -> &str {
@@ -101,6 +116,32 @@ mod tests {
         assert_eq!(&*long, "chatcmpl-AbCdEfGhIjKlMnOpQrStUvWxYz012");
         assert!(long.0.is_heap_allocated());
         assert_eq!(std::mem::size_of::<Option<OperationId>>(), 24);
+    }
+
+    #[test]
+    fn a_numbered_id_is_the_text_its_rendering_gives() {
+        for number in [
+            0,
+            1,
+            9,
+            10,
+            42,
+            999_999,
+            1_000_000,
+            u64::from(u32::MAX),
+            u64::MAX,
+        ] {
+            let rendered = OperationId::rendered(&format_args!("chatcmpl-{number}"));
+            let numbered = OperationId::numbered("chatcmpl-", number);
+            assert_eq!(numbered, rendered);
+            assert_eq!(
+                numbered.0.is_heap_allocated(),
+                rendered.0.is_heap_allocated()
+            );
+        }
+        assert_eq!(OperationId::numbered("", 7).as_str(), "7");
+        let long = OperationId::numbered("a-prefix-longer-than-24-bytes-", 12);
+        assert_eq!(long.as_str(), "a-prefix-longer-than-24-bytes-12");
     }
 
     #[test]

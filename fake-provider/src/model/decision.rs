@@ -14,6 +14,9 @@ use super::headers::{number_str, HeaderOut, RateFigures, RetryAfterSignal};
 pub struct CompletionId(NonZeroU64);
 
 impl CompletionId {
+    /// What the displayed id starts with, before the seq's digits.
+    pub const PREFIX: &'static str = "chatcmpl-";
+
     /// The id of the completion attempt `seq` committed (`None` for 0, which is no seq).
     pub fn new(seq: u64) -> Option<Self> {
         NonZeroU64::new(seq).map(Self)
@@ -27,7 +30,7 @@ impl CompletionId {
 
 impl std::fmt::Display for CompletionId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "chatcmpl-{}", self.0)
+        write!(f, "{}{}", Self::PREFIX, self.0)
     }
 }
 

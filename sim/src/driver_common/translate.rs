@@ -306,7 +306,12 @@ pub fn answered_typed(
     let rate = signals.rate.as_ref().and_then(rate_hint_of);
     let record = |id: RecordId| OperationId::rendered(&id);
     let typed = match ids.records {
-        None => (ids.completion.map(|id| OperationId::rendered(&id)), None),
+        // Its text is `CompletionId`'s display, written without `fmt` (once per success).
+        None => (
+            ids.completion
+                .map(|id| OperationId::numbered(CompletionId::PREFIX, id.seq())),
+            None,
+        ),
         // One record: the body's `id`, and what a look-up found.
         Some(RecordsGiven::One(id)) => (
             Some(record(id)),
@@ -646,6 +651,62 @@ mod tests {
             found, 3,
             "a look-up by id, by key and by reference found its record"
         );
+    }
+
+    /// A completion's typed id, which a virtual run keeps as the action's operation id, is
+    /// the text the body's `id` says over HTTP (`chatcmpl-<seq>`), for seqs of every width.
+    #[test]
+    fn completion_ids_say_what_their_bodies_say() {
+        let config = ProviderConfig {
+            credentials: vec![CredentialConfig {
+                key: "sk-org-key1".into(),
+                scope: "org".into(),
+                scopes: Vec::new(),
+            }],
+            scopes: vec![ScopeLimits::unlimited("org")],
+            ..ProviderConfig::default()
+        };
+        let mut whole = ProviderModel::new(config, 7, 1_767_225_600_000).unwrap();
+        let send = SendAttempt {
+            attempt: 1,
+            job: 1,
+            attempt_no: 1,
+            kind: SendKind::Action,
+            credential: "sk-org-key1".into(),
+            scope: "org".into(),
+            route: Route::ChatCompletion,
+            idempotency_key: None,
+            reserved_tokens: 0,
+            timeout_ms: 600_000,
+            model: None,
+            fallback: None,
+            degraded: None,
+            trimmed: None,
+        };
+        let mut checked = 0;
+        for i in 0..120u64 {
+            let req = Request {
+                route: RequestRoute::ChatCompletions,
+                credential: Some("sk-org-key1".into()),
+                prompt_tokens: 10,
+                max_tokens: 10,
+                body_hash: i,
+                ..Request::default()
+            };
+            let now = i * 1_000;
+            let decision = whole.arrive(&req, now);
+            whole.depart(decision.seq, now + decision.latency_ms);
+            let Answer::Respond { body, .. } = &decision.answer else {
+                panic!("#{i}: {:?}", decision.answer)
+            };
+            let (_, Outcome::Response(heard)) = outcome(&send, &decision) else {
+                panic!("#{i}: not an HTTP answer")
+            };
+            let said = body["id"].as_str().expect("a completion's body has an id");
+            assert_eq!(heard.operation_id.as_deref(), Some(said), "#{i}");
+            checked += 1;
+        }
+        assert_eq!(checked, 120, "seqs 1 to 120: one, two and three digits");
     }
 
     /// Only the text a record id displays as is read as one.

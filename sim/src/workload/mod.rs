@@ -117,10 +117,17 @@ impl EntryStream {
         (self.next < self.spec.count).then_some(self.next_at.floor() as Millis)
     }
 
-    /// The task of action number `n`, formatted straight into the name: held inline when
-    /// short (the default `{tenant}-w{entry}-{n}` is), so no allocation per job.
+    /// The task of action number `n`, `{prefix}-{n % tasks}`, written straight into the
+    /// name: held inline when short (the default `{tenant}-w{entry}-{n}` is), so no
+    /// allocation per job, and without the formatting machinery (`format_smolstr!` cost
+    /// about 420 instructions a job, a twentieth of the million-request run's).
     fn task_of(&self, n: u64) -> TaskName {
-        smol_str::format_smolstr!("{}-{}", self.task_prefix, n % self.tasks)
+        let mut digits = itoa::Buffer::new();
+        let mut name = smol_str::SmolStrBuilder::new();
+        name.push_str(&self.task_prefix);
+        name.push('-');
+        name.push_str(digits.format(n % self.tasks));
+        name.finish()
     }
 
     /// The job of call `call` (0: the arrival itself) of action number `n`, arriving at
