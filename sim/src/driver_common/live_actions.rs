@@ -218,6 +218,7 @@ impl LiveActions {
             submitted_at: action.submitted_at,
             first_sent_at: action.first_sent_at,
             deadline: action.deadline,
+            group: action.group.map(|key| (key, action.facts.route)),
         });
         measure.on_case(
             terminal,

@@ -508,6 +508,7 @@ fn adopt_restored(restart: &Restart, live: &mut LiveActions, measure: &mut Measu
                     submitted_at: arrived,
                     first_sent_at: None,
                     deadline: entry.job.deadline,
+                    group: None,
                 });
                 // It ended in the dead process: its timeline went with it.
                 measure.on_unseen_case(&terminal, &entry.job, (arrived, entry.updated_at));

@@ -172,13 +172,6 @@ impl Groups {
         }
     }
 
-    /// The tallies `group` and `priority` name (one per non-empty name).
-    fn each(&mut self, group: Group<'_>, priority: &str, f: impl FnMut(&mut Tally)) {
-        let key = self.key(group.class, group.tenant, priority);
-        let route = self.route(group.route);
-        self.each_at(key, route, f);
-    }
-
     /// An attempt reached the provider for a request of groups `key` on the route at
     /// position `route` (the journal's, `METHOD /template`): it used `tokens_used` and was
     /// an idempotent replay or not.
@@ -199,7 +192,20 @@ impl Groups {
 
     /// A logical request of `group` and `priority` ended (or was left open at the cap).
     pub(crate) fn end(&mut self, group: Group<'_>, priority: &str, end: GroupEnd) {
-        self.each(group, priority, |t| {
+        let at = self.at(group, priority);
+        self.end_at(at, end);
+    }
+
+    /// Where the tallies of `group` and `priority` are: the key and the route's position
+    /// (the names' tallies are made here).
+    pub(crate) fn at(&mut self, group: Group<'_>, priority: &str) -> (GroupKey, u32) {
+        let key = self.key(group.class, group.tenant, priority);
+        (key, self.route(group.route))
+    }
+
+    /// A logical request ended whose groups are `key` and the route at position `route`.
+    pub(crate) fn end_at(&mut self, (key, route): (GroupKey, u32), end: GroupEnd) {
+        self.each_at(key, route, |t| {
             let o = &mut t.outcomes;
             o.logical_requests += 1;
             match end {

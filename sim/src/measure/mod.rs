@@ -172,6 +172,10 @@ pub struct Ended<'a> {
     pub first_sent_at: Option<Millis>,
     /// Its deadline (ms), if it has one.
     pub deadline: Option<Millis>,
+    /// The key of its groups ([`Measurement::group_key`]) and its route, when the driver
+    /// keeps them: its end is then added to its groups by position, without finding
+    /// `tenant`, `class` and `route` by name again. `None`: found from the names.
+    pub group: Option<(GroupKey, Route)>,
 }
 
 /// What a finished measurement hands to the report.
@@ -505,12 +509,17 @@ impl Measurement {
     /// The client reserved `tokens` for an attempt of a request of groups `key` on `route`.
     pub fn on_reserved(&mut self, key: GroupKey, route: Route, tokens: u32) {
         self.summary.tokens_reserved += u64::from(tokens);
+        let at = self.route_position(route);
+        self.groups.reserved_at((key, at), u64::from(tokens));
+    }
+
+    /// The position of an action route's tally in `by_route`, found by name once per route.
+    fn route_position(&mut self, route: Route) -> u32 {
         let slot = &mut self.action_routes[route_slot(route)];
-        let at = match *slot {
+        match *slot {
             Some(at) => at,
             None => *slot.insert(self.groups.route(action_route(route))),
-        };
-        self.groups.reserved_at((key, at), u64::from(tokens));
+        }
     }
 
     /// An action reached its terminal outcome (see [`Ended`]).
@@ -524,6 +533,7 @@ impl Measurement {
             submitted_at,
             first_sent_at,
             deadline,
+            group,
         } = ended;
         let latency_ms = at.saturating_sub(submitted_at);
         match terminal.status {
@@ -592,13 +602,26 @@ impl Measurement {
             self.failed_latency.record(latency_ms);
             self.latency.record(ms);
         }
-        self.groups.end(
-            Group {
-                tenant,
-                class,
-                route,
-            },
-            self.queues.priority_of(terminal.job),
+        let priority = self.queues.priority_of(terminal.job);
+        let named = Group {
+            tenant,
+            class,
+            route,
+        };
+        let at_groups = match group {
+            Some((key, action)) => {
+                let at = (key, self.route_position(action));
+                debug_assert_eq!(
+                    at,
+                    self.groups.at(named, priority),
+                    "the driver's key names the groups of {tenant}, {class}, {route}, {priority}"
+                );
+                at
+            }
+            None => self.groups.at(named, priority),
+        };
+        self.groups.end_at(
+            at_groups,
             GroupEnd::Terminal {
                 status: terminal.status,
                 latency_ms: counted_latency,

@@ -712,6 +712,7 @@ fn end(measure: &mut Measurement, call: &Call, now: Millis, ok: bool, route: &st
         submitted_at: call.arrival.at,
         first_sent_at: call.first_sent_at,
         deadline: call.arrival.job.deadline,
+        group: None,
     });
     // The SDK keeps no notes the harness can read: a dead letter without a timeline.
     measure.on_unseen_case(&terminal, &call.arrival.job, (call.arrival.at, now));
