@@ -557,13 +557,9 @@ mod tests {
         assert!(answers > 16 * 3 * 8, "{answers}");
     }
 
-    /// A record answer's typed ids tell the core what its body would: two models, one with
-    /// lean bodies (the simulator's) and one with whole bodies (the HTTP server's), answer
-    /// the same writes and look-ups; the core hears the same outcome from both, and the
-    /// lean one builds no body.
-    #[test]
-    fn lean_record_answers_say_what_their_bodies_say() {
-        let config = ProviderConfig {
+    /// One credential, `sk-org-key1`, on one scope, `org`, with no limits.
+    fn unlimited_org() -> ProviderConfig {
+        ProviderConfig {
             credentials: vec![CredentialConfig {
                 key: "sk-org-key1".into(),
                 scope: "org".into(),
@@ -571,7 +567,36 @@ mod tests {
             }],
             scopes: vec![ScopeLimits::unlimited("org")],
             ..ProviderConfig::default()
-        };
+        }
+    }
+
+    /// Attempt 1, the first of action 1, on `route` with `sk-org-key1`, with nothing else.
+    fn org_send(route: Route) -> SendAttempt {
+        SendAttempt {
+            attempt: 1,
+            job: 1,
+            attempt_no: 1,
+            kind: SendKind::Action,
+            credential: "sk-org-key1".into(),
+            scope: "org".into(),
+            route,
+            idempotency_key: None,
+            reserved_tokens: 0,
+            timeout_ms: 600_000,
+            model: None,
+            fallback: None,
+            degraded: None,
+            trimmed: None,
+        }
+    }
+
+    /// A record answer's typed ids tell the core what its body would: two models, one with
+    /// lean bodies (the simulator's) and one with whole bodies (the HTTP server's), answer
+    /// the same writes and look-ups; the core hears the same outcome from both, and the
+    /// lean one builds no body.
+    #[test]
+    fn lean_record_answers_say_what_their_bodies_say() {
+        let config = unlimited_org();
         let mut lean = ProviderModel::new(config.clone(), 7, 1_767_225_600_000).unwrap();
         lean.set_lean_bodies(true);
         let mut whole = ProviderModel::new(config, 7, 1_767_225_600_000).unwrap();
@@ -609,19 +634,8 @@ mod tests {
             req.credential = Some("sk-org-key1".into());
             let send = SendAttempt {
                 attempt: i as u64 + 1,
-                job: 1,
-                attempt_no: 1,
                 kind: kind.clone(),
-                credential: "sk-org-key1".into(),
-                scope: "org".into(),
-                route: Route::CreateRecord,
-                idempotency_key: None,
-                reserved_tokens: 0,
-                timeout_ms: 600_000,
-                model: None,
-                fallback: None,
-                degraded: None,
-                trimmed: None,
+                ..org_send(Route::CreateRecord)
             };
             let now = i as u64 * 1_000;
             let (thin, full) = (lean.arrive(&req, now), whole.arrive(&req, now));
@@ -657,32 +671,9 @@ mod tests {
     /// the text the body's `id` says over HTTP (`chatcmpl-<seq>`), for seqs of every width.
     #[test]
     fn completion_ids_say_what_their_bodies_say() {
-        let config = ProviderConfig {
-            credentials: vec![CredentialConfig {
-                key: "sk-org-key1".into(),
-                scope: "org".into(),
-                scopes: Vec::new(),
-            }],
-            scopes: vec![ScopeLimits::unlimited("org")],
-            ..ProviderConfig::default()
-        };
+        let config = unlimited_org();
         let mut whole = ProviderModel::new(config, 7, 1_767_225_600_000).unwrap();
-        let send = SendAttempt {
-            attempt: 1,
-            job: 1,
-            attempt_no: 1,
-            kind: SendKind::Action,
-            credential: "sk-org-key1".into(),
-            scope: "org".into(),
-            route: Route::ChatCompletion,
-            idempotency_key: None,
-            reserved_tokens: 0,
-            timeout_ms: 600_000,
-            model: None,
-            fallback: None,
-            degraded: None,
-            trimmed: None,
-        };
+        let send = org_send(Route::ChatCompletion);
         let mut checked = 0;
         for i in 0..120u64 {
             let req = Request {
