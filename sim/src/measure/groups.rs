@@ -97,6 +97,26 @@ pub(crate) struct Groups {
     by_tenant: Vec<(Box<str>, Tally)>,
     by_route: Vec<(Box<str>, Tally)>,
     by_priority: Vec<(Box<str>, Tally)>,
+    /// The latencies and queue waits of the first [`CELLS`] combinations of groups seen.
+    cells: Vec<Cell>,
+}
+
+/// Combinations of groups whose requests' latencies are recorded once, in a [`Cell`]. Most
+/// runs' requests fall in a handful (one class, tenant, route and priority: one cell); a
+/// run of many tenants records the requests of combinations past these straight into their
+/// groups, so it keeps no histogram per combination (each is tens of KB).
+const CELLS: usize = 16;
+
+/// The latencies (ms) and queue waits (ms) of the requests of one combination of groups
+/// (a key and a route): recorded here once instead of into each of its four groups, a
+/// quarter of the histogram records, and added into each of the four at the end, which
+/// gives every group the counts recording there would have.
+#[derive(Debug)]
+struct Cell {
+    key: GroupKey,
+    route: u32,
+    latency: Distribution,
+    queue_wait: Distribution,
 }
 
 /// Where a logical request's figures go: its tallies by class, tenant and priority, by
@@ -133,6 +153,21 @@ fn position(named: &mut Vec<(Box<str>, Tally)>, name: &str) -> u32 {
         }
     };
     u32::try_from(i).expect("fewer than 2^32 names in a grouping")
+}
+
+/// Records a request's latency and queue wait (ms), those it has.
+fn record(
+    latency: &mut Distribution,
+    queue_wait: &mut Distribution,
+    latency_ms: Option<u64>,
+    queue_wait_ms: Option<u64>,
+) {
+    if let Some(ms) = latency_ms {
+        latency.record(ms);
+    }
+    if let Some(ms) = queue_wait_ms {
+        queue_wait.record(ms);
+    }
 }
 
 /// One attempt that used `tokens_used` and was an idempotent replay or not.
@@ -205,41 +240,76 @@ impl Groups {
 
     /// A logical request ended whose groups are `key` and the route at position `route`.
     pub(crate) fn end_at(&mut self, (key, route): (GroupKey, u32), end: GroupEnd) {
+        let (latency_ms, queue_wait_ms) = match end {
+            GroupEnd::Terminal {
+                latency_ms,
+                queue_wait_ms,
+                ..
+            } => (latency_ms, queue_wait_ms),
+            GroupEnd::Unfinished { latency_ms } => (Some(latency_ms), None),
+        };
+        let cell = self.cell(key, route);
+        let direct = cell.is_none();
+        if let Some(cell) = cell {
+            record(
+                &mut cell.latency,
+                &mut cell.queue_wait,
+                latency_ms,
+                queue_wait_ms,
+            );
+        }
         self.each_at(key, route, |t| {
             let o = &mut t.outcomes;
             o.logical_requests += 1;
             match end {
-                GroupEnd::Terminal {
-                    status,
-                    latency_ms,
-                    queue_wait_ms,
-                } => {
-                    match status {
-                        TerminalStatus::Completed => o.completed += 1,
-                        TerminalStatus::Failed => o.failed += 1,
-                        TerminalStatus::Cancelled => o.cancelled += 1,
-                        TerminalStatus::Escalated | TerminalStatus::ReconciliationRequired => {
-                            o.escalations += 1
-                        }
+                GroupEnd::Terminal { status, .. } => match status {
+                    TerminalStatus::Completed => o.completed += 1,
+                    TerminalStatus::Failed => o.failed += 1,
+                    TerminalStatus::Cancelled => o.cancelled += 1,
+                    TerminalStatus::Escalated | TerminalStatus::ReconciliationRequired => {
+                        o.escalations += 1
                     }
-                    if let Some(ms) = latency_ms {
-                        t.latency.record(ms);
-                    }
-                    if let Some(ms) = queue_wait_ms {
-                        t.queue_wait.record(ms);
-                    }
-                }
-                GroupEnd::Unfinished { latency_ms } => {
-                    o.unfinished += 1;
-                    t.latency.record(latency_ms);
-                }
+                },
+                GroupEnd::Unfinished { .. } => o.unfinished += 1,
+            }
+            if direct {
+                record(&mut t.latency, &mut t.queue_wait, latency_ms, queue_wait_ms);
             }
         });
     }
 
+    /// The cell of the combination `key` and `route`, made on first sight while there are
+    /// fewer than [`CELLS`]; `None` past them (its requests are recorded in their groups).
+    fn cell(&mut self, key: GroupKey, route: u32) -> Option<&mut Cell> {
+        let at = match self
+            .cells
+            .iter()
+            .position(|c| c.key == key && c.route == route)
+        {
+            Some(at) => at,
+            None if self.cells.len() < CELLS => {
+                self.cells.push(Cell {
+                    key,
+                    route,
+                    latency: Distribution::default(),
+                    queue_wait: Distribution::default(),
+                });
+                self.cells.len() - 1
+            }
+            None => return None,
+        };
+        self.cells.get_mut(at)
+    }
+
     /// The four maps for the summary: (by class, by tenant, by route, by priority), goodput
     /// over the run's service window of `window_ms`.
-    pub(crate) fn finish(self, window_ms: u64) -> [BTreeMap<String, GroupOutcomes>; 4] {
+    pub(crate) fn finish(mut self, window_ms: u64) -> [BTreeMap<String, GroupOutcomes>; 4] {
+        for cell in std::mem::take(&mut self.cells) {
+            self.each_at(cell.key, cell.route, |t| {
+                t.latency.add(&cell.latency);
+                t.queue_wait.add(&cell.queue_wait);
+            });
+        }
         let done = |named: Vec<(Box<str>, Tally)>| {
             named
                 .into_iter()
@@ -313,5 +383,83 @@ mod tests {
         );
         assert_eq!(route["POST /v1/records"].logical_requests, 1);
         assert_eq!(route.len(), 2);
+    }
+
+    /// A group's latency and queue-wait percentiles are those of its own requests' values,
+    /// whether they went through a cell (the first `CELLS` combinations) or straight into
+    /// the group (past them): 40 tenants, 2 classes and 3 priorities make 240 combinations.
+    #[test]
+    fn percentiles_are_the_groups_own_with_cells_and_past_them() {
+        use std::collections::HashMap;
+
+        let mut groups = Groups::default();
+        let mut expected: HashMap<String, (Distribution, Distribution)> = HashMap::new();
+        let route = "POST /v1/chat/completions";
+        let mut value = 7u64;
+        for n in 0..4_800u64 {
+            let tenant = format!("t{}", n % 40);
+            let class = ["llm", "tool"][(n / 40 % 2) as usize];
+            let priority = ["critical", "normal", "bulk"][(n / 80 % 3) as usize];
+            // A spread of values, some far apart (a Weyl sequence over 0..600,000 ms).
+            value = (value + 262_139) % 600_000;
+            let (latency, queue_wait) = (value, value / 3);
+            let end = if n % 11 == 0 {
+                GroupEnd::Unfinished {
+                    latency_ms: latency,
+                }
+            } else {
+                GroupEnd::Terminal {
+                    status: TerminalStatus::Completed,
+                    latency_ms: Some(latency),
+                    queue_wait_ms: (n % 7 != 0).then_some(queue_wait),
+                }
+            };
+            let at = groups.at(
+                Group {
+                    tenant: &tenant,
+                    class,
+                    route,
+                },
+                priority,
+            );
+            groups.end_at(at, end);
+            for name in [
+                format!("class {class}"),
+                format!("tenant {tenant}"),
+                format!("route {route}"),
+                format!("priority {priority}"),
+            ] {
+                let (l, q) = expected.entry(name).or_default();
+                match end {
+                    GroupEnd::Unfinished { latency_ms } => l.record(latency_ms),
+                    GroupEnd::Terminal {
+                        latency_ms,
+                        queue_wait_ms,
+                        ..
+                    } => record(l, q, latency_ms, queue_wait_ms),
+                }
+            }
+        }
+        assert_eq!(
+            groups.cells.len(),
+            CELLS,
+            "combinations past the cells went direct"
+        );
+        let [class, tenant, route, priority] = groups.finish(60_000);
+        let mut checked = 0;
+        for (kind, map) in [
+            ("class", class),
+            ("tenant", tenant),
+            ("route", route),
+            ("priority", priority),
+        ] {
+            for (name, outcomes) in map {
+                let (l, q) = &expected[&format!("{kind} {name}")];
+                assert_eq!(outcomes.latency_ms, l.percentiles(), "{kind} {name}");
+                assert_eq!(outcomes.queue_wait_ms, q.percentiles(), "{kind} {name}");
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, 2 + 40 + 1 + 3);
     }
 }

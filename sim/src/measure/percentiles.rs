@@ -29,6 +29,13 @@ impl Distribution {
         let _ = self.hist.record(ms);
     }
 
+    /// Adds every value `other` holds: the counts are those of recording each of its values
+    /// here (hdrhistogram adds counts bucket by bucket; both keep the same precision).
+    pub fn add(&mut self, other: &Distribution) {
+        // Auto-resize makes adding infallible, as it makes recording.
+        let _ = self.hist.add(&other.hist);
+    }
+
     /// How many values were recorded.
     pub fn len(&self) -> u64 {
         self.hist.len()
