@@ -134,6 +134,24 @@ fn messages_use_no_rust_type_names() {
         err.contains("a whole number from 0 to 4294967295") && !err.contains("u32"),
         "{err}"
     );
+    // A TOML integer stops at i64's largest, so that is the range a message gives for a
+    // seed or a count, not u64's, which no scenario file can write.
+    let err = refused(tmp.path(), &scenario(""), &["seed=-1"]);
+    assert!(
+        err.contains("a whole number from 0 to 9223372036854775807") && !err.contains("u64"),
+        "{err}"
+    );
+    let err = refused(
+        tmp.path(),
+        &scenario("").replacen("name =", "seed = 9223372036854775808\nname =", 1),
+        &[],
+    );
+    assert!(
+        err.contains("s.toml:")
+            && err.contains("not valid TOML")
+            && err.contains("a TOML integer goes up to 9223372036854775807"),
+        "{err}"
+    );
     let err = refused(tmp.path(), &scenario(""), &["provider.scopes.3.rpm=5"]);
     assert!(
         err.contains("1 entry, numbered 0") && !err.contains(".."),

@@ -164,7 +164,7 @@ pub fn parse(text: &str, file: &str, sets: &[Override]) -> Result<Scenario, Scen
             file: file.to_string(),
             line,
             key: None,
-            message: format!("not valid TOML: {}", e.message().trim()),
+            message: format!("not valid TOML: {}", toml_words(e.message().trim())),
         }
     })?;
     for ov in sets {
@@ -223,6 +223,19 @@ fn written_line(idx: &KeyIndex, key: &str) -> Option<usize> {
     }
 }
 
+/// The whole numbers a scenario can write for a 64-bit count or seed.
+const TOML_WHOLE: &str = "a whole number from 0 to 9223372036854775807";
+
+/// The TOML parser's own message, with what to write where it leaves that out: an integer
+/// past the format's range is refused before any key is read.
+fn toml_words(message: &str) -> String {
+    if message.contains("number too large to fit in target type") {
+        format!("{message}: a TOML integer goes up to 9223372036854775807")
+    } else {
+        message.to_string()
+    }
+}
+
 /// Serde's messages in the words of the scenario format: no Rust type names.
 pub fn plain_words(message: &str) -> String {
     let mut m = message
@@ -235,8 +248,10 @@ pub fn plain_words(message: &str) -> String {
         ("u8", "a whole number from 0 to 255"),
         ("u16", "a whole number from 0 to 65535"),
         ("u32", "a whole number from 0 to 4294967295"),
-        ("u64", "a whole number from 0 to 18446744073709551615"),
-        ("usize", "a whole number from 0 to 18446744073709551615"),
+        // Not u64's own range: a TOML integer is a signed 64-bit number, so a scenario
+        // cannot write one above i64's (`--seed` on the command line takes any u64).
+        ("u64", TOML_WHOLE),
+        ("usize", TOML_WHOLE),
         ("i32", "a whole number from -2147483648 to 2147483647"),
         ("i64", "a whole number"),
         ("f32", "a number"),
