@@ -14,6 +14,7 @@ use stampede_reports::{check_line, failed_expectation_lines, junit_check, Checke
 use stampede_sim::run::{default_out_dir, run_scenario, RunOptions};
 use stampede_sim::scenario::{self, parse_override, Override, Scenario};
 
+use crate::count_arg::at_least_one;
 use crate::exit;
 use crate::work_queue::{run_in_order, thread_count};
 
@@ -44,7 +45,7 @@ pub struct CheckArgs {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
     /// Scenarios run at once (default: the machine's cores).
-    #[arg(long, short = 'j', value_name = "N")]
+    #[arg(long, short = 'j', value_name = "N", value_parser = at_least_one::<NonZeroUsize>)]
     jobs: Option<NonZeroUsize>,
 }
 

@@ -7,6 +7,7 @@
 
 mod audit;
 mod check;
+mod count_arg;
 mod diff;
 mod exit;
 mod progress_bar;

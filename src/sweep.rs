@@ -24,6 +24,7 @@ use stampede_reports::{
 use stampede_sim::run::{default_out_dir, run_scenario, RunOptions};
 use stampede_sim::scenario::{self, parse_override, Override, Scenario};
 
+use crate::count_arg::at_least_one;
 use crate::exit;
 use crate::sweep_shard::{self, parse_shard, Manifest, MergeArgs, Shard, ShardRun};
 use crate::work_queue::{run_in_order, thread_count};
@@ -55,7 +56,7 @@ pub struct SweepArgs {
     #[arg(long = "vary", value_name = "KEY=V1,V2,...")]
     vary: Vec<String>,
     /// Seeds per configuration: the scenario's seed (or --seed), then seed+1, seed+2, ...
-    #[arg(long, default_value = "3", value_name = "N")]
+    #[arg(long, default_value = "3", value_name = "N", value_parser = at_least_one::<NonZeroU32>)]
     seeds: NonZeroU32,
     /// First seed (default: the scenario's).
     #[arg(long, value_name = "N")]
@@ -67,7 +68,7 @@ pub struct SweepArgs {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
     /// Runs at once (default: the machine's cores).
-    #[arg(long, short = 'j', value_name = "N")]
+    #[arg(long, short = 'j', value_name = "N", value_parser = at_least_one::<NonZeroUsize>)]
     jobs: Option<NonZeroUsize>,
     /// Also write every sweep plot as PNG beside its SVG.
     #[arg(long)]

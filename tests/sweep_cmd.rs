@@ -246,6 +246,31 @@ fn a_bad_vary_key_or_value_exits_2_before_any_run() {
     }
 }
 
+/// A count of 0 is refused in the user's words, naming the flag, not a Rust type's.
+#[test]
+fn a_count_of_zero_is_refused_saying_at_least_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let qs = quickstart();
+    let out_dir = tmp.path().join("never");
+    for flag in ["--seeds", "--jobs", "-j"] {
+        let out = stampede(&["sweep", &qs, flag, "0", "--out", a_str(&out_dir)]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {stderr}");
+        assert!(
+            stderr.contains("must be at least 1") && !stderr.contains("non-zero type"),
+            "{flag}: {stderr}"
+        );
+        assert!(!out_dir.exists(), "{flag}: nothing is written");
+    }
+    let out = stampede(&["check", &qs, "--jobs", "0"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("'--jobs <N>': must be at least 1"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn a_sweep_varies_the_whole_client_and_its_replicas_and_plots_the_scope_waits() {
     let tmp = tempfile::tempdir().unwrap();
