@@ -62,7 +62,7 @@ pub struct RunArgs {
     live: bool,
     /// With --live: the base URL of a provider already running (`stampede serve`); it is
     /// given the scenario's [provider] table and reset before the run.
-    #[arg(long, value_name = "URL", requires = "live")]
+    #[arg(long, value_name = "URL", requires = "live", value_parser = provider_url)]
     provider: Option<String>,
     /// With --live: scenario ms per real ms (default: the scenario's provider.time_scale,
     /// else 30, a scenario minute in two real seconds).
@@ -99,6 +99,18 @@ pub struct RunArgs {
     /// With --client: the command and its arguments, after `--`.
     #[arg(last = true, value_name = "CMD", requires = "client")]
     command: Vec<String>,
+}
+
+/// `--provider`'s URL: an `http://` or `https://` base with a host, so a typo is refused
+/// here, naming what to give, instead of as an HTTP client's "invalid format" mid-run.
+fn provider_url(text: &str) -> Result<String, String> {
+    let host = text
+        .strip_prefix("http://")
+        .or_else(|| text.strip_prefix("https://"));
+    match host {
+        Some(rest) if !rest.is_empty() && !rest.starts_with('/') => Ok(text.to_string()),
+        _ => Err("give the provider's base URL, like http://127.0.0.1:8080 (what `stampede serve` prints)".to_string()),
+    }
 }
 
 pub fn main(args: RunArgs) -> ExitCode {

@@ -330,3 +330,40 @@ fn a_client_command_refuses_what_it_cannot_play() {
     );
     assert!(!out_dir.join("attempts.csv").exists());
 }
+
+/// `stampede run`'s flags are refused before anything runs, saying what to give: a
+/// provider URL that is not one, a time scale the provider cannot play (written in exponent
+/// form, not 309 digits), and a baseline that is not there (to be read, not written).
+#[test]
+fn run_flags_are_refused_saying_what_to_give() {
+    let tmp = tempfile::tempdir().unwrap();
+    let qs = common::quickstart();
+    let out_dir = tmp.path().join("never");
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["--live", "--provider", "notaurl"],
+            "give the provider's base URL, like http://127.0.0.1:8080",
+        ),
+        (
+            &["--live", "--time-scale", "1e308"],
+            "above 0 and at most 10000 (got 1e308)",
+        ),
+        (
+            &["--live", "--time-scale", "20000"],
+            "above 0 and at most 10000 (got 20000.0)",
+        ),
+        (
+            &["--baseline", "/nonexistent/stampede-baseline"],
+            "check that the file exists and is readable",
+        ),
+    ];
+    for (flags, says) in cases {
+        let mut args = vec!["run", qs.as_str(), "--out", a_str(&out_dir)];
+        args.extend_from_slice(flags);
+        let out = stampede(&args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {err}");
+        assert!(err.contains(says), "{flags:?}: {err}");
+        assert!(!out_dir.exists(), "{flags:?}: nothing is written");
+    }
+}

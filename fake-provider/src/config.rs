@@ -240,7 +240,8 @@ impl ProviderConfig {
             return Err(invalid(
                 "provider.time_scale",
                 format!(
-                    "must be above 0 and at most {MAX_TIME_SCALE} (got {})",
+                    // `{:?}` writes 1e308 as that, not as 309 digits.
+                    "must be above 0 and at most {MAX_TIME_SCALE} (got {:?})",
                     self.time_scale
                 ),
             ));

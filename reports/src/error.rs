@@ -2,11 +2,21 @@
 
 use std::path::PathBuf;
 
+/// What to check after an I/O error while doing `action`: a file read must exist and be
+/// readable; a file written needs its folder to exist and be writable.
+fn io_hint(action: &str) -> &'static str {
+    if action == "reading" {
+        "check that the file exists and is readable"
+    } else {
+        "check that the folder exists and is writable"
+    }
+}
+
 /// What went wrong while reading or writing a report file.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
     /// A file or folder could not be created, written or read.
-    #[error("{action} {path}: {source} (check that the folder exists and is writable)")]
+    #[error("{action} {path}: {source} ({})", io_hint(.action))]
     Io {
         /// What we were doing (`writing`, `reading`, `creating folder`, `appending to`).
         action: &'static str,

@@ -30,13 +30,14 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use stampede_core::{AuditEvent, JobId, Millis, Terminal};
+use stampede_provider::config::MAX_TIME_SCALE;
 use stampede_provider::model::JournalEntry;
-use stampede_reports::AttemptsCsv;
 
 use crate::measure::Measured;
 use crate::rng;
 use crate::run::{finish_run, RunError, RunOptions, RunOutcome};
 use crate::scenario::Scenario;
+use crate::sink::attempts::AttemptsFile;
 use crate::sink::{AttemptSink, NoAttempts};
 use provider::Provider;
 
@@ -95,8 +96,10 @@ pub enum LiveError {
     /// or an attempt task failed.
     #[error("live run: {0}")]
     Provider(String),
-    /// The time scale asked for (scenario ms per real ms) is not a finite number above 0.
-    #[error("--time-scale must be a number above 0 (got {0}); 60 plays a scenario minute in a real second")]
+    /// The time scale asked for (scenario ms per real ms) is not a finite number above 0 and
+    /// at most the provider's [`MAX_TIME_SCALE`]. Shown with `{:?}`, which writes a huge or
+    /// tiny number in exponent form (`1e308`) instead of hundreds of digits.
+    #[error("--time-scale must be a number above 0 and at most {MAX_TIME_SCALE} (got {0:?}); 60 plays a scenario minute in a real second")]
     TimeScale(f64),
     /// The scenario or the options ask what a live run cannot do (replicas, several
     /// providers, simulated crashes, an SDK preset, a resume without its provider); the
@@ -170,19 +173,18 @@ pub fn resolve_time_scale(scenario: &Scenario, asked: Option<f64>) -> Result<f64
         None if scenario.provider.time_scale != 1.0 => scenario.provider.time_scale,
         None => DEFAULT_TIME_SCALE,
     };
-    if scale.is_finite() && scale > 0.0 {
+    if scale.is_finite() && scale > 0.0 && scale <= MAX_TIME_SCALE {
         Ok(scale)
     } else {
         Err(LiveError::TimeScale(scale))
     }
 }
 
-/// Plays `scenario` live inside a tokio runtime that is already running.
-pub async fn play(
-    scenario: &Scenario,
-    opts: &LiveOptions,
-    sink: &mut dyn AttemptSink,
-) -> Result<LiveRun, LiveError> {
+/// What a live run of `scenario` with `opts` cannot play (replicas, several providers,
+/// simulated crashes, an SDK preset, a time scale out of range), refused before anything is
+/// started or written: a run directory that holds an earlier run keeps it. Gives the time
+/// scale to play at (scenario ms per real ms).
+pub fn refuse_unplayable(scenario: &Scenario, opts: &LiveOptions) -> Result<f64, LiveError> {
     if scenario.client.replicas > 1 {
         return Err(LiveError::Unsupported(format!(
             "scenario {:?} sets client.replicas = {}: replicas of the core play in the \
@@ -198,8 +200,8 @@ pub async fn play(
             scenario.name
         )));
     }
-    if let Some(ledger) = &opts.ledger {
-        return resume::play_durable(scenario, opts, ledger, None, sink).await;
+    if opts.ledger.is_some() {
+        return resume::refuse_unplayable(scenario, opts);
     }
     let scale = resolve_time_scale(scenario, opts.time_scale)?;
     if !scenario.crashes.is_empty() {
@@ -215,6 +217,19 @@ pub async fn play(
              real SDK under test live, run it with --client",
             scenario.name, scenario.client.preset
         )));
+    }
+    Ok(scale)
+}
+
+/// Plays `scenario` live inside a tokio runtime that is already running.
+pub async fn play(
+    scenario: &Scenario,
+    opts: &LiveOptions,
+    sink: &mut dyn AttemptSink,
+) -> Result<LiveRun, LiveError> {
+    let scale = refuse_unplayable(scenario, opts)?;
+    if let Some(ledger) = &opts.ledger {
+        return resume::play_durable(scenario, opts, ledger, None, sink).await;
     }
     let mut config = scenario.provider.clone();
     config.time_scale = scale;
@@ -247,28 +262,38 @@ pub fn run_live(
         progress: live.progress.clone().or_else(|| opts.progress.clone()),
         ..live.clone()
     };
+    // Before the directory is touched: a refused run leaves an earlier run's files whole.
+    refuse_unplayable(scenario, live)?;
     let mut run = match &opts.out_dir {
         Some(dir) => {
             fs::create_dir_all(dir).map_err(|e| output(dir, &e))?;
             let path = dir.join("attempts.csv");
-            let mut csv_sink = AttemptsCsv::create(&path).map_err(|e| output(&path, &e))?;
+            // Made at the first attempt: a run refused before it sends (no provider at
+            // --provider, a ledger that cannot open) leaves an earlier run's file whole.
+            let mut csv_sink = AttemptsFile::new(path.clone());
             let sink = &mut csv_sink as &mut dyn AttemptSink;
-            let (run, audit) = match &live.ledger {
+            let played = match &live.ledger {
                 // A run on a ledger keeps its audit trail beside its report.
                 Some(ledger) => {
                     let audit = dir.join("audit.jsonl");
-                    let run = runtime.block_on(resume::play_durable(
-                        scenario,
-                        live,
-                        ledger,
-                        Some(&audit),
-                        sink,
-                    ))?;
-                    (run, Some(audit))
+                    runtime
+                        .block_on(resume::play_durable(
+                            scenario,
+                            live,
+                            ledger,
+                            Some(&audit),
+                            sink,
+                        ))
+                        .map(|run| (run, Some(audit)))
                 }
-                None => (runtime.block_on(play(scenario, live, sink))?, None),
+                None => runtime
+                    .block_on(play(scenario, live, sink))
+                    .map(|run| (run, None)),
             };
-            csv_sink.finish().map_err(|e| output(&path, &e))?;
+            // The rows of a run that failed part way are written out before its error is.
+            let closed = csv_sink.close(played.is_ok());
+            let (run, audit) = played?;
+            closed.map_err(|e| output(&path, &e))?;
             files.push(path);
             files.extend(audit);
             run

@@ -158,15 +158,9 @@ impl fmt::Display for RestartReport {
     }
 }
 
-/// Plays `scenario` live on the ledger at `ledger_path`, resuming a dead run when the file
-/// holds entries; audit events go to `audit_path` when given.
-pub async fn play_durable(
-    scenario: &Scenario,
-    opts: &LiveOptions,
-    ledger_path: &Path,
-    audit_path: Option<&Path>,
-    sink: &mut dyn AttemptSink,
-) -> Result<LiveRun, LiveError> {
+/// What a live run on a ledger cannot play (a time scale out of range, simulated crashes),
+/// refused before the ledger is opened; gives the time scale (scenario ms per real ms).
+pub(super) fn refuse_unplayable(scenario: &Scenario, opts: &LiveOptions) -> Result<f64, LiveError> {
     let scale = resolve_time_scale(scenario, opts.time_scale)?;
     if !scenario.crashes.is_empty() {
         return Err(LiveError::Unsupported(format!(
@@ -176,6 +170,19 @@ pub async fn play_durable(
             scenario.name
         )));
     }
+    Ok(scale)
+}
+
+/// Plays `scenario` live on the ledger at `ledger_path`, resuming a dead run when the file
+/// holds entries; audit events go to `audit_path` when given.
+pub async fn play_durable(
+    scenario: &Scenario,
+    opts: &LiveOptions,
+    ledger_path: &Path,
+    audit_path: Option<&Path>,
+    sink: &mut dyn AttemptSink,
+) -> Result<LiveRun, LiveError> {
+    let scale = refuse_unplayable(scenario, opts)?;
     let mut ledger = SqliteLedger::open(ledger_path)
         .map_err(|e| LiveError::Durable(format!("--ledger: {e}")))?;
     // The ledger stores references to keys, not keys: resolve them from the scenario's.
