@@ -23,12 +23,22 @@ pub struct ServeArgs {
     provider: Option<String>,
     /// Address to bind. Loopback unless you say otherwise (a non-loopback address is warned
     /// about, and its control plane needs a token).
-    #[arg(long, default_value = "127.0.0.1:8080")]
+    #[arg(long, default_value = "127.0.0.1:8080", value_parser = socket_addr)]
     addr: SocketAddr,
     /// Token `/_stampede/*` requires (`Authorization: Bearer TOKEN`). On a non-loopback
     /// address without one, a token is generated and printed once.
     #[arg(long, value_name = "TOKEN")]
     control_token: Option<String>,
+}
+
+/// `--addr`: an IP address and a port (1 to 65535, or 0 for any free one), refused with an
+/// example of what to write instead of the parser's "invalid socket address syntax".
+fn socket_addr(text: &str) -> Result<SocketAddr, String> {
+    text.parse().map_err(|_| {
+        "give an IP address and a port, like 127.0.0.1:8080 (port 0 picks a free one; \
+         [::1]:8080 for IPv6)"
+            .to_string()
+    })
 }
 
 pub fn main(args: ServeArgs) -> ExitCode {

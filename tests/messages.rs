@@ -367,3 +367,18 @@ fn run_flags_are_refused_saying_what_to_give() {
         assert!(!out_dir.exists(), "{flags:?}: nothing is written");
     }
 }
+
+/// `stampede serve --addr` that is not an address is refused before anything binds, with an
+/// example of one.
+#[test]
+fn serve_addr_is_refused_with_an_example() {
+    for addr in ["127.0.0.1:99999", "localhost", "8080"] {
+        let out = stampede(&["serve", "--addr", addr]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{addr}: {err}");
+        assert!(
+            err.contains("give an IP address and a port, like 127.0.0.1:8080"),
+            "{addr}: {err}"
+        );
+    }
+}
