@@ -360,11 +360,7 @@ fn run_flags_are_refused_saying_what_to_give() {
     for (flags, says) in cases {
         let mut args = vec!["run", qs.as_str(), "--out", a_str(&out_dir)];
         args.extend_from_slice(flags);
-        let out = stampede(&args);
-        let err = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{flags:?}: {err}");
-        assert!(err.contains(says), "{flags:?}: {err}");
-        assert!(!out_dir.exists(), "{flags:?}: nothing is written");
+        common::assert_refused(&args, says, &out_dir);
     }
 }
 

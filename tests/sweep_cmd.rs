@@ -238,11 +238,8 @@ fn a_bad_vary_key_or_value_exits_2_before_any_run() {
         ("client.workers", "client.workers"),
     ] {
         let out_dir = tmp.path().join("never");
-        let out = stampede(&["sweep", &qs, "--vary", vary, "--out", a_str(&out_dir)]);
-        let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{vary}: {stderr}");
-        assert!(stderr.contains(named), "{vary}: {stderr}");
-        assert!(!out_dir.exists(), "{vary}: nothing is written");
+        let args = ["sweep", &qs, "--vary", vary, "--out", a_str(&out_dir)];
+        common::assert_refused(&args, named, &out_dir);
     }
 }
 
@@ -253,14 +250,8 @@ fn a_count_of_zero_is_refused_saying_at_least_1() {
     let qs = quickstart();
     let out_dir = tmp.path().join("never");
     for flag in ["--seeds", "--jobs", "-j"] {
-        let out = stampede(&["sweep", &qs, flag, "0", "--out", a_str(&out_dir)]);
-        let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{flag}: {stderr}");
-        assert!(
-            stderr.contains("must be at least 1") && !stderr.contains("non-zero type"),
-            "{flag}: {stderr}"
-        );
-        assert!(!out_dir.exists(), "{flag}: nothing is written");
+        let args = ["sweep", &qs, flag, "0", "--out", a_str(&out_dir)];
+        common::assert_refused(&args, "N>': must be at least 1", &out_dir);
     }
     let out = stampede(&["check", &qs, "--jobs", "0"]);
     let stderr = text(&out.stderr);

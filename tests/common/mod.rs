@@ -43,6 +43,17 @@ pub fn a_str(p: &Path) -> &str {
     p.to_str().expect("temp paths are UTF-8")
 }
 
+/// Runs `stampede` with `args` and asserts it was refused as bad input (exit 2) saying
+/// `says`, with `out_dir` (where it was told to write) not created.
+#[allow(dead_code)] // Not every test binary that shares this module refuses something.
+pub fn assert_refused(args: &[&str], says: &str, out_dir: &Path) {
+    let out = stampede(args);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(err.contains(says), "{args:?}: {err}");
+    assert!(!out_dir.exists(), "{args:?}: nothing is written");
+}
+
 /// A shipped scenario, `scenarios/NAME.toml`, loaded with one `--set` override when given
 /// (`client.preset=naive`).
 pub fn shipped(name: &str, set: Option<&str>) -> stampede_sim::scenario::Scenario {
