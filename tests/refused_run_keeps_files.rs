@@ -1,6 +1,7 @@
 //! A run that is refused leaves the run directory it was pointed at as it was: an earlier
 //! run's files there are what was measured, and a flag out of range, a provider that is not
-//! there or a ledger that cannot be opened must not truncate them.
+//! there, a ledger that cannot be opened or a client command that does not exist must not
+//! truncate them or write files of its own beside them.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -41,10 +42,11 @@ fn a_refused_live_run_leaves_an_earlier_runs_files_whole() {
         .port();
     let nobody = format!("http://127.0.0.1:{port}");
     let no_ledger = tmp.path().join("missing").join("ledger.db");
-    let refused: [&[&str]; 3] = [
+    let refused: [&[&str]; 4] = [
         &["--live", "--time-scale", "0"],
         &["--live", "--provider", &nobody],
         &["--live", "--ledger", a_str(&no_ledger)],
+        &["--client", "--", "/nonexistent/stampede-test-client"],
     ];
     for flags in refused {
         let mut args = vec!["run", qs.as_str(), "--no-render", "--out", a_str(&dir)];

@@ -142,6 +142,17 @@ pub fn run_client(
                   shares (remove the key, or run without --client)",
         });
     }
+    // Before the run directory is written: a mistyped command leaves an earlier run's
+    // workload and log files whole.
+    if !can_start(&command[0]) {
+        return Err(ClientError::Spawn {
+            program: command[0].clone(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "no such file, and no such program on PATH",
+            ),
+        });
+    }
     let started = Instant::now();
     let scratch;
     let dir: PathBuf = match &opts.out_dir {
@@ -332,6 +343,18 @@ fn answered_requests(journal: &[JournalEntry]) -> BTreeMap<u64, (u64, Option<u64
         }
     }
     out
+}
+
+/// Whether `program` names something to start: a path (with a `/`) to a file, or a name
+/// found as a file in one of `PATH`'s folders, as the operating system would look it up.
+/// Starting it is still what decides (a file that is not executable fails there); this
+/// only refuses a command that cannot be there before anything is written.
+fn can_start(program: &str) -> bool {
+    if program.contains('/') {
+        return std::path::Path::new(program).is_file();
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }
 
 fn command_text(command: &[String]) -> String {
