@@ -101,16 +101,11 @@ pub struct RunArgs {
     command: Vec<String>,
 }
 
-/// `--provider`'s URL: an `http://` or `https://` base with a host, so a typo is refused
-/// here, naming what to give, instead of as an HTTP client's "invalid format" mid-run.
+/// `--provider`'s URL, checked as the live client will use it
+/// ([`stampede_sim::live_driver::provider::check_base_url`]), so a typo is refused here
+/// instead of as an HTTP client's "invalid format" mid-run.
 fn provider_url(text: &str) -> Result<String, String> {
-    let host = text
-        .strip_prefix("http://")
-        .or_else(|| text.strip_prefix("https://"));
-    match host {
-        Some(rest) if !rest.is_empty() && !rest.starts_with('/') => Ok(text.to_string()),
-        _ => Err("give the provider's base URL, like http://127.0.0.1:8080 (what `stampede serve` prints)".to_string()),
-    }
+    stampede_sim::live_driver::provider::check_base_url(text).map(|()| text.to_string())
 }
 
 pub fn main(args: RunArgs) -> ExitCode {

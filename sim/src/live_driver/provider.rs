@@ -14,6 +14,24 @@ use stampede_provider::{ProviderConfig, ServerHandle};
 
 use super::LiveError;
 
+/// What `--provider` must be, said when it is not.
+const BASE_URL_HINT: &str =
+    "give the provider's base URL, like http://127.0.0.1:8080 (what `stampede serve` prints)";
+
+/// Checks `url` as a base URL this client can reach: `http://HOST[:PORT]`, parsed as the
+/// client parses the URLs it sends to, over plain HTTP (its connector has no TLS, so an
+/// `https://` base would fail at the first call instead of here).
+pub fn check_base_url(url: &str) -> Result<(), String> {
+    let uri: hyper::Uri = url.parse().map_err(|_| BASE_URL_HINT.to_string())?;
+    match (uri.scheme_str(), uri.authority()) {
+        (Some("http"), Some(_)) => Ok(()),
+        (Some("https"), _) => Err(format!(
+            "{BASE_URL_HINT}: plain http, the live client has no TLS"
+        )),
+        _ => Err(BASE_URL_HINT.to_string()),
+    }
+}
+
 /// A provider's base URL and, when this run started it, the server itself.
 pub struct Provider {
     /// `http://127.0.0.1:PORT`, no trailing slash.
