@@ -221,13 +221,15 @@ pub fn refuse_unplayable(scenario: &Scenario, opts: &LiveOptions) -> Result<f64,
     Ok(scale)
 }
 
-/// Plays `scenario` live inside a tokio runtime that is already running.
-pub async fn play(
+/// Plays `scenario` live at `scale` (scenario ms per real ms, from [`refuse_unplayable`],
+/// which [`run_live`] calls before it touches the run directory) inside a tokio runtime
+/// that is already running.
+async fn play(
     scenario: &Scenario,
     opts: &LiveOptions,
+    scale: f64,
     sink: &mut dyn AttemptSink,
 ) -> Result<LiveRun, LiveError> {
-    let scale = refuse_unplayable(scenario, opts)?;
     if let Some(ledger) = &opts.ledger {
         return resume::play_durable(scenario, opts, ledger, None, sink).await;
     }
@@ -263,7 +265,7 @@ pub fn run_live(
         ..live.clone()
     };
     // Before the directory is touched: a refused run leaves an earlier run's files whole.
-    refuse_unplayable(scenario, live)?;
+    let scale = refuse_unplayable(scenario, live)?;
     let mut run = match &opts.out_dir {
         Some(dir) => {
             fs::create_dir_all(dir).map_err(|e| output(dir, &e))?;
@@ -287,7 +289,7 @@ pub fn run_live(
                         .map(|run| (run, Some(audit)))
                 }
                 None => runtime
-                    .block_on(play(scenario, live, sink))
+                    .block_on(play(scenario, live, scale, sink))
                     .map(|run| (run, None)),
             };
             // The rows of a run that failed part way are written out before its error is.
@@ -298,7 +300,7 @@ pub fn run_live(
             files.extend(audit);
             run
         }
-        None => runtime.block_on(play(scenario, live, &mut NoAttempts))?,
+        None => runtime.block_on(play(scenario, live, scale, &mut NoAttempts))?,
     };
     let measured = std::mem::take(&mut run.measured);
     let outcome = finish_run(scenario, measured, run.events, started, files, opts)?;
