@@ -34,17 +34,14 @@ fn a_refused_live_run_leaves_an_earlier_runs_files_whole() {
         .expect("the first run wrote attempts.csv");
     assert!(attempts.len() > 1_000, "the first run made attempts");
 
-    // A port nothing listens on: bound on loopback, then closed.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let nobody = format!("http://127.0.0.1:{port}");
+    // Port 1, below every ephemeral port: no test's server can be there. (A port bound and
+    // closed here could be handed to a test running beside this one, whose provider the
+    // run would then reset.)
+    let nobody = "http://127.0.0.1:1";
     let no_ledger = tmp.path().join("missing").join("ledger.db");
     let refused: [&[&str]; 4] = [
         &["--live", "--time-scale", "0"],
-        &["--live", "--provider", &nobody],
+        &["--live", "--provider", nobody],
         &["--live", "--ledger", a_str(&no_ledger)],
         &["--client", "--", "/nonexistent/stampede-test-client"],
     ];
