@@ -6,6 +6,7 @@
 //! cargo run --release --example speed -- --runs 5    # more runs per figure
 //! cargo run --release --example speed -- --quick     # one run each, small inputs: checks the command works
 //! speed --quick --profile dev                         # the programs built in another cargo profile (CI)
+//! cargo run --release --example speed -- --pgo      # the profile-guided build of scripts/pgo.sh
 //! ```
 //!
 //! It builds the programs it runs first ([`PROGRAMS`], in the release profile unless
@@ -24,6 +25,10 @@
 //! runs `--quick --profile dev` after its tests, so the command is checked on the build the
 //! tests already made instead of a release build of its own. The header then names that
 //! profile, and its figures are that build's, not the README's.
+//!
+//! `--pgo` builds the same programs with `scripts/pgo.sh` (a release build optimised with
+//! the profile of a training on the shipped scenarios, not on these benchmark programs) and
+//! measures those, from `target/pgo/release/`; the header says so.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -40,6 +45,8 @@ usage: cargo run --release --example speed [-- OPTIONS]
   --quick         one run each, small inputs, no million-request rows: checks the command works
   --profile NAME  builds and runs the programs in cargo's profile NAME (every feature on)
                   instead of release; the figures are then that build's, not the README's
+  --pgo           builds the programs with scripts/pgo.sh (profile-guided, trained on the
+                  shipped scenarios) and measures that build
   --help, -h      prints this";
 
 struct Row {
@@ -53,6 +60,8 @@ struct Opts {
     quick: bool,
     /// The cargo profile the programs are built and run in: `release` for the README's table.
     profile: String,
+    /// Build and measure the profile-guided build of `scripts/pgo.sh` instead.
+    pgo: bool,
 }
 
 fn main() {
@@ -60,6 +69,7 @@ fn main() {
         runs: 3,
         quick: false,
         profile: "release".into(),
+        pgo: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -76,15 +86,19 @@ fn main() {
                 Some(name) if !name.is_empty() && !name.starts_with('-') => opts.profile = name,
                 _ => fail("--profile takes a cargo profile's name, e.g. --profile dev"),
             },
+            "--pgo" => opts.pgo = true,
             "--help" | "-h" => {
                 println!("{USAGE}");
                 return;
             }
             other => fail(&format!(
-                "unknown argument {other:?}: use --runs N, --quick or --profile NAME (--help \
-                 says what each does)"
+                "unknown argument {other:?}: use --runs N, --quick, --profile NAME or --pgo \
+                 (--help says what each does)"
             )),
         }
+    }
+    if opts.pgo && opts.profile != "release" {
+        fail("--pgo builds in the release profile (scripts/pgo.sh): give it without --profile");
     }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     build(&root, &opts);
@@ -107,6 +121,15 @@ fn main() {
         opts.runs,
         if opts.runs == 1 { "" } else { "s" }
     );
+    if opts.pgo {
+        println!();
+        println!(
+            "Built with profile-guided optimisation by `scripts/pgo.sh`, trained on the shipped \
+             scenarios (backlog-38k among them) and a live run of the quickstart, not on these \
+             benchmark programs; each row's program is that build's, in target/pgo/release/, \
+             not the one its command builds."
+        );
+    }
     if opts.profile != "release" {
         println!();
         println!(
@@ -158,6 +181,18 @@ const PROGRAMS: [&str; 12] = [
 ];
 
 fn build(root: &Path, opts: &Opts) {
+    if opts.pgo {
+        eprintln!("building the binary and the examples the table runs with scripts/pgo.sh...");
+        let status = Command::new(root.join("scripts/pgo.sh"))
+            .current_dir(root)
+            .args(PROGRAMS)
+            .status()
+            .unwrap_or_else(|e| fail(&format!("cannot run scripts/pgo.sh: {e}")));
+        if !status.success() {
+            fail("scripts/pgo.sh failed");
+        }
+        return;
+    }
     eprintln!(
         "building the binary and the examples the table runs, profile {}...",
         opts.profile
@@ -204,6 +239,10 @@ fn profile_dir(profile: &str) -> &str {
 
 /// Binary `name` of the profile built (`examples/NAME` for an example).
 fn binary(root: &Path, opts: &Opts, name: &str) -> PathBuf {
+    if opts.pgo {
+        // Where scripts/pgo.sh links its optimised build's release directory.
+        return target_dir(root).join("pgo/release").join(name);
+    }
     target_dir(root).join(profile_dir(&opts.profile)).join(name)
 }
 
