@@ -109,9 +109,9 @@ merged="$pgo/merged.profdata"
 "$tools/llvm-profdata" merge -o "$merged" "$profiles"
 
 echo "pgo.sh: 3/3 optimised build" >&2
-# Functions the training never ran, or whose code differs between the two builds (generic
-# code instantiated in several crates), are built as without a profile: say so once here
-# rather than in a warning per function.
+# Functions whose code differs between the two builds (generic code instantiated in several
+# crates) are built as without a profile: said once here rather than in a warning per
+# function. Functions the training never ran are taken as cold (optimised for size).
 RUSTFLAGS="$flags -Cprofile-use=$(cd "$pgo" && pwd)/merged.profdata -Cllvm-args=-no-pgo-warn-mismatch" \
   cargo build --release -q --target "$host" --target-dir "$pgo/optimized" "${programs[@]}"
 out="$pgo/optimized/$host/release"
