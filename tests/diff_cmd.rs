@@ -141,6 +141,29 @@ fn a_missing_run_directory_exits_2_naming_it() {
     assert!(text(&out.stderr).contains("--baseline"));
 }
 
+/// A folder that exists but no run wrote (a typo one level up, a sweep's folder) is named as
+/// not a run directory, not as a file that cannot be read.
+#[test]
+fn a_folder_without_a_summary_is_named_as_not_a_run_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = stampede(&["diff", a_str(tmp.path()), a_str(tmp.path())]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("the earlier run: "), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{} is not a run directory: it holds no summary.json",
+            tmp.path().display()
+        )),
+        "{err}"
+    );
+    let qs = quickstart();
+    let out = stampede(&["run", &qs, "--baseline", a_str(tmp.path()), "--no-render"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("is not a run directory"), "{err}");
+}
+
 #[test]
 fn diff_exits_1_when_a_verdict_flips_to_fail_and_says_so() {
     let tmp = tempfile::tempdir().unwrap();

@@ -30,7 +30,14 @@ pub fn write_metrics_prom(path: &Path, summary: &Summary) -> Result<(), ReportEr
 /// `--baseline DIR` and `stampede diff A B` can pass directories). Errors name the file.
 pub fn read_summary(path: &Path) -> Result<Summary, ReportError> {
     let file: PathBuf = if path.is_dir() {
-        path.join("summary.json")
+        let file = path.join("summary.json");
+        // Known to be absent (not merely unreadable, which the read below reports).
+        if matches!(file.try_exists(), Ok(false)) {
+            return Err(ReportError::NotARunDirectory {
+                path: path.to_path_buf(),
+            });
+        }
+        file
     } else {
         path.to_path_buf()
     };

@@ -26,6 +26,16 @@ pub enum ReportError {
         #[source]
         source: std::io::Error,
     },
+    /// A folder given as a run directory holds no `summary.json`: not a folder a run wrote.
+    #[error(
+        "{} is not a run directory: it holds no summary.json (give a folder `stampede run --out` \
+         wrote, or its summary.json)",
+        .path.display()
+    )]
+    NotARunDirectory {
+        /// The folder given.
+        path: PathBuf,
+    },
     /// A `summary.json` (or other JSON file) did not parse as the expected schema.
     #[error("{path}: not a valid stampede summary: {source} (was it written by `stampede run`?)")]
     Json {

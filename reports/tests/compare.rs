@@ -164,6 +164,11 @@ fn reading_a_missing_or_broken_summary_names_the_file() {
         "{err}"
     );
 
+    // A folder with no summary.json in it: not a run directory, said as such.
+    let err = read_summary(dir.path()).unwrap_err();
+    assert!(matches!(err, ReportError::NotARunDirectory { .. }), "{err}");
+    assert!(err.to_string().contains("is not a run directory"), "{err}");
+
     let broken = dir.path().join("summary.json");
     fs::write(&broken, "{\"scenario\": 3}").unwrap();
     let err = read_summary(dir.path()).unwrap_err();
