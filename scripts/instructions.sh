@@ -21,6 +21,9 @@
 # honoured. PROFILE=NAME counts the programs built in cargo's profile NAME (with every
 # feature on, as `cargo test --workspace --all-features` builds) instead of release: CI
 # sets PROFILE=dev to reuse its test build; such counts are that build's and say so.
+# PROFILE=pgo counts the profile-guided build instead, which it does not build: make it first
+# with `scripts/pgo.sh --bin stampede --example bench_run --example cycle_rate` (or
+# `cargo run --release --example speed -- --pgo`, which builds those too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,9 +42,20 @@ case "$profile" in
   release) features=() profile_dir=release ;;
   bench) profile_dir=release ;;
   dev | test) profile_dir=debug ;;
+  # Where scripts/pgo.sh links its optimised build.
+  pgo) profile_dir=pgo/release ;;
   *) profile_dir="$profile" ;;
 esac
-cargo build --profile "$profile" -q --workspace "${features[@]}" --example bench_run --example cycle_rate
+if [ "$profile" = pgo ]; then
+  for example in bench_run cycle_rate; do
+    if [ ! -x "${CARGO_TARGET_DIR:-target}/$profile_dir/examples/$example" ]; then
+      echo "instructions.sh: PROFILE=pgo needs the profile-guided $example: run scripts/pgo.sh --bin stampede --example bench_run --example cycle_rate first" >&2
+      exit 2
+    fi
+  done
+else
+  cargo build --profile "$profile" -q --workspace "${features[@]}" --example bench_run --example cycle_rate
+fi
 examples="$(cd "${CARGO_TARGET_DIR:-target}/$profile_dir/examples" && pwd)"
 if [ -n "${KEEP:-}" ]; then
   mkdir -p "$KEEP"
@@ -107,7 +121,10 @@ parts() {
 
 # Counts from another profile, or from one that cargo applies CARGO_PROFILE_<PROFILE>_*
 # over, or built with RUSTFLAGS (every compilation), are another build's: say so.
-if [ "$profile" != release ]; then
+if [ "$profile" = pgo ]; then
+  echo "the profile-guided build of scripts/pgo.sh, not the release profile:"
+  echo "not comparable with counts from the build as Cargo.toml sets the release profile"
+elif [ "$profile" != release ]; then
   echo "built in cargo's $profile profile with every feature on, not the release profile:"
   echo "not comparable with counts from the build as Cargo.toml sets the release profile"
 fi

@@ -10,8 +10,12 @@
 #   naive     bench_run 3 scenarios/backlog-38k.toml, naive       wall ms, lower is better
 #   stampede  bench_run 5 scenarios/backlog-38k.toml              wall ms
 #   million   bench_run 1 sim/examples/bench-1m.toml              wall ms
+#   live      live_overhead 20000 64 (its median of 3)            attempts/s, higher is better
+#   naive-out stampede run scenarios/backlog-38k.toml (naive) --out DIR, the whole process,
+#             with the build's `stampede` beside its examples dir (DIR/../stampede)   wall ms
 # Each directory holds a build's release examples: target/release/examples for the working
-# tree, and for the base a worktree built apart, e.g.
+# tree (target/pgo/release/examples for scripts/pgo.sh's build), and for the base a worktree
+# built apart, e.g.
 #   git worktree add /tmp/base <rev> && CARGO_TARGET_DIR=/tmp/base-target cargo build \
 #     --release --manifest-path /tmp/base/Cargo.toml -p stampede-sim --example bench_run \
 #     -p stampede-core --example cycle_rate
@@ -28,7 +32,7 @@ if [ "${1:-}" = "-n" ]; then
   pairs="$2"
   shift 2
 fi
-usage="usage: scripts/pairs.sh [-n PAIRS] cycle|naive|stampede|million BASE_EXAMPLES_DIR NEW_EXAMPLES_DIR"
+usage="usage: scripts/pairs.sh [-n PAIRS] cycle|naive|stampede|million|live|naive-out BASE_EXAMPLES_DIR NEW_EXAMPLES_DIR"
 if [ $# -ne 3 ] || ! [ "$pairs" -ge 1 ] 2>/dev/null; then
   echo "$usage" >&2
   exit 2
@@ -40,6 +44,11 @@ case "$bench" in
   naive) example=bench_run args=(3 "scenarios/backlog-38k.toml@client.preset=naive") higher=0 unit=ms ;;
   stampede) example=bench_run args=(5 scenarios/backlog-38k.toml) higher=0 unit=ms ;;
   million) example=bench_run args=(1 sim/examples/bench-1m.toml) higher=0 unit=ms ;;
+  live) example=live_overhead args=(20000 64) higher=1 unit=attempts/s ;;
+  naive-out)
+    example=../stampede higher=0 unit=ms
+    args=(run scenarios/backlog-38k.toml --set client.preset=naive --no-render)
+    ;;
   *)
     echo "unknown benchmark '$bench'; $usage" >&2
     exit 2
@@ -52,16 +61,31 @@ for dir in "$base" "$new"; do
   fi
 done
 
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
 # One run's figure: cycle_rate ends its line with "N cycles/s" (printed in millions here);
-# bench_run's last line is the scenario's row, wall ms in its third column.
+# bench_run's last line is the scenario's row, wall ms in its third column; live_overhead's
+# last line is "median of 3: N attempts/s ..."; `stampede run` is timed here, whole, and
+# may exit 1 (naive fails the scenario's expectations, as it should).
 figure() {
-  local out
-  out="$("$1/$example" "${args[@]}")"
-  if [ "$example" = cycle_rate ]; then
-    awk '{printf "%.2f\n", $(NF-1) / 1e6}' <<<"$out"
-  else
-    tail -n 1 <<<"$out" | awk '{print $3}'
+  local out start status=0
+  if [ "$bench" = naive-out ]; then
+    start="$(date +%s%N)"
+    "$1/$example" "${args[@]}" --out "$work/run" >"$work/out" 2>&1 || status=$?
+    if [ "$status" -gt 1 ]; then
+      cat "$work/out" >&2
+      exit 2
+    fi
+    echo $((($(date +%s%N) - start) / 1000000))
+    return
   fi
+  out="$("$1/$example" "${args[@]}")"
+  case "$example" in
+    cycle_rate) awk '{printf "%.2f\n", $(NF-1) / 1e6}' <<<"$out" ;;
+    live_overhead) tail -n 1 <<<"$out" | awk '{print $4}' ;;
+    *) tail -n 1 <<<"$out" | awk '{print $3}' ;;
+  esac
 }
 
 median() {

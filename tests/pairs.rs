@@ -83,3 +83,68 @@ fn counts_the_pairs_each_way_and_reports_medians() {
     assert!(text.contains("build the release examples first"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Writes an executable script `text` at `path`.
+fn script(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}
+
+/// `live` reads live_overhead's median line; `naive-out` times the build's own `stampede`
+/// (beside its examples directory), takes exit 1 (failed expectations) as a run and stops at
+/// a broken one. The timed fake sleeps a whole second, so its figure has a floor that no
+/// load on the machine can break, and nothing asserts which build was faster.
+#[test]
+fn live_and_naive_out_read_their_own_figures() {
+    let dir = std::env::temp_dir().join(format!("pairs-out-{}", std::process::id()));
+    let (slow, fast) = (dir.join("slow"), dir.join("fast"));
+    for (build, attempts, stampede) in [
+        (&slow, 30_000, "#!/bin/sh\nsleep 1\nexit 1\n"),
+        (&fast, 90_000, "#!/bin/sh\nexit 0\n"),
+    ] {
+        script(
+            &build.join("examples/live_overhead"),
+            &format!("#!/bin/sh\necho 'run 1: ...'\necho 'median of 3: {attempts} attempts/s sustained, overhead per attempt p50 400 µs'\n"),
+        );
+        script(&build.join("stampede"), stampede);
+    }
+    let examples = |b: &Path| b.join("examples").to_str().unwrap().to_string();
+    let (s, f) = (examples(&slow), examples(&fast));
+
+    let (code, text) = pairs(&["-n", "2", "live", &s, &f]);
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains(
+            "live: medians base 30000, new 90000 (attempts/s); new better in 2 of 2 pairs"
+        ),
+        "{text}"
+    );
+
+    let (code, text) = pairs(&["-n", "1", "naive-out", &s, &f]);
+    assert_eq!(code, 0, "{text}");
+    let base_ms: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("pair 1: base "))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|ms| ms.parse().ok())
+        .unwrap_or_else(|| panic!("no pair line:\n{text}"));
+    assert!(
+        base_ms >= 1000,
+        "the 1 s run timed at {base_ms} ms:\n{text}"
+    );
+    assert!(text.contains("naive-out: medians base"), "{text}");
+
+    script(
+        &fast.join("stampede"),
+        "#!/bin/sh\necho broken >&2\nexit 3\n",
+    );
+    let (code, text) = pairs(&["-n", "1", "naive-out", &s, &f]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("broken"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
