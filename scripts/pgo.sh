@@ -70,14 +70,21 @@ if [ ! -x "$tools/llvm-profdata" ]; then
   fi
 fi
 
-profiles="$(mkdir -p "$pgo" && cd "$pgo" && pwd)/profiles"
+# Absolute: the instrumented programs write their counts there from any directory, and
+# rustc reads the merged profile from its own.
+pgo_abs="$(mkdir -p "$pgo" && cd "$pgo" && pwd)"
+profiles="$pgo_abs/profiles"
 rm -rf "$profiles"
 mkdir -p "$profiles"
-flags="${RUSTFLAGS:-}"
+
+# The release build of the programs with the extra rustc FLAG, into target directory DIR.
+release_build() {
+  RUSTFLAGS="${RUSTFLAGS:-} $1" cargo build --release -q --target "$host" --target-dir "$2" \
+    "${programs[@]}"
+}
 
 echo "pgo.sh: 1/3 instrumented build (${programs[*]})" >&2
-RUSTFLAGS="$flags -Cprofile-generate=$profiles" cargo build --release -q --target "$host" \
-  --target-dir "$pgo/instrumented" "${programs[@]}"
+release_build "-Cprofile-generate=$profiles" "$pgo/instrumented"
 built="$pgo/instrumented/$host/release"
 
 echo "pgo.sh: 2/3 training" >&2
@@ -99,26 +106,27 @@ trained() {
 }
 if $check; then
   trained 0 "$built/examples/cycle_rate" 20000
+  # Shown beside the optimised build's run at the end.
+  cp "$work/out" "$work/instrumented"
 else
   trained 1 "$built/stampede" check scenarios/ --out "$work/own"
   trained 2 "$built/stampede" check scenarios/ --set client.preset=naive --out "$work/naive"
   trained 1 "$built/stampede" run scenarios/quickstart.toml --live --time-scale 300 \
     --ledger "$work/ledger.sqlite" --out "$work/live"
 fi
-merged="$pgo/merged.profdata"
+merged="$pgo_abs/merged.profdata"
 "$tools/llvm-profdata" merge -o "$merged" "$profiles"
 
 echo "pgo.sh: 3/3 optimised build" >&2
 # Functions whose code differs between the two builds (generic code instantiated in several
 # crates) are built as without a profile: said once here rather than in a warning per
 # function. Functions the training never ran are taken as cold (optimised for size).
-RUSTFLAGS="$flags -Cprofile-use=$(cd "$pgo" && pwd)/merged.profdata -Cllvm-args=-no-pgo-warn-mismatch" \
-  cargo build --release -q --target "$host" --target-dir "$pgo/optimized" "${programs[@]}"
+release_build "-Cprofile-use=$merged -Cllvm-args=-no-pgo-warn-mismatch" "$pgo/optimized"
 out="$pgo/optimized/$host/release"
 # One path for the optimised programs, whatever the host (`speed --pgo` runs them from it).
 ln -sfn "optimized/$host/release" "$pgo/release"
 if $check; then
-  "$built/examples/cycle_rate" 20000
+  cat "$work/instrumented"
   "$out/examples/cycle_rate" 20000
   echo "pgo.sh: --check done (the figures above are a check's, instrumented first, not a benchmark)" >&2
 elif [ -x "$out/stampede" ]; then
