@@ -3,18 +3,13 @@
 //! line the run prints) and the rest. Only that it works and adds up is checked here: its
 //! times are a benchmark's, never asserted.
 
-use std::process::Command;
-
 mod common;
 
 #[test]
 fn outside_loop_splits_each_run_into_the_loop_and_the_rest() {
-    let repo = common::repo();
     let bin = env!("CARGO_BIN_EXE_stampede");
-    let out = Command::new("bash")
-        .arg(repo.join("scripts/outside_loop.sh"))
+    let out = common::script("scripts/outside_loop.sh")
         .args([bin, bin, "2", "scenarios/quickstart.toml"])
-        .current_dir(&repo)
         .output()
         .expect("bash runs the script");
     let text = String::from_utf8_lossy(&out.stdout);

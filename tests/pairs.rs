@@ -5,7 +5,6 @@
 //! test times nothing and stops at once.
 
 use std::path::Path;
-use std::process::Command;
 
 mod common;
 
@@ -31,11 +30,8 @@ fn fake_build(dir: &Path, cycles: u64, wall_ms: u64) {
 }
 
 fn pairs(args: &[&str]) -> (i32, String) {
-    let repo = common::repo();
-    let out = Command::new("bash")
-        .arg(repo.join("scripts/pairs.sh"))
+    let out = common::script("scripts/pairs.sh")
         .args(args)
-        .current_dir(&repo)
         .output()
         .expect("bash runs the script");
     let text = common::both(&out);

@@ -3,15 +3,11 @@
 //! builds, too long for a test: CI runs every step of it on the core's cycle benchmark
 //! (`scripts/pgo.sh --check`, in `.ci/run`).
 
-use std::process::Command;
-
 mod common;
 
 fn pgo(args: &[&str]) -> std::process::Output {
-    Command::new("bash")
-        .arg(common::repo().join("scripts/pgo.sh"))
+    common::script("scripts/pgo.sh")
         .args(args)
-        .current_dir(common::repo())
         .output()
         .expect("bash runs the script")
 }

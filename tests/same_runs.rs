@@ -3,18 +3,13 @@
 //! is byte for byte the same from process to process, `wall_ms` masked) and fail when the
 //! runs differ (here a wrapper that runs another seed), so the check can fail.
 
-use std::process::Command;
-
 mod common;
 
 /// Runs the script on two scenarios (one refusing the naive preset) with `base` and `new`.
 fn same_runs(base: &str, new: &str) -> (bool, String) {
-    let repo = common::repo();
-    let out = Command::new("bash")
-        .arg(repo.join("scripts/same_runs.sh"))
+    let out = common::script("scripts/same_runs.sh")
         .args([base, new])
         .env("SCENARIOS", "quickstart layers")
-        .current_dir(&repo)
         .output()
         .expect("bash runs the script");
     let text = common::both(&out);

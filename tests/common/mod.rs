@@ -32,6 +32,14 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// A command that runs the repository's shell script `path` (`scripts/pairs.sh`) with bash,
+/// from the repository root; add its arguments and environment, then run it.
+pub fn script(path: &str) -> Command {
+    let mut command = Command::new("bash");
+    command.arg(repo().join(path)).current_dir(repo());
+    command
+}
+
 /// The path of the shipped quickstart scenario, as an argument.
 pub fn quickstart() -> String {
     let p = repo().join("scenarios").join("quickstart.toml");
