@@ -216,13 +216,17 @@ impl Ledger for InMemoryLedger {
         if self.keep_nothing {
             return Ok(());
         }
-        let forget = self.forget_terminal && entry.state.is_terminal();
+        if self.forget_terminal && entry.state.is_terminal() {
+            // Straight to the removal `put` would make, without first finding the entry.
+            self.remove(entry.job.id);
+            return Ok(());
+        }
         match self.stored_mut(entry.job.id) {
-            Some(known) if !forget => {
+            Some(known) => {
                 known.set_progress(entry);
                 Ok(())
             }
-            _ => self.put(entry),
+            None => self.put(entry),
         }
     }
 }

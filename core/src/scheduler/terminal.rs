@@ -26,6 +26,8 @@ impl<L: Ledger> Scheduler<L> {
     }
 
     /// Ends an action: its `Finish` (then its coalesced followers') goes to the outbox.
+    /// The action's record is read and changed where it lies in the live table and dropped
+    /// there at the end: moving it out first copied its 400 bytes once per terminal.
     pub(super) fn finish(
         &mut self,
         id: JobId,
@@ -33,28 +35,29 @@ impl<L: Ledger> Scheduler<L> {
         reason: Reason,
         now: Millis,
     ) {
-        let Some(mut job) = self.jobs.remove(&id) else {
+        if !self.let_go(id, now) {
             return;
-        };
-        self.let_go(&mut job, now);
-        let next_actions = self.next_actions(&job, status, &reason, now);
+        }
+        let job = &self.jobs[&id];
         let terminal = Terminal {
             job: id,
             status,
-            reason,
             sent: job.sent,
             last_status: job.last_status,
             attempts: job.entry.attempts,
             waited_ms: job.entry.waited_ms,
             operation_id: job.entry.operation_id.clone(),
-            next_actions,
+            next_actions: self.next_actions(job, status, &reason, now),
+            reason,
         };
-        self.persist_terminal(&mut job, status, now);
+        self.persist_terminal(id, status, now);
         self.record_terminal(&terminal, now);
-        let followers = match job.entry.job.resource.as_deref() {
-            Some(resource) if job.entry.job.coalescable => self.coalescing.disband(resource, id),
+        let job = &self.jobs[&id].entry.job;
+        let followers = match job.resource.as_deref() {
+            Some(resource) if job.coalescable => self.coalescing.disband(resource, id),
             _ => Vec::new(),
         };
+        self.jobs.delete(&id);
         if followers.is_empty() {
             // The common case: the terminal goes out as it is, without a copy.
             self.outbox.push_back(Command::Finish(terminal));
@@ -73,10 +76,10 @@ impl<L: Ledger> Scheduler<L> {
 
     /// A coalesced read ends with its leader's result; it made no attempt of its own.
     fn finish_follower(&mut self, id: JobId, leader: &Terminal, now: Millis) {
-        let Some(mut job) = self.jobs.remove(&id) else {
+        if !self.let_go(id, now) {
             return;
-        };
-        self.let_go(&mut job, now);
+        }
+        let job = &self.jobs[&id];
         let terminal = Terminal {
             job: id,
             sent: false,
@@ -84,20 +87,26 @@ impl<L: Ledger> Scheduler<L> {
             waited_ms: job.entry.waited_ms,
             ..leader.clone()
         };
-        self.persist_terminal(&mut job, terminal.status, now);
+        self.persist_terminal(id, terminal.status, now);
         self.record_terminal(&terminal, now);
+        self.jobs.delete(&id);
         self.outbox.push_back(Command::Finish(terminal));
     }
 
-    /// Releases what a leaving action holds: its queue or timer place, its slot and token
-    /// reservation if an attempt is on the wire (a late outcome is then ignored), its
-    /// single-flight place, its lane and task membership.
-    fn let_go(&mut self, job: &mut Tracked, now: Millis) {
-        let id = job.entry.job.id;
-        match job.phase {
-            Phase::New | Phase::Ready | Phase::Delayed(_) => {
-                self.leave_phase(job.phase, job.entry.job.priority)
-            }
+    /// Releases what leaving action `id` holds: its queue or timer place, its slot and
+    /// token reservation if an attempt is on the wire (a late outcome is then ignored), its
+    /// single-flight place, its lane and task membership. Its record stays in the live table
+    /// for the caller to read and drop; `false` when `id` is not live.
+    fn let_go(&mut self, id: JobId, now: Millis) -> bool {
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return false;
+        };
+        let reconciling = matches!(job.next_send, NextSend::Lookup(_));
+        job.next_send = NextSend::Action;
+        let (phase, priority, tenant, task) =
+            (job.phase, job.entry.job.priority, job.tenant, job.task);
+        match phase {
+            Phase::New | Phase::Ready | Phase::Delayed(_) => self.leave_phase(phase, priority),
             Phase::InFlight(attempt) => {
                 if let Some(flight) = self.in_flight.remove(&attempt) {
                     self.slots_used = held_less(self.slots_used, 1, "slots in use");
@@ -113,20 +122,25 @@ impl<L: Ledger> Scheduler<L> {
                 }
             }
             Phase::Following(leader) => {
-                if let Some(resource) = job.entry.job.resource.as_deref() {
+                if let Some(resource) = self.jobs[&id].entry.job.resource.as_deref() {
                     self.coalescing.unfollow(resource, leader, id);
                 }
             }
         }
-        if matches!(job.next_send, NextSend::Lookup(_)) {
+        if reconciling {
             self.counts.reconciling = held_less(self.counts.reconciling, 1, "actions reconciling");
-            job.next_send = NextSend::Action;
         }
-        self.lanes.release(job.tenant, rank(job.entry.job.priority));
-        self.tasks.leave(job.task);
+        self.lanes.release(tenant, rank(priority));
+        self.tasks.leave(task);
+        true
     }
 
-    fn persist_terminal(&mut self, job: &mut Tracked, status: TerminalStatus, now: Millis) {
+    /// Writes leaving action `id`'s final state to the ledger.
+    fn persist_terminal(&mut self, id: JobId, status: TerminalStatus, now: Millis) {
+        let job = self
+            .jobs
+            .get_mut(&id)
+            .expect("a leaving action is still in the table");
         job.entry.state = match status {
             TerminalStatus::Completed => ActionState::Completed,
             TerminalStatus::Failed => ActionState::Failed,
