@@ -121,18 +121,19 @@ parts() {
 
 # Counts from another profile, or from one that cargo applies CARGO_PROFILE_<PROFILE>_*
 # over, or built with RUSTFLAGS (every compilation), are another build's: say so.
+another_build() {
+  echo "$1:"
+  echo "not comparable with counts from the build as Cargo.toml sets the release profile"
+}
 if [ "$profile" = pgo ]; then
-  echo "the profile-guided build of scripts/pgo.sh, not the release profile:"
-  echo "not comparable with counts from the build as Cargo.toml sets the release profile"
+  another_build "the profile-guided build of scripts/pgo.sh, not the release profile"
 elif [ "$profile" != release ]; then
-  echo "built in cargo's $profile profile with every feature on, not the release profile:"
-  echo "not comparable with counts from the build as Cargo.toml sets the release profile"
+  another_build "built in cargo's $profile profile with every feature on, not the release profile"
 fi
 upper="$(printf '%s' "$profile" | tr 'a-z-' 'A-Z_')"
 overrides="$(env | grep -E "^(CARGO_PROFILE_${upper}_[A-Z_]+|RUSTFLAGS)=" | sort | paste -sd ' ' || true)"
 if [ -n "$overrides" ]; then
-  echo "built with the $profile profile overridden ($overrides):"
-  echo "not comparable with counts from the build as Cargo.toml sets the release profile"
+  another_build "built with the $profile profile overridden ($overrides)"
 fi
 count naive-loop 415403 attempt \
   "$examples/bench_run" 1 'scenarios/backlog-38k.toml@client.preset=naive'

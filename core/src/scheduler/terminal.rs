@@ -50,14 +50,12 @@ impl<L: Ledger> Scheduler<L> {
             next_actions: self.next_actions(job, status, &reason, now),
             reason,
         };
-        self.persist_terminal(id, status, now);
-        self.record_terminal(&terminal, now);
         let job = &self.jobs[&id].entry.job;
         let followers = match job.resource.as_deref() {
             Some(resource) if job.coalescable => self.coalescing.disband(resource, id),
             _ => Vec::new(),
         };
-        self.jobs.delete(&id);
+        self.end(&terminal, now);
         if followers.is_empty() {
             // The common case: the terminal goes out as it is, without a copy.
             self.outbox.push_back(Command::Finish(terminal));
@@ -87,10 +85,16 @@ impl<L: Ledger> Scheduler<L> {
             waited_ms: job.entry.waited_ms,
             ..leader.clone()
         };
-        self.persist_terminal(id, terminal.status, now);
-        self.record_terminal(&terminal, now);
-        self.jobs.delete(&id);
+        self.end(&terminal, now);
         self.outbox.push_back(Command::Finish(terminal));
+    }
+
+    /// The last of a leaving action whose `terminal` is made (after `let_go`): its final
+    /// state written to the ledger, its terminal audited, its record dropped where it lies.
+    fn end(&mut self, terminal: &Terminal, now: Millis) {
+        self.persist_terminal(terminal.job, terminal.status, now);
+        self.record_terminal(terminal, now);
+        self.jobs.delete(&terminal.job);
     }
 
     /// Releases what leaving action `id` holds: its queue or timer place, its slot and
