@@ -62,6 +62,10 @@ pub(super) struct Tasks {
     slots: Slab<Task>,
     /// Live actions in [`SOLE_TASK`].
     sole_live: u64,
+    /// The slot each tenant (by index) last joined: actions of one task tend to arrive
+    /// together, and checking this slot's tenant and name first spares the join hashing
+    /// the name. A stale slot (forgotten, or reused by another task) fails the check.
+    last_joined: Vec<TaskSlot>,
 }
 
 /// The name table's hash of task `name` of `tenant` (FxHash: fixed, so the same on every run).
@@ -101,13 +105,36 @@ impl Tasks {
             self.sole_live += 1;
             return SOLE_TASK;
         }
-        let hash = task_hash(tenant, name);
-        if let Some(slot) = self.find(tenant, name, hash) {
-            let state = &mut self.slots[slot as usize].state;
-            // Bounded by the live actions, which memory bounds long before 2^32.
-            state.live += 1;
-            return slot;
+        if let Some(&slot) = self.last_joined.get(tenant as usize) {
+            if let Some(task) = self.slots.get_mut(slot as usize) {
+                if task.tenant == tenant && task.name == *name {
+                    // Bounded by the live actions, which memory bounds long before 2^32.
+                    task.state.live += 1;
+                    return slot;
+                }
+            }
         }
+        let hash = task_hash(tenant, name);
+        let slot = match self.find(tenant, name, hash) {
+            Some(slot) => {
+                // Bounded by the live actions, as above.
+                self.slots[slot as usize].state.live += 1;
+                slot
+            }
+            None => self.insert(tenant, name, hash),
+        };
+        // Tenants are the lanes' dense indexes: this holds one slot per tenant seen.
+        let at = tenant as usize;
+        if at >= self.last_joined.len() {
+            self.last_joined.resize(at + 1, NO_TASK);
+        }
+        self.last_joined[at] = slot;
+        slot
+    }
+
+    /// Records a new live task `name` of `tenant`, whose hash is `hash`, with one live
+    /// action; returns its slot.
+    fn insert(&mut self, tenant: u32, name: &TaskName, hash: u64) -> TaskSlot {
         // The job's own name: inline, or shared (no copy per task).
         let slot = self.slots.insert(Task {
             tenant,
@@ -218,6 +245,35 @@ mod tests {
         let reused = tasks.join(0, &b, false);
         assert_eq!(reused, first, "the freed slot is reused");
         assert!(!tasks.may_have(1, "b") && !tasks.may_have(9, "b"));
+    }
+
+    #[test]
+    fn a_tenants_last_task_is_checked_before_it_is_trusted() {
+        let mut tasks = Tasks::new(true);
+        let (a, b): (TaskName, TaskName) = ("a".into(), "b".into());
+        let first = tasks.join(0, &a, false);
+        tasks.leave(first);
+        // Tenant 1's task of the same name takes the slot tenant 0 last joined.
+        let other = tasks.join(1, &a, false);
+        assert_eq!(other, first, "the freed slot is reused");
+        let again = tasks.join(0, &a, false);
+        assert_ne!(
+            again, other,
+            "tenant 0's last slot now holds tenant 1's task"
+        );
+        let named_b = tasks.join(0, &b, false);
+        assert!(
+            named_b != again && named_b != other,
+            "another name, another task"
+        );
+        tasks.add_retry(again);
+        let joined = tasks.join(0, &a, false);
+        assert_eq!(
+            (joined, tasks.retries(joined, 9)),
+            (again, 1),
+            "the same task"
+        );
+        assert_eq!(tasks.retries(other, 9), 0);
     }
 
     #[test]
