@@ -43,6 +43,11 @@ impl RateHint {
 /// Header names match ASCII case-insensitively; a malformed value is skipped, not fatal.
 #[must_use]
 pub fn rate_hint(headers: &[(String, String)]) -> Option<RateHint> {
+    // An answer with typed figures and no headers (every answer of a virtual run): nothing
+    // to read, and the empty hints below would be built and merged for nothing.
+    if headers.is_empty() {
+        return None;
+    }
     let mut openai = RateHint::default();
     let mut ietf = RateHint::default();
     for (name, value) in headers {
