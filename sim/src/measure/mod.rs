@@ -18,7 +18,6 @@ pub mod retry_groups;
 mod starvation;
 pub mod waves;
 
-use std::cell::Cell;
 use std::collections::BTreeMap;
 
 use decided::Decided;
@@ -45,7 +44,7 @@ pub struct Measurement {
     /// The bucket last found and the ms it spans, `(first ms, end ms, bucket)`: an attempt
     /// looks its bucket up three times or more, nearly always the one before, and a 64-bit
     /// division at each was a measurable part of measuring it.
-    last_bucket: Cell<(u64, u64, usize)>,
+    last_bucket: (u64, u64, usize),
     summary: Summary,
     /// Submit to completion of every logical request not cancelled, one that did not
     /// complete counted as unanswered (see `unanswered_ms`).
@@ -260,7 +259,7 @@ impl Measurement {
     pub fn new(bucket_ms: u64, cap_ms: u64) -> Self {
         Self {
             bucket_ms: bucket_ms.max(1),
-            last_bucket: Cell::new((0, 0, 0)),
+            last_bucket: (0, 0, 0),
             summary: Summary::default(),
             latency: Distribution::default(),
             completed_latency: Distribution::default(),
@@ -310,16 +309,15 @@ impl Measurement {
         self.provider_names = names.to_vec();
     }
 
-    fn bucket(&self, t: u64) -> usize {
-        let (from, to, last) = self.last_bucket.get();
+    fn bucket(&mut self, t: u64) -> usize {
+        let (from, to, last) = self.last_bucket;
         if (from..to).contains(&t) {
             return last;
         }
         let index = t / self.bucket_ms;
         let bucket = usize::try_from(index).unwrap_or(usize::MAX);
         let from = index * self.bucket_ms;
-        self.last_bucket
-            .set((from, from.saturating_add(self.bucket_ms), bucket));
+        self.last_bucket = (from, from.saturating_add(self.bucket_ms), bucket);
         bucket
     }
 
@@ -1057,7 +1055,7 @@ mod tests {
                 1..100,
             ),
         ) {
-            let measure = Measurement::new(width, 60_000);
+            let mut measure = Measurement::new(width, 60_000);
             for t in times {
                 let want = usize::try_from(t / width).unwrap_or(usize::MAX);
                 prop_assert_eq!(measure.bucket(t), want, "{} ms in buckets of {} ms", t, width);
