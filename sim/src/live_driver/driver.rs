@@ -477,12 +477,15 @@ fn record_audit<L: Ledger>(
     kept: &mut Vec<AuditEvent>,
     sink: &mut dyn AuditSink,
 ) -> Result<(), LiveError> {
-    let drained = core.drain_audit();
-    sink.record(&drained).map_err(LiveError::Output)?;
-    if keep {
-        kept.extend(drained);
-    }
-    Ok(())
+    // Read where they lie: the core keeps its buffer for the next events, where
+    // `drain_audit` handed it over and allocated a new one at every turn that recorded any.
+    core.drain_audit_with(|drained| {
+        sink.record(drained).map_err(LiveError::Output)?;
+        if keep {
+            kept.extend_from_slice(drained);
+        }
+        Ok(())
+    })
 }
 
 /// Takes over what a dead process persisted: every action counts as a logical request of
