@@ -102,6 +102,14 @@ pub trait Ledger {
     /// line). A ledger that holds entries in memory may ask the CPU to bring it into cache;
     /// it must change nothing. Does nothing by default.
     fn prefetch(&self, _id: JobId) {}
+
+    /// Whether [`Ledger::entries`] gives back what was written: `false` for a ledger that
+    /// keeps nothing ([`InMemoryLedger::keeping_nothing`]), whose driver learns where its
+    /// unfinished actions stand from the scheduler's own records instead
+    /// (`Scheduler::live_entries`). Every ledger that stores keeps the default, `true`.
+    fn keeps_entries(&self) -> bool {
+        true
+    }
 }
 
 /// The in-memory ledger: what a process without persistence has.
@@ -143,11 +151,6 @@ impl InMemoryLedger {
             keep_nothing: true,
             ..Self::default()
         }
-    }
-
-    /// Whether it keeps what is written (`false` only for [`InMemoryLedger::keeping_nothing`]).
-    pub fn keeps_entries(&self) -> bool {
-        !self.keep_nothing
     }
 
     /// The entry for one job, if any (a copy).
@@ -210,6 +213,11 @@ impl Ledger for InMemoryLedger {
 
     fn prefetch(&self, id: JobId) {
         self.stored.prefetch(&id);
+    }
+
+    /// `false` only for [`InMemoryLedger::keeping_nothing`].
+    fn keeps_entries(&self) -> bool {
+        !self.keep_nothing
     }
 
     fn put_progress(&mut self, entry: &LedgerEntry) -> Result<(), LedgerError> {

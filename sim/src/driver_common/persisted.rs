@@ -1,7 +1,21 @@
 //! The terminal outcome a ledger entry records: what a restarted runner (or the driver of a
-//! simulated crash) learns about an action whose `Finish` died with its process.
+//! simulated crash) learns about an action whose `Finish` died with its process; and what
+//! a core's ledger holds at the end of a run, for the report's unfinished actions.
 
-use stampede_core::{ActionState, LedgerEntry, NextActions, Reason, Terminal, TerminalStatus};
+use stampede_core::{
+    ActionState, Ledger, LedgerEntry, NextActions, Reason, Scheduler, Terminal, TerminalStatus,
+};
+
+/// What `core`'s ledger holds, ordered by job id; for a ledger that keeps nothing (a run no
+/// one restores from it), the entries of the actions the core still tracks, from its own
+/// records, which are what such a ledger would hold. An unreadable ledger gives none.
+pub fn ledger_entries<L: Ledger>(core: &Scheduler<L>) -> Vec<LedgerEntry> {
+    if core.ledger().keeps_entries() {
+        core.ledger().entries().unwrap_or_default()
+    } else {
+        core.live_entries()
+    }
+}
 
 /// The terminal outcome persisted for `entry`, or `None` when it is not terminal.
 pub fn persisted_terminal(entry: &LedgerEntry) -> Option<Terminal> {

@@ -71,8 +71,11 @@ pub async fn play(
     opts: &LiveOptions,
     sink: &mut dyn AttemptSink,
 ) -> Result<LiveRun, LiveError> {
+    // No one restores from this ledger: the core still writes ahead of every send, but
+    // nothing is stored, and at the end the core's own records give the unfinished actions
+    // (as in a virtual run that plans no crash).
     let start = Start {
-        ledger: InMemoryLedger::forgetting_terminal(),
+        ledger: InMemoryLedger::keeping_nothing(),
         restart: None,
         audit: &mut NoAudit,
     };
@@ -293,7 +296,7 @@ pub async fn play_from<L: Ledger>(
     while inflight.join_next().await.is_some() {}
     let real_ms = u64::try_from(wall_started.elapsed().as_millis()).unwrap_or(u64::MAX);
 
-    let entries = core.ledger().entries().unwrap_or_default();
+    let entries = crate::driver_common::persisted::ledger_entries(&core);
     turn.close(now, &core, entries);
     let Turn {
         mut measure,

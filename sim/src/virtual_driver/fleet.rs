@@ -18,8 +18,8 @@ use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap;
 use stampede_core::{
-    AttemptId, AuditEvent, Command, CoreError, Gauges, InMemoryLedger, Job, JobId, Ledger,
-    LedgerEntry, Millis, Outcome, Policy, Rejection, Scheduler, ScopeSource,
+    AttemptId, AuditEvent, Command, CoreError, Gauges, InMemoryLedger, Job, JobId, LedgerEntry,
+    Millis, Outcome, Policy, Rejection, Scheduler, ScopeSource,
 };
 
 use stampede_provider::model::Fnv;
@@ -277,13 +277,7 @@ impl Fleet {
     pub fn ledger_entries(&self) -> Vec<LedgerEntry> {
         self.replicas
             .iter()
-            .flat_map(|c| {
-                if c.ledger().keeps_entries() {
-                    c.ledger().entries().unwrap_or_default()
-                } else {
-                    c.live_entries()
-                }
-            })
+            .flat_map(crate::driver_common::persisted::ledger_entries)
             .collect()
     }
 }
