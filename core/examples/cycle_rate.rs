@@ -2,15 +2,20 @@
 //! with a few thousand jobs queued (wall clock, one thread). The criterion bench
 //! (`benches/cycle.rs`) measures the same cycle with statistics; this one is quick to run
 //! under `perf stat`: `cargo run --release -p stampede-core --example cycle_rate -- 2000000`.
+//!
+//! Options after the count, in any order: `no-audit` (the policy records no audit events)
+//! and `keep-nothing` (the in-memory ledger keeps nothing, as a run no one restores from
+//! has it: the core still writes ahead of every send, and alternating the two measures what
+//! the keeping ledger's writes cost the cycle).
 
 use std::time::Instant;
 
 #[path = "../benches/support/mod.rs"]
 mod support;
 
-use support::{completed, job, loaded};
+use support::{completed, job, loaded, loaded_on};
 
-use stampede_core::{Command, Job};
+use stampede_core::{Command, InMemoryLedger, Job};
 
 const QUEUED: u64 = 4_096;
 
@@ -19,8 +24,21 @@ fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(1_000_000);
-    let audit = std::env::args().nth(2).map_or(true, |a| a != "no-audit");
-    let mut s = loaded(audit, QUEUED);
+    let options: Vec<String> = std::env::args().skip(2).collect();
+    if let Some(unknown) = options
+        .iter()
+        .find(|o| !matches!(o.as_str(), "no-audit" | "keep-nothing"))
+    {
+        eprintln!("cycle_rate: unknown option {unknown:?}; usage: cycle_rate [CYCLES] [no-audit] [keep-nothing]");
+        std::process::exit(2);
+    }
+    let audit = !options.iter().any(|o| o == "no-audit");
+    let keep_nothing = options.iter().any(|o| o == "keep-nothing");
+    let mut s = if keep_nothing {
+        loaded_on(audit, QUEUED, InMemoryLedger::keeping_nothing())
+    } else {
+        loaded(audit, QUEUED)
+    };
     let ok = completed(None);
     // Jobs are built outside the timed sections (they are the driver's input, not the core's
     // work), in chunks so memory stays small.
@@ -54,8 +72,9 @@ fn main() {
     }
     let secs = timed.as_secs_f64();
     println!(
-        "{cycles} cycles with {QUEUED} queued (audit {}): {:.3} s wall in the core, {:.0} cycles/s",
+        "{cycles} cycles with {QUEUED} queued (audit {}{}): {:.3} s wall in the core, {:.0} cycles/s",
         if audit { "on" } else { "off" },
+        if keep_nothing { ", ledger keeping nothing" } else { "" },
         secs,
         cycles as f64 / secs
     );

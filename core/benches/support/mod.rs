@@ -68,8 +68,14 @@ pub fn job(id: u64) -> Job {
 
 /// A scheduler with `queued` jobs waiting and one worker, so each cycle dispatches the head
 /// of a deep queue. Buckets are on (huge limits) so reservation and reconciliation are
-/// measured.
+/// measured. Its ledger keeps the live actions' entries and forgets ended ones.
 pub fn loaded(audit: bool, queued: u64) -> Scheduler {
+    loaded_on(audit, queued, InMemoryLedger::forgetting_terminal())
+}
+
+/// [`loaded`] on `ledger` (the cycle example's `keep-nothing` measures what the ledger's
+/// writes cost by leaving them out).
+pub fn loaded_on(audit: bool, queued: u64, ledger: InMemoryLedger) -> Scheduler {
     let mut policy = Policy {
         workers: 1,
         audit,
@@ -84,12 +90,7 @@ pub fn loaded(audit: bool, queued: u64) -> Scheduler {
             reserve: None,
         },
     );
-    let mut s = Scheduler::new(
-        policy,
-        InMemoryLedger::forgetting_terminal(),
-        ChaCha8Rng::seed_from_u64(1),
-    )
-    .expect("valid policy");
+    let mut s = Scheduler::new(policy, ledger, ChaCha8Rng::seed_from_u64(1)).expect("valid policy");
     for id in 0..queued {
         s.submit(job(id), 0).expect("admitted");
     }
