@@ -8,7 +8,8 @@
 # It prints the total for the naive backlog loop (`bench_run 1`, 415,403 attempts), the
 # stampede backlog loop (`bench_run 1`, 38,000 requests) and 200,000 core cycles
 # (`cycle_rate 200000`, whose jobs are built outside its timed part but counted here), with
-# the count per attempt, request or cycle. Run it on both commits and compare.
+# the count per attempt, request or cycle, then the five functions that execute the most
+# of the core's cycle themselves. Run it on both commits and compare.
 #
 # Instructions are not time: a cache miss costs none, and under valgrind the CPU has no SHA
 # extensions, so the idempotency key's hash counts several times what it costs natively.
@@ -119,6 +120,22 @@ parts() {
       }'
 }
 
+# Prints the `n` functions that execute the most of a profile's instructions themselves
+# (callgrind's exclusive count, with what was inlined into them from other files added back:
+# callgrind splits a function's own count by the source file each line came from), as a
+# share of the program's total.
+largest() {
+  local profile="$1" n="$2" annotated
+  annotated="$(callgrind_annotate --auto=no "$profile" 2>/dev/null)"
+  local total
+  total="$(sed -nE 's/^ *([0-9,]+) \([^)]*\)  PROGRAM TOTALS$/\1/p' <<<"$annotated" | tr -d ,)"
+  sed -nE 's/^ *([0-9,]+) \([^)]*\)  [^:]*:(.*)$/\1\t\2/p' <<<"$annotated" |
+    sed -E 's/ \[[^]]*\]$//' | tr -d , |
+    awk -F'\t' '{ own[$2] += $1 } END { for (f in own) printf "%d\t%s\n", own[f], f }' |
+    sort -rn | head -n "$n" |
+    awk -F'\t' -v total="$total" '{ printf "  %5.1f%%  %s\n", 100 * $1 / total, $2 }'
+}
+
 # Counts from another profile, or from one that cargo applies CARGO_PROFILE_<PROFILE>_*
 # over, or built with RUSTFLAGS (every compilation), are another build's: say so.
 another_build() {
@@ -140,3 +157,5 @@ count naive-loop 415403 attempt \
 parts "$work/naive-loop.out" 415403 attempt
 count stampede-loop 38000 request "$examples/bench_run" 1 scenarios/backlog-38k.toml
 count core-cycles 200000 cycle "$examples/cycle_rate" 200000
+echo "core-cycles: the functions that execute the most of it themselves (with what was inlined into them)"
+largest "$work/core-cycles.out" 5
