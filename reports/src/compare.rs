@@ -277,6 +277,23 @@ fn signed(x: f64) -> String {
     }
 }
 
+/// Longest figure name the table shows whole, in characters: a summary's keys include the
+/// provider's status labels, which a run directory from elsewhere may make arbitrarily long.
+const SHOWN_KEY_CHARS: usize = 120;
+
+/// `key`, cut to [`SHOWN_KEY_CHARS`] with an ellipsis when longer.
+fn shown_key(key: &str) -> String {
+    match key.char_indices().nth(SHOWN_KEY_CHARS) {
+        Some((cut, _)) => format!("{}…", &key[..cut]),
+        None => key.to_string(),
+    }
+}
+
+/// Appends `n` spaces.
+fn pad(line: &mut String, n: usize) {
+    line.extend(std::iter::repeat(' ').take(n));
+}
+
 /// The comparison as an aligned text table followed by the verdict changes. The last column
 /// is the direction of the change, with `better` or `worse` for figures that have a better
 /// direction (see [`better_when`]).
@@ -291,9 +308,9 @@ pub fn render_comparison(c: &Comparison) -> String {
     ]];
     for f in &c.figures {
         let key = if f.unit.is_empty() {
-            f.key.clone()
+            shown_key(&f.key)
         } else {
-            format!("{} ({})", f.key, f.unit)
+            format!("{} ({})", shown_key(&f.key), f.unit)
         };
         let (change, pct) = f.change_text();
         rows.push([
@@ -313,9 +330,13 @@ pub fn render_comparison(c: &Comparison) -> String {
     }
     let mut out = format!("before: {}\nafter:  {}\n\n", c.before_label, c.after_label);
     for r in &rows {
-        let mut line = format!("{:<w$}", r[0], w = widths[0]);
+        // Padded by hand: `format!`'s width is a u16 and panics past it.
+        let mut line = r[0].clone();
+        pad(&mut line, widths[0] - r[0].chars().count());
         for (i, cell) in r.iter().enumerate().skip(1).take(4) {
-            line.push_str(&format!("  {:>w$}", cell, w = widths[i]));
+            line.push_str("  ");
+            pad(&mut line, widths[i] - cell.chars().count());
+            line.push_str(cell);
         }
         line.push_str(&format!("  {}", r[5]));
         out.push_str(line.trim_end());

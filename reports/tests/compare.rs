@@ -190,3 +190,33 @@ fn the_comparison_says_what_rejected_counts() {
         "{text}"
     );
 }
+
+/// A summary read from elsewhere may hold a status label of any length: the table cuts it
+/// and stays aligned, where `format!`'s width (a u16) panicked past 65,535 characters.
+#[test]
+fn a_figure_name_longer_than_any_width_is_cut_not_a_panic() {
+    let before = synthetic_report(7).summary;
+    let mut after = before.clone();
+    let long = "x".repeat(70_000);
+    after.status_counts.insert(long.clone(), 1);
+    let text = render_comparison(&compare(&before, &after));
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("status_counts.xxx"))
+        .expect("the long status's row");
+    assert!(
+        line.chars().count() < 300,
+        "cut: {} chars",
+        line.chars().count()
+    );
+    assert!(line.contains('…'));
+    // The rows stay aligned: the short figures' columns start where the cut one's do.
+    let width = |l: &str| l.split("  ").next().map_or(0, |k| k.chars().count());
+    let outbound = text
+        .lines()
+        .find(|l| l.starts_with("outbound_attempts "))
+        .unwrap();
+    // 120 characters and the ellipsis.
+    assert_eq!(width(line), 121);
+    assert!(outbound.chars().count() > width(line));
+}
