@@ -19,7 +19,7 @@
 
 use std::fmt;
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use crate::chain::{parse_line, ChainHead, ChainKey, GENESIS_PREV};
@@ -277,6 +277,10 @@ pub(crate) struct Walk {
     pub good_head: ChainHead,
 }
 
+/// Longest line a trail can hold, in bytes: a record is a few hundred (its detail is cut to
+/// [`crate::redact::MAX_DETAIL_BYTES`]), so this is generous.
+const MAX_LINE_BYTES: u64 = 64 * 1024;
+
 pub(crate) fn walk(
     path: &Path,
     expected: Option<&ChainHead>,
@@ -296,13 +300,31 @@ pub(crate) fn walk(
     let mut offset = 0u64;
     loop {
         buf.clear();
-        let read = reader
+        // At most one byte past the longest record, so a file that is no trail (a huge
+        // file without a newline) costs bounded memory rather than all of it.
+        let read = (&mut reader)
+            .take(MAX_LINE_BYTES + 1)
             .read_until(b'\n', &mut buf)
             .map_err(|e| io_err("read", e))?;
         if read == 0 {
             break;
         }
         line_no += 1;
+        if read as u64 > MAX_LINE_BYTES {
+            return Ok(Walk {
+                report: VerifyReport::Broken(Break {
+                    line: line_no,
+                    seq: None,
+                    problem: Problem::Unparsable {
+                        reason: format!(
+                            "the line is longer than {} KiB, which no record is: is this an audit.jsonl?",
+                            MAX_LINE_BYTES / 1024
+                        ),
+                    },
+                }),
+                good_head: head,
+            });
+        }
         let terminated = buf.last() == Some(&b'\n');
         let content = if terminated {
             &buf[..buf.len() - 1]

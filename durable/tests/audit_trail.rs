@@ -416,3 +416,21 @@ fn bearer_keys_and_api_keys_never_reach_the_file() {
         VerifyReport::Whole { records: 4, .. }
     ));
 }
+
+/// A file that is no trail, such as a huge one without a newline, is reported at its first
+/// line after reading a bounded part of it, not read whole into memory.
+#[test]
+fn a_line_longer_than_any_record_is_unparsable_without_reading_it_all() {
+    let (_dir, path) = trail(2);
+    let mut bytes = fs::read(&path).unwrap();
+    bytes.resize(bytes.len() + 4 * 1024 * 1024, b'x');
+    fs::write(&path, &bytes).unwrap();
+    let b = broken(&path);
+    assert_eq!((b.line, b.seq), (3, None));
+    match &b.problem {
+        Problem::Unparsable { reason } => {
+            assert!(reason.contains("longer than 64 KiB"), "{reason}")
+        }
+        other => panic!("expected an unparsable line, got {other:?}"),
+    }
+}
