@@ -143,6 +143,10 @@ fn sweep(args: SweepArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return exit::bad_input(e),
     };
+    let size = match SweepSize::of(&varied, args.seeds.get(), base.seed, args.shard) {
+        Ok(size) => size,
+        Err(message) => return exit::bad_input(message),
+    };
 
     // Load every configuration before running any, so a bad value fails fast.
     let configs = cross_product(&varied);
@@ -165,8 +169,10 @@ fn sweep(args: SweepArgs) -> ExitCode {
         }
     }
 
+    // `SweepSize::of` checked that the last seed fits.
+    debug_assert_eq!(loaded.len() as u64, size.configs);
     let seeds: Vec<u64> = (0..u64::from(args.seeds.get()))
-        .map(|i| base.seed.wrapping_add(i))
+        .map(|i| base.seed + i)
         .collect();
     let total_runs = loaded.len() * seeds.len();
     let seed_count = seeds.len();
@@ -175,17 +181,22 @@ fn sweep(args: SweepArgs) -> ExitCode {
         .iter()
         .enumerate()
         .flat_map(|(config, (_, scenario))| {
-            seeds.iter().enumerate().map(move |(n, &seed)| {
-                let mut scenario = scenario.clone();
-                scenario.seed = seed;
-                Job {
-                    run: config * seed_count + n,
-                    config,
-                    scenario,
-                }
-            })
+            seeds
+                .iter()
+                .enumerate()
+                .map(move |(n, &seed)| (config * seed_count + n, seed))
+                // A shard copies only its own runs' scenarios.
+                .filter(|&(run, _)| args.shard.map_or(true, |shard| shard.owns(run)))
+                .map(move |(run, seed)| {
+                    let mut scenario = scenario.clone();
+                    scenario.seed = seed;
+                    Job {
+                        run,
+                        config,
+                        scenario,
+                    }
+                })
         })
-        .filter(|job| args.shard.map_or(true, |shard| shard.owns(job.run)))
         .collect();
 
     let mut default_out = default_out_dir(&base).into_os_string();
@@ -292,6 +303,64 @@ fn sweep(args: SweepArgs) -> ExitCode {
         }
     }
     sweep_shard::finish(&out_dir, &configs, &keys, &rows, &errors, args.png)
+}
+
+/// Most configurations one sweep loads: each is a scenario held in memory for the whole
+/// sweep.
+pub(crate) const MAX_CONFIGS: u64 = 10_000;
+/// Most runs (configurations x seeds) one sweep plays, over all its shards.
+pub(crate) const MAX_RUNS: u64 = 1_000_000;
+
+/// How large a sweep is, checked before anything is loaded or allocated for it: a grid or
+/// a seed count past the limits is refused with what to change, where it was built and ran
+/// the machine out of memory.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct SweepSize {
+    configs: u64,
+    runs: u64,
+}
+
+impl SweepSize {
+    fn of(
+        varied: &[Varied],
+        seeds: u32,
+        first_seed: u64,
+        shard: Option<Shard>,
+    ) -> Result<Self, String> {
+        let configs = varied
+            .iter()
+            .try_fold(1u64, |n, v| n.checked_mul(v.values.len() as u64))
+            .filter(|&n| n <= MAX_CONFIGS);
+        let Some(configs) = configs else {
+            let sizes: Vec<String> = varied.iter().map(|v| v.values.len().to_string()).collect();
+            return Err(format!(
+                "--vary: {} configurations ({}) is more than the {MAX_CONFIGS} one sweep loads; vary fewer values, or split the grid into several sweeps",
+                if sizes.len() == 1 { sizes[0].clone() } else { sizes.join(" x ") },
+                varied.iter().map(|v| v.key.as_str()).collect::<Vec<_>>().join(", ")
+            ));
+        };
+        let runs = configs * u64::from(seeds);
+        if runs > MAX_RUNS {
+            return Err(format!(
+                "--seeds {seeds}: {configs} configuration{} x {seeds} seeds is {runs} runs, more than the {MAX_RUNS} one sweep plays; give fewer seeds or vary fewer values",
+                if configs == 1 { "" } else { "s" }
+            ));
+        }
+        if first_seed.checked_add(u64::from(seeds) - 1).is_none() {
+            return Err(format!(
+                "--seeds {seeds}: from the first seed {first_seed}, the last would pass {}; give a lower --seed",
+                u64::MAX
+            ));
+        }
+        // More shards than runs is allowed (a CI matrix of a fixed width leaves some shards
+        // empty), up to the most runs a sweep plays.
+        if let Some(shard) = shard.filter(|shard| u64::from(shard.count) > MAX_RUNS) {
+            return Err(format!(
+                "--shard {shard}: a sweep splits into at most {MAX_RUNS} shards (it plays at most {MAX_RUNS} runs); give a smaller N"
+            ));
+        }
+        Ok(Self { configs, runs })
+    }
 }
 
 /// `KEY=V1,V2,...` -> the key and its values. Commas inside quotes, `[]` or `{}` belong to
@@ -439,6 +508,54 @@ mod tests {
         assert!(parse_vary("client..workers=4")
             .unwrap_err()
             .contains("dotted"));
+    }
+
+    fn varied(sizes: &[usize]) -> Vec<Varied> {
+        sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| Varied {
+                key: format!("k{i}"),
+                values: (0..n).map(|v| v.to_string()).collect(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_sweep_past_its_limits_is_refused_before_anything_is_built() {
+        let size = SweepSize::of(&varied(&[10, 10]), 3, 7, None).unwrap();
+        assert_eq!(
+            size,
+            SweepSize {
+                configs: 100,
+                runs: 300
+            }
+        );
+        // Three grids of 1,000 values: 10^9 configurations, refused by count (no overflow).
+        let err = SweepSize::of(&varied(&[1_000, 1_000, 1_000]), 1, 7, None).unwrap_err();
+        assert!(
+            err.contains("1000 x 1000 x 1000 configurations (k0, k1, k2)"),
+            "{err}"
+        );
+        // Twenty grids of 100 values, 10^40 configurations, overflow a u64: refused, not wrapped.
+        let err = SweepSize::of(&varied(&[100; 20]), 1, 7, None).unwrap_err();
+        assert!(err.contains("more than the 10000"), "{err}");
+        let err = SweepSize::of(&varied(&[4]), 1_000_000, 7, None).unwrap_err();
+        assert!(
+            err.contains("--seeds 1000000: 4 configurations x 1000000 seeds is 4000000 runs"),
+            "{err}"
+        );
+        let err = SweepSize::of(&[], 2, u64::MAX, None).unwrap_err();
+        assert!(err.contains("give a lower --seed"), "{err}");
+        assert!(SweepSize::of(&[], 1, u64::MAX, None).is_ok());
+        let shard = |index, count| Some(Shard { index, count });
+        // More shards than runs leaves some empty, as a fixed-width CI matrix may.
+        assert!(SweepSize::of(&varied(&[2]), 2, 7, shard(4, 5)).is_ok());
+        let err = SweepSize::of(&varied(&[2]), 2, 7, shard(0, 4_000_000_000)).unwrap_err();
+        assert!(
+            err.contains("--shard 0/4000000000: a sweep splits into at most 1000000 shards"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -213,9 +213,20 @@ impl Manifest {
                 manifest.total_runs
             )));
         }
+        let most = crate::sweep::MAX_RUNS;
+        if manifest.total_runs as u64 > most || u64::from(manifest.shard.count) > most {
+            // `stampede sweep` writes neither: the manifest was made or changed by hand.
+            return Err(bad(&format!(
+                "{} runs in {} shards is not a sweep stampede writes (at most {most} runs, in at most {most} shards)",
+                manifest.total_runs, manifest.shard.count
+            )));
+        }
         Ok(manifest)
     }
 }
+
+/// Missing shards a failed merge names (it counts the rest).
+const SHOWN_MISSING: usize = 20;
 
 /// One run of a shard: its place in the sweep, and its summary or the error it ended in.
 #[derive(Debug, Clone, PartialEq)]
@@ -483,18 +494,25 @@ pub fn combine(
             ));
         }
     }
+    let missing_count = first.shard.count as usize - seen.len();
+    // The first few named: a split in thousands of shards would otherwise list them all.
     let missing: Vec<String> = (0..first.shard.count)
         .filter(|i| !seen.contains_key(i))
+        .take(SHOWN_MISSING)
         .map(|i| format!("{i}/{}", first.shard.count))
         .collect();
     if !missing.is_empty() {
         let given: BTreeSet<String> = seen.values().map(|d| d.display().to_string()).collect();
+        let more = match missing_count - missing.len() {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
         return Err(format!(
-            "{} {} of sweep {} {} missing (given: {}); run `stampede sweep ... --shard {}` with the same arguments and pass its folder too",
-            if missing.len() == 1 { "shard" } else { "shards" },
+            "{} {}{more} of sweep {} {} missing (given: {}); run `stampede sweep ... --shard {}` with the same arguments and pass its folder too",
+            if missing_count == 1 { "shard" } else { "shards" },
             missing.join(", "),
             first.sweep_hash,
-            if missing.len() == 1 { "is" } else { "are" },
+            if missing_count == 1 { "is" } else { "are" },
             given.into_iter().collect::<Vec<_>>().join(", "),
             missing[0]
         ));
@@ -729,5 +747,20 @@ mod tests {
             panic!("a summary")
         };
         assert_eq!(s.attempts_per_logical.to_bits(), awkward.to_bits());
+
+        // A manifest changed by hand to more shards than runs is refused when read, where
+        // the merge then listed every one of its shards missing (4 billion of them).
+        let mut split = manifest.clone();
+        split.shard = Shard {
+            index: 1,
+            count: 4_000_000_000,
+        };
+        let hand = tempfile::tempdir().unwrap();
+        write_shard(hand.path(), &split, &runs).unwrap();
+        let err = read_shard(hand.path()).unwrap_err();
+        assert!(
+            err.contains("4 runs in 4000000000 shards is not a sweep stampede writes"),
+            "{err}"
+        );
     }
 }
