@@ -378,3 +378,26 @@ fn serve_addr_is_refused_with_an_example() {
         );
     }
 }
+
+/// A file no scenario could be (`/dev/zero` given by mistake, a huge file) is refused after
+/// 16 MiB, not read whole into memory; a file that is not UTF-8 says so and what to do.
+#[test]
+fn a_huge_or_non_utf8_file_is_refused_with_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut huge = scenario("");
+    huge.push_str(&"#".repeat(17 * 1024 * 1024));
+    let err = refused(dir.path(), &huge, &[]);
+    assert!(
+        err.contains("s.toml: the file is larger than 16 MiB, which no scenario is"),
+        "{err}"
+    );
+    let file = dir.path().join("s.toml");
+    let mut bytes = scenario("").into_bytes();
+    bytes.extend_from_slice(b"# \xff\n");
+    std::fs::write(&file, &bytes).unwrap();
+    let out = stampede(&["validate", a_str(&file)]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("it is not UTF-8 text"), "{err}");
+    assert!(err.contains("save it as UTF-8"), "{err}");
+}

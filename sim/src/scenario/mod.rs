@@ -127,20 +127,52 @@ pub struct Scenario {
     pub output: OutputSpec,
 }
 
+/// Largest scenario file read, in bytes. The shipped ones are a few KB; a file past this is
+/// refused after reading this much of it, not read whole (`/dev/zero` given by mistake
+/// would take every byte of memory).
+pub const MAX_SCENARIO_BYTES: u64 = 16 * 1024 * 1024;
+
 /// Reads a scenario file, applies `--seed` and `--set`, and checks it.
 pub fn load(path: &Path, seed: Option<u64>, sets: &[Override]) -> Result<Scenario, ScenarioError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+    let error = |message: String| ScenarioError {
         file: file.clone(),
         line: None,
         key: None,
-        message: format!("cannot read the scenario file: {e}"),
-    })?;
+        message,
+    };
+    let text =
+        read_bounded(path).map_err(|e| error(format!("cannot read the scenario file: {e}")))?;
+    let Some(text) = text else {
+        return Err(error(format!(
+            "the file is larger than {} MiB, which no scenario is: is it the scenario file you meant?",
+            MAX_SCENARIO_BYTES / (1024 * 1024)
+        )));
+    };
     let mut scenario = parse(&text, &file, sets)?;
     if let Some(seed) = seed {
         scenario.seed = seed;
     }
     Ok(scenario)
+}
+
+/// The text of `path`, or `None` when it holds more than [`MAX_SCENARIO_BYTES`].
+fn read_bounded(path: &Path) -> std::io::Result<Option<String>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_SCENARIO_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_SCENARIO_BYTES {
+        return Ok(None);
+    }
+    String::from_utf8(bytes).map(Some).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("it is not UTF-8 text (byte {at} is not); save it as UTF-8"),
+        )
+    })
 }
 
 /// Parses scenario text; `file` names it in errors.
