@@ -271,7 +271,7 @@ fn the_file_holds_a_reference_to_the_key_never_the_key() {
     // A reader that does not know the key sees the reference: masked, with its hash.
     let reader = SqliteLedger::open(&path).unwrap();
     let c = reader.entries().unwrap()[0].job.credential;
-    assert!(c.starts_with("credref:v1:sk-...ared:"), "{c}");
+    assert!(c.starts_with("credref:v1:sk-...:"), "{c}");
 }
 
 #[cfg(unix)]

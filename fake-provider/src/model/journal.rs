@@ -22,7 +22,7 @@ pub struct JournalEntry {
     pub at_ms: u64,
     /// Planned answer time, model ms (0 for hangs).
     pub done_ms: u64,
-    /// The credential, masked (`sk-...ared`); `None` when no key was sent. Shared: masked
+    /// The credential, masked (`sk-...1234`, see `mask_credential`); `None` when no key was sent. Shared: masked
     /// once per known credential, not per attempt.
     pub credential: Option<Arc<str>>,
     /// The scope the credential maps to (`None` for unknown keys), shared with the model.
