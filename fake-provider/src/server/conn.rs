@@ -2,7 +2,8 @@
 //! watchdog can close connections that hold a slot without making progress.
 //!
 //! - idle: no request in progress and no byte of the next one read: closed after
-//!   `idle_timeout`;
+//!   `idle_timeout`, or after `pressed_idle_timeout` while a new connection waits for a
+//!   slot (so clients that open connections and leave them idle cannot keep others out);
 //! - reading a head: bytes of the next request read but its head not yet complete (or an
 //!   unread body still trickling in after its answer): closed `header_read_timeout` after
 //!   the first of those bytes;
@@ -94,14 +95,77 @@ impl Drop for InFlight {
     }
 }
 
-/// Resolves when the connection has been idle or reading a head for too long.
-pub(crate) async fn watchdog(clock: Arc<ConnClock>, header: Duration, idle: Duration) {
-    let poll = header.min(idle).max(Duration::from_millis(10)) / 2;
+/// How long a connection may take, by what it is doing (see the module's list).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Timeouts {
+    pub header: Duration,
+    pub idle: Duration,
+    pub pressed_idle: Duration,
+}
+
+/// Whether a new connection waits for a slot, shared by the accept loop and every
+/// watchdog: the loop raises it while it waits; one idle connection claims the room it
+/// asks for, so one waiting connection closes one idle one, not every one idle as long.
+#[derive(Debug)]
+pub(crate) struct Pressure {
+    /// Raised and lowered by the accept loop; wakes the watchdogs when it changes.
+    waiting: tokio::sync::watch::Sender<bool>,
+    /// A close is wanted and no idle connection has claimed it yet.
+    wanted: std::sync::atomic::AtomicBool,
+}
+
+impl Pressure {
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::new(Pressure {
+            waiting: tokio::sync::watch::Sender::new(false),
+            wanted: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    /// A new connection waits for a slot (`true`), or got one (`false`).
+    pub(crate) fn set_waiting(&self, waiting: bool) {
+        self.wanted
+            .store(waiting, std::sync::atomic::Ordering::Release);
+        self.waiting.send_replace(waiting);
+    }
+
+    /// Takes the close wanted, if one still is.
+    fn claim(&self) -> bool {
+        self.wanted.swap(false, std::sync::atomic::Ordering::AcqRel)
+    }
+}
+
+/// Resolves when the connection has been idle or reading a head for too long, or has been
+/// idle `pressed_idle` while a new connection waits for a slot and it claimed the close.
+pub(crate) async fn watchdog(clock: Arc<ConnClock>, timeouts: Timeouts, pressure: Arc<Pressure>) {
+    let poll = timeouts
+        .header
+        .min(timeouts.idle)
+        .max(Duration::from_millis(10))
+        / 2;
+    let mut changes = pressure.waiting.subscribe();
     loop {
-        match clock.deadline(header, idle) {
-            None => tokio::time::sleep(poll).await,
-            Some(d) if Instant::now() >= d => return,
-            Some(d) => tokio::time::sleep_until(d.into()).await,
+        let pressed = *changes.borrow_and_update();
+        let normal = clock.deadline(timeouts.header, timeouts.idle);
+        let early = pressed
+            .then(|| clock.deadline(timeouts.header, timeouts.idle.min(timeouts.pressed_idle)))
+            .flatten();
+        let now = Instant::now();
+        if normal.is_some_and(|d| now >= d) {
+            return;
+        }
+        if early.is_some_and(|d| now >= d) && pressure.claim() {
+            return;
+        }
+        let until = match (normal, early) {
+            (None, _) => now + poll,
+            (Some(n), Some(e)) if e > now => e.min(n),
+            (Some(n), _) => n,
+        };
+        tokio::select! {
+            _ = tokio::time::sleep_until(until.into()) => {}
+            // Cannot fail: this watchdog holds the sender (in `pressure`).
+            _ = changes.changed() => {}
         }
     }
 }

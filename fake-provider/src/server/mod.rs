@@ -8,8 +8,8 @@
 //!
 //! Bounds: at most `max_connections` connections are served at once (more wait in the
 //! kernel's accept queue, so descriptors are never exhausted); a connection idle for
-//! `idle_timeout`, or taking more than `header_read_timeout` to send a request head, is
-//! closed; a body not read whole within `body_read_timeout` gets 408 and the connection
+//! `idle_timeout` (`pressed_idle_timeout` while a new one waits for a slot), or taking more
+//! than `header_read_timeout` to send a request head, is closed; a body not read whole within `body_read_timeout` gets 408 and the connection
 //! closes; request heads are capped at `max_header_bytes` and every string the journal keeps
 //! (idempotency key, external reference, tenant, class, looked-up id) at `max_field_bytes`.
 
@@ -55,6 +55,9 @@ pub const DEFAULT_BODY_LIMIT: usize = 1 << 20;
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest time, by default, a keep-alive connection may sit idle between requests.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Longest time, by default, a connection may sit idle while a new one waits for a slot
+/// (every slot taken): idle clients then make room within about this long.
+pub const DEFAULT_PRESSED_IDLE_TIMEOUT: Duration = Duration::from_secs(1);
 /// Longest time, by default, to read a whole request body.
 pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// Connections served at once, by default (more wait in the accept queue).
@@ -77,6 +80,9 @@ pub struct ServerOptions {
     pub header_read_timeout: Duration,
     /// A connection with no request in progress and no byte arriving is closed after this.
     pub idle_timeout: Duration,
+    /// The same, while a new connection waits for a slot (`max_connections` served): idle
+    /// connections, such as ones opened and never used, cannot keep other clients out.
+    pub pressed_idle_timeout: Duration,
     /// A request body must be read whole within this time (else 408 and the connection
     /// closes), so a never-ending chunked body cannot hold a connection.
     pub body_read_timeout: Duration,
@@ -117,6 +123,7 @@ impl Default for ServerOptions {
             journal_ring: DEFAULT_JOURNAL_RING,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            pressed_idle_timeout: DEFAULT_PRESSED_IDLE_TIMEOUT,
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_header_bytes: DEFAULT_MAX_HEADER_BYTES,
@@ -244,17 +251,11 @@ pub async fn serve_listener(
     let app = router(state.clone());
     let mut http = http1::Builder::new();
     http.max_buf_size(options.max_header_bytes.max(8_192));
+    // True while an accepted connection waits for a slot: the served connections' watchdogs
+    // then close idle ones after `pressed_idle_timeout` instead of `idle_timeout`.
+    let pressure = conn::Pressure::new();
     tokio::pin!(shutdown);
     loop {
-        // A slot first: at the cap, new connections wait in the accept queue (no descriptor
-        // is taken for them here) until a served one ends.
-        let slot = tokio::select! {
-            _ = &mut shutdown => break,
-            slot = slots.clone().acquire_owned() => match slot {
-                Ok(s) => s,
-                Err(_) => break,
-            },
-        };
         let (stream, _) = tokio::select! {
             _ = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
@@ -266,12 +267,35 @@ pub async fn serve_listener(
                 }
             },
         };
+        // Then a slot: at the cap, this one connection waits for a served one to end, and
+        // the rest wait in the kernel's accept queue (no descriptor is taken for them).
+        let slot = match slots.clone().try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(tokio::sync::TryAcquireError::Closed) => break,
+            Err(tokio::sync::TryAcquireError::NoPermits) => {
+                pressure.set_waiting(true);
+                let slot = tokio::select! {
+                    _ = &mut shutdown => break,
+                    slot = slots.clone().acquire_owned() => match slot {
+                        Ok(s) => s,
+                        Err(_) => break,
+                    },
+                };
+                pressure.set_waiting(false);
+                slot
+            }
+        };
         let _ = stream.set_nodelay(true);
         let app = app.clone();
         let state = state.clone();
         let mut stop = stop_rx.clone();
         let http = http.clone();
-        let (header_timeout, idle_timeout) = (options.header_read_timeout, options.idle_timeout);
+        let timeouts = conn::Timeouts {
+            header: options.header_read_timeout,
+            idle: options.idle_timeout,
+            pressed_idle: options.pressed_idle_timeout,
+        };
+        let pressure = pressure.clone();
         tokio::spawn(async move {
             let _slot = slot;
             let clock = conn::ConnClock::new();
@@ -311,7 +335,7 @@ pub async fn serve_listener(
             tokio::select! {
                 _ = conn.as_mut() => {}
                 // Idle, or too slow sending a head: dropping the connection closes it.
-                _ = conn::watchdog(clock, header_timeout, idle_timeout) => {}
+                _ = conn::watchdog(clock, timeouts, pressure) => {}
                 _ = stopped(&mut stop) => {
                     conn.as_mut().graceful_shutdown();
                     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), conn).await;
