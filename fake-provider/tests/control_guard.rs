@@ -207,6 +207,19 @@ async fn a_configured_token_is_required_and_checked() {
     )
     .await;
     assert_eq!(s, 200);
+    // `/metrics` is the control plane's too: its counters and scope names need the token.
+    let (s, b) = call(addr, "GET", "/metrics", &host, "").await;
+    assert_eq!(s, 401, "{b}");
+    let (s, b) = call(
+        addr,
+        "GET",
+        "/metrics",
+        &format!("{host}Authorization: Bearer tok-123\r\n"),
+        "",
+    )
+    .await;
+    assert_eq!(s, 200, "{b}");
+    assert!(b.contains("stampede_provider_attempts_total"), "{b}");
 }
 
 #[tokio::test]

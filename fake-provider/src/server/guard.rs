@@ -1,4 +1,4 @@
-//! Who may use the control plane (`/_stampede/*`).
+//! Who may use the control plane (`/_stampede/*` and `/metrics`).
 //!
 //! - `Host` must name loopback (`localhost`, `127.x.x.x`, `::1`) or the bound address (any IP
 //!   literal when bound to `0.0.0.0`/`::`): a DNS-rebound name never gets through.
