@@ -295,3 +295,46 @@ async fn idle_connections_make_room_for_a_waiting_one() {
     }
     assert_eq!(open, 3, "idle connections left open");
 }
+
+/// A Content-Length past the body limit is answered 413 at once, before any of the body
+/// comes (it used to wait for the body, which may never come whole); a body that ends
+/// before its Content-Length is a 400 that says so.
+#[tokio::test]
+async fn a_declared_oversize_body_is_refused_up_front_and_a_short_one_is_named() {
+    let (addr, _h) = start(ServerOptions::default()).await;
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(
+        format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer sk-a-test-key\r\n\
+             Content-Type: application/json\r\nContent-Length: 50000000\r\n\r\n"
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    let got = read_until_closed(&mut s, Duration::from_secs(20))
+        .await
+        .expect("answered and closed with no body sent");
+    assert!(got.starts_with("HTTP/1.1 413"), "{got}");
+    assert!(got.contains("payload_too_large"), "{got}");
+
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(
+        format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer sk-a-test-key\r\n\
+             Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"model\":"
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    s.shutdown().await.unwrap();
+    let got = read_until_closed(&mut s, Duration::from_secs(20))
+        .await
+        .unwrap();
+    assert!(got.starts_with("HTTP/1.1 400"), "{got}");
+    assert!(
+        got.contains("end of file before message length reached"),
+        "{got}"
+    );
+}

@@ -19,6 +19,26 @@ where
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let limit = options.body_limit;
+    let too_large = |connection: &[(String, String)]| {
+        json_response(
+            413,
+            connection,
+            &error_body(
+                &format!("request body is larger than the limit of {limit} bytes"),
+                "invalid_request_error",
+                "payload_too_large",
+            ),
+        )
+    };
+    // A Content-Length past the limit is refused before any of the body is read (and the
+    // connection then closes: the body is left unread), rather than after reading up to
+    // the limit of a body that may never come whole.
+    if body.size_hint().lower() > limit as u64 {
+        return Err(too_large(&[(
+            "connection".to_string(),
+            "close".to_string(),
+        )]));
+    }
     let timeout = options.body_read_timeout;
     let Ok(read) = tokio::time::timeout(timeout, collect(Limited::new(body, limit))).await else {
         return Err(json_response(
@@ -36,19 +56,26 @@ where
     };
     match read {
         Ok(bytes) => Ok(bytes),
-        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(json_response(
-            413,
-            &[],
-            &error_body(
-                &format!("request body is larger than the limit of {limit} bytes"),
-                "invalid_request_error",
-                "payload_too_large",
-            ),
-        )),
+        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(too_large(&[])),
         Err(e) => Err(bad_request(&BadRequest(format!(
-            "could not read the request body: {e}"
+            "could not read the request body: {}",
+            with_causes(&*e)
         )))),
     }
+}
+
+/// An error and what caused it, `: `-separated: hyper's "error reading a body from
+/// connection" says what went wrong only in its cause (a body shorter than its
+/// Content-Length, a bad chunk size).
+fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
 }
 
 /// A body's data frames joined, as `BodyExt::collect` and `Collected::to_bytes` join them,
