@@ -310,7 +310,7 @@ async fn sse_stream_cut_after_k_chunks() {
         .client
         .post(format!("{}/v1/chat/completions", s.base))
         .bearer_auth("sk-a-test-key")
-        .json(&json!({ "messages": [{ "role": "user", "content": "hi" }], "max_tokens": 500, "stream": true }))
+        .json(&json!({ "model": "m", "messages": [{ "role": "user", "content": "hi" }], "max_tokens": 500, "stream": true }))
         .send()
         .await
         .unwrap();
@@ -603,4 +603,117 @@ async fn a_fault_can_say_x_should_retry_and_a_tpm_refusal_says_tokens() {
     let v: Value = refused.json().await.unwrap();
     assert_eq!(v["error"]["type"], "tokens", "{v}");
     assert_eq!(v["error"]["code"], "rate_limit_exceeded");
+}
+
+/// A body the real APIs refuse is refused in their words, so a client that sends one learns
+/// it here: OpenAI's with the parameter at fault and its code, Anthropic's with the field's
+/// dotted path; and a request with no key on `/v1/messages` is told Anthropic's header.
+#[tokio::test]
+async fn bodies_the_real_apis_refuse_are_refused_in_their_words() {
+    let s = start(config(None, vec![])).await;
+    let openai = |body: Value| {
+        s.client
+            .post(format!("{}/v1/chat/completions", s.base))
+            .bearer_auth("sk-a-test-key")
+            .json(&body)
+            .send()
+    };
+    let hi = json!([{ "role": "user", "content": "hi" }]);
+    for (body, param, code, says) in [
+        (json!({ "messages": hi }), Value::Null, Value::Null, "you must provide a model parameter"),
+        (json!({ "model": 5, "messages": hi }), json!("model"), json!("invalid_type"), "expected a string, but got an integer instead"),
+        (json!({ "model": "m" }), json!("messages"), json!("missing_required_parameter"), "Missing required parameter: 'messages'."),
+        (
+            json!({ "model": "m", "messages": [{ "role": "wizard", "content": "hi" }] }),
+            json!("messages[0].role"),
+            json!("invalid_value"),
+            "Invalid value: 'wizard'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'.",
+        ),
+        (
+            json!({ "model": "m", "messages": [{ "role": "user", "content": 5 }] }),
+            json!("messages[0].content"),
+            json!("invalid_type"),
+            "expected one of a string or array of objects, but got an integer instead",
+        ),
+        (json!({ "model": "m", "messages": hi, "temperature": "hot" }), json!("temperature"), json!("invalid_type"), "expected a decimal, but got a string"),
+        (json!({ "model": "m", "messages": hi, "temperature": 3 }), json!("temperature"), json!("decimal_above_max_value"), "Expected a value <= 2, but got 3 instead."),
+    ] {
+        let r = openai(body.clone()).await.unwrap();
+        assert_eq!(r.status(), 400, "{body}");
+        let e: Value = r.json().await.unwrap();
+        assert_eq!(e["error"]["type"], "invalid_request_error", "{body}: {e}");
+        assert_eq!((&e["error"]["param"], &e["error"]["code"]), (&param, &code), "{body}: {e}");
+        let message = e["error"]["message"].as_str().unwrap();
+        assert!(message.contains(says), "{body}: {message}");
+    }
+    // What the SDKs send is still answered.
+    let ok = openai(json!({ "model": "m", "messages": [{ "role": "developer", "content": "be brief" }, { "role": "user", "content": [{ "type": "text", "text": "hi" }] }], "temperature": 0.2 }))
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+
+    let anthropic = |body: Value, key: Option<&str>| {
+        let mut r = s
+            .client
+            .post(format!("{}/v1/messages", s.base))
+            .header("anthropic-version", "2023-06-01")
+            .json(&body);
+        if let Some(key) = key {
+            r = r.header("x-api-key", key);
+        }
+        r.send()
+    };
+    let hi = json!([{ "role": "user", "content": "hi" }]);
+    for (body, says) in [
+        (
+            json!({ "max_tokens": 16, "messages": hi }),
+            "model: Field required",
+        ),
+        (
+            json!({ "model": "m", "messages": hi }),
+            "max_tokens: Field required",
+        ),
+        (
+            json!({ "model": "m", "max_tokens": 0, "messages": hi }),
+            "max_tokens: Input should be greater than or equal to 1",
+        ),
+        (
+            json!({ "model": "m", "max_tokens": 16, "messages": [{ "role": "wizard", "content": "hi" }] }),
+            "messages.0.role: Input should be 'user' or 'assistant'",
+        ),
+        (
+            json!({ "model": "m", "max_tokens": 16, "messages": [{ "role": "user", "content": 5 }] }),
+            "messages.0.content: Input should be a valid string or a list of content blocks",
+        ),
+        (
+            json!({ "model": "m", "max_tokens": 16, "system": 5, "messages": hi }),
+            "system: Input should be a valid string or a list of text blocks",
+        ),
+    ] {
+        let r = anthropic(body.clone(), Some("sk-a-test-key"))
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 400, "{body}");
+        let e: Value = r.json().await.unwrap();
+        assert_eq!(e["type"], "error", "{body}: {e}");
+        assert_eq!(e["error"]["type"], "invalid_request_error", "{body}: {e}");
+        assert_eq!(e["error"]["message"], says, "{body}: {e}");
+    }
+    let r = anthropic(
+        json!({ "model": "m", "max_tokens": 16, "messages": hi }),
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 401);
+    let e: Value = r.json().await.unwrap();
+    assert_eq!(e["error"]["type"], "authentication_error", "{e}");
+    assert_eq!(e["error"]["message"], "x-api-key header is required", "{e}");
+    let r = anthropic(
+        json!({ "model": "m", "max_tokens": 16, "messages": hi }),
+        Some("sk-a-test-key"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 200);
 }

@@ -673,10 +673,13 @@ impl ProviderModel {
         let reject_ms = self.config.reject_latency.ms();
         // 1. Authentication: `known` is the key's scope and ordinal, looked up by `arrive`.
         let Some(((scope_idx, ordinal), credential)) = known.zip(req.credential.as_deref()) else {
-            let message = if req.credential.is_none() {
-                "No API key provided: send `Authorization: Bearer KEY`."
-            } else {
-                "Incorrect API key provided."
+            // In the words of the API the request came in on.
+            let anthropic = matches!(req.route, RequestRoute::Messages);
+            let message = match (req.credential.is_none(), anthropic) {
+                (true, false) => "No API key provided: send `Authorization: Bearer KEY`.",
+                (true, true) => "x-api-key header is required",
+                (false, false) => "Incorrect API key provided.",
+                (false, true) => "invalid x-api-key",
             };
             return decided(
                 seq,

@@ -27,10 +27,6 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
-/// Output tokens assumed when a request names no `max_tokens` (Anthropic requires it; a
-/// client that leaves it out gets this rather than a 400).
-const DEFAULT_MAX_TOKENS: u32 = 256;
-
 #[derive(Deserialize)]
 struct MessagesBody {
     messages: Vec<Message>,
@@ -86,20 +82,23 @@ pub(crate) async fn messages(State(app): State<App>, req: Request<Body>) -> Resp
     let v: Value = match serde_json::from_slice(&bytes) {
         Ok(v) => v,
         Err(e) => {
-            return error_response(&bad_request_body(&BadRequest(format!(
+            return error_response(&bad_request_body(&BadRequest::new(format!(
                 "malformed JSON body: {e}"
             ))))
         }
     };
+    if let Err(message) = check_messages_body(&v) {
+        return error_response(&bad_request_body(&BadRequest::new(message)));
+    }
     let parsed = match MessagesBody::deserialize(&v) {
         Ok(b) if !b.messages.is_empty() => b,
         Ok(_) => {
-            return error_response(&bad_request_body(&BadRequest(
+            return error_response(&bad_request_body(&BadRequest::new(
                 "messages: at least one message is required".into(),
             )))
         }
         Err(e) => {
-            return error_response(&bad_request_body(&BadRequest(format!(
+            return error_response(&bad_request_body(&BadRequest::new(format!(
                 "invalid messages request: {e}"
             ))))
         }
@@ -112,18 +111,85 @@ pub(crate) async fn messages(State(app): State<App>, req: Request<Body>) -> Resp
         + text_len(&parsed.system);
     req.prompt_tokens =
         u32::try_from(chars.div_ceil(4) + 4 * parsed.messages.len()).unwrap_or(u32::MAX);
-    req.max_tokens = parsed.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
+    // `check_messages_body` found it.
+    req.max_tokens = parsed.max_tokens.unwrap_or(1);
     req.stream = parsed.stream;
     req.body_hash = parse::canonical_hash(&v);
     req.model = parse::model(&v);
     super::routes::attempt_as(&app, req, super::respond::Wire::Anthropic).await
 }
 
+/// What Anthropic's API refuses of a Messages body beyond its shape, in its words (its
+/// messages name the field by a dotted path, `messages.0.role`): the model and `max_tokens`
+/// are required, roles are `user` or `assistant`, content and `system` are text or blocks.
+fn check_messages_body(v: &Value) -> Result<(), String> {
+    let Value::Object(body) = v else {
+        return Err("Input should be a valid dictionary or object to extract fields from".into());
+    };
+    match body.get("model") {
+        None => return Err("model: Field required".into()),
+        Some(Value::String(name)) if !name.is_empty() => {}
+        Some(Value::String(_)) => {
+            return Err("model: String should have at least 1 character".into())
+        }
+        Some(_) => return Err("model: Input should be a valid string".into()),
+    }
+    match body.get("max_tokens") {
+        None => return Err("max_tokens: Field required".into()),
+        Some(Value::Number(n)) if n.as_u64().is_some_and(|n| n >= 1) => {}
+        Some(Value::Number(n)) if n.as_i64().is_some_and(|n| n < 1) => {
+            return Err("max_tokens: Input should be greater than or equal to 1".into())
+        }
+        Some(_) => return Err("max_tokens: Input should be a valid integer".into()),
+    }
+    let blocks = |at: &str, content: &Value, what: &str| -> Result<(), String> {
+        match content {
+            Value::String(_) => Ok(()),
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    if !item.get("type").is_some_and(Value::is_string) {
+                        return Err(format!(
+                            "{at}.{i}: Input should be a content block, an object with a `type`"
+                        ));
+                    }
+                }
+                Ok(())
+            }
+            _ => Err(format!(
+                "{at}: Input should be a valid string or a list of {what}"
+            )),
+        }
+    };
+    if let Some(system) = body.get("system") {
+        blocks("system", system, "text blocks")?;
+    }
+    if let Some(Value::Array(messages)) = body.get("messages") {
+        for (i, m) in messages.iter().enumerate() {
+            match m.get("role") {
+                Some(Value::String(role)) if role == "user" || role == "assistant" => {}
+                None => return Err(format!("messages.{i}.role: Field required")),
+                Some(_) => {
+                    return Err(format!(
+                        "messages.{i}.role: Input should be 'user' or 'assistant'"
+                    ))
+                }
+            }
+            match m.get("content") {
+                None => return Err(format!("messages.{i}.content: Field required")),
+                Some(content) => {
+                    blocks(&format!("messages.{i}.content"), content, "content blocks")?
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 fn bad_request_body(e: &BadRequest) -> (u16, Vec<(String, String)>, Value) {
     (
         400,
         Vec::new(),
-        json!({ "type": "error", "error": { "type": "invalid_request_error", "message": e.0 } }),
+        json!({ "type": "error", "error": { "type": "invalid_request_error", "message": e.message } }),
     )
 }
 

@@ -36,7 +36,7 @@ pub(crate) async fn journal(
         match q.get(name).map(|s| s.parse::<u64>()) {
             None => Ok(None),
             Some(Ok(n)) => Ok(Some(n)),
-            Some(Err(_)) => Err(BadRequest(format!("`{name}` must be a whole number"))),
+            Some(Err(_)) => Err(BadRequest::new(format!("`{name}` must be a whole number"))),
         }
     };
     let (since, after_seq, limit) = match (number("since"), number("after_seq"), number("limit")) {
@@ -44,12 +44,12 @@ pub(crate) async fn journal(
         (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return bad_request(&e),
     };
     if since.is_some() && after_seq.is_some() {
-        return bad_request(&BadRequest(
+        return bad_request(&BadRequest::new(
             "give `after_seq` (paged) or `since` (everything after it), not both".into(),
         ));
     }
     if limit == Some(0) {
-        return bad_request(&BadRequest("`limit` must be at least 1".into()));
+        return bad_request(&BadRequest::new("`limit` must be at least 1".into()));
     }
     let paged = after_seq.is_some() || limit.is_some();
     let after = after_seq.or(since).unwrap_or(0);
@@ -144,7 +144,7 @@ pub(crate) async fn reset(State(app): State<App>) -> Response<Body> {
             *inner = fresh;
             json_response(200, &[], &json!({ "reset": true }))
         }
-        Err(e) => bad_request(&BadRequest(e.to_string())),
+        Err(e) => bad_request(&BadRequest::new(e.to_string())),
     }
 }
 
@@ -156,10 +156,10 @@ pub(crate) async fn scenario(State(app): State<App>, body: Body) -> Response<Bod
         Err(r) => return r,
     };
     let Ok(text) = std::str::from_utf8(&bytes) else {
-        return bad_request(&BadRequest("the scenario body is not UTF-8".into()));
+        return bad_request(&BadRequest::new("the scenario body is not UTF-8".into()));
     };
     if text.trim().is_empty() {
-        return bad_request(&BadRequest(
+        return bad_request(&BadRequest::new(
             "the scenario body is empty: send a scenario's TOML or a provider config as JSON"
                 .into(),
         ));
@@ -200,7 +200,7 @@ pub(crate) async fn scenario(State(app): State<App>, body: Body) -> Response<Bod
     });
     let config = match parsed {
         Ok(c) => c,
-        Err(m) => return bad_request(&BadRequest(m)),
+        Err(m) => return bad_request(&BadRequest::new(m)),
     };
     let mut inner = app.shared.lock();
     match Inner::build(config, app.shared.seed, inner.ring_capacity) {
@@ -219,7 +219,7 @@ pub(crate) async fn scenario(State(app): State<App>, body: Body) -> Response<Bod
                 &json!({ "replaced": true, "credentials": credentials }),
             )
         }
-        Err(e) => bad_request(&BadRequest(e.to_string())),
+        Err(e) => bad_request(&BadRequest::new(e.to_string())),
     }
 }
 

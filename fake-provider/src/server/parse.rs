@@ -13,9 +13,40 @@ use std::sync::Arc;
 /// Output tokens assumed when a completion request names no `max_tokens`.
 pub(crate) const DEFAULT_MAX_TOKENS: u32 = 256;
 
-/// A request the server cannot turn into an attempt: 400 with this message.
+/// A request the server cannot turn into an attempt: 400 with this message, and the
+/// parameter at fault and an error code where the real API gives them.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct BadRequest(pub(crate) String);
+pub(crate) struct BadRequest {
+    pub message: String,
+    /// The parameter at fault, as the real API names it (`messages[0].role`).
+    pub param: Option<String>,
+    /// OpenAI's `code` (`invalid_type`, `invalid_value`, ...); `None` is JSON `null`.
+    pub code: Option<&'static str>,
+}
+
+impl BadRequest {
+    /// A 400 with `message` and the server's own code, `invalid_request`.
+    pub(crate) fn new(message: String) -> Self {
+        BadRequest {
+            message,
+            param: None,
+            code: Some("invalid_request"),
+        }
+    }
+
+    /// A 400 as the real API answers a parameter at fault.
+    pub(crate) fn at(
+        param: impl Into<String>,
+        code: Option<&'static str>,
+        message: impl Into<String>,
+    ) -> Self {
+        BadRequest {
+            message: message.into(),
+            param: Some(param.into()),
+            code,
+        }
+    }
+}
 
 // Deserialized from the parsed value by reference: the role is borrowed from it and the
 // content skipped (`prompt_tokens` reads it from the value), so a message costs no copy.
@@ -57,7 +88,7 @@ pub(crate) fn capped(what: &str, value: &str, max: usize) -> Result<(), BadReque
     if value.len() <= max {
         return Ok(());
     }
-    Err(BadRequest(if what == "Idempotency-Key" {
+    Err(BadRequest::new(if what == "Idempotency-Key" {
         format!(
             "Keys for idempotent requests can only be {max} characters long (got {} bytes).",
             value.len()
@@ -100,7 +131,7 @@ pub(crate) fn base_request(
             Some(v) => v
                 .to_str()
                 .map(|s| Some(s.trim()))
-                .map_err(|_| BadRequest(format!("header `{name}` is not visible ASCII"))),
+                .map_err(|_| BadRequest::new(format!("header `{name}` is not visible ASCII"))),
         }
     };
     let text = |name: &HeaderName| -> Result<Option<&str>, BadRequest> {
@@ -121,7 +152,7 @@ pub(crate) fn base_request(
         text(name)?
             .map(|s| {
                 s.parse::<u64>().map_err(|_| {
-                    BadRequest(format!(
+                    BadRequest::new(format!(
                         "header `{name}` must be a whole number (got {s:?})"
                     ))
                 })
@@ -137,7 +168,7 @@ pub(crate) fn base_request(
     let attempt_no = number(&X_STAMPEDE_ATTEMPT)?
         .map(|n| {
             u32::try_from(n)
-                .map_err(|_| BadRequest("header `x-stampede-attempt` is too large".into()))
+                .map_err(|_| BadRequest::new("header `x-stampede-attempt` is too large".into()))
         })
         .transpose()?;
     Ok(Request {
@@ -161,11 +192,11 @@ pub(crate) fn base_request(
 /// Parses a JSON body, naming the problem (serde's message carries line and column).
 fn json_body(bytes: &[u8]) -> Result<Value, BadRequest> {
     if bytes.is_empty() {
-        return Err(BadRequest(
+        return Err(BadRequest::new(
             "the request body is empty: send a JSON object".into(),
         ));
     }
-    serde_json::from_slice(bytes).map_err(|e| BadRequest(format!("malformed JSON body: {e}")))
+    serde_json::from_slice(bytes).map_err(|e| BadRequest::new(format!("malformed JSON body: {e}")))
 }
 
 /// The `body_hash` of every route that has a body: `canonical_body_hash`'s value, the
@@ -228,17 +259,153 @@ fn field<'v>(v: &'v Value, name: &str, index: usize) -> Option<&'v Value> {
 }
 
 /// Fills a chat completion attempt from its body: the plain shape read straight off the
-/// bytes when it is one (see `plain_chat`), any other body through a `Value`.
+/// bytes when it is one (see `plain_chat`), any other body through a `Value`. A body the
+/// real API refuses (no model, a role it does not know, content of the wrong type, a
+/// temperature out of range) is refused here too, in its words: a client that sends one
+/// learns it against the fake provider, not in production.
 pub(crate) fn chat(req: &mut Request, bytes: &[u8]) -> Result<(), BadRequest> {
     if let Some(body) = plain_chat::read(bytes).filter(|b| !b.messages.is_empty()) {
-        plain(req, &body);
-        return Ok(());
+        return plain(req, &body);
     }
     chat_value(req, bytes)
 }
 
-/// [`chat`] for a plain body: what [`chat_value`] reads from the same bytes.
-fn plain(req: &mut Request, body: &PlainChat<'_>) {
+/// The roles OpenAI's chat completions accept, in its error's words.
+const CHAT_ROLES: [&str; 6] = [
+    "system",
+    "assistant",
+    "user",
+    "function",
+    "tool",
+    "developer",
+];
+
+/// The JSON type of `v` as OpenAI's errors name it (`got an integer instead`).
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "an integer",
+        Value::Number(_) => "a decimal",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn invalid_type(param: &str, expected: &str, got: &Value) -> BadRequest {
+    BadRequest::at(
+        param,
+        Some("invalid_type"),
+        format!(
+            "Invalid type for '{param}': expected {expected}, but got {} instead.",
+            json_kind(got)
+        ),
+    )
+}
+
+/// `model` is required and a name.
+fn check_model(model: Option<&str>) -> Result<(), BadRequest> {
+    match model {
+        Some(name) if !name.is_empty() => Ok(()),
+        _ => Err(BadRequest {
+            message: "you must provide a model parameter".into(),
+            param: None,
+            code: None,
+        }),
+    }
+}
+
+fn check_role(index: usize, role: &str) -> Result<(), BadRequest> {
+    if CHAT_ROLES.contains(&role) {
+        return Ok(());
+    }
+    let quoted: Vec<String> = CHAT_ROLES.iter().map(|r| format!("'{r}'")).collect();
+    let (last, rest) = quoted.split_last().expect("roles");
+    Err(BadRequest::at(
+        format!("messages[{index}].role"),
+        Some("invalid_value"),
+        format!(
+            "Invalid value: '{role}'. Supported values are: {}, and {last}.",
+            rest.join(", ")
+        ),
+    ))
+}
+
+/// What the real API checks of a chat body read as a `Value` beyond its shape: the model,
+/// each message's role and content, and the sampling numbers' types and ranges.
+fn check_chat_value(v: &Value) -> Result<(), BadRequest> {
+    match v.get("model") {
+        None | Some(Value::Null) => check_model(None)?,
+        Some(Value::String(name)) => check_model(Some(name))?,
+        Some(other) => return Err(invalid_type("model", "a string", other)),
+    }
+    if let Some(Value::Array(messages)) = v.get("messages") {
+        for (i, m) in messages.iter().enumerate() {
+            match m.get("role") {
+                Some(Value::String(role)) => check_role(i, role)?,
+                Some(other) => {
+                    return Err(invalid_type(
+                        &format!("messages[{i}].role"),
+                        "a string",
+                        other,
+                    ))
+                }
+                None => {
+                    return Err(BadRequest::at(
+                        format!("messages[{i}].role"),
+                        Some("missing_required_parameter"),
+                        format!("Missing required parameter: 'messages[{i}].role'."),
+                    ))
+                }
+            }
+            match m.get("content") {
+                None | Some(Value::Null | Value::String(_) | Value::Array(_)) => {}
+                Some(other) => {
+                    return Err(invalid_type(
+                        &format!("messages[{i}].content"),
+                        "one of a string or array of objects",
+                        other,
+                    ))
+                }
+            }
+        }
+    }
+    for (param, max) in [("temperature", 2.0), ("top_p", 1.0)] {
+        match v.get(param) {
+            None | Some(Value::Null) => {}
+            Some(Value::Number(n)) => {
+                let x = n.as_f64().unwrap_or(f64::NAN);
+                if !(0.0..=max).contains(&x) {
+                    let (code, side, bound) = if x < 0.0 {
+                        ("decimal_below_min_value", "below minimum", 0.0)
+                    } else {
+                        ("decimal_above_max_value", "above maximum", max)
+                    };
+                    let relation = if x < 0.0 { ">=" } else { "<=" };
+                    return Err(BadRequest::at(
+                        param,
+                        Some(code),
+                        format!(
+                            "Invalid '{param}': decimal {side} value. Expected a value {relation} {bound}, but got {n} instead."
+                        ),
+                    ));
+                }
+            }
+            Some(other) => return Err(invalid_type(param, "a decimal", other)),
+        }
+    }
+    Ok(())
+}
+
+/// [`chat`] for a plain body: what [`chat_value`] reads from the same bytes, refused where
+/// it refuses them (a plain body's content is a string and it has no sampling numbers, so
+/// only its model and roles can be at fault).
+fn plain(req: &mut Request, body: &PlainChat<'_>) -> Result<(), BadRequest> {
+    check_model(body.model.as_deref())?;
+    for (i, m) in body.messages.iter().enumerate() {
+        check_role(i, &m.0.role)?;
+    }
     req.body_hash = canonical_hash(body);
     req.model = body.model.as_deref().map(Arc::from);
     let chars: usize = body
@@ -257,15 +424,30 @@ fn plain(req: &mut Request, body: &PlainChat<'_>) {
         .stream_options
         .as_ref()
         .is_some_and(|o| o.0.include_usage == Some(true));
+    Ok(())
 }
 
 /// Fills a chat completion attempt from its body read as a `Value`.
 fn chat_value(req: &mut Request, bytes: &[u8]) -> Result<(), BadRequest> {
     let v = json_body(bytes)?;
+    if !v.is_object() {
+        return Err(BadRequest::new(format!(
+            "the request body must be a JSON object, not {}",
+            json_kind(&v)
+        )));
+    }
+    if v.get("messages").is_none() {
+        return Err(BadRequest::at(
+            "messages",
+            Some("missing_required_parameter"),
+            "Missing required parameter: 'messages'.",
+        ));
+    }
+    check_chat_value(&v)?;
     let body = ChatBody::deserialize(&v)
-        .map_err(|e| BadRequest(format!("invalid chat completion request: {e}")))?;
+        .map_err(|e| BadRequest::new(format!("invalid chat completion request: {e}")))?;
     if body.messages.is_empty() {
-        return Err(BadRequest(
+        return Err(BadRequest::new(
             "`messages` must hold at least one message".into(),
         ));
     }
@@ -299,7 +481,7 @@ pub(crate) fn embeddings(req: &mut Request, bytes: &[u8]) -> Result<(), BadReque
             })
             .sum(),
         _ => {
-            return Err(BadRequest(
+            return Err(BadRequest::new(
                 "`input` must be a string or a non-empty list of strings".into(),
             ))
         }
@@ -315,7 +497,9 @@ pub(crate) fn embeddings(req: &mut Request, bytes: &[u8]) -> Result<(), BadReque
 pub(crate) fn record(req: &mut Request, bytes: &[u8], max_field: usize) -> Result<(), BadRequest> {
     let v = json_body(bytes)?;
     let Value::Object(map) = &v else {
-        return Err(BadRequest("the record body must be a JSON object".into()));
+        return Err(BadRequest::new(
+            "the record body must be a JSON object".into(),
+        ));
     };
     req.external_ref = match map.get("external_ref") {
         None | Some(Value::Null) => None,
@@ -323,7 +507,7 @@ pub(crate) fn record(req: &mut Request, bytes: &[u8], max_field: usize) -> Resul
             capped("`external_ref`", s, max_field)?;
             Some(s.clone())
         }
-        Some(_) => return Err(BadRequest("`external_ref` must be a string".into())),
+        Some(_) => return Err(BadRequest::new("`external_ref` must be a string".into())),
     };
     req.body_hash = canonical_hash(&v);
     Ok(())
@@ -340,7 +524,7 @@ pub(crate) fn find_by(
     match (query.get("external_ref"), query.get("idempotency_key")) {
         (Some(r), None) => Ok(FindBy::ExternalRef(r.clone())),
         (None, Some(k)) => Ok(FindBy::IdempotencyKey(IdempotencyKey::new(k))),
-        _ => Err(BadRequest(
+        _ => Err(BadRequest::new(
             "give exactly one query parameter: `external_ref=...` or `idempotency_key=...`".into(),
         )),
     }
@@ -355,8 +539,7 @@ mod tests {
     fn read_plain(bytes: &[u8]) -> Option<Request> {
         let body = plain_chat::read(bytes).filter(|b| !b.messages.is_empty())?;
         let mut req = Request::default();
-        plain(&mut req, &body);
-        Some(req)
+        plain(&mut req, &body).ok().map(|()| req)
     }
 
     /// What a chat body gives an attempt, read through a `Value` (when it is valid).
@@ -576,8 +759,8 @@ mod tests {
         let bodies = [
             r#"{"model":"m","messages":[{"role":"user","content":"hello there"}],"max_tokens":16}"#,
             r#"{"max_tokens":20,"messages":[{"content":"aaaa","role":"user"}],"model":"stampede-fake","stream":false,"user":"00000000000000ff"}"#,
-            r#"{"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"été"}],"stream":true,"stream_options":{"include_usage":true}}"#,
-            r#"{ "messages" : [ { "role" : "user" } ] , "max_completion_tokens" : 7 }"#,
+            r#"{"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"été"}],"model":"m","stream":true,"stream_options":{"include_usage":true}}"#,
+            r#"{ "messages" : [ { "role" : "user" } ] , "max_completion_tokens" : 7, "model": "m" }"#,
         ];
         for text in bodies {
             let plain = read_plain(text.as_bytes()).expect(text);

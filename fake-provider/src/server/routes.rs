@@ -57,7 +57,7 @@ where
     match read {
         Ok(bytes) => Ok(bytes),
         Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(too_large(&[])),
-        Err(e) => Err(bad_request(&BadRequest(format!(
+        Err(e) => Err(bad_request(&BadRequest::new(format!(
             "could not read the request body: {}",
             with_causes(&*e)
         )))),
@@ -114,7 +114,12 @@ pub(crate) fn bad_request(e: &BadRequest) -> Response<Body> {
     json_response(
         400,
         &[],
-        &error_body(&e.0, "invalid_request_error", "invalid_request"),
+        &serde_json::json!({ "error": {
+            "message": e.message,
+            "type": "invalid_request_error",
+            "param": e.param,
+            "code": e.code,
+        } }),
     )
 }
 
