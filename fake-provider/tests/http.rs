@@ -549,6 +549,35 @@ async fn embeddings_are_a_cheap_call_charged_their_input() {
     let j = s.journal().await;
     assert_eq!(j[0]["route"], "/v1/embeddings");
     assert_eq!(j[0]["tokens_used"], 10);
+    // One vector for each input of a list, as OpenAI answers; a model is required.
+    let r = s
+        .client
+        .post(format!("{}/v1/embeddings", s.base))
+        .bearer_auth("sk-a-test-key")
+        .json(&json!({ "model": "e", "input": ["a", "b", "c"] }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    let indexes: Vec<&Value> = v["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| &d["index"])
+        .collect();
+    assert_eq!(indexes, [&json!(0), &json!(1), &json!(2)]);
+    let r = s
+        .client
+        .post(format!("{}/v1/embeddings", s.base))
+        .bearer_auth("sk-a-test-key")
+        .json(&json!({ "input": "a" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let e: Value = r.json().await.unwrap();
+    assert_eq!(e["error"]["message"], "you must provide a model parameter");
 }
 
 #[tokio::test]

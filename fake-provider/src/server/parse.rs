@@ -467,10 +467,20 @@ fn chat_value(req: &mut Request, bytes: &[u8]) -> Result<(), BadRequest> {
     Ok(())
 }
 
-/// Fills an embeddings attempt from its body (`input`: a string or a list of strings):
-/// charged one token per 4 characters, no output.
-pub(crate) fn embeddings(req: &mut Request, bytes: &[u8]) -> Result<(), BadRequest> {
+/// Fills an embeddings attempt from its body (`model`, and `input`: a string or a list of
+/// strings): charged one token per 4 characters, no output. Returns how many inputs it
+/// embeds (one vector each in the answer).
+pub(crate) fn embeddings(req: &mut Request, bytes: &[u8]) -> Result<usize, BadRequest> {
     let v = json_body(bytes)?;
+    match v.get("model") {
+        None | Some(Value::Null) => check_model(None)?,
+        Some(Value::String(name)) => check_model(Some(name))?,
+        Some(other) => return Err(invalid_type("model", "a string", other)),
+    }
+    let inputs = match v.get("input") {
+        Some(Value::Array(items)) => items.len(),
+        _ => 1,
+    };
     let chars = match v.get("input") {
         Some(Value::String(s)) => s.chars().count(),
         Some(Value::Array(items)) if !items.is_empty() => items
@@ -490,7 +500,7 @@ pub(crate) fn embeddings(req: &mut Request, bytes: &[u8]) -> Result<(), BadReque
     req.model = model(&v);
     req.prompt_tokens = u32::try_from(chars.div_ceil(4).max(1)).unwrap_or(u32::MAX);
     req.max_tokens = 0;
-    Ok(())
+    Ok(inputs)
 }
 
 /// Fills a record write from its body (a JSON object; `external_ref` a string if present).

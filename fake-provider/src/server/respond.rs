@@ -183,7 +183,10 @@ pub(crate) enum Wire {
     /// Anthropic Messages (see `anthropic`).
     Anthropic,
     /// OpenAI embeddings: a 200 is a list of vectors; errors are OpenAI's.
-    Embeddings,
+    Embeddings {
+        /// How many inputs the request embeds: one vector each, as OpenAI answers.
+        inputs: usize,
+    },
 }
 
 /// What the edge adds to a decision to write a completion's body, which the model leaves
@@ -243,7 +246,7 @@ pub(crate) async fn play(
             // Streams and Anthropic's messages are rendered from the value (an embedding's
             // 200 reads no body).
             let body = match &completion {
-                Some(c) if wire != Wire::Embeddings => c.to_value(),
+                Some(c) if !matches!(wire, Wire::Embeddings { .. }) => c.to_value(),
                 _ => body,
             };
             let headers = signals.headers();
@@ -269,19 +272,22 @@ pub(crate) async fn play(
                     drop(departure);
                     anthropic::answer(seq, status, &headers, &body, usage)
                 }
-                (_, Wire::Embeddings) if status == 200 => {
+                (_, Wire::Embeddings { inputs }) if status == 200 => {
                     drop(departure);
                     let (input, _) = usage.unwrap_or((0, 0));
                     let vector: Vec<f64> = (0..8).map(|i| f64::from(i) / 8.0).collect();
+                    let data: Vec<Value> = (0..inputs.max(1))
+                        .map(|index| json!({ "object": "embedding", "index": index, "embedding": vector }))
+                        .collect();
                     let body = json!({
                         "object": "list",
-                        "data": [{ "object": "embedding", "index": 0, "embedding": vector }],
+                        "data": data,
                         "model": "stampede-fake-embedding",
                         "usage": { "prompt_tokens": input, "total_tokens": input },
                     });
                     json_response(200, &headers, &body)
                 }
-                (_, Wire::OpenAi { .. } | Wire::Embeddings) => {
+                (_, Wire::OpenAi { .. } | Wire::Embeddings { .. }) => {
                     drop(departure);
                     json_response(status, &headers, &body)
                 }
@@ -306,7 +312,7 @@ pub(crate) async fn play(
             wait(real_latency_ms, &mut stop).await;
             let body = json!({ "id": format!("chatcmpl-{seq}"), "model": "stampede-fake", "created": unix_now() });
             let frames: Frames = match wire {
-                Wire::OpenAi { .. } | Wire::Embeddings => {
+                Wire::OpenAi { .. } | Wire::Embeddings { .. } => {
                     sse_frames(seq, &body, after_chunks, u32::MAX, None)
                 }
                 Wire::Anthropic => anthropic::sse_frames(seq, &body, None, after_chunks, false),
@@ -325,7 +331,7 @@ pub(crate) async fn play(
             wait(real_latency_ms, &mut stop).await;
             let body = json!({ "id": format!("chatcmpl-{seq}"), "model": "stampede-fake", "created": unix_now() });
             let frames: Frames = match wire {
-                Wire::OpenAi { .. } | Wire::Embeddings => {
+                Wire::OpenAi { .. } | Wire::Embeddings { .. } => {
                     let err = json!({ "error": { "message": "The stream was interrupted by a server error.", "type": "server_error", "param": null, "code": "stream_error" } });
                     let last = Bytes::from(format!("event: error\ndata: {err}\n\n"));
                     Box::new(

@@ -212,10 +212,11 @@ pub(crate) async fn embeddings(State(app): State<App>, req: HttpRequest<Body>) -
         Ok(r) => r,
         Err(e) => return bad_request(&e),
     };
-    if let Err(e) = parse::embeddings(&mut req, &bytes) {
-        return bad_request(&e);
-    }
-    attempt_as(&app, req, respond::Wire::Embeddings).await
+    let inputs = match parse::embeddings(&mut req, &bytes) {
+        Ok(inputs) => inputs,
+        Err(e) => return bad_request(&e),
+    };
+    attempt_as(&app, req, respond::Wire::Embeddings { inputs }).await
 }
 
 pub(crate) async fn create_record(
