@@ -84,6 +84,21 @@ pub fn main(args: CheckArgs) -> ExitCode {
             .clone()
             .unwrap_or_else(|| PathBuf::from("runs").join("check"))
     });
+    // A folder that cannot be made fails here, once, rather than as every scenario's error
+    // after all of them have played.
+    if let Some(root) = &out_root {
+        if let Err(e) = std::fs::create_dir_all(root) {
+            let what = if root.is_file() {
+                "it is a file, not a folder".to_string()
+            } else {
+                format!("it cannot be made: {e}")
+            };
+            return exit::bad_input(format!(
+                "--out {}: {what}; give a folder to write the run folders and junit.xml in",
+                root.display()
+            ));
+        }
+    }
     let junit_path = match (&args.junit, args.no_write) {
         (Some(p), _) => Some(p.clone()),
         (None, false) => out_root.as_ref().map(|root| root.join("junit.xml")),

@@ -62,9 +62,17 @@ pub fn parse_shard(text: &str) -> Result<Shard, String> {
         .split_once('/')
         .ok_or_else(|| format!("expected I/N; {hint}"))?;
     let number = |s: &str, what: &str| {
-        s.trim()
-            .parse::<u32>()
-            .map_err(|_| format!("{what} {s:?} is not a whole number; {hint}"))
+        let s = s.trim();
+        s.parse::<u32>().map_err(|_| {
+            if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+                format!(
+                    "{what} {s} is too large: a sweep splits into at most {} shards; {hint}",
+                    crate::sweep::MAX_RUNS
+                )
+            } else {
+                format!("{what} {s:?} is not a whole number; {hint}")
+            }
+        })
     };
     let (index, count) = (number(i, "I")?, number(n, "N")?);
     if count == 0 {
@@ -312,8 +320,13 @@ fn inexact_floats(v: &Value, pointer: String, out: &mut BTreeMap<String, String>
 pub fn read_shard(dir: &Path) -> Result<(Manifest, Vec<ShardRun>), String> {
     let manifest_path = dir.join(MANIFEST);
     if !dir.is_dir() {
+        let what = if dir.exists() {
+            "not a folder"
+        } else {
+            "no such folder"
+        };
         return Err(format!(
-            "{}: no such folder; give the folders written by `stampede sweep ... --shard I/N --out DIR`",
+            "{}: {what}; give the folders written by `stampede sweep ... --shard I/N --out DIR`",
             dir.display()
         ));
     }
@@ -352,13 +365,16 @@ pub fn read_shard(dir: &Path) -> Result<(Manifest, Vec<ShardRun>), String> {
             .and_then(|r| usize::try_from(r).ok())
             .ok_or_else(|| bad("no run number".into()))?;
         if expected.get(n) != Some(&run) {
-            return Err(bad(format!(
-                "run {run} where shard {} holds run {} next",
-                manifest.shard,
-                expected
-                    .get(n)
-                    .map_or_else(|| "none".to_string(), |r| r.to_string())
-            )));
+            return Err(bad(match expected.get(n) {
+                Some(next) => format!(
+                    "run {run} where shard {} holds run {next} next (a line repeated, missing or out of order)",
+                    manifest.shard
+                ),
+                None => format!(
+                    "run {run} after the shard's last run, {} (a line repeated or added)",
+                    expected.last().map_or_else(|| "none".to_string(), |r| r.to_string())
+                ),
+            }));
         }
         let config: BTreeMap<String, String> =
             serde_json::from_value(v.get("config").cloned().unwrap_or(Value::Null))
@@ -657,6 +673,13 @@ mod tests {
             .unwrap_err()
             .contains("not a whole number"));
         assert!(parse_shard("1").unwrap_err().contains("expected I/N"));
+        assert!(parse_shard("0/18446744073709551616")
+            .unwrap_err()
+            .contains("N 18446744073709551616 is too large"));
+        let file = tempfile::NamedTempFile::new().unwrap();
+        assert!(read_shard(file.path())
+            .unwrap_err()
+            .contains(": not a folder;"));
         assert!(parse_shard("-1/3")
             .unwrap_err()
             .contains("not a whole number"));

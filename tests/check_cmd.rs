@@ -262,6 +262,26 @@ fn a_missing_path_exits_2() {
     assert!(xml.contains("nowhere: no such file or folder"), "{xml}");
 }
 
+/// An `--out` that is a file is refused before anything plays, where every scenario used to
+/// play and then be reported an error, with a JUnit path under the file claimed written.
+#[test]
+fn an_out_that_is_a_file_is_refused_up_front() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("s.toml");
+    std::fs::write(&file, scenario("s", 5, "")).unwrap();
+    let not_a_folder = tmp.path().join("out.txt");
+    std::fs::write(&not_a_folder, "x").unwrap();
+    let out = stampede(&["check", a_str(&file), "--out", a_str(&not_a_folder)]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("out.txt: it is a file, not a folder"), "{err}");
+    assert!(
+        text(&out.stdout).is_empty(),
+        "nothing played: {}",
+        text(&out.stdout)
+    );
+}
+
 #[test]
 fn two_files_with_one_name_give_two_suites_named_by_path() {
     let tmp = tempfile::tempdir().unwrap();

@@ -401,3 +401,64 @@ fn a_huge_or_non_utf8_file_is_refused_with_what_to_do() {
     assert!(err.contains("it is not UTF-8 text"), "{err}");
     assert!(err.contains("save it as UTF-8"), "{err}");
 }
+
+/// What the hunt for hostile input found unclear, said plainly: a field missing from the
+/// whole file is no fault of its first key, a nested one gets no top-level hint, a well-formed
+/// duration too long or a rate of `inf` is named for what it is, two arrival patterns read
+/// as a sentence, an empty name is refused, and expectations no figure can pass are refused.
+#[test]
+fn what_the_hostile_input_hunt_found_unclear_is_said_plainly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let body = scenario("").replace("duration = \"1m\"\n", "");
+    let err = refused(tmp.path(), &body, &[]);
+    assert!(
+        err.contains("s.toml: missing field `duration` (every scenario needs name, duration"),
+        "{err}"
+    );
+    assert!(!err.contains("key `name`"), "{err}");
+
+    let body = scenario("").replace("count = 5\n", "");
+    let err = refused(tmp.path(), &body, &[]);
+    assert!(err.contains("missing field `count`"), "{err}");
+    assert!(!err.contains("every scenario needs"), "{err}");
+
+    let body = scenario("").replace("duration = \"1m\"", "duration = \"1000000000h\"");
+    let err = refused(tmp.path(), &body, &[]);
+    assert!(
+        err.contains("duration \"1000000000h\" is too long"),
+        "{err}"
+    );
+
+    let body = scenario("").replace("rate = \"1/s\"", "rate = \"inf/s\"");
+    let err = refused(tmp.path(), &body, &[]);
+    assert!(err.contains("the count must be a finite number"), "{err}");
+    assert!(!err.contains("above zero"), "{err}");
+
+    let body = scenario("").replace("rate = \"1/s\"", "rate = \"1/s\", poisson = \"1/s\"");
+    let err = refused(tmp.path(), &body, &[]);
+    assert!(
+        err.contains("arrival has two patterns (rate and poisson); pick one: write \"backlog\""),
+        "{err}"
+    );
+    assert!(err.contains("(a rate: write it like \"10/s\""), "{err}");
+
+    let body = scenario("").replace("name = \"m\"", "name = \"\"");
+    let err = refused(tmp.path(), &body, &[]);
+    assert_points(&err, &body, "name", "name");
+    assert!(err.contains("the name is empty"), "{err}");
+
+    for (limit, says) in [
+        (
+            "completed = nan",
+            "`completed` has the limit nan, which no figure passes",
+        ),
+        (
+            "completed = { min = 10, max = 5 }",
+            "`completed` has min 10 above max 5: no figure can pass",
+        ),
+    ] {
+        let body = scenario(&format!("[expect]\n{limit}\n"));
+        let err = refused(tmp.path(), &body, &[]);
+        assert!(err.contains(says), "{limit}: {err}");
+    }
+}

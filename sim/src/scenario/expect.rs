@@ -208,16 +208,26 @@ fn is_status_label(label: &str) -> bool {
     status || OUTCOME_LABELS.contains(&label)
 }
 
+/// A bound's number; `nan` is none (no figure compares with it, so it could never pass).
 fn as_number(v: &toml::Value) -> Option<f64> {
     match v {
         toml::Value::Integer(i) => Some(*i as f64),
-        toml::Value::Float(f) => Some(*f),
+        toml::Value::Float(f) if !f.is_nan() => Some(*f),
         _ => None,
     }
 }
 
 fn parse_limit(key: &str, v: &toml::Value) -> Result<ExpectSpec, (String, String)> {
     let hint = "write a number (a maximum) or { min = .., max = .. }";
+    let nan = |at: String| {
+        Err((
+            at,
+            format!("`{key}` has the limit nan, which no figure passes: {hint}"),
+        ))
+    };
+    if matches!(v, toml::Value::Float(f) if f.is_nan()) {
+        return nan(format!("expect.{key}"));
+    }
     if let Some(max) = as_number(v) {
         return Ok(ExpectSpec {
             key: key.to_string(),
@@ -251,6 +261,9 @@ fn parse_limit(key: &str, v: &toml::Value) -> Result<ExpectSpec, (String, String
             })?;
             continue;
         }
+        if matches!(bound, toml::Value::Float(f) if f.is_nan()) {
+            return nan(format!("expect.{key}.{k}"));
+        }
         let n = as_number(bound).ok_or_else(|| {
             (
                 format!("expect.{key}.{k}"),
@@ -273,6 +286,18 @@ fn parse_limit(key: &str, v: &toml::Value) -> Result<ExpectSpec, (String, String
             format!("expect.{key}"),
             format!("`{key}` has no bound: {hint}"),
         ));
+    }
+    if let (Some(min), Some(max)) = (spec.min, spec.max) {
+        if min > max {
+            return Err((
+                format!("expect.{key}"),
+                format!(
+                    "`{key}` has min {} above max {}: no figure can pass; swap them",
+                    fmt_num(min),
+                    fmt_num(max)
+                ),
+            ));
+        }
     }
     if spec.abort {
         if monotone(key).is_none() {

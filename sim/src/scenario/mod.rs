@@ -132,6 +132,10 @@ pub struct Scenario {
 /// would take every byte of memory).
 pub const MAX_SCENARIO_BYTES: u64 = 16 * 1024 * 1024;
 
+/// Longest scenario name, in characters: it names the run folder, and file systems cap a
+/// name at 255 bytes.
+pub const MAX_NAME_CHARS: usize = 100;
+
 /// Reads a scenario file, applies `--seed` and `--set`, and checks it.
 pub fn load(path: &Path, seed: Option<u64>, sets: &[Override]) -> Result<Scenario, ScenarioError> {
     let file = path.display().to_string();
@@ -210,10 +214,14 @@ pub fn parse(text: &str, file: &str, sets: &[Override]) -> Result<Scenario, Scen
     };
 
     let raw: ScenarioFile = toml::from_str(&checked_text).map_err(|e: toml::de::Error| {
-        let key = e.span().and_then(|s| {
+        let message = plain_words(e.message().trim());
+        // A field missing from the whole file is reported at the file's start, where the
+        // first key written sits: it is no fault of that key.
+        let whole_file =
+            message.starts_with("missing field") && e.span().is_some_and(|s| s.start == 0);
+        let key = e.span().filter(|_| !whole_file).and_then(|s| {
             KeyIndex::new(&checked_text).and_then(|idx| idx.key_at(s.start).map(str::to_string))
         });
-        let message = plain_words(e.message().trim());
         match key
             .as_deref()
             .and_then(|k| sets.iter().find(|ov| related(&ov.path, k)))
@@ -222,7 +230,8 @@ pub fn parse(text: &str, file: &str, sets: &[Override]) -> Result<Scenario, Scen
                 Some(ov.path.clone()),
                 format!("--set {}={}: {message}", ov.path, ov.raw),
             ),
-            None => err(key, with_hint(&message)),
+            None if whole_file => err(None, with_hint(&message)),
+            None => err(key, message),
         }
     })?;
 
@@ -323,6 +332,24 @@ fn with_hint(message: &str) -> String {
 
 /// Cross-checks that serde cannot express. Errors are `(dotted key, message)`.
 fn resolve(raw: ScenarioFile, has_provider: bool) -> Result<Scenario, (String, String)> {
+    // The name is the run folder's (runs/<name>/): an empty one would write into runs/.
+    if raw.name.trim().is_empty() {
+        return Err((
+            "name".into(),
+            "the name is empty: give the scenario a name, e.g. name = \"checkout-backlog\" \
+             (its run folder is runs/<name>/)"
+                .into(),
+        ));
+    }
+    if raw.name.chars().count() > MAX_NAME_CHARS {
+        return Err((
+            "name".into(),
+            format!(
+                "the name is {} characters long: give at most {MAX_NAME_CHARS} (it names the run folder)",
+                raw.name.chars().count()
+            ),
+        ));
+    }
     if raw.duration.ms() == 0 {
         return Err((
             "duration".into(),

@@ -60,7 +60,10 @@ pub fn parse_duration_ms(text: &str) -> Result<u64, String> {
         total += number * factor;
     }
     if !total.is_finite() || total > 1e15 {
-        return Err(bad());
+        // Well formed, but past any span a run plays (1e15 ms is over 30,000 years).
+        return Err(format!(
+            "duration {text:?} is too long: give at most a few years, {DURATION_HINT}"
+        ));
     }
     Ok(total.round() as u64)
 }
@@ -124,7 +127,12 @@ pub fn parse_rate(text: &str) -> Result<Rate, String> {
         "h" | "hour" => 3_600_000,
         other => parse_duration_ms(other).map_err(|_| bad())?,
     };
-    if !(count.is_finite() && count > 0.0) || per_ms == 0 {
+    if !count.is_finite() {
+        return Err(format!(
+            "bad rate {text:?}: the count must be a finite number ({RATE_HINT})"
+        ));
+    }
+    if count <= 0.0 || per_ms == 0 {
         return Err(format!(
             "bad rate {text:?}: the rate must be above zero ({RATE_HINT})"
         ));

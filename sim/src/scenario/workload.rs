@@ -230,7 +230,7 @@ impl<'de> Deserialize<'de> for Arrival {
                 };
                 if let Some(extra) = map.next_key::<String>()? {
                     return Err(de::Error::custom(format!(
-                        "arrival has two patterns ({key} and {extra}); pick one: {ARRIVAL_HINT}; rates look like {RATE_HINT}"
+                        "arrival has two patterns ({key} and {extra}); pick one: {ARRIVAL_HINT} (a rate: {RATE_HINT})"
                     )));
                 }
                 Ok(arrival)
