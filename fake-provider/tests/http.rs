@@ -632,6 +632,28 @@ async fn a_fault_can_say_x_should_retry_and_a_tpm_refusal_says_tokens() {
     let v: Value = refused.json().await.unwrap();
     assert_eq!(v["error"]["type"], "tokens", "{v}");
     assert_eq!(v["error"]["code"], "rate_limit_exceeded");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("Limit 20, Used 14. Please try again in"),
+        "{message}"
+    );
+    // A request larger than the whole limit is told so, not to try again: no wait lets it
+    // through.
+    let huge = s
+        .client
+        .post(format!("{}/v1/chat/completions", s.base))
+        .bearer_auth("sk-a-test-key")
+        .json(&json!({ "model": "m", "messages": [{ "role": "user", "content": "hello" }], "max_tokens": 100 }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(huge.status(), 429);
+    let v: Value = huge.json().await.unwrap();
+    assert_eq!(
+        v["error"]["message"],
+        "Request too large on tokens per min (TPM): Limit 20, Requested 106. The input or output tokens must be reduced in order to run successfully.",
+        "{v}"
+    );
 }
 
 /// A body the real APIs refuse is refused in their words, so a client that sends one learns

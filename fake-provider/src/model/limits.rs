@@ -108,16 +108,32 @@ impl Refusal {
         }
     }
 
-    /// A message in the style of the provider's.
-    pub(crate) fn describe(self, limit: u64, used: u64) -> String {
-        let what = match self {
+    /// What the limit counts, as the provider's messages name it.
+    fn what(self) -> &'static str {
+        match self {
             Refusal::Concurrency => "concurrent requests",
             Refusal::RequestsPerMinute => "requests per min (RPM)",
             Refusal::TokensPerMinute => "tokens per min (TPM)",
             Refusal::RequestsPerDay => "requests per day (RPD)",
             Refusal::TokensPerDay => "tokens per day (TPD)",
-        };
-        format!("Rate limit reached on {what}: Limit {limit}, Used {used}.")
+        }
+    }
+
+    /// A message in the style of the provider's.
+    pub(crate) fn describe(self, limit: u64, used: u64) -> String {
+        format!(
+            "Rate limit reached on {}: Limit {limit}, Used {used}.",
+            self.what()
+        )
+    }
+
+    /// OpenAI's message for a request larger than the whole token limit (`requested`
+    /// tokens against `limit`), which no wait lets through.
+    pub(crate) fn too_large(self, limit: u64, requested: u64) -> String {
+        format!(
+            "Request too large on {}: Limit {limit}, Requested {requested}. The input or output tokens must be reduced in order to run successfully.",
+            self.what()
+        )
     }
 }
 

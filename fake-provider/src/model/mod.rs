@@ -858,12 +858,22 @@ impl ProviderModel {
                 _ => ("requests", "rate_limit_exceeded"),
             };
             let client_wait = self.clock.client_ms(wait);
+            // A request the token limit could never hold is told so, as OpenAI tells it,
+            // rather than to try again in a while (it would be refused again, for ever).
+            let never_fits = matches!(
+                refusal,
+                limits::Refusal::TokensPerMinute | limits::Refusal::TokensPerDay
+            ) && charge > limit;
             let message = move || {
-                format!(
-                    "{} Please try again in {}.",
-                    refusal.describe(limit, used),
-                    headers::go_duration(client_wait)
-                )
+                if never_fits {
+                    refusal.too_large(limit, charge)
+                } else {
+                    format!(
+                        "{} Please try again in {}.",
+                        refusal.describe(limit, used),
+                        headers::go_duration(client_wait)
+                    )
+                }
             };
             let answer = self.rate_limited(
                 refuser,
