@@ -274,6 +274,9 @@ pub(crate) struct ParsedRecord {
 
 /// Parses one line (without its `\n`) into a record, or says why it is not one.
 pub(crate) fn parse_line(line: &[u8], key: &ChainKey) -> Result<ParsedRecord, String> {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Err("the line is empty: a trail holds one record on every line".into());
+    }
     let value: Value = serde_json::from_slice(line).map_err(|e| format!("not JSON ({e})"))?;
     let Value::Object(map) = value else {
         return Err("not a JSON object".into());

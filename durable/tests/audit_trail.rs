@@ -434,3 +434,19 @@ fn a_line_longer_than_any_record_is_unparsable_without_reading_it_all() {
         other => panic!("expected an unparsable line, got {other:?}"),
     }
 }
+
+/// A blank line (an editor's trailing newline) is named for what it is, where it read as
+/// "EOF while parsing at line 1 column 0".
+#[test]
+fn a_blank_line_is_named_empty() {
+    let (_dir, path) = trail(2);
+    let mut bytes = fs::read(&path).unwrap();
+    bytes.extend_from_slice(b"\n");
+    fs::write(&path, &bytes).unwrap();
+    let b = broken(&path);
+    assert_eq!(b.line, 3);
+    match &b.problem {
+        Problem::Unparsable { reason } => assert!(reason.contains("the line is empty"), "{reason}"),
+        other => panic!("expected an unparsable line, got {other:?}"),
+    }
+}

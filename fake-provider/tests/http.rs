@@ -592,6 +592,12 @@ async fn unknown_routes_are_answered_404_and_journaled_and_sdk_claims_are_kept()
         .await
         .unwrap();
     assert_eq!(r.status(), 404);
+    let e: Value = r.json().await.unwrap();
+    let message = e["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("no route for POST /v2/chat/completions: see "),
+        "{message}"
+    );
     let sent = s
         .chat("sk-a-test-key")
         .header("x-stainless-retry-count", "2")

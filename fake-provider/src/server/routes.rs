@@ -317,7 +317,10 @@ pub(crate) async fn not_found(
             ("x-request-id".to_string(), format!("req_{seq:012}")),
         ],
         &error_body(
-            &format!("no route for {}: see /v1/chat/completions, /v1/messages, /v1/embeddings, /v1/records, /v1/items/{{id}}, /_stampede/*", uri.path()),
+            &format!(
+                "no route for {method} {}: see /v1/chat/completions, /v1/messages, /v1/embeddings, /v1/records, /v1/items/{{id}}, /_stampede/*",
+                if uri.path().is_empty() { uri.to_string() } else { uri.path().to_string() }
+            ),
             "invalid_request_error",
             "unknown_route",
         ),

@@ -163,10 +163,16 @@ pub fn load(path: &Path, seed: Option<u64>, sets: &[Override]) -> Result<Scenari
 /// The text of `path`, or `None` when it holds more than [`MAX_SCENARIO_BYTES`].
 fn read_bounded(path: &Path) -> std::io::Result<Option<String>> {
     use std::io::Read;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?
-        .take(MAX_SCENARIO_BYTES + 1)
-        .read_to_end(&mut bytes)?;
+    let file = std::fs::File::open(path)?;
+    // Sized from the file's length, as `read_to_string` sizes it (a `Take` gives no hint):
+    // one allocation, not a doubling series.
+    let hint = file
+        .metadata()
+        .map_or(0, |m| m.len())
+        .min(MAX_SCENARIO_BYTES)
+        + 1;
+    let mut bytes = Vec::with_capacity(usize::try_from(hint).unwrap_or(0));
+    file.take(MAX_SCENARIO_BYTES + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > MAX_SCENARIO_BYTES {
         return Ok(None);
     }
