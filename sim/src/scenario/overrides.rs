@@ -34,8 +34,19 @@ pub fn parse_override(arg: &str) -> Result<Override, String> {
     let value = format!("v = {raw}")
         .parse::<Table>()
         .ok()
-        .and_then(|mut t| t.remove("v"))
-        .unwrap_or_else(|| Value::String(raw.to_string()));
+        .and_then(|mut t| t.remove("v"));
+    // A whole number TOML cannot hold would otherwise be taken as text, and refused as
+    // "invalid type: string" where the key wants a number.
+    let digits = raw.trim().trim_start_matches(['-', '+']).replace('_', "");
+    if value.is_none() && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!(
+            "--set {path}={raw}: {} is past the whole numbers a scenario holds (TOML's, from {} to {})",
+            raw.trim(),
+            i64::MIN,
+            i64::MAX
+        ));
+    }
+    let value = value.unwrap_or_else(|| Value::String(raw.to_string()));
     Ok(Override {
         path: path.to_string(),
         raw: raw.to_string(),
@@ -139,6 +150,24 @@ mod tests {
         );
         let err = apply(&mut t, &parse_override("name.first=1").unwrap()).unwrap_err();
         assert!(err.contains("`name` is a string"), "{err}");
+    }
+
+    #[test]
+    fn a_whole_number_past_toml_is_refused_as_too_large_not_as_text() {
+        let err = parse_override("seed=18446744073709551615").unwrap_err();
+        assert!(
+            err.contains("18446744073709551615 is past the whole numbers a scenario holds"),
+            "{err}"
+        );
+        assert!(parse_override("seed=9223372036854775807").is_ok());
+        // Text that is not a number stays text.
+        assert_eq!(
+            parse_override("client.preset=naive")
+                .unwrap()
+                .value
+                .as_str(),
+            Some("naive")
+        );
     }
 
     #[test]
