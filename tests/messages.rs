@@ -447,6 +447,14 @@ fn what_the_hostile_input_hunt_found_unclear_is_said_plainly() {
     assert_points(&err, &body, "name", "name");
     assert!(err.contains("the name is empty"), "{err}");
 
+    // `[crashes]` for `[[crashes]]`: the message says how a list of tables is written.
+    let body = scenario("[crashes]\nat = \"1s\"\n");
+    let err = refused(tmp.path(), &body, &[]);
+    assert!(
+        err.contains("invalid type: a table, expected a list: [a, b], or a list of tables written as [[key]] blocks"),
+        "{err}"
+    );
+
     for (limit, says) in [
         (
             "completed = nan",

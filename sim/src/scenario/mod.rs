@@ -308,8 +308,13 @@ pub fn plain_words(message: &str) -> String {
         m = m.replace(&format!("expected {ty}"), &format!("expected {words}"));
     }
     m = m
-        .replace("expected a sequence", "expected a list like [1, 2]")
-        .replace("expected a map", "expected a table like { key = value }");
+        .replace(
+            "expected a sequence",
+            "expected a list: [a, b], or a list of tables written as [[key]] blocks",
+        )
+        .replace("expected a map", "expected a table like { key = value }")
+        .replace("invalid type: map,", "invalid type: a table,")
+        .replace("invalid type: sequence,", "invalid type: a list,");
     for (rust, words) in [
         ("expected struct ", "expected a table"),
         ("expected enum ", "expected a name"),
