@@ -13,24 +13,8 @@ use sha2::{Digest, Sha256};
 /// How every reference starts.
 pub const PREFIX: &str = "credref:v1:";
 
-/// The key as it may be shown, as the provider's journal shows it: its first three and last
-/// four characters when at least 12 more stay hidden (a key of 19 characters or more; real
-/// keys have 40 to 200), its first three when it has 12 to 18, else `****`.
-pub fn mask(key: &str) -> String {
-    let chars: Vec<char> = key.chars().collect();
-    // At least 9 characters stay hidden whatever is shown (12 when the last four show), and
-    // a short key shows nothing, not even its length: a key of 9 shown as `abc...fghi` gave
-    // away 7 of its 9.
-    match chars.len() {
-        19.. => {
-            let head: String = chars[..3].iter().collect();
-            let tail: String = chars[chars.len() - 4..].iter().collect();
-            format!("{head}...{tail}")
-        }
-        12..=18 => format!("{}...", chars[..3].iter().collect::<String>()),
-        _ => "****".to_string(),
-    }
-}
+/// The key as it may be shown, as the provider's journal shows it (`stampede_secret::mask`).
+pub use stampede_secret::mask;
 
 /// The stable hash part of a key's reference (32 hex digits).
 pub fn key_hash(key: &str) -> String {

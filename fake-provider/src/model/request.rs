@@ -331,26 +331,9 @@ pub(crate) fn hex16(value: u64) -> [u8; 16] {
     out
 }
 
-/// A credential as it may appear in the journal, the banner and the control plane: its first
-/// three and last four characters when at least 12 more stay hidden (a key of 19 characters
-/// or more; real keys have 40 to 200), its first three when it has 12 to 18, else `****`.
-/// The durable ledger's `credential_ref::mask` is the same rule (`tests/secrets.rs` holds the two
-/// together).
-pub fn mask_credential(key: &str) -> String {
-    let chars: Vec<char> = key.chars().collect();
-    // At least 9 characters stay hidden whatever is shown (12 when the last four show), and
-    // a short key shows nothing, not even its length: a key of 9 shown as `abc...fghi` gave
-    // away 7 of its 9.
-    match chars.len() {
-        19.. => {
-            let head: String = chars[..3].iter().collect();
-            let tail: String = chars[chars.len() - 4..].iter().collect();
-            format!("{head}...{tail}")
-        }
-        12..=18 => format!("{}...", chars[..3].iter().collect::<String>()),
-        _ => "****".to_string(),
-    }
-}
+/// A credential as it may appear in the journal, the banner and the control plane (the
+/// rule is `stampede_secret::mask`, which the durable ledger's references use too).
+pub use stampede_secret::mask as mask_credential;
 
 #[cfg(test)]
 mod tests {
