@@ -54,6 +54,15 @@ async fn read_until_closed(s: &mut TcpStream, limit: Duration) -> Result<String,
     }
 }
 
+/// `GET /v1/items/1` on a connection of its own, answered and closed.
+async fn get_item(addr: SocketAddr) -> String {
+    request(
+        addr,
+        format!("GET /v1/items/1 HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer sk-a-test-key\r\nConnection: close\r\n\r\n"),
+    )
+    .await
+}
+
 async fn request(addr: SocketAddr, raw: String) -> String {
     let mut s = TcpStream::connect(addr).await.unwrap();
     s.write_all(raw.as_bytes()).await.unwrap();
@@ -159,11 +168,7 @@ async fn connections_past_the_cap_wait_for_a_slot() {
     let _b = TcpStream::connect(addr).await.unwrap();
     tokio::time::sleep(Duration::from_millis(50)).await;
     let t = Instant::now();
-    let got = request(
-        addr,
-        format!("GET /v1/items/1 HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer sk-a-test-key\r\nConnection: close\r\n\r\n"),
-    )
-    .await;
+    let got = get_item(addr).await;
     assert!(got.starts_with("HTTP/1.1 200"), "{got}");
     // It was served only once an idle connection was closed and freed its slot.
     assert!(
@@ -275,11 +280,7 @@ async fn idle_connections_make_room_for_a_waiting_one() {
     }
     tokio::time::sleep(Duration::from_millis(50)).await;
     let t = Instant::now();
-    let got = request(
-        addr,
-        format!("GET /v1/items/1 HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer sk-a-test-key\r\nConnection: close\r\n\r\n"),
-    )
-    .await;
+    let got = get_item(addr).await;
     assert!(got.starts_with("HTTP/1.1 200"), "{got}");
     // Served once an idle connection was closed: long before the minute (the bound leaves
     // a busy machine its scheduling noise).
