@@ -78,6 +78,14 @@ fn set_in(cur: &mut Value, segs: &[&str], value: &Value, full: &str) -> Result<(
                 t.insert((*seg).to_string(), value.clone());
                 return Ok(());
             }
+            // An index under a key the file does not write addresses an entry of a list that
+            // does not exist: say so, rather than make a table whose key is a number.
+            if !t.contains_key(*seg) && rest[0].parse::<usize>().is_ok() {
+                return Err(format!(
+                    "--set {full}: `{here}` is not in the file, so it has no entry {}; set a list's entries where the file writes the list",
+                    rest[0]
+                ));
+            }
             let next = t
                 .entry((*seg).to_string())
                 .or_insert_with(|| Value::Table(Table::new()));
@@ -150,6 +158,16 @@ mod tests {
         );
         let err = apply(&mut t, &parse_override("name.first=1").unwrap()).unwrap_err();
         assert!(err.contains("`name` is a string"), "{err}");
+        // A list the file does not write has no entries to set (a table keyed "0" was made).
+        let err = apply(
+            &mut t,
+            &parse_override("client.layers.0.preset=naive").unwrap(),
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("`client.layers` is not in the file, so it has no entry 0"),
+            "{err}"
+        );
     }
 
     #[test]
