@@ -185,7 +185,7 @@ pub use ledger::{ActionState, InMemoryLedger, Ledger, LedgerEntry, LedgerError};
 // The policy and its named presets.
 pub use policy::{
     Backoff, ClassPolicy, FailureGroup, FallbackRoute, FallbackWhen, Jitter, Policy, RoutePlan,
-    Routing, Rung, RungKind, ScopeBudget,
+    Routing, Rung, RungKind, ScopeBudget, MAX_ATTEMPTS,
 };
 pub use preset::{preset, PRESETS};
 

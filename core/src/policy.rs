@@ -335,6 +335,11 @@ impl Default for QuotaPolicy {
     }
 }
 
+/// Most attempts a class may give one logical action. An action's retrying is bounded by
+/// time with `max_wait`; this bounds the count, so attempts answered in no time cannot
+/// repeat without end at one instant of a virtual run.
+pub const MAX_ATTEMPTS: u32 = 1_000;
+
 /// The full policy. See `Policy::default()` for the stampede defaults and
 /// [`crate::preset::preset`] for the named comparison clients.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -427,6 +432,15 @@ impl Policy {
             if class.max_attempts == 0 {
                 return Err(format!(
                     "classes.{name}.max_attempts = 0: use 1 for a single attempt"
+                ));
+            }
+            if class.max_attempts > MAX_ATTEMPTS {
+                return Err(format!(
+                    "classes.{name}.max_attempts = {}: give at most {MAX_ATTEMPTS} (bound the \
+                     retrying by time with max_wait instead; attempts answered in no time, 0 ms \
+                     refusals with no backoff, would otherwise repeat billions of times at one \
+                     instant)",
+                    class.max_attempts
                 ));
             }
             if class.timeout.is_zero() {

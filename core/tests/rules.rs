@@ -434,6 +434,22 @@ fn attempts_never_exceed_the_class_max_attempts() {
     assert_eq!(terminal.unwrap().reason, Reason::AttemptsExhausted);
 }
 
+/// A class's attempts are bounded in count as well as in time: past `MAX_ATTEMPTS` a policy
+/// is refused, since attempts answered in no time (0 ms refusals, no backoff) would
+/// otherwise repeat without end at one instant of a virtual run.
+#[test]
+fn max_attempts_is_bounded() {
+    let mut policy = Policy::default();
+    policy.classes.get_mut("llm").unwrap().max_attempts = stampede_core::MAX_ATTEMPTS;
+    assert!(policy.validate().is_ok());
+    policy.classes.get_mut("llm").unwrap().max_attempts = stampede_core::MAX_ATTEMPTS + 1;
+    let err = policy.validate().unwrap_err();
+    assert!(
+        err.starts_with("classes.llm.max_attempts = 1001: give at most 1000"),
+        "{err}"
+    );
+}
+
 /// Answers every send with `status` at once, every 10 ms for two virtual minutes; the sends
 /// made and the last terminal.
 fn answer_every_send(
