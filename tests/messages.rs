@@ -470,3 +470,47 @@ fn what_the_hostile_input_hunt_found_unclear_is_said_plainly() {
         assert!(err.contains(says), "{limit}: {err}");
     }
 }
+
+/// docs/contract.md: `--set client.preset=naive`, `--set client.workers=8` and `--set
+/// provider.scopes.0.rpm=1200` work on every shipped scenario but the listed exceptions,
+/// which are refused saying what to write instead.
+#[test]
+fn the_contract_overrides_work_on_every_shipped_scenario_but_the_listed_ones() {
+    let dir = common::repo().join("scenarios");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 20, "{files:?}");
+    let sdk_only = ["amplification", "layers", "router-failover"];
+    let several_providers = ["fallback"];
+    for file in &files {
+        let name = file.file_stem().unwrap().to_str().unwrap();
+        for set in [
+            "client.preset=naive",
+            "client.workers=8",
+            "provider.scopes.0.rpm=1200",
+        ] {
+            let out = stampede(&["validate", a_str(file), "--set", set]);
+            let err = text(&out.stderr);
+            let refused = match set {
+                "client.preset=naive" => sdk_only.contains(&name),
+                "provider.scopes.0.rpm=1200" => several_providers.contains(&name),
+                _ => false,
+            };
+            if !refused {
+                assert_eq!(out.status.code(), Some(0), "{name} --set {set}: {err}");
+                continue;
+            }
+            assert_eq!(out.status.code(), Some(2), "{name} --set {set}");
+            let says = if set.starts_with("client") {
+                "set client.preset"
+            } else {
+                "write --set providers."
+            };
+            assert!(err.contains(says), "{name} --set {set}: {err}");
+        }
+    }
+}

@@ -56,6 +56,22 @@ pub fn parse_override(arg: &str) -> Result<Override, String> {
 
 /// Applies one override to a parsed scenario.
 pub fn apply(root: &mut Table, ov: &Override) -> Result<(), String> {
+    // A scenario of several providers names them under `providers.<name>`.
+    if let (Some(rest), None, Some(Value::Table(providers))) = (
+        ov.path.strip_prefix("provider."),
+        root.get("provider"),
+        root.get("providers"),
+    ) {
+        let names: Vec<&str> = providers.keys().map(String::as_str).collect();
+        return Err(format!(
+            "--set {}: this scenario has several providers ({}), each under providers.<name>: \
+             write --set providers.{}.{rest}={}",
+            ov.path,
+            names.join(", "),
+            names.first().copied().unwrap_or("NAME"),
+            ov.raw
+        ));
+    }
     let segs: Vec<&str> = ov.path.split('.').collect();
     // Work on a copy so an error leaves `root` untouched.
     let mut whole = Value::Table(root.clone());
