@@ -132,8 +132,11 @@ largest() {
   sed -nE 's/^ *([0-9,]+) \([^)]*\)  [^:]*:(.*)$/\1\t\2/p' <<<"$annotated" |
     sed -E 's/ \[[^]]*\]$//' | tr -d , |
     awk -F'\t' '{ own[$2] += $1 } END { for (f in own) printf "%d\t%s\n", own[f], f }' |
-    sort -rn | head -n "$n" |
-    awk -F'\t' -v total="$total" '{ printf "  %5.1f%%  %s\n", 100 * $1 / total, $2 }'
+    # awk keeps the first n and reads on: `head` would stop reading, and under pipefail the
+    # SIGPIPE it leaves `sort` with (once the list outgrows the pipe's buffer, as the dev
+    # build's does) fails the script.
+    sort -rn |
+    awk -F'\t' -v n="$n" -v total="$total" 'NR <= n { printf "  %5.1f%%  %s\n", 100 * $1 / total, $2 }'
 }
 
 # Counts from another profile, or from one that cargo applies CARGO_PROFILE_<PROFILE>_*
