@@ -304,6 +304,15 @@ fn invalid_type(param: &str, expected: &str, got: &Value) -> BadRequest {
     )
 }
 
+/// A body's `model`, as a `Value`: required, a string, and a name ([`check_model`]).
+fn check_model_value(v: &Value) -> Result<(), BadRequest> {
+    match v.get("model") {
+        None | Some(Value::Null) => check_model(None),
+        Some(Value::String(name)) => check_model(Some(name)),
+        Some(other) => Err(invalid_type("model", "a string", other)),
+    }
+}
+
 /// `model` is required and a name.
 fn check_model(model: Option<&str>) -> Result<(), BadRequest> {
     match model {
@@ -335,11 +344,7 @@ fn check_role(index: usize, role: &str) -> Result<(), BadRequest> {
 /// What the real API checks of a chat body read as a `Value` beyond its shape: the model,
 /// each message's role and content, and the sampling numbers' types and ranges.
 fn check_chat_value(v: &Value) -> Result<(), BadRequest> {
-    match v.get("model") {
-        None | Some(Value::Null) => check_model(None)?,
-        Some(Value::String(name)) => check_model(Some(name))?,
-        Some(other) => return Err(invalid_type("model", "a string", other)),
-    }
+    check_model_value(v)?;
     if let Some(Value::Array(messages)) = v.get("messages") {
         for (i, m) in messages.iter().enumerate() {
             match m.get("role") {
@@ -377,12 +382,11 @@ fn check_chat_value(v: &Value) -> Result<(), BadRequest> {
             Some(Value::Number(n)) => {
                 let x = n.as_f64().unwrap_or(f64::NAN);
                 if !(0.0..=max).contains(&x) {
-                    let (code, side, bound) = if x < 0.0 {
-                        ("decimal_below_min_value", "below minimum", 0.0)
+                    let (code, side, relation, bound) = if x < 0.0 {
+                        ("decimal_below_min_value", "below minimum", ">=", 0.0)
                     } else {
-                        ("decimal_above_max_value", "above maximum", max)
+                        ("decimal_above_max_value", "above maximum", "<=", max)
                     };
-                    let relation = if x < 0.0 { ">=" } else { "<=" };
                     return Err(BadRequest::at(
                         param,
                         Some(code),
@@ -472,11 +476,7 @@ fn chat_value(req: &mut Request, bytes: &[u8]) -> Result<(), BadRequest> {
 /// embeds (one vector each in the answer).
 pub(crate) fn embeddings(req: &mut Request, bytes: &[u8]) -> Result<usize, BadRequest> {
     let v = json_body(bytes)?;
-    match v.get("model") {
-        None | Some(Value::Null) => check_model(None)?,
-        Some(Value::String(name)) => check_model(Some(name))?,
-        Some(other) => return Err(invalid_type("model", "a string", other)),
-    }
+    check_model_value(&v)?;
     let inputs = match v.get("input") {
         Some(Value::Array(items)) => items.len(),
         _ => 1,
