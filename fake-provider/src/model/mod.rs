@@ -1658,7 +1658,13 @@ enum KeyRefusal {
 
 /// An OpenAI-shaped error body.
 pub fn error_body(message: &str, kind: &str, code: &str) -> Value {
-    json!({ "error": { "message": message, "type": kind, "param": null, "code": code } })
+    error_body_at(message, kind, None, Some(code))
+}
+
+/// [`error_body`] naming the parameter at fault (`messages[0].role`), and with OpenAI's
+/// `code`, which may be `null`.
+pub fn error_body_at(message: &str, kind: &str, param: Option<&str>, code: Option<&str>) -> Value {
+    json!({ "error": { "message": message, "type": kind, "param": param, "code": code } })
 }
 
 #[cfg(test)]

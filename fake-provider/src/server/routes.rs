@@ -3,7 +3,7 @@
 use super::parse::{self, BadRequest};
 use super::respond::{self, json_response};
 use super::{App, ServerOptions};
-use crate::model::{error_body, Request, RequestRoute};
+use crate::model::{error_body, error_body_at, Request, RequestRoute};
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Request as HttpRequest, Response};
@@ -114,12 +114,12 @@ pub(crate) fn bad_request(e: &BadRequest) -> Response<Body> {
     json_response(
         400,
         &[],
-        &serde_json::json!({ "error": {
-            "message": e.message,
-            "type": "invalid_request_error",
-            "param": e.param,
-            "code": e.code,
-        } }),
+        &error_body_at(
+            &e.message,
+            "invalid_request_error",
+            e.param.as_deref(),
+            e.code,
+        ),
     )
 }
 
