@@ -30,8 +30,8 @@ use std::sync::Arc;
 #[derive(Deserialize)]
 struct MessagesBody {
     messages: Vec<Message>,
-    #[serde(default)]
-    max_tokens: Option<u32>,
+    /// Required (`check_messages_body` refuses a body without it).
+    max_tokens: u32,
     #[serde(default)]
     system: Value,
     #[serde(default)]
@@ -111,8 +111,7 @@ pub(crate) async fn messages(State(app): State<App>, req: Request<Body>) -> Resp
         + text_len(&parsed.system);
     req.prompt_tokens =
         u32::try_from(chars.div_ceil(4) + 4 * parsed.messages.len()).unwrap_or(u32::MAX);
-    // `check_messages_body` found it.
-    req.max_tokens = parsed.max_tokens.unwrap_or(1);
+    req.max_tokens = parsed.max_tokens;
     req.stream = parsed.stream;
     req.body_hash = parse::canonical_hash(&v);
     req.model = parse::model(&v);
