@@ -174,7 +174,9 @@ fn sweep(args: SweepArgs) -> ExitCode {
     let seeds: Vec<u64> = (0..u64::from(args.seeds.get()))
         .map(|i| base.seed + i)
         .collect();
-    let total_runs = loaded.len() * seeds.len();
+    // Counted by `SweepSize::of`, within MAX_RUNS.
+    let total_runs = size.runs as usize;
+    debug_assert_eq!(total_runs, loaded.len() * seeds.len());
     let seed_count = seeds.len();
     let seeds = &seeds;
     let jobs: Vec<Job> = loaded
@@ -335,7 +337,7 @@ impl SweepSize {
             let sizes: Vec<String> = varied.iter().map(|v| v.values.len().to_string()).collect();
             return Err(format!(
                 "--vary: {} configurations ({}) is more than the {MAX_CONFIGS} one sweep loads; vary fewer values, or split the grid into several sweeps",
-                if sizes.len() == 1 { sizes[0].clone() } else { sizes.join(" x ") },
+                sizes.join(" x "),
                 varied.iter().map(|v| v.key.as_str()).collect::<Vec<_>>().join(", ")
             ));
         };
