@@ -253,9 +253,14 @@ pub async fn serve_listener(
     let app = router(state.clone());
     let mut http = http1::Builder::new();
     http.max_buf_size(options.max_header_bytes.max(8_192));
-    // True while an accepted connection waits for a slot: the served connections' watchdogs
-    // then close idle ones after `pressed_idle_timeout` instead of `idle_timeout`.
+    // Raised while an accepted connection waits for a slot: the served connections'
+    // watchdogs then close an idle one after `pressed_idle_timeout`, not `idle_timeout`.
     let pressure = conn::Pressure::new();
+    let timeouts = conn::Timeouts {
+        header: options.header_read_timeout,
+        idle: options.idle_timeout,
+        pressed_idle: options.pressed_idle_timeout,
+    };
     tokio::pin!(shutdown);
     loop {
         let (stream, _) = tokio::select! {
@@ -292,11 +297,6 @@ pub async fn serve_listener(
         let state = state.clone();
         let mut stop = stop_rx.clone();
         let http = http.clone();
-        let timeouts = conn::Timeouts {
-            header: options.header_read_timeout,
-            idle: options.idle_timeout,
-            pressed_idle: options.pressed_idle_timeout,
-        };
         let pressure = pressure.clone();
         tokio::spawn(async move {
             let _slot = slot;
