@@ -352,12 +352,12 @@ fn resolve(raw: ScenarioFile, has_provider: bool) -> Result<Scenario, (String, S
                 .into(),
         ));
     }
-    if raw.name.chars().count() > MAX_NAME_CHARS {
+    let name_chars = raw.name.chars().count();
+    if name_chars > MAX_NAME_CHARS {
         return Err((
             "name".into(),
             format!(
-                "the name is {} characters long: give at most {MAX_NAME_CHARS} (it names the run folder)",
-                raw.name.chars().count()
+                "the name is {name_chars} characters long: give at most {MAX_NAME_CHARS} (it names the run folder)"
             ),
         ));
     }
