@@ -1,0 +1,117 @@
+//! The README's promises about the fake provider quote figures the code sets: the bounds
+//! of `stampede serve` (its `ServerOptions` defaults) and how much of a key a mask shows.
+//! This holds each figure written there to the value or behaviour it names.
+
+use std::path::Path;
+
+mod common;
+use common::thousands;
+
+use stampede_provider::model::mask_credential;
+use stampede_provider::server::{
+    ServerOptions, DEFAULT_BODY_LIMIT, DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_FIELD_BYTES,
+    DEFAULT_MAX_HEADER_BYTES, DEFAULT_PRESSED_IDLE_TIMEOUT,
+};
+
+fn readme() -> String {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README.md");
+    // Lines are wrapped anywhere: compare the words alone.
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn says(readme: &str, words: &str) {
+    assert!(
+        readme.contains(words),
+        "the README no longer says {words:?}"
+    );
+}
+
+#[test]
+fn the_server_bounds_the_readme_quotes_are_the_defaults() {
+    let r = readme();
+    let secs = |d: std::time::Duration| d.as_secs();
+    says(
+        &r,
+        &format!(
+            "At most {} are served at once",
+            thousands(DEFAULT_MAX_CONNECTIONS as u64)
+        ),
+    );
+    says(
+        &r,
+        &format!("A connection idle for {} s", secs(DEFAULT_IDLE_TIMEOUT)),
+    );
+    says(
+        &r,
+        &format!(
+            "slower than {} s to send a request head",
+            secs(DEFAULT_HEADER_READ_TIMEOUT)
+        ),
+    );
+    says(
+        &r,
+        &format!(
+            "one connection idle for {} s is closed to make room",
+            secs(DEFAULT_PRESSED_IDLE_TIMEOUT)
+        ),
+    );
+    says(
+        &r,
+        &format!(
+            "body not read whole within {} s gets `408`",
+            secs(DEFAULT_BODY_READ_TIMEOUT)
+        ),
+    );
+    says(
+        &r,
+        &format!(
+            "Request heads are capped at {} KiB, bodies at {} MiB (`413`)",
+            DEFAULT_MAX_HEADER_BYTES / 1024,
+            DEFAULT_BODY_LIMIT / (1024 * 1024)
+        ),
+    );
+    says(
+        &r,
+        &format!("An `Idempotency-Key` over {DEFAULT_MAX_FIELD_BYTES} bytes gets `400`"),
+    );
+    // And they are what a server is given unless told otherwise.
+    let o = ServerOptions::default();
+    assert_eq!(
+        (
+            o.max_connections,
+            o.idle_timeout,
+            o.pressed_idle_timeout,
+            o.body_limit
+        ),
+        (
+            DEFAULT_MAX_CONNECTIONS,
+            DEFAULT_IDLE_TIMEOUT,
+            DEFAULT_PRESSED_IDLE_TIMEOUT,
+            DEFAULT_BODY_LIMIT
+        )
+    );
+}
+
+#[test]
+fn the_key_mask_the_readme_describes_is_the_one_applied() {
+    let r = readme();
+    says(
+        &r,
+        "key as `sk-...1234` (its first three and last four characters) when at least 12 more stay hidden",
+    );
+    says(&r, "a key of 12 to 18 as `sk-...`, a shorter one as `****`");
+    let key = |len: usize| -> String {
+        "sk-"
+            .chars()
+            .chain("a".repeat(len).chars())
+            .take(len)
+            .collect()
+    };
+    // 19 characters: 3 + 4 shown, 12 hidden.
+    assert_eq!(mask_credential(&format!("{}1234", key(15))), "sk-...1234");
+    assert_eq!(mask_credential(&key(18)), "sk-...");
+    assert_eq!(mask_credential(&key(12)), "sk-...");
+    assert_eq!(mask_credential(&key(11)), "****");
+}
