@@ -774,3 +774,101 @@ async fn bodies_the_real_apis_refuse_are_refused_in_their_words() {
     .unwrap();
     assert_eq!(r.status(), 200);
 }
+
+/// The real APIs check the key before they read the body: a body they would refuse, sent
+/// with a key they do not know or with none, is told 401 (journaled as every refused key
+/// is), and only a known key hears what is wrong with the body.
+#[tokio::test]
+async fn the_key_is_checked_before_the_body() {
+    let s = start(config(None, vec![])).await;
+    let post = |path: &str, key: Option<(&str, &str)>, body: &'static str| {
+        let mut r = s
+            .client
+            .post(format!("{}{path}", s.base))
+            .header("content-type", "application/json")
+            .body(body);
+        if let Some((header, value)) = key {
+            r = r.header(header, value);
+        }
+        r.send()
+    };
+    let bearer = |key: &'static str| Some(("authorization", key));
+    for (path, key, body, status, says) in [
+        (
+            "/v1/chat/completions",
+            bearer("Bearer sk-wrong"),
+            "{\"messages\": [",
+            401,
+            "Incorrect API key provided.",
+        ),
+        (
+            "/v1/chat/completions",
+            None,
+            "{\"model\": 5}",
+            401,
+            "No API key provided",
+        ),
+        (
+            "/v1/chat/completions",
+            bearer("Bearer sk-a-test-key"),
+            "{\"messages\": [",
+            400,
+            "malformed JSON",
+        ),
+        (
+            "/v1/embeddings",
+            bearer("Bearer sk-wrong"),
+            "{}",
+            401,
+            "Incorrect API key provided.",
+        ),
+        (
+            "/v1/embeddings",
+            bearer("Bearer sk-a-test-key"),
+            "{}",
+            400,
+            "model",
+        ),
+        (
+            "/v1/records",
+            bearer("Bearer sk-wrong"),
+            "[]",
+            401,
+            "Incorrect API key provided.",
+        ),
+        (
+            "/v1/messages",
+            Some(("x-api-key", "sk-wrong")),
+            "{",
+            401,
+            "invalid x-api-key",
+        ),
+        (
+            "/v1/messages",
+            None,
+            "{\"model\": \"m\"}",
+            401,
+            "x-api-key header is required",
+        ),
+        (
+            "/v1/messages",
+            Some(("x-api-key", "sk-a-test-key")),
+            "{\"model\": \"m\"}",
+            400,
+            "max_tokens",
+        ),
+    ] {
+        let r = post(path, key, body).await.unwrap();
+        assert_eq!(r.status(), status, "{path} {key:?} {body}");
+        let e: Value = r.json().await.unwrap();
+        let message = e["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(says), "{path} {key:?} {body}: {e}");
+    }
+    // Each 401 reached the model and is in the journal; no 400 is.
+    let journal = s.journal().await;
+    let statuses: Vec<u64> = journal
+        .iter()
+        .filter_map(|e| e["status"].as_u64())
+        .collect();
+    assert_eq!(statuses, [401; 6], "{journal:?}");
+}

@@ -491,6 +491,13 @@ impl ProviderModel {
         }
     }
 
+    /// Whether `credential` is a key the provider accepts (`provider.credentials`): a
+    /// query, which changes nothing. An edge asks it before refusing a malformed body, since
+    /// the real APIs check the key first (see the server's `routes::key_first`).
+    pub fn knows_credential(&self, credential: Option<&str>) -> bool {
+        credential.is_some_and(|key| self.credentials.contains_key(key))
+    }
+
     /// An attempt reaches the edge at `now`: journal it, apply limits and faults, commit side
     /// effects, and say what the client sees and after how long.
     pub fn arrive(&mut self, req: &Request, now: Millis) -> Decision {

@@ -79,28 +79,12 @@ pub(crate) async fn messages(State(app): State<App>, req: Request<Body>) -> Resp
             .and_then(|v| v.to_str().ok())
             .map(|s| Arc::from(s.trim()));
     }
-    let v: Value = match serde_json::from_slice(&bytes) {
-        Ok(v) => v,
+    let (v, parsed) = match read_messages(&bytes) {
+        Ok(read) => read,
         Err(e) => {
-            return error_response(&bad_request_body(&BadRequest::new(format!(
-                "malformed JSON body: {e}"
-            ))))
-        }
-    };
-    if let Err(message) = check_messages_body(&v) {
-        return error_response(&bad_request_body(&BadRequest::new(message)));
-    }
-    let parsed = match MessagesBody::deserialize(&v) {
-        Ok(b) if !b.messages.is_empty() => b,
-        Ok(_) => {
-            return error_response(&bad_request_body(&BadRequest::new(
-                "messages: at least one message is required".into(),
-            )))
-        }
-        Err(e) => {
-            return error_response(&bad_request_body(&BadRequest::new(format!(
-                "invalid messages request: {e}"
-            ))))
+            let refusal = error_response(&bad_request_body(&e));
+            let wire = super::respond::Wire::Anthropic;
+            return super::routes::key_first(&app, req, wire, refusal).await;
         }
     };
     let chars: usize = parsed
@@ -116,6 +100,20 @@ pub(crate) async fn messages(State(app): State<App>, req: Request<Body>) -> Resp
     req.body_hash = parse::canonical_hash(&v);
     req.model = parse::model(&v);
     super::routes::attempt_as(&app, req, super::respond::Wire::Anthropic).await
+}
+
+/// A Messages body as JSON and in its shape, or Anthropic's 400 in words.
+fn read_messages(bytes: &[u8]) -> Result<(Value, MessagesBody), BadRequest> {
+    let v: Value = serde_json::from_slice(bytes)
+        .map_err(|e| BadRequest::new(format!("malformed JSON body: {e}")))?;
+    check_messages_body(&v).map_err(BadRequest::new)?;
+    match MessagesBody::deserialize(&v) {
+        Ok(b) if !b.messages.is_empty() => Ok((v, b)),
+        Ok(_) => Err(BadRequest::new(
+            "messages: at least one message is required".into(),
+        )),
+        Err(e) => Err(BadRequest::new(format!("invalid messages request: {e}"))),
+    }
 }
 
 /// What Anthropic's API refuses of a Messages body beyond its shape, in its words (its

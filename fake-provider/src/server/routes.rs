@@ -123,6 +123,28 @@ pub(crate) fn bad_request(e: &BadRequest) -> Response<Body> {
     )
 }
 
+/// A body the edge refuses (`refusal`, a 400), sent with a key the provider does not know
+/// or with none: the real APIs check the key before they read the body, so the client is
+/// told 401, as for any other request with that key, and the model journals the attempt as
+/// it journals every refused key. With a known key, the 400 stands. `req` is what the
+/// request's head said (its key, route and claims); nothing of the body is needed for a 401.
+pub(crate) async fn key_first(
+    app: &App,
+    req: Request,
+    wire: respond::Wire,
+    refusal: Response<Body>,
+) -> Response<Body> {
+    if app
+        .shared
+        .lock()
+        .model
+        .knows_credential(req.credential.as_deref())
+    {
+        return refusal;
+    }
+    attempt_as(app, req, wire).await
+}
+
 /// Runs one attempt through the model and plays the decision in OpenAI's wire format.
 async fn attempt(app: &App, req: Request) -> Response<Body> {
     let wire = respond::Wire::OpenAi {
@@ -191,7 +213,10 @@ where
         Err(e) => return bad_request(&e),
     };
     if let Err(e) = parse::chat(&mut req, &bytes) {
-        return bad_request(&e);
+        let wire = respond::Wire::OpenAi {
+            include_usage: false,
+        };
+        return key_first(&app, req, wire, bad_request(&e)).await;
     }
     attempt(&app, req).await
 }
@@ -214,7 +239,10 @@ pub(crate) async fn embeddings(State(app): State<App>, req: HttpRequest<Body>) -
     };
     let inputs = match parse::embeddings(&mut req, &bytes) {
         Ok(inputs) => inputs,
-        Err(e) => return bad_request(&e),
+        Err(e) => {
+            let wire = respond::Wire::Embeddings { inputs: 0 };
+            return key_first(&app, req, wire, bad_request(&e)).await;
+        }
     };
     attempt_as(&app, req, respond::Wire::Embeddings { inputs }).await
 }
@@ -239,7 +267,10 @@ pub(crate) async fn create_record(
         Err(e) => return bad_request(&e),
     };
     if let Err(e) = parse::record(&mut req, &bytes, app.options.max_field_bytes) {
-        return bad_request(&e);
+        let wire = respond::Wire::OpenAi {
+            include_usage: false,
+        };
+        return key_first(&app, req, wire, bad_request(&e)).await;
     }
     attempt(&app, req).await
 }
