@@ -11,7 +11,7 @@ use stampede_provider::model::mask_credential;
 use stampede_provider::server::{
     ServerOptions, DEFAULT_BODY_LIMIT, DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_FIELD_BYTES,
-    DEFAULT_MAX_HEADER_BYTES, DEFAULT_PRESSED_IDLE_TIMEOUT,
+    DEFAULT_MAX_HEADER_BYTES, DEFAULT_PRESSED_IDLE_TIMEOUT, DEFAULT_WRITE_STALL_TIMEOUT,
 };
 
 fn readme() -> String {
@@ -67,6 +67,13 @@ fn the_server_bounds_the_readme_quotes_are_the_defaults() {
     says(
         &r,
         &format!(
+            "A client that takes none of an answer's bytes for {} s has its connection closed",
+            secs(DEFAULT_WRITE_STALL_TIMEOUT)
+        ),
+    );
+    says(
+        &r,
+        &format!(
             "Request heads are capped at {} KiB, bodies at {} MiB (`413`)",
             DEFAULT_MAX_HEADER_BYTES / 1024,
             DEFAULT_BODY_LIMIT / (1024 * 1024)
@@ -83,12 +90,14 @@ fn the_server_bounds_the_readme_quotes_are_the_defaults() {
             o.max_connections,
             o.idle_timeout,
             o.pressed_idle_timeout,
+            o.write_stall_timeout,
             o.body_limit
         ),
         (
             DEFAULT_MAX_CONNECTIONS,
             DEFAULT_IDLE_TIMEOUT,
             DEFAULT_PRESSED_IDLE_TIMEOUT,
+            DEFAULT_WRITE_STALL_TIMEOUT,
             DEFAULT_BODY_LIMIT
         )
     );

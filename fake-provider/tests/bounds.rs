@@ -339,3 +339,54 @@ async fn a_declared_oversize_body_is_refused_up_front_and_a_short_one_is_named()
         "{got}"
     );
 }
+
+/// A client that stops reading a stream: the socket refuses the answer's bytes, and after
+/// `write_stall_timeout` the connection is closed, so the stream departs and its scope's
+/// only concurrency slot is free again. Until then the slot is held (a second request is
+/// refused 429): the stream is in progress, not lost.
+#[tokio::test]
+async fn a_stream_whose_client_stopped_reading_frees_its_slot() {
+    let mut config = config();
+    config.scopes[0].concurrency = Some(1);
+    let options = ServerOptions {
+        write_stall_timeout: Duration::from_millis(500),
+        ..ServerOptions::default()
+    };
+    let (addr, _h) = spawn_with(config, options, SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .expect("server starts");
+    let chat = |body: &str| {
+        format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer sk-a-test-key\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    // A stream of billions of chunks, whose first bytes are read and no more.
+    let mut stalled = TcpStream::connect(addr).await.unwrap();
+    let endless = r#"{"model":"m","stream":true,"max_tokens":4000000000,"messages":[{"role":"user","content":"hi"}]}"#;
+    stalled.write_all(chat(endless).as_bytes()).await.unwrap();
+    let mut head = [0u8; 64];
+    let n = stalled.read(&mut head).await.unwrap();
+    assert!(
+        String::from_utf8_lossy(&head[..n]).starts_with("HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&head[..n])
+    );
+    let one = r#"{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}"#;
+    let status = |answer: &str| answer.get(9..12).unwrap_or_default().to_string();
+    let first = request(addr, chat(one)).await;
+    assert_eq!(status(&first), "429", "the stream holds the slot: {first}");
+    // Then, within a bound that leaves a busy machine plenty of room, the slot comes back.
+    let end = Instant::now() + Duration::from_secs(20);
+    loop {
+        let answer = request(addr, chat(one)).await;
+        match status(&answer).as_str() {
+            "200" => break,
+            "429" if Instant::now() < end => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            other => panic!("the stalled stream's slot was not freed ({other}): {answer}"),
+        }
+    }
+    drop(stalled);
+}

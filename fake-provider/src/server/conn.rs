@@ -8,8 +8,10 @@
 //!   unread body still trickling in after its answer): closed `header_read_timeout` after
 //!   the first of those bytes;
 //! - a request in progress (from its head until its answer's last byte, hangs and streams
-//!   included): never closed by the watchdog; its body read has its own timeout in the
-//!   handler.
+//!   included): closed only when the client stops taking the answer's bytes: the socket
+//!   refuses a write for `write_stall_timeout` (a stream whose client stopped reading would
+//!   otherwise hold its scope's concurrency slot until the connection died). Its body read
+//!   has its own timeout in the handler.
 
 use bytes::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
@@ -25,6 +27,8 @@ struct ClockState {
     in_flight: u32,
     idle_since: Instant,
     first_byte: Option<Instant>,
+    /// Since when the socket has refused the answer's bytes (a write pending), if it does.
+    write_blocked_since: Option<Instant>,
 }
 
 /// Shared by the connection's I/O, its in-flight guards and its watchdog.
@@ -40,6 +44,7 @@ impl ConnClock {
                 in_flight: 0,
                 idle_since: Instant::now(),
                 first_byte: None,
+                write_blocked_since: None,
             }),
         })
     }
@@ -55,12 +60,23 @@ impl ConnClock {
         }
     }
 
-    /// When the watchdog should close the connection, if nothing changes; `None` while a
-    /// request is in progress.
-    fn deadline(&self, header: Duration, idle: Duration) -> Option<Instant> {
+    /// The socket refused a write (`true`) or took one (`false`).
+    fn write_blocked(&self, blocked: bool) {
+        let mut s = self.lock();
+        s.write_blocked_since = match (blocked, s.write_blocked_since) {
+            (true, Some(since)) => Some(since),
+            (true, None) => Some(Instant::now()),
+            (false, _) => None,
+        };
+    }
+
+    /// When the watchdog should close the connection, if nothing changes; while a request
+    /// is in progress, only when its answer's bytes are refused (`write_stall` after the
+    /// first refusal), else `None`.
+    fn deadline(&self, header: Duration, idle: Duration, write_stall: Duration) -> Option<Instant> {
         let s = self.lock();
         if s.in_flight > 0 {
-            return None;
+            return s.write_blocked_since.map(|since| since + write_stall);
         }
         Some(match s.first_byte {
             Some(t) => t + header,
@@ -101,6 +117,7 @@ pub(crate) struct Timeouts {
     pub header: Duration,
     pub idle: Duration,
     pub pressed_idle: Duration,
+    pub write_stall: Duration,
 }
 
 /// Whether a new connection waits for a slot, shared by the accept loop and every
@@ -135,20 +152,26 @@ impl Pressure {
     }
 }
 
-/// Resolves when the connection has been idle or reading a head for too long, or has been
-/// idle `pressed_idle` while a new connection waits for a slot and it claimed the close.
+/// Resolves when the connection has been idle or reading a head for too long, its client
+/// has refused an answer's bytes for too long, or it has been idle `pressed_idle` while a
+/// new connection waits for a slot and it claimed the close.
 pub(crate) async fn watchdog(clock: Arc<ConnClock>, timeouts: Timeouts, pressure: Arc<Pressure>) {
     let poll = timeouts
         .header
         .min(timeouts.idle)
+        .min(timeouts.write_stall)
         .max(Duration::from_millis(10))
         / 2;
     let mut changes = pressure.waiting.subscribe();
     loop {
         let pressed = *changes.borrow_and_update();
-        let normal = clock.deadline(timeouts.header, timeouts.idle);
+        let stall = timeouts.write_stall;
+        let normal = clock.deadline(timeouts.header, timeouts.idle, stall);
         let early = pressed
-            .then(|| clock.deadline(timeouts.header, timeouts.idle.min(timeouts.pressed_idle)))
+            .then(|| {
+                let idle = timeouts.idle.min(timeouts.pressed_idle);
+                clock.deadline(timeouts.header, idle, stall)
+            })
             .flatten();
         let now = Instant::now();
         if normal.is_some_and(|d| now >= d) {
@@ -170,15 +193,32 @@ pub(crate) async fn watchdog(clock: Arc<ConnClock>, timeouts: Timeouts, pressure
     }
 }
 
-/// The socket, noting when bytes arrive outside a request.
+/// The socket, noting when bytes arrive outside a request and when it refuses writes.
 pub(crate) struct TrackedIo<T> {
     inner: T,
     clock: Arc<ConnClock>,
+    /// The last write was refused (the clock holds since when): the clock is locked only
+    /// when this changes, not on every write.
+    blocked: bool,
 }
 
 impl<T> TrackedIo<T> {
     pub(crate) fn new(inner: T, clock: Arc<ConnClock>) -> Self {
-        TrackedIo { inner, clock }
+        TrackedIo {
+            inner,
+            clock,
+            blocked: false,
+        }
+    }
+
+    /// Notes whether a write (or flush) was refused, for the watchdog.
+    fn wrote<R>(&mut self, r: Poll<R>) -> Poll<R> {
+        let blocked = r.is_pending();
+        if blocked != self.blocked {
+            self.blocked = blocked;
+            self.clock.write_blocked(blocked);
+        }
+        r
     }
 }
 
@@ -203,7 +243,8 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for TrackedIo<T> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        let r = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.wrote(r)
     }
 
     fn poll_write_vectored(
@@ -211,7 +252,8 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for TrackedIo<T> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+        let r = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.wrote(r)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -219,7 +261,8 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for TrackedIo<T> {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
+        let r = Pin::new(&mut self.inner).poll_flush(cx);
+        self.wrote(r)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

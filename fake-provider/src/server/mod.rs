@@ -58,6 +58,10 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Longest time, by default, a connection may sit idle while a new one waits for a slot
 /// (every slot taken): idle clients then make room within about this long.
 pub const DEFAULT_PRESSED_IDLE_TIMEOUT: Duration = Duration::from_secs(1);
+/// Longest time, by default, a client may refuse an answer's bytes (its socket takes no
+/// write) before its connection is closed: a stream whose client stopped reading then
+/// frees its concurrency slot.
+pub const DEFAULT_WRITE_STALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// Longest time, by default, to read a whole request body.
 pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// Connections served at once, by default (more wait in the accept queue).
@@ -86,6 +90,10 @@ pub struct ServerOptions {
     /// A request body must be read whole within this time (else 408 and the connection
     /// closes), so a never-ending chunked body cannot hold a connection.
     pub body_read_timeout: Duration,
+    /// A connection whose client takes none of an answer's bytes for this long is closed
+    /// (the answer is dropped and its request departs): a client that stops reading a
+    /// stream cannot hold its scope's concurrency slot for ever.
+    pub write_stall_timeout: Duration,
     /// Connections served at once; more wait in the kernel's accept queue.
     pub max_connections: usize,
     /// Largest request head, bytes (at least 8192).
@@ -125,6 +133,7 @@ impl Default for ServerOptions {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             pressed_idle_timeout: DEFAULT_PRESSED_IDLE_TIMEOUT,
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
+            write_stall_timeout: DEFAULT_WRITE_STALL_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_header_bytes: DEFAULT_MAX_HEADER_BYTES,
             max_field_bytes: DEFAULT_MAX_FIELD_BYTES,
@@ -260,6 +269,7 @@ pub async fn serve_listener(
         header: options.header_read_timeout,
         idle: options.idle_timeout,
         pressed_idle: options.pressed_idle_timeout,
+        write_stall: options.write_stall_timeout,
     };
     tokio::pin!(shutdown);
     loop {
@@ -336,7 +346,8 @@ pub async fn serve_listener(
             tokio::pin!(conn);
             tokio::select! {
                 _ = conn.as_mut() => {}
-                // Idle, or too slow sending a head: dropping the connection closes it.
+                // Idle, too slow sending a head, or not taking an answer's bytes: dropping
+                // the connection closes it.
                 _ = conn::watchdog(clock, timeouts, pressure) => {}
                 _ = stopped(&mut stop) => {
                     conn.as_mut().graceful_shutdown();
