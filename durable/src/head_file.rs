@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::chain::{is_hash, ChainHead, ChainKey, AUDIT_KEY_ENV};
+use crate::chain::{is_hash, ChainHead, ChainKey, AUDIT_KEY_ENV, GENESIS_PREV};
 
 /// What the head file holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -71,16 +71,43 @@ pub fn write_head(trail: &Path, head: &ChainHead, key: &ChainKey) -> std::io::Re
     fs::rename(&tmp, &path)
 }
 
+/// Why a head file gave no head: it could not be read at all (a folder, no permission),
+/// or it was read and does not check out (a malformed record, a bad MAC). The first says
+/// nothing about the trail; the second fails its verification. Each message names the file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HeadError {
+    /// The file could not be read.
+    #[error("{0}")]
+    Unreadable(String),
+    /// The file was read and is not a valid head for this trail's key.
+    #[error("{0}")]
+    Invalid(String),
+}
+
 /// Reads and checks a head file: its fields, and under a key its MAC. `Err` says what is
 /// wrong, naming the file.
-pub fn read_head(path: &Path, key: &ChainKey) -> Result<ChainHead, String> {
-    let text = fs::read_to_string(path)
-        .map_err(|e| format!("cannot read the head file {}: {e}", path.display()))?;
+pub fn read_head(path: &Path, key: &ChainKey) -> Result<ChainHead, HeadError> {
+    let text = fs::read_to_string(path).map_err(|e| {
+        HeadError::Unreadable(format!("cannot read the head file {}: {e}", path.display()))
+    })?;
+    check_head(path, &text, key).map_err(HeadError::Invalid)
+}
+
+/// The head a head file's `text` records, checked (`path` names it in messages).
+fn check_head(path: &Path, text: &str, key: &ChainKey) -> Result<ChainHead, String> {
     let record: HeadRecord = serde_json::from_str(text.trim())
         .map_err(|e| format!("the head file {} is not a head record: {e}", path.display()))?;
     if !is_hash(&record.hash) {
         return Err(format!(
             "the head file {} has a malformed hash",
+            path.display()
+        ));
+    }
+    if record.seq == 0 && record.hash != GENESIS_PREV {
+        // Seq 0 is the empty trail, whose hash is fixed: no trail can reach this head, so
+        // the head is what is wrong, not the trail checked against it.
+        return Err(format!(
+            "the head file {} is at seq 0 with a hash other than the empty trail's: it is              not the head of any trail",
             path.display()
         ));
     }

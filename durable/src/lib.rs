@@ -22,7 +22,7 @@ pub use audit_log::{Appended, AuditWriter, Resumed, SyncPolicy, TailRepair};
 pub use chain::{ChainHead, ChainKey, AUDIT_KEY_ENV, GENESIS_PREV};
 pub use credential_ref::CredentialRefs;
 pub use error::DurableError;
-pub use head_file::{head_path, read_head, write_head};
+pub use head_file::{head_path, read_head, write_head, HeadError};
 pub use redact::{sanitize_detail, Redaction, Sanitized};
 pub use sqlite_ledger::{LedgerOptions, SqliteLedger, Synchronous, SCHEMA_VERSION};
 pub use verify::{

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 use crate::chain::{parse_line, ChainHead, ChainKey, GENESIS_PREV};
 use crate::error::DurableError;
-use crate::head_file::{head_path, read_head};
+use crate::head_file::{head_path, read_head, HeadError};
 
 /// What is wrong with the first broken record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -225,7 +225,8 @@ pub fn verify_cli(path: &Path) -> i32 {
 /// `stampede audit verify FILE [--head HEADFILE]`: checks the chain (keyed by
 /// `STAMPEDE_AUDIT_KEY` when set) and that it reaches the head recorded in `head` (default:
 /// `FILE.head` when it exists). Prints the report (stdout) or the error (stderr), and returns
-/// the exit code: 0 whole, 1 broken (or a head file that does not check out), 2 unreadable.
+/// the exit code: 0 whole, 1 broken (or a head file that does not check out), 2 a trail or
+/// head file that cannot be read.
 pub fn verify_cli_with_head(path: &Path, head: Option<&Path>) -> i32 {
     let key = ChainKey::from_env();
     let beside = head_path(path);
@@ -242,7 +243,12 @@ pub fn verify_cli_with_head(path: &Path, head: Option<&Path>) -> i32 {
     let expected = match head_file.as_deref().map(|h| read_head(h, &key)) {
         None => None,
         Some(Ok(head)) => Some(head),
-        Some(Err(message)) => {
+        // Nothing is known of the trail yet: an error, as an unreadable trail is.
+        Some(Err(HeadError::Unreadable(message))) => {
+            eprintln!("error: {message}");
+            return 2;
+        }
+        Some(Err(HeadError::Invalid(message))) => {
             println!("{}: BROKEN: {message}", path.display());
             return 1;
         }

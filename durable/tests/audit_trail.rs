@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use stampede_core::{AuditEvent, AuditKind};
 use stampede_durable::{
-    verify, verify_with_head, AuditWriter, Break, DurableError, Problem, Redaction, TailRepair,
-    VerifyReport,
+    verify, verify_with_head, AuditWriter, Break, ChainKey, DurableError, HeadError, Problem,
+    Redaction, TailRepair, VerifyReport,
 };
 
 const KINDS: [AuditKind; 4] = [
@@ -278,6 +278,43 @@ fn an_unreadable_file_is_an_error_not_a_report() {
     let err = verify(&missing).unwrap_err();
     assert!(err.to_string().contains("nope.jsonl"), "{err}");
     assert_eq!(stampede_durable::verify_cli(&missing), 2);
+}
+
+/// A head file that cannot be read says nothing of the trail: an error (exit 2), as an
+/// unreadable trail is, never "BROKEN". One that is read and cannot be any trail's head
+/// (seq 0 with a hash other than the empty trail's) is blamed, not the trail.
+#[test]
+fn a_head_file_that_cannot_be_read_is_an_error_and_an_impossible_one_is_named() {
+    let (dir, path) = trail(3);
+    let folder = dir.path().join("a-folder");
+    fs::create_dir(&folder).unwrap();
+    assert_eq!(
+        stampede_durable::verify_cli_with_head(&path, Some(&folder)),
+        2
+    );
+    match stampede_durable::read_head(&folder, &ChainKey::Unkeyed) {
+        Err(HeadError::Unreadable(message)) => assert!(message.contains("a-folder"), "{message}"),
+        other => panic!("a folder read as a head: {other:?}"),
+    }
+    let impossible = dir.path().join("impossible.head");
+    fs::write(
+        &impossible,
+        format!(
+            "{{\"seq\":0,\"hash\":\"{}\",\"records\":0,\"keyed\":false}}\n",
+            "1".repeat(64)
+        ),
+    )
+    .unwrap();
+    match stampede_durable::read_head(&impossible, &ChainKey::Unkeyed) {
+        Err(HeadError::Invalid(message)) => {
+            assert!(message.contains("not the head of any trail"), "{message}")
+        }
+        other => panic!("an impossible head was read: {other:?}"),
+    }
+    assert_eq!(
+        stampede_durable::verify_cli_with_head(&path, Some(&impossible)),
+        1
+    );
 }
 
 #[test]
