@@ -40,6 +40,7 @@ use std::time::{Duration, Instant};
 use stampede_provider::model::{IdentifiedBy, JournalEntry};
 use stampede_reports::AttemptsCsv;
 
+use crate::live_driver::journal_tail::{self, JournalTail};
 use crate::live_driver::provider::Provider;
 use crate::measure::{Measurement, SentBy};
 use crate::run::{finish_run, RunError, RunOptions, RunOutcome};
@@ -222,6 +223,9 @@ pub fn run_client(
             .reset()
             .await
             .map_err(|e| ClientError::Provider(e.to_string()))?;
+        // The journal is read as it grows: a client may make more attempts than the
+        // provider's ring holds.
+        let tail = JournalTail::start(provider.control(), 0, journal_tail::READ_EVERY);
         let epoch = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
@@ -235,8 +239,8 @@ pub fn run_client(
         )
         .await;
         let journal = match &played {
-            Ok(_) => provider
-                .journal(0)
+            Ok(_) => tail
+                .finish()
                 .await
                 .map_err(|e| ClientError::Provider(e.to_string())),
             Err(_) => Ok(Vec::new()),

@@ -28,6 +28,7 @@ use tokio::task::JoinSet;
 
 use super::clock::LiveClock;
 use super::dilate::Dilation;
+use super::journal_tail::{self, JournalTail};
 use super::provider::Provider;
 use super::request::{http_request, RequestWriter};
 use super::resume::{self, Restart, Start};
@@ -179,6 +180,8 @@ pub async fn play_from<L: Ledger>(
         },
     );
     let wall_started = Instant::now();
+    // The journal is read as it grows, so the provider's ring need not hold the whole run.
+    let tail = JournalTail::start(provider.control(), 0, journal_tail::READ_EVERY);
     // The core's time contract: `now` never goes backwards. A restarted life's clock can
     // read a hair before the restore time (its origin is rounded through f64), so the time
     // handed to the core is clamped to the latest one handed so far.
@@ -310,15 +313,7 @@ pub async fn play_from<L: Ledger>(
     } = wire;
 
     // Ground truth: what reached the provider's edge, from its own journal.
-    let journal: Vec<JournalEntry> = provider.journal(0).await?;
-    let lost = provider.journal_lost().await?;
-    if lost > 0 {
-        return Err(LiveError::Provider(format!(
-            "the provider's journal ring evicted {lost} entries during the run, so the \
-             figures would undercount; run a shorter scenario or start the provider with a \
-             larger ring"
-        )));
-    }
+    let journal: Vec<JournalEntry> = tail.finish().await?;
     for entry in &journal {
         // The entry's own text where it has one (read back from JSON, it does): no copy.
         let key: Cow<'_, str> = match (&entry.lookup, &entry.fingerprint) {

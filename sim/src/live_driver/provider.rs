@@ -38,7 +38,16 @@ pub struct Provider {
     pub base: String,
     /// The in-process server (dropped: stopped).
     server: Option<ServerHandle>,
-    control: Client<HttpConnector, Full<Bytes>>,
+    control: Control,
+}
+
+/// A provider's control plane, as a client calls it: cheap to clone, so a task of its own
+/// can read the journal while the run plays (see `JournalTail`).
+#[derive(Clone)]
+pub(crate) struct Control {
+    /// `http://HOST:PORT`, no trailing slash.
+    base: String,
+    client: Client<HttpConnector, Full<Bytes>>,
     /// Sent as `x-stampede-control-token` on control calls (a provider serving a
     /// non-loopback address, or started with `--control-token`, requires it).
     token: Option<String>,
@@ -52,11 +61,11 @@ impl Provider {
         let (addr, server) = spawn_ephemeral_on_thread(config, seed).map_err(|e| {
             LiveError::Provider(format!("cannot start the in-process provider: {e}"))
         })?;
+        let base = format!("http://{addr}");
         Ok(Self {
-            base: format!("http://{addr}"),
+            control: Control::new(base.clone(), None),
+            base,
             server: Some(server),
-            control: control_client(),
-            token: None,
         })
     }
 
@@ -73,11 +82,11 @@ impl Provider {
         config: &ProviderConfig,
         token: Option<String>,
     ) -> Result<Self, LiveError> {
+        let base = url.trim_end_matches('/').to_string();
         let p = Self {
-            base: url.trim_end_matches('/').to_string(),
+            control: Control::new(base.clone(), token),
+            base,
             server: None,
-            control: control_client(),
-            token,
         };
         let body = serde_json::to_vec(config)
             .map_err(|e| LiveError::Provider(format!("cannot encode the provider config: {e}")))?;
@@ -89,17 +98,17 @@ impl Provider {
     /// a restarted runner resumes against the provider its dead process talked to, whose
     /// records and journal hold what that process did.
     pub fn attach(url: &str) -> Self {
+        let base = url.trim_end_matches('/').to_string();
         Self {
-            base: url.trim_end_matches('/').to_string(),
+            control: Control::new(base.clone(), None),
+            base,
             server: None,
-            control: control_client(),
-            token: None,
         }
     }
 
     /// Sends `token` as `x-stampede-control-token` on every control call.
     pub fn with_control_token(mut self, token: Option<String>) -> Self {
-        self.token = token;
+        self.control.token = token;
         self
     }
 
@@ -134,42 +143,13 @@ impl Provider {
 
     /// Every journal entry after `since` (a seq), in seq order.
     pub async fn journal(&self, since: u64) -> Result<Vec<JournalEntry>, LiveError> {
-        let text = self
-            .call(
-                Method::GET,
-                &format!("/_stampede/journal?since={since}"),
-                Vec::new(),
-            )
-            .await?;
-        let mut out = Vec::new();
-        for (i, line) in text
-            .lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty())
-        {
-            let entry: JournalEntry = serde_json::from_str(line).map_err(|e| {
-                LiveError::Provider(format!(
-                    "{}/_stampede/journal line {}: not a journal entry: {e}",
-                    self.base,
-                    i + 1
-                ))
-            })?;
-            out.push(entry);
-        }
-        Ok(out)
+        let text = self.control.journal_text(since).await?;
+        parse_journal(&self.base, &text)
     }
 
-    /// Journal entries the provider evicted from its ring (lost to measurement).
-    pub async fn journal_lost(&self) -> Result<u64, LiveError> {
-        let text = self
-            .call(Method::GET, "/_stampede/stats", Vec::new())
-            .await?;
-        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-            LiveError::Provider(format!("{}/_stampede/stats is not JSON: {e}", self.base))
-        })?;
-        Ok(v.get("journal_ring_lost")
-            .and_then(serde_json::Value::as_u64)
-            .unwrap_or(0))
+    /// The control plane, to read the journal from a task of its own.
+    pub(crate) fn control(&self) -> &Control {
+        &self.control
     }
 
     /// Stops the in-process server, if this run started one.
@@ -177,6 +157,32 @@ impl Provider {
         if let Some(server) = self.server.take() {
             let _ = server.shutdown().await;
         }
+    }
+
+    async fn call(&self, method: Method, path: &str, body: Vec<u8>) -> Result<String, LiveError> {
+        self.control.call(method, path, body).await
+    }
+}
+
+impl Control {
+    fn new(base: String, token: Option<String>) -> Self {
+        Control {
+            base,
+            client: control_client(),
+            token,
+        }
+    }
+
+    /// The journal's entries after `since` (a seq) as the provider sends them: JSON lines,
+    /// in seq order, not parsed (see [`parse_journal`]).
+    pub(crate) async fn journal_text(&self, since: u64) -> Result<String, LiveError> {
+        let path = format!("/_stampede/journal?since={since}");
+        self.call(Method::GET, &path, Vec::new()).await
+    }
+
+    /// The provider's base URL.
+    pub(crate) fn base(&self) -> &str {
+        &self.base
     }
 
     async fn call(&self, method: Method, path: &str, body: Vec<u8>) -> Result<String, LiveError> {
@@ -193,7 +199,7 @@ impl Provider {
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| fail(e.to_string()))?;
         let resp = self
-            .control
+            .client
             .request(req)
             .await
             .map_err(|e| fail(format!("{e} (is the provider running there?)")))?;
@@ -216,4 +222,23 @@ fn control_client() -> Client<HttpConnector, Full<Bytes>> {
     Client::builder(TokioExecutor::new())
         .retry_canceled_requests(false)
         .build(HttpConnector::new())
+}
+
+/// The entries of a journal answer's JSON lines (`base` names the provider in errors).
+pub(crate) fn parse_journal(base: &str, text: &str) -> Result<Vec<JournalEntry>, LiveError> {
+    let mut out = Vec::new();
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let entry: JournalEntry = serde_json::from_str(line).map_err(|e| {
+            LiveError::Provider(format!(
+                "{base}/_stampede/journal line {}: not a journal entry: {e}",
+                i + 1
+            ))
+        })?;
+        out.push(entry);
+    }
+    Ok(out)
 }
