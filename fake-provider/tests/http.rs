@@ -498,6 +498,23 @@ preset = "naive"
         .as_str()
         .unwrap()
         .contains("provider.scopes.0.rpm"));
+    // A body its Content-Type says is JSON is read as JSON whatever it starts with, so
+    // what is wrong with it is said in JSON's terms, not TOML's.
+    let bad = s
+        .client
+        .put(format!("{}/_stampede/scenario", s.base))
+        .header("content-type", "application/json")
+        .body("[{\"id\": \"z\"}]")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+    let body: Value = bad.json().await.unwrap();
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("request body: ") && !message.contains("TOML"),
+        "{message}"
+    );
 
     let metrics = s
         .client

@@ -9,7 +9,7 @@ use crate::config::ProviderConfig;
 use crate::model::mask_credential;
 use axum::body::Body;
 use axum::extract::{Query, State};
-use axum::http::{HeaderValue, Response};
+use axum::http::{HeaderMap, HeaderValue, Response};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -149,8 +149,17 @@ pub(crate) async fn reset(State(app): State<App>) -> Response<Body> {
 }
 
 /// `PUT /_stampede/scenario`: a TOML scenario (its `[provider]` table) or JSON provider
-/// config (bare or under `provider`) replaces the running one; time restarts at 0.
-pub(crate) async fn scenario(State(app): State<App>, body: Body) -> Response<Body> {
+/// config (bare or under `provider`) replaces the running one; time restarts at 0. A body
+/// is read as JSON when its `Content-Type` says JSON or it starts with `{`, else as TOML.
+pub(crate) async fn scenario(
+    State(app): State<App>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response<Body> {
+    let says_json = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.to_ascii_lowercase().contains("json"));
     let bytes = match read_body(body, &app.options).await {
         Ok(b) => b,
         Err(r) => return r,
@@ -164,7 +173,7 @@ pub(crate) async fn scenario(State(app): State<App>, body: Body) -> Response<Bod
                 .into(),
         ));
     }
-    let parsed = if text.trim_start().starts_with('{') {
+    let parsed = if says_json || text.trim_start().starts_with('{') {
         serde_json::from_str::<serde_json::Value>(text)
             .map_err(|e| format!("request body: {e}"))
             .and_then(|v| {
