@@ -349,3 +349,129 @@ fn check_runs_a_client_scenario_from_its_file() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
     assert!(text(&out.stdout).contains("PASS openai-sdk"));
 }
+
+/// Whether process `pid` still exists (a zombie counts as gone: it runs nothing).
+fn alive(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| !stat.split(") ").nth(1).is_some_and(|s| s.starts_with('Z')))
+}
+
+/// What a client starts ends with the run: a wrapper's child left in the background (as
+/// `sh -c`, `npm run` or `uv run` leave the real client) is killed with its group, where it
+/// used to outlive the run.
+#[test]
+fn a_child_the_client_leaves_running_is_stopped_with_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("child.pid");
+    let script = format!("sleep 600 & echo $! > {}; exit 0", a_str(&pid_file));
+    let out = run_client(
+        "examples/clients/blind-retry.toml",
+        &dir.path().join("run"),
+        &["sh", "-c", &script],
+    );
+    assert_eq!(
+        summary(&dir.path().join("run"))["client_exit_code"],
+        0,
+        "{}",
+        text(&out.stdout)
+    );
+    let pid = std::fs::read_to_string(&pid_file).expect("the client wrote its child's pid");
+    let pid = pid.trim();
+    // Killed before the run returned; reaped by whoever adopted it a moment later.
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while alive(pid) && std::time::Instant::now() < end {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(!alive(pid), "the client's child {pid} outlived the run");
+}
+
+/// Replicas that ignore SIGTERM are told to stop together and killed together after the
+/// grace, not one after another (each waited its own grace: 4 replicas took 20 s more).
+#[test]
+fn replicas_that_ignore_sigterm_are_stopped_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    // 20 scenario seconds at a time scale of 10: a cap of 2 real seconds, then 5 of grace.
+    let out = stampede(&[
+        "run",
+        "examples/clients/blind-retry.toml",
+        "--out",
+        a_str(dir.path()),
+        "--set",
+        "duration=\"20s\"",
+        "--set",
+        "client.replicas=4",
+        "--client",
+        "--",
+        "sh",
+        "-c",
+        "trap '' TERM; while :; do sleep 0.2; done",
+    ]);
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert_eq!(
+        summary(dir.path())["client_exit_code"],
+        -9,
+        "killed after the grace"
+    );
+    // Together: about 7 s. One after another: 22 s. The bound leaves a busy machine 9 s.
+    assert!(
+        took < std::time::Duration::from_secs(16),
+        "stopping 4 replicas took {took:?}"
+    );
+}
+
+/// A runner stopped by Ctrl-C (SIGINT) while its client runs takes the client's processes
+/// down with it: in a group of their own, they no longer get the terminal's signal.
+#[test]
+fn a_runner_interrupted_while_its_client_runs_stops_the_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("child.pid");
+    let script = format!("sleep 600 & echo $! > {}; wait", a_str(&pid_file));
+    let runner = Command::new(env!("CARGO_BIN_EXE_stampede"))
+        .args([
+            "run",
+            "examples/clients/blind-retry.toml",
+            "--out",
+            a_str(&dir.path().join("run")),
+            "--client",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the stampede binary runs");
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let pid = loop {
+        match std::fs::read_to_string(&pid_file) {
+            Ok(pid) if pid.ends_with('\n') => break pid.trim().to_string(),
+            _ if std::time::Instant::now() < end => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            _ => panic!("the client never started"),
+        }
+    };
+    // SAFETY: kill(2) on the runner this test spawned and has not reaped.
+    unsafe {
+        libc::kill(runner.id() as libc::pid_t, libc::SIGINT);
+    }
+    let out = runner.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("stopped by SIGINT while the client ran"),
+        "{}",
+        text(&out.stderr)
+    );
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while alive(&pid) && std::time::Instant::now() < end {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(
+        !alive(&pid),
+        "the client's child {pid} outlived the interrupted run"
+    );
+}

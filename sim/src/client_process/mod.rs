@@ -3,9 +3,10 @@
 //!
 //! Call order of [`run_client`]: start the scenario's provider in-process on an ephemeral
 //! loopback port at the scenario's `provider.time_scale` (1: real time); write the workload
-//! file; start the command with the environment below, its output to `client.log`; wait for
-//! it, at most the scenario's duration (then SIGTERM, and SIGKILL 5 s later); read the
-//! journal; stop the provider; measure.
+//! file; start the command with the environment below, its output to `client.log`, in a
+//! process group of its own; wait for it, at most the scenario's duration (then SIGTERM to
+//! its group, and SIGKILL 5 s later; see `processes.rs`); kill what it left in its group;
+//! read the journal; stop the provider; measure.
 //!
 //! The command's environment, on top of the runner's own:
 //!
@@ -28,7 +29,10 @@
 //! workload's other requests failed. Latency counts from a request's first arrival at the
 //! provider (the client's own queue is invisible from there).
 
+mod processes;
 pub mod workload_file;
+
+use processes::{Replicas, Stopped};
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
@@ -47,9 +51,6 @@ use crate::run::{finish_run, RunError, RunOptions, RunOutcome};
 use crate::scenario::{ExpectSpec, Scenario};
 use crate::sink::attempts::Numbering;
 use crate::sink::AttemptSink;
-
-/// Real time a terminated client gets to exit before it is killed.
-const GRACE: Duration = Duration::from_secs(5);
 
 /// Why a client run could not happen. Each says what to do.
 #[derive(Debug, thiserror::Error)]
@@ -91,6 +92,13 @@ pub enum ClientError {
         doing: String,
         /// What the operating system said.
         source: std::io::Error,
+    },
+    /// The runner was stopped by a signal while the client ran: every process the client
+    /// started was killed, and nothing was measured.
+    #[error("stopped by {signal} while the client ran: its processes were killed and nothing was measured")]
+    Interrupted {
+        /// The signal's name (`SIGINT`, `SIGTERM`, `SIGHUP`).
+        signal: &'static str,
     },
     /// An attempts.csv row could not be written (the sink's message).
     #[error("{0}")]
@@ -395,7 +403,7 @@ async fn play(
         .map(|c| c.key.as_str())
         .collect();
     let started = Instant::now();
-    let mut children = Vec::with_capacity(workloads.len());
+    let mut replicas = Replicas::new();
     for (r, (workload, log)) in workloads.iter().zip(logs).enumerate() {
         let out = File::create(log).map_err(|source| ClientError::Io {
             doing: format!("write {}", log.display()),
@@ -429,60 +437,43 @@ async fn play(
             )
             .stdin(Stdio::null())
             .stdout(Stdio::from(out))
-            .stderr(Stdio::from(err))
-            .kill_on_drop(true);
-        let child = cmd.spawn().map_err(|source| ClientError::Spawn {
-            program: command[0].clone(),
-            source,
-        })?;
-        children.push(child);
+            .stderr(Stdio::from(err));
+        replicas
+            .spawn(&mut cmd)
+            .map_err(|source| ClientError::Spawn {
+                program: command[0].clone(),
+                source,
+            })?;
     }
-    let cap = Duration::from_secs_f64((scenario.duration_ms as f64 / scale / 1_000.0).max(0.001));
-    let deadline = tokio::time::Instant::from_std(started + cap);
-    let mut code = 0;
-    let mut timed_out = false;
-    for child in &mut children {
-        let status = match tokio::time::timeout_at(deadline, child.wait()).await {
-            Ok(status) => status,
-            Err(_) => {
-                timed_out = true;
-                terminate(child);
-                match tokio::time::timeout(GRACE, child.wait()).await {
-                    Ok(status) => status,
-                    Err(_) => {
-                        let _ = child.start_kill();
-                        child.wait().await
-                    }
-                }
-            }
-        };
-        let status = status.map_err(|source| ClientError::Io {
+    // The scenario's duration in real time; one too long for a clock (a tiny time scale)
+    // is no cap at all.
+    let real_secs = (scenario.duration_ms as f64 / scale / 1_000.0).max(0.001);
+    let far = || started + Duration::from_secs(86_400 * 365 * 30);
+    let deadline = Duration::try_from_secs_f64(real_secs)
+        .ok()
+        .and_then(|cap| started.checked_add(cap))
+        .map_or_else(far, |at| at.min(far()));
+    let deadline = tokio::time::Instant::from_std(deadline);
+    let (statuses, timed_out) = replicas.wait(deadline).await.map_err(|e| match e {
+        Stopped::Signal(name) => ClientError::Interrupted { signal: name },
+        Stopped::Io(source) => ClientError::Io {
             doing: "wait for the client".into(),
             source,
-        })?;
-        if code == 0 {
-            code = exit_code(&status);
-        }
-    }
+        },
+    })?;
+    // Whatever the replicas left running in their groups ends with them.
+    drop(replicas);
+    let code = statuses
+        .iter()
+        .map(exit_code)
+        .find(|&code| code != 0)
+        .unwrap_or(0);
     Ok(ClientExit {
         code,
         timed_out,
         real_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         log: logs.first().cloned(),
     })
-}
-
-/// Asks the child to stop (SIGTERM on Unix; elsewhere a kill).
-fn terminate(child: &tokio::process::Child) {
-    #[cfg(unix)]
-    if let Some(pid) = child.id() {
-        // SAFETY: kill(2) with a pid we spawned and still hold; no memory is touched.
-        unsafe {
-            libc::kill(pid as libc::pid_t, libc::SIGTERM);
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = child;
 }
 
 fn exit_code(status: &std::process::ExitStatus) -> i64 {

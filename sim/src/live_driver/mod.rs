@@ -20,7 +20,7 @@ pub mod body;
 pub mod clock;
 pub mod dilate;
 pub mod driver;
-pub mod journal_tail;
+pub(crate) mod journal_tail;
 pub mod provider;
 pub mod request;
 pub mod resume;
