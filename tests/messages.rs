@@ -339,18 +339,22 @@ fn run_flags_are_refused_saying_what_to_give() {
     let tmp = tempfile::tempdir().unwrap();
     let qs = common::quickstart();
     let out_dir = tmp.path().join("never");
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 5] = [
         (
             &["--live", "--provider", "notaurl"],
             "give the provider's base URL, like http://127.0.0.1:8080",
         ),
         (
             &["--live", "--time-scale", "1e308"],
-            "above 0 and at most 10000 (got 1e308)",
+            "from 0.001 to 10000 (got 1e308)",
         ),
         (
             &["--live", "--time-scale", "20000"],
-            "above 0 and at most 10000 (got 20000.0)",
+            "from 0.001 to 10000 (got 20000.0)",
+        ),
+        (
+            &["--live", "--time-scale", "1e-300"],
+            "from 0.001 to 10000 (got 1e-300)",
         ),
         (
             &["--baseline", "/nonexistent/stampede-baseline"],

@@ -212,6 +212,10 @@ pub enum ConfigError {
 /// nine real seconds; beyond it the server's timers round every wait to zero.
 pub const MAX_TIME_SCALE: f64 = 10_000.0;
 
+/// Smallest `provider.time_scale`: 0.001 model ms per real ms already plays a minute in
+/// about 17 real hours; below it a scenario's duration is no cap on a real run at all.
+pub const MIN_TIME_SCALE: f64 = 0.001;
+
 fn invalid(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
     ConfigError::Invalid {
         key: key.into(),
@@ -234,14 +238,14 @@ impl ProviderConfig {
             return Err(invalid("provider.tool_latency", m));
         }
         if !(self.time_scale.is_finite()
-            && self.time_scale > 0.0
+            && self.time_scale >= MIN_TIME_SCALE
             && self.time_scale <= MAX_TIME_SCALE)
         {
             return Err(invalid(
                 "provider.time_scale",
                 format!(
                     // `{:?}` writes 1e308 as that, not as 309 digits.
-                    "must be above 0 and at most {MAX_TIME_SCALE} (got {:?})",
+                    "must be at least {MIN_TIME_SCALE} and at most {MAX_TIME_SCALE} (got {:?})",
                     self.time_scale
                 ),
             ));
@@ -600,6 +604,25 @@ sequence = [{ status = 429, retry_after = "10s" }, {}]
 [workload]
 ignored = true
 "#;
+
+    /// A time scale so small that a scenario's duration is no cap on a real run (1e-300
+    /// made the client harness's cap overflow) is refused, as are 0, NaN and the too fast.
+    #[test]
+    fn a_time_scale_outside_its_bounds_is_refused_by_name() {
+        let mut c = ProviderConfig::default();
+        for bad in [1e-300, 0.000_999, 0.0, -1.0, f64::NAN, 10_001.0] {
+            c.time_scale = bad;
+            let e = c.validate().unwrap_err().to_string();
+            assert!(
+                e.contains("provider.time_scale") && e.contains("at least 0.001"),
+                "{bad}: {e}"
+            );
+        }
+        for good in [MIN_TIME_SCALE, 1.0, MAX_TIME_SCALE] {
+            c.time_scale = good;
+            assert!(c.validate().is_ok(), "{good}");
+        }
+    }
 
     #[test]
     fn a_named_provider_is_picked_by_name_and_several_need_one() {

@@ -31,7 +31,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use stampede_core::{AuditEvent, JobId, Millis, Terminal};
-use stampede_provider::config::MAX_TIME_SCALE;
+use stampede_provider::config::{MAX_TIME_SCALE, MIN_TIME_SCALE};
 use stampede_provider::model::JournalEntry;
 
 use crate::measure::Measured;
@@ -97,10 +97,10 @@ pub enum LiveError {
     /// or an attempt task failed.
     #[error("live run: {0}")]
     Provider(String),
-    /// The time scale asked for (scenario ms per real ms) is not a finite number above 0 and
-    /// at most the provider's [`MAX_TIME_SCALE`]. Shown with `{:?}`, which writes a huge or
+    /// The time scale asked for (scenario ms per real ms) is not a finite number from the
+    /// provider's [`MIN_TIME_SCALE`] to its [`MAX_TIME_SCALE`]. Shown with `{:?}`, which writes a huge or
     /// tiny number in exponent form (`1e308`) instead of hundreds of digits.
-    #[error("--time-scale must be a number above 0 and at most {MAX_TIME_SCALE} (got {0:?}); 60 plays a scenario minute in a real second")]
+    #[error("--time-scale must be a number from {MIN_TIME_SCALE} to {MAX_TIME_SCALE} (got {0:?}); 60 plays a scenario minute in a real second")]
     TimeScale(f64),
     /// The scenario or the options ask what a live run cannot do (replicas, several
     /// providers, simulated crashes, an SDK preset, a resume without its provider); the
@@ -174,7 +174,7 @@ pub fn resolve_time_scale(scenario: &Scenario, asked: Option<f64>) -> Result<f64
         None if scenario.provider.time_scale != 1.0 => scenario.provider.time_scale,
         None => DEFAULT_TIME_SCALE,
     };
-    if scale.is_finite() && scale > 0.0 && scale <= MAX_TIME_SCALE {
+    if scale.is_finite() && (MIN_TIME_SCALE..=MAX_TIME_SCALE).contains(&scale) {
         Ok(scale)
     } else {
         Err(LiveError::TimeScale(scale))
