@@ -231,6 +231,10 @@ impl RateFigures {
     }
 }
 
+/// 9999-12-31 23:59:59 UTC in Unix seconds: the last instant an HTTP-date can write (the
+/// formatter panics past it). A later one is written as this.
+pub const LAST_HTTP_DATE_UNIX_S: u64 = 253_402_300_799;
+
 impl RetryAfterSignal {
     /// `retry-after` and `retry-after-ms`, into any [`HeaderOut`].
     pub(crate) fn write(&self, out: &mut impl HeaderOut) {
@@ -238,7 +242,7 @@ impl RetryAfterSignal {
         out.start("retry-after");
         match self.http_date_unix_s {
             Some(secs) => out.push(&httpdate::fmt_http_date(
-                UNIX_EPOCH + Duration::from_secs(secs),
+                UNIX_EPOCH + Duration::from_secs(secs.min(LAST_HTTP_DATE_UNIX_S)),
             )),
             None => out.push(number_str(&mut digits, self.delay_ms.div_ceil(1_000))),
         }
@@ -393,7 +397,7 @@ mod tests {
             let delay = clock.client_ms(delay_ms);
             let value = if as_http_date(format, seq) {
                 let until_ms = clock.wall_epoch_unix_ms + clock.client_ms(now) + delay;
-                let secs = until_ms.div_ceil(1_000);
+                let secs = until_ms.div_ceil(1_000).min(LAST_HTTP_DATE_UNIX_S);
                 httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(secs))
             } else {
                 delay.div_ceil(1_000).to_string()
@@ -532,6 +536,23 @@ mod tests {
         // 1_700_000_000_000 + 500 + 10_200 ms rounds up to second 1_700_000_011.
         let expect = httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(1_700_000_011));
         assert_eq!(h[0].1, expect);
+    }
+
+    /// A wait that ends past year 9999 (a scenario's `retry_after = "10000y"`) is written
+    /// as the last date an HTTP-date holds, where the formatter panicked.
+    #[test]
+    fn a_date_past_year_9999_is_written_as_the_last_one() {
+        let clock = ClientClock {
+            scale: 1.0,
+            wall_epoch_unix_ms: 1_700_000_000_000,
+        };
+        let mut h = Vec::new();
+        let ten_thousand_years = 10_000 * 365 * 86_400_000;
+        clock
+            .retry_after(RetryAfterFormat::HttpDate, 1, 0, ten_thousand_years)
+            .write(&mut h);
+        assert_eq!(h[0].1, "Fri, 31 Dec 9999 23:59:59 GMT");
+        assert_eq!(h[1].1, ten_thousand_years.to_string());
     }
 
     #[test]

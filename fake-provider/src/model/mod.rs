@@ -39,7 +39,9 @@ mod streams;
 pub use completion_body::CompletionBody;
 use decision::{usual_status, USUAL_OUTCOMES};
 pub use decision::{Answer, CompletionId, Decision, ErrorSignal, RecordId, RecordsGiven, Signals};
-pub use headers::{HeaderOut, LimitFigures, RateFigures, RetryAfterSignal, WindowFigures};
+pub use headers::{
+    HeaderOut, LimitFigures, RateFigures, RetryAfterSignal, WindowFigures, LAST_HTTP_DATE_UNIX_S,
+};
 pub use identity::{IdentifiedBy, Identity, DEFAULT_IDENTITY_WINDOW_MS};
 pub use journal::{keep_shared, JournalBuffer, JournalEntry};
 pub use records::{Record, DEFAULT_MAX_RECORDS, DEFAULT_RECORD_RETENTION_MS};

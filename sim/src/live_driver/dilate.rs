@@ -11,6 +11,7 @@
 use std::time::{Duration, UNIX_EPOCH};
 
 use stampede_core::rate_headers::parse_duration_ms;
+use stampede_provider::model::LAST_HTTP_DATE_UNIX_S;
 
 /// Where real wall time and scenario wall time meet, for HTTP-dates.
 #[derive(Debug, Clone, Copy)]
@@ -21,6 +22,18 @@ pub struct Dilation {
     pub real_start_unix_ms: u64,
     /// Unix ms the core takes scenario time 0 to be (`Policy::wall_epoch_unix_ms`).
     pub scenario_epoch_unix_ms: u64,
+}
+
+/// A non-negative decimal as the core reads one (`"10"`, `"1.5"`, `".5"`): digits and at
+/// most one dot, no sign, no exponent. What the core would ignore is left as it is, so a
+/// header reads the same at every time scale (`"1e3"` once became 60,000 ms at 60).
+fn plain_decimal(text: &str) -> Option<f64> {
+    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
+    let digits = |part: &str| part.bytes().all(|b| b.is_ascii_digit());
+    if (whole.is_empty() && fraction.is_empty()) || !digits(whole) || !digits(fraction) {
+        return None;
+    }
+    text.parse::<f64>().ok().filter(|v| v.is_finite())
 }
 
 impl Dilation {
@@ -35,12 +48,9 @@ impl Dilation {
         }
         for (name, value) in headers.iter_mut() {
             let stretched = match name.as_str() {
-                "retry-after-ms" => value
-                    .trim()
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|v| v.is_finite() && *v >= 0.0)
-                    .map(|v| self.stretch_ms(v).to_string()),
+                "retry-after-ms" => {
+                    plain_decimal(value.trim()).map(|v| self.stretch_ms(v).to_string())
+                }
                 "retry-after" => self.retry_after(value.trim()),
                 "x-ratelimit-reset-requests" | "x-ratelimit-reset-tokens" => {
                     parse_duration_ms(value).map(|ms| format!("{}ms", self.stretch_ms(ms as f64)))
@@ -57,10 +67,7 @@ impl Dilation {
 
     /// Whole seconds (or a decimal), stretched and rounded up to whole seconds.
     fn seconds(&self, text: &str) -> Option<String> {
-        let secs = text
-            .parse::<f64>()
-            .ok()
-            .filter(|v| v.is_finite() && *v >= 0.0)?;
+        let secs = plain_decimal(text)?;
         Some(self.stretch_ms(secs * 1_000.0).div_ceil(1_000).to_string())
     }
 
@@ -72,7 +79,8 @@ impl Dilation {
         let date_ms = date.duration_since(UNIX_EPOCH).ok()?.as_millis() as f64;
         let ahead_ms = date_ms - self.real_start_unix_ms as f64;
         let scenario_ms = self.scenario_epoch_unix_ms as f64 + ahead_ms * self.scale;
-        let secs = (scenario_ms / 1_000.0).ceil().max(0.0) as u64;
+        // An HTTP-date ends with year 9999: a date stretched past it is written as that.
+        let secs = ((scenario_ms / 1_000.0).ceil().max(0.0) as u64).min(LAST_HTTP_DATE_UNIX_S);
         Some(httpdate::fmt_http_date(
             UNIX_EPOCH + Duration::from_secs(secs),
         ))
@@ -122,6 +130,21 @@ mod tests {
         let mut h = vec![(name.to_string(), value.to_string())];
         dilation().apply(&mut h);
         h.remove(0).1
+    }
+
+    /// What the core would not read is left for it to ignore, whatever the scale; a date
+    /// stretched past year 9999 is written as the last one an HTTP-date can hold (it
+    /// panicked in the date formatter).
+    #[test]
+    fn values_the_core_ignores_stay_and_dates_stay_writable() {
+        for odd in ["1e3", "-0", "1e30", "+5", "inf", "NaN", ""] {
+            assert_eq!(one("retry-after-ms", odd), odd);
+            assert_eq!(one("retry-after", odd), odd);
+        }
+        assert_eq!(
+            one("retry-after", "Sat, 01 Jan 2400 00:00:00 GMT"),
+            "Fri, 31 Dec 9999 23:59:59 GMT"
+        );
     }
 
     #[test]
