@@ -85,7 +85,7 @@ pub enum FailureKind {
     ServerError(u16),
     /// A failure below HTTP (never [`TransportFailure::StreamCut`]: see [`FailureKind::StreamCut`]).
     Transport(TransportFailure),
-    /// A 4xx (or unexpected 1xx/3xx) that retrying will not fix.
+    /// A 4xx that retrying will not fix.
     ClientError {
         /// The HTTP status (400, 401, 403, 404, 422, ...).
         status: u16,
@@ -110,6 +110,10 @@ pub enum FailureKind {
     },
     /// 409 `idempotency_key_in_use`: the same key is still in flight; retry later.
     IdempotencyKeyInUse,
+    /// A status outside 2xx, 4xx and 5xx: a 1xx or 3xx the client does not follow (a 303
+    /// after a POST says it was created), or one HTTP does not define (600, 999). Nothing
+    /// says the request did not execute, so it may have.
+    UnexpectedStatus(u16),
 }
 
 impl FailureKind {
@@ -119,9 +123,9 @@ impl FailureKind {
         match *self {
             FailureKind::RateLimited | FailureKind::QuotaExhausted => Some(429),
             FailureKind::Unavailable => Some(503),
-            FailureKind::ServerError(status) | FailureKind::ClientError { status, .. } => {
-                Some(status)
-            }
+            FailureKind::ServerError(status)
+            | FailureKind::ClientError { status, .. }
+            | FailureKind::UnexpectedStatus(status) => Some(status),
             FailureKind::ContentPolicy | FailureKind::ContextLength => Some(400),
             FailureKind::Conflict { .. } | FailureKind::IdempotencyKeyInUse => Some(409),
             FailureKind::Transport(_) | FailureKind::StreamCut { .. } => None,
@@ -135,9 +139,9 @@ impl FailureKind {
         match *self {
             FailureKind::RateLimited => "429",
             FailureKind::Unavailable => "503",
-            FailureKind::ServerError(status) | FailureKind::ClientError { status, .. } => {
-                status_label(status)
-            }
+            FailureKind::ServerError(status)
+            | FailureKind::ClientError { status, .. }
+            | FailureKind::UnexpectedStatus(status) => status_label(status),
             FailureKind::Transport(transport) => transport_label(transport),
             FailureKind::ContentPolicy => "content_policy",
             FailureKind::ContextLength => "context_length",
@@ -197,7 +201,8 @@ fn status_label(status: u16) -> &'static str {
 /// - never arrived: connection refused, DNS, connect timeout, pool timeout, reset before
 ///   write, 429, 503, and 409 `idempotency_key_in_use` (the same key is still in flight);
 /// - may have executed: read timeout, reset after write, 500, 502, 504 and any other 5xx,
-///   a stream cut before its first token;
+///   a stream cut before its first token, and any status outside 2xx, 4xx and 5xx (a 1xx
+///   or 3xx not followed, a 600 or 999);
 /// - won't improve: 400, 401, 403, 404, 422 and any other 4xx, content-policy refusals,
 ///   context length exceeded, a stream cut after at least one token (never retried);
 /// - conflict: any other 409;
@@ -276,9 +281,11 @@ fn classify_response(response: &Response) -> Option<Failure> {
         }
         409 => failure(Conflict, FailureKind::Conflict { code }),
         500..=599 => failure(MayHaveExecuted, FailureKind::ServerError(status)),
-        // Other 4xx, and 1xx/3xx the client does not follow: the same request will get the
-        // same answer.
-        _ => failure(WontImprove, FailureKind::ClientError { status, code }),
+        // Other 4xx: the same request will get the same answer.
+        400..=499 => failure(WontImprove, FailureKind::ClientError { status, code }),
+        // 1xx and 3xx the client does not follow, and statuses HTTP does not define: no
+        // rule says the request was refused, so it is never reported as not executed.
+        _ => failure(MayHaveExecuted, FailureKind::UnexpectedStatus(status)),
     }
 }
 
@@ -323,6 +330,27 @@ mod tests {
         assert_ne!(rate_limited.kind, unavailable.kind);
         assert_eq!(rate_limited.kind.label(), "429");
         assert_eq!(unavailable.kind.label(), "503");
+    }
+
+    /// A status no rule reads as a refusal may have executed: a write answered 303, or 999
+    /// by a misbehaving gateway, is reconciled, never reported failed with advice to send
+    /// it again (it was classified won't-improve).
+    #[test]
+    fn statuses_outside_2xx_4xx_and_5xx_may_have_executed() {
+        for status in [101, 199, 301, 303, 307, 600, 999, 0, 65_535] {
+            let got = failure(&http(status, None));
+            assert_eq!(
+                got,
+                Failure {
+                    group: MayHaveExecuted,
+                    kind: FailureKind::UnexpectedStatus(status)
+                },
+                "{status}"
+            );
+            assert_eq!(got.kind.status(), Some(status));
+        }
+        assert_eq!(failure(&http(303, None)).kind.label(), "303");
+        assert_eq!(failure(&http(404, None)).group, WontImprove);
     }
 
     #[test]
@@ -505,13 +533,6 @@ mod tests {
     }
 
     #[test]
-    fn unexpected_1xx_and_3xx_wont_improve() {
-        for status in [101, 301, 304] {
-            assert_eq!(failure(&http(status, None)).group, WontImprove);
-        }
-    }
-
-    #[test]
     fn labels_are_stable_and_distinct_per_kind() {
         let kinds = [
             FailureKind::RateLimited,
@@ -523,6 +544,7 @@ mod tests {
                 status: 400,
                 code: None,
             },
+            FailureKind::UnexpectedStatus(303),
             FailureKind::ContentPolicy,
             FailureKind::ContextLength,
             FailureKind::Conflict { code: None },
