@@ -14,12 +14,11 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
 use stampede_provider::model::JournalEntry;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use super::provider::{parse_journal, Control};
+use super::provider::{last_seq, parse_journal, Control};
 use super::LiveError;
 
 /// How often the journal is read while a run plays (real time). At the fake provider's
@@ -34,21 +33,11 @@ struct Pages {
 }
 
 impl Pages {
-    /// Reads the entries after the last seen and keeps their page.
+    /// Reads the entries after the last seen and keeps their pages.
     async fn read(&mut self, control: &Control) -> Result<(), LiveError> {
         let text = control.journal_text(self.last_seq).await?;
         if let Some(last) = text.lines().rev().find(|line| !line.trim().is_empty()) {
-            #[derive(Deserialize)]
-            struct Seq {
-                seq: u64,
-            }
-            let Seq { seq } = serde_json::from_str(last).map_err(|e| {
-                LiveError::Provider(format!(
-                    "{}/_stampede/journal: the last line is not a journal entry: {e}",
-                    control.base()
-                ))
-            })?;
-            self.last_seq = seq;
+            self.last_seq = last_seq(control.base(), last)?;
             self.texts.push(text);
         }
         Ok(())
@@ -125,7 +114,17 @@ fn check_whole(after: u64, entries: &[JournalEntry], base: &str) -> Result<(), L
     let mut previous = after;
     let mut missing = 0u64;
     for entry in entries {
-        missing += entry.seq.saturating_sub(previous.saturating_add(1));
+        if entry.seq <= previous {
+            // Counting it would count an attempt twice (a repeated entry), or mistake a
+            // journal that went back for a gap.
+            return Err(LiveError::Provider(format!(
+                "{base}'s journal gave seq {} after seq {previous}: a provider's journal \
+                 numbers its entries one by one, so the figures cannot be made from it (is \
+                 something between the run and the provider rewriting its answers?)",
+                entry.seq
+            )));
+        }
+        missing += entry.seq - previous - 1;
         previous = entry.seq;
     }
     if missing > 0 {
@@ -170,6 +169,21 @@ mod tests {
         assert_eq!(missing(0, &[]), None);
         assert_eq!(missing(0, &[1, 2, 3]), None);
         assert_eq!(missing(7, &[8, 9]), None);
+    }
+
+    /// A repeated or backward seq is refused by name: counted, it doubled the attempts
+    /// (a proxy that repeated the journal), or read as entries dropped.
+    #[test]
+    fn a_seq_that_repeats_or_goes_back_is_refused() {
+        let repeated = missing(0, &[1, 2, 2, 3]).expect("a repeat");
+        assert!(repeated.contains("gave seq 2 after seq 2"), "{repeated}");
+        let back = missing(0, &[1, 5, 3]).expect("back");
+        assert!(back.contains("gave seq 3 after seq 5"), "{back}");
+        let before_start = missing(10, &[10, 11]).expect("at the start");
+        assert!(
+            before_start.contains("gave seq 10 after seq 10"),
+            "{before_start}"
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! (`PUT /_stampede/scenario`, `GET /_stampede/journal`, `GET /_stampede/stats`).
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::Method;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
@@ -11,6 +11,7 @@ use hyper_util::rt::TokioExecutor;
 use stampede_provider::model::JournalEntry;
 use stampede_provider::server::spawn_ephemeral_on_thread;
 use stampede_provider::{ProviderConfig, ServerHandle};
+use std::time::Duration;
 
 use super::LiveError;
 
@@ -174,10 +175,34 @@ impl Control {
     }
 
     /// The journal's entries after `since` (a seq) as the provider sends them: JSON lines,
-    /// in seq order, not parsed (see [`parse_journal`]).
+    /// in seq order, not parsed (see [`parse_journal`]). Read in pages of
+    /// [`JOURNAL_PAGE`] entries, each one answer, so no answer is larger than a page.
     pub(crate) async fn journal_text(&self, since: u64) -> Result<String, LiveError> {
-        let path = format!("/_stampede/journal?since={since}");
-        self.call(Method::GET, &path, Vec::new()).await
+        let mut text = String::new();
+        let mut after = since;
+        loop {
+            let path = format!("/_stampede/journal?after_seq={after}&limit={JOURNAL_PAGE}");
+            let (page, more) = self.request(Method::GET, &path, Vec::new()).await?;
+            let last = page.lines().rev().find(|line| !line.trim().is_empty());
+            let Some(seq) = last.map(|line| last_seq(&self.base, line)).transpose()? else {
+                return Ok(text);
+            };
+            text.push_str(&page);
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            if !more.is_some_and(|m| m == "true") {
+                return Ok(text);
+            }
+            if seq <= after {
+                return Err(LiveError::Provider(format!(
+                    "{}/_stampede/journal: a page after seq {after} ended at seq {seq}; a \
+                     provider's journal numbers its entries one by one",
+                    self.base
+                )));
+            }
+            after = seq;
+        }
     }
 
     /// The provider's base URL.
@@ -186,6 +211,18 @@ impl Control {
     }
 
     async fn call(&self, method: Method, path: &str, body: Vec<u8>) -> Result<String, LiveError> {
+        self.request(method, path, body).await.map(|(text, _)| text)
+    }
+
+    /// One control call: the answer's text and its `x-stampede-journal-more` header. Bounded
+    /// in time ([`CONTROL_TIMEOUT`]) and size ([`MAX_CONTROL_ANSWER`]): a provider that
+    /// never answers, or answers without end, is an error naming the call.
+    async fn request(
+        &self,
+        method: Method,
+        path: &str,
+        body: Vec<u8>,
+    ) -> Result<(String, Option<String>), LiveError> {
         let url = format!("{}{path}", self.base);
         let fail = |what: String| LiveError::Provider(format!("{method} {url}: {what}"));
         let mut builder = hyper::Request::builder()
@@ -198,24 +235,73 @@ impl Control {
         let req = builder
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| fail(e.to_string()))?;
-        let resp = self
-            .client
-            .request(req)
+        let answered = async {
+            let resp = self
+                .client
+                .request(req)
+                .await
+                .map_err(|e| fail(format!("{e} (is the provider running there?)")))?;
+            let status = resp.status();
+            let more = resp
+                .headers()
+                .get("x-stampede-journal-more")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            let bytes = Limited::new(resp.into_body(), MAX_CONTROL_ANSWER)
+                .collect()
+                .await
+                .map_err(|e| {
+                    if e.downcast_ref::<LengthLimitError>().is_some() {
+                        fail(format!(
+                            "the answer is larger than {} MiB; is it a stampede provider?",
+                            MAX_CONTROL_ANSWER >> 20
+                        ))
+                    } else {
+                        fail(e.to_string())
+                    }
+                })?
+                .to_bytes();
+            Ok::<_, LiveError>((status, more, bytes))
+        };
+        let (status, more, bytes) = tokio::time::timeout(CONTROL_TIMEOUT, answered)
             .await
-            .map_err(|e| fail(format!("{e} (is the provider running there?)")))?;
-        let status = resp.status();
-        let bytes = resp
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| fail(e.to_string()))?
-            .to_bytes();
+            .map_err(|_| {
+                fail(format!(
+                    "no whole answer within {} s (is the provider stuck, or is something \
+                     between the run and it holding the answer?)",
+                    CONTROL_TIMEOUT.as_secs()
+                ))
+            })??;
         let text = String::from_utf8_lossy(&bytes).into_owned();
         if !status.is_success() {
             return Err(fail(format!("answered {status}: {text}")));
         }
-        Ok(text)
+        Ok((text, more))
     }
+}
+
+/// Entries asked for in one journal answer.
+pub const JOURNAL_PAGE: usize = 10_000;
+
+/// Longest a control call may take, whole answer included.
+pub const CONTROL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Largest control answer read (bytes): a page of [`JOURNAL_PAGE`] entries is a few MB.
+pub const MAX_CONTROL_ANSWER: usize = 64 << 20;
+
+/// The seq of a journal line, read alone (`base` names the provider in errors).
+pub(crate) fn last_seq(base: &str, line: &str) -> Result<u64, LiveError> {
+    #[derive(serde::Deserialize)]
+    struct Seq {
+        seq: u64,
+    }
+    serde_json::from_str::<Seq>(line)
+        .map(|Seq { seq }| seq)
+        .map_err(|e| {
+            LiveError::Provider(format!(
+                "{base}/_stampede/journal: a line is not a journal entry: {e}"
+            ))
+        })
 }
 
 fn control_client() -> Client<HttpConnector, Full<Bytes>> {

@@ -25,7 +25,7 @@ use std::error::Error as StdError;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
@@ -103,7 +103,13 @@ impl Transport {
         if stream && status == 200 && is_sse {
             return read_stream(send, status, headers, body).await;
         }
-        match body.collect().await {
+        match Limited::new(body, MAX_ANSWER_BYTES).collect().await {
+            // Past the cap the body is not read: the status and headers say what happened,
+            // as for an answer whose body says nothing the core reads (a huge body held
+            // in memory once per attempt in flight took 1.7 GB).
+            Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
+                translate::answered(send, status, headers, &Value::Null, None)
+            }
             Ok(collected) => {
                 let bytes = collected.to_bytes();
                 if matches!(send.kind, SendKind::Action) {
@@ -121,6 +127,10 @@ impl Transport {
         }
     }
 }
+
+/// Largest answer body read (bytes): real answers are a few KB, an embeddings answer of
+/// a full batch tens of MB.
+pub const MAX_ANSWER_BYTES: usize = 64 << 20;
 
 /// What an action's answer body says that the core reads: the provider's id of the
 /// operation, the usage of a completion, and an error's code. Read straight off the body:
@@ -296,6 +306,56 @@ mod tests {
             fallback: None,
             degraded: None,
             trimmed: None,
+        }
+    }
+
+    /// An answer whose body is past the cap is read by its status and headers alone, and
+    /// the body is not held: a 200 of 100 MB is a success, not 100 MB per attempt.
+    #[tokio::test]
+    async fn a_body_past_the_cap_is_not_read() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut request = [0u8; 4096];
+            let _ = socket.read(&mut request).await;
+            let length = MAX_ANSWER_BYTES + (1 << 20);
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nretry-after: 7\r\ncontent-length: {length}\r\n\r\n"
+            );
+            let _ = socket.write_all(head.as_bytes()).await;
+            let block = vec![b' '; 1 << 20];
+            for _ in 0..=MAX_ANSWER_BYTES >> 20 {
+                if socket.write_all(&block).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let transport = Transport::new(
+            1_000,
+            Dilation {
+                scale: 1.0,
+                real_start_unix_ms: 0,
+                scenario_epoch_unix_ms: 0,
+            },
+        );
+        let request = hyper::Request::post(format!("http://{addr}/v1/chat/completions"))
+            .body(Full::new(Bytes::from_static(b"{}")))
+            .unwrap();
+        let outcome = transport
+            .attempt(&action(), request, false, Duration::from_secs(60))
+            .await;
+        match outcome {
+            Outcome::Response(r) => {
+                assert_eq!(r.status, 200);
+                assert_eq!(r.usage, None);
+                assert!(r
+                    .headers
+                    .iter()
+                    .any(|(n, v)| n == "retry-after" && v == "7"));
+            }
+            other => panic!("a 200 past the cap read as {other:?}"),
         }
     }
 
