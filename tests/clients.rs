@@ -475,3 +475,42 @@ fn a_runner_interrupted_while_its_client_runs_stops_the_client() {
         "the client's child {pid} outlived the interrupted run"
     );
 }
+
+/// The provider a `--client` run starts answers its control plane only to the run: a
+/// client that resets it (which emptied the journal the run is measured from) or gives it
+/// another scenario is refused, and the run's figures keep every attempt it made.
+#[test]
+fn the_client_under_test_cannot_reset_the_provider() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = r#"
+import http.client, json, os, urllib.parse
+url = urllib.parse.urlparse(os.environ["STAMPEDE_PROVIDER_URL"])
+key = os.environ["OPENAI_API_KEY"]
+def call(method, path, body):
+    c = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+    try:
+        c.request(method, path, body=json.dumps(body), headers={
+            "authorization": "Bearer " + key, "content-type": "application/json"})
+        r = c.getresponse(); r.read()
+        return r.status
+    except (http.client.HTTPException, OSError):
+        return "dropped"  # the scenario drops every 4th completion after commit
+    finally:
+        c.close()
+chat = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
+sent = [call("POST", "/v1/chat/completions", chat) for _ in range(3)]
+print("reset", call("POST", "/_stampede/reset", {}))
+print("scenario", call("PUT", "/_stampede/scenario", {"scopes": [], "credentials": []}))
+sent += [call("POST", "/v1/chat/completions", chat) for _ in range(2)]
+print("sent", sent)
+"#;
+    let out = run_client(
+        "examples/clients/blind-retry.toml",
+        dir.path(),
+        &["python3", "-c", script],
+    );
+    let log = std::fs::read_to_string(dir.path().join("client.log")).unwrap();
+    assert!(log.contains("reset 401"), "{log}\n{}", text(&out.stdout));
+    assert!(log.contains("scenario 401"), "{log}");
+    assert_eq!(summary(dir.path())["outbound_attempts"], 5, "{log}");
+}

@@ -28,12 +28,6 @@ pub fn demo_config() -> ProviderConfig {
     }
 }
 
-/// A fresh control token: 128 random bits as hex (rand's thread RNG is a CSPRNG seeded by
-/// the OS).
-fn generate_token() -> String {
-    format!("stc_{:032x}", rand::random::<u128>())
-}
-
 /// Reads the scenario's `[provider]` table, or its `[providers.<provider_name>]` (other tables ignored; its top-level `seed` seeds
 /// the model), prints the address and credentials (masked), and serves until Ctrl-C.
 ///
@@ -69,7 +63,7 @@ pub async fn serve_cli(
     let control_token = control_token.filter(|t| !t.is_empty());
     let generated = control_token.is_none() && guard::token_required(bound, None);
     let control_token = if generated {
-        Some(generate_token())
+        Some(super::generate_control_token())
     } else {
         control_token
     };

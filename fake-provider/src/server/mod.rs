@@ -27,7 +27,7 @@ mod state;
 
 pub use cli::serve_cli;
 pub use control::DEFAULT_JOURNAL_PAGE;
-pub use own_thread::{spawn_ephemeral_on_thread, spawn_on_thread};
+pub use own_thread::spawn_on_thread;
 pub use state::{DEFAULT_JOURNAL_RING, TRANSIT_ALLOWANCE_REAL_MS};
 
 use crate::config::ProviderConfig;
@@ -70,6 +70,13 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 1_024;
 pub const DEFAULT_MAX_HEADER_BYTES: usize = 64 * 1_024;
 /// Longest journaled string by default, bytes: Stripe's limit on idempotency keys.
 pub const DEFAULT_MAX_FIELD_BYTES: usize = 255;
+
+/// A fresh control token: 128 random bits as hex (rand's thread RNG is a CSPRNG seeded by
+/// the OS). `stampede serve` makes one for a non-loopback address; a harness that starts
+/// the provider in-process makes one so the client under test cannot reset it.
+pub fn generate_control_token() -> String {
+    format!("stc_{:032x}", rand::random::<u128>())
+}
 
 /// How the server runs, beyond the provider config.
 #[derive(Debug, Clone)]

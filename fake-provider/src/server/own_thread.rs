@@ -10,21 +10,9 @@ use super::{serve_listener, ServeError, ServerHandle, ServerOptions};
 use crate::config::ProviderConfig;
 use std::net::SocketAddr;
 
-/// Starts a server on 127.0.0.1 with an ephemeral port, served on a thread of its own.
-/// Stopped like [`super::spawn_ephemeral`]'s: by [`ServerHandle::shutdown`] or a drop.
-pub fn spawn_ephemeral_on_thread(
-    config: ProviderConfig,
-    seed: u64,
-) -> Result<(SocketAddr, ServerHandle), ServeError> {
-    let options = ServerOptions {
-        seed,
-        ..ServerOptions::default()
-    };
-    spawn_on_thread(config, options, SocketAddr::from(([127, 0, 0, 1], 0)))
-}
-
 /// Starts a server on `addr` (port 0 picks one) on a thread of its own with these options.
-/// The address is bound before this returns, so a client may connect at once.
+/// The address is bound before this returns, so a client may connect at once. Stopped like
+/// [`super::spawn_ephemeral`]'s: by [`ServerHandle::shutdown`] or a drop.
 pub fn spawn_on_thread(
     config: ProviderConfig,
     options: ServerOptions,

@@ -9,8 +9,9 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use stampede_provider::model::JournalEntry;
-use stampede_provider::server::spawn_ephemeral_on_thread;
+use stampede_provider::server::{generate_control_token, spawn_on_thread, ServerOptions};
 use stampede_provider::{ProviderConfig, ServerHandle};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use super::LiveError;
@@ -59,12 +60,22 @@ impl Provider {
     /// thread of its own: sharing the run's runtime, it would take 41% of the client's one
     /// thread (its share of the instructions of `live_overhead 3000 64` under callgrind).
     pub async fn in_process(config: ProviderConfig, seed: u64) -> Result<Self, LiveError> {
-        let (addr, server) = spawn_ephemeral_on_thread(config, seed).map_err(|e| {
+        // Its control plane answers only this run: a client under test (`--client`) that
+        // reset the provider, or gave it another scenario, would change the journal the
+        // run is measured from.
+        let token = generate_control_token();
+        let options = ServerOptions {
+            seed,
+            control_token: Some(token.clone()),
+            ..ServerOptions::default()
+        };
+        let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+        let (addr, server) = spawn_on_thread(config, options, loopback).map_err(|e| {
             LiveError::Provider(format!("cannot start the in-process provider: {e}"))
         })?;
         let base = format!("http://{addr}");
         Ok(Self {
-            control: Control::new(base.clone(), None),
+            control: Control::new(base.clone(), Some(token)),
             base,
             server: Some(server),
         })
