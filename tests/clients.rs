@@ -514,3 +514,48 @@ print("sent", sent)
     assert!(log.contains("scenario 401"), "{log}");
     assert_eq!(summary(dir.path())["outbound_attempts"], 5, "{log}");
 }
+
+/// A client that gives up on an answer before the provider sends it (its timeout shorter
+/// than the latency) did not get a completion: the provider journaled a 200 at arrival, and
+/// marks it undelivered when the client goes away, so the run counts the request failed,
+/// not completed.
+#[test]
+fn an_answer_the_client_gave_up_on_is_not_a_completion() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = r#"
+import http.client, json, os, urllib.parse
+url = urllib.parse.urlparse(os.environ["STAMPEDE_PROVIDER_URL"])
+c = http.client.HTTPConnection(url.hostname, url.port, timeout=1)
+chat = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
+c.request("POST", "/v1/chat/completions", body=json.dumps(chat), headers={
+    "authorization": "Bearer " + os.environ["OPENAI_API_KEY"],
+    "content-type": "application/json"})
+try:
+    c.getresponse().read()
+    print("answered")
+except OSError as e:
+    print("gave up:", e)
+"#;
+    // Latency 60 scenario seconds: 6 real seconds at the scenario's time scale of 10.
+    let out = stampede(&[
+        "run",
+        "examples/clients/blind-retry.toml",
+        "--out",
+        a_str(dir.path()),
+        "--set",
+        "provider.latency={fixed=\"60s\"}",
+        "--set",
+        "provider.faults=[]",
+        "--client",
+        "--",
+        "python3",
+        "-c",
+        script,
+    ]);
+    let log = std::fs::read_to_string(dir.path().join("client.log")).unwrap();
+    assert!(log.contains("gave up"), "{log}\n{}", text(&out.stderr));
+    let s = summary(dir.path());
+    assert_eq!(s["outbound_attempts"], 1, "{s}");
+    assert_eq!(s["completed"], 0, "the client never got its answer: {s}");
+    assert!(s["undelivered_tokens"].as_u64() > Some(0), "{s}");
+}

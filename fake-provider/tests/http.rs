@@ -889,3 +889,50 @@ async fn the_key_is_checked_before_the_body() {
         .collect();
     assert_eq!(statuses, [401; 6], "{journal:?}");
 }
+
+/// A 200 the client gave up on before it was sent (its timeout shorter than the latency)
+/// is marked undelivered in the journal once the client goes away, and listed by
+/// `GET /_stampede/abandoned` for a reader that took the entry while it was pending; an
+/// answer delivered is not.
+#[tokio::test]
+async fn an_answer_the_client_gave_up_on_is_marked_undelivered() {
+    let mut c = config(None, vec![]);
+    c.latency = LatencyConfig::fixed_ms(2_000);
+    let s = start(c).await;
+    let pending = s.journal().await;
+    assert!(pending.is_empty());
+    let err = s
+        .chat("sk-a-test-key")
+        .timeout(Duration::from_millis(200))
+        .send()
+        .await
+        .unwrap_err();
+    assert!(err.is_timeout(), "{err:?}");
+    let abandoned = |s: &Server| {
+        let url = format!("{}/_stampede/abandoned", s.base);
+        let client = s.client.clone();
+        async move {
+            let v: Value = client.get(url).send().await.unwrap().json().await.unwrap();
+            v
+        }
+    };
+    let mut seen = Value::Null;
+    for _ in 0..250 {
+        seen = abandoned(&s).await;
+        if seen["in_flight"] == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(seen["abandoned"], json!([1]), "{seen}");
+    assert_eq!(seen["in_flight"], 0, "{seen}");
+    let journal = s.journal().await;
+    assert_eq!(journal[0]["status"], 200);
+    assert_eq!(journal[0]["undelivered"], true, "{journal:?}");
+    assert!(s.stats().await["undelivered_tokens"].as_u64() > Some(0));
+    // One waited for is delivered, and not listed.
+    assert_eq!(s.chat("sk-a-test-key").send().await.unwrap().status(), 200);
+    assert_eq!(abandoned(&s).await["abandoned"], json!([1]));
+    let journal = s.journal().await;
+    assert_ne!(journal[1]["undelivered"], true, "{journal:?}");
+}

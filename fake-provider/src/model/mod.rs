@@ -647,6 +647,12 @@ impl ProviderModel {
         seq
     }
 
+    /// Counts `tokens` of an answer the edge could not deliver after it was journaled (its
+    /// client went away first) as undelivered, as a cut stream's are.
+    pub fn count_undelivered(&mut self, tokens: u64) {
+        self.stats.undelivered_tokens += tokens;
+    }
+
     /// Counts attempt `e`, whose outcome is `USUAL_OUTCOMES[usual]` when `usual` is known.
     fn count(&mut self, e: &JournalEntry, usual: Option<usize>) {
         let s = &mut self.stats;

@@ -134,6 +134,24 @@ pub(crate) async fn stats(State(app): State<App>) -> Response<Body> {
     json_response(200, &[], &v)
 }
 
+/// `GET /_stampede/abandoned`: the seqs of 2xx answers journaled and then abandoned by
+/// their client (it went away before the answer was handed over; the ring's entry now says
+/// `undelivered`), in the order abandoned, with how many attempts are still in flight and
+/// how many abandonments went unlisted past the cap: `{"abandoned": [..], "in_flight": N,
+/// "abandoned_lost": N}`. A reader that took an entry while its answer was pending marks
+/// it from here.
+pub(crate) async fn abandoned(State(app): State<App>) -> Response<Body> {
+    let v = {
+        let inner = app.shared.lock();
+        json!({
+            "abandoned": inner.abandoned,
+            "in_flight": inner.in_flight,
+            "abandoned_lost": inner.abandoned_lost,
+        })
+    };
+    json_response(200, &[], &v)
+}
+
 /// `POST /_stampede/reset`: fresh model (same config and seed), empty journal, time 0.
 pub(crate) async fn reset(State(app): State<App>) -> Response<Body> {
     let mut inner = app.shared.lock();

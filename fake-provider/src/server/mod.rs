@@ -205,6 +205,7 @@ fn router(app: App) -> Router {
     let control = Router::new()
         .route("/_stampede/journal", get(control::journal))
         .route("/_stampede/stats", get(control::stats))
+        .route("/_stampede/abandoned", get(control::abandoned))
         .route("/_stampede/reset", post(control::reset))
         .route("/_stampede/scenario", put(control::scenario))
         // Its counters and scope names are the control plane's too (the contract lists it

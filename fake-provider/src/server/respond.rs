@@ -23,21 +23,36 @@ pub(crate) const HANG_LIMIT: Duration = Duration::from_secs(300);
 const CUT_FLUSH: Duration = Duration::from_millis(20);
 
 /// Calls `depart` exactly once: when dropped, whether the answer went out, the client went
-/// away, or the server shut down.
+/// away, or the server shut down. Dropped without [`Departure::delivered`] (the client went
+/// away first), it also marks the attempt's answer abandoned (`Inner::abandon`).
 pub(crate) struct Departure {
     shared: Arc<Shared>,
     seq: u64,
+    delivered: bool,
 }
 
 impl Departure {
     pub(crate) fn new(shared: Arc<Shared>, seq: u64) -> Self {
-        Departure { shared, seq }
+        Departure {
+            shared,
+            seq,
+            delivered: false,
+        }
+    }
+
+    /// The answer is handed to the connection whole (a stream: its last frame was taken).
+    pub(crate) fn delivered(mut self) {
+        self.delivered = true;
     }
 }
 
 impl Drop for Departure {
     fn drop(&mut self) {
-        self.shared.lock().depart(self.seq);
+        let mut inner = self.shared.lock();
+        if !self.delivered {
+            inner.abandon(self.seq);
+        }
+        inner.depart(self.seq);
     }
 }
 
@@ -236,11 +251,11 @@ pub(crate) async fn play(
             wait(real_latency_ms, &mut stop).await;
             if let (Some(c), None, Wire::OpenAi { .. }) = (&completion, stream_chunks, wire) {
                 // The hot path: a plain completion, written straight as JSON text.
-                drop(departure);
+                departure.delivered();
                 return signals_response(status, &signals, JsonBody::Completion(c));
             }
             if let (None, Wire::OpenAi { .. }) = (stream_chunks, wire) {
-                drop(departure);
+                departure.delivered();
                 return signals_response(status, &signals, JsonBody::Value(&body));
             }
             // Streams and Anthropic's messages are rendered from the value (an embedding's
@@ -269,11 +284,11 @@ pub(crate) async fn play(
                     )
                 }
                 (_, Wire::Anthropic) => {
-                    drop(departure);
+                    departure.delivered();
                     anthropic::answer(seq, status, &headers, &body, usage)
                 }
                 (_, Wire::Embeddings { inputs }) if status == 200 => {
-                    drop(departure);
+                    departure.delivered();
                     let (input, _) = usage.unwrap_or((0, 0));
                     let vector: Vec<f64> = (0..8).map(|i| f64::from(i) / 8.0).collect();
                     let data: Vec<Value> = (0..inputs.max(1))
@@ -288,14 +303,14 @@ pub(crate) async fn play(
                     json_response(200, &headers, &body)
                 }
                 (_, Wire::OpenAi { .. } | Wire::Embeddings { .. }) => {
-                    drop(departure);
+                    departure.delivered();
                     json_response(status, &headers, &body)
                 }
             }
         }
         Answer::Drop { .. } => {
             wait(real_latency_ms, &mut stop).await;
-            drop(departure);
+            departure.delivered();
             dropped()
         }
         Answer::Hang { .. } => {
@@ -305,7 +320,7 @@ pub(crate) async fn play(
                 _ = tokio::time::sleep(HANG_LIMIT) => {}
                 _ = stopped(&mut stop) => {}
             }
-            drop(departure);
+            departure.delivered();
             dropped()
         }
         Answer::StreamCut { after_chunks, .. } => {
@@ -366,7 +381,7 @@ fn sse_response(
 ) -> Response<Body> {
     // The departure rides along with the body: it fires when the stream ends or is dropped.
     let s = frames.chain(stream::once(async move {
-        drop(departure);
+        departure.delivered();
         Ok(Bytes::new())
     }));
     let mut resp = json_response(200, headers, &Value::Null);

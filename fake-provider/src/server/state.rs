@@ -20,7 +20,19 @@ pub(crate) struct Inner {
     pub(crate) ring: VecDeque<JournalEntry>,
     pub(crate) ring_capacity: usize,
     pub(crate) ring_lost: u64,
+    /// Attempts arrived whose answer has not departed yet (see `respond::Departure`).
+    pub(crate) in_flight: u64,
+    /// Seqs of 2xx answers journaled and then abandoned by their client, in the order they
+    /// were abandoned (`GET /_stampede/abandoned`): a reader that took an entry before its
+    /// client went away learns it from here. At most [`MAX_ABANDONED`]; more are counted.
+    pub(crate) abandoned: Vec<u64>,
+    /// Abandoned answers past [`MAX_ABANDONED`], not listed.
+    pub(crate) abandoned_lost: u64,
 }
+
+/// Abandoned answers listed at most (8 bytes each): past it they are counted, and a reader
+/// must take the ring's entries instead.
+pub const MAX_ABANDONED: usize = 1_000_000;
 
 /// State shared by every connection.
 pub(crate) struct Shared {
@@ -79,6 +91,9 @@ impl Inner {
             time_scale,
             ring: VecDeque::new(),
             ring_capacity: ring_capacity.max(1),
+            in_flight: 0,
+            abandoned: Vec::new(),
+            abandoned_lost: 0,
             ring_lost: 0,
         })
     }
@@ -101,6 +116,9 @@ impl Inner {
     pub(crate) fn arrive(&mut self, req: &Request) -> (Decision, u64) {
         let now = self.now();
         let d = self.model.arrive(req, now);
+        // Every attempt through here departs once (`respond::play` makes its departure
+        // in the same poll).
+        self.in_flight += 1;
         // Entry by entry, not `drain_journal`: that collects them in a new `Vec` each time.
         while let Some(mut e) = self.model.next_journal() {
             if e.scope.is_none() {
@@ -141,5 +159,29 @@ impl Inner {
     pub(crate) fn depart(&mut self, seq: u64) {
         let now = self.now();
         self.model.depart(seq, now);
+        // Saturating: an attempt that arrived before a reset departs after it.
+        self.in_flight = self.in_flight.saturating_sub(1);
+    }
+
+    /// Attempt `seq`'s answer was never delivered: its client went away before the answer
+    /// was handed to the connection (a client timeout shorter than the latency, a stream
+    /// it stopped reading). A 2xx journaled for it is marked undelivered, so no one counts
+    /// it as a request the provider answered; what it billed stays billed, as a real
+    /// provider bills work its client abandoned.
+    pub(crate) fn abandon(&mut self, seq: u64) {
+        let Ok(i) = self.ring.binary_search_by_key(&seq, |e| e.seq) else {
+            return;
+        };
+        let e = &mut self.ring[i];
+        if matches!(e.status, Some(200..=299)) && !e.undelivered {
+            e.undelivered = true;
+            let tokens = e.tokens_used;
+            self.model.count_undelivered(tokens);
+            if self.abandoned.len() < MAX_ABANDONED {
+                self.abandoned.push(seq);
+            } else {
+                self.abandoned_lost += 1;
+            }
+        }
     }
 }

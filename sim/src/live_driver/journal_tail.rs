@@ -26,6 +26,10 @@ use super::LiveError;
 /// what its default ring of 100,000 entries holds.
 pub const READ_EVERY: Duration = Duration::from_millis(250);
 
+/// Longest a run's end waits for the answers still in flight to depart before the last read
+/// (real time): a connection the client closed is noticed within milliseconds.
+const SETTLE: Duration = Duration::from_secs(2);
+
 /// The journal read so far: pages as the provider sent them, and the last seq among them.
 struct Pages {
     texts: Vec<String>,
@@ -98,13 +102,43 @@ impl JournalTail {
         let mut pages = task
             .await
             .map_err(|e| LiveError::Provider(format!("the journal reader failed: {e}")))??;
+        // Answers still on their way when the run ended depart as their connections close:
+        // give them a moment, so the entries read last are final.
+        let settle_until = tokio::time::Instant::now() + SETTLE;
+        let abandoned = loop {
+            let abandoned = self.control.abandoned().await?;
+            if abandoned.in_flight == 0 || tokio::time::Instant::now() >= settle_until {
+                break abandoned;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
         pages.read(&self.control).await?;
         let mut entries = Vec::new();
         for text in &pages.texts {
             entries.extend(parse_journal(self.control.base(), text)?);
         }
         check_whole(self.after, &entries, self.control.base())?;
+        if abandoned.abandoned_lost > 0 {
+            return Err(LiveError::Provider(format!(
+                "{} answers {}'s clients abandoned went unlisted, so entries read before \
+                 that could count them as delivered",
+                abandoned.abandoned_lost,
+                self.control.base()
+            )));
+        }
+        mark_abandoned(&mut entries, &abandoned.abandoned);
         Ok(entries)
+    }
+}
+
+/// Marks the entries of `abandoned` seqs undelivered: read while their answer was pending,
+/// they said a 2xx their client then never received (a client timeout shorter than the
+/// latency), which no figure may count as a request the provider answered.
+fn mark_abandoned(entries: &mut [JournalEntry], abandoned: &[u64]) {
+    for seq in abandoned {
+        if let Ok(i) = entries.binary_search_by_key(seq, |e| e.seq) {
+            entries[i].undelivered = true;
+        }
     }
 }
 

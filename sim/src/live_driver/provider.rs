@@ -216,6 +216,20 @@ impl Control {
         }
     }
 
+    /// `GET /_stampede/abandoned`: the seqs of 2xx answers their clients abandoned after
+    /// they were journaled, and the attempts still in flight.
+    pub(crate) async fn abandoned(&self) -> Result<Abandoned, LiveError> {
+        let text = self
+            .call(Method::GET, "/_stampede/abandoned", Vec::new())
+            .await?;
+        serde_json::from_str(&text).map_err(|e| {
+            LiveError::Provider(format!(
+                "{}/_stampede/abandoned: not the answer a stampede provider gives: {e}",
+                self.base
+            ))
+        })
+    }
+
     /// The provider's base URL.
     pub(crate) fn base(&self) -> &str {
         &self.base
@@ -289,6 +303,17 @@ impl Control {
         }
         Ok((text, more))
     }
+}
+
+/// What `GET /_stampede/abandoned` says.
+#[derive(Debug, serde::Deserialize)]
+pub(crate) struct Abandoned {
+    /// Seqs of 2xx answers journaled and then abandoned by their client.
+    pub abandoned: Vec<u64>,
+    /// Attempts whose answer has not departed yet.
+    pub in_flight: u64,
+    /// Abandonments past the provider's list cap, not listed.
+    pub abandoned_lost: u64,
 }
 
 /// Entries asked for in one journal answer.
