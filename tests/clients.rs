@@ -559,3 +559,37 @@ except OSError as e:
     assert_eq!(s["completed"], 0, "the client never got its answer: {s}");
     assert!(s["undelivered_tokens"].as_u64() > Some(0), "{s}");
 }
+
+/// A client that writes without end fills its log to the cap and no further; the log says
+/// how much it dropped (`yes` wrote 4.4 GB in two seconds), and the client is not held up.
+#[test]
+fn a_client_log_stops_at_its_cap_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    // 20 scenario seconds at a time scale of 10: `yes` writes for 2 real seconds.
+    let out = stampede(&[
+        "run",
+        "examples/clients/blind-retry.toml",
+        "--out",
+        a_str(dir.path()),
+        "--set",
+        "duration=\"20s\"",
+        "--client",
+        "--",
+        "yes",
+    ]);
+    let log = dir.path().join("client.log");
+    let size = std::fs::metadata(&log).unwrap().len();
+    let cap: u64 = 64 << 20;
+    assert!(
+        size > cap && size < cap + 1024,
+        "client.log is {size} bytes: {}",
+        text(&out.stderr)
+    );
+    let mut tail = std::fs::read(&log).unwrap();
+    let tail = String::from_utf8_lossy(&tail.split_off(tail.len() - 300)).into_owned();
+    assert!(tail.contains("reached its cap of 64 MiB"), "{tail}");
+    assert!(
+        tail.contains("more bytes of the client's output were dropped"),
+        "{tail}"
+    );
+}

@@ -29,9 +29,11 @@
 //! workload's other requests failed. Latency counts from a request's first arrival at the
 //! provider (the client's own queue is invisible from there).
 
+mod client_log;
 mod processes;
 pub mod workload_file;
 
+use client_log::ClientLog;
 use processes::{Replicas, Stopped};
 
 use std::collections::BTreeMap;
@@ -404,12 +406,9 @@ async fn play(
         .collect();
     let started = Instant::now();
     let mut replicas = Replicas::new();
+    let mut client_logs = Vec::with_capacity(logs.len());
     for (r, (workload, log)) in workloads.iter().zip(logs).enumerate() {
-        let out = File::create(log).map_err(|source| ClientError::Io {
-            doing: format!("write {}", log.display()),
-            source,
-        })?;
-        let err = out.try_clone().map_err(|source| ClientError::Io {
+        let mut client_log = ClientLog::create(log).map_err(|source| ClientError::Io {
             doing: format!("write {}", log.display()),
             source,
         })?;
@@ -436,14 +435,21 @@ async fn play(
                     .to_string(),
             )
             .stdin(Stdio::null())
-            .stdout(Stdio::from(out))
-            .stderr(Stdio::from(err));
-        replicas
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let (stdout, stderr) = replicas
             .spawn(&mut cmd)
             .map_err(|source| ClientError::Spawn {
                 program: command[0].clone(),
                 source,
             })?;
+        if let Some(stdout) = stdout {
+            client_log.copy(stdout);
+        }
+        if let Some(stderr) = stderr {
+            client_log.copy(stderr);
+        }
+        client_logs.push(client_log);
     }
     // The scenario's duration in real time; one too long for a clock (a tiny time scale)
     // is no cap at all.
@@ -461,8 +467,18 @@ async fn play(
             source,
         },
     })?;
-    // Whatever the replicas left running in their groups ends with them.
+    // Whatever the replicas left running in their groups ends with them, and so does
+    // their output.
     drop(replicas);
+    for (client_log, path) in client_logs.into_iter().zip(logs) {
+        client_log
+            .finish()
+            .await
+            .map_err(|source| ClientError::Io {
+                doing: format!("write {}", path.display()),
+                source,
+            })?;
+    }
     let code = statuses
         .iter()
         .map(exit_code)

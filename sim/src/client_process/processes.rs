@@ -13,7 +13,7 @@
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use tokio::process::{Child, Command};
+use tokio::process::{Child, ChildStderr, ChildStdout, Command};
 use tokio::time::Instant;
 
 /// Real time terminated clients get to exit before they are killed.
@@ -50,18 +50,23 @@ impl Replicas {
         }
     }
 
-    /// Starts `cmd` as a replica, leader of a new process group.
-    pub fn spawn(&mut self, cmd: &mut Command) -> std::io::Result<()> {
+    /// Starts `cmd` as a replica, leader of a new process group. Returns its stdout and
+    /// stderr, when `cmd` made them pipes.
+    pub fn spawn(
+        &mut self,
+        cmd: &mut Command,
+    ) -> std::io::Result<(Option<ChildStdout>, Option<ChildStderr>)> {
         #[cfg(unix)]
         cmd.process_group(0);
-        let child = cmd.kill_on_drop(true).spawn()?;
+        let mut child = cmd.kill_on_drop(true).spawn()?;
         let group = child.id();
+        let output = (child.stdout.take(), child.stderr.take());
         self.replicas.push(Replica {
             child,
             group,
             status: None,
         });
-        Ok(())
+        Ok(output)
     }
 
     /// Waits for every replica to exit, at most until `deadline`; then sends SIGTERM to
