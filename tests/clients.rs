@@ -593,3 +593,54 @@ fn a_client_log_stops_at_its_cap_and_says_so() {
         "{tail}"
     );
 }
+
+/// A run into a folder an earlier run with more replicas used leaves none of that run's
+/// workload files and logs (`workload-2.jsonl` beside a run of one); the workload's path
+/// is absolute, so a client that changes directory still finds it; a folder given as the
+/// command is named as one.
+#[test]
+fn a_run_directory_holds_only_this_runs_replica_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |replicas: &str, command: &[&str]| {
+        let mut args = vec![
+            "run",
+            "examples/clients/blind-retry.toml",
+            "--out",
+            a_str(dir.path()),
+            "--set",
+            replicas,
+            "--client",
+            "--",
+        ];
+        args.extend_from_slice(command);
+        stampede(&args)
+    };
+    run("client.replicas=3", &["true"]);
+    assert!(dir.path().join("workload-2.jsonl").exists());
+    let found = r#"cd / && test -s "$STAMPEDE_WORKLOAD""#;
+    let out = run("client.replicas=1", &["sh", "-c", found]);
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("workload") || n.starts_with("client"))
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["client.log", "workload.jsonl"],
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(
+        summary(dir.path())["client_exit_code"],
+        0,
+        "the workload was found from /"
+    );
+    let folder = run("client.replicas=1", &[a_str(dir.path())]);
+    assert_eq!(folder.status.code(), Some(2));
+    assert!(
+        text(&folder.stderr).contains("it is a folder, not a program"),
+        "{}",
+        text(&folder.stderr)
+    );
+}

@@ -39,7 +39,7 @@ use processes::{Replicas, Stopped};
 use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::BufWriter;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -156,12 +156,14 @@ pub fn run_client(
     // Before the run directory is written: a mistyped command leaves an earlier run's
     // workload and log files whole.
     if !can_start(&command[0]) {
+        let why = if Path::new(&command[0]).is_dir() {
+            "it is a folder, not a program"
+        } else {
+            "no such file, and no such program on PATH"
+        };
         return Err(ClientError::Spawn {
             program: command[0].clone(),
-            source: std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                "no such file, and no such program on PATH",
-            ),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, why),
         });
     }
     let started = Instant::now();
@@ -195,6 +197,7 @@ pub fn run_client(
         .map(|r| name("workload", "jsonl", r))
         .collect();
     let log_paths: Vec<PathBuf> = (0..replicas).map(|r| name("client", "log", r)).collect();
+    remove_other_replicas_files(&dir, &workload_paths, &log_paths);
     let requests = {
         let mut writers = Vec::with_capacity(replicas);
         for path in &workload_paths {
@@ -359,6 +362,38 @@ fn answered_requests(journal: &[JournalEntry]) -> BTreeMap<u64, (u64, Option<u64
     out
 }
 
+/// Removes the workload files and logs an earlier run into `dir` left for replicas this
+/// run does not have (`workload-7.jsonl` of a run of 8 in a run of 2, or `client.log` of a
+/// run of one in a run of several), so no file in the run directory belongs to another
+/// run. A file that cannot be removed is left: it was never this run's.
+fn remove_other_replicas_files(dir: &Path, workloads: &[PathBuf], logs: &[PathBuf]) {
+    let Ok(listing) = fs::read_dir(dir) else {
+        return;
+    };
+    let replica_file = |name: &str, stem: &str, ext: &str| {
+        name.strip_prefix(stem)
+            .and_then(|rest| rest.strip_suffix(ext))
+            .is_some_and(|middle| {
+                middle.is_empty()
+                    || middle
+                        .strip_prefix('-')
+                        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            })
+    };
+    for entry in listing.flatten() {
+        let path = entry.path();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let ours = workloads.contains(&path) || logs.contains(&path);
+        let a_replicas =
+            replica_file(name, "workload", ".jsonl") || replica_file(name, "client", ".log");
+        if a_replicas && !ours {
+            let _ = fs::remove_file(&path);
+        }
+    }
+}
+
 /// Whether `program` names something to start: a path (with a `/`) to a file, or a name
 /// found as a file in one of `PATH`'s folders, as the operating system would look it up.
 /// Starting it is still what decides (a file that is not executable fails there); this
@@ -420,7 +455,11 @@ async fn play(
             .env("OPENAI_API_KEY", &key)
             .env("ANTHROPIC_API_KEY", &key)
             .env("STAMPEDE_CREDENTIALS", keys.join(","))
-            .env("STAMPEDE_WORKLOAD", workload)
+            // Absolute, so the client finds it from any working directory it moves to.
+            .env(
+                "STAMPEDE_WORKLOAD",
+                std::path::absolute(workload).unwrap_or_else(|_| workload.clone()),
+            )
             .env("STAMPEDE_REPLICA", r.to_string())
             .env("STAMPEDE_REPLICAS", workloads.len().to_string())
             .env("STAMPEDE_TIME_SCALE", scale.to_string())
