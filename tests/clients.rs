@@ -24,6 +24,22 @@ fn run_client(scenario: &str, dir: &Path, command: &[&str]) -> Output {
     stampede(&args)
 }
 
+/// `stampede run examples/clients/blind-retry.toml --out DIR --set ... --client -- COMMAND`.
+fn run_blind_retry(dir: &Path, sets: &[&str], command: &[&str]) -> Output {
+    let mut args = vec![
+        "run",
+        "examples/clients/blind-retry.toml",
+        "--out",
+        a_str(dir),
+    ];
+    for set in sets {
+        args.extend(["--set", set]);
+    }
+    args.extend(["--client", "--"]);
+    args.extend_from_slice(command);
+    stampede(&args)
+}
+
 fn python_has(module: &str) -> bool {
     let found = Command::new("python3")
         .args(["-c", &format!("import {module}")])
@@ -392,21 +408,11 @@ fn replicas_that_ignore_sigterm_are_stopped_together() {
     let dir = tempfile::tempdir().unwrap();
     let started = std::time::Instant::now();
     // 20 scenario seconds at a time scale of 10: a cap of 2 real seconds, then 5 of grace.
-    let out = stampede(&[
-        "run",
-        "examples/clients/blind-retry.toml",
-        "--out",
-        a_str(dir.path()),
-        "--set",
-        "duration=\"20s\"",
-        "--set",
-        "client.replicas=4",
-        "--client",
-        "--",
-        "sh",
-        "-c",
-        "trap '' TERM; while :; do sleep 0.2; done",
-    ]);
+    let out = run_blind_retry(
+        dir.path(),
+        &["duration=\"20s\"", "client.replicas=4"],
+        &["sh", "-c", "trap '' TERM; while :; do sleep 0.2; done"],
+    );
     let took = started.elapsed();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
     assert_eq!(
@@ -537,21 +543,11 @@ except OSError as e:
     print("gave up:", e)
 "#;
     // Latency 60 scenario seconds: 6 real seconds at the scenario's time scale of 10.
-    let out = stampede(&[
-        "run",
-        "examples/clients/blind-retry.toml",
-        "--out",
-        a_str(dir.path()),
-        "--set",
-        "provider.latency={fixed=\"60s\"}",
-        "--set",
-        "provider.faults=[]",
-        "--client",
-        "--",
-        "python3",
-        "-c",
-        script,
-    ]);
+    let out = run_blind_retry(
+        dir.path(),
+        &["provider.latency={fixed=\"60s\"}", "provider.faults=[]"],
+        &["python3", "-c", script],
+    );
     let log = std::fs::read_to_string(dir.path().join("client.log")).unwrap();
     assert!(log.contains("gave up"), "{log}\n{}", text(&out.stderr));
     let s = summary(dir.path());
@@ -566,17 +562,7 @@ except OSError as e:
 fn a_client_log_stops_at_its_cap_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
     // 20 scenario seconds at a time scale of 10: `yes` writes for 2 real seconds.
-    let out = stampede(&[
-        "run",
-        "examples/clients/blind-retry.toml",
-        "--out",
-        a_str(dir.path()),
-        "--set",
-        "duration=\"20s\"",
-        "--client",
-        "--",
-        "yes",
-    ]);
+    let out = run_blind_retry(dir.path(), &["duration=\"20s\""], &["yes"]);
     let log = dir.path().join("client.log");
     let size = std::fs::metadata(&log).unwrap().len();
     let cap: u64 = 64 << 20;
@@ -601,20 +587,7 @@ fn a_client_log_stops_at_its_cap_and_says_so() {
 #[test]
 fn a_run_directory_holds_only_this_runs_replica_files() {
     let dir = tempfile::tempdir().unwrap();
-    let run = |replicas: &str, command: &[&str]| {
-        let mut args = vec![
-            "run",
-            "examples/clients/blind-retry.toml",
-            "--out",
-            a_str(dir.path()),
-            "--set",
-            replicas,
-            "--client",
-            "--",
-        ];
-        args.extend_from_slice(command);
-        stampede(&args)
-    };
+    let run = |replicas: &str, command: &[&str]| run_blind_retry(dir.path(), &[replicas], command);
     run("client.replicas=3", &["true"]);
     assert!(dir.path().join("workload-2.jsonl").exists());
     let found = r#"cd / && test -s "$STAMPEDE_WORKLOAD""#;
