@@ -18,7 +18,7 @@ use stampede_provider::model::JournalEntry;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use super::provider::{last_seq, parse_journal, Control};
+use super::provider::{parse_journal, Control};
 use super::LiveError;
 
 /// How often the journal is read while a run plays (real time). At the fake provider's
@@ -39,9 +39,9 @@ struct Pages {
 impl Pages {
     /// Reads the entries after the last seen and keeps their pages.
     async fn read(&mut self, control: &Control) -> Result<(), LiveError> {
-        let text = control.journal_text(self.last_seq).await?;
-        if let Some(last) = text.lines().rev().find(|line| !line.trim().is_empty()) {
-            self.last_seq = last_seq(control.base(), last)?;
+        let (text, last_seq) = control.journal_text(self.last_seq).await?;
+        if !text.is_empty() {
+            self.last_seq = last_seq;
             self.texts.push(text);
         }
         Ok(())

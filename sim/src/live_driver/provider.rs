@@ -155,7 +155,7 @@ impl Provider {
 
     /// Every journal entry after `since` (a seq), in seq order.
     pub async fn journal(&self, since: u64) -> Result<Vec<JournalEntry>, LiveError> {
-        let text = self.control.journal_text(since).await?;
+        let (text, _) = self.control.journal_text(since).await?;
         parse_journal(&self.base, &text)
     }
 
@@ -186,9 +186,10 @@ impl Control {
     }
 
     /// The journal's entries after `since` (a seq) as the provider sends them: JSON lines,
-    /// in seq order, not parsed (see [`parse_journal`]). Read in pages of
-    /// [`JOURNAL_PAGE`] entries, each one answer, so no answer is larger than a page.
-    pub(crate) async fn journal_text(&self, since: u64) -> Result<String, LiveError> {
+    /// in seq order, not parsed (see [`parse_journal`]), and the last one's seq (`since`
+    /// when there are none). Read in pages of [`JOURNAL_PAGE`] entries, each one answer, so
+    /// no answer is larger than a page.
+    pub(crate) async fn journal_text(&self, since: u64) -> Result<(String, u64), LiveError> {
         let mut text = String::new();
         let mut after = since;
         loop {
@@ -196,14 +197,14 @@ impl Control {
             let (page, more) = self.request(Method::GET, &path, Vec::new()).await?;
             let last = page.lines().rev().find(|line| !line.trim().is_empty());
             let Some(seq) = last.map(|line| last_seq(&self.base, line)).transpose()? else {
-                return Ok(text);
+                return Ok((text, after));
             };
             text.push_str(&page);
             if !text.ends_with('\n') {
                 text.push('\n');
             }
             if !more.is_some_and(|m| m == "true") {
-                return Ok(text);
+                return Ok((text, seq));
             }
             if seq <= after {
                 return Err(LiveError::Provider(format!(
@@ -326,7 +327,7 @@ pub const CONTROL_TIMEOUT: Duration = Duration::from_secs(30);
 pub const MAX_CONTROL_ANSWER: usize = 64 << 20;
 
 /// The seq of a journal line, read alone (`base` names the provider in errors).
-pub(crate) fn last_seq(base: &str, line: &str) -> Result<u64, LiveError> {
+fn last_seq(base: &str, line: &str) -> Result<u64, LiveError> {
     #[derive(serde::Deserialize)]
     struct Seq {
         seq: u64,
