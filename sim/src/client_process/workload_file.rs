@@ -23,8 +23,10 @@ use stampede_provider::model::{Request, RequestRoute};
 use crate::scenario::Scenario;
 use crate::workload::Arrivals;
 
-/// One line of the workload file.
-pub fn line(id: u64, at_ms: u64, job: &stampede_core::Job) -> Value {
+/// One line of the workload file. `default_model` is the model a call that names none
+/// asks for: the provider's first listed model (the one a virtual run serves it), else
+/// any name.
+pub fn line(id: u64, at_ms: u64, job: &stampede_core::Job, default_model: &str) -> Value {
     let route = match job.route {
         Route::ChatCompletion => RequestRoute::ChatCompletions,
         Route::CreateRecord => RequestRoute::CreateRecord,
@@ -45,6 +47,10 @@ pub fn line(id: u64, at_ms: u64, job: &stampede_core::Job) -> Value {
         prompt_tokens: job.prompt_tokens,
         max_tokens: job.max_output_tokens,
         stream: job.stream,
+        model: Some(
+            job.model
+                .map_or_else(|| default_model.into(), stampede_core::Name::shared),
+        ),
         ..Request::default()
     };
     let mut body = crate::live_driver::request::json_body(&request);
@@ -72,7 +78,10 @@ pub fn line(id: u64, at_ms: u64, job: &stampede_core::Job) -> Value {
     });
     if let Value::Object(o) = &mut v {
         if job.route == Route::ChatCompletion {
-            o.insert("model".into(), json!("stampede-fake"));
+            o.insert(
+                "model".into(),
+                json!(crate::live_driver::request::model_of(&request)),
+            );
             o.insert("max_tokens".into(), json!(job.max_output_tokens));
             o.insert("prompt_tokens".into(), json!(job.prompt_tokens));
             o.insert("messages".into(), messages);
@@ -100,6 +109,13 @@ pub fn write(scenario: &Scenario, out: &mut dyn Write) -> std::io::Result<u64> {
 /// Returns the lines written in all.
 pub fn write_split<W: Write>(scenario: &Scenario, outs: &mut [W]) -> std::io::Result<u64> {
     assert!(!outs.is_empty(), "at least one replica");
+    let default_model = scenario
+        .provider
+        .models
+        .first()
+        .map_or(crate::live_driver::request::UNNAMED_MODEL, |m| {
+            m.name.as_str()
+        });
     let mut n = 0;
     for arrival in Arrivals::new(scenario) {
         if arrival.at > scenario.duration_ms {
@@ -107,9 +123,55 @@ pub fn write_split<W: Write>(scenario: &Scenario, outs: &mut [W]) -> std::io::Re
         }
         n += 1;
         let r = crate::virtual_driver::fleet::replica_of(&arrival.job, outs.len());
-        let v = line(arrival.job.id, arrival.at, &arrival.job);
+        let v = line(arrival.job.id, arrival.at, &arrival.job, default_model);
         serde_json::to_writer(&mut outs[r], &v)?;
         outs[r].write_all(b"\n")?;
     }
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn first_line(text: &str) -> Value {
+        let scenario = crate::scenario::parse(text, "t.toml", &[]).expect("scenario parses");
+        let mut out = vec![Vec::new()];
+        write_split(&scenario, &mut out).unwrap();
+        let first = String::from_utf8(out.remove(0)).unwrap();
+        serde_json::from_str(first.lines().next().unwrap()).unwrap()
+    }
+
+    const SCENARIO: &str = r#"
+name = "w"
+duration = "1m"
+[provider]
+[[provider.scopes]]
+id = "a"
+[[provider.credentials]]
+key = "sk-a-workload"
+scope = "a"
+[[workload]]
+tenant = "t"
+credential = "sk-a-workload"
+class = "llm"
+count = 1
+"#;
+
+    /// A call that names no model asks for the provider's first listed one, which a
+    /// virtual run serves it (every line said `stampede-fake`, which such a provider
+    /// refuses 404); with none listed, any name does.
+    #[test]
+    fn a_line_asks_for_the_model_the_provider_serves() {
+        let unlisted = first_line(SCENARIO);
+        assert_eq!(unlisted["model"], "stampede-fake");
+        assert_eq!(unlisted["body"]["model"], "stampede-fake");
+        let listed = SCENARIO.replace(
+            "[[provider.scopes]]",
+            "[[provider.models]]\nname = \"chat\"\n[[provider.models]]\nname = \"big\"\n[[provider.scopes]]",
+        );
+        let line = first_line(&listed);
+        assert_eq!(line["model"], "chat");
+        assert_eq!(line["body"]["model"], "chat");
+    }
 }

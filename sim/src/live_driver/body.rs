@@ -16,7 +16,7 @@ use stampede_provider::model::{Request, RequestRoute};
 struct Chat<'a> {
     max_tokens: u32,
     messages: OneMessage,
-    model: &'static str,
+    model: &'a str,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<StreamOptions>,
@@ -103,7 +103,7 @@ pub fn render(req: &Request) -> Option<Vec<u8>> {
             let chat = Chat {
                 max_tokens: req.max_tokens,
                 messages: OneMessage { chars },
-                model: "stampede-fake",
+                model: super::request::model_of(req),
                 stream: req.stream,
                 stream_options,
                 user: &hash,

@@ -23,7 +23,7 @@ use stampede_core::{
     AttemptId, AuditEvent, InMemoryLedger, JobId, Ledger, Millis, Name, Outcome, Scheduler,
     SendAttempt, Terminal,
 };
-use stampede_provider::model::{Fingerprint, JournalEntry, Request};
+use stampede_provider::model::{Fingerprint, JournalEntry, Request, RequestRoute};
 use tokio::task::JoinSet;
 
 use super::clock::LiveClock;
@@ -126,6 +126,11 @@ pub async fn play_from<L: Ledger>(
         base: provider.base.clone(),
         writer: RequestWriter::new(&provider.base),
         hidden_retries: scenario.client.transport_retries,
+        default_model: scenario
+            .provider
+            .models
+            .first()
+            .map(|m| std::sync::Arc::from(m.name.as_str())),
         sent: FxHashMap::default(),
         outgoing: Vec::new(),
         terminals: Vec::new(),
@@ -390,6 +395,9 @@ struct HttpWire {
     writer: RequestWriter,
     /// `client.transport_retries`: re-sends a layer under the client makes, unknown to it.
     hidden_retries: u32,
+    /// The model a call that names none asks for: the provider's first listed model, which
+    /// the provider model serves such a call in a virtual run (`None`: it lists none).
+    default_model: Option<std::sync::Arc<str>>,
     /// What this harness sent, in send order, under the key the provider's journal shows it
     /// by (its look-up, else its fingerprint): which action, attempt and tenant each journal
     /// entry was, known without reading the client's claims off the wire.
@@ -419,6 +427,22 @@ impl Wire for HttpWire {
         _measure: &mut Measurement,
         _now: Millis,
     ) -> Result<Flow, LiveError> {
+        // A call that names no model asks for the one a virtual run's provider would serve
+        // it: on the wire a model is required, and an unlisted name would be refused.
+        let named;
+        let request = match &self.default_model {
+            Some(model)
+                if request.model.is_none()
+                    && matches!(request.route, RequestRoute::ChatCompletions) =>
+            {
+                named = Request {
+                    model: Some(std::sync::Arc::clone(model)),
+                    ..request.clone()
+                };
+                &named
+            }
+            _ => request,
+        };
         // Rendered once: the bytes go on the wire and their hash names the journal entry.
         let body = super::body::render(request).map(bytes::Bytes::from);
         let sent_as = match live.get(send.job) {

@@ -66,13 +66,24 @@ pub(crate) fn prompt_chars(prompt_tokens: u32) -> usize {
     4 * prompt_tokens.saturating_sub(4) as usize
 }
 
+/// The model a request with none names asks for when the provider lists none (any name
+/// is served then).
+pub const UNNAMED_MODEL: &str = "stampede-fake";
+
+/// The model `req` asks for on the wire: its own, else [`UNNAMED_MODEL`]. A driver whose
+/// provider lists models names the one it means (see `HttpWire::send`): the wire always
+/// carries a model, as the real API requires.
+pub fn model_of(req: &Request) -> &str {
+    req.model.as_deref().unwrap_or(UNNAMED_MODEL)
+}
+
 /// The JSON body of an action's request (chat completions and record writes; `None` for
 /// bodiless routes), as the live driver sends it and as `--client` workloads hand it out.
 pub fn json_body(req: &Request) -> Option<serde_json::Value> {
     let hash = format!("{:016x}", req.body_hash);
     let v = match req.route {
         RequestRoute::ChatCompletions => json!({
-            "model": "stampede-fake",
+            "model": model_of(req),
             "messages": [{ "role": "user", "content": prompt_text(req.prompt_tokens) }],
             "max_tokens": req.max_tokens,
             "stream": req.stream,
