@@ -617,3 +617,53 @@ fn a_run_directory_holds_only_this_runs_replica_files() {
         text(&folder.stderr)
     );
 }
+
+/// An answer still on its way when the run is over was not delivered within it: a client
+/// whose requests are held open by a process outside its group (a long-lived local proxy)
+/// leaves them pending past the run's end, and they are counted undelivered, not completed
+/// (they were counted completed, with a latency past the run's end).
+#[test]
+fn answers_still_pending_at_the_end_are_not_completions() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("holder.pid");
+    let script = format!(
+        r#"
+import http.client, json, os, sys, time, urllib.parse
+url = urllib.parse.urlparse(os.environ["STAMPEDE_PROVIDER_URL"])
+chat = {{"model": "m", "max_tokens": 5, "messages": [{{"role": "user", "content": "hi"}}]}}
+held = []
+for i in range(3):
+    c = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
+    chat["user"] = str(i)
+    c.request("POST", "/v1/chat/completions", body=json.dumps(chat), headers={{
+        "authorization": "Bearer " + os.environ["OPENAI_API_KEY"],
+        "content-type": "application/json"}})
+    held.append(c)
+time.sleep(0.5)
+if os.fork() == 0:
+    os.setsid()  # out of the client's group: the run cannot stop it
+    open({pid:?}, "w").write(str(os.getpid()) + "\n")
+    time.sleep(60)
+    sys.exit(0)
+"#,
+        pid = a_str(&pid_file)
+    );
+    // Answers take 60 scenario seconds: 6 real seconds, after the run is over.
+    let out = run_blind_retry(
+        dir.path(),
+        &["provider.latency={fixed=\"60s\"}", "provider.faults=[]"],
+        &["python3", "-c", &script],
+    );
+    if let Ok(pid) = std::fs::read_to_string(&pid_file) {
+        // SAFETY: kill(2) on the helper process this test's client left behind.
+        unsafe {
+            libc::kill(pid.trim().parse().unwrap_or(0), libc::SIGKILL);
+        }
+    }
+    let s = summary(dir.path());
+    assert_eq!(s["outbound_attempts"], 3, "{s}\n{}", text(&out.stdout));
+    assert_eq!(
+        s["completed"], 0,
+        "no answer was delivered within the run: {s}"
+    );
+}

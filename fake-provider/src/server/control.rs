@@ -136,16 +136,18 @@ pub(crate) async fn stats(State(app): State<App>) -> Response<Body> {
 
 /// `GET /_stampede/abandoned`: the seqs of 2xx answers journaled and then abandoned by
 /// their client (it went away before the answer was handed over; the ring's entry now says
-/// `undelivered`), in the order abandoned, with how many attempts are still in flight and
-/// how many abandonments went unlisted past the cap: `{"abandoned": [..], "in_flight": N,
+/// `undelivered`), in the order abandoned; the seqs whose answer has not departed yet
+/// (`pending`, rising) and their count (`in_flight`); and how many abandonments went
+/// unlisted past the cap: `{"abandoned": [..], "pending": [..], "in_flight": N,
 /// "abandoned_lost": N}`. A reader that took an entry while its answer was pending marks
-/// it from here.
+/// it from here; one that must stop reading marks what is still pending.
 pub(crate) async fn abandoned(State(app): State<App>) -> Response<Body> {
     let v = {
         let inner = app.shared.lock();
         json!({
             "abandoned": inner.abandoned,
-            "in_flight": inner.in_flight,
+            "pending": inner.pending.seqs(),
+            "in_flight": inner.pending.count(),
             "abandoned_lost": inner.abandoned_lost,
         })
     };

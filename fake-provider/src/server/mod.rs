@@ -20,6 +20,7 @@ mod control;
 mod guard;
 mod own_thread;
 mod parse;
+mod pending;
 mod plain_chat;
 mod respond;
 mod routes;

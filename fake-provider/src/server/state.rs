@@ -21,7 +21,7 @@ pub(crate) struct Inner {
     pub(crate) ring_capacity: usize,
     pub(crate) ring_lost: u64,
     /// Attempts arrived whose answer has not departed yet (see `respond::Departure`).
-    pub(crate) in_flight: u64,
+    pub(crate) pending: super::pending::Pending,
     /// Seqs of 2xx answers journaled and then abandoned by their client, in the order they
     /// were abandoned (`GET /_stampede/abandoned`): a reader that took an entry before its
     /// client went away learns it from here. At most [`MAX_ABANDONED`]; more are counted.
@@ -91,7 +91,7 @@ impl Inner {
             time_scale,
             ring: VecDeque::new(),
             ring_capacity: ring_capacity.max(1),
-            in_flight: 0,
+            pending: super::pending::Pending::default(),
             abandoned: Vec::new(),
             abandoned_lost: 0,
             ring_lost: 0,
@@ -118,7 +118,7 @@ impl Inner {
         let d = self.model.arrive(req, now);
         // Every attempt through here departs once (`respond::play` makes its departure
         // in the same poll).
-        self.in_flight += 1;
+        self.pending.arrived(d.seq, true);
         // Entry by entry, not `drain_journal`: that collects them in a new `Vec` each time.
         while let Some(mut e) = self.model.next_journal() {
             if e.scope.is_none() {
@@ -159,8 +159,7 @@ impl Inner {
     pub(crate) fn depart(&mut self, seq: u64) {
         let now = self.now();
         self.model.depart(seq, now);
-        // Saturating: an attempt that arrived before a reset departs after it.
-        self.in_flight = self.in_flight.saturating_sub(1);
+        self.pending.departed(seq);
     }
 
     /// Attempt `seq`'s answer was never delivered: its client went away before the answer

@@ -127,17 +127,22 @@ impl JournalTail {
             )));
         }
         mark_abandoned(&mut entries, &abandoned.abandoned);
+        // Answers still on their way once the run is over were not delivered within it.
+        mark_abandoned(&mut entries, &abandoned.pending);
         Ok(entries)
     }
 }
 
-/// Marks the entries of `abandoned` seqs undelivered: read while their answer was pending,
-/// they said a 2xx their client then never received (a client timeout shorter than the
-/// latency), which no figure may count as a request the provider answered.
-fn mark_abandoned(entries: &mut [JournalEntry], abandoned: &[u64]) {
-    for seq in abandoned {
+/// Marks the 2xx entries of `seqs` undelivered: read while their answer was pending, they
+/// said a 2xx their client then never received (a client timeout shorter than the latency,
+/// or an answer still on its way when the run ended), which no figure may count as a
+/// request the provider answered.
+fn mark_abandoned(entries: &mut [JournalEntry], seqs: &[u64]) {
+    for seq in seqs {
         if let Ok(i) = entries.binary_search_by_key(seq, |e| e.seq) {
-            entries[i].undelivered = true;
+            if matches!(entries[i].status, Some(200..=299)) {
+                entries[i].undelivered = true;
+            }
         }
     }
 }

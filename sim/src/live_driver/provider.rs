@@ -311,6 +311,9 @@ impl Control {
 pub(crate) struct Abandoned {
     /// Seqs of 2xx answers journaled and then abandoned by their client.
     pub abandoned: Vec<u64>,
+    /// Seqs whose answer has not departed yet.
+    #[serde(default)]
+    pub pending: Vec<u64>,
     /// Attempts whose answer has not departed yet.
     pub in_flight: u64,
     /// Abandonments past the provider's list cap, not listed.
