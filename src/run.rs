@@ -145,7 +145,19 @@ pub fn main(args: RunArgs) -> ExitCode {
         // The page, summary.md and the step summary show the comparison too.
         baseline: baseline.clone(),
     };
-    let outcome = if args.client || !scenario.client.command.is_empty() && !args.live {
+    let client_run = args.client || !scenario.client.command.is_empty() && !args.live;
+    let live_only = [
+        (args.time_scale.is_some(), "--time-scale"),
+        (args.provider.is_some(), "--provider"),
+        (args.ledger.is_some(), "--ledger"),
+    ];
+    if let Some((_, flag)) = live_only.iter().find(|(given, _)| client_run && *given) {
+        return exit::bad_input(format!(
+            "{flag} is for --live runs: a --client run starts its own provider, at the \
+             scenario's provider.time_scale (--set provider.time_scale=N), and keeps no ledger"
+        ));
+    }
+    let outcome = if client_run {
         match run_client(&scenario, &args.command, &opts) {
             Ok((o, exit)) => {
                 let how = if exit.timed_out {

@@ -667,3 +667,49 @@ if os.fork() == 0:
         "no answer was delivered within the run: {s}"
     );
 }
+
+/// The run names the log of the replica that failed, not the first replica's; and a flag of
+/// live runs given to a client run is refused by name, where it was ignored.
+#[test]
+fn the_log_named_is_the_failed_replicas_and_live_flags_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_blind_retry(
+        dir.path(),
+        &["client.replicas=3"],
+        &[
+            "sh",
+            "-c",
+            r#"test "$STAMPEDE_REPLICA" = 2 && exit 5; exit 0"#,
+        ],
+    );
+    let said = text(&out.stdout);
+    assert!(said.contains("client exited with 5"), "{said}");
+    assert!(said.contains("client-2.log"), "{said}");
+    for flag in [
+        &["--time-scale", "100"][..],
+        &["--provider", "http://127.0.0.1:9"][..],
+        &["--ledger", "l.db"][..],
+    ] {
+        let mut args = vec![
+            "run",
+            "examples/clients/blind-retry.toml",
+            "--out",
+            a_str(dir.path()),
+            "--client",
+        ];
+        args.extend_from_slice(flag);
+        args.extend(["--", "true"]);
+        let out = stampede(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{flag:?}: {}",
+            text(&out.stdout)
+        );
+        assert!(
+            text(&out.stderr).contains("is for --live runs"),
+            "{flag:?}: {}",
+            text(&out.stderr)
+        );
+    }
+}

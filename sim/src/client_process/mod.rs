@@ -119,7 +119,7 @@ pub struct ClientExit {
     pub timed_out: bool,
     /// Real ms it ran.
     pub real_ms: u64,
-    /// Where its output went.
+    /// The log of the first replica that failed, whose output says why (else the first's).
     pub log: Option<PathBuf>,
 }
 
@@ -338,7 +338,8 @@ pub fn run_client(
     Ok((
         outcome,
         ClientExit {
-            log: opts.out_dir.as_ref().map(|_| log_paths[0].clone()),
+            // A run without a directory kept no log.
+            log: opts.out_dir.as_ref().and(exit.log.clone()),
             ..exit
         },
     ))
@@ -506,6 +507,8 @@ async fn play(
             source,
         },
     })?;
+    // How long the client ran: its output may trail on (below).
+    let real_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     // Whatever the replicas left running in their groups ends with them, and so does
     // their output.
     drop(replicas);
@@ -518,16 +521,13 @@ async fn play(
                 source,
             })?;
     }
-    let code = statuses
-        .iter()
-        .map(exit_code)
-        .find(|&code| code != 0)
-        .unwrap_or(0);
+    // The first replica that failed, whose log says why; else the first.
+    let failed = statuses.iter().map(exit_code).position(|code| code != 0);
     Ok(ClientExit {
-        code,
+        code: failed.map_or(0, |r| exit_code(&statuses[r])),
         timed_out,
-        real_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        log: logs.first().cloned(),
+        real_ms,
+        log: logs.get(failed.unwrap_or(0)).cloned(),
     })
 }
 
