@@ -258,3 +258,52 @@ fn a_runner_killed_after_the_provider_committed_looks_the_write_up_after_restart
 
     runtime.block_on(async { server.shutdown().await.expect("the provider stops") });
 }
+
+/// A restart with no time left (the provider's clock is past the scenario's end) is refused
+/// with what to do, where it said it looked the uncertain writes up and ended at once,
+/// having looked up nothing.
+#[test]
+fn a_restart_past_the_scenarios_end_is_refused_saying_what_to_do() {
+    let scenario = scenario::load(&scenario_path(), None, &[]).expect("the test scenario loads");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime for the provider");
+    let (addr, server) = runtime
+        .block_on(spawn_ephemeral(scenario.provider.clone(), 21))
+        .expect("the provider starts on 127.0.0.1");
+    let url = format!("http://{addr}");
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.db");
+    // A minute of scenario at 400 times real time: 150 ms; the whole life runs out.
+    let life = |out: &str| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_stampede"));
+        cmd.arg("run")
+            .arg(scenario_path())
+            .args(["--live", "--provider", &url, "--time-scale", "400"])
+            .arg("--ledger")
+            .arg(&ledger)
+            .arg("--out")
+            .arg(dir.path().join(out))
+            .arg("--no-render")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        wait_bounded(cmd.spawn().expect("the runner starts"), RESTART_TIMEOUT)
+    };
+    let first = life("first");
+    assert!(
+        ledger_entries(&ledger)
+            .iter()
+            .any(|e| !e.state.is_terminal()),
+        "the first life left nothing unfinished: the test proves little ({})",
+        String::from_utf8_lossy(&first.stdout)
+    );
+    sleep(Duration::from_millis(300));
+    let again = life("again");
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(2), "{err}");
+    assert!(err.contains("past the scenario's end"), "{err}");
+    assert!(err.contains("--set duration="), "{err}");
+    runtime.block_on(async { server.shutdown().await.expect("the provider stops") });
+}

@@ -232,6 +232,19 @@ pub async fn play_durable(
             restart.reached
         )));
     }
+    if at >= scenario.duration_ms {
+        // Resumed with no time left, the run would end at once: nothing sent, nothing
+        // looked up, while saying it looks the uncertain writes up.
+        return Err(LiveError::Durable(format!(
+            "the provider at {url} reads {at} ms, past the scenario's end at {} ms: the run \
+             the ledger {} belongs to has no time left, so nothing would be sent or looked up. \
+             To finish its {} unfinished actions, resume with a longer duration (--set \
+             duration=...); to start afresh, use a new --ledger file",
+            scenario.duration_ms,
+            ledger_path.display(),
+            restart.unfinished()
+        )));
+    }
     let (mut trail, audit_note) = match audit_path {
         Some(path) if path.exists() => {
             let (trail, repair) = LiveAuditTrail::resume(path).map_err(LiveError::Output)?;
