@@ -79,8 +79,13 @@ fn ledger_entries(path: &Path) -> Vec<LedgerEntry> {
         .expect("the ledger reads")
 }
 
-#[test]
-fn a_runner_killed_after_the_provider_committed_looks_the_write_up_after_restart() {
+/// The test scenario's provider, started in this process on a runtime of its own so it
+/// outlives the runners, as a real provider outlives a crashed client; and its URL.
+fn provider_apart() -> (
+    tokio::runtime::Runtime,
+    stampede_provider::ServerHandle,
+    String,
+) {
     let scenario = scenario::load(&scenario_path(), None, &[]).expect("the test scenario loads");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -90,7 +95,13 @@ fn a_runner_killed_after_the_provider_committed_looks_the_write_up_after_restart
     let (addr, server) = runtime
         .block_on(spawn_ephemeral(scenario.provider.clone(), 21))
         .expect("the provider starts on 127.0.0.1");
-    let url = format!("http://{addr}");
+    (runtime, server, format!("http://{addr}"))
+}
+
+#[test]
+fn a_runner_killed_after_the_provider_committed_looks_the_write_up_after_restart() {
+    let scenario = scenario::load(&scenario_path(), None, &[]).expect("the test scenario loads");
+    let (runtime, server, url) = provider_apart();
     let provider = Provider::attach(&url);
     let journal = |since: u64| {
         runtime
@@ -264,16 +275,7 @@ fn a_runner_killed_after_the_provider_committed_looks_the_write_up_after_restart
 /// having looked up nothing.
 #[test]
 fn a_restart_past_the_scenarios_end_is_refused_saying_what_to_do() {
-    let scenario = scenario::load(&scenario_path(), None, &[]).expect("the test scenario loads");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime for the provider");
-    let (addr, server) = runtime
-        .block_on(spawn_ephemeral(scenario.provider.clone(), 21))
-        .expect("the provider starts on 127.0.0.1");
-    let url = format!("http://{addr}");
+    let (runtime, server, url) = provider_apart();
     let dir = tempfile::tempdir().unwrap();
     let ledger = dir.path().join("ledger.db");
     // A minute of scenario at 400 times real time: 150 ms; the whole life runs out.
