@@ -1,6 +1,7 @@
 //! The README's promises about the fake provider quote figures the code sets: the bounds
-//! of `stampede serve` (its `ServerOptions` defaults) and how much of a key a mask shows.
-//! This holds each figure written there to the value or behaviour it names.
+//! of `stampede serve` (its `ServerOptions` defaults), how much of a key a mask shows, and
+//! the bounds of the runs that put a client under test. This holds each figure written
+//! there to the value or behaviour it names.
 
 use std::path::Path;
 
@@ -123,4 +124,34 @@ fn the_key_mask_the_readme_describes_is_the_one_applied() {
     assert_eq!(mask_credential(&key(18)), "sk-...");
     assert_eq!(mask_credential(&key(12)), "sk-...");
     assert_eq!(mask_credential(&key(11)), "****");
+}
+
+#[test]
+fn the_client_run_bounds_the_readme_quotes_are_the_codes() {
+    use stampede_provider::config::{MAX_TIME_SCALE, MIN_TIME_SCALE};
+    use stampede_sim::client_process::{GRACE, MAX_LOG_BYTES};
+    use stampede_sim::live_driver::JOURNAL_READ_EVERY;
+    let r = readme();
+    says(
+        &r,
+        &format!(
+            "Its output goes to `client.log` (up to {} MiB;",
+            MAX_LOG_BYTES >> 20
+        ),
+    );
+    says(
+        &r,
+        &format!("(SIGTERM, then SIGKILL {} s later)", GRACE.as_secs()),
+    );
+    says(
+        &r,
+        &format!(
+            "reads the journal every {} ms while it plays",
+            JOURNAL_READ_EVERY.as_millis()
+        ),
+    );
+    says(
+        &r,
+        &format!("`time_scale` must lie in [{MIN_TIME_SCALE}, {MAX_TIME_SCALE}]"),
+    );
 }

@@ -34,6 +34,8 @@ mod processes;
 pub mod workload_file;
 
 use client_log::ClientLog;
+pub use client_log::MAX_LOG_BYTES;
+pub use processes::GRACE;
 use processes::{Replicas, Stopped};
 
 use std::collections::BTreeMap;

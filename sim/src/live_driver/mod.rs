@@ -26,6 +26,10 @@ pub mod request;
 pub mod resume;
 pub mod transport;
 
+/// How often a live or `--client` run reads the provider's journal while it plays (real
+/// time; see `journal_tail`).
+pub use journal_tail::READ_EVERY as JOURNAL_READ_EVERY;
+
 use std::fs;
 use std::path::PathBuf;
 use std::time::Instant;
