@@ -185,6 +185,9 @@ pub(crate) async fn watchdog(clock: Arc<ConnClock>, timeouts: Timeouts, pressure
             (Some(n), Some(e)) if e > now => e.min(n),
             (Some(n), _) => n,
         };
+        // Never past one poll: a request can arrive, and its answer's writes be refused,
+        // while this sleeps towards an idle deadline, and nothing else wakes it for those.
+        let until = until.min(now + poll);
         tokio::select! {
             _ = tokio::time::sleep_until(until.into()) => {}
             // Cannot fail: this watchdog holds the sender (in `pressure`).
@@ -211,7 +214,7 @@ impl<T> TrackedIo<T> {
         }
     }
 
-    /// Notes whether a write (or flush) was refused, for the watchdog.
+    /// Notes whether a write was refused, for the watchdog.
     fn wrote<R>(&mut self, r: Poll<R>) -> Poll<R> {
         let blocked = r.is_pending();
         if blocked != self.blocked {
@@ -261,8 +264,10 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for TrackedIo<T> {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let r = Pin::new(&mut self.inner).poll_flush(cx);
-        self.wrote(r)
+        // Not a sign the socket takes bytes again: a TCP socket's flush is ready at once
+        // even while it refuses every write. Taken for one, it cleared the refusal the write
+        // before had noted, and a client that stopped reading was never closed.
+        Pin::new(&mut self.inner).poll_flush(cx)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
