@@ -10,11 +10,11 @@ use stampede_sim::live_driver::{run_live, LiveOptions};
 use stampede_sim::run::RunOptions;
 use stampede_sim::scenario;
 
-/// 300 requests at 2 a second of scenario time: 150 s, 2.5 s of real time at scale 60.
+/// 300 requests at 1 a second of scenario time: 300 s, 5 s of real time at scale 60.
 const SCENARIO: &str = r#"
 name = "journal-tail"
 seed = 3
-duration = "3m"
+duration = "6m"
 
 [provider]
 latency = { fixed = "50ms" }
@@ -31,7 +31,7 @@ tenant = "acme"
 credential = "sk-acme-journal-tail"
 class = "llm"
 count = 300
-arrival = { rate = "2/s" }
+arrival = { rate = "1/s" }
 prompt_tokens = 100
 max_output_tokens = 50
 
@@ -40,9 +40,9 @@ preset = "stampede"
 workers = 8
 "#;
 
-/// Entries the provider's ring keeps: half the run's attempts, and about five times what
-/// arrives between two reads of the journal (30 in 250 ms of real time), so a reader held
-/// back a second by a busy machine still reads every entry.
+/// Entries the provider's ring keeps: half the run's attempts, and ten times what arrives
+/// between two reads of the journal (15 in 250 ms of real time), so a reader held back two
+/// seconds by a busy machine still reads every entry.
 const RING: usize = 150;
 
 #[test]
