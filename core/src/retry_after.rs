@@ -96,14 +96,7 @@ fn parse_retry_after(
 /// arithmetic so the result never depends on float formatting. `None` for anything else
 /// (signs, exponents, empty strings, a bare `"."`).
 fn parse_decimal_scaled(text: &str, scale: u64) -> Option<Millis> {
-    let (whole, fraction) = match text.split_once('.') {
-        Some((whole, fraction)) => (whole, fraction),
-        None => (text, ""),
-    };
-    let all_digits = |part: &str| part.bytes().all(|b| b.is_ascii_digit());
-    if (whole.is_empty() && fraction.is_empty()) || !all_digits(whole) || !all_digits(fraction) {
-        return None;
-    }
+    let (whole, fraction) = decimal_parts(text)?;
     let whole_value = if whole.is_empty() {
         0
     } else {
@@ -126,6 +119,21 @@ fn parse_decimal_scaled(text: &str, scale: u64) -> Option<Millis> {
         delay = delay.saturating_add(u64::try_from(extra).unwrap_or(u64::MAX));
     }
     Some(delay)
+}
+
+/// The whole and fractional digits of a non-negative decimal as the core reads one in a
+/// time header (`"10"`, `"1.5"`, `".5"`, `"5."`): digits and at most one dot, no sign, no
+/// exponent; `None` for anything else. A driver that rewrites such a header (the live
+/// driver stretches waits by its time scale) reads it by this, so it rewrites exactly what
+/// the core would read.
+#[must_use]
+pub fn decimal_parts(text: &str) -> Option<(&str, &str)> {
+    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
+    let all_digits = |part: &str| part.bytes().all(|b| b.is_ascii_digit());
+    if (whole.is_empty() && fraction.is_empty()) || !all_digits(whole) || !all_digits(fraction) {
+        return None;
+    }
+    Some((whole, fraction))
 }
 
 /// Formats a Unix time (ms) as an HTTP-date, for drivers and tests that build headers.

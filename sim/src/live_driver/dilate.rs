@@ -11,6 +11,7 @@
 use std::time::{Duration, UNIX_EPOCH};
 
 use stampede_core::rate_headers::parse_duration_ms;
+use stampede_core::retry_after::decimal_parts;
 use stampede_provider::model::LAST_HTTP_DATE_UNIX_S;
 
 /// Where real wall time and scenario wall time meet, for HTTP-dates.
@@ -28,11 +29,7 @@ pub struct Dilation {
 /// most one dot, no sign, no exponent. What the core would ignore is left as it is, so a
 /// header reads the same at every time scale (`"1e3"` once became 60,000 ms at 60).
 fn plain_decimal(text: &str) -> Option<f64> {
-    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
-    let digits = |part: &str| part.bytes().all(|b| b.is_ascii_digit());
-    if (whole.is_empty() && fraction.is_empty()) || !digits(whole) || !digits(fraction) {
-        return None;
-    }
+    decimal_parts(text)?;
     text.parse::<f64>().ok().filter(|v| v.is_finite())
 }
 
