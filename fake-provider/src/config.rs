@@ -229,6 +229,13 @@ fn injectable_status(status: u16) -> bool {
 }
 
 impl ProviderConfig {
+    /// The model served to a call that names none: the first listed (`None` when none is
+    /// listed, and any name is served). A driver that must name a model on the wire names
+    /// this one, so its calls are served as a virtual run's are.
+    pub fn default_model(&self) -> Option<&str> {
+        self.models.first().map(|m| m.name.as_str())
+    }
+
     /// Checks everything the model relies on; the error names the key by dotted path.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if let Err(m) = self.latency.shape() {

@@ -111,11 +111,8 @@ pub fn write_split<W: Write>(scenario: &Scenario, outs: &mut [W]) -> std::io::Re
     assert!(!outs.is_empty(), "at least one replica");
     let default_model = scenario
         .provider
-        .models
-        .first()
-        .map_or(crate::live_driver::request::UNNAMED_MODEL, |m| {
-            m.name.as_str()
-        });
+        .default_model()
+        .unwrap_or(crate::live_driver::request::UNNAMED_MODEL);
     let mut n = 0;
     for arrival in Arrivals::new(scenario) {
         if arrival.at > scenario.duration_ms {

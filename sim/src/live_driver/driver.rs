@@ -126,11 +126,7 @@ pub async fn play_from<L: Ledger>(
         base: provider.base.clone(),
         writer: RequestWriter::new(&provider.base),
         hidden_retries: scenario.client.transport_retries,
-        default_model: scenario
-            .provider
-            .models
-            .first()
-            .map(|m| std::sync::Arc::from(m.name.as_str())),
+        default_model: scenario.provider.default_model().map(std::sync::Arc::from),
         sent: FxHashMap::default(),
         outgoing: Vec::new(),
         terminals: Vec::new(),
