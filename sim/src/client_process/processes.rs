@@ -196,6 +196,34 @@ impl Signals {
     }
 }
 
+/// Listening ends with the client phase: the signals act as they did before it. tokio
+/// never gives a signal back once a `Signal` listened for it (its handler stays, and a
+/// signal with no listener is dropped), so a Ctrl-C while the run then reads the journal
+/// and writes its report did nothing at all. Each signal listened for is set back to its
+/// default action here, which ends the process as the user asked.
+///
+/// So a process runs at most one client phase that hears these signals: tokio installs
+/// its handler once per process, and a second `Signals` finds the default action in place
+/// (a signal then ends the runner at once, the groups with it only by their own
+/// `kill_on_drop`). The command line runs one client phase a process.
+#[cfg(unix)]
+impl Drop for Signals {
+    fn drop(&mut self) {
+        let listened = [
+            (self.interrupt.is_some(), libc::SIGINT),
+            (self.terminate.is_some(), libc::SIGTERM),
+            (self.hangup.is_some(), libc::SIGHUP),
+        ];
+        for (_, signal) in listened.into_iter().filter(|(on, _)| *on) {
+            // SAFETY: signal(2) with SIG_DFL installs no handler of ours and touches no
+            // memory; tokio's handler, which it replaces, only set a flag.
+            unsafe {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+        }
+    }
+}
+
 /// Resolves when `signal` is received; never when it could not be listened for.
 #[cfg(unix)]
 async fn received(signal: &mut Option<tokio::signal::unix::Signal>) {
@@ -205,4 +233,49 @@ async fn received(signal: &mut Option<tokio::signal::unix::Signal>) {
         }
     }
     std::future::pending().await
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::Signals;
+
+    /// The action the process now takes on `signal`, as `sigaction(2)` reports it.
+    fn action(signal: libc::c_int) -> libc::sighandler_t {
+        // SAFETY: sigaction(2) with no new action only reads the current one into `old`,
+        // a zeroed struct of the right type.
+        unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            assert_eq!(libc::sigaction(signal, std::ptr::null(), &mut old), 0);
+            old.sa_sigaction
+        }
+    }
+
+    /// While the client runs, SIGINT, SIGTERM and SIGHUP are the runner's to handle; once
+    /// its phase is over they act as before again, so Ctrl-C while the report is written
+    /// ends the run instead of being dropped by tokio's handler, which nothing heard.
+    /// (SIGHUP alone in this test's assertions would do, but all three are held to it; no
+    /// other test of this binary listens for them.)
+    #[test]
+    fn signals_act_as_before_once_the_client_phase_is_over() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let signals = runtime.block_on(async { Signals::new() });
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            assert_ne!(
+                action(signal),
+                libc::SIG_DFL,
+                "listened for while the client runs"
+            );
+        }
+        drop(signals);
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            assert_eq!(
+                action(signal),
+                libc::SIG_DFL,
+                "signal {signal} after the phase"
+            );
+        }
+    }
 }
