@@ -160,10 +160,12 @@ pub fn main(args: RunArgs) -> ExitCode {
     let outcome = if client_run {
         match run_client(&scenario, &args.command, &opts) {
             Ok((o, exit)) => {
-                let how = if exit.timed_out {
-                    " (ended by the runner: the scenario's duration ran out)"
-                } else {
-                    ""
+                let how = match (exit.interrupted, exit.timed_out) {
+                    (Some(_), _) => {
+                        " (killed with every process it started: the run was interrupted)"
+                    }
+                    (None, true) => " (ended by the runner: the scenario's duration ran out)",
+                    (None, false) => "",
                 };
                 if !(args.quiet || args.json) {
                     let log = exit
@@ -190,6 +192,7 @@ pub fn main(args: RunArgs) -> ExitCode {
                 .control_token
                 .clone()
                 .or_else(|| std::env::var("STAMPEDE_CONTROL_TOKEN").ok()),
+            stop_on_signals: true,
             ..LiveOptions::default()
         };
         match run_live(&scenario, &live, &opts) {
@@ -217,6 +220,9 @@ pub fn main(args: RunArgs) -> ExitCode {
             Err(e) => return exit::bad_input(format!("cannot print the summary: {e}")),
         }
     } else if args.quiet {
+        if let Some(interrupted) = &summary.interrupted {
+            outln!("{}", interrupted.line());
+        }
         for e in summary.expectations.iter().filter(|e| !e.pass) {
             outln!(
                 "FAIL {}: actual {}, limit {}{}",
@@ -235,7 +241,17 @@ pub fn main(args: RunArgs) -> ExitCode {
         let comparison = compare(before, &outcome.report.summary);
         outln!("{}", render_comparison(&comparison).trim_end_matches('\n'));
     }
-    if outcome.passed() {
+    if let Some(interrupted) = &outcome.report.summary.interrupted {
+        if let (Some(ledger), false) = (&args.ledger, args.json) {
+            outln!(
+                "the unfinished actions are in {}: to finish them, run the same command again",
+                ledger.display()
+            );
+        }
+        // Stopped by the user: neither passed nor failed, as a shell tells a process a
+        // signal ended (the report of the part played is written).
+        ExitCode::from(interrupted.exit_status())
+    } else if outcome.passed() {
         ExitCode::from(exit::PASSED)
     } else {
         ExitCode::from(exit::EXPECTATION_FAILED)
@@ -337,6 +353,9 @@ fn print_table(s: &Summary) {
     }
     if let Some(aborted) = &s.aborted {
         outln!("{}", aborted.line());
+    }
+    if let Some(interrupted) = &s.interrupted {
+        outln!("{}", interrupted.line());
     }
     if !s.expectations.is_empty() {
         outln!("expectations:");

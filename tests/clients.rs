@@ -428,21 +428,42 @@ fn replicas_that_ignore_sigterm_are_stopped_together() {
 }
 
 /// A runner stopped by Ctrl-C (SIGINT) while its client runs takes the client's processes
-/// down with it: in a group of their own, they no longer get the terminal's signal.
+/// down with it (in a group of their own, they no longer get the terminal's signal), and
+/// still reports what reached the provider until then: the summary says it was
+/// interrupted, and the run exits as SIGINT ends a process (130), neither passed nor failed.
 #[test]
-fn a_runner_interrupted_while_its_client_runs_stops_the_client() {
+fn a_runner_interrupted_while_its_client_runs_stops_the_client_and_keeps_what_it_measured() {
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("child.pid");
-    let script = format!("sleep 600 & echo $! > {}; wait", a_str(&pid_file));
+    // One completion, then a child that would outlive the run, then a wait for it.
+    let script = format!(
+        r#"
+import http.client, json, os, subprocess, urllib.parse
+url = urllib.parse.urlparse(os.environ["STAMPEDE_PROVIDER_URL"])
+c = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+chat = {{"model": "m", "max_tokens": 5, "messages": [{{"role": "user", "content": "hi"}}]}}
+c.request("POST", "/v1/chat/completions", body=json.dumps(chat), headers={{
+    "authorization": "Bearer " + os.environ["OPENAI_API_KEY"],
+    "content-type": "application/json"}})
+print("status", c.getresponse().status, flush=True)
+child = subprocess.Popen(["sleep", "600"])
+with open({pid:?} + ".tmp", "w") as f:
+    f.write(str(child.pid) + "\n")
+os.rename({pid:?} + ".tmp", {pid:?})
+child.wait()
+"#,
+        pid = a_str(&pid_file)
+    );
+    let run_dir = dir.path().join("run");
     let runner = Command::new(env!("CARGO_BIN_EXE_stampede"))
         .args([
             "run",
             "examples/clients/blind-retry.toml",
             "--out",
-            a_str(&dir.path().join("run")),
+            a_str(&run_dir),
             "--client",
             "--",
-            "sh",
+            "python3",
             "-c",
             &script,
         ])
@@ -466,11 +487,11 @@ fn a_runner_interrupted_while_its_client_runs_stops_the_client() {
         libc::kill(runner.id() as libc::pid_t, libc::SIGINT);
     }
     let out = runner.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
     assert!(
-        text(&out.stderr).contains("stopped by SIGINT while the client ran"),
+        text(&out.stdout).contains("interrupted by SIGINT at"),
         "{}",
-        text(&out.stderr)
+        text(&out.stdout)
     );
     let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while alive(&pid) && std::time::Instant::now() < end {
@@ -479,6 +500,17 @@ fn a_runner_interrupted_while_its_client_runs_stops_the_client() {
     assert!(
         !alive(&pid),
         "the client's child {pid} outlived the interrupted run"
+    );
+    // The completion the client made before the stop is measured, from the journal.
+    let s = summary(&run_dir);
+    assert_eq!(s["interrupted"]["signal"], "SIGINT", "{s}");
+    assert_eq!(s["outbound_attempts"], 1, "{s}");
+    assert_eq!(s["completed"], 1, "{s}");
+    assert!(
+        std::fs::read_to_string(run_dir.join("client.log"))
+            .unwrap()
+            .contains("status 200"),
+        "the client's output is kept"
     );
 }
 

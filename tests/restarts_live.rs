@@ -98,6 +98,35 @@ fn provider_apart() -> (
     (runtime, server, format!("http://{addr}"))
 }
 
+/// Starts the first life and waits until the provider has committed its first create:
+/// the runner, still running, and that journal entry.
+fn first_life_until_commit(
+    url: &str,
+    ledger: &Path,
+    out: &Path,
+    journal: &dyn Fn(u64) -> Vec<JournalEntry>,
+) -> (Child, JournalEntry) {
+    let mut first = runner(url, ledger, out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the runner");
+    for _ in 0..POLLS {
+        if let Some(committed) = journal(0).into_iter().find(|e| is_create(e) && e.committed) {
+            return (first, committed);
+        }
+        if let Some(status) = first.try_wait().expect("poll the runner") {
+            panic!("the runner exited ({status}) before its first create was committed");
+        }
+        sleep(POLL_EVERY);
+    }
+    let _ = first.kill();
+    panic!(
+        "no create was committed within {POLLS} polls of {POLL_EVERY:?}; journal: {:?}",
+        journal(0)
+    );
+}
+
 #[test]
 fn a_runner_killed_after_the_provider_committed_looks_the_write_up_after_restart() {
     let scenario = scenario::load(&scenario_path(), None, &[]).expect("the test scenario loads");
@@ -114,31 +143,10 @@ fn a_runner_killed_after_the_provider_committed_looks_the_write_up_after_restart
     let out = dir.path().join("run");
 
     // First life: killed as soon as the provider has committed its first create.
-    let mut first = runner(&url, &ledger, &out)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the runner");
-    let mut committed = None;
-    for _ in 0..POLLS {
-        committed = journal(0).into_iter().find(|e| is_create(e) && e.committed);
-        if committed.is_some() {
-            break;
-        }
-        if let Some(status) = first.try_wait().expect("poll the runner") {
-            panic!("the runner exited ({status}) before its first create was committed");
-        }
-        sleep(POLL_EVERY);
-    }
+    let (mut first, killed) = first_life_until_commit(&url, &ledger, &out, &journal);
     // Child::kill sends SIGKILL on Unix: no destructor, no flush, no goodbye.
     first.kill().expect("SIGKILL the runner");
     first.wait().expect("reap the killed runner");
-    let killed = committed.unwrap_or_else(|| {
-        panic!(
-            "no create was committed within {POLLS} polls of {POLL_EVERY:?}; journal: {:?}",
-            journal(0)
-        )
-    });
     let action = killed.action.expect("the create names its action");
     let key = killed
         .idempotency_key
@@ -307,5 +315,98 @@ fn a_restart_past_the_scenarios_end_is_refused_saying_what_to_do() {
     assert_eq!(again.status.code(), Some(2), "{err}");
     assert!(err.contains("past the scenario's end"), "{err}");
     assert!(err.contains("--set duration="), "{err}");
+    runtime.block_on(async { server.shutdown().await.expect("the provider stops") });
+}
+
+/// A runner stopped by Ctrl-C (SIGINT) while the provider holds its first uncertain write
+/// committed and unanswered reports the part it played, exits 130, and reports that write
+/// as open (sent, to be looked up before any retry), never as failed; the ledger keeps it
+/// in flight, and the same command run again finishes it by a look-up, with no second
+/// create.
+#[test]
+fn a_runner_interrupted_after_the_provider_committed_reports_the_write_open_and_a_restart_finishes_it(
+) {
+    let (runtime, server, url) = provider_apart();
+    let provider = Provider::attach(&url);
+    let journal = |since: u64| {
+        runtime
+            .block_on(provider.journal(since))
+            .expect("the provider's journal")
+    };
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let ledger = dir.path().join("ledger.db");
+    let out = dir.path().join("run");
+
+    let (first, committed) = first_life_until_commit(&url, &ledger, &out, &journal);
+    let action = committed.action.expect("the create names its action");
+    // SAFETY: kill(2) on the runner this test spawned and has not reaped.
+    unsafe {
+        libc::kill(first.id() as libc::pid_t, libc::SIGINT);
+    }
+    let output = wait_bounded(first, RESTART_TIMEOUT);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(130),
+        "stdout:\n{stdout}\nstderr:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("interrupted by SIGINT at"), "{stdout}");
+    assert!(
+        stdout.contains("run the same command again"),
+        "a run on a ledger says how to finish: {stdout}"
+    );
+
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("summary.json")).expect("the report is written"),
+    )
+    .expect("summary.json is JSON");
+    assert_eq!(summary["interrupted"]["signal"], "SIGINT", "{summary}");
+    assert_eq!(
+        summary["failed"], 0,
+        "nothing that may have executed is failed"
+    );
+    let unfinished = std::fs::read_to_string(out.join("unfinished.csv")).expect("unfinished.csv");
+    let row = unfinished
+        .lines()
+        .find(|line| line.starts_with(&format!("{action},")))
+        .unwrap_or_else(|| panic!("action {action} is listed open:\n{unfinished}"));
+    assert!(
+        row.contains("in_flight") && row.contains("look_up_before_retrying"),
+        "{row}"
+    );
+    let entry = ledger_entries(&ledger)
+        .into_iter()
+        .find(|e| e.job.id == action)
+        .expect("the interrupted action is in the ledger");
+    assert_eq!(entry.state, ActionState::InFlight);
+
+    let last_seq = journal(0).last().map_or(0, |e| e.seq);
+    let second = runner(&url, &ledger, &out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("restart the runner");
+    let output = wait_bounded(second, RESTART_TIMEOUT);
+    assert!(
+        output.status.success(),
+        "the restarted run passes; stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let after = journal(last_seq);
+    assert!(
+        after
+            .iter()
+            .any(|e| e.action == Some(action) && e.method == "GET"),
+        "the restart looks the open write up: {after:?}"
+    );
+    assert!(
+        !after
+            .iter()
+            .any(|e| is_create(e) && e.action == Some(action)),
+        "no second create: {after:?}"
+    );
+    assert!(journal(0).iter().all(|e| !e.duplicate));
     runtime.block_on(async { server.shutdown().await.expect("the provider stops") });
 }

@@ -46,6 +46,14 @@ pub(crate) fn render_html(report: &RunReport, plots: &[Plot]) -> String {
             esc(&a.line())
         ));
     }
+    if let Some(i) = &s.interrupted {
+        h.push_str(&format!(
+            "<p class=\"fail\" id=\"interrupted\" data-signal=\"{}\" data-at-ms=\"{}\">{}</p>\n",
+            esc(&i.signal),
+            i.at_ms,
+            esc(&i.line())
+        ));
+    }
     if let Some(d) = &report.description {
         h.push_str(&format!("<p class=\"description\">{}</p>\n", esc(d)));
     }

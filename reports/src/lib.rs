@@ -42,8 +42,8 @@ pub use report::{
 };
 pub use schema::{
     Aborted, AttemptRow, Backoff, ErrorCount, Expectation, FallbackRouteCount, GroupOutcomes,
-    ModelFigures, Percentiles, ProviderFigures, QueueFigures, Summary, TenantRow, TimeseriesRow,
-    UnfinishedRow, WaitsGiven,
+    Interrupted, ModelFigures, Percentiles, ProviderFigures, QueueFigures, Summary, TenantRow,
+    TimeseriesRow, UnfinishedRow, WaitsGiven,
 };
 pub use sweep::{
     recommend, render_sweep_plots, render_sweep_plots_with, write_sweep_csv, Recommendation,

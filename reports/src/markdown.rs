@@ -40,6 +40,9 @@ pub fn render_markdown(report: &RunReport) -> String {
     if let Some(aborted) = &s.aborted {
         md.push_str(&format!("**{}**\n\n", escape_md_cell(&aborted.line())));
     }
+    if let Some(interrupted) = &s.interrupted {
+        md.push_str(&format!("**{}**\n\n", escape_md_cell(&interrupted.line())));
+    }
     md.push_str(&format!(
         "scenario {} · seed {} · mode {} · preset {}\n\n",
         code(&s.scenario),

@@ -173,6 +173,11 @@ pub struct Summary {
     /// played to its end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aborted: Option<Aborted>,
+    /// Set when the user stopped a live or `--client` run early (Ctrl-C, SIGTERM or
+    /// SIGHUP): every figure is then of the part played, up to `at_ms`, and the run's exit
+    /// status is the signal's (130 for SIGINT). Absent when the run played to its end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<Interrupted>,
     /// Outcomes by request class (`llm`, `tool`, ...), by name. Empty for a `--client` run
     /// (the harness does not know what such a client sent each request for).
     #[serde(default)]
@@ -433,6 +438,38 @@ pub struct Aborted {
     /// Run time when its figure passed the limit and the run stopped (ms since run start;
     /// scenario ms for a live run).
     pub at_ms: u64,
+}
+
+/// An early end the user asked for: the signal, and when the run stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Interrupted {
+    /// The signal's name: `SIGINT` (Ctrl-C), `SIGTERM` or `SIGHUP`.
+    pub signal: String,
+    /// Run time when the run stopped (scenario ms since run start).
+    pub at_ms: u64,
+}
+
+impl Interrupted {
+    /// One line for people: `interrupted by SIGINT at 12.3 s (figures are of the part
+    /// played)`.
+    pub fn line(&self) -> String {
+        format!(
+            "interrupted by {} at {} s: figures are of the part played",
+            self.signal,
+            crate::number::fmt_figure(self.at_ms as f64 / 1000.0),
+        )
+    }
+
+    /// The exit status a shell gives a process this signal ended: 128 plus its number
+    /// (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP), so a script or CI step sees the
+    /// run as stopped, not as passed or failed on its expectations.
+    pub fn exit_status(&self) -> u8 {
+        match self.signal.as_str() {
+            "SIGHUP" => 129,
+            "SIGTERM" => 143,
+            _ => 130,
+        }
+    }
 }
 
 impl Aborted {

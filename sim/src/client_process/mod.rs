@@ -35,8 +35,8 @@ pub mod workload_file;
 
 use client_log::ClientLog;
 pub use client_log::MAX_LOG_BYTES;
+use processes::Replicas;
 pub use processes::GRACE;
-use processes::{Replicas, Stopped};
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
@@ -46,7 +46,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use stampede_provider::model::{IdentifiedBy, JournalEntry};
-use stampede_reports::AttemptsCsv;
+use stampede_reports::{AttemptsCsv, Interrupted};
 
 use crate::live_driver::journal_tail::{self, JournalTail};
 use crate::live_driver::provider::Provider;
@@ -97,13 +97,6 @@ pub enum ClientError {
         /// What the operating system said.
         source: std::io::Error,
     },
-    /// The runner was stopped by a signal while the client ran: every process the client
-    /// started was killed, and nothing was measured.
-    #[error("stopped by {signal} while the client ran: its processes were killed and nothing was measured")]
-    Interrupted {
-        /// The signal's name (`SIGINT`, `SIGTERM`, `SIGHUP`).
-        signal: &'static str,
-    },
     /// An attempts.csv row could not be written (the sink's message).
     #[error("{0}")]
     Output(String),
@@ -119,6 +112,10 @@ pub struct ClientExit {
     pub code: i64,
     /// Whether the scenario's duration ran out and the runner ended it.
     pub timed_out: bool,
+    /// The signal that stopped the runner while the client ran (`SIGINT`, `SIGTERM`,
+    /// `SIGHUP`): every process the client started was killed, and what reached the
+    /// provider until then is measured (the summary's `interrupted`).
+    pub interrupted: Option<&'static str>,
     /// Real ms it ran.
     pub real_ms: u64,
     /// The log of the first replica that failed, whose output says why (else the first's).
@@ -306,6 +303,12 @@ pub fn run_client(
     let mut measured = measure.finish(end.min(scenario.duration_ms));
     measured.summary.mode = "client".to_string();
     measured.summary.client_exit_code = Some(exit.code);
+    measured.summary.interrupted = exit.interrupted.map(|signal| Interrupted {
+        signal: signal.to_string(),
+        // The provider's clock ran from the client's start at the scenario's time scale.
+        at_ms: ((exit.real_ms as f64 * scenario.provider.time_scale) as u64)
+            .min(scenario.duration_ms),
+    });
     // A client that failed is reported, never ignored: unless the scenario says what exit
     // code it expects, anything but 0 fails the run.
     let mut scenario = scenario.clone();
@@ -502,13 +505,14 @@ async fn play(
         .and_then(|cap| started.checked_add(cap))
         .map_or_else(far, |at| at.min(far()));
     let deadline = tokio::time::Instant::from_std(deadline);
-    let (statuses, timed_out) = replicas.wait(deadline).await.map_err(|e| match e {
-        Stopped::Signal(name) => ClientError::Interrupted { signal: name },
-        Stopped::Io(source) => ClientError::Io {
+    let ended = replicas
+        .wait(deadline)
+        .await
+        .map_err(|source| ClientError::Io {
             doing: "wait for the client".into(),
             source,
-        },
-    })?;
+        })?;
+    let statuses = ended.statuses;
     // How long the client ran: its output may trail on (below).
     let real_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     // Whatever the replicas left running in their groups ends with them, and so does
@@ -527,7 +531,8 @@ async fn play(
     let failed = statuses.iter().map(exit_code).position(|code| code != 0);
     Ok(ClientExit {
         code: failed.map_or(0, |r| exit_code(&statuses[r])),
-        timed_out,
+        timed_out: ended.timed_out,
+        interrupted: ended.interrupted,
         real_ms,
         log: logs.get(failed.unwrap_or(0)).cloned(),
     })

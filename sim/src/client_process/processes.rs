@@ -16,6 +16,8 @@ use std::time::Duration;
 use tokio::process::{Child, ChildStderr, ChildStdout, Command};
 use tokio::time::Instant;
 
+use crate::signals::Signals;
+
 /// Real time terminated clients get to exit before they are killed.
 pub const GRACE: Duration = Duration::from_secs(5);
 
@@ -33,13 +35,17 @@ pub struct Replicas {
     replicas: Vec<Replica>,
 }
 
-/// Why waiting for the replicas stopped early.
+/// How the replicas ended.
 #[derive(Debug)]
-pub enum Stopped {
-    /// The runner was asked to stop (the signal's name); the groups were killed.
-    Signal(&'static str),
-    /// Waiting for a process failed.
-    Io(std::io::Error),
+pub struct Ended {
+    /// Each replica's exit status, in order.
+    pub statuses: Vec<ExitStatus>,
+    /// Whether the deadline ended any.
+    pub timed_out: bool,
+    /// The signal that stopped the runner while they ran (`SIGINT`, `SIGTERM`, `SIGHUP`):
+    /// every group was killed then. The runner listens no more, so the same signal again
+    /// ends it at once.
+    pub interrupted: Option<&'static str>,
 }
 
 impl Replicas {
@@ -70,38 +76,66 @@ impl Replicas {
     }
 
     /// Waits for every replica to exit, at most until `deadline`; then sends SIGTERM to
-    /// every group still running, and SIGKILL to those left after [`GRACE`]. Returns each
-    /// replica's exit status in order, and whether the deadline ended any.
-    pub async fn wait(&mut self, deadline: Instant) -> Result<(Vec<ExitStatus>, bool), Stopped> {
+    /// every group still running, and SIGKILL to those left after [`GRACE`]. A runner
+    /// stopped by a signal meanwhile kills every group, then waits for the replicas to be
+    /// gone.
+    pub async fn wait(&mut self, deadline: Instant) -> std::io::Result<Ended> {
         let mut signals = Signals::new();
-        let timed_out = !self.wait_all(deadline, &mut signals).await?;
-        if timed_out {
-            self.signal_running(Signal::Term);
-            let grace = Instant::now() + GRACE;
-            if !self.wait_all(grace, &mut signals).await? {
-                self.signal_running(Signal::Kill);
-                let forever = Instant::now() + Duration::from_secs(86_400 * 365);
-                self.wait_all(forever, &mut signals).await?;
+        let forever = || Instant::now() + Duration::from_secs(86_400 * 365);
+        let waited = async {
+            let timed_out = !self.wait_all(deadline, Some(&mut signals)).await?;
+            if timed_out {
+                self.signal_running(Signal::Term);
+                let grace = Instant::now() + GRACE;
+                if !self.wait_all(grace, Some(&mut signals)).await? {
+                    self.signal_running(Signal::Kill);
+                    self.wait_all(forever(), Some(&mut signals)).await?;
+                }
             }
+            Ok::<_, Stopped>(timed_out)
         }
+        .await;
+        drop(signals);
+        let (timed_out, interrupted) = match waited {
+            Ok(timed_out) => (timed_out, None),
+            Err(Stopped::Io(e)) => return Err(e),
+            Err(Stopped::Signal(name)) => {
+                // Every group was killed: the leaders are reaped as they go.
+                self.wait_all(forever(), None).await.map_err(|e| match e {
+                    Stopped::Io(e) => e,
+                    Stopped::Signal(_) => unreachable!("no signal is listened for"),
+                })?;
+                (false, Some(name))
+            }
+        };
         let statuses = self.replicas.iter().filter_map(|r| r.status).collect();
-        Ok((statuses, timed_out))
+        Ok(Ended {
+            statuses,
+            timed_out,
+            interrupted,
+        })
     }
 
-    /// Waits until every replica has exited (`true`) or `until` passes (`false`).
-    async fn wait_all(&mut self, until: Instant, signals: &mut Signals) -> Result<bool, Stopped> {
+    /// Waits until every replica has exited (`true`) or `until` passes (`false`). A
+    /// signal among `signals` kills every group and ends the wait.
+    async fn wait_all(
+        &mut self,
+        until: Instant,
+        mut signals: Option<&mut Signals>,
+    ) -> Result<bool, Stopped> {
         for i in 0..self.replicas.len() {
             let replica = &mut self.replicas[i];
             if replica.status.is_some() {
                 continue;
             }
+            let listening = signals.is_some();
             let stopped = tokio::select! {
                 status = replica.child.wait() => {
                     replica.status = Some(status.map_err(Stopped::Io)?);
                     continue;
                 }
                 _ = tokio::time::sleep_until(until) => return Ok(false),
-                name = signals.any() => name,
+                name = async { signals.as_mut().expect("listening").any().await }, if listening => name,
             };
             self.kill_groups();
             return Err(Stopped::Signal(stopped));
@@ -156,126 +190,11 @@ fn signal_group(replica: &mut Replica, signal: Signal) {
     }
 }
 
-/// The signals that stop the runner, listened for while replicas run (none off Unix).
-struct Signals {
-    #[cfg(unix)]
-    interrupt: Option<tokio::signal::unix::Signal>,
-    #[cfg(unix)]
-    terminate: Option<tokio::signal::unix::Signal>,
-    #[cfg(unix)]
-    hangup: Option<tokio::signal::unix::Signal>,
-}
-
-impl Signals {
-    fn new() -> Self {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{signal, SignalKind};
-            Signals {
-                interrupt: signal(SignalKind::interrupt()).ok(),
-                terminate: signal(SignalKind::terminate()).ok(),
-                hangup: signal(SignalKind::hangup()).ok(),
-            }
-        }
-        #[cfg(not(unix))]
-        Signals {}
-    }
-
-    /// Resolves with the name of the first signal received; never, if none can be.
-    async fn any(&mut self) -> &'static str {
-        #[cfg(unix)]
-        {
-            tokio::select! {
-                _ = received(&mut self.interrupt) => "SIGINT",
-                _ = received(&mut self.terminate) => "SIGTERM",
-                _ = received(&mut self.hangup) => "SIGHUP",
-            }
-        }
-        #[cfg(not(unix))]
-        std::future::pending().await
-    }
-}
-
-/// Listening ends with the client phase: the signals act as they did before it. tokio
-/// never gives a signal back once a `Signal` listened for it (its handler stays, and a
-/// signal with no listener is dropped), so a Ctrl-C while the run then reads the journal
-/// and writes its report did nothing at all. Each signal listened for is set back to its
-/// default action here, which ends the process as the user asked.
-///
-/// So a process runs at most one client phase that hears these signals: tokio installs
-/// its handler once per process, and a second `Signals` finds the default action in place
-/// (a signal then ends the runner at once, the groups with it only by their own
-/// `kill_on_drop`). The command line runs one client phase a process.
-#[cfg(unix)]
-impl Drop for Signals {
-    fn drop(&mut self) {
-        let listened = [
-            (self.interrupt.is_some(), libc::SIGINT),
-            (self.terminate.is_some(), libc::SIGTERM),
-            (self.hangup.is_some(), libc::SIGHUP),
-        ];
-        for (_, signal) in listened.into_iter().filter(|(on, _)| *on) {
-            // SAFETY: signal(2) with SIG_DFL installs no handler of ours and touches no
-            // memory; tokio's handler, which it replaces, only set a flag.
-            unsafe {
-                libc::signal(signal, libc::SIG_DFL);
-            }
-        }
-    }
-}
-
-/// Resolves when `signal` is received; never when it could not be listened for.
-#[cfg(unix)]
-async fn received(signal: &mut Option<tokio::signal::unix::Signal>) {
-    if let Some(s) = signal {
-        if s.recv().await.is_some() {
-            return;
-        }
-    }
-    std::future::pending().await
-}
-
-#[cfg(all(test, unix))]
-mod tests {
-    use super::Signals;
-
-    /// The action the process now takes on `signal`, as `sigaction(2)` reports it.
-    fn action(signal: libc::c_int) -> libc::sighandler_t {
-        // SAFETY: sigaction(2) with no new action only reads the current one into `old`,
-        // a zeroed struct of the right type.
-        unsafe {
-            let mut old: libc::sigaction = std::mem::zeroed();
-            assert_eq!(libc::sigaction(signal, std::ptr::null(), &mut old), 0);
-            old.sa_sigaction
-        }
-    }
-
-    /// While the client runs, SIGINT, SIGTERM and SIGHUP are the runner's to handle; once
-    /// its phase is over they act as before again, so Ctrl-C while the report is written
-    /// ends the run instead of being dropped by tokio's handler, which nothing heard.
-    /// (SIGHUP alone in this test's assertions would do, but all three are held to it; no
-    /// other test of this binary listens for them.)
-    #[test]
-    fn signals_act_as_before_once_the_client_phase_is_over() {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("a runtime");
-        let signals = runtime.block_on(async { Signals::new() });
-        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-            assert_ne!(
-                action(signal),
-                libc::SIG_DFL,
-                "listened for while the client runs"
-            );
-        }
-        drop(signals);
-        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-            assert_eq!(
-                action(signal),
-                libc::SIG_DFL,
-                "signal {signal} after the phase"
-            );
-        }
-    }
+/// Why waiting for the replicas stopped early.
+#[derive(Debug)]
+enum Stopped {
+    /// The runner was asked to stop (the signal's name); the groups were killed.
+    Signal(&'static str),
+    /// Waiting for a process failed.
+    Io(std::io::Error),
 }

@@ -24,6 +24,7 @@ use stampede_core::{
     SendAttempt, Terminal,
 };
 use stampede_provider::model::{Fingerprint, JournalEntry, Request, RequestRoute};
+use stampede_reports::Interrupted;
 use tokio::task::JoinSet;
 
 use super::clock::LiveClock;
@@ -44,6 +45,7 @@ use crate::measure::{Ended, GroupKey, Measurement, SentBy};
 use crate::progress::{self, Pacer, ProgressHandle, Snapshot};
 use crate::rng;
 use crate::scenario::Scenario;
+use crate::signals::Signals;
 use crate::sink::attempts::{self, Numbering};
 use crate::sink::{AttemptSink, AuditSink, NoAudit};
 
@@ -187,6 +189,9 @@ pub async fn play_from<L: Ledger>(
     // read a hair before the restore time (its origin is rounded through f64), so the time
     // handed to the core is clamped to the latest one handed so far.
     let mut now: Millis = restart.as_ref().map_or(0, |r| r.at);
+    // Ctrl-C stops the run here, between turns, and the run reports what it measured.
+    let mut signals = opts.stop_on_signals.then(Signals::new);
+    let mut interrupted: Option<&'static str> = None;
 
     loop {
         now = clock.now().max(now);
@@ -283,6 +288,7 @@ pub async fn play_from<L: Ledger>(
             .map_or(cap + 1, |due| due.min(cap + 1));
         let due = if stalled { due.max(now + 1) } else { due };
         let sleep = tokio::time::sleep_until(clock.instant_at(due).into());
+        let listening = signals.is_some();
         tokio::select! {
             joined = inflight.join_next(), if !inflight.is_empty() => {
                 if let Some(j) = joined {
@@ -293,8 +299,16 @@ pub async fn play_from<L: Ledger>(
                 }
             }
             _ = sleep => {}
+            name = async { signals.as_mut().expect("listening").any().await }, if listening => {
+                interrupted = Some(name);
+                now = clock.now().max(now);
+                break;
+            }
         }
     }
+    // Listening ends with the play: a second Ctrl-C while the journal is read and the
+    // report written ends the process.
+    drop(signals);
     // Attempts still in flight at the cap are abandoned (the provider journaled them).
     inflight.abort_all();
     while inflight.join_next().await.is_some() {}
@@ -358,6 +372,10 @@ pub async fn play_from<L: Ledger>(
     let mut measured = measure.finish(now);
     measured.summary.mode = "live".to_string();
     measured.summary.aborted = aborted;
+    measured.summary.interrupted = interrupted.map(|signal| Interrupted {
+        signal: signal.to_string(),
+        at_ms: now,
+    });
     Ok(LiveRun {
         measured,
         events,

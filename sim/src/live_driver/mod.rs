@@ -78,6 +78,12 @@ pub struct LiveOptions {
     /// Where the run reports how far it has got, about every 100 real ms (a terminal
     /// display); [`run_live`] takes [`RunOptions::progress`] when this is `None`.
     pub progress: Option<crate::progress::ProgressHandle>,
+    /// Stop early on SIGINT (Ctrl-C), SIGTERM or SIGHUP, keeping what was measured: no
+    /// new attempt leaves, those in flight are abandoned (the provider journaled them; a
+    /// ledger keeps them in flight, for a restart to reconcile), and the run is reported
+    /// with `interrupted` set. A second signal ends the process at once. Off by default: a
+    /// library caller keeps its process's signals; the command line turns it on.
+    pub stop_on_signals: bool,
 }
 
 impl Default for LiveOptions {
@@ -90,6 +96,7 @@ impl Default for LiveOptions {
             ledger: None,
             control_token: None,
             progress: None,
+            stop_on_signals: false,
         }
     }
 }
