@@ -410,3 +410,31 @@ fn a_runner_interrupted_after_the_provider_committed_reports_the_write_open_and_
     assert!(journal(0).iter().all(|e| !e.duplicate));
     runtime.block_on(async { server.shutdown().await.expect("the provider stops") });
 }
+
+/// A second runner on a ledger another runner holds is refused at once, before it sends
+/// anything or makes its run directory: it would restore the first one's live actions and
+/// send them again (a helper saw 1,770 records committed twice).
+#[test]
+fn a_second_runner_on_a_ledger_in_use_is_refused() {
+    let (runtime, server, url) = provider_apart();
+    let provider = Provider::attach(&url);
+    let journal = |since: u64| {
+        runtime
+            .block_on(provider.journal(since))
+            .expect("the provider's journal")
+    };
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let ledger = dir.path().join("ledger.db");
+    let (mut first, _) = first_life_until_commit(&url, &ledger, &dir.path().join("a"), &journal);
+    let second_out = dir.path().join("b");
+    let second = runner(&url, &ledger, &second_out)
+        .output()
+        .expect("run the second runner");
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("in use by another runner"), "{stderr}");
+    assert!(!second_out.exists(), "a refused run makes no directory");
+    let _ = first.kill();
+    first.wait().expect("reap it");
+    runtime.block_on(async { server.shutdown().await.expect("the provider stops") });
+}

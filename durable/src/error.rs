@@ -19,6 +19,51 @@ pub enum DurableError {
         #[source]
         source: rusqlite::Error,
     },
+    /// The ledger file could not be opened or locked (before SQLite reads it).
+    #[error(
+        "cannot open the ledger {path}: {source}; check that the directory exists and is \
+         writable, or point the runner at a new file"
+    )]
+    LedgerFile {
+        /// The ledger file.
+        path: PathBuf,
+        /// What the OS said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The ledger path names something other than a regular file.
+    #[error(
+        "the ledger {path} is {what}: give --ledger the path of a file (a new one is created)"
+    )]
+    LedgerNotAFile {
+        /// The ledger path.
+        path: PathBuf,
+        /// What it is instead (`a folder`, ...).
+        what: &'static str,
+    },
+    /// Another process holds the ledger: two runners on one ledger would each restore and
+    /// send the same live actions.
+    #[error(
+        "the ledger {path} is in use by another runner: two runners on one ledger would both \
+         send its unfinished actions (a write committed twice); wait for the other to end, or \
+         give this run a new --ledger file"
+    )]
+    LedgerInUse {
+        /// The ledger file.
+        path: PathBuf,
+    },
+    /// The file is an SQLite database of some other program.
+    #[error(
+        "{path} is not a Stampede ledger ({holds}); nothing was written to it; give --ledger \
+         a new file"
+    )]
+    LedgerForeign {
+        /// The database file.
+        path: PathBuf,
+        /// What it holds instead, as a phrase (`it holds the tables users and no ledger
+        /// table`).
+        holds: String,
+    },
     /// SQLite would not put the file in WAL mode, so a returned put might not be durable.
     #[error(
         "the ledger {path} could not be switched to WAL journal mode (it is in {mode} mode); \

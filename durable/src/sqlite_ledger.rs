@@ -28,6 +28,7 @@
 //! gives its `-wal` and `-shm` files the same mode).
 
 use std::collections::BTreeMap;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -82,6 +83,108 @@ pub struct SqliteLedger {
     /// Group commit: puts not yet written, the latest per job (`None`: every put is
     /// written and synced before it returns).
     pending: Option<BTreeMap<JobId, LedgerEntry>>,
+    /// The ledger file, held open with an exclusive advisory lock (`flock`) for as long as
+    /// the ledger is: a second runner on the same file is refused at open, where it used
+    /// to restore the first one's live actions and send them again (a write committed
+    /// twice). `None` in memory. Declared after `conn` so it is closed after SQLite's
+    /// handle (SQLite's own locks are `fcntl` locks, which closing another handle to the
+    /// file would release while SQLite still held it).
+    _lock: Option<File>,
+}
+
+/// Refuses a database that is not a Stampede ledger before anything is written to it:
+/// one that records no schema version but holds tables, or records one but has no
+/// `entries` table. Taking such a file as a ledger added a table, a version and WAL mode
+/// to another program's database.
+fn refuse_foreign(conn: &Connection, path: &Path) -> Result<(), DurableError> {
+    // A file that is no database at all fails here first: an error of opening it.
+    let sql_err = |_: &str, source| DurableError::LedgerOpen {
+        path: path.to_path_buf(),
+        source,
+    };
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")
+        .and_then(|mut statement| {
+            statement
+                .query_map([], |row| row.get(0))?
+                .collect::<Result<Vec<String>, _>>()
+        })
+        .map_err(|source| sql_err("list the tables", source))?;
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .map_err(|source| sql_err("read the schema version", source))?;
+    let ours = tables.iter().any(|t| t == "entries");
+    if ours || (version == 0 && tables.is_empty()) {
+        return Ok(());
+    }
+    let holds = if tables.is_empty() {
+        format!("it records schema version {version} but holds no ledger table")
+    } else {
+        format!(
+            "it holds the tables {} and no ledger table",
+            tables.join(", ")
+        )
+    };
+    Err(DurableError::LedgerForeign {
+        path: path.to_path_buf(),
+        holds,
+    })
+}
+
+/// Opens the ledger file and takes an exclusive advisory lock on it, without waiting:
+/// refused when the path is not a regular file (a folder, a device such as `/dev/null`,
+/// a pipe: SQLite would write its journal files beside it) or another process holds the
+/// lock (another runner on this ledger). The lock goes with the process, so a runner
+/// killed with SIGKILL leaves none behind.
+fn lock_exclusive(path: &Path) -> Result<File, DurableError> {
+    let io_err = |source| DurableError::LedgerFile {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = File::open(path).map_err(io_err)?;
+    let meta = file.metadata().map_err(io_err)?;
+    if !meta.is_file() {
+        let what = if meta.is_dir() {
+            "a folder"
+        } else {
+            "not a regular file (a device, a pipe or a socket)"
+        };
+        return Err(DurableError::LedgerNotAFile {
+            path: path.to_path_buf(),
+            what,
+        });
+    }
+    match try_lock(&file) {
+        Ok(true) => Ok(file),
+        Ok(false) => Err(DurableError::LedgerInUse {
+            path: path.to_path_buf(),
+        }),
+        Err(e) => Err(io_err(e)),
+    }
+}
+
+/// Takes an exclusive `flock(2)` on `file` without waiting: `Ok(false)` when another open
+/// file description holds one. (std's `File::try_lock` is the same call, from Rust 1.89,
+/// past this workspace's minimum version.)
+#[cfg(unix)]
+fn try_lock(file: &File) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock(2) on a descriptor `file` owns and keeps open; no memory is touched.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(true);
+    }
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Ok(false)
+    } else {
+        Err(e)
+    }
+}
+
+/// No advisory lock off Unix: the ledger is opened as before.
+#[cfg(not(unix))]
+fn try_lock(_file: &File) -> std::io::Result<bool> {
+    Ok(true)
 }
 
 /// Creates `path` empty with mode 0600 when it does not exist yet (SQLite takes an empty file
@@ -126,9 +229,11 @@ impl SqliteLedger {
                 Some(format!("cannot create the file: {e}")),
             )));
         }
+        let lock = lock_exclusive(&path)?;
         let conn = Connection::open(&path).map_err(open_err)?;
         conn.busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS))
             .map_err(open_err)?;
+        refuse_foreign(&conn, &path)?;
         // journal_mode answers with the mode in force; anything but WAL on a file means the
         // durability story above does not hold, so say so instead of running on.
         let mode: String = conn
@@ -144,6 +249,7 @@ impl SqliteLedger {
             path,
             credentials: CredentialRefs::default(),
             pending: None,
+            _lock: Some(lock),
         };
         ledger.migrate()?;
         Ok(ledger)
@@ -210,6 +316,7 @@ impl SqliteLedger {
             path,
             credentials: CredentialRefs::default(),
             pending: None,
+            _lock: None,
         };
         ledger.migrate()?;
         Ok(ledger)
@@ -540,6 +647,75 @@ mod tests {
         };
         let normal = SqliteLedger::open_with(dir.path().join("b.sqlite"), options).unwrap();
         assert_eq!(level(&normal), 1); // NORMAL
+    }
+
+    /// Two runners on one ledger would both restore its live actions and send them again
+    /// (a helper saw 1,770 records committed twice): the second open is refused while the
+    /// first ledger is open, and succeeds once it is closed.
+    #[test]
+    fn a_ledger_open_in_one_runner_is_refused_to_another() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.db");
+        let first = SqliteLedger::open(&path).unwrap();
+        let second = SqliteLedger::open(&path).unwrap_err();
+        assert!(
+            matches!(second, DurableError::LedgerInUse { .. }),
+            "{second}"
+        );
+        assert!(second.to_string().contains("in use by another runner"));
+        drop(first);
+        SqliteLedger::open(&path).expect("free again once the first is closed");
+    }
+
+    /// Another program's database is refused before anything is written to it: no ledger
+    /// table, no schema version, and its journal mode as it was.
+    #[test]
+    fn another_programs_database_is_refused_and_left_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("app.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT);")
+                .unwrap();
+        }
+        let refused = SqliteLedger::open(&path).unwrap_err();
+        assert!(
+            matches!(refused, DurableError::LedgerForeign { .. }),
+            "{refused}"
+        );
+        assert!(refused.to_string().contains("tables users"), "{refused}");
+        let conn = Connection::open(&path).unwrap();
+        let tables: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE type = 'table'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!((tables, version, mode.as_str()), (1, 0, "delete"));
+    }
+
+    /// A folder, or a link to a device, is refused before SQLite opens it (it would write
+    /// its journal files beside the device, in /dev).
+    #[cfg(unix)]
+    #[test]
+    fn a_ledger_path_that_is_no_regular_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let refused = SqliteLedger::open(dir.path()).unwrap_err();
+        assert!(refused.to_string().contains("is a folder"), "{refused}");
+        let link = dir.path().join("null.db");
+        std::os::unix::fs::symlink("/dev/null", &link).unwrap();
+        let refused = SqliteLedger::open(&link).unwrap_err();
+        assert!(
+            matches!(refused, DurableError::LedgerNotAFile { .. }),
+            "{refused}"
+        );
     }
 
     #[test]

@@ -280,7 +280,15 @@ pub fn run_live(
     let scale = refuse_unplayable(scenario, live)?;
     let mut run = match &opts.out_dir {
         Some(dir) => {
+            let made = !dir.exists();
             fs::create_dir_all(dir).map_err(|e| output(dir, &e))?;
+            // A run refused before it wrote anything (a ledger in use, a provider not
+            // there) leaves no empty directory behind it.
+            let unmake = |dir: &PathBuf| {
+                if made {
+                    let _ = fs::remove_dir(dir);
+                }
+            };
             let path = dir.join("attempts.csv");
             // Made at the first attempt: a run refused before it sends (no provider at
             // --provider, a ledger that cannot open) leaves an earlier run's file whole.
@@ -306,7 +314,7 @@ pub fn run_live(
             };
             // The rows of a run that failed part way are written out before its error is.
             let closed = csv_sink.close(played.is_ok());
-            let (run, audit) = played?;
+            let (run, audit) = played.inspect_err(|_| unmake(dir))?;
             closed.map_err(|e| output(&path, &e))?;
             files.push(path);
             files.extend(audit);
