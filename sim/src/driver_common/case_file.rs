@@ -155,9 +155,23 @@ pub struct CaseNotes {
     /// a naive client's hundredth attempt would otherwise search 64 notes for nothing.
     unanswered: u8,
     keyed: bool,
+    /// Attempts went out before a restart, in a process whose notes died with it: one of
+    /// them may have executed, unseen here, until a look-up this process hears answered
+    /// says otherwise.
+    sent_unseen: bool,
 }
 
 impl CaseNotes {
+    /// The notes of an action a restarted runner takes over from its ledger: `sent` when
+    /// the dead process had sent it (an attempt of its may have executed; its timeline
+    /// went with it).
+    pub fn restored(sent: bool) -> Self {
+        CaseNotes {
+            sent_unseen: sent,
+            ..CaseNotes::default()
+        }
+    }
+
     /// Attempt `attempt_no` (a lookup when `kind` says so) left at `now` (ms), with an
     /// idempotency key when `keyed`.
     pub fn sent(&mut self, attempt_no: u32, kind: &SendKind, keyed: bool, now: Millis) {
@@ -463,7 +477,7 @@ impl CaseFiles {
     ) {
         let notes = CaseNotes {
             keyed: job.idempotency_key.is_some(),
-            ..CaseNotes::default()
+            ..CaseNotes::restored(terminal.sent)
         };
         let ending = Ending {
             action: job.id,
@@ -561,14 +575,17 @@ impl CaseFiles {
             .bytes(&[0])
             .bytes(e.facts.class.as_bytes())
             .finish();
-        // An attempt that may have executed unseen leaves the doubt until a look-up that
-        // was answered settles it.
+        // An attempt that may have executed unseen (here, or in a process that died)
+        // leaves the doubt until a look-up that was answered settles it.
         let may_have_executed = terminal.status == TerminalStatus::ReconciliationRequired
-            || notes.timeline.iter().fold(false, |doubt, n| match n.kind {
-                "lookup" if !n.uncertain => false,
-                "lookup" => doubt,
-                _ => doubt || n.uncertain,
-            });
+            || notes
+                .timeline
+                .iter()
+                .fold(notes.sent_unseen, |doubt, n| match n.kind {
+                    "lookup" if !n.uncertain => false,
+                    "lookup" => doubt,
+                    _ => doubt || n.uncertain,
+                });
         // Only the records API can be asked whether a write happened.
         let reconcile_with = match (route, &e.facts.external_ref, &idempotency_key) {
             (Route::CreateRecord, Some(r), _) => Some(format!("GET /v1/records?external_ref={r}")),
@@ -916,6 +933,71 @@ mod tests {
         assert_eq!(case.timeline[0].sent_at_ms, 40);
         assert_eq!(case.timeline[0].answered_at_ms, None);
         assert!(case.may_have_executed);
+    }
+
+    /// An action a restarted runner took over after the dead process had sent it: its
+    /// attempt may have executed (a helper's provider held the committed record), so the
+    /// case says so until a look-up this process hears answered settles it. Look-ups
+    /// answered 503 leave the doubt; the case said `may_have_executed: false`.
+    #[test]
+    fn a_case_restored_after_a_send_keeps_the_doubt_until_a_lookup_is_answered() {
+        let escalation = |notes: CaseNotes| {
+            let terminal = Terminal {
+                job: 7,
+                status: TerminalStatus::Escalated,
+                reason: Reason::ReconciliationUnavailable,
+                sent: true,
+                last_status: Some(503),
+                attempts: 3,
+                waited_ms: 0,
+                operation_id: None,
+                next_actions: Default::default(),
+            };
+            let facts = ActionFacts {
+                tenant: "acme".into(),
+                task: "t".into(),
+                class: "uncertain_write".into(),
+                credential: "sk-test-0123456789".into(),
+                scope: None,
+                route: Route::CreateRecord,
+                priority: Priority::Normal,
+                resource: None,
+                prompt_tokens: 0,
+                max_output_tokens: 0,
+                external_ref: Some("ref-7".into()),
+                stream: false,
+                payload_hash: 1,
+            };
+            let ending = Ending {
+                action: 7,
+                facts: &facts,
+                provider: PROVIDER,
+                submitted_at: 0,
+                at: 90,
+                deadline: None,
+            };
+            let mut cases = CaseFiles::default();
+            cases.on_terminal(&terminal, notes, &ending);
+            cases.escalations[0].may_have_executed
+        };
+        let look_up = |notes: &mut CaseNotes, answer: Outcome| {
+            let by = Box::new(LookupBy::ExternalRef("ref-7".into()));
+            notes.sent(2, &SendKind::Lookup(by), false, 30);
+            notes.answered(2, &answer, 31);
+        };
+        let unavailable = || Outcome::Response(Response::new(503));
+        let mut refused = CaseNotes::restored(true);
+        look_up(&mut refused, unavailable());
+        assert!(escalation(refused), "503 look-ups settle nothing");
+        let mut absent = CaseNotes::restored(true);
+        look_up(&mut absent, Outcome::Lookup(LookupResult::Absent));
+        assert!(!escalation(absent), "an answered look-up settles the doubt");
+        let mut never_sent = CaseNotes::restored(false);
+        look_up(&mut never_sent, unavailable());
+        assert!(
+            !escalation(never_sent),
+            "nothing was sent before the restart"
+        );
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! a core's ledger holds at the end of a run, for the report's unfinished actions.
 
 use stampede_core::{
-    ActionState, Ledger, LedgerEntry, NextActions, Reason, Scheduler, Terminal, TerminalStatus,
+    ActionState, Ledger, LedgerEntry, NextAction, NextActions, Reason, Scheduler, Terminal,
+    TerminalStatus,
 };
 
 /// What `core`'s ledger holds, ordered by job id; for a ledger that keeps nothing (a run no
@@ -37,6 +38,21 @@ pub fn persisted_terminal(entry: &LedgerEntry) -> Option<Terminal> {
         attempts: entry.attempts,
         waited_ms: entry.waited_ms,
         operation_id: entry.operation_id.clone(),
-        next_actions: NextActions::new(),
+        next_actions: unseen_next_actions(status, entry.attempts > 0),
     })
+}
+
+/// What can safely be done next with an action whose terminal died with its process (the
+/// reasons it gave went with it): a sent one is looked up first, since an attempt of it
+/// may have executed; one never sent can be sent anew without risk.
+fn unseen_next_actions(status: TerminalStatus, sent: bool) -> NextActions {
+    let mut next = NextActions::new();
+    match status {
+        TerminalStatus::Completed | TerminalStatus::Cancelled => {}
+        _ if sent => next.push(NextAction::QueryStatus),
+        _ => next.push(NextAction::SendNewOperation {
+            may_duplicate: false,
+        }),
+    }
+    next
 }

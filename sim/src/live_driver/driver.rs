@@ -560,7 +560,7 @@ fn adopt_restored(restart: &Restart, live: &mut LiveActions, measure: &mut Measu
                         submitted_at: arrived,
                         deadline: entry.job.deadline,
                         first_sent_at: (entry.attempts > 0).then_some(restart.at),
-                        case: CaseNotes::default(),
+                        case: CaseNotes::restored(entry.attempts > 0),
                         group: None,
                     },
                 );
