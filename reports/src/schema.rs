@@ -359,7 +359,9 @@ pub struct QueueFigures {
     /// Arrived and not yet sent once (held at admission or queued in the client) at the
     /// run's end (requests), as the time series' `backlog` counts.
     pub depth_end: u64,
-    /// The most there were at any time (requests).
+    /// The most there were (requests): the larger of the most at a report bucket's end
+    /// (held at admission counted from their arrival, as the time series' `backlog`) and
+    /// the most taken up by the admission and unsent at any one time.
     pub depth_peak: u64,
     /// Of the arrivals, first sent: the queue waits measured.
     pub sent: u64,

@@ -404,7 +404,7 @@ impl Measurement {
     /// Job `job` was sent before this process took it over (restored from a ledger): it
     /// leaves its queue with no queue wait measured.
     pub fn on_sent_before(&mut self, job: JobId) {
-        self.queues.ended_unsent(job);
+        self.queues.ended_unsent(job, None);
         self.starvation.ended_unsent(job);
     }
 
@@ -455,9 +455,9 @@ impl Measurement {
     pub fn on_first_dispatch(&mut self, job: JobId, submitted_at: Millis, at: Millis) {
         let wait_ms = at.saturating_sub(submitted_at);
         self.queue_wait.record(wait_ms);
-        self.queues.sent(job, wait_ms);
-        self.starvation.sent(job, at);
         let (arrived, sent) = (self.bucket(submitted_at), self.bucket(at));
+        self.queues.sent(job, wait_ms, (arrived, sent));
+        self.starvation.sent(job, at);
         let (open, closed) = &mut self.bucket_queue_wait;
         closed.extend(open.record(sent, wait_ms));
         self.backlog.sent(job, arrived, sent);
@@ -571,7 +571,8 @@ impl Measurement {
         self.backoff.record(terminal.waited_ms);
         self.summary.backoff_ms.total += terminal.waited_ms;
         if first_sent_at.is_none() {
-            self.queues.ended_unsent(terminal.job);
+            let spent = (self.bucket(submitted_at), self.bucket(at));
+            self.queues.ended_unsent(terminal.job, Some(spent));
             self.starvation.ended_unsent(terminal.job);
         }
         let cancelled = terminal.status == TerminalStatus::Cancelled;
@@ -720,6 +721,7 @@ impl Measurement {
             .end(group, priority, GroupEnd::Unfinished { latency_ms });
         let arrived = self.bucket(submitted_at);
         self.backlog.ended(job, arrived, None);
+        self.queues.open_at_end(job, arrived);
         self.window_end_ms = self.window_end_ms.max(now);
     }
 

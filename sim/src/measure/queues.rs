@@ -39,6 +39,32 @@ struct Tally {
     figures: QueueFigures,
     depth: u64,
     wait: Distribution,
+    /// Change of the queue's depth in each report bucket, by the workload's arrival times:
+    /// its level at each bucket's end is the timeseries' `backlog` for this queue alone.
+    /// An arrival held back at admission counts from the time it arrived, where `depth`
+    /// counts it only once the admission takes it up (a backlog of 38,000 refused at
+    /// admission read as a peak of 97).
+    delta: Vec<i64>,
+}
+
+impl Tally {
+    fn add(&mut self, bucket: usize, by: i64) {
+        if bucket >= self.delta.len() {
+            self.delta.resize(bucket + 1, 0);
+        }
+        self.delta[bucket] += by;
+    }
+
+    /// The most requests waiting at a bucket's end.
+    fn level_peak(&self) -> u64 {
+        let mut level = 0i64;
+        let mut peak = 0i64;
+        for d in &self.delta {
+            level += d;
+            peak = peak.max(level);
+        }
+        u64::try_from(peak).unwrap_or(0)
+    }
 }
 
 /// Every queue's tally, and each action's queue.
@@ -111,18 +137,35 @@ impl Queues {
         Some(t)
     }
 
-    /// Job `job` was sent for the first time after waiting `wait_ms`.
-    pub fn sent(&mut self, job: JobId, wait_ms: u64) {
+    /// Job `job`, arrived in report bucket `arrived`, was sent for the first time in bucket
+    /// `sent` after waiting `wait_ms`.
+    pub fn sent(&mut self, job: JobId, wait_ms: u64, (arrived, sent): (usize, usize)) {
         if let Some(t) = self.leave(job) {
             t.figures.sent += 1;
             t.figures.wait_total_ms += wait_ms;
             t.wait.record(wait_ms);
+            t.add(arrived, 1);
+            t.add(sent, -1);
         }
     }
 
-    /// Job `job` ended without ever being sent (cancelled, or failed at admission).
-    pub fn ended_unsent(&mut self, job: JobId) {
-        self.leave(job);
+    /// Job `job` ended without ever being sent (cancelled, or failed at admission), having
+    /// arrived and ended in the report buckets `spent`; `None` for one a dead process had
+    /// sent, whose wait this process does not know.
+    pub fn ended_unsent(&mut self, job: JobId, spent: Option<(usize, usize)>) {
+        if let (Some(t), Some((arrived, ended))) = (self.leave(job), spent) {
+            t.add(arrived, 1);
+            t.add(ended, -1);
+        }
+    }
+
+    /// Job `job`, arrived in report bucket `arrived`, still waits unsent when the run
+    /// stops.
+    pub fn open_at_end(&mut self, job: JobId, arrived: usize) {
+        let Some(b) = self.slot(job).filter(|b| b & WAITING != 0) else {
+            return;
+        };
+        self.tallies[usize::from((b & !WAITING) - 1)].add(arrived, 1);
     }
 
     /// `summary.json`'s `queues`, keyed `PRIORITY/CLASS`.
@@ -133,6 +176,10 @@ impl Queues {
             .map(|((p, c), t)| {
                 let figures = QueueFigures {
                     depth_end: t.depth,
+                    // Each is a lower bound: `depth` sees every change but no arrival held
+                    // at admission before it is taken up, the levels see those but only at
+                    // bucket ends.
+                    depth_peak: t.figures.depth_peak.max(t.level_peak()),
                     wait_ms: t.wait.percentiles(),
                     ..t.figures
                 };
@@ -155,9 +202,10 @@ mod tests {
         assert_eq!(q.priority_of(1), "bulk");
         assert_eq!(q.priority_of(3), "critical");
         assert_eq!(q.priority_of(99), "");
-        q.sent(1, 400);
-        q.sent(1, 900); // a second first send is not counted again
-        q.ended_unsent(3);
+        q.sent(1, 400, (0, 0));
+        q.sent(1, 900, (0, 1)); // a second first send is not counted again
+        q.ended_unsent(3, Some((0, 0)));
+        q.open_at_end(2, 0);
         let out = q.finish();
         let bulk = out["bulk/llm"];
         assert_eq!((bulk.arrived, bulk.depth_peak, bulk.depth_end), (2, 2, 1));
@@ -171,5 +219,25 @@ mod tests {
             "bulk",
             "kept after the send, for its attempts"
         );
+    }
+
+    /// Arrivals the admission holds back count from the time they arrived: 5 arrive in
+    /// bucket 0 and only 2 are taken up (and sent) before the end of bucket 3, where the
+    /// other 3 are sent. The queue held 3 at the end of buckets 0 to 2, though no more
+    /// than 2 were ever taken up at once.
+    #[test]
+    fn arrivals_held_at_admission_count_in_the_peak_from_their_arrival() {
+        let mut q = Queues::default();
+        for job in 1..=2 {
+            q.arrive(job, Priority::Normal, "llm");
+            q.sent(job, 0, (0, 0));
+        }
+        for job in 3..=5 {
+            q.arrive(job, Priority::Normal, "llm");
+            q.sent(job, 3_000, (0, 3));
+        }
+        let out = q.finish();
+        assert_eq!(out["normal/llm"].depth_peak, 3);
+        assert_eq!(out["normal/llm"].depth_end, 0);
     }
 }
