@@ -205,3 +205,22 @@ fn each_refusal_is_counted_with_the_wait_the_caller_was_given() {
         "nothing refused, nothing listed"
     );
 }
+
+/// A call an SDK preset's client-side throttle holds back (or refuses) has not left: its
+/// queue wait runs to its first send, as `by_class` measures it, and one refused in the
+/// client is never counted sent. The summary's `queue_wait_ms` and `queues` read a wait
+/// ending when a worker took the call up: 8,095 ms against 7,367 at p50, and 600 sent where
+/// the provider saw 557 requests.
+#[test]
+fn a_throttled_sdks_queue_wait_runs_to_its_first_send() {
+    let scenario = common::shipped("quickstart", Some("client.preset=sre-throttling"));
+    let s = run_virtual(&scenario, &RunOptions::default())
+        .expect("run plays")
+        .report
+        .summary;
+    let queue = &s.queues["normal/llm"];
+    assert_eq!(queue.sent, s.provider_logical_requests, "{:?}", s.queues);
+    assert!(queue.sent < s.logical_requests, "the throttle refused some");
+    assert_eq!(s.queue_wait_ms, s.by_class["llm"].queue_wait_ms);
+    assert_eq!(s.queue_wait_ms, queue.wait_ms);
+}

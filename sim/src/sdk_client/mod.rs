@@ -286,7 +286,6 @@ pub fn run(
                 instance,
                 &mut calls,
                 workers,
-                &mut measure,
                 &mut events,
                 order,
                 now,
@@ -365,7 +364,13 @@ pub fn run(
                     }
                     let request = request_of(call, layers);
                     call.sent += 1;
-                    call.first_sent_at.get_or_insert(now);
+                    if call.first_sent_at.is_none() {
+                        // Its queue wait ends at its first send, not when a worker took it
+                        // up: a client-side throttle or token wait came between (and a
+                        // call it refused was never sent at all).
+                        call.first_sent_at = Some(now);
+                        measure.on_first_dispatch(call.arrival.job.id, call.arrival.at, now);
+                    }
                     let pix = providers.of_request(&request);
                     let decision = providers.arrive(pix, &request, now);
                     let by = SentBy {
@@ -472,7 +477,6 @@ pub fn run(
                                 instance,
                                 &mut calls,
                                 workers,
-                                &mut measure,
                                 &mut events,
                                 order,
                                 now,
@@ -689,7 +693,6 @@ fn start_waiting(
     instance: &mut Instance,
     calls: &mut Calls,
     workers: usize,
-    measure: &mut Measurement,
     events: &mut BinaryHeap<Reverse<(Millis, u64, usize, Step)>>,
     mut order: u64,
     now: Millis,
@@ -701,7 +704,6 @@ fn start_waiting(
         };
         instance.busy += 1;
         track(&mut instance.budgets, 1, 0);
-        measure.on_first_dispatch(arrival.job.id, arrival.at, now);
         let slot = calls.start(Call {
             started: 0,
             replica,
