@@ -122,7 +122,12 @@ impl Admission {
                     // Never offered again: it ends here, failed and never sent.
                     admitted += 1;
                     live.insert(id, LiveAction::of(arrival.at, arrival.job, deadline));
-                    let terminal = Terminal::refused(id);
+                    let mut terminal = Terminal::refused(id);
+                    if deadline.is_some_and(|d| arrival.at < d) {
+                        // It arrived in time and waited, held back at admission, until its
+                        // deadline passed: a deadline exceeded, not work that came late.
+                        terminal.reason = stampede_core::Reason::DeadlineExceeded;
+                    }
                     live.finish(&terminal, now, measure);
                     self.arrivals.on_terminal(&terminal, now, measure);
                 }
