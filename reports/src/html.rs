@@ -264,10 +264,13 @@ fn comparison_html(baseline: &crate::schema::Summary, run: &crate::schema::Summa
     }
     h.push_str("<table id=\"comparison\">\n<tr><th>figure</th><th>unit</th><th>baseline</th><th>this run</th><th>change</th><th>change %</th><th>direction</th></tr>\n");
     for f in c.deterministic_figures() {
-        let class = match f.improved() {
-            Some(true) => "better",
-            Some(false) => "worse",
-            None => "same",
+        // A figure with no better direction that moved is `changed`, never `same`: a
+        // script filtering the rows on `same` read 429s going from 3 to 3,000 as unchanged.
+        let class = match (f.improved(), f.arrow()) {
+            (Some(true), _) => "better",
+            (Some(false), _) => "worse",
+            (None, "=") => "same",
+            (None, _) => "changed",
         };
         let (change, pct) = f.change_text();
         h.push_str(&format!(

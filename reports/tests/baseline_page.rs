@@ -18,6 +18,8 @@ fn with_baseline() -> RunReport {
     before.retries = report.summary.retries + 100;
     before.failed = 10;
     before.wall_ms = 99;
+    // A figure with no better direction that moved.
+    before.logical_requests = report.summary.logical_requests + 5;
     for e in &mut before.expectations {
         if e.name == "deadline_misses" {
             e.pass = true;
@@ -64,6 +66,12 @@ fn the_page_shows_both_runs_each_figure_marked_better_or_worse() {
         ("worse".to_string(), "↑ worse".to_string())
     );
     assert_eq!(comparison_row(&html, "completed").0, "same");
+    // Moved, with no better direction: changed, never same (a script filtering on `same`
+    // read a move from 3 to 3,000 as none).
+    assert_eq!(
+        comparison_row(&html, "logical_requests"),
+        ("changed".to_string(), "↓".to_string())
+    );
     let doc = xml::parse("index.html", &html);
     let flips = doc
         .descendants()
