@@ -327,7 +327,7 @@ fn print_table(s: &Summary) {
             ),
         ),
         (
-            "service time p50 / p99 (ms)",
+            "first send to completion p50 / p99 (ms)",
             format!("{} / {}", s.service_ms.p50, s.service_ms.p99),
         ),
         (
