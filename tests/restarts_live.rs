@@ -438,3 +438,49 @@ fn a_second_runner_on_a_ledger_in_use_is_refused() {
     first.wait().expect("reap it");
     runtime.block_on(async { server.shutdown().await.expect("the provider stops") });
 }
+
+/// A ledger resumed by a run of other settings is refused, naming what differs: it would
+/// play the dead run's actions under this run's settings and report the two as one (a
+/// helper's report said "seed 4" over 446 actions of seed 3).
+#[test]
+fn a_restart_under_another_seed_is_refused_naming_it() {
+    let (runtime, server, url) = provider_apart();
+    let provider = Provider::attach(&url);
+    let journal = |since: u64| {
+        runtime
+            .block_on(provider.journal(since))
+            .expect("the provider's journal")
+    };
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let ledger = dir.path().join("ledger.db");
+    let out = dir.path().join("run");
+    let (mut first, _) = first_life_until_commit(&url, &ledger, &out, &journal);
+    first.kill().expect("SIGKILL the runner");
+    first.wait().expect("reap it");
+    let seen = journal(0).len();
+    let second = runner(&url, &ledger, &out)
+        .args(["--seed", "22"])
+        .output()
+        .expect("run the restart");
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("belongs to another run"), "{stderr}");
+    assert!(
+        stderr.contains("the seed (21, where this run's is 22)"),
+        "{stderr}"
+    );
+    assert_eq!(journal(0).len(), seen, "nothing was sent");
+    // The same command as the first life's resumes it.
+    let again = runner(&url, &ledger, &out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("restart the runner");
+    let output = wait_bounded(again, RESTART_TIMEOUT);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    runtime.block_on(async { server.shutdown().await.expect("the provider stops") });
+}

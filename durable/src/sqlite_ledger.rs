@@ -38,8 +38,9 @@ use stampede_core::{ActionState, Job, JobId, Ledger, LedgerEntry, LedgerError, O
 use crate::credential_ref::{self, CredentialRefs};
 use crate::error::DurableError;
 
-/// The schema version this build writes and the newest it can read.
-pub const SCHEMA_VERSION: i64 = 2;
+/// The schema version this build writes and the newest it can read. Version 3 added the
+/// `run` table: what the run that writes the ledger is (see [`SqliteLedger::run_facts`]).
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// How long a statement waits for a lock held by another connection before failing (ms).
 const BUSY_TIMEOUT_MS: u64 = 5_000;
@@ -376,6 +377,43 @@ impl SqliteLedger {
         Ok(())
     }
 
+    /// What the run that writes this ledger recorded about itself, by fact name, in name
+    /// order: a restart compares its own facts with them, so a ledger is never resumed by
+    /// a run of another scenario, seed or configuration. Empty for a ledger no run has
+    /// described (a new one, or one from before schema version 3).
+    pub fn run_facts(&self) -> Result<Vec<(String, String)>, DurableError> {
+        let mut statement = self
+            .conn
+            .prepare("SELECT fact, value FROM run ORDER BY fact")
+            .map_err(|e| self.sql_err("read what run wrote the ledger", e))?;
+        let rows = statement
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+            .and_then(|rows| rows.collect::<Result<Vec<(String, String)>, _>>())
+            .map_err(|e| self.sql_err("read what run wrote the ledger", e))?;
+        Ok(rows)
+    }
+
+    /// Records what the run that writes this ledger is, replacing what was recorded;
+    /// durable when it returns (whatever the group commit holds pending).
+    pub fn set_run_facts(&mut self, facts: &[(&str, String)]) -> Result<(), DurableError> {
+        let path = self.path.clone();
+        let sql_err = |source| DurableError::LedgerSql {
+            path: path.clone(),
+            action: "record what run writes the ledger".into(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(sql_err)?;
+        tx.execute("DELETE FROM run", []).map_err(sql_err)?;
+        for (fact, value) in facts {
+            tx.execute(
+                "INSERT INTO run (fact, value) VALUES (?1, ?2)",
+                rusqlite::params![fact, value],
+            )
+            .map_err(sql_err)?;
+        }
+        tx.commit().map_err(sql_err)
+    }
+
     /// Every entry, ordered by job id.
     pub fn all_entries(&self) -> Result<Vec<LedgerEntry>, DurableError> {
         let mut entries = self.select("", [], "read the entries")?;
@@ -481,6 +519,15 @@ impl SqliteLedger {
                  CREATE INDEX entries_by_idempotency_key ON entries(idempotency_key);",
             )
             .map_err(|e| sql_err("migrate the schema to version 2", e))?;
+        }
+        if found < 3 {
+            tx.execute_batch(
+                "CREATE TABLE run (
+                    fact  TEXT PRIMARY KEY,  -- what it says (scenario, seed, workload, ...)
+                    value TEXT NOT NULL
+                );",
+            )
+            .map_err(|e| sql_err("migrate the schema to version 3", e))?;
         }
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(|e| sql_err("record the schema version", e))?;

@@ -195,6 +195,34 @@ fn a_version_1_ledger_is_migrated_and_keeps_its_entries() {
         ledger.find_by_idempotency_key("idem-2").unwrap(),
         vec![old[1].clone()]
     );
+    // Version 3's table of what run wrote it: empty, no run having said.
+    assert!(ledger.run_facts().unwrap().is_empty());
+}
+
+#[test]
+fn what_run_writes_a_ledger_survives_a_reopen_and_is_replaced_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.sqlite");
+    let mut ledger = SqliteLedger::open(&path).unwrap();
+    ledger.set_group_commit(true).unwrap();
+    ledger
+        .set_run_facts(&[("scenario", "a".to_string()), ("seed", "3".to_string())])
+        .unwrap();
+    drop(ledger);
+    let mut ledger = SqliteLedger::open(&path).unwrap();
+    let facts = ledger.run_facts().unwrap();
+    assert_eq!(
+        facts,
+        vec![
+            ("scenario".to_string(), "a".to_string()),
+            ("seed".to_string(), "3".to_string())
+        ]
+    );
+    ledger.set_run_facts(&[("seed", "4".to_string())]).unwrap();
+    assert_eq!(
+        ledger.run_facts().unwrap(),
+        vec![("seed".to_string(), "4".to_string())]
+    );
 }
 
 #[test]

@@ -24,6 +24,7 @@ pub(crate) mod journal_tail;
 pub mod provider;
 pub mod request;
 pub mod resume;
+mod run_facts;
 pub mod transport;
 
 /// How often a live or `--client` run reads the provider's journal while it plays (real

@@ -33,7 +33,7 @@ use stampede_durable::SqliteLedger;
 
 use super::audit_trail::LiveAuditTrail;
 use super::provider::Provider;
-use super::{driver, resolve_time_scale, LiveError, LiveOptions, LiveRun};
+use super::{driver, resolve_time_scale, run_facts, LiveError, LiveOptions, LiveRun};
 pub use crate::driver_common::persisted::persisted_terminal;
 use crate::rng;
 use crate::scenario::Scenario;
@@ -199,6 +199,27 @@ pub async fn play_durable(
         .map_err(|e| LiveError::Durable(format!("--ledger: {e}")))?;
     let entries = ledger
         .all_entries()
+        .map_err(|e| LiveError::Durable(format!("--ledger: {e}")))?;
+    let facts = run_facts::of(scenario);
+    let stored = ledger
+        .run_facts()
+        .map_err(|e| LiveError::Durable(format!("--ledger: {e}")))?;
+    let differ = run_facts::differences(&stored, &facts);
+    if !entries.is_empty() && !differ.is_empty() {
+        return Err(LiveError::Durable(format!(
+            "the ledger {} belongs to another run: its {} differ from this one's. Resuming it \
+             would play its {} actions under this run's settings and report the two runs as \
+             one. Resume with the same scenario file, --seed and --set values; to start \
+             afresh, use a new --ledger file",
+            ledger_path.display(),
+            differ.join(", "),
+            entries.len()
+        )));
+    }
+    // A first life records what it is; a ledger from before runs recorded that is bound
+    // to the run that resumes it.
+    ledger
+        .set_run_facts(&facts)
         .map_err(|e| LiveError::Durable(format!("--ledger: {e}")))?;
     if entries.is_empty() {
         return first_life(scenario, opts, scale, ledger, audit_path, sink).await;
