@@ -31,6 +31,28 @@ pub enum DurableError {
         #[source]
         source: std::io::Error,
     },
+    /// The ledger file is gone but its write-ahead log is still there.
+    #[error(
+        "the ledger {path} does not exist, but its write-ahead log {wal} does: the ledger was \
+         deleted or moved without it. Restore the ledger file beside its log to resume its \
+         run, or remove {wal} to start a new ledger"
+    )]
+    LedgerWalOrphan {
+        /// The ledger file that is missing.
+        path: PathBuf,
+        /// Its write-ahead log, left behind.
+        wal: PathBuf,
+    },
+    /// The ledger can be read but not written.
+    #[error(
+        "the ledger {path} can be read but not written (the file or its folder is read-only \
+         for this user): a run writes every action to it before sending; make both writable, \
+         or give --ledger a new file"
+    )]
+    LedgerReadOnly {
+        /// The ledger file.
+        path: PathBuf,
+    },
     /// The ledger path names something other than a regular file.
     #[error(
         "the ledger {path} is {what}: give --ledger the path of a file (a new one is created)"

@@ -224,6 +224,12 @@ impl SqliteLedger {
             path: path.clone(),
             source,
         };
+        let wal = PathBuf::from(format!("{}-wal", path.display()));
+        if !path.exists() && wal.exists() {
+            // The ledger went without its log: a new one here would start afresh (and a
+            // first life resets the provider) as if nothing had been recorded.
+            return Err(DurableError::LedgerWalOrphan { path, wal });
+        }
         if let Err(e) = create_private(&path) {
             return Err(open_err(rusqlite::Error::SqliteFailure(
                 rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
@@ -235,6 +241,14 @@ impl SqliteLedger {
         conn.busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS))
             .map_err(open_err)?;
         refuse_foreign(&conn, &path)?;
+        // SQLite opens a file it may not write read-only, without a word: the run would
+        // get as far as its first write ahead of a send and stop there.
+        if conn
+            .is_readonly(rusqlite::DatabaseName::Main)
+            .unwrap_or(false)
+        {
+            return Err(DurableError::LedgerReadOnly { path });
+        }
         // journal_mode answers with the mode in force; anything but WAL on a file means the
         // durability story above does not hold, so say so instead of running on.
         let mode: String = conn
@@ -454,20 +468,38 @@ impl SqliteLedger {
             .map_err(|source| self.sql_err(action, source))?;
         let rows = stmt
             .query_map(params, |row| {
-                Ok(StoredRow {
-                    job_id: row.get(0)?,
-                    state: row.get(1)?,
-                    attempts: row.get(2)?,
-                    waited_ms: row.get(3)?,
-                    operation_id: row.get(4)?,
-                    updated_at: row.get(5)?,
-                    job_json: row.get(6)?,
-                })
+                let read = || {
+                    Ok(StoredRow {
+                        job_id: row.get(0)?,
+                        state: row.get(1)?,
+                        attempts: row.get(2)?,
+                        waited_ms: row.get(3)?,
+                        operation_id: row.get(4)?,
+                        updated_at: row.get(5)?,
+                        job_json: row.get(6)?,
+                    })
+                };
+                // A column of the wrong type (NULL, text for a number, bytes that are not
+                // UTF-8) is a row edited or damaged outside Stampede: said as such, with
+                // the row's job when that much reads.
+                Ok(read().map_err(|e| (row.get::<_, i64>(0).ok(), e)))
             })
             .map_err(|source| self.sql_err(action, source))?;
         let mut entries = Vec::new();
         for row in rows {
-            let row = row.map_err(|source| self.sql_err(action, source))?;
+            let row = match row.map_err(|source| self.sql_err(action, source))? {
+                Ok(row) => row,
+                Err((job, source)) if is_decode_error(&source) => {
+                    return Err(DurableError::LedgerCorrupt {
+                        path: self.path.clone(),
+                        job: job.map_or("(unreadable id)".to_string(), |id| {
+                            id_from_sql(id).to_string()
+                        }),
+                        problem: format!("a column does not read: {source}"),
+                    });
+                }
+                Err((_, source)) => return Err(self.sql_err(action, source)),
+            };
             let mut entry = row.decode(&self.path)?;
             entry.job.credential = self.credentials.resolve(&entry.job.credential).into();
             entries.push(entry);
@@ -634,6 +666,18 @@ impl StoredRow {
             updated_at: self.updated_at as u64,
         })
     }
+}
+
+/// Whether reading a row failed on what the row holds (a column of the wrong type or not
+/// UTF-8) rather than on the database.
+fn is_decode_error(e: &rusqlite::Error) -> bool {
+    matches!(
+        e,
+        rusqlite::Error::InvalidColumnType(..)
+            | rusqlite::Error::FromSqlConversionFailure(..)
+            | rusqlite::Error::Utf8Error(..)
+            | rusqlite::Error::IntegralValueOutOfRange(..)
+    )
 }
 
 /// The snake_case name serde gives a state (the same text the JSON report uses).

@@ -255,6 +255,49 @@ fn a_file_that_is_not_a_database_is_refused_naming_the_file() {
     assert!(err.to_string().contains("notes.txt"), "{err}");
 }
 
+/// A ledger deleted without its write-ahead log is not taken for a new one: the run it
+/// belonged to would start afresh as if nothing had been recorded.
+#[test]
+fn a_write_ahead_log_without_its_ledger_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.sqlite");
+    std::fs::write(dir.path().join("ledger.sqlite-wal"), b"left behind").unwrap();
+    let err = SqliteLedger::open(&path).unwrap_err();
+    assert!(
+        matches!(err, DurableError::LedgerWalOrphan { .. }),
+        "{err:?}"
+    );
+    assert!(!path.exists(), "no new ledger was made");
+}
+
+/// Columns of the wrong type and bytes that are not UTF-8 are a row edited outside
+/// Stampede: corrupt, naming the job, never a disk or lock problem (the message used to
+/// advise checking free space and other runners).
+#[test]
+fn a_column_that_does_not_read_is_corruption_of_its_row() {
+    let edits = [
+        ("UPDATE entries SET attempts = 1.5", "job 5"),
+        ("UPDATE entries SET state = CAST(x'ff00' AS TEXT)", "job 5"),
+        ("UPDATE entries SET attempts = 'many'", "job 5"),
+        ("UPDATE entries SET operation_id = x'00ff'", "job 5"),
+    ];
+    for (edit, named) in edits {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.sqlite");
+        let mut ledger = SqliteLedger::open(&path).unwrap();
+        ledger.put(&entry(5, ActionState::Planned, 0)).unwrap();
+        Connection::open(&path).unwrap().execute(edit, []).unwrap();
+        let err = ledger.all_entries().unwrap_err();
+        assert!(
+            matches!(err, DurableError::LedgerCorrupt { .. }),
+            "{edit}: {err:?}"
+        );
+        let message = err.to_string();
+        assert!(message.contains(named), "{edit}: {message}");
+        assert!(!message.contains("free space"), "{edit}: {message}");
+    }
+}
+
 #[test]
 fn a_row_edited_outside_stampede_is_reported_as_corrupt() {
     let dir = tempfile::tempdir().unwrap();

@@ -31,8 +31,10 @@ impl LiveAuditTrail {
     pub fn resume(path: &Path) -> Result<(Self, Option<TailRepair>), String> {
         let (trail, repaired) = ChainedTrail::resume(path, SyncPolicy::default()).map_err(|e| {
             format!(
-                "{e}; the audit trail of the run being resumed must be whole: keep it as \
-                 evidence and start a fresh run with a new --ledger file and --out directory"
+                "{e}; the audit trail of the run being resumed must be whole to be continued: \
+                 keep it as evidence, and resume with the same --ledger and a new --out \
+                 directory (its trail then starts anew). A new --ledger would abandon the \
+                 run's unfinished actions, uncertain writes included"
             )
         })?;
         Ok((Self { trail }, repaired))
