@@ -80,33 +80,55 @@ fn ledger_entries(path: &Path) -> Vec<LedgerEntry> {
 }
 
 /// The test scenario's provider, started in this process on a runtime of its own so it
-/// outlives the runners, as a real provider outlives a crashed client; and its URL.
-fn provider_apart() -> (
-    tokio::runtime::Runtime,
-    stampede_provider::ServerHandle,
-    String,
-) {
-    let scenario = scenario::load(&scenario_path(), None, &[]).expect("the test scenario loads");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime for the provider");
-    let (addr, server) = runtime
-        .block_on(spawn_ephemeral(scenario.provider.clone(), 21))
-        .expect("the provider starts on 127.0.0.1");
-    (runtime, server, format!("http://{addr}"))
+/// outlives the runners, as a real provider outlives a crashed client; its URL, and a
+/// client of its control plane.
+struct Apart {
+    runtime: tokio::runtime::Runtime,
+    server: stampede_provider::ServerHandle,
+    url: String,
+    provider: Provider,
+}
+
+impl Apart {
+    fn start() -> Self {
+        let scenario =
+            scenario::load(&scenario_path(), None, &[]).expect("the test scenario loads");
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a tokio runtime for the provider");
+        let (addr, server) = runtime
+            .block_on(spawn_ephemeral(scenario.provider.clone(), 21))
+            .expect("the provider starts on 127.0.0.1");
+        let url = format!("http://{addr}");
+        let provider = Provider::attach(&url);
+        Apart {
+            runtime,
+            server,
+            url,
+            provider,
+        }
+    }
+
+    /// The provider's journal from `since` on.
+    fn journal(&self, since: u64) -> Vec<JournalEntry> {
+        self.runtime
+            .block_on(self.provider.journal(since))
+            .expect("the provider's journal")
+    }
+
+    fn stop(self) {
+        self.runtime
+            .block_on(async { self.server.shutdown().await.expect("the provider stops") });
+    }
 }
 
 /// Starts the first life and waits until the provider has committed its first create:
 /// the runner, still running, and that journal entry.
-fn first_life_until_commit(
-    url: &str,
-    ledger: &Path,
-    out: &Path,
-    journal: &dyn Fn(u64) -> Vec<JournalEntry>,
-) -> (Child, JournalEntry) {
-    let mut first = runner(url, ledger, out)
+fn first_life_until_commit(apart: &Apart, ledger: &Path, out: &Path) -> (Child, JournalEntry) {
+    let journal = |since| apart.journal(since);
+    let mut first = runner(&apart.url, ledger, out)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -130,20 +152,15 @@ fn first_life_until_commit(
 #[test]
 fn a_runner_killed_after_the_provider_committed_looks_the_write_up_after_restart() {
     let scenario = scenario::load(&scenario_path(), None, &[]).expect("the test scenario loads");
-    let (runtime, server, url) = provider_apart();
-    let provider = Provider::attach(&url);
-    let journal = |since: u64| {
-        runtime
-            .block_on(provider.journal(since))
-            .expect("the provider's journal")
-    };
+    let apart = Apart::start();
+    let (url, journal) = (&apart.url, |since| apart.journal(since));
 
     let dir = tempfile::tempdir().expect("a temporary directory");
     let ledger = dir.path().join("ledger.db");
     let out = dir.path().join("run");
 
     // First life: killed as soon as the provider has committed its first create.
-    let (mut first, killed) = first_life_until_commit(&url, &ledger, &out, &journal);
+    let (mut first, killed) = first_life_until_commit(&apart, &ledger, &out);
     // Child::kill sends SIGKILL on Unix: no destructor, no flush, no goodbye.
     first.kill().expect("SIGKILL the runner");
     first.wait().expect("reap the killed runner");
@@ -169,7 +186,7 @@ fn a_runner_killed_after_the_provider_committed_looks_the_write_up_after_restart
     let last_seq_of_first_life = journal(0).last().map_or(0, |e| e.seq);
 
     // Second life: the same command on the same ledger.
-    let second = runner(&url, &ledger, &out)
+    let second = runner(url, &ledger, &out)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -275,7 +292,7 @@ fn a_runner_killed_after_the_provider_committed_looks_the_write_up_after_restart
         String::from_utf8_lossy(&verify.stderr)
     );
 
-    runtime.block_on(async { server.shutdown().await.expect("the provider stops") });
+    apart.stop();
 }
 
 /// A restart with no time left (the provider's clock is past the scenario's end) is refused
@@ -283,7 +300,8 @@ fn a_runner_killed_after_the_provider_committed_looks_the_write_up_after_restart
 /// having looked up nothing.
 #[test]
 fn a_restart_past_the_scenarios_end_is_refused_saying_what_to_do() {
-    let (runtime, server, url) = provider_apart();
+    let apart = Apart::start();
+    let url = &apart.url;
     let dir = tempfile::tempdir().unwrap();
     let ledger = dir.path().join("ledger.db");
     // A minute of scenario at 400 times real time: 150 ms; the whole life runs out.
@@ -291,7 +309,7 @@ fn a_restart_past_the_scenarios_end_is_refused_saying_what_to_do() {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_stampede"));
         cmd.arg("run")
             .arg(scenario_path())
-            .args(["--live", "--provider", &url, "--time-scale", "400"])
+            .args(["--live", "--provider", url, "--time-scale", "400"])
             .arg("--ledger")
             .arg(&ledger)
             .arg("--out")
@@ -315,7 +333,7 @@ fn a_restart_past_the_scenarios_end_is_refused_saying_what_to_do() {
     assert_eq!(again.status.code(), Some(2), "{err}");
     assert!(err.contains("past the scenario's end"), "{err}");
     assert!(err.contains("--set duration="), "{err}");
-    runtime.block_on(async { server.shutdown().await.expect("the provider stops") });
+    apart.stop();
 }
 
 /// A runner stopped by Ctrl-C (SIGINT) while the provider holds its first uncertain write
@@ -326,18 +344,13 @@ fn a_restart_past_the_scenarios_end_is_refused_saying_what_to_do() {
 #[test]
 fn a_runner_interrupted_after_the_provider_committed_reports_the_write_open_and_a_restart_finishes_it(
 ) {
-    let (runtime, server, url) = provider_apart();
-    let provider = Provider::attach(&url);
-    let journal = |since: u64| {
-        runtime
-            .block_on(provider.journal(since))
-            .expect("the provider's journal")
-    };
+    let apart = Apart::start();
+    let (url, journal) = (&apart.url, |since| apart.journal(since));
     let dir = tempfile::tempdir().expect("a temporary directory");
     let ledger = dir.path().join("ledger.db");
     let out = dir.path().join("run");
 
-    let (first, committed) = first_life_until_commit(&url, &ledger, &out, &journal);
+    let (first, committed) = first_life_until_commit(&apart, &ledger, &out);
     let action = committed.action.expect("the create names its action");
     // SAFETY: kill(2) on the runner this test spawned and has not reaped.
     unsafe {
@@ -382,7 +395,7 @@ fn a_runner_interrupted_after_the_provider_committed_reports_the_write_open_and_
     assert_eq!(entry.state, ActionState::InFlight);
 
     let last_seq = journal(0).last().map_or(0, |e| e.seq);
-    let second = runner(&url, &ledger, &out)
+    let second = runner(url, &ledger, &out)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -408,7 +421,7 @@ fn a_runner_interrupted_after_the_provider_committed_reports_the_write_open_and_
         "no second create: {after:?}"
     );
     assert!(journal(0).iter().all(|e| !e.duplicate));
-    runtime.block_on(async { server.shutdown().await.expect("the provider stops") });
+    apart.stop();
 }
 
 /// A second runner on a ledger another runner holds is refused at once, before it sends
@@ -416,18 +429,13 @@ fn a_runner_interrupted_after_the_provider_committed_reports_the_write_open_and_
 /// send them again (a helper saw 1,770 records committed twice).
 #[test]
 fn a_second_runner_on_a_ledger_in_use_is_refused() {
-    let (runtime, server, url) = provider_apart();
-    let provider = Provider::attach(&url);
-    let journal = |since: u64| {
-        runtime
-            .block_on(provider.journal(since))
-            .expect("the provider's journal")
-    };
+    let apart = Apart::start();
+    let url = &apart.url;
     let dir = tempfile::tempdir().expect("a temporary directory");
     let ledger = dir.path().join("ledger.db");
-    let (mut first, _) = first_life_until_commit(&url, &ledger, &dir.path().join("a"), &journal);
+    let (mut first, _) = first_life_until_commit(&apart, &ledger, &dir.path().join("a"));
     let second_out = dir.path().join("b");
-    let second = runner(&url, &ledger, &second_out)
+    let second = runner(url, &ledger, &second_out)
         .output()
         .expect("run the second runner");
     let stderr = String::from_utf8_lossy(&second.stderr);
@@ -436,7 +444,7 @@ fn a_second_runner_on_a_ledger_in_use_is_refused() {
     assert!(!second_out.exists(), "a refused run makes no directory");
     let _ = first.kill();
     first.wait().expect("reap it");
-    runtime.block_on(async { server.shutdown().await.expect("the provider stops") });
+    apart.stop();
 }
 
 /// A ledger resumed by a run of other settings is refused, naming what differs: it would
@@ -444,21 +452,16 @@ fn a_second_runner_on_a_ledger_in_use_is_refused() {
 /// helper's report said "seed 4" over 446 actions of seed 3).
 #[test]
 fn a_restart_under_another_seed_is_refused_naming_it() {
-    let (runtime, server, url) = provider_apart();
-    let provider = Provider::attach(&url);
-    let journal = |since: u64| {
-        runtime
-            .block_on(provider.journal(since))
-            .expect("the provider's journal")
-    };
+    let apart = Apart::start();
+    let (url, journal) = (&apart.url, |since| apart.journal(since));
     let dir = tempfile::tempdir().expect("a temporary directory");
     let ledger = dir.path().join("ledger.db");
     let out = dir.path().join("run");
-    let (mut first, _) = first_life_until_commit(&url, &ledger, &out, &journal);
+    let (mut first, _) = first_life_until_commit(&apart, &ledger, &out);
     first.kill().expect("SIGKILL the runner");
     first.wait().expect("reap it");
     let seen = journal(0).len();
-    let second = runner(&url, &ledger, &out)
+    let second = runner(url, &ledger, &out)
         .args(["--seed", "22"])
         .output()
         .expect("run the restart");
@@ -471,7 +474,7 @@ fn a_restart_under_another_seed_is_refused_naming_it() {
     );
     assert_eq!(journal(0).len(), seen, "nothing was sent");
     // The same command as the first life's resumes it.
-    let again = runner(&url, &ledger, &out)
+    let again = runner(url, &ledger, &out)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -482,5 +485,5 @@ fn a_restart_under_another_seed_is_refused_naming_it() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    runtime.block_on(async { server.shutdown().await.expect("the provider stops") });
+    apart.stop();
 }

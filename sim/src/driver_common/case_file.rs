@@ -888,17 +888,16 @@ mod tests {
         assert!(!note.uncertain, "an answered look-up settles the doubt");
     }
 
-    #[test]
-    fn an_escalation_lists_a_held_attempt_that_was_never_answered() {
-        let mut notes = CaseNotes::default();
-        notes.sent(1, &SendKind::Action, false, 40);
+    /// The case file of an uncertain write (action 7, with an external reference) that
+    /// ended as `status` after `attempts` attempts, with `notes`.
+    fn escalation(status: TerminalStatus, attempts: u32, notes: CaseNotes) -> Escalation {
         let terminal = Terminal {
             job: 7,
-            status: TerminalStatus::ReconciliationRequired,
+            status,
             reason: Reason::ReconciliationUnavailable,
             sent: true,
             last_status: None,
-            attempts: 1,
+            attempts,
             waited_ms: 0,
             operation_id: None,
             next_actions: Default::default(),
@@ -928,7 +927,14 @@ mod tests {
         };
         let mut cases = CaseFiles::default();
         cases.on_terminal(&terminal, notes, &ending);
-        let case = &cases.escalations[0];
+        cases.escalations.remove(0)
+    }
+
+    #[test]
+    fn an_escalation_lists_a_held_attempt_that_was_never_answered() {
+        let mut notes = CaseNotes::default();
+        notes.sent(1, &SendKind::Action, false, 40);
+        let case = escalation(TerminalStatus::ReconciliationRequired, 1, notes);
         assert_eq!(case.timeline.len(), 1);
         assert_eq!(case.timeline[0].sent_at_ms, 40);
         assert_eq!(case.timeline[0].answered_at_ms, None);
@@ -941,61 +947,26 @@ mod tests {
     /// answered 503 leave the doubt; the case said `may_have_executed: false`.
     #[test]
     fn a_case_restored_after_a_send_keeps_the_doubt_until_a_lookup_is_answered() {
-        let escalation = |notes: CaseNotes| {
-            let terminal = Terminal {
-                job: 7,
-                status: TerminalStatus::Escalated,
-                reason: Reason::ReconciliationUnavailable,
-                sent: true,
-                last_status: Some(503),
-                attempts: 3,
-                waited_ms: 0,
-                operation_id: None,
-                next_actions: Default::default(),
-            };
-            let facts = ActionFacts {
-                tenant: "acme".into(),
-                task: "t".into(),
-                class: "uncertain_write".into(),
-                credential: "sk-test-0123456789".into(),
-                scope: None,
-                route: Route::CreateRecord,
-                priority: Priority::Normal,
-                resource: None,
-                prompt_tokens: 0,
-                max_output_tokens: 0,
-                external_ref: Some("ref-7".into()),
-                stream: false,
-                payload_hash: 1,
-            };
-            let ending = Ending {
-                action: 7,
-                facts: &facts,
-                provider: PROVIDER,
-                submitted_at: 0,
-                at: 90,
-                deadline: None,
-            };
-            let mut cases = CaseFiles::default();
-            cases.on_terminal(&terminal, notes, &ending);
-            cases.escalations[0].may_have_executed
-        };
+        let may_have_executed =
+            |notes: CaseNotes| escalation(TerminalStatus::Escalated, 3, notes).may_have_executed;
         let look_up = |notes: &mut CaseNotes, answer: Outcome| {
             let by = Box::new(LookupBy::ExternalRef("ref-7".into()));
             notes.sent(2, &SendKind::Lookup(by), false, 30);
             notes.answered(2, &answer, 31);
         };
-        let unavailable = || Outcome::Response(Response::new(503));
         let mut refused = CaseNotes::restored(true);
-        look_up(&mut refused, unavailable());
-        assert!(escalation(refused), "503 look-ups settle nothing");
+        look_up(&mut refused, response(503));
+        assert!(may_have_executed(refused), "503 look-ups settle nothing");
         let mut absent = CaseNotes::restored(true);
         look_up(&mut absent, Outcome::Lookup(LookupResult::Absent));
-        assert!(!escalation(absent), "an answered look-up settles the doubt");
-        let mut never_sent = CaseNotes::restored(false);
-        look_up(&mut never_sent, unavailable());
         assert!(
-            !escalation(never_sent),
+            !may_have_executed(absent),
+            "an answered look-up settles the doubt"
+        );
+        let mut never_sent = CaseNotes::restored(false);
+        look_up(&mut never_sent, response(503));
+        assert!(
+            !may_have_executed(never_sent),
             "nothing was sent before the restart"
         );
     }
