@@ -435,14 +435,15 @@ fn replicas_that_ignore_sigterm_are_stopped_together() {
 fn a_runner_interrupted_while_its_client_runs_stops_the_client_and_keeps_what_it_measured() {
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("child.pid");
-    // One completion, then a child that would outlive the run, then a wait for it.
+    // The workload's first item, then a child that would outlive the run, then a wait for it.
     let script = format!(
         r#"
 import http.client, json, os, subprocess, urllib.parse
 url = urllib.parse.urlparse(os.environ["STAMPEDE_PROVIDER_URL"])
 c = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
-chat = {{"model": "m", "max_tokens": 5, "messages": [{{"role": "user", "content": "hi"}}]}}
-c.request("POST", "/v1/chat/completions", body=json.dumps(chat), headers={{
+with open(os.environ["STAMPEDE_WORKLOAD"]) as f:
+    first = json.loads(f.readline())
+c.request("POST", "/v1/chat/completions", body=json.dumps(first["body"]), headers={{
     "authorization": "Bearer " + os.environ["OPENAI_API_KEY"],
     "content-type": "application/json"}})
 print("status", c.getresponse().status, flush=True)
@@ -744,4 +745,65 @@ fn the_log_named_is_the_failed_replicas_and_live_flags_are_refused() {
             text(&out.stderr)
         );
     }
+}
+
+/// A client's figures are its workload's: each attempt counts for the item whose prompt it
+/// carried (`request N:`, which every workload prompt starts with), whatever key or route
+/// sent it. This client sends the first half of the workload, late, then requests of its
+/// own. Only the half it sent completes; its own requests are counted apart
+/// (`foreign_requests`); the queue wait runs from when the workload made each item due;
+/// and an item sent past its deadline misses it. Before, the 10 requests of its own made
+/// up `completed 20` of 20, with queue waits of 0 and no deadline missed.
+#[test]
+fn a_client_is_judged_by_its_workload_not_by_what_else_it_sends() {
+    if !python_has("json") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // Items are due at 5/s from 0 (scenario time, 10 times real time): this client waits
+    // until 10 scenario-s before it starts, past every item's 5 s deadline.
+    let script = r#"
+import http.client, json, os, time, urllib.parse
+url = urllib.parse.urlparse(os.environ["STAMPEDE_PROVIDER_URL"])
+key = os.environ["OPENAI_API_KEY"]
+start = int(os.environ["STAMPEDE_START_UNIX_MS"]) / 1000
+scale = float(os.environ["STAMPEDE_TIME_SCALE"])
+time.sleep(max(0, start + 10 / scale - time.time()))
+def send(body):
+    c = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+    c.request("POST", "/v1/chat/completions", body=json.dumps(body), headers={
+        "authorization": "Bearer " + key, "content-type": "application/json"})
+    r = c.getresponse(); r.read(); c.close()
+    return r.status
+items = [json.loads(l) for l in open(os.environ["STAMPEDE_WORKLOAD"])]
+sent = [send(i["body"]) for i in items[:10]]
+own = [send({"model": "m", "max_tokens": 5,
+             "messages": [{"role": "user", "content": "status check %d" % n}]})
+       for n in range(10)]
+print("workload", sent, "own", own)
+"#;
+    let out = run_blind_retry(
+        dir.path(),
+        &["provider.faults=[]", "workload.0.deadline=5s"],
+        &["python3", "-c", script],
+    );
+    let s = summary(dir.path());
+    assert!(
+        text(&out.stdout).contains("client exited with 0"),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert_eq!(s["logical_requests"], 20, "{s}");
+    assert_eq!(s["completed"], 10, "only the workload's own items: {s}");
+    assert_eq!(s["failed"], 10, "{s}");
+    assert_eq!(s["foreign_requests"], 10, "{s}");
+    assert_eq!(s["outbound_attempts"], 20, "every attempt is measured: {s}");
+    assert_eq!(s["by_tenant"]["acme"]["completed"], 10, "{s}");
+    // Due from 0 to 1.8 s, first sent from 10 s on.
+    assert!(
+        s["queue_wait_ms"]["p50"].as_u64().unwrap() >= 8_000,
+        "the wait in the client counts: {s}"
+    );
+    assert_eq!(s["deadline_misses"], 20, "sent late or never: {s}");
 }

@@ -822,6 +822,7 @@ fn request() -> impl Strategy<Value = Request> {
                 attempt_no,
                 sdk_retry_count,
                 model: None,
+                workload_item: None,
             },
         )
 }

@@ -168,6 +168,11 @@ pub struct Summary {
     /// signal N, e.g. when the scenario's duration ran out). Absent for other runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_exit_code: Option<i64>,
+    /// `--client` runs: logical requests the provider saw whose prompt names no item of
+    /// the workload (the client's own requests: a health check, work it made up, an item
+    /// it rewrote). Counted apart, never as the workload's completions. Absent when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub foreign_requests: u64,
     /// Set when an expectation with `abort = true` could no longer hold and ended the run
     /// early: every figure is then of the part played, up to `at_ms`. Absent when the run
     /// played to its end.
@@ -178,16 +183,16 @@ pub struct Summary {
     /// status is the signal's (130 for SIGINT). Absent when the run played to its end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<Interrupted>,
-    /// Outcomes by request class (`llm`, `tool`, ...), by name. Empty for a `--client` run
-    /// (the harness does not know what such a client sent each request for).
+    /// Outcomes by request class (`llm`, `tool`, ...), by name. For a `--client` run, its
+    /// workload's items with a prompt (see `foreign_requests`).
     #[serde(default)]
     pub by_class: BTreeMap<String, GroupOutcomes>,
-    /// Outcomes by tenant, by name (empty for a `--client` run).
+    /// Outcomes by tenant, by name (for a `--client` run, as `by_class`).
     #[serde(default)]
     pub by_tenant: BTreeMap<String, GroupOutcomes>,
     /// Outcomes by route, `METHOD /path/template` (`POST /v1/chat/completions`). A
     /// look-up route (`GET /v1/records?external_ref`) has attempts and no requests of its
-    /// own: its requests are the writes it looks up. Empty for a `--client` run.
+    /// own: its requests are the writes it looks up. For a `--client` run, as `by_class`.
     #[serde(default)]
     pub by_route: BTreeMap<String, GroupOutcomes>,
     /// Attempts the provider did not answer with success, by status and message, most
@@ -258,15 +263,15 @@ pub struct Summary {
     /// `concurrency`), as the provider journaled them. Absent when no limit refused.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub rate_limit_hits: BTreeMap<String, u64>,
-    /// Outcomes by priority (`critical`, `normal`, `bulk`), as `by_class` (empty for a
-    /// `--client` run).
+    /// Outcomes by priority (`critical`, `normal`, `bulk`), as `by_class`.
     #[serde(default)]
     pub by_priority: BTreeMap<String, GroupOutcomes>,
     /// Logical requests that ended without completing (`failed`, `escalated`,
     /// `reconciliation_required`), by the core's reason, named as in `dead_letter.jsonl`
     /// (`deadline_exceeded`, `attempts_exhausted`, `quota_exhausted`, `circuit_open`,
     /// `wont_improve_422`, ...): they add up to `failed + escalations`. Absent when every
-    /// request completed, and for a `--client` run (the harness hears no reason there).
+    /// request completed (a `--client` run's failed items are `attempts_exhausted`: the
+    /// harness hears no reason there).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub failures_by_reason: BTreeMap<String, u64>,
     /// `rejected` by the cause of the first refusal of each action: `queue_full` (its

@@ -116,6 +116,10 @@ pub struct JournalEntry {
     /// `rpd`, `tpd` or `concurrency`; `None` otherwise (injected faults included).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<Cow<'static, str>>,
+    /// The workload item whose prompt the request carried ([`Request::workload_item`](
+    /// crate::model::Request::workload_item)), read from its body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload_item: Option<u64>,
 }
 
 fn is_zero(n: &u64) -> bool {

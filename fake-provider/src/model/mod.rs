@@ -46,8 +46,8 @@ pub use identity::{IdentifiedBy, Identity, DEFAULT_IDENTITY_WINDOW_MS};
 pub use journal::{keep_shared, JournalBuffer, JournalEntry};
 pub use records::{Record, DEFAULT_MAX_RECORDS, DEFAULT_RECORD_RETENTION_MS};
 pub use request::{
-    body_hash, canonical_body_hash, mask_credential, FindBy, Fingerprint, Fnv, Request,
-    RequestRoute,
+    body_hash, canonical_body_hash, mask_credential, workload_item, FindBy, Fingerprint, Fnv,
+    Request, RequestRoute,
 };
 pub use stats::{ProviderStats, ScopeStats};
 
@@ -641,6 +641,7 @@ impl ProviderModel {
             model: None,
             billed_micro_usd: 0,
             limit: None,
+            workload_item: None,
         };
         self.count(&entry, usual_status(404));
         self.journal.push(entry);
@@ -1530,6 +1531,7 @@ fn open_entry(
         model,
         billed_micro_usd,
         limit,
+        workload_item,
     } = entry;
     *entry_seq = seq;
     *at_ms = now;
@@ -1582,6 +1584,7 @@ fn open_entry(
     *model = None;
     *billed_micro_usd = 0;
     *limit = None;
+    *workload_item = req.workload_item;
 }
 
 /// The longest prefix of `s` of at most `max` bytes that ends on a character boundary.

@@ -51,6 +51,24 @@ pub struct Request {
     /// a simulated client's attempt carries its job's model without a copy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<Arc<str>>,
+    /// The workload item whose prompt this request carries: `N` when its first message
+    /// starts `request N:`, as every prompt of a workload file Stampede writes for a client
+    /// under test does (see [`workload_item`]). The work itself, as the provider reads it,
+    /// not a header the client sends about itself: what tells a `--client` run's answers to
+    /// its workload apart from requests it was not given. `None` otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload_item: Option<u64>,
+}
+
+/// The workload item a prompt's text names: `N` when it starts `request N:` (N a whole
+/// number), as the prompts of a workload file do; `None` otherwise.
+pub fn workload_item(prompt: &str) -> Option<u64> {
+    let rest = prompt.strip_prefix("request ")?;
+    let (digits, _) = rest.split_once(':')?;
+    if digits.is_empty() || digits.len() > 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
 }
 
 /// The endpoint an attempt targets.

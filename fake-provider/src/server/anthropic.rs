@@ -96,6 +96,10 @@ pub(crate) async fn messages(State(app): State<App>, req: Request<Body>) -> Resp
     req.prompt_tokens =
         u32::try_from(chars.div_ceil(4) + 4 * parsed.messages.len()).unwrap_or(u32::MAX);
     req.max_tokens = parsed.max_tokens;
+    req.workload_item = parsed
+        .messages
+        .first()
+        .and_then(|m| parse::workload_item_of(&m.content));
     req.stream = parsed.stream;
     req.body_hash = parse::canonical_hash(&v);
     req.model = parse::model(&v);

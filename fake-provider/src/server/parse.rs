@@ -1,7 +1,7 @@
 //! HTTP requests into model attempts, with errors that say what is wrong.
 
 use super::plain_chat::{self, PlainChat};
-use crate::model::{canonical_body_hash, FindBy, Fnv, Request, RequestRoute};
+use crate::model::{canonical_body_hash, workload_item, FindBy, Fnv, Request, RequestRoute};
 use axum::http::{header, HeaderMap, HeaderName};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
@@ -248,6 +248,21 @@ fn prompt_tokens(messages: &[Value]) -> u32 {
     u32::try_from(chars.div_ceil(4) + 4 * messages.len()).unwrap_or(u32::MAX)
 }
 
+/// The workload item a message's content names ([`workload_item`]): its text, or the text
+/// of its first part when it is a list of parts (`[{"type": "text", "text": ...}]`, as
+/// the SDKs may send it).
+pub(crate) fn workload_item_of(content: &Value) -> Option<u64> {
+    match content {
+        Value::String(text) => workload_item(text),
+        Value::Array(parts) => parts
+            .first()
+            .and_then(|p| p.get("text"))
+            .and_then(Value::as_str)
+            .and_then(workload_item),
+        _ => None,
+    }
+}
+
 /// Field `name`, declared `index`-th, of a value serde read as a struct: by name from an
 /// object, by position from an array (serde's derived structs accept both).
 fn field<'v>(v: &'v Value, name: &str, index: usize) -> Option<&'v Value> {
@@ -412,6 +427,11 @@ fn plain(req: &mut Request, body: &PlainChat<'_>) -> Result<(), BadRequest> {
     }
     req.body_hash = canonical_hash(body);
     req.model = body.model.as_deref().map(Arc::from);
+    req.workload_item = body
+        .messages
+        .first()
+        .and_then(|m| m.0.content.as_deref())
+        .and_then(workload_item);
     let chars: usize = body
         .messages
         .iter()
@@ -462,6 +482,10 @@ fn chat_value(req: &mut Request, bytes: &[u8]) -> Result<(), BadRequest> {
         .and_then(Value::as_array)
         .map_or(&[][..], Vec::as_slice);
     req.prompt_tokens = prompt_tokens(messages);
+    req.workload_item = messages
+        .first()
+        .and_then(|m| field(m, "content", 1))
+        .and_then(workload_item_of);
     req.max_tokens = body
         .max_completion_tokens
         .or(body.max_tokens)
@@ -544,6 +568,41 @@ pub(crate) fn find_by(
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// The item a workload prompt names reaches the attempt whichever way its body is
+    /// read (plain, as a `Value`, with its content as a list of parts), and only from a
+    /// prompt that starts `request N:`.
+    #[test]
+    fn a_prompt_names_its_workload_item() {
+        let body = |content: &str| {
+            format!(r#"{{"model":"m","messages":[{{"role":"user","content":{content}}}]}}"#)
+        };
+        let plain = body(r#""request 17: aaaa""#);
+        assert_eq!(
+            read_plain(plain.as_bytes()).unwrap().workload_item,
+            Some(17)
+        );
+        assert_eq!(
+            read_value(plain.as_bytes()).unwrap().workload_item,
+            Some(17)
+        );
+        let parts = body(r#"[{"type":"text","text":"request 3: b"}]"#);
+        assert_eq!(read_value(parts.as_bytes()).unwrap().workload_item, Some(3));
+        for other in [
+            r#""hi""#,
+            r#""request : x""#,
+            r#""request 1x: y""#,
+            r#""a request 4: z""#,
+            r#""request 99999999999999999999999: w""#,
+        ] {
+            let b = body(other);
+            assert_eq!(
+                read_value(b.as_bytes()).unwrap().workload_item,
+                None,
+                "{other}"
+            );
+        }
+    }
 
     /// What a chat body gives an attempt, read the plain way (when the body is plain).
     fn read_plain(bytes: &[u8]) -> Option<Request> {

@@ -30,6 +30,7 @@
 //! provider (the client's own queue is invisible from there).
 
 mod client_log;
+mod judge;
 mod processes;
 pub mod workload_file;
 
@@ -38,23 +39,19 @@ pub use client_log::MAX_LOG_BYTES;
 use processes::Replicas;
 pub use processes::GRACE;
 
-use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use stampede_provider::model::{IdentifiedBy, JournalEntry};
 use stampede_reports::{AttemptsCsv, Interrupted};
 
 use crate::live_driver::journal_tail::{self, JournalTail};
 use crate::live_driver::provider::Provider;
-use crate::measure::{Measurement, SentBy};
+use crate::measure::Measurement;
 use crate::run::{finish_run, RunError, RunOptions, RunOutcome};
 use crate::scenario::{ExpectSpec, Scenario};
-use crate::sink::attempts::Numbering;
-use crate::sink::AttemptSink;
 
 /// Why a client run could not happen. Each says what to do.
 #[derive(Debug, thiserror::Error)]
@@ -261,47 +258,32 @@ pub fn run_client(
         Ok::<_, ClientError>((played?, journal?))
     })?;
 
-    let mut measure = Measurement::new(scenario.bucket_ms, scenario.duration_ms);
-    for _ in 0..requests {
-        measure.on_submit();
-    }
-    let attempts_path = dir.join("attempts.csv");
-    let mut files: Vec<PathBuf> = workload_paths.iter().chain(&log_paths).cloned().collect();
-    {
-        let mut sink = AttemptsCsv::create(&attempts_path).map_err(|source| ClientError::Io {
-            doing: format!("write {}", attempts_path.display()),
-            source,
-        })?;
-        for e in &journal {
-            // The harness cannot tell which workload line an attempt of a foreign client
-            // was for, and does not take the client's word for it.
-            measure.on_journal(e, None, &SentBy::default());
-            crate::sink::attempts::with_row(e, None, "", Numbering::default(), |row| {
-                sink.attempt(row)
-            })
-            .map_err(ClientError::Output)?;
-        }
-        sink.finish().map_err(|source| ClientError::Io {
-            doing: "write attempts.csv".into(),
-            source,
-        })?;
-    }
-    files.push(attempts_path);
-    let answered = answered_requests(&journal);
-    let seen = answered.len() as u64;
-    for (first, done) in answered.values() {
-        measure.on_external(Some(*first), *done);
-    }
-    for _ in seen..requests {
-        measure.on_external(None, None);
-    }
     let end = journal
         .iter()
         .map(|e| e.done_ms.max(e.at_ms))
         .max()
-        .unwrap_or(0);
-    let mut measured = measure.finish(end.min(scenario.duration_ms));
+        .unwrap_or(0)
+        .min(scenario.duration_ms);
+    let mut measure = Measurement::new(scenario.bucket_ms, scenario.duration_ms);
+    let attempts_path = dir.join("attempts.csv");
+    let mut files: Vec<PathBuf> = workload_paths.iter().chain(&log_paths).cloned().collect();
+    let foreign = {
+        let mut sink = AttemptsCsv::create(&attempts_path).map_err(|source| ClientError::Io {
+            doing: format!("write {}", attempts_path.display()),
+            source,
+        })?;
+        let foreign = judge::judge(&requests, &journal, end, &mut measure, &mut sink)
+            .map_err(ClientError::Output)?;
+        sink.finish().map_err(|source| ClientError::Io {
+            doing: "write attempts.csv".into(),
+            source,
+        })?;
+        foreign
+    };
+    files.push(attempts_path);
+    let mut measured = measure.finish(end);
     measured.summary.mode = "client".to_string();
+    measured.summary.foreign_requests = foreign;
     measured.summary.client_exit_code = Some(exit.code);
     measured.summary.interrupted = exit.interrupted.map(|signal| Interrupted {
         signal: signal.to_string(),
@@ -348,24 +330,6 @@ pub fn run_client(
             ..exit
         },
     ))
-}
-
-/// Per logical request (the provider's identity), when its first attempt arrived and when
-/// a 2xx answer to it was delivered, if one was. Look-ups are left out; the map is ordered
-/// so the measurement is the same on every run of the same journal.
-fn answered_requests(journal: &[JournalEntry]) -> BTreeMap<u64, (u64, Option<u64>)> {
-    let mut out: BTreeMap<u64, (u64, Option<u64>)> = BTreeMap::new();
-    for e in journal {
-        if e.logical == 0 || e.identified_by == IdentifiedBy::Lookup {
-            continue;
-        }
-        let slot = out.entry(e.logical).or_insert((e.at_ms, None));
-        let ok = matches!(e.status, Some(200..=299)) && !e.undelivered && e.outcome.len() == 3;
-        if ok && slot.1.is_none() {
-            slot.1 = Some(e.done_ms.max(e.at_ms));
-        }
-    }
-    out
 }
 
 /// Removes the workload files and logs an earlier run into `dir` left for replicas this

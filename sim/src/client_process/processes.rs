@@ -64,6 +64,8 @@ impl Replicas {
     ) -> std::io::Result<(Option<ChildStdout>, Option<ChildStderr>)> {
         #[cfg(unix)]
         cmd.process_group(0);
+        #[cfg(target_os = "linux")]
+        die_with_the_runner(cmd);
         let mut child = cmd.kill_on_drop(true).spawn()?;
         let group = child.id();
         let output = (child.stdout.take(), child.stderr.take());
@@ -161,6 +163,31 @@ impl Replicas {
 impl Drop for Replicas {
     fn drop(&mut self) {
         self.kill_groups();
+    }
+}
+
+/// Asks Linux to SIGKILL the replica's leader when the thread that started it ends, so
+/// a runner killed with SIGKILL (a CI job's timeout, the OOM killer), which can stop
+/// nothing itself, does not leave the client under test running. Only the leader: what it
+/// started in its group lives on, as after any SIGKILL of a parent. The runner starts its
+/// replicas from the thread it plays on, which lives as long as the run.
+#[cfg(target_os = "linux")]
+fn die_with_the_runner(cmd: &mut Command) {
+    // SAFETY: getpid(2) has no preconditions.
+    let runner = unsafe { libc::getpid() };
+    // SAFETY: the closure runs in the child between fork and exec and calls only prctl(2),
+    // getppid(2), getpid(2) and kill(2), which are async-signal-safe, and allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The runner died between the fork and the prctl: the signal was never sent.
+            if libc::getppid() != runner {
+                libc::kill(libc::getpid(), libc::SIGKILL);
+            }
+            Ok(())
+        });
     }
 }
 

@@ -101,30 +101,33 @@ pub fn line(id: u64, at_ms: u64, job: &stampede_core::Job, default_model: &str) 
 
 /// Writes every arrival of `scenario` within its duration to `out`; returns how many.
 pub fn write(scenario: &Scenario, out: &mut dyn Write) -> std::io::Result<u64> {
-    write_split(scenario, std::slice::from_mut(&mut &mut *out))
+    write_split(scenario, std::slice::from_mut(&mut &mut *out)).map(|items| items.len() as u64)
 }
 
 /// Writes the workload split across `outs`, one per replica: each line goes to the replica
 /// its task runs in (`virtual_driver::fleet::replica_of`), as the simulator spreads it.
-/// Returns the lines written in all.
-pub fn write_split<W: Write>(scenario: &Scenario, outs: &mut [W]) -> std::io::Result<u64> {
+/// Returns the arrivals written, in file order (each line's `id` is its job's id).
+pub fn write_split<W: Write>(
+    scenario: &Scenario,
+    outs: &mut [W],
+) -> std::io::Result<Vec<crate::workload::Arrival>> {
     assert!(!outs.is_empty(), "at least one replica");
     let default_model = scenario
         .provider
         .default_model()
         .unwrap_or(crate::live_driver::request::UNNAMED_MODEL);
-    let mut n = 0;
+    let mut written = Vec::new();
     for arrival in Arrivals::new(scenario) {
         if arrival.at > scenario.duration_ms {
             break;
         }
-        n += 1;
         let r = crate::virtual_driver::fleet::replica_of(&arrival.job, outs.len());
         let v = line(arrival.job.id, arrival.at, &arrival.job, default_model);
         serde_json::to_writer(&mut outs[r], &v)?;
         outs[r].write_all(b"\n")?;
+        written.push(arrival);
     }
-    Ok(n)
+    Ok(written)
 }
 
 #[cfg(test)]

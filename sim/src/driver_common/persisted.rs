@@ -45,7 +45,7 @@ pub fn persisted_terminal(entry: &LedgerEntry) -> Option<Terminal> {
 /// What can safely be done next with an action whose terminal died with its process (the
 /// reasons it gave went with it): a sent one is looked up first, since an attempt of it
 /// may have executed; one never sent can be sent anew without risk.
-fn unseen_next_actions(status: TerminalStatus, sent: bool) -> NextActions {
+pub(crate) fn unseen_next_actions(status: TerminalStatus, sent: bool) -> NextActions {
     let mut next = NextActions::new();
     match status {
         TerminalStatus::Completed | TerminalStatus::Cancelled => {}

@@ -1,0 +1,175 @@
+//! How a `--client` run's workload fared, read from the provider's journal.
+//!
+//! Every prompt of the workload file starts `request N:` (see `workload_file`), and the
+//! provider journals the item a request's prompt names (`JournalEntry::workload_item`):
+//! the work itself, as the provider reads it, never a header the client sends about
+//! itself. So each attempt is the workload item whose prompt it carried, whatever key,
+//! route or SDK sent it. An item completed when one of its attempts had a success answer
+//! delivered; its queue wait runs from when the workload made it due (`at_ms`) to its
+//! first attempt's arrival, its latency to that answer, and its deadline is the
+//! workload's. Requests that carry no item's prompt are the client's own (a health check,
+//! work it made up): counted apart, as `foreign_requests`, never as the workload's.
+//!
+//! Items without a prompt (record writes and item reads) are matched as before: by the
+//! provider's identity of logical requests, in the order they first arrived.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use stampede_core::{JobId, Millis, Reason, Terminal, TerminalStatus};
+use stampede_provider::model::{IdentifiedBy, JournalEntry};
+
+use crate::driver_common::persisted::unseen_next_actions;
+use crate::measure::queues::priority_name;
+use crate::measure::{action_route, Ended, Measurement, SentBy};
+use crate::sink::attempts::Numbering;
+use crate::sink::AttemptSink;
+use crate::workload::Arrival;
+
+/// What the journal showed of one workload item.
+#[derive(Debug, Default, Clone, Copy)]
+struct Seen {
+    /// When its first attempt reached the provider (scenario ms).
+    first_at: Option<Millis>,
+    /// When a success answer to it was delivered, first (scenario ms).
+    answered_at: Option<Millis>,
+    attempts: u32,
+    last_status: Option<u16>,
+}
+
+/// Whether `e` is a success whose answer reached the client whole.
+fn delivered_success(e: &JournalEntry) -> bool {
+    matches!(e.status, Some(200..=299)) && !e.undelivered && e.outcome.len() == 3
+}
+
+/// Measures `items` (the workload, in file order) from `journal`, writing each attempt's
+/// row to `sink`; the run ended at `end_ms` (scenario ms). Returns how many logical
+/// requests the provider saw that were not the workload's.
+pub(super) fn judge(
+    items: &[Arrival],
+    journal: &[JournalEntry],
+    end_ms: Millis,
+    measure: &mut Measurement,
+    sink: &mut dyn AttemptSink,
+) -> Result<u64, String> {
+    // Items a prompt can name, by their id (the `request N:` of their prompt).
+    let prompted: HashMap<JobId, usize> = items
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| a.job.route == stampede_core::Route::ChatCompletion)
+        .map(|(i, a)| (a.job.id, i))
+        .collect();
+    for a in items {
+        measure.on_submit();
+        measure.on_arrival(a.job.id, a.job.priority, &a.job.class);
+        measure.on_tenant_arrival(a.job.id, &a.job.tenant, a.at);
+    }
+    let mut seen = vec![Seen::default(); items.len()];
+    // Logical requests (the provider's identity) that named no item, by id: when each
+    // first arrived and when a success to it was delivered.
+    let mut unnamed: BTreeMap<u64, (Millis, Option<Millis>)> = BTreeMap::new();
+    let mut foreign_named: BTreeSet<u64> = BTreeSet::new();
+    for e in journal {
+        let item = e.workload_item.and_then(|n| prompted.get(&n).copied());
+        let Some(i) = item else {
+            measure.on_journal(e, None, &SentBy::default());
+            crate::sink::attempts::with_row(e, None, "", Numbering::default(), |row| {
+                sink.attempt(row)
+            })?;
+            if e.logical != 0 && e.identified_by != IdentifiedBy::Lookup {
+                if e.workload_item.is_some() {
+                    // A prompt naming an item the workload does not have.
+                    foreign_named.insert(e.logical);
+                } else {
+                    let slot = unnamed.entry(e.logical).or_insert((e.at_ms, None));
+                    if delivered_success(e) && slot.1.is_none() {
+                        slot.1 = Some(e.done_ms.max(e.at_ms));
+                    }
+                }
+            }
+            continue;
+        };
+        let a = &items[i];
+        let s = &mut seen[i];
+        s.attempts = s.attempts.saturating_add(1);
+        s.first_at.get_or_insert(e.at_ms);
+        s.last_status = e.status.or(s.last_status);
+        if delivered_success(e) && s.answered_at.is_none() {
+            s.answered_at = Some(e.done_ms.max(e.at_ms));
+        }
+        let by = SentBy {
+            tenant: &a.job.tenant,
+            class: &a.job.class,
+            priority: priority_name(a.job.priority),
+            provider: 0,
+            group: None,
+        };
+        measure.on_journal(e, None, &by);
+        let numbering = Numbering {
+            action: a.job.id,
+            attempt_no: s.attempts,
+        };
+        crate::sink::attempts::with_row(e, None, &a.job.tenant, numbering, |row| {
+            sink.attempt(row)
+        })?;
+    }
+    // Items without a prompt take the unnamed logical requests, in the order they first
+    // arrived; what is left of those is the client's own.
+    let mut unnamed = unnamed.into_values().collect::<Vec<_>>();
+    unnamed.sort_by_key(|(first, _)| *first);
+    let mut unnamed = unnamed.into_iter();
+    for (i, a) in items.iter().enumerate() {
+        if prompted.contains_key(&a.job.id) {
+            end(measure, a, &seen[i], end_ms);
+        } else {
+            let (first, answered) = unnamed.next().map_or((None, None), |(f, d)| (Some(f), d));
+            measure.on_external(first, answered);
+        }
+    }
+    Ok(unnamed.len() as u64 + foreign_named.len() as u64)
+}
+
+/// Ends item `a` as the journal saw it (`s`): completed at its delivered answer, else failed
+/// when the run ended.
+fn end(measure: &mut Measurement, a: &Arrival, s: &Seen, end_ms: Millis) {
+    if let Some(first) = s.first_at {
+        measure.on_first_dispatch(a.job.id, a.at, first.max(a.at));
+    }
+    let ok = s.answered_at.is_some();
+    let terminal = Terminal {
+        job: a.job.id,
+        status: if ok {
+            TerminalStatus::Completed
+        } else {
+            TerminalStatus::Failed
+        },
+        reason: if ok {
+            Reason::Succeeded
+        } else {
+            Reason::AttemptsExhausted
+        },
+        sent: s.attempts > 0,
+        last_status: s.last_status,
+        attempts: s.attempts,
+        waited_ms: 0,
+        operation_id: None,
+        next_actions: if ok {
+            stampede_core::NextActions::new()
+        } else {
+            unseen_next_actions(TerminalStatus::Failed, s.attempts > 0)
+        },
+    };
+    let at = s.answered_at.unwrap_or(end_ms).max(a.at);
+    measure.on_terminal(Ended {
+        at,
+        tenant: &a.job.tenant,
+        class: &a.job.class,
+        route: action_route(a.job.route),
+        terminal: &terminal,
+        submitted_at: a.at,
+        first_sent_at: s.first_at.map(|f| f.max(a.at)),
+        deadline: a.job.deadline,
+        group: None,
+    });
+    // The client keeps no notes the harness can read: a dead letter without a timeline.
+    measure.on_unseen_case(&terminal, &a.job, (a.at, at));
+}
