@@ -807,3 +807,51 @@ print("workload", sent, "own", own)
     );
     assert_eq!(s["deadline_misses"], 20, "sent late or never: {s}");
 }
+
+/// A runner killed with SIGKILL (a CI job's timeout, the OOM killer) can stop nothing
+/// itself; Linux stops the client it started (the replica's leader) for it, where the
+/// client ran on to its end.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_runner_killed_with_sigkill_takes_its_client_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("client.pid");
+    let script = format!(
+        "import os, time\nopen({p:?} + '.tmp', 'w').write(str(os.getpid()) + '\\n')\nos.rename({p:?} + '.tmp', {p:?})\ntime.sleep(600)\n",
+        p = a_str(&pid_file)
+    );
+    let mut runner = Command::new(env!("CARGO_BIN_EXE_stampede"))
+        .args([
+            "run",
+            "examples/clients/blind-retry.toml",
+            "--out",
+            a_str(&dir.path().join("run")),
+            "--client",
+            "--",
+            "python3",
+            "-c",
+            &script,
+        ])
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the stampede binary runs");
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let pid = loop {
+        match std::fs::read_to_string(&pid_file) {
+            Ok(pid) if pid.ends_with('\n') => break pid.trim().to_string(),
+            _ if std::time::Instant::now() < end => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            _ => panic!("the client never started"),
+        }
+    };
+    runner.kill().expect("SIGKILL the runner");
+    runner.wait().expect("reap it");
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while alive(&pid) && std::time::Instant::now() < end {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(!alive(&pid), "the client {pid} outlived its killed runner");
+}
