@@ -587,6 +587,22 @@ except OSError as e:
     assert_eq!(s["outbound_attempts"], 1, "{s}");
     assert_eq!(s["completed"], 0, "the client never got its answer: {s}");
     assert!(s["undelivered_tokens"].as_u64() > Some(0), "{s}");
+    // Nor a success anywhere else: an error, undelivered, and no 2xx in the time series.
+    let errors = s["errors"].as_array().expect("errors");
+    assert!(
+        errors
+            .iter()
+            .any(|e| e["status"] == "200" && e["message"] == "undelivered"),
+        "{s}"
+    );
+    let series = std::fs::read_to_string(dir.path().join("timeseries.csv")).unwrap();
+    let mut rows = series.lines();
+    let header: Vec<&str> = rows.next().unwrap().split(',').collect();
+    let column = header.iter().position(|c| *c == "status_2xx").unwrap();
+    let delivered: u64 = rows
+        .map(|r| r.split(',').nth(column).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(delivered, 0, "{series}");
 }
 
 /// A client that writes without end fills its log to the cap and no further; the log says

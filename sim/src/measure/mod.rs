@@ -849,8 +849,12 @@ impl Measurement {
         self.groups
             .attempt_at((key, route), e.tokens_used, e.replayed);
         self.summary.duplicates_suppressed += u64::from(e.replayed);
-        let success =
+        let answered =
             matches!(e.status, Some(200..=299)) && e.outcome.chars().all(|c| c.is_ascii_digit());
+        // A success whose answer the client never took (it had gone: a timeout shorter
+        // than the provider's latency) is not one for the client: an error, and in the
+        // time series with the attempts that got no whole answer.
+        let success = answered && !e.undelivered;
         if success {
             let done = if e.done_ms == 0 {
                 client_done_ms.unwrap_or(e.at_ms)
@@ -860,6 +864,10 @@ impl Measurement {
             let bucket = self.bucket(e.at_ms);
             let (open, closed) = &mut self.bucket_service;
             closed.extend(open.record(bucket, done.saturating_sub(e.at_ms)));
+        } else if answered {
+            let statics = e.statics.outcome.map(|outcome| (outcome, "undelivered"));
+            self.errors
+                .record(e.outcome, "undelivered", statics, e.at_ms);
         } else {
             let statics = e.statics.outcome.zip(e.statics.error_code);
             self.errors.record(
