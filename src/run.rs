@@ -242,11 +242,18 @@ pub fn main(args: RunArgs) -> ExitCode {
         outln!("{}", render_comparison(&comparison).trim_end_matches('\n'));
     }
     if let Some(interrupted) = &outcome.report.summary.interrupted {
-        if let (Some(ledger), false) = (&args.ledger, args.json) {
-            outln!(
+        match (&args.ledger, &args.provider, args.json) {
+            (Some(ledger), Some(_), false) => outln!(
                 "the unfinished actions are in {}: to finish them, run the same command again",
                 ledger.display()
-            );
+            ),
+            (Some(ledger), None, false) => outln!(
+                "the unfinished actions are in {}, but the provider they were sent to ran in \
+                 this process and is gone: nothing can look them up again. To be able to \
+                 resume an interrupted run, play it against `stampede serve` with --provider URL",
+                ledger.display()
+            ),
+            _ => {}
         }
         // Stopped by the user: neither passed nor failed, as a shell tells a process a
         // signal ended (the report of the part played is written).

@@ -507,6 +507,12 @@ child.wait()
     assert_eq!(s["interrupted"]["signal"], "SIGINT", "{s}");
     assert_eq!(s["outbound_attempts"], 1, "{s}");
     assert_eq!(s["completed"], 1, "{s}");
+    // The rest was not done, not failed: open when the run stopped, and never sent.
+    assert_eq!(s["failed"], 0, "{s}");
+    assert_eq!(s["unfinished"], 19, "{s}");
+    assert_eq!(s["unfinished_sent"], 0, "{s}");
+    let stopped = s["interrupted"]["at_ms"].as_u64().unwrap();
+    assert!(s["latency_ms"]["max"].as_u64().unwrap() <= stopped, "{s}");
     assert!(
         std::fs::read_to_string(run_dir.join("client.log"))
             .unwrap()

@@ -352,9 +352,17 @@ fn a_runner_interrupted_after_the_provider_committed_reports_the_write_open_and_
 
     let (first, committed) = first_life_until_commit(&apart, &ledger, &out);
     let action = committed.action.expect("the create names its action");
-    // SAFETY: kill(2) on the runner this test spawned and has not reaped.
-    unsafe {
-        libc::kill(first.id() as libc::pid_t, libc::SIGINT);
+    // Again and again until it exits, as `timeout` passes its signal on to its child a
+    // second time, or a user presses Ctrl-C twice: the later ones come while the run reads
+    // the journal and writes its report, and must not cut them short.
+    let mut first = first;
+    let until = Instant::now() + Duration::from_secs(5);
+    while first.try_wait().expect("poll the runner").is_none() && Instant::now() < until {
+        // SAFETY: kill(2) on the runner this test spawned and has not reaped.
+        unsafe {
+            libc::kill(first.id() as libc::pid_t, libc::SIGINT);
+        }
+        sleep(Duration::from_millis(5));
     }
     let output = wait_bounded(first, RESTART_TIMEOUT);
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -378,6 +386,16 @@ fn a_runner_interrupted_after_the_provider_committed_reports_the_write_open_and_
     assert_eq!(
         summary["failed"], 0,
         "nothing that may have executed is failed"
+    );
+    // What was open counts as unserved until the stop, not until the scenario's cap.
+    let stopped = summary["interrupted"]["at_ms"].as_u64().unwrap();
+    assert!(
+        summary["latency_ms"]["max"].as_u64().unwrap() <= stopped,
+        "{summary}"
+    );
+    assert!(
+        summary["goodput_window_ms"].as_u64().unwrap() <= stopped,
+        "{summary}"
     );
     let unfinished = std::fs::read_to_string(out.join("unfinished.csv")).expect("unfinished.csv");
     let row = unfinished
@@ -469,7 +487,7 @@ fn a_restart_under_another_seed_is_refused_naming_it() {
     assert_eq!(second.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("belongs to another run"), "{stderr}");
     assert!(
-        stderr.contains("the seed (21, where this run's is 22)"),
+        stderr.contains("what differs from this one: seed (21; this run's: 22)"),
         "{stderr}"
     );
     assert_eq!(journal(0).len(), seen, "nothing was sent");

@@ -142,8 +142,8 @@ fn lock_exclusive(path: &Path) -> Result<File, DurableError> {
         path: path.to_path_buf(),
         source,
     };
-    let file = File::open(path).map_err(io_err)?;
-    let meta = file.metadata().map_err(io_err)?;
+    // Looked at before it is opened: opening a named pipe blocks until a writer comes.
+    let meta = std::fs::metadata(path).map_err(io_err)?;
     if !meta.is_file() {
         let what = if meta.is_dir() {
             "a folder"
@@ -155,6 +155,7 @@ fn lock_exclusive(path: &Path) -> Result<File, DurableError> {
             what,
         });
     }
+    let file = File::open(path).map_err(io_err)?;
     match try_lock(&file) {
         Ok(true) => Ok(file),
         Ok(false) => Err(DurableError::LedgerInUse {
@@ -803,6 +804,16 @@ mod tests {
         let link = dir.path().join("null.db");
         std::os::unix::fs::symlink("/dev/null", &link).unwrap();
         let refused = SqliteLedger::open(&link).unwrap_err();
+        assert!(
+            matches!(refused, DurableError::LedgerNotAFile { .. }),
+            "{refused}"
+        );
+        // A named pipe is refused too, not opened (which waits for a writer forever).
+        let fifo = dir.path().join("fifo.db");
+        let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo(3) with a NUL-terminated path in a folder this test owns.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        let refused = SqliteLedger::open(&fifo).unwrap_err();
         assert!(
             matches!(refused, DurableError::LedgerNotAFile { .. }),
             "{refused}"

@@ -2,9 +2,12 @@
 //! while a live run plays or a client under test runs, so the run can stop what it started
 //! and still report what it measured.
 //!
-//! Listening ends when the [`Signals`] is dropped: each signal then acts as it did before
-//! (it ends the process), so a second Ctrl-C while the run reads the journal and writes
-//! its report stops it at once. Off Unix nothing is listened for.
+//! Once a run has listened for them, the process keeps them: a signal after the listening
+//! ended (while the run reads the journal and writes its report) is dropped, so a report
+//! is never cut short. Resetting them to their default action there let a second signal
+//! kill the run mid-report: `timeout` passes its signal on to its child a second time, and
+//! the run directory was left empty, or half written with a `summary.json` that looked
+//! complete. SIGKILL still ends the process at once. Off Unix nothing is listened for.
 
 /// The stop signals, listened for from [`Signals::new`] until dropped. Made inside a tokio
 /// runtime.
@@ -48,33 +51,6 @@ impl Signals {
     }
 }
 
-/// Listening ends: the signals act as they did before. tokio never gives a signal back
-/// once a `Signal` listened for it (its handler stays, and a signal with no listener is
-/// dropped), so a Ctrl-C after the listening was over did nothing at all. Each signal
-/// listened for is set back to its default action here, which ends the process as the
-/// user asked.
-///
-/// So a process has at most one `Signals` that hears these signals: tokio installs its
-/// handler once per process, and a later `Signals` finds the default action in place (a
-/// signal then ends the process at once). The command line makes one a process.
-#[cfg(unix)]
-impl Drop for Signals {
-    fn drop(&mut self) {
-        let listened = [
-            (self.interrupt.is_some(), libc::SIGINT),
-            (self.terminate.is_some(), libc::SIGTERM),
-            (self.hangup.is_some(), libc::SIGHUP),
-        ];
-        for (_, signal) in listened.into_iter().filter(|(on, _)| *on) {
-            // SAFETY: signal(2) with SIG_DFL installs no handler of ours and touches no
-            // memory; tokio's handler, which it replaces, only set a flag.
-            unsafe {
-                libc::signal(signal, libc::SIG_DFL);
-            }
-        }
-    }
-}
-
 /// Resolves when `signal` is received; never when it could not be listened for.
 #[cfg(unix)]
 async fn received(signal: &mut Option<tokio::signal::unix::Signal>) {
@@ -101,27 +77,20 @@ mod tests {
         }
     }
 
-    /// While a run listens, SIGINT, SIGTERM and SIGHUP are its to handle; once it stops
-    /// listening they act as before again, so Ctrl-C while the report is written ends the
-    /// process instead of being dropped by tokio's handler, which nothing heard. (No other
-    /// test of this binary listens for them.)
+    /// While a run listens, SIGINT, SIGTERM and SIGHUP are its to handle, and they stay
+    /// caught after: a second one (a `timeout` passing its signal on again) must not kill
+    /// the run while it writes the report of the part it played. (No other test of this
+    /// binary sends them.)
     #[test]
-    fn signals_act_as_before_once_listening_ends() {
+    fn signals_stay_caught_once_a_run_listened_for_them() {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("a runtime");
         let signals = runtime.block_on(async { Signals::new() });
-        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-            assert_ne!(
-                action(signal),
-                libc::SIG_DFL,
-                "listened for while the run plays"
-            );
-        }
         drop(signals);
         for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-            assert_eq!(
+            assert_ne!(
                 action(signal),
                 libc::SIG_DFL,
                 "signal {signal} after listening"

@@ -42,15 +42,20 @@ fn delivered_success(e: &JournalEntry) -> bool {
 }
 
 /// Measures `items` (the workload, in file order) from `journal`, writing each attempt's
-/// row to `sink`; the run ended at `end_ms` (scenario ms). Returns how many logical
-/// requests the provider saw that were not the workload's.
+/// row to `sink`; the run ended at `end_ms` (scenario ms), or was stopped by the user at
+/// `stopped_at`: then an item not completed is still open (unfinished, sent or not), not
+/// failed. Returns how many logical requests the provider saw that were not the
+/// workload's.
 pub(super) fn judge(
     items: &[Arrival],
     journal: &[JournalEntry],
-    end_ms: Millis,
+    (end_ms, stopped_at): (Millis, Option<Millis>),
     measure: &mut Measurement,
     sink: &mut dyn AttemptSink,
 ) -> Result<u64, String> {
+    if let Some(at) = stopped_at {
+        measure.stopped_early(at);
+    }
     // Items a prompt can name, by their id (the `request N:` of their prompt).
     let prompted: HashMap<JobId, usize> = items
         .iter()
@@ -119,7 +124,17 @@ pub(super) fn judge(
     let mut unnamed = unnamed.into_iter();
     for (i, a) in items.iter().enumerate() {
         if prompted.contains_key(&a.job.id) {
-            end(measure, a, &seen[i], end_ms);
+            match stopped_at {
+                Some(at) if seen[i].answered_at.is_none() => {
+                    let s = &seen[i];
+                    if let Some(first) = s.first_at {
+                        measure.on_first_dispatch(a.job.id, a.at, first.max(a.at));
+                    }
+                    let route = action_route(a.job.route);
+                    crate::sdk_client::open(measure, at.max(a.at), a, s.attempts > 0, route);
+                }
+                _ => end(measure, a, &seen[i], end_ms),
+            }
         } else {
             let (first, answered) = unnamed.next().map_or((None, None), |(f, d)| (Some(f), d));
             measure.on_external(first, answered);

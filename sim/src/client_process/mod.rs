@@ -264,6 +264,10 @@ pub fn run_client(
         .max()
         .unwrap_or(0)
         .min(scenario.duration_ms);
+    // The provider's clock ran from the client's start at the scenario's time scale.
+    let stopped_at = exit.interrupted.map(|_| {
+        ((exit.real_ms as f64 * scenario.provider.time_scale) as u64).min(scenario.duration_ms)
+    });
     let mut measure = Measurement::new(scenario.bucket_ms, scenario.duration_ms);
     let attempts_path = dir.join("attempts.csv");
     let mut files: Vec<PathBuf> = workload_paths.iter().chain(&log_paths).cloned().collect();
@@ -272,8 +276,14 @@ pub fn run_client(
             doing: format!("write {}", attempts_path.display()),
             source,
         })?;
-        let foreign = judge::judge(&requests, &journal, end, &mut measure, &mut sink)
-            .map_err(ClientError::Output)?;
+        let foreign = judge::judge(
+            &requests,
+            &journal,
+            (end, stopped_at),
+            &mut measure,
+            &mut sink,
+        )
+        .map_err(ClientError::Output)?;
         sink.finish().map_err(|source| ClientError::Io {
             doing: "write attempts.csv".into(),
             source,
@@ -287,9 +297,7 @@ pub fn run_client(
     measured.summary.client_exit_code = Some(exit.code);
     measured.summary.interrupted = exit.interrupted.map(|signal| Interrupted {
         signal: signal.to_string(),
-        // The provider's clock ran from the client's start at the scenario's time scale.
-        at_ms: ((exit.real_ms as f64 * scenario.provider.time_scale) as u64)
-            .min(scenario.duration_ms),
+        at_ms: stopped_at.unwrap_or(end),
     });
     // A client that failed is reported, never ignored: unless the scenario says what exit
     // code it expects, anything but 0 fails the run.

@@ -43,8 +43,8 @@ pub struct Ended {
     /// Whether the deadline ended any.
     pub timed_out: bool,
     /// The signal that stopped the runner while they ran (`SIGINT`, `SIGTERM`, `SIGHUP`):
-    /// every group was killed then. The runner listens no more, so the same signal again
-    /// ends it at once.
+    /// every group was killed then. Further signals are dropped until the report is
+    /// written.
     pub interrupted: Option<&'static str>,
 }
 

@@ -306,8 +306,8 @@ pub async fn play_from<L: Ledger>(
             }
         }
     }
-    // Listening ends with the play: a second Ctrl-C while the journal is read and the
-    // report written ends the process.
+    // Listening ends with the play; a signal from here on is dropped (see `signals`), so
+    // the journal is read and the report written whole.
     drop(signals);
     // Attempts still in flight at the cap are abandoned (the provider journaled them).
     inflight.abort_all();
@@ -315,6 +315,9 @@ pub async fn play_from<L: Ledger>(
     let real_ms = u64::try_from(wall_started.elapsed().as_millis()).unwrap_or(u64::MAX);
 
     let entries = crate::driver_common::persisted::ledger_entries(&core);
+    if interrupted.is_some() {
+        turn.measure.stopped_early(now);
+    }
     turn.close(now, &core, entries);
     let Turn {
         mut measure,

@@ -82,7 +82,8 @@ pub struct LiveOptions {
     /// Stop early on SIGINT (Ctrl-C), SIGTERM or SIGHUP, keeping what was measured: no
     /// new attempt leaves, those in flight are abandoned (the provider journaled them; a
     /// ledger keeps them in flight, for a restart to reconcile), and the run is reported
-    /// with `interrupted` set. A second signal ends the process at once. Off by default: a
+    /// with `interrupted` set. Further signals are dropped until the report is written (SIGKILL
+    /// still ends it). Off by default: a
     /// library caller keeps its process's signals; the command line turns it on.
     pub stop_on_signals: bool,
 }

@@ -207,7 +207,7 @@ pub async fn play_durable(
     let differ = run_facts::differences(&stored, &facts);
     if !entries.is_empty() && !differ.is_empty() {
         return Err(LiveError::Durable(format!(
-            "the ledger {} belongs to another run: its {} differ from this one's. Resuming it \
+            "the ledger {} belongs to another run; what differs from this one: {}. Resuming it \
              would play its {} actions under this run's settings and report the two runs as \
              one. Resume with the same scenario file, --seed and --set values; to start \
              afresh, use a new --ledger file",

@@ -51,13 +51,13 @@ pub(super) fn differences(stored: &[(String, String)], ours: &[(&str, String)]) 
         }
         out.push(match *fact {
             "scenario" | "seed" => format!(
-                "the {fact} ({}, where this run's is {value})",
+                "{fact} ({}; this run's: {value})",
                 theirs.unwrap_or("not recorded")
             ),
-            "workload" => "the [[workload]] entries".to_string(),
-            "client" => "the [client] table or its policy (a preset, --set client.*)".to_string(),
-            "provider" => "the [provider] table (limits, faults, --set provider.*)".to_string(),
-            other => format!("its {other}"),
+            "workload" => "[[workload]] entries".to_string(),
+            "client" => "[client] table or its policy (a preset, --set client.*)".to_string(),
+            "provider" => "[provider] table (limits, faults, --set provider.*)".to_string(),
+            other => other.to_string(),
         });
     }
     out
@@ -123,10 +123,10 @@ arrival = "backlog"
     fn another_seed_workload_client_or_provider_is_named() {
         let first = stored(of(&scenario(&[])));
         let cases = [
-            ("seed=4", "the seed (3, where this run's is 4)"),
-            ("workload.0.count=100", "the [[workload]] entries"),
-            ("client.preset=naive", "the [client] table"),
-            ("provider.scopes.0.rpm=600", "the [provider] table"),
+            ("seed=4", "seed (3; this run's: 4)"),
+            ("workload.0.count=100", "[[workload]] entries"),
+            ("client.preset=naive", "[client] table"),
+            ("provider.scopes.0.rpm=600", "[provider] table"),
         ];
         for (set, named) in cases {
             let said = differences(&first, &of(&scenario(&[set]))).join("; ");

@@ -775,7 +775,15 @@ fn end(measure: &mut Measurement, call: &Call, now: Millis, ok: bool, route: &st
     measure.on_unseen_case(&terminal, &call.arrival.job, (call.arrival.at, now));
 }
 
-fn open(measure: &mut Measurement, now: Millis, arrival: &Arrival, sent: bool, route: &str) {
+/// Measures `arrival` as still open when the run stopped at `now` (ms): unfinished, sent
+/// or not, and listed in unfinished.csv.
+pub(crate) fn open(
+    measure: &mut Measurement,
+    now: Millis,
+    arrival: &Arrival,
+    sent: bool,
+    route: &str,
+) {
     let job = &arrival.job;
     let group = Group {
         tenant: &job.tenant,
