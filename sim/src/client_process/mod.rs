@@ -163,6 +163,9 @@ pub fn run_client(
         });
     }
     let started = Instant::now();
+    // The stop signals are the run's while the client runs, and until its report is
+    // written; the run's own process goes back to what they did before.
+    let _released = crate::signals::Released::new();
     let scratch;
     let dir: PathBuf = match &opts.out_dir {
         Some(d) => d.clone(),

@@ -266,6 +266,8 @@ pub fn run_live(
     opts: &RunOptions,
 ) -> Result<(RunOutcome, LiveRun), LiveError> {
     let started = Instant::now();
+    // The stop signals are the run's until it is over, its report written.
+    let _released = live.stop_on_signals.then(crate::signals::Released::new);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
