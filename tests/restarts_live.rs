@@ -202,6 +202,16 @@ fn a_runner_killed_after_the_provider_committed_looks_the_write_up_after_restart
         stdout.contains("resumed from ledger"),
         "the run says it resumed: {stdout}"
     );
+    // The report of the second life holds the first life's attempts too, each under its
+    // action's tenant: the groups add up to the whole.
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("summary.json")).expect("the report is written"),
+    )
+    .expect("summary.json is JSON");
+    assert_eq!(
+        summary["by_tenant"]["acme"]["attempts"], summary["outbound_attempts"],
+        "{summary}"
+    );
 
     let after = journal(last_seq_of_first_life);
     assert!(!after.is_empty(), "the second life reached the provider");

@@ -332,6 +332,22 @@ pub async fn play_from<L: Ledger>(
 
     // Ground truth: what reached the provider's edge, from its own journal.
     let journal: Vec<JournalEntry> = tail.finish().await?;
+    // A restarted life reads the dead one's attempts in the journal too; those of actions
+    // this life never sent are known by the idempotency key its ledger kept for them (the
+    // key the provider tells requests apart by), so they count for their tenant and class,
+    // where they counted for none (by_class and by_tenant then fell short of the totals).
+    let restored_by_key: FxHashMap<&stampede_core::IdempotencyKey, SentAs> = restart
+        .iter()
+        .flat_map(|r| &r.entries)
+        .filter_map(|e| {
+            let key = e.job.idempotency_key.as_ref()?;
+            let priority = crate::measure::queues::priority_name(e.job.priority);
+            Some((
+                key,
+                (e.job.id, 0, e.job.tenant, e.job.class, priority, None),
+            ))
+        })
+        .collect();
     for entry in &journal {
         // The entry's own text where it has one (read back from JSON, it does): no copy.
         let key: Cow<'_, str> = match (&entry.lookup, &entry.fingerprint) {
@@ -340,13 +356,19 @@ pub async fn play_from<L: Ledger>(
             (None, fingerprint) => Cow::Owned(fingerprint.to_string()),
         };
         // A hidden re-send has no send of its own: it is the last attempt sent by that key.
-        let attempt = sent.get_mut(&*key).and_then(|q| {
-            if q.len() > 1 {
-                Some(q.remove(0))
-            } else {
-                q.first().cloned()
-            }
-        });
+        let attempt = sent
+            .get_mut(&*key)
+            .and_then(|q| {
+                if q.len() > 1 {
+                    Some(q.remove(0))
+                } else {
+                    q.first().cloned()
+                }
+            })
+            .or_else(|| {
+                let key = entry.idempotency_key.as_ref()?;
+                restored_by_key.get(key).cloned()
+            });
         let done = attempt
             .as_ref()
             .and_then(|(job, no, ..)| heard.get(&(*job, *no)).copied());
