@@ -3,33 +3,54 @@
 
 use crate::escape::escape_xml;
 use crate::number::fmt_figure;
-use crate::schema::{Aborted, Expectation, Summary};
+use crate::schema::{Aborted, Expectation, Interrupted, Summary};
 
-/// A failed expectation's message: `failed: actual 12, limit <= 10`, and when it is the one
-/// that ended the run early, `ABORTED the run at 3.2 s: ...` before it.
-fn failure_detail(e: &Expectation, aborted: Option<&Aborted>) -> String {
+/// How a run ended early, for its failure messages.
+#[derive(Clone, Copy)]
+enum Early<'a> {
+    /// An expectation with `abort = true` could no longer hold.
+    Aborted(&'a Aborted),
+    /// The user stopped it.
+    Interrupted(&'a Interrupted),
+}
+
+/// A failed expectation's message: `failed: actual 12, limit <= 10`; when it is the one
+/// that ended the run early, `ABORTED the run at 3.2 s: ...` before it, and in a run the
+/// user stopped, `INTERRUPTED by SIGINT at 3.2 s: ...` before each.
+fn failure_detail(e: &Expectation, early: Option<Early<'_>>) -> String {
     let detail = format!(
         "{}: actual {}, limit {}",
         e.name,
         fmt_figure(e.actual),
         e.limit
     );
-    match aborted.filter(|a| a.expectation == e.name) {
-        Some(a) => format!(
+    match early {
+        Some(Early::Aborted(a)) if a.expectation == e.name => format!(
             "ABORTED the run at {} s (abort = true: it could no longer hold; figures are of \
              the part played): {detail}",
             fmt_figure(a.at_ms as f64 / 1000.0)
         ),
-        None => detail,
+        Some(Early::Interrupted(i)) => format!(
+            "INTERRUPTED by {} at {} s (the run was stopped, neither passed nor failed; \
+             figures are of the part played): {detail}",
+            i.signal,
+            fmt_figure(i.at_ms as f64 / 1000.0)
+        ),
+        _ => detail,
     }
 }
 
 /// A single run's `junit.xml`: [`junit_suite`] for its scenario, the expectation that
 /// ended the run early (`summary.aborted`) marked ABORTED in its failure message.
 pub fn junit_run(summary: &Summary) -> String {
+    let early = match (&summary.aborted, &summary.interrupted) {
+        (_, Some(i)) => Some(Early::Interrupted(i)),
+        (Some(a), None) => Some(Early::Aborted(a)),
+        (None, None) => None,
+    };
     suites(
         &[(summary.scenario.clone(), summary.expectations.clone())],
-        summary.aborted.as_ref(),
+        early,
     )
 }
 
@@ -41,7 +62,7 @@ pub fn junit_suite(results: &[(String, Vec<Expectation>)]) -> String {
     suites(results, None)
 }
 
-fn suites(results: &[(String, Vec<Expectation>)], aborted: Option<&Aborted>) -> String {
+fn suites(results: &[(String, Vec<Expectation>)], early: Option<Early<'_>>) -> String {
     let tests: usize = results.iter().map(|r| r.1.len()).sum();
     let failures: usize = results
         .iter()
@@ -65,7 +86,7 @@ fn suites(results: &[(String, Vec<Expectation>)], aborted: Option<&Aborted>) -> 
                     "    <testcase classname=\"{scenario}\" name=\"{name}\"/>\n"
                 ));
             } else {
-                let detail = escape_xml(&failure_detail(e, aborted));
+                let detail = escape_xml(&failure_detail(e, early));
                 out.push_str(&format!(
                     "    <testcase classname=\"{scenario}\" name=\"{name}\">\n      <failure type=\"expectation\" message=\"{detail}\">{detail}</failure>\n    </testcase>\n"
                 ));
@@ -136,7 +157,8 @@ pub fn junit_check(files: &[CheckedFile]) -> String {
                             "    <testcase classname=\"{name}\" name=\"{case}\" file=\"{file}\"/>\n"
                         ));
                     } else {
-                        let detail = escape_xml(&failure_detail(e, f.aborted.as_ref()));
+                        let early = f.aborted.as_ref().map(Early::Aborted);
+                        let detail = escape_xml(&failure_detail(e, early));
                         out.push_str(&format!(
                             "    <testcase classname=\"{name}\" name=\"{case}\" file=\"{file}\">\n      <failure type=\"expectation\" message=\"{detail}\">{detail}</failure>\n    </testcase>\n"
                         ));
@@ -148,4 +170,34 @@ pub fn junit_check(files: &[CheckedFile]) -> String {
     }
     out.push_str("</testsuites>\n");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run the user stopped reads as stopped in CI, not as failing: each failure says
+    /// it was interrupted, where it read like any failed expectation.
+    #[test]
+    fn an_interrupted_runs_failures_say_it_was_interrupted() {
+        let summary = Summary {
+            scenario: "s".into(),
+            expectations: vec![Expectation {
+                name: "completed".into(),
+                limit: ">= 600".into(),
+                actual: 345.0,
+                pass: false,
+            }],
+            interrupted: Some(Interrupted {
+                signal: "SIGINT".into(),
+                at_ms: 1_500,
+            }),
+            ..Summary::default()
+        };
+        let xml = junit_run(&summary);
+        assert!(
+            xml.contains("message=\"INTERRUPTED by SIGINT at 1.500 s"),
+            "{xml}"
+        );
+    }
 }
