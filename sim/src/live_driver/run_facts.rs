@@ -25,12 +25,31 @@ pub(super) fn of(scenario: &Scenario) -> Vec<(&'static str, String)> {
         ("scenario", scenario.name.clone()),
         ("seed", scenario.seed.to_string()),
         ("workload", hash(&[json(&scenario.workloads)])),
-        (
-            "client",
-            hash(&[json(&scenario.client), json(&scenario.policy)]),
-        ),
+        ("client", hash(&[client(scenario), json(&scenario.policy)])),
         ("provider", hash(&[json(&provider)])),
     ]
+}
+
+/// The client table's keys that the resolved policy and retry layers do not already say
+/// (the command, replicas, claims, the retry layer under it, ...), as JSON. The preset,
+/// workers, timeouts and `[client.policy]` overrides are left to the resolved policy, so
+/// one setting written two ways (`30s` and `30000ms`, or a preset's own value set again)
+/// is the same run.
+fn client(scenario: &Scenario) -> String {
+    let mut table = serde_json::to_value(&scenario.client).unwrap_or_default();
+    if let serde_json::Value::Object(keys) = &mut table {
+        for resolved in [
+            "preset",
+            "workers",
+            "know_provider_limits",
+            "policy",
+            "timeout",
+            "layers",
+        ] {
+            keys.remove(resolved);
+        }
+    }
+    json(&(table, &scenario.sdk_layers))
 }
 
 /// What differs between the facts a ledger holds and this run's, said for people: empty
@@ -117,6 +136,20 @@ arrival = "backlog"
             differences(&[], &again).is_empty(),
             "an old ledger holds none"
         );
+    }
+
+    /// One setting written two ways is one run: the policy is compared as resolved.
+    #[test]
+    fn a_setting_written_another_way_is_the_same_run() {
+        let first = stored(of(&scenario(&[
+            "client.policy.classes.llm.max_wait=\"30s\"",
+        ])));
+        let again = of(&scenario(&[
+            "client.policy.classes.llm.max_wait=\"30000ms\"",
+        ]));
+        assert!(differences(&first, &again).is_empty());
+        let other = of(&scenario(&["client.policy.classes.llm.max_wait=\"31s\""]));
+        assert!(!differences(&first, &other).is_empty());
     }
 
     #[test]
