@@ -367,6 +367,20 @@ fn check_runs_a_client_scenario_from_its_file() {
 }
 
 /// Whether process `pid` still exists (a zombie counts as gone: it runs nothing).
+/// The pid a client wrote to `path` (whole lines only), waiting up to a minute for it.
+fn pid_written_to(path: &Path) -> String {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        match std::fs::read_to_string(path) {
+            Ok(pid) if pid.ends_with('\n') => return pid.trim().to_string(),
+            _ if std::time::Instant::now() < end => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            _ => panic!("the client never started"),
+        }
+    }
+}
+
 fn alive(pid: &str) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .is_ok_and(|stat| !stat.split(") ").nth(1).is_some_and(|s| s.starts_with('Z')))
@@ -473,16 +487,7 @@ child.wait()
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("the stampede binary runs");
-    let end = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let pid = loop {
-        match std::fs::read_to_string(&pid_file) {
-            Ok(pid) if pid.ends_with('\n') => break pid.trim().to_string(),
-            _ if std::time::Instant::now() < end => {
-                std::thread::sleep(std::time::Duration::from_millis(20))
-            }
-            _ => panic!("the client never started"),
-        }
-    };
+    let pid = pid_written_to(&pid_file);
     // SAFETY: kill(2) on the runner this test spawned and has not reaped.
     unsafe {
         libc::kill(runner.id() as libc::pid_t, libc::SIGINT);
@@ -859,16 +864,7 @@ fn a_runner_killed_with_sigkill_takes_its_client_with_it() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("the stampede binary runs");
-    let end = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let pid = loop {
-        match std::fs::read_to_string(&pid_file) {
-            Ok(pid) if pid.ends_with('\n') => break pid.trim().to_string(),
-            _ if std::time::Instant::now() < end => {
-                std::thread::sleep(std::time::Duration::from_millis(20))
-            }
-            _ => panic!("the client never started"),
-        }
-    };
+    let pid = pid_written_to(&pid_file);
     runner.kill().expect("SIGKILL the runner");
     runner.wait().expect("reap it");
     let end = std::time::Instant::now() + std::time::Duration::from_secs(10);

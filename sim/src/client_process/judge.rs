@@ -15,12 +15,12 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use stampede_core::{JobId, Millis, Reason, Terminal, TerminalStatus};
+use stampede_core::{JobId, Millis};
 use stampede_provider::model::{IdentifiedBy, JournalEntry};
 
-use crate::driver_common::persisted::unseen_next_actions;
 use crate::measure::queues::priority_name;
-use crate::measure::{action_route, Ended, Measurement, SentBy};
+use crate::measure::{action_route, Measurement, SentBy};
+use crate::sdk_client::{end_unseen, Unseen};
 use crate::sink::attempts::Numbering;
 use crate::sink::AttemptSink;
 use crate::workload::Arrival;
@@ -146,45 +146,16 @@ pub(super) fn judge(
 /// Ends item `a` as the journal saw it (`s`): completed at its delivered answer, else failed
 /// when the run ended.
 fn end(measure: &mut Measurement, a: &Arrival, s: &Seen, end_ms: Millis) {
-    if let Some(first) = s.first_at {
-        measure.on_first_dispatch(a.job.id, a.at, first.max(a.at));
+    let first_sent_at = s.first_at.map(|first| first.max(a.at));
+    if let Some(first) = first_sent_at {
+        measure.on_first_dispatch(a.job.id, a.at, first);
     }
-    let ok = s.answered_at.is_some();
-    let terminal = Terminal {
-        job: a.job.id,
-        status: if ok {
-            TerminalStatus::Completed
-        } else {
-            TerminalStatus::Failed
-        },
-        reason: if ok {
-            Reason::Succeeded
-        } else {
-            Reason::AttemptsExhausted
-        },
-        sent: s.attempts > 0,
-        last_status: s.last_status,
+    let seen = Unseen {
         attempts: s.attempts,
-        waited_ms: 0,
-        operation_id: None,
-        next_actions: if ok {
-            stampede_core::NextActions::new()
-        } else {
-            unseen_next_actions(TerminalStatus::Failed, s.attempts > 0)
-        },
+        last_status: s.last_status,
+        first_sent_at,
     };
     let at = s.answered_at.unwrap_or(end_ms).max(a.at);
-    measure.on_terminal(Ended {
-        at,
-        tenant: &a.job.tenant,
-        class: &a.job.class,
-        route: action_route(a.job.route),
-        terminal: &terminal,
-        submitted_at: a.at,
-        first_sent_at: s.first_at.map(|f| f.max(a.at)),
-        deadline: a.job.deadline,
-        group: None,
-    });
-    // The client keeps no notes the harness can read: a dead letter without a timeline.
-    measure.on_unseen_case(&terminal, &a.job, (a.at, at));
+    let ok = s.answered_at.is_some();
+    end_unseen(measure, a, seen, (at, ok), action_route(a.job.route));
 }

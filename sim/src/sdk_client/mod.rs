@@ -741,8 +741,38 @@ fn route_name(job: &stampede_core::Job, layers: &[RetryLayer]) -> &'static str {
 }
 
 fn end(measure: &mut Measurement, call: &Call, now: Millis, ok: bool, route: &str) {
+    let seen = Unseen {
+        attempts: call.sent,
+        last_status: call.last_status,
+        first_sent_at: call.first_sent_at,
+    };
+    end_unseen(measure, &call.arrival, seen, (now, ok), route);
+}
+
+/// What a driver that reads no client's notes knows of a call when it ends.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Unseen {
+    /// Attempts it made.
+    pub attempts: u32,
+    /// The last status heard, if any.
+    pub last_status: Option<u16>,
+    /// When its first attempt left (ms).
+    pub first_sent_at: Option<Millis>,
+}
+
+/// Ends `arrival` at `now` (ms): completed when `ok`, else failed, its attempts spent (the
+/// harness hears no reason), with a dead letter without a timeline and the next actions
+/// that are safe knowing only whether it was sent.
+pub(crate) fn end_unseen(
+    measure: &mut Measurement,
+    arrival: &Arrival,
+    seen: Unseen,
+    (now, ok): (Millis, bool),
+    route: &str,
+) {
+    let sent = seen.attempts > 0;
     let terminal = Terminal {
-        job: call.arrival.job.id,
+        job: arrival.job.id,
         status: if ok {
             TerminalStatus::Completed
         } else {
@@ -753,26 +783,30 @@ fn end(measure: &mut Measurement, call: &Call, now: Millis, ok: bool, route: &st
         } else {
             Reason::AttemptsExhausted
         },
-        sent: call.sent > 0,
-        last_status: call.last_status,
-        attempts: call.sent,
+        sent,
+        last_status: seen.last_status,
+        attempts: seen.attempts,
         waited_ms: 0,
         operation_id: None,
-        next_actions: stampede_core::NextActions::new(),
+        next_actions: if ok {
+            stampede_core::NextActions::new()
+        } else {
+            crate::driver_common::persisted::unseen_next_actions(TerminalStatus::Failed, sent)
+        },
     };
     measure.on_terminal(Ended {
         at: now,
-        tenant: &call.arrival.job.tenant,
-        class: &call.arrival.job.class,
+        tenant: &arrival.job.tenant,
+        class: &arrival.job.class,
         route,
         terminal: &terminal,
-        submitted_at: call.arrival.at,
-        first_sent_at: call.first_sent_at,
-        deadline: call.arrival.job.deadline,
+        submitted_at: arrival.at,
+        first_sent_at: seen.first_sent_at,
+        deadline: arrival.job.deadline,
         group: None,
     });
-    // The SDK keeps no notes the harness can read: a dead letter without a timeline.
-    measure.on_unseen_case(&terminal, &call.arrival.job, (call.arrival.at, now));
+    // No notes the harness can read: a dead letter without a timeline.
+    measure.on_unseen_case(&terminal, &arrival.job, (arrival.at, now));
 }
 
 /// Measures `arrival` as still open when the run stopped at `now` (ms): unfinished, sent
