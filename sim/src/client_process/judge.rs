@@ -19,7 +19,7 @@ use stampede_core::{JobId, Millis};
 use stampede_provider::model::{IdentifiedBy, JournalEntry};
 
 use crate::measure::queues::priority_name;
-use crate::measure::{action_route, Measurement, SentBy};
+use crate::measure::{action_route, answered_success, Measurement, SentBy};
 use crate::sdk_client::{end_unseen, Unseen};
 use crate::sink::attempts::Numbering;
 use crate::sink::AttemptSink;
@@ -38,7 +38,7 @@ struct Seen {
 
 /// Whether `e` is a success whose answer reached the client whole.
 fn delivered_success(e: &JournalEntry) -> bool {
-    matches!(e.status, Some(200..=299)) && !e.undelivered && e.outcome.len() == 3
+    answered_success(e.status, &e.outcome) && !e.undelivered
 }
 
 /// Measures `items` (the workload, in file order) from `journal`, writing each attempt's
@@ -124,16 +124,25 @@ pub(super) fn judge(
     let mut unnamed = unnamed.into_iter();
     for (i, a) in items.iter().enumerate() {
         if prompted.contains_key(&a.job.id) {
-            match stopped_at {
-                Some(at) if seen[i].answered_at.is_none() => {
-                    let s = &seen[i];
-                    if let Some(first) = s.first_at {
-                        measure.on_first_dispatch(a.job.id, a.at, first.max(a.at));
-                    }
-                    let route = action_route(a.job.route);
+            let s = &seen[i];
+            let first_sent_at = s.first_at.map(|first| first.max(a.at));
+            if let Some(first) = first_sent_at {
+                measure.on_first_dispatch(a.job.id, a.at, first);
+            }
+            let route = action_route(a.job.route);
+            match (stopped_at, s.answered_at) {
+                (Some(at), None) => {
                     crate::sdk_client::open(measure, at.max(a.at), a, s.attempts > 0, route);
                 }
-                _ => end(measure, a, &seen[i], end_ms),
+                (_, answered_at) => {
+                    let unseen = Unseen {
+                        attempts: s.attempts,
+                        last_status: s.last_status,
+                        first_sent_at,
+                    };
+                    let at = answered_at.unwrap_or(end_ms).max(a.at);
+                    end_unseen(measure, a, unseen, (at, answered_at.is_some()), route);
+                }
             }
         } else {
             let (first, answered) = unnamed.next().map_or((None, None), |(f, d)| (Some(f), d));
@@ -141,21 +150,4 @@ pub(super) fn judge(
         }
     }
     Ok(unnamed.len() as u64 + foreign_named.len() as u64)
-}
-
-/// Ends item `a` as the journal saw it (`s`): completed at its delivered answer, else failed
-/// when the run ended.
-fn end(measure: &mut Measurement, a: &Arrival, s: &Seen, end_ms: Millis) {
-    let first_sent_at = s.first_at.map(|first| first.max(a.at));
-    if let Some(first) = first_sent_at {
-        measure.on_first_dispatch(a.job.id, a.at, first);
-    }
-    let seen = Unseen {
-        attempts: s.attempts,
-        last_status: s.last_status,
-        first_sent_at,
-    };
-    let at = s.answered_at.unwrap_or(end_ms).max(a.at);
-    let ok = s.answered_at.is_some();
-    end_unseen(measure, a, seen, (at, ok), action_route(a.job.route));
 }

@@ -83,15 +83,15 @@ impl Replicas {
     /// gone.
     pub async fn wait(&mut self, deadline: Instant) -> std::io::Result<Ended> {
         let mut signals = Signals::new();
-        let forever = || Instant::now() + Duration::from_secs(86_400 * 365);
         let waited = async {
-            let timed_out = !self.wait_all(deadline, Some(&mut signals)).await?;
+            let timed_out = !self.wait_all(deadline, &mut signals).await?;
             if timed_out {
                 self.signal_running(Signal::Term);
                 let grace = Instant::now() + GRACE;
-                if !self.wait_all(grace, Some(&mut signals)).await? {
+                if !self.wait_all(grace, &mut signals).await? {
                     self.signal_running(Signal::Kill);
-                    self.wait_all(forever(), Some(&mut signals)).await?;
+                    let forever = Instant::now() + Duration::from_secs(86_400 * 365);
+                    self.wait_all(forever, &mut signals).await?;
                 }
             }
             Ok::<_, Stopped>(timed_out)
@@ -102,11 +102,10 @@ impl Replicas {
             Ok(timed_out) => (timed_out, None),
             Err(Stopped::Io(e)) => return Err(e),
             Err(Stopped::Signal(name)) => {
-                // Every group was killed: the leaders are reaped as they go.
-                self.wait_all(forever(), None).await.map_err(|e| match e {
-                    Stopped::Io(e) => e,
-                    Stopped::Signal(_) => unreachable!("no signal is listened for"),
-                })?;
+                // Every group was killed: reap the leaders.
+                for replica in self.replicas.iter_mut().filter(|r| r.status.is_none()) {
+                    replica.status = Some(replica.child.wait().await?);
+                }
                 (false, Some(name))
             }
         };
@@ -120,24 +119,19 @@ impl Replicas {
 
     /// Waits until every replica has exited (`true`) or `until` passes (`false`). A
     /// signal among `signals` kills every group and ends the wait.
-    async fn wait_all(
-        &mut self,
-        until: Instant,
-        mut signals: Option<&mut Signals>,
-    ) -> Result<bool, Stopped> {
+    async fn wait_all(&mut self, until: Instant, signals: &mut Signals) -> Result<bool, Stopped> {
         for i in 0..self.replicas.len() {
             let replica = &mut self.replicas[i];
             if replica.status.is_some() {
                 continue;
             }
-            let listening = signals.is_some();
             let stopped = tokio::select! {
                 status = replica.child.wait() => {
                     replica.status = Some(status.map_err(Stopped::Io)?);
                     continue;
                 }
                 _ = tokio::time::sleep_until(until) => return Ok(false),
-                name = async { signals.as_mut().expect("listening").any().await }, if listening => name,
+                name = signals.any() => name,
             };
             self.kill_groups();
             return Err(Stopped::Signal(stopped));

@@ -63,6 +63,44 @@ impl BucketQuantiles {
     }
 }
 
+/// A count over report buckets, kept as its change in each bucket: its level at a bucket's
+/// end is the sum of the changes up to it. The backlog and each queue's depth.
+#[derive(Debug, Default)]
+pub(crate) struct LevelChanges {
+    delta: Vec<i64>,
+}
+
+impl LevelChanges {
+    /// The level moves by `by` in bucket `bucket`.
+    pub(crate) fn add(&mut self, bucket: usize, by: i64) {
+        if bucket >= self.delta.len() {
+            self.delta.resize(bucket + 1, 0);
+        }
+        self.delta[bucket] += by;
+    }
+
+    /// The level at the end of each of the first `buckets` buckets.
+    pub(crate) fn levels(&self, buckets: usize) -> Vec<u64> {
+        let mut level = 0i64;
+        (0..buckets)
+            .map(|b| {
+                level += self.delta.get(b).copied().unwrap_or(0);
+                u64::try_from(level).unwrap_or(0)
+            })
+            .collect()
+    }
+
+    /// The highest level at a bucket's end.
+    pub(crate) fn peak(&self) -> u64 {
+        let mut level = 0i64;
+        let peak = self.delta.iter().fold(0i64, |peak, d| {
+            level += d;
+            peak.max(level)
+        });
+        u64::try_from(peak).unwrap_or(0)
+    }
+}
+
 /// Logical requests waiting in the client over time: each counts from the bucket it arrived
 /// in until the bucket its first attempt left in (or it ended unsent); one still unsent at
 /// the cap counts to the end. Memory: a counter per bucket, and the ids of requests sent and
@@ -70,7 +108,7 @@ impl BucketQuantiles {
 #[derive(Debug, Default)]
 pub(crate) struct Backlog {
     /// Change of the backlog in each bucket: arrivals minus departures.
-    delta: Vec<i64>,
+    delta: LevelChanges,
     /// Requests sent at least once and not ended: their end does not leave the backlog
     /// again. Membership only, never iterated.
     sent: FxHashSet<u64>,
@@ -78,10 +116,7 @@ pub(crate) struct Backlog {
 
 impl Backlog {
     fn add(&mut self, bucket: usize, by: i64) {
-        if bucket >= self.delta.len() {
-            self.delta.resize(bucket + 1, 0);
-        }
-        self.delta[bucket] += by;
+        self.delta.add(bucket, by);
     }
 
     /// Request `job`, arrived in bucket `arrived`, was first sent in bucket `sent`.
@@ -106,13 +141,7 @@ impl Backlog {
 
     /// The backlog at the end of each of the first `buckets` buckets.
     pub(crate) fn levels(&self, buckets: usize) -> Vec<u64> {
-        let mut level = 0i64;
-        (0..buckets)
-            .map(|b| {
-                level += self.delta.get(b).copied().unwrap_or(0);
-                u64::try_from(level).unwrap_or(0)
-            })
-            .collect()
+        self.delta.levels(buckets)
     }
 }
 

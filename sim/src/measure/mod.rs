@@ -862,8 +862,7 @@ impl Measurement {
         self.groups
             .attempt_at((key, route), e.tokens_used, e.replayed);
         self.summary.duplicates_suppressed += u64::from(e.replayed);
-        let answered =
-            matches!(e.status, Some(200..=299)) && e.outcome.chars().all(|c| c.is_ascii_digit());
+        let answered = answered_success(e.status, e.outcome);
         // A success whose answer the client never took (it had gone: a timeout shorter
         // than the provider's latency) is not one for the client: an error, and in the
         // time series with the attempts that got no whole answer.
@@ -1064,6 +1063,13 @@ impl Measurement {
             retries_per_100ms: self.retry_bins.bins(),
         }
     }
+}
+
+/// Whether an attempt was answered with success: a 2xx whose outcome is the status alone
+/// (a stream cut after its 200 is not). Whether the client took the answer is apart
+/// (`undelivered`).
+pub(crate) fn answered_success(status: Option<u16>, outcome: &str) -> bool {
+    matches!(status, Some(200..=299)) && outcome.bytes().all(|b| b.is_ascii_digit())
 }
 
 #[cfg(test)]

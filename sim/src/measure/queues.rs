@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use stampede_core::{JobId, Priority};
 use stampede_reports::QueueFigures;
 
+use super::buckets::LevelChanges;
 use super::percentiles::Distribution;
 
 /// Actions (by id) whose queue is remembered: above `MAX_ACTIONS` (10 million).
@@ -44,27 +45,7 @@ struct Tally {
     /// An arrival held back at admission counts from the time it arrived, where `depth`
     /// counts it only once the admission takes it up (a backlog of 38,000 refused at
     /// admission read as a peak of 97).
-    delta: Vec<i64>,
-}
-
-impl Tally {
-    fn add(&mut self, bucket: usize, by: i64) {
-        if bucket >= self.delta.len() {
-            self.delta.resize(bucket + 1, 0);
-        }
-        self.delta[bucket] += by;
-    }
-
-    /// The most requests waiting at a bucket's end.
-    fn level_peak(&self) -> u64 {
-        let mut level = 0i64;
-        let mut peak = 0i64;
-        for d in &self.delta {
-            level += d;
-            peak = peak.max(level);
-        }
-        u64::try_from(peak).unwrap_or(0)
-    }
+    levels: LevelChanges,
 }
 
 /// Every queue's tally, and each action's queue.
@@ -144,8 +125,8 @@ impl Queues {
             t.figures.sent += 1;
             t.figures.wait_total_ms += wait_ms;
             t.wait.record(wait_ms);
-            t.add(arrived, 1);
-            t.add(sent, -1);
+            t.levels.add(arrived, 1);
+            t.levels.add(sent, -1);
         }
     }
 
@@ -154,8 +135,8 @@ impl Queues {
     /// sent, whose wait this process does not know.
     pub fn ended_unsent(&mut self, job: JobId, spent: Option<(usize, usize)>) {
         if let (Some(t), Some((arrived, ended))) = (self.leave(job), spent) {
-            t.add(arrived, 1);
-            t.add(ended, -1);
+            t.levels.add(arrived, 1);
+            t.levels.add(ended, -1);
         }
     }
 
@@ -165,7 +146,9 @@ impl Queues {
         let Some(b) = self.slot(job).filter(|b| b & WAITING != 0) else {
             return;
         };
-        self.tallies[usize::from((b & !WAITING) - 1)].add(arrived, 1);
+        self.tallies[usize::from((b & !WAITING) - 1)]
+            .levels
+            .add(arrived, 1);
     }
 
     /// `summary.json`'s `queues`, keyed `PRIORITY/CLASS`.
@@ -179,7 +162,7 @@ impl Queues {
                     // Each is a lower bound: `depth` sees every change but no arrival held
                     // at admission before it is taken up, the levels see those but only at
                     // bucket ends.
-                    depth_peak: t.figures.depth_peak.max(t.level_peak()),
+                    depth_peak: t.figures.depth_peak.max(t.levels.peak()),
                     wait_ms: t.wait.percentiles(),
                     ..t.figures
                 };
