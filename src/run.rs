@@ -157,6 +157,11 @@ pub fn main(args: RunArgs) -> ExitCode {
              scenario's provider.time_scale (--set provider.time_scale=N), and keeps no ledger"
         ));
     }
+    if client_run || args.live {
+        // This process ends with its run: the run's stop signals stay caught to the end,
+        // so one still coming cannot kill it while it prints the last lines.
+        stampede_sim::signals::keep_until_exit();
+    }
     let outcome = if client_run {
         match run_client(&scenario, &args.command, &opts) {
             Ok((o, exit)) => {

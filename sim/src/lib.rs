@@ -11,7 +11,7 @@ pub mod rng;
 pub mod run;
 pub mod scenario;
 pub mod sdk_client;
-pub(crate) mod signals;
+pub mod signals;
 pub mod sink;
 pub mod virtual_driver;
 pub mod workload;

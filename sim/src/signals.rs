@@ -2,14 +2,14 @@
 //! while a live run plays or a client under test runs, so the run can stop what it started
 //! and still report what it measured.
 //!
-//! From the first [`Signals`] of a run until the run is over ([`Released`] dropped), the
+//! From the first `Signals` of a run until the run is over ([`Released`] dropped), the
 //! run keeps them: a signal after the listening ended (while the run reads the journal and
 //! writes its report) is dropped, so a report is never cut short. Setting them back to
 //! their default action when the listening ended let a second signal kill the run
 //! mid-report: `timeout` passes its signal on to its child a second time, and the run
 //! directory was left empty, or half written with a `summary.json` that looked complete.
 //! Once the run is over they act as before (a `check` or `sweep` stops at the next Ctrl-C),
-//! and the next run's [`Signals`] takes them back. SIGKILL always ends the process at once.
+//! and the next run's `Signals` takes them back. SIGKILL always ends the process at once.
 //! Off Unix nothing is listened for.
 
 /// The stop signals, listened for from [`Signals::new`] until dropped. Made inside a tokio
@@ -79,42 +79,80 @@ fn reclaim() {
     }
 }
 
+/// How many [`Released`] are alive: only the outermost gives the signals back, so a
+/// command that ends its process with its run can hold them past the run
+/// ([`keep_until_exit`]).
+static HELD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// Held for the whole of a run that listens for stop signals, made before its first
-/// [`Signals`]; dropped when the run is over (its report written, or refused), it gives
+/// `Signals`; dropped when the run is over (its report written, or refused), it gives
 /// SIGINT, SIGTERM and SIGHUP the actions they had before the run (the default, or an
-/// ignore `nohup` set), setting the run's handlers aside for the next run.
-pub(crate) struct Released {
+/// ignore `nohup` set), setting the run's handlers aside for the next run. One made while
+/// another is alive gives nothing back: the outer one will.
+pub struct Released {
     #[cfg(unix)]
     before: Vec<(libc::c_int, libc::sigaction)>,
 }
 
+/// Keeps the stop signals a run takes until the process exits, for a command whose process
+/// ends with its run (`stampede run`): given back when the run returned, a signal still
+/// coming (a user's third Ctrl-C, `timeout`'s second) would kill the process while it
+/// prints the run's last lines, with the signal's status instead of the run's.
+pub fn keep_until_exit() {
+    std::mem::forget(Released::new());
+}
+
 impl Released {
-    /// Notes what the stop signals do before the run takes them.
-    pub(crate) fn new() -> Self {
+    /// Notes what the stop signals do before the run takes them (the outermost only).
+    pub fn new() -> Self {
+        let outermost = HELD.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0;
         #[cfg(unix)]
         {
-            let before = STOP_SIGNALS
-                .iter()
-                .filter_map(|&signal| {
-                    // SAFETY: sigaction(2) with no new action only reads the current one
-                    // into `old`, a zeroed struct of the right type.
-                    unsafe {
-                        let mut old: libc::sigaction = std::mem::zeroed();
-                        (libc::sigaction(signal, std::ptr::null(), &mut old) == 0)
-                            .then_some((signal, old))
-                    }
-                })
-                .collect();
+            let before = if !outermost {
+                Vec::new()
+            } else {
+                STOP_SIGNALS
+                    .iter()
+                    .filter_map(|&signal| {
+                        // SAFETY: sigaction(2) with no new action only reads the current one
+                        // into `old`, a zeroed struct of the right type.
+                        unsafe {
+                            let mut old: libc::sigaction = std::mem::zeroed();
+                            (libc::sigaction(signal, std::ptr::null(), &mut old) == 0)
+                                .then_some((signal, old))
+                        }
+                    })
+                    .collect()
+            };
             Released { before }
         }
         #[cfg(not(unix))]
-        Released {}
+        {
+            let _ = outermost;
+            Released {}
+        }
+    }
+}
+
+impl Default for Released {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for Released {
+    fn drop(&mut self) {
+        HELD.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        #[cfg(unix)]
+        self.give_back();
     }
 }
 
 #[cfg(unix)]
-impl Drop for Released {
-    fn drop(&mut self) {
+impl Released {
+    /// Puts back what the signals did before the run (nothing for an inner one), setting
+    /// the run's handlers aside.
+    fn give_back(&mut self) {
         let mut aside = SET_ASIDE.lock().unwrap_or_else(|e| e.into_inner());
         for (signal, before) in &self.before {
             // SAFETY: sigaction(2) puts back an action the process had for this signal
@@ -172,6 +210,8 @@ mod tests {
         let before = STOP_SIGNALS.map(action);
         let released = Released::new();
         drop(runtime.block_on(async { Signals::new() }));
+        // A run inside a held one (`keep_until_exit`) gives nothing back.
+        drop(Released::new());
         for signal in STOP_SIGNALS {
             let caught = action(signal);
             assert!(
