@@ -201,8 +201,8 @@ pub fn main(args: CheckArgs) -> ExitCode {
         tally.push_str(&format!("; runs: {}", root.display()));
     }
     println!("{tally}");
-    if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") {
-        if let Err(e) = append_step_summary(Path::new(&path), &tally, &report) {
+    if let Some(path) = crate::step_summary::from_env() {
+        if let Err(e) = append_step_summary(&path, &tally, &report) {
             eprintln!("warning: cannot append to $GITHUB_STEP_SUMMARY: {e}");
         }
     }

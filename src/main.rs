@@ -13,6 +13,7 @@ mod exit;
 mod progress_bar;
 mod run;
 mod serve;
+mod step_summary;
 mod sweep;
 mod sweep_shard;
 mod validate;

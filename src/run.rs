@@ -140,7 +140,7 @@ pub fn main(args: RunArgs) -> ExitCode {
         render: !args.no_render,
         png: args.png,
         // The library never reads the environment; the command passes CI's summary file in.
-        github_step_summary: std::env::var_os("GITHUB_STEP_SUMMARY").map(PathBuf::from),
+        github_step_summary: crate::step_summary::from_env(),
         audit: args.audit,
         // The page, summary.md and the step summary show the comparison too.
         baseline: baseline.clone(),

@@ -489,3 +489,41 @@ fn json_prints_the_summary_alone_and_quiet_only_the_failures() {
     assert_eq!(calm.status.code(), Some(0));
     assert!(calm.stdout.is_empty(), "a passing quiet run prints nothing");
 }
+
+/// `$GITHUB_STEP_SUMMARY` holds a copy of the markdown: set empty, or naming a folder, it
+/// gets a warning, and the run keeps its verdict (exit 0, the failed expectations printed)
+/// and its whole directory. It had exited 2 blaming the run directory, which was written.
+#[test]
+fn a_step_summary_that_cannot_be_written_costs_a_warning_not_the_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, value) in ["".to_string(), dir.path().display().to_string()]
+        .iter()
+        .enumerate()
+    {
+        for (preset, code) in [("stampede", 0), ("naive", 1)] {
+            let out_dir = dir.path().join(format!("run-{i}-{preset}"));
+            let out = Command::new(env!("CARGO_BIN_EXE_stampede"))
+                .args(["run", "scenarios/quickstart.toml", "--quiet", "--out"])
+                .arg(&out_dir)
+                .args(["--set", &format!("client.preset={preset}")])
+                .current_dir(root())
+                .env("GITHUB_STEP_SUMMARY", value)
+                .output()
+                .unwrap();
+            let all = text(&out);
+            assert_eq!(out.status.code(), Some(code), "{preset}, {value:?}: {all}");
+            if value.is_empty() {
+                assert!(!all.contains("warning"), "an empty value is unset: {all}");
+            } else {
+                assert!(
+                    all.contains("warning: cannot append to $GITHUB_STEP_SUMMARY"),
+                    "{all}"
+                );
+            }
+            if code == 1 {
+                assert!(all.contains("FAIL "), "the failures are printed: {all}");
+            }
+            assert!(out_dir.join("summary.md").is_file(), "{all}");
+        }
+    }
+}
