@@ -527,3 +527,38 @@ fn a_step_summary_that_cannot_be_written_costs_a_warning_not_the_verdict() {
         }
     }
 }
+
+/// An error about a credential names no key whole: a one-character typo had printed every
+/// configured key in full, into CI logs, junit.xml and the step summary.
+#[test]
+fn a_credential_error_shows_keys_masked() {
+    let key = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcd";
+    let typo = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcX";
+    let body = MINIMAL
+        .replace("key = \"k\"", &format!("key = \"{key}\""))
+        .replace("credential = \"k\"", &format!("credential = \"{typo}\""));
+    let msg = validate_error(&body);
+    assert!(msg.contains("workload.0.credential"), "{msg}");
+    assert!(
+        msg.contains("sk-...abcd") && msg.contains("sk-...abcX"),
+        "{msg}"
+    );
+    for whole in [key, typo] {
+        assert!(!msg.contains(&whole[8..40]), "a key shown whole: {msg}");
+    }
+    // A router's deployments and a fault's credential are named the same way.
+    let deployments =
+        body.replace(
+            "credential = \"sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcX\"",
+            &format!("credential = \"{key}\""),
+        ) + &format!("\n[client]\npreset = \"litellm-router\"\ndeployments = [\"{typo}\"]\n");
+    let faults = body.replace(
+        "credential = \"sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcX\"",
+        &format!("credential = \"{key}\""),
+    ) + &format!("\n[[provider.faults]]\nstatus = 429\ncredential = \"{typo}\"\n");
+    for body in [deployments, faults] {
+        let msg = validate_error(&body);
+        assert!(msg.contains("sk-...abcX"), "{msg}");
+        assert!(!msg.contains(&key[8..40]), "a key shown whole: {msg}");
+    }
+}

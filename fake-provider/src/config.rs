@@ -550,8 +550,10 @@ fn validate_fault(
             return Err(invalid(
                 key("credential"),
                 format!(
-                    "unknown credential {c:?}: use one of provider.credentials (known: {})",
-                    list(keys)
+                    "unknown credential {}: use one of provider.credentials (known: {}; shown \
+                     masked)",
+                    stampede_secret::mask(c),
+                    stampede_secret::mask_all(keys)
                 ),
             ));
         }

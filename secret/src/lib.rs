@@ -23,6 +23,17 @@ pub fn mask(key: &str) -> String {
     }
 }
 
+/// Each of `keys` [`mask`]ed, joined with `, ` (`none` when there are none): how an error
+/// message lists the keys a value could have named.
+pub fn mask_all<'a>(keys: impl IntoIterator<Item = &'a &'a str>) -> String {
+    let shown: Vec<String> = keys.into_iter().map(|k| mask(k)).collect();
+    if shown.is_empty() {
+        "none".to_string()
+    } else {
+        shown.join(", ")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::mask;

@@ -304,9 +304,10 @@ fn route(
                 return Err((
                     format!("{at}.{key}.{j}"),
                     format!(
-                        "unknown credential {credential:?}: {key} name keys of \
-                         [[provider.credentials]] ({})",
-                        known.join(", ")
+                        "unknown credential {}: {key} name keys of [[provider.credentials]] \
+                         ({}; shown masked)",
+                        stampede_secret::mask(credential),
+                        stampede_secret::mask_all(&known)
                     ),
                 ));
             }
@@ -314,7 +315,8 @@ fn route(
                 return Err((
                     format!("{at}.{key}.{j}"),
                     format!(
-                        "credential {credential:?} is listed twice in deployments and fallbacks"
+                        "credential {} is listed twice in deployments and fallbacks",
+                        stampede_secret::mask(credential)
                     ),
                 ));
             }

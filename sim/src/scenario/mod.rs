@@ -430,9 +430,10 @@ fn resolve(raw: ScenarioFile, has_provider: bool) -> Result<Scenario, (String, S
             return Err((
                 at("credential"),
                 format!(
-                    "credential {:?} is not one of provider.credentials ({}); add it there or use one of those",
-                    w.credential,
-                    credentials.join(", ")
+                    "credential {} is not one of provider.credentials ({}); add it there or use \
+                     one of those (keys are shown masked: an error message goes to CI logs)",
+                    stampede_secret::mask(&w.credential),
+                    stampede_secret::mask_all(&credentials)
                 ),
             ));
         }
@@ -547,9 +548,9 @@ fn routes(policy: &mut Policy, view: &ProviderConfig) -> Result<(), (String, Str
             return Err((
                 at("primary".into()),
                 format!(
-                    "{:?} is not a key any provider issued; a plan's primary is the key of the \
+                    "{} is not a key any provider issued; a plan's primary is the key of the \
                      actions it routes",
-                    plan.primary
+                    stampede_secret::mask(&plan.primary)
                 ),
             ));
         }
@@ -557,7 +558,10 @@ fn routes(policy: &mut Policy, view: &ProviderConfig) -> Result<(), (String, Str
             if !known(&f.credential) {
                 return Err((
                     at(format!("fallbacks.{j}.credential")),
-                    format!("{:?} is not a key any provider issued", f.credential),
+                    format!(
+                        "{} is not a key any provider issued",
+                        stampede_secret::mask(&f.credential)
+                    ),
                 ));
             }
             if f.scope.is_none() {
