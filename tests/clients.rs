@@ -873,3 +873,61 @@ fn a_runner_killed_with_sigkill_takes_its_client_with_it() {
     }
     assert!(!alive(&pid), "the client {pid} outlived its killed runner");
 }
+
+/// The client reads its workload with each key whole (the line's `credential`, and its
+/// place in `STAMPEDE_CREDENTIALS` as `credential_index`) from a private file removed when
+/// the run ends; the run directory, a CI artifact, holds no key whole anywhere.
+#[test]
+fn the_run_directory_keeps_the_workload_with_keys_masked() {
+    if !python_has("json") {
+        return;
+    }
+    let key = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcd";
+    let dir = tempfile::tempdir().unwrap();
+    let run_dir = dir.path().join("run");
+    let seen = dir.path().join("seen.json");
+    let script = "import json, os, sys\n\
+        path = os.environ['STAMPEDE_WORKLOAD']\n\
+        line = json.loads(open(path).readline())\n\
+        keys = os.environ['STAMPEDE_CREDENTIALS'].split(',')\n\
+        json.dump({'path': path, 'credential': line['credential'], \
+        'by_index': keys[line['credential_index']]}, open(sys.argv[1], 'w'))\n";
+    let out = stampede(&[
+        "run",
+        "examples/clients/blind-retry.toml",
+        "--set",
+        &format!("provider.credentials.0.key={key}"),
+        "--set",
+        &format!("workload.0.credential={key}"),
+        "--out",
+        a_str(&run_dir),
+        "--client",
+        "--",
+        "python3",
+        "-c",
+        script,
+        a_str(&seen),
+    ]);
+    let seen: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(&seen).unwrap_or_else(|_| panic!("{}", text(&out.stderr))),
+    )
+    .unwrap();
+    assert_eq!(seen["credential"], key, "the client gets the key whole");
+    assert_eq!(seen["by_index"], key);
+    let handed = Path::new(seen["path"].as_str().unwrap());
+    assert!(!handed.starts_with(&run_dir), "{handed:?}");
+    assert!(
+        !handed.exists(),
+        "the private copy is removed after the run"
+    );
+    let kept = std::fs::read_to_string(run_dir.join("workload.jsonl")).unwrap();
+    let first: serde_json::Value = serde_json::from_str(kept.lines().next().unwrap()).unwrap();
+    assert_eq!(first["credential"], "sk-...abcd");
+    assert_eq!(first["credential_index"], 0);
+    for entry in std::fs::read_dir(&run_dir).unwrap() {
+        let path = entry.unwrap().path();
+        let bytes = std::fs::read(&path).unwrap();
+        let whole = bytes.windows(key.len()).any(|w| w == key.as_bytes());
+        assert!(!whole, "{} holds the key whole", path.display());
+    }
+}

@@ -17,7 +17,7 @@
 //! | `ANTHROPIC_BASE_URL` | `http://127.0.0.1:PORT` (the anthropic SDKs append `/v1/messages`) |
 //! | `OPENAI_API_KEY`, `ANTHROPIC_API_KEY` | the first workload entry's credential |
 //! | `STAMPEDE_CREDENTIALS` | every credential of the scenario, comma-separated |
-//! | `STAMPEDE_WORKLOAD` | the workload file (see [`workload_file`]) |
+//! | `STAMPEDE_WORKLOAD` | the workload file, keys whole, in a private folder removed after the run (see [`workload_file`]; the run directory keeps it with keys masked) |
 //! | `STAMPEDE_TIME_SCALE` | scenario ms per real ms |
 //! | `STAMPEDE_START_UNIX_MS` | the Unix time (ms) of scenario time 0: a request is due at `STAMPEDE_START_UNIX_MS + at_ms / STAMPEDE_TIME_SCALE` |
 //! | `STAMPEDE_WORKERS` | the scenario's `client.workers` (or the preset's) |
@@ -197,22 +197,45 @@ pub fn run_client(
         .collect();
     let log_paths: Vec<PathBuf> = (0..replicas).map(|r| name("client", "log", r)).collect();
     remove_other_replicas_files(&dir, &workload_paths, &log_paths);
-    let requests = {
-        let mut writers = Vec::with_capacity(replicas);
-        for path in &workload_paths {
-            let file = File::create(path).map_err(|source| ClientError::Io {
-                doing: format!("write {}", path.display()),
-                source,
-            })?;
-            writers.push(BufWriter::new(file));
-        }
-        let written = workload_file::write_split(scenario, &mut writers).map_err(|source| {
-            ClientError::Io {
-                doing: format!("write the workload files in {}", dir.display()),
-                source,
-            }
+    // The client reads its workload, keys whole, from a folder only this user can read,
+    // removed when the run ends (when `private` drops); the run directory keeps the lines
+    // with the keys masked.
+    let private = tempfile::Builder::new()
+        .prefix("stampede-workload-")
+        .tempdir()
+        .map_err(|source| ClientError::Io {
+            doing: "create a private folder for the client's workload".into(),
+            source,
         })?;
-        for (w, path) in writers.iter_mut().zip(&workload_paths) {
+    let handed_paths: Vec<PathBuf> = workload_paths
+        .iter()
+        .map(|p| private.path().join(p.file_name().unwrap_or_default()))
+        .collect();
+    let requests = {
+        let create = |paths: &[PathBuf]| -> Result<Vec<BufWriter<File>>, ClientError> {
+            paths
+                .iter()
+                .map(|path| {
+                    File::create(path)
+                        .map(BufWriter::new)
+                        .map_err(|source| ClientError::Io {
+                            doing: format!("write {}", path.display()),
+                            source,
+                        })
+                })
+                .collect()
+        };
+        let mut handed = create(&handed_paths)?;
+        let mut kept = create(&workload_paths)?;
+        let written =
+            workload_file::write_split(scenario, &mut handed, &mut kept).map_err(|source| {
+                ClientError::Io {
+                    doing: format!("write the workload files in {}", dir.display()),
+                    source,
+                }
+            })?;
+        let writers = handed.iter_mut().chain(kept.iter_mut());
+        for (w, path) in writers.zip(handed_paths.iter().chain(&workload_paths)) {
             std::io::Write::flush(w).map_err(|source| ClientError::Io {
                 doing: format!("write {}", path.display()),
                 source,
@@ -245,7 +268,7 @@ pub fn run_client(
             scenario,
             &command,
             &provider,
-            (&workload_paths, &log_paths),
+            (&handed_paths, &log_paths),
             scale,
             epoch,
         )

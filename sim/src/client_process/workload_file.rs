@@ -13,6 +13,11 @@
 //! would send it; `messages`, `model` and `max_tokens` are there for clients of another API
 //! (Anthropic Messages takes the same three). Every body is distinct, so the provider tells
 //! the requests apart by fingerprint even when the client sends no Idempotency-Key.
+//! `credential_index` is the credential's place in `STAMPEDE_CREDENTIALS` (from 0).
+//!
+//! The client reads its lines, keys whole, from a private file outside the run directory,
+//! removed when the run ends; the run directory keeps the same lines with each key masked
+//! (`sk-...abcd`), as every file a run writes shows keys: a run directory is a CI artifact.
 
 use std::io::Write;
 
@@ -99,19 +104,29 @@ pub fn line(id: u64, at_ms: u64, job: &stampede_core::Job, default_model: &str) 
     v
 }
 
-/// Writes every arrival of `scenario` within its duration to `out`; returns how many.
-pub fn write(scenario: &Scenario, out: &mut dyn Write) -> std::io::Result<u64> {
-    write_split(scenario, std::slice::from_mut(&mut &mut *out)).map(|items| items.len() as u64)
+/// `line` as the run directory keeps it: the credential masked.
+fn masked(mut line: Value) -> Value {
+    if let Some(Value::String(key)) = line.get_mut("credential") {
+        *key = stampede_secret::mask(key);
+    }
+    line
 }
 
 /// Writes the workload split across `outs`, one per replica: each line goes to the replica
-/// its task runs in (`virtual_driver::fleet::replica_of`), as the simulator spreads it.
-/// Returns the arrivals written, in file order (each line's `id` is its job's id).
+/// its task runs in (`virtual_driver::fleet::replica_of`), as the simulator spreads it. With
+/// `kept` (one per replica too, or none), each line goes there as well with its key masked:
+/// the run directory's copy. Returns the arrivals written, in file order (each line's `id`
+/// is its job's id).
 pub fn write_split<W: Write>(
     scenario: &Scenario,
     outs: &mut [W],
+    kept: &mut [W],
 ) -> std::io::Result<Vec<crate::workload::Arrival>> {
     assert!(!outs.is_empty(), "at least one replica");
+    assert!(
+        kept.is_empty() || kept.len() == outs.len(),
+        "a kept copy per replica"
+    );
     let default_model = scenario
         .provider
         .default_model()
@@ -122,9 +137,21 @@ pub fn write_split<W: Write>(
             break;
         }
         let r = crate::virtual_driver::fleet::replica_of(&arrival.job, outs.len());
-        let v = line(arrival.job.id, arrival.at, &arrival.job, default_model);
+        let mut v = line(arrival.job.id, arrival.at, &arrival.job, default_model);
+        let index = scenario
+            .provider
+            .credentials
+            .iter()
+            .position(|c| c.key.as_str() == arrival.job.credential.as_str());
+        if let (Some(i), Value::Object(o)) = (index, &mut v) {
+            o.insert("credential_index".into(), json!(i));
+        }
         serde_json::to_writer(&mut outs[r], &v)?;
         outs[r].write_all(b"\n")?;
+        if let Some(out) = kept.get_mut(r) {
+            serde_json::to_writer(&mut *out, &masked(v))?;
+            out.write_all(b"\n")?;
+        }
         written.push(arrival);
     }
     Ok(written)
@@ -137,7 +164,7 @@ mod tests {
     fn first_line(text: &str) -> Value {
         let scenario = crate::scenario::parse(text, "t.toml", &[]).expect("scenario parses");
         let mut out = vec![Vec::new()];
-        write_split(&scenario, &mut out).unwrap();
+        write_split(&scenario, &mut out, &mut []).unwrap();
         let first = String::from_utf8(out.remove(0)).unwrap();
         serde_json::from_str(first.lines().next().unwrap()).unwrap()
     }
