@@ -236,11 +236,36 @@ fn append_step_summary(path: &Path, tally: &str, lines: &[String]) -> std::io::R
         .create(true)
         .append(true)
         .open(path)?;
-    writeln!(file, "### stampede check\n\n```")?;
-    for line in lines {
-        writeln!(file, "{line}")?;
-    }
-    writeln!(file, "{tally}\n```\n")
+    file.write_all(step_summary_block(tally, lines).as_bytes())
+}
+
+/// The check's lines as a markdown code block no line can leave: the lines carry names a
+/// scenario chose (its name, tenants, expectations), and a name holding a fence of three
+/// backticks closed a fence of three and put its own headings and links on the CI page. The
+/// fence is longer than any run of backticks inside (CommonMark closes a fence only with
+/// one at least as long), and control characters are shown as U+FFFD.
+fn step_summary_block(tally: &str, lines: &[String]) -> String {
+    let body: Vec<String> = lines
+        .iter()
+        .map(String::as_str)
+        .chain([tally])
+        .map(|line| {
+            line.chars()
+                .map(|c| if c.is_control() { '\u{fffd}' } else { c })
+                .collect()
+        })
+        .collect();
+    let longest = body
+        .iter()
+        .flat_map(|line| line.split(|c| c != '`'))
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    format!(
+        "### stampede check\n\n{fence}\n{}\n{fence}\n\n",
+        body.join("\n")
+    )
 }
 
 /// Every scenario under `paths`, loaded, in a stable order, each with its run directory
@@ -343,4 +368,30 @@ fn write_junit(path: &Path, suites: &[CheckedFile]) -> Result<(), String> {
     }
     std::fs::write(path, junit_check(suites))
         .map_err(|e| format!("cannot write the JUnit file {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::step_summary_block;
+
+    /// A scenario named to close the block and write its own "passed" heading stays inside
+    /// the block: the only lines that are fences of the block's length are its own two.
+    #[test]
+    fn a_name_cannot_leave_the_step_summarys_code_block() {
+        let name = "x\n```\n## All 12 scenarios passed\n[details](https://evil.example)\n````";
+        let lines = vec![format!("FAIL {name}"), "    by_tenant.`a`: 1".to_string()];
+        let block = step_summary_block("1 scenario: 0 passed", &lines);
+        let fence = block.lines().nth(2).unwrap();
+        assert_eq!(fence, "`````", "{block}");
+        let fences: Vec<&str> = block.lines().filter(|l| l.starts_with(fence)).collect();
+        assert_eq!(fences, [fence, fence], "{block}");
+        assert!(!block.contains("\n## "), "{block}");
+        assert!(
+            block.contains("FAIL x\u{fffd}```\u{fffd}## All 12"),
+            "{block}"
+        );
+        // Plain lines keep the usual fence.
+        let plain = step_summary_block("tally", &["PASS a".to_string()]);
+        assert!(plain.contains("\n```\nPASS a\ntally\n```\n"), "{plain}");
+    }
 }
