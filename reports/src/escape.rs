@@ -12,11 +12,18 @@ pub fn escape_xml(text: &str) -> String {
             '\'' => out.push_str("&apos;"),
             // XML 1.0 forbids most control characters even when escaped: drop them rather than
             // write a file no parser accepts.
-            c if (c as u32) < 0x20 && c != '\n' && c != '\t' && c != '\r' => {}
+            c if !xml_allows(c) => {}
             c => out.push(c),
         }
     }
     out
+}
+
+/// Whether XML 1.0 allows `c` in a document at all, escaped or not (its `Char` production:
+/// tab, newline, carriage return, and U+0020 up, less the surrogates Rust's `char` never
+/// holds and the two noncharacters U+FFFE and U+FFFF).
+pub fn xml_allows(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r') || (c >= ' ' && !matches!(c, '\u{fffe}' | '\u{ffff}'))
 }
 
 /// Escapes text for a markdown table cell: pipes would split the cell, newlines the row, and
@@ -52,6 +59,8 @@ mod tests {
             "&lt;a href=&quot;x&quot;&gt;&amp;&apos;&lt;/a&gt;"
         );
         assert_eq!(escape_xml("bell\u{7}"), "bell");
+        // Noncharacters XML forbids too: a scenario named with one made junit.xml unreadable.
+        assert_eq!(escape_xml("a\u{fffe}b\u{ffff}c\u{fffd}"), "abc\u{fffd}");
     }
 
     #[test]

@@ -634,3 +634,25 @@ fn fault_windows_are_shaded_on_every_time_plot_and_listed_on_the_page() {
     assert!(!read(calm.path(), "attempts.svg").contains("provider faults injected"));
     assert!(!read(calm.path(), "index.html").contains("id=\"faults\""));
 }
+
+/// A scenario name with characters XML 1.0 forbids (a control character, a noncharacter)
+/// leaves every plot and junit.xml readable: the SVGs had written them as they were, and
+/// junit.xml kept U+FFFE, so a CI test reporter refused the whole file.
+#[test]
+fn names_with_characters_xml_forbids_leave_every_xml_file_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut report = synthetic_report(7);
+    report.summary.scenario = "a\u{1}b\u{fffe}c\u{ffff}<d>".to_string();
+    report.summary.expectations = vec![expectation("failed.\u{fffe}x", "<= 0", 3.0, false)];
+    let rendered = render_to(dir.path(), &report);
+    let mut xml = 0;
+    for file in &rendered.files {
+        let name = file.file_name().unwrap().to_string_lossy().to_string();
+        if name.ends_with(".svg") || name.ends_with(".xml") {
+            let text = fs::read_to_string(file).unwrap();
+            parse(&name, &text);
+            xml += 1;
+        }
+    }
+    assert!(xml >= 5, "{:?}", rendered.files);
+}

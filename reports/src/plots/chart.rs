@@ -253,6 +253,10 @@ pub(crate) fn draw_panels(file: &str, panels: &[(u32, &ChartSpec)]) -> Result<St
             class: s.class.clone(),
         })
         .collect();
+    // Titles and labels carry names a scenario chose; plotters escapes markup in them but
+    // writes characters XML 1.0 forbids (U+0001, U+FFFE) as they are, and no parser then
+    // reads the file.
+    svg.retain(crate::escape::xml_allows);
     Ok(hover_layer(&tag_series(&svg, &colours), &hovers))
 }
 
