@@ -635,7 +635,7 @@ arrival = {{ rate = "1/s" }}
         let (key, msg) = error("preset = \"litellm-router\"\ndeployments = [\"sk-a\", \"sk-x\"]");
         assert_eq!(key, "client.deployments.1");
         assert!(
-            msg.contains("unknown credential \"sk-x\"") && msg.contains("sk-a, sk-b"),
+            msg.contains("unknown credential ****") && msg.contains("(****, ****; shown masked)"),
             "{msg}"
         );
         let (key, msg) = error("preset = \"litellm-router\"\ndeployments = []");
