@@ -562,3 +562,41 @@ fn a_credential_error_shows_keys_masked() {
         assert!(!msg.contains(&key[8..40]), "a key shown whole: {msg}");
     }
 }
+
+/// An expectation naming a group the scenario does not have is refused at load, naming
+/// the key and the groups there are: a typo (`tenants.acmee`) read 0 and passed `failed = 0`.
+#[test]
+fn an_expectation_on_a_group_the_scenario_lacks_is_refused() {
+    for (expect, key, has) in [
+        (
+            "[expect.tenants.tt]\nfailed = 0\n",
+            "expect.tenants.tt",
+            "has: t",
+        ),
+        (
+            "[expect]\n\"by_priority.urgent.failed\" = 0\n",
+            "expect.by_priority.urgent",
+            "critical, normal, bulk",
+        ),
+        (
+            "[expect.by_class.lmm]\nfailed = 0\n",
+            "expect.by_class.lmm",
+            "llm",
+        ),
+        (
+            "[expect.by_provider.other]\nfailed = 0\n",
+            "expect.by_provider.other",
+            "has: none",
+        ),
+    ] {
+        let msg = validate_error(&format!("{MINIMAL}\n{expect}"));
+        assert!(msg.contains(key) && msg.contains(has), "{msg}");
+    }
+    // Nested figures of a group that exists are fine.
+    let dir = tempfile::tempdir().unwrap();
+    let ok =
+        MINIMAL.to_string() + "\n[expect.tenants.t]\nfailed = 0\nlatency_ms = { p99 = 1000 }\n";
+    let path = write_scenario(dir.path(), &ok);
+    let out = stampede(&["validate", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}

@@ -16,6 +16,23 @@ pub enum RunEnd {
     Cancelled,
 }
 
+/// The names of `summary.json`'s `agent_runs` figures, in the order [`AgentRuns::finish`]
+/// gives their values.
+pub const FIGURES: [&str; 12] = [
+    "runs",
+    "completed",
+    "over_budget",
+    "cancelled",
+    "unfinished",
+    "calls",
+    "failed_calls_returned",
+    "tool_timeouts",
+    "calls_per_run_p50",
+    "calls_per_run_max",
+    "duration_p50_ms",
+    "duration_p99_ms",
+];
+
 /// The tally behind `summary.json`'s `agent_runs`.
 #[derive(Debug, Default)]
 pub struct AgentRuns {
@@ -65,28 +82,30 @@ impl AgentRuns {
         self.unfinished += n;
     }
 
-    /// The figures; empty when no run started.
+    /// The figures, named as [`FIGURES`]; empty when no run started.
     pub fn finish(&self) -> BTreeMap<String, u64> {
         if self.started == 0 {
             return BTreeMap::new();
         }
-        [
-            ("runs", self.started),
-            ("completed", self.completed),
-            ("over_budget", self.over_budget),
-            ("cancelled", self.cancelled),
-            ("unfinished", self.unfinished),
-            ("calls", self.calls),
-            ("failed_calls_returned", self.failed_calls_returned),
-            ("tool_timeouts", self.tool_timeouts),
-            ("calls_per_run_p50", self.calls_per_run.quantile(0.5)),
-            ("calls_per_run_max", self.calls_per_run.percentiles().max),
-            ("duration_p50_ms", self.duration.quantile(0.5)),
-            ("duration_p99_ms", self.duration.quantile(0.99)),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect()
+        let values = [
+            self.started,
+            self.completed,
+            self.over_budget,
+            self.cancelled,
+            self.unfinished,
+            self.calls,
+            self.failed_calls_returned,
+            self.tool_timeouts,
+            self.calls_per_run.quantile(0.5),
+            self.calls_per_run.percentiles().max,
+            self.duration.quantile(0.5),
+            self.duration.quantile(0.99),
+        ];
+        FIGURES
+            .iter()
+            .zip(values)
+            .map(|(k, v)| (k.to_string(), v))
+            .collect()
     }
 }
 

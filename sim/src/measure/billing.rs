@@ -63,7 +63,7 @@ impl Billing {
 }
 
 /// The limit names the provider journals, and `other` for a name it does not.
-const LIMITS: [&str; 6] = ["rpm", "tpm", "rpd", "tpd", "concurrency", "other"];
+pub(crate) const LIMITS: [&str; 6] = ["rpm", "tpm", "rpd", "tpd", "concurrency", "other"];
 
 /// The index in [`LIMITS`] of a journaled limit name (an unknown one is `other`).
 fn limit_index(limit: &str) -> usize {

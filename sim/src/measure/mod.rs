@@ -4,7 +4,7 @@
 //! core reported to the driver.
 
 pub mod agents;
-mod billing;
+pub(crate) mod billing;
 pub mod blind_resends;
 mod buckets;
 pub mod decided;

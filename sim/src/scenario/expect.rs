@@ -86,6 +86,8 @@ pub fn summary_keys() -> (BTreeSet<String>, BTreeSet<String>) {
     }
     // Present only in `--client` runs, so absent from the default summary.
     leaves.insert("client_exit_code".to_string());
+    // Real time, not a figure of the scenario: refused by name (see `walk`).
+    leaves.remove("wall_ms");
     leaves.extend(OPTIONAL_FIGURES.iter().map(|k| k.to_string()));
     maps.extend(OPTIONAL_MAPS.iter().map(|k| k.to_string()));
     (leaves, maps)
@@ -119,6 +121,139 @@ pub const OPTIONAL_MAPS: [&str; 11] = [
     "retries_by_group",
 ];
 
+/// The entries a map-valued figure can hold, for the maps whose entries the tool names: an
+/// expectation naming any other (`failures_by_reason.deadline_exceeeded`) could only ever
+/// read 0, and passed in silence. `failures_by_reason` also takes `wont_improve_<status>`.
+pub fn fixed_entries(map: &str) -> Option<&'static [&'static str]> {
+    Some(match map {
+        "agent_runs" => &crate::measure::agents::FIGURES,
+        "degraded" => &["trim_output", "smaller_model", "pause_bulk", "cached"],
+        "failures_by_reason" => &[
+            "attempts_exhausted",
+            "cancelled",
+            "circuit_open",
+            "conflict",
+            "deadline_exceeded",
+            "deadline_passed",
+            "degraded",
+            "execution_budget_exhausted",
+            "limit_below_request",
+            "quota_exhausted",
+            "reconciliation_unavailable",
+            "scope_budget_exhausted",
+            "stream_interrupted",
+            "task_budget_exhausted",
+            "wait_budget_exhausted",
+        ],
+        "fallbacks" => &[
+            "provider_5xx",
+            "rate_limit_after_retry_budget",
+            "context_length_needed",
+            "primary_unavailable",
+        ],
+        "improvised" => &["reorder", "filter", "nearby", "stopped"],
+        "rate_limit_hits" => &crate::measure::billing::LIMITS,
+        "refusal_wait_ms" => &["count", "p50", "p99", "max"],
+        "rejected_by_reason" => &[
+            "queue_full",
+            "execution_budget_spent",
+            "deadline_passed",
+            "ledger_refused",
+            "invalid_action",
+        ],
+        "retries_by_group" => &crate::measure::retry_groups::GROUPS,
+        _ => return None,
+    })
+}
+
+/// Whether `entry` can be in `map` (see [`fixed_entries`]); maps the tool does not name
+/// the entries of take any.
+fn known_entry(map: &str, entry: &str) -> bool {
+    let wont_improve = |e: &str| {
+        e.strip_prefix("wont_improve_")
+            .is_some_and(|s| s.len() == 3 && s.bytes().all(|b| b.is_ascii_digit()))
+    };
+    match fixed_entries(map) {
+        Some(entries) => {
+            entries.contains(&entry) || (map == "failures_by_reason" && wont_improve(entry))
+        }
+        None => true,
+    }
+}
+
+/// The names a scenario gives its groups, which `by_tenant`, `by_class`, `by_priority` and
+/// `by_provider` expectations name: one naming a group the scenario does not have could
+/// only read 0 (`tenants.acmee.failed`, a typo, passed `failed = 0` in silence).
+#[derive(Debug, Default)]
+pub struct Groups<'a> {
+    /// The workload's tenants.
+    pub tenants: BTreeSet<&'a str>,
+    /// The workload's classes and the policy's.
+    pub classes: BTreeSet<&'a str>,
+    /// The providers of a scenario with several (`[providers.<name>]`); empty with one,
+    /// whose figures are the summary's own.
+    pub providers: BTreeSet<&'a str>,
+}
+
+impl Groups<'_> {
+    /// Refuses an expectation that names a group the scenario does not have, naming the
+    /// key as `expect` writes it (`tenants.<name>` or `by_tenant.<name>`).
+    pub fn check(
+        &self,
+        specs: &[ExpectSpec],
+        expect: &toml::Table,
+    ) -> Result<(), (String, String)> {
+        const PRIORITIES: [&str; 3] = ["critical", "normal", "bulk"];
+        for spec in specs {
+            let Some((map, rest)) = spec.key.split_once('.') else {
+                continue;
+            };
+            // The group's name comes first, then its figure (`by_tenant.acme.latency_ms.p99`).
+            let Some((name, _)) = rest.split_once('.') else {
+                continue;
+            };
+            let (known, what): (Vec<&str>, &str) = match map {
+                "by_tenant" => (
+                    self.tenants.iter().copied().collect(),
+                    "a tenant of the workload",
+                ),
+                "by_class" => (
+                    self.classes.iter().copied().collect(),
+                    "a class of the workload or the policy",
+                ),
+                "by_priority" => (PRIORITIES.to_vec(), "a priority"),
+                "by_provider" => (
+                    self.providers.iter().copied().collect(),
+                    "a provider of [providers.<name>]",
+                ),
+                _ => continue,
+            };
+            if known.contains(&name) {
+                continue;
+            }
+            let written = if map == "by_tenant" && !expect.contains_key("by_tenant") {
+                "tenants"
+            } else {
+                map
+            };
+            return Err((
+                format!("expect.{written}.{name}"),
+                format!(
+                    "`{name}` is not {what}, so its figures would always read 0; the scenario \
+                     has: {}",
+                    if known.is_empty() {
+                        "none (by_provider is for a scenario with several [providers.<name>])"
+                            .to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Flattens the `[expect]` table into specs. Errors name the key and say what is expected.
 pub fn parse_expect(table: &toml::Table) -> Result<Vec<ExpectSpec>, (String, String)> {
     let (leaves, maps) = summary_keys();
@@ -149,7 +284,33 @@ fn walk(
         let in_map = maps
             .iter()
             .find_map(|m| key.strip_prefix(&format!("{m}.")).map(|sub| (m, sub)));
+        if key == "wall_ms" {
+            return Err((
+                "expect.wall_ms".into(),
+                "wall_ms is the real time the run took on this machine: it differs from run to \
+                 run, so a limit on it would pass and fail the same scenario by chance; the \
+                 Speed benchmarks measure it (README, Speed)"
+                    .into(),
+            ));
+        }
         if let Some((map, sub)) = in_map {
+            let entry = sub.split('.').next().unwrap_or(sub);
+            if !known_entry(map, entry) {
+                let entries = fixed_entries(map).unwrap_or_default();
+                return Err((
+                    format!("expect.{map}.{entry}"),
+                    format!(
+                        "`{entry}` is not an entry {map} can have, so the figure would always \
+                         read 0; it takes: {}{}",
+                        entries.join(", "),
+                        if map == "failures_by_reason" {
+                            ", wont_improve_<status> (wont_improve_422)"
+                        } else {
+                            ""
+                        }
+                    ),
+                ));
+            }
             if map == "status_counts" && !is_status_label(sub) {
                 return Err((
                     format!("expect.{key}"),
@@ -546,5 +707,56 @@ mod tests {
             ),
             (false, "<= 3", 5.0)
         );
+    }
+
+    /// Every entry the shipped scenarios' golden summaries hold in a map whose entries the
+    /// tool names is one an expectation may name: the lists are the runs' own names.
+    #[test]
+    fn the_named_entries_cover_every_golden_summary() {
+        let golden = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/golden");
+        let mut seen = 0;
+        for file in std::fs::read_dir(&golden).unwrap() {
+            let path = file.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            let summary: serde_json::Value = serde_json::from_str(&text).unwrap();
+            for map in OPTIONAL_MAPS.iter().filter(|m| fixed_entries(m).is_some()) {
+                let Some(entries) = summary[map].as_object() else {
+                    continue;
+                };
+                for entry in entries.keys() {
+                    assert!(known_entry(map, entry), "{}: {map}.{entry}", path.display());
+                    seen += 1;
+                }
+            }
+        }
+        assert!(seen > 50, "only {seen} entries seen");
+    }
+
+    #[test]
+    fn a_misspelt_entry_and_wall_ms_are_refused() {
+        for (text, key) in [
+            (
+                "\"failures_by_reason.deadline_exceeeded\" = 0",
+                "expect.failures_by_reason.deadline_exceeeded",
+            ),
+            ("[agent_runs]\nrunz = 0", "expect.agent_runs.runz"),
+            (
+                "\"improvised.reorderr\" = { max = 1 }",
+                "expect.improvised.reorderr",
+            ),
+            ("wall_ms = 100", "expect.wall_ms"),
+        ] {
+            let (at, message) = parse(text).unwrap_err();
+            assert_eq!(at, key, "{message}");
+        }
+        for text in [
+            "\"failures_by_reason.wont_improve_422\" = 0",
+            "\"failures_by_reason.deadline_exceeded\" = 0",
+            "\"rate_limit_hits.tpm\" = { min = 1 }",
+            "\"refusal_wait_ms.p99\" = 100",
+            "[tenants.anyone]\nfailed = 0",
+        ] {
+            parse(text).unwrap_or_else(|e| panic!("{text}: {e:?}"));
+        }
     }
 }

@@ -488,6 +488,18 @@ fn resolve(raw: ScenarioFile, has_provider: bool) -> Result<Scenario, (String, S
         }
     }
     let expectations = expect::parse_expect(&raw.expect)?;
+    let groups = expect::Groups {
+        tenants: raw.workload.iter().map(|w| w.tenant.as_str()).collect(),
+        classes: (raw.workload.iter().map(|w| w.class.as_str()))
+            .chain(policy.classes.keys().map(String::as_str))
+            .collect(),
+        providers: named
+            .iter()
+            .filter(|p| p.name != providers::SINGLE)
+            .map(|p| p.name.as_str())
+            .collect(),
+    };
+    groups.check(&expectations, &raw.expect)?;
     let crashes = crashes::resolve(raw.crashes)?;
     let sdk_layers = client::sdk_layers(&raw.client, &raw.provider)?;
     if !sdk_layers.is_empty() && !crashes.is_empty() {
