@@ -218,6 +218,13 @@ pub fn main(args: CheckArgs) -> ExitCode {
 /// The scenario's check line, then each failed expectation indented under it.
 fn result_lines(summary: &Summary) -> Vec<String> {
     let mut lines = vec![check_line(summary)];
+    if summary.expectations.is_empty() {
+        lines.push(
+            "    no [expect] table: nothing was checked, so it passes whatever happens; add \
+             the limits it must hold"
+                .to_string(),
+        );
+    }
     if let Some(aborted) = &summary.aborted {
         lines.push(format!("    {}", aborted.line()));
     }

@@ -381,6 +381,8 @@ fn print_table(s: &Summary) {
                 ended_run(s, &e.name)
             );
         }
+    } else {
+        outln!("expectations: none (no [expect] table: the run passes whatever happens)");
     }
 }
 

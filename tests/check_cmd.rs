@@ -321,3 +321,41 @@ fn check_out_holds_every_file_it_writes() {
     assert!(out_dir.join("junit.xml").is_file());
     assert!(!tmp.path().join("runs").exists(), "nothing under runs/");
 }
+
+/// A scenario with no `[expect]` still passes (it may be there to look at), but the check
+/// says nothing was checked, on its line and in junit.xml as a skipped test case: it had
+/// read `PASS` with `tests="0"`, whatever the run did.
+#[test]
+fn a_scenario_with_no_expectations_says_nothing_was_checked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("scenarios");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("bare.toml"), scenario("bare", 20, "")).unwrap();
+    let junit = tmp.path().join("junit.xml");
+    let out = stampede(&[
+        "check",
+        a_str(&dir),
+        "--out",
+        a_str(&tmp.path().join("runs")),
+        "--junit",
+        a_str(&junit),
+        "--no-render",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("PASS bare"), "{stdout}");
+    assert!(stdout.contains("nothing was checked"), "{stdout}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let suite = doc
+        .descendants()
+        .find(|n| n.has_tag_name("testsuite"))
+        .unwrap();
+    assert_eq!(suite.attribute("tests"), Some("1"), "{xml}");
+    assert_eq!(suite.attribute("skipped"), Some("1"), "{xml}");
+    assert!(
+        doc.descendants().any(|n| n.has_tag_name("skipped")),
+        "{xml}"
+    );
+    assert_eq!(doc.root_element().attribute("tests"), Some("1"), "{xml}");
+}

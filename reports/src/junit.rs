@@ -62,8 +62,19 @@ pub fn junit_suite(results: &[(String, Vec<Expectation>)]) -> String {
     suites(results, None)
 }
 
+/// The test case a scenario with no `[expect]` gets, skipped: it would pass whatever
+/// happened, and a suite of no tests reads as nothing to a CI reporter.
+const NOTHING_CHECKED: &str = "<testcase classname=\"{suite}\" name=\"expectations\"{file}>\n      <skipped message=\"no [expect] table: nothing was checked, so this scenario passes whatever happens\"/>\n    </testcase>\n";
+
+/// [`NOTHING_CHECKED`] for suite `suite` (escaped) with its `file` attribute, if any.
+fn nothing_checked(suite: &str, file: &str) -> String {
+    NOTHING_CHECKED
+        .replace("{suite}", suite)
+        .replace("{file}", file)
+}
+
 fn suites(results: &[(String, Vec<Expectation>)], early: Option<Early<'_>>) -> String {
-    let tests: usize = results.iter().map(|r| r.1.len()).sum();
+    let tests: usize = results.iter().map(|r| r.1.len().max(1)).sum();
     let failures: usize = results
         .iter()
         .map(|r| r.1.iter().filter(|e| !e.pass).count())
@@ -75,10 +86,15 @@ fn suites(results: &[(String, Vec<Expectation>)], early: Option<Early<'_>>) -> S
     for (scenario, expectations) in results {
         let scenario = escape_xml(scenario);
         let failed = expectations.iter().filter(|e| !e.pass).count();
+        let skipped = usize::from(expectations.is_empty());
         out.push_str(&format!(
-            "  <testsuite name=\"{scenario}\" tests=\"{}\" failures=\"{failed}\" errors=\"0\" skipped=\"0\">\n",
-            expectations.len()
+            "  <testsuite name=\"{scenario}\" tests=\"{}\" failures=\"{failed}\" errors=\"0\" skipped=\"{skipped}\">\n",
+            expectations.len().max(1)
         ));
+        if expectations.is_empty() {
+            out.push_str("    ");
+            out.push_str(&nothing_checked(&scenario, ""));
+        }
         for e in expectations {
             let name = escape_xml(&e.name);
             if e.pass {
@@ -122,7 +138,7 @@ pub fn junit_check(files: &[CheckedFile]) -> String {
     };
     let tests: usize = files
         .iter()
-        .map(|f| f.outcome.as_ref().map_or(1, Vec::len))
+        .map(|f| f.outcome.as_ref().map_or(1, |e| e.len().max(1)))
         .sum();
     let failures: usize = files
         .iter()
@@ -146,10 +162,15 @@ pub fn junit_check(files: &[CheckedFile]) -> String {
             }
             Ok(expectations) => {
                 let failed = expectations.iter().filter(|e| !e.pass).count();
+                let skipped = usize::from(expectations.is_empty());
                 out.push_str(&format!(
-                    "  <testsuite name=\"{name}\" file=\"{file}\" tests=\"{}\" failures=\"{failed}\" errors=\"0\" skipped=\"0\">\n",
-                    expectations.len()
+                    "  <testsuite name=\"{name}\" file=\"{file}\" tests=\"{}\" failures=\"{failed}\" errors=\"0\" skipped=\"{skipped}\">\n",
+                    expectations.len().max(1)
                 ));
+                if expectations.is_empty() {
+                    out.push_str("    ");
+                    out.push_str(&nothing_checked(&name, &format!(" file=\"{file}\"")));
+                }
                 for e in expectations {
                     let case = escape_xml(&e.name);
                     if e.pass {
@@ -197,6 +218,20 @@ mod tests {
         let xml = junit_run(&summary);
         assert!(
             xml.contains("message=\"INTERRUPTED by SIGINT at 1.500 s"),
+            "{xml}"
+        );
+    }
+
+    /// A run with no expectations is one skipped test case, not a suite of none.
+    #[test]
+    fn a_run_with_no_expectations_is_a_skipped_case() {
+        let xml = junit_suite(&[("bare".to_string(), Vec::new())]);
+        assert!(
+            xml.contains("tests=\"1\" failures=\"0\" errors=\"0\" skipped=\"1\""),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("<skipped message=\"no [expect] table"),
             "{xml}"
         );
     }
