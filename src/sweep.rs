@@ -125,6 +125,13 @@ fn sweep(args: SweepArgs) -> ExitCode {
             Ok(v) => v,
             Err(message) => return exit::bad_input(message),
         };
+        if v.key == "seed" {
+            return exit::bad_input(
+                "--vary seed: a sweep plays every configuration with the same seeds, so the \
+                 seed is not one of its settings; give the first with --seed N and how many, \
+                 one after another, with --seeds N",
+            );
+        }
         if varied.iter().any(|o| o.key == v.key) {
             return exit::bad_input(format!(
                 "--vary {}: the key is varied twice; give all its values in one --vary",
@@ -291,19 +298,10 @@ fn sweep(args: SweepArgs) -> ExitCode {
         return sweep_shard::finish_shard(&out_dir, &manifest, &runs, args.png);
     }
 
-    let mut rows: Vec<SweepRow> = Vec::with_capacity(jobs.len());
-    let mut errors: Vec<String> = Vec::new();
-    for (i, result) in results {
+    let (rows, errors) = sweep_shard::split_runs(results.into_iter().map(|(i, result)| {
         let job = &jobs[i];
-        match result {
-            Ok(summary) => rows.push(SweepRow {
-                config: loaded[job.config].0.clone(),
-                seed: job.scenario.seed,
-                summary,
-            }),
-            Err(message) => errors.push(format!("seed {}: {message}", job.scenario.seed)),
-        }
-    }
+        (loaded[job.config].0.clone(), job.scenario.seed, result)
+    }));
     sweep_shard::finish(&out_dir, &configs, &keys, &rows, &errors, args.png)
 }
 

@@ -25,7 +25,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use serde_json::{json, Map, Value};
-use stampede_reports::{recommend, Summary, SweepRow};
+use stampede_reports::{recommend, Recommendation, Summary, SweepRow};
 
 use crate::exit;
 use crate::sweep::{print_configs, write_outputs};
@@ -574,21 +574,26 @@ pub fn merge_main(args: MergeArgs) -> ExitCode {
         manifest.seeds,
         manifest.total_runs
     );
-    let mut rows: Vec<SweepRow> = Vec::with_capacity(runs.len());
-    let mut errors: Vec<String> = Vec::new();
-    for run in runs {
-        match run.result {
-            Ok(summary) => rows.push(SweepRow {
-                config: run.config,
-                seed: run.seed,
-                summary,
-            }),
-            Err(message) => errors.push(format!("seed {}: {message}", run.seed)),
+    let (rows, errors) = split_runs(runs.into_iter().map(|r| (r.config, r.seed, r.result)));
+    let out_dir = match args.out {
+        Some(dir) => dir,
+        None => {
+            // Read from a shard's folder, which may have come from anywhere: the sweep wrote
+            // a folder under runs/, so anything else (`/etc`, `../..`) is refused.
+            let default = PathBuf::from(&manifest.default_out);
+            let inside = default
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)));
+            if !inside {
+                return exit::bad_input(format!(
+                    "the shards' manifest names {} as the merged sweep's folder, which is not \
+                     a folder under this one as a sweep writes it; give the folder with --out",
+                    default.display()
+                ));
+            }
+            default
         }
-    }
-    let out_dir = args
-        .out
-        .unwrap_or_else(|| PathBuf::from(&manifest.default_out));
+    };
     finish(
         &out_dir,
         &manifest.configs,
@@ -616,7 +621,12 @@ pub fn finish_shard(out_dir: &Path, manifest: &Manifest, runs: &[ShardRun], png:
     let mut failed = false;
     for run in runs {
         if let Err(message) = &run.result {
-            eprintln!("error: seed {}: {message}", run.seed);
+            let run = FailedRun {
+                config: run.config.clone(),
+                seed: run.seed,
+                message: message.clone(),
+            };
+            eprintln!("error: {run}");
             failed = true;
         }
     }
@@ -627,18 +637,93 @@ pub fn finish_shard(out_dir: &Path, manifest: &Manifest, runs: &[ShardRun], png:
     })
 }
 
+/// A run of a sweep that could not play: its configuration, its seed and why.
+pub struct FailedRun {
+    config: BTreeMap<String, String>,
+    seed: u64,
+    message: String,
+}
+
+impl std::fmt::Display for FailedRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let settings: Vec<String> = self
+            .config
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        if settings.is_empty() {
+            write!(
+                f,
+                "the scenario as written, seed {}: {}",
+                self.seed, self.message
+            )
+        } else {
+            write!(
+                f,
+                "{}, seed {}: {}",
+                settings.join(", "),
+                self.seed,
+                self.message
+            )
+        }
+    }
+}
+
+/// A sweep's runs, `(configuration, seed, what it measured or why it could not play)` in
+/// run order, as the rows it measured and the runs that failed.
+pub fn split_runs(
+    runs: impl Iterator<Item = (BTreeMap<String, String>, u64, Result<Summary, String>)>,
+) -> (Vec<SweepRow>, Vec<FailedRun>) {
+    let mut rows = Vec::new();
+    let mut failed = Vec::new();
+    for (config, seed, result) in runs {
+        match result {
+            Ok(summary) => rows.push(SweepRow {
+                config,
+                seed,
+                summary,
+            }),
+            Err(message) => failed.push(FailedRun {
+                config,
+                seed,
+                message,
+            }),
+        }
+    }
+    (rows, failed)
+}
+
+/// The recommendation among the configurations every run of which played, counting every
+/// configuration of the sweep as tried.
+fn recommend_played(
+    configs: &[BTreeMap<String, String>],
+    rows: &[SweepRow],
+    errors: &[FailedRun],
+) -> Recommendation {
+    let whole: Vec<SweepRow> = rows
+        .iter()
+        .filter(|r| !errors.iter().any(|e| e.config == r.config))
+        .cloned()
+        .collect();
+    let mut recommendation = recommend(&whole);
+    recommendation.configs = configs.len();
+    recommendation
+}
+
 /// The end of an unsharded sweep or a merge: the per-configuration lines, the outputs, the
-/// recommendation, the exit code.
+/// recommendation, the exit code. A configuration with a run that could not play is never
+/// recommended (its other seeds alone said nothing of that one), and the recommendation
+/// counts every configuration of the sweep as tried.
 pub fn finish(
     out_dir: &Path,
     configs: &[BTreeMap<String, String>],
     keys: &[String],
     rows: &[SweepRow],
-    errors: &[String],
+    errors: &[FailedRun],
     png: bool,
 ) -> ExitCode {
     print_configs(configs, rows);
-    let recommendation = recommend(rows);
+    let recommendation = recommend_played(configs, rows, errors);
     let line = recommendation.line();
     if let Err(message) = write_outputs(out_dir, rows, keys, &line, png) {
         return exit::bad_input(message);
@@ -649,6 +734,11 @@ pub fn finish(
         for e in errors {
             eprintln!("error: {e}");
         }
+        eprintln!(
+            "error: {} of the sweep's runs could not play (above): they are not in sweep.csv, \
+             and no configuration with one is recommended",
+            errors.len()
+        );
         return ExitCode::from(exit::BAD_INPUT);
     }
     if recommendation.config.is_none() {
@@ -784,6 +874,40 @@ mod tests {
         assert!(
             err.contains("4 runs in 4000000000 shards is not a sweep stampede writes"),
             "{err}"
+        );
+    }
+
+    /// A configuration one of whose runs could not play is not recommended on its other
+    /// seeds, and every configuration counts as tried: a sweep had recommended a
+    /// configuration "on all 1 seeds" of its 2, and said "0 configurations tried" of 2.
+    #[test]
+    fn a_configuration_with_a_run_that_could_not_play_is_not_recommended() {
+        let config =
+            |workers: &str| BTreeMap::from([("client.workers".to_string(), workers.to_string())]);
+        let summary = |attempts: u64| Summary {
+            outbound_attempts: attempts,
+            ..Summary::default()
+        };
+        let runs = vec![
+            (config("8"), 1, Ok(summary(100))),
+            (config("8"), 2, Ok(summary(100))),
+            (config("4"), 1, Ok(summary(50))),
+            (config("4"), 2, Err("cannot start the client".to_string())),
+        ];
+        let (rows, errors) = split_runs(runs.into_iter());
+        let configs = [config("4"), config("8")];
+        let rec = recommend_played(&configs, &rows, &errors);
+        assert_eq!(rec.config, Some(config("8")), "{}", rec.line());
+        assert_eq!(rec.configs, 2);
+        assert_eq!(
+            errors[0].to_string(),
+            "client.workers=4, seed 2: cannot start the client"
+        );
+        let none = recommend_played(&configs, &[], &errors);
+        assert!(
+            none.line().contains("(2 configurations tried)"),
+            "{}",
+            none.line()
         );
     }
 }

@@ -236,6 +236,8 @@ fn a_bad_vary_key_or_value_exits_2_before_any_run() {
         ("client.wrkers=4,8", "client.wrkers"),
         ("client.workers=4,lots", "client.workers"),
         ("client.workers", "client.workers"),
+        // Every configuration plays the same seeds: varying it played seed 42 twice.
+        ("seed=1,2", "--seeds N"),
     ] {
         let out_dir = tmp.path().join("never");
         let args = ["sweep", &qs, "--vary", vary, "--out", a_str(&out_dir)];

@@ -77,7 +77,8 @@ fn same_as_unsharded(args: &[&str], shards: u32, tmp: &Path) -> Output {
     let errors = |out: &Output| -> Vec<String> {
         let mut lines: Vec<String> = text(&out.stderr)
             .lines()
-            .filter(|l| l.starts_with("error: seed "))
+            // One line per run that could not play, naming its configuration and seed.
+            .filter(|l| l.starts_with("error: ") && l.contains(", seed "))
             .map(String::from)
             .collect();
         lines.sort();
@@ -325,5 +326,32 @@ fn a_bad_shard_exits_2_before_any_run() {
         assert!(stderr.contains("--shard"), "{shard}: {stderr}");
         assert!(stderr.contains(says), "{shard}: {stderr}");
         assert!(!out_dir.exists(), "{shard}: nothing is written");
+    }
+}
+
+/// A merge without `--out` writes where the shards' manifest says the sweep would have, but
+/// only to a folder under the working directory: a manifest edited to name `../escape` or
+/// an absolute path had the merge create and write there.
+#[test]
+fn a_merge_goes_nowhere_a_manifest_names_outside_its_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let shard = tmp.path().join("shard");
+    let out = sweep(&["--vary", "client.workers=4", "--shard", "0/1"], &shard);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let manifest_path = shard.join("manifest.json");
+    let manifest = std::fs::read_to_string(&manifest_path).unwrap();
+    let mut json: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+    let escape = tmp.path().join("escape");
+    for named in ["../escape".to_string(), escape.display().to_string()] {
+        json["default_out"] = serde_json::Value::String(named.clone());
+        std::fs::write(&manifest_path, serde_json::to_string(&json).unwrap()).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_stampede"))
+            .args(["sweep", "merge", a_str(&shard)])
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{named}: {}", text(&out.stderr));
+        assert!(text(&out.stderr).contains("--out"), "{}", text(&out.stderr));
+        assert!(!escape.exists() && !tmp.path().join("../escape").exists());
     }
 }
