@@ -166,11 +166,15 @@ fn sweep(args: SweepArgs) -> ExitCode {
                 Err(message) => return exit::bad_input(format!("--vary {key}: {message}")),
             }
         }
+        // As the sweep's outputs show it: a credential masked.
+        let shown: BTreeMap<String, String> = config
+            .iter()
+            .map(|(k, v)| (k.clone(), shown_value(&varied, k, v)))
+            .collect();
         match scenario::load(&scenario_path, Some(base.seed), &config_sets) {
-            Ok(s) => loaded.push((config.into_iter().collect(), s)),
+            Ok(s) => loaded.push((shown, s)),
             Err(e) => {
-                let settings: Vec<String> =
-                    config.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                let settings: Vec<String> = shown.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 return exit::bad_input(format!("--vary {}: {e}", settings.join(" ")));
             }
         }
@@ -411,6 +415,26 @@ fn parse_vary(arg: &str) -> Result<Varied, String> {
 
 /// Every combination of the varied values, the first `--vary` changing slowest. With nothing
 /// varied, one empty configuration: the scenario as written.
+/// `value` of `key` as the sweep's outputs (its lines, sweep.csv, the plots, a shard's
+/// manifest) show it: a key that names credentials shows each value masked, with its place
+/// in the `--vary` list so that two keys masked alike stay two configurations
+/// (`sk-...abcd#2`); any other value as written.
+fn shown_value(varied: &[Varied], key: &str, value: &str) -> String {
+    let last = key.rsplit('.').next().unwrap_or(key);
+    if !matches!(
+        last,
+        "credential" | "key" | "deployments" | "fallbacks" | "primary"
+    ) {
+        return value.to_string();
+    }
+    let place = varied
+        .iter()
+        .find(|v| v.key == key)
+        .and_then(|v| v.values.iter().position(|x| x == value))
+        .map_or(0, |i| i + 1);
+    format!("{}#{place}", stampede_secret::mask(value))
+}
+
 fn cross_product(varied: &[Varied]) -> Vec<Vec<(String, String)>> {
     let mut configs: Vec<Vec<(String, String)>> = vec![Vec::new()];
     for v in varied {

@@ -301,3 +301,49 @@ fn a_sweep_varies_the_whole_client_and_its_replicas_and_plots_the_scope_waits() 
     let svg = std::fs::read_to_string(out_dir.join("sweep-scope_wait_violations.svg")).unwrap();
     assert!(svg.contains("<svg"));
 }
+
+/// A sweep that varies a credential shows each key masked, numbered by its place in the
+/// `--vary` list, in its lines, sweep.csv and the plots: it had written every key whole.
+#[test]
+fn a_varied_credential_is_shown_masked() {
+    let key = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcd";
+    let tmp = tempfile::tempdir().unwrap();
+    let text_of = std::fs::read_to_string(quickstart()).unwrap();
+    let second = format!("[[provider.credentials]]\nkey = \"{key}\"\nscope = \"account:acme\"\n\n[[provider.faults]]");
+    let scenario = tmp.path().join("two-keys.toml");
+    std::fs::write(
+        &scenario,
+        text_of.replacen("[[provider.faults]]", &second, 1),
+    )
+    .unwrap();
+    let out_dir = tmp.path().join("out");
+    let vary = format!("workload.0.credential={key},sk-acme-shared");
+    let out = stampede(&[
+        "sweep",
+        a_str(&scenario),
+        "--vary",
+        &vary,
+        "--seeds",
+        "1",
+        "--out",
+        a_str(&out_dir),
+    ]);
+    let printed = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{printed}");
+    assert!(
+        printed.contains("workload.0.credential=sk-...abcd#1"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("workload.0.credential=sk-...#2"),
+        "{printed}"
+    );
+    assert!(!printed.contains(&key[8..40]), "{printed}");
+    for entry in std::fs::read_dir(&out_dir).unwrap() {
+        let path = entry.unwrap().path();
+        let bytes = std::fs::read(&path).unwrap();
+        let hidden = &key.as_bytes()[8..40];
+        let whole = bytes.windows(32).any(|w| w == hidden);
+        assert!(!whole, "{} holds the key whole", path.display());
+    }
+}
