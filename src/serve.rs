@@ -25,8 +25,10 @@ pub struct ServeArgs {
     /// about, and its control plane needs a token).
     #[arg(long, default_value = "127.0.0.1:8080", value_parser = socket_addr)]
     addr: SocketAddr,
-    /// Token `/_stampede/*` requires (`Authorization: Bearer TOKEN`). On a non-loopback
-    /// address without one, a token is generated and printed once.
+    /// Token `/_stampede/*` requires (`Authorization: Bearer TOKEN`); default: the
+    /// STAMPEDE_CONTROL_TOKEN environment variable, which, unlike a flag, other users of
+    /// the machine cannot read from the process list. On a non-loopback address without
+    /// one, a token is generated and printed once.
     #[arg(long, value_name = "TOKEN")]
     control_token: Option<String>,
 }
@@ -57,7 +59,9 @@ pub fn main(args: ServeArgs) -> ExitCode {
         args.scenario.as_deref(),
         args.provider.as_deref(),
         args.addr,
-        args.control_token,
+        args.control_token
+            .or_else(|| std::env::var("STAMPEDE_CONTROL_TOKEN").ok())
+            .filter(|t| !t.is_empty()),
         Some(check),
     )) {
         Ok(()) => ExitCode::SUCCESS,

@@ -58,9 +58,15 @@ impl Drop for Served {
 }
 
 fn serve(addr: &str, extra: &[&str]) -> Served {
+    serve_with_env(addr, extra, &[])
+}
+
+fn serve_with_env(addr: &str, extra: &[&str], env: &[(&str, &str)]) -> Served {
     let mut child = Command::new(env!("CARGO_BIN_EXE_stampede"))
         .args(["serve", "--addr", addr])
         .args(extra)
+        .env_remove("STAMPEDE_CONTROL_TOKEN")
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -220,4 +226,20 @@ fn a_live_run_brings_the_control_token_a_provider_requires() {
     );
     assert!(dir.join("summary.json").exists());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `serve` takes its control token from STAMPEDE_CONTROL_TOKEN, as `run` does, so it need not
+/// be on the command line, where every user of the machine reads it in the process list.
+#[test]
+fn serve_takes_its_control_token_from_the_environment() {
+    let served = serve_with_env(
+        "127.0.0.1:0",
+        &[],
+        &[("STAMPEDE_CONTROL_TOKEN", "t0ken-from-env")],
+    );
+    let stats = |headers: &str| call(served.addr, "GET", "/_stampede/stats", headers, "");
+    let refused = stats("");
+    assert!(refused.starts_with("HTTP/1.1 401"), "{refused}");
+    let answered = stats("Authorization: Bearer t0ken-from-env\r\n");
+    assert!(answered.starts_with("HTTP/1.1 200"), "{answered}");
 }
