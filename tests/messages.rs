@@ -86,7 +86,7 @@ fn provider_table_errors_name_file_line_and_key() {
         "credential = \"sk-x\"",
         "provider.faults.0.credential",
     );
-    assert!(err.contains("known: sk-a"), "{err}");
+    assert!(err.contains("known: ****; shown masked"), "{err}");
 }
 
 #[test]
