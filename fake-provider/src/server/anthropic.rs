@@ -7,7 +7,7 @@
 //!   stop_reason, stop_sequence, usage: {input_tokens, output_tokens}}`;
 //! - errors: `{type: "error", error: {type, message}}` with Anthropic's types
 //!   (`rate_limit_error`, `overloaded_error` for 529 and 503, `api_error`, ...);
-//! - headers: `request-id`, `retry-after`, `retry-after-ms`, `x-should-retry`, and the
+//! - headers: `request-id`, `retry-after` (not `retry-after-ms`, which Anthropic does not send), `x-should-retry`, and the
 //!   scope's limits as `anthropic-ratelimit-{requests,tokens}-{limit,remaining,reset}`;
 //! - streams: `message_start`, `content_block_start`, `ping`, one `content_block_delta`
 //!   per token, `content_block_stop`, `message_delta` (stop reason and output tokens),
@@ -212,17 +212,18 @@ fn error_type(status: u16) -> &'static str {
     }
 }
 
-/// The model's headers in Anthropic's names: the request id, Retry-After and
+/// The model's headers in Anthropic's names: the request id, `retry-after` and
 /// `x-should-retry` as they are, the scope's request and token limits as
-/// `anthropic-ratelimit-*`; the `x-stampede-seq` of the attempt is kept.
+/// `anthropic-ratelimit-*`; the `x-stampede-seq` of the attempt is kept. `retry-after-ms` is
+/// left out: Anthropic sends `retry-after` alone (seconds, or the HTTP-date the scenario
+/// asks for), and the SDK, which reads `retry-after-ms` first, never took the path the real
+/// service sends it down.
 pub(crate) fn headers(model: &[(String, String)]) -> Vec<(String, String)> {
     let mut out = Vec::with_capacity(model.len());
     for (name, value) in model {
         let renamed = match name.as_str() {
             "x-request-id" => Some("request-id"),
-            "retry-after" | "retry-after-ms" | "x-should-retry" | "x-stampede-seq" => {
-                Some(name.as_str())
-            }
+            "retry-after" | "x-should-retry" | "x-stampede-seq" => Some(name.as_str()),
             "x-ratelimit-limit-requests" => Some("anthropic-ratelimit-requests-limit"),
             "x-ratelimit-remaining-requests" => Some("anthropic-ratelimit-requests-remaining"),
             "x-ratelimit-limit-tokens" => Some("anthropic-ratelimit-tokens-limit"),
@@ -440,5 +441,19 @@ mod tests {
                 "message_stop"
             ]
         );
+    }
+
+    /// A 429's wait goes out as `retry-after` alone, as Anthropic sends it: with
+    /// `retry-after-ms` beside it the SDK read that first and never parsed `retry-after`,
+    /// seconds or an HTTP-date, the path the real service sends it down.
+    #[test]
+    fn a_wait_is_retry_after_alone() {
+        let model = [
+            ("retry-after".to_string(), "3".to_string()),
+            ("retry-after-ms".to_string(), "2500".to_string()),
+            ("x-request-id".to_string(), "req_1".to_string()),
+        ];
+        let names: Vec<String> = headers(&model).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["retry-after", "request-id"]);
     }
 }

@@ -59,8 +59,10 @@ struct ChatBody<'a> {
     max_tokens: Option<u32>,
     #[serde(default)]
     max_completion_tokens: Option<u32>,
+    // Nullable, as in OpenAI's API reference (`"stream": null` is a plain answer): the SDK's
+    // signature takes `stream=None`, and a client that passes it through got a 400.
     #[serde(default)]
-    stream: bool,
+    stream: Option<bool>,
     #[serde(default)]
     stream_options: Option<StreamOptions>,
 }
@@ -490,7 +492,7 @@ fn chat_value(req: &mut Request, bytes: &[u8]) -> Result<(), BadRequest> {
         .max_completion_tokens
         .or(body.max_tokens)
         .unwrap_or(DEFAULT_MAX_TOKENS);
-    req.stream = body.stream;
+    req.stream = body.stream.unwrap_or(false);
     req.stream_usage = body.stream_options.is_some_and(|o| o.include_usage);
     Ok(())
 }
@@ -602,6 +604,14 @@ mod tests {
                 "{other}"
             );
         }
+    }
+
+    /// `"stream": null` is a plain answer, as in OpenAI's API reference, where it was a 400.
+    #[test]
+    fn a_null_stream_is_no_stream() {
+        let body = r#"{"model":"m","messages":[{"role":"user","content":"a"}],"stream":null}"#;
+        let req = read_value(body.as_bytes()).expect("a null stream is valid");
+        assert!(!req.stream && !req.stream_usage);
     }
 
     /// What a chat body gives an attempt, read the plain way (when the body is plain).
