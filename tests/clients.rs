@@ -931,3 +931,51 @@ fn the_run_directory_keeps_the_workload_with_keys_masked() {
         assert!(!whole, "{} holds the key whole", path.display());
     }
 }
+
+/// What `examples/clients/structured_probe.py` printed, by call: `ok ...` or the exception.
+fn structured(api: &str) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = format!("tests/clients/structured-{api}.toml");
+    let out = run_client(&scenario, dir.path(), &[]);
+    let log = std::fs::read_to_string(dir.path().join("client.log")).unwrap_or_default();
+    assert_eq!(out.status.code(), Some(0), "{}\n{log}", text(&out.stdout));
+    let s = summary(dir.path());
+    assert_eq!(s["completed"], s["logical_requests"], "{s}");
+    log.lines().map(String::from).collect()
+}
+
+/// Structured outputs and forced tool calls parse as the official openai SDK parses the
+/// real API's: `chat.completions.parse` with a pydantic model, a `tool_choice="required"`
+/// call, each plain and streamed. The provider had answered its own text to each, which
+/// the SDK could not parse ("Invalid JSON") and which held no tool call.
+#[test]
+fn the_openai_sdk_parses_structured_outputs_and_forced_tool_calls() {
+    if !python_has("openai") {
+        return;
+    }
+    assert_eq!(
+        structured("openai"),
+        [
+            "parse: ok Plan",
+            "parse_stream: ok Plan",
+            "tool: ok make_plan Plan tool_calls",
+            "tool_stream: ok make_plan Plan",
+        ]
+    );
+}
+
+/// A forced tool call (`tool_choice={"type": "any"}`) reaches the official anthropic SDK as
+/// a `tool_use` block whose input validates against the tool's schema, plain and streamed.
+#[test]
+fn the_anthropic_sdk_gets_forced_tool_calls() {
+    if !python_has("anthropic") {
+        return;
+    }
+    assert_eq!(
+        structured("anthropic"),
+        [
+            "tool: ok tool_use make_plan tool_use",
+            "tool_stream: ok tool_use make_plan tool_use",
+        ]
+    );
+}

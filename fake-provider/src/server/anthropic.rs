@@ -17,6 +17,7 @@
 
 use super::parse::{self, BadRequest};
 use super::routes::read_body;
+use super::shaped::Shape;
 use super::App;
 use crate::model::RequestRoute;
 use axum::body::Body;
@@ -103,7 +104,8 @@ pub(crate) async fn messages(State(app): State<App>, req: Request<Body>) -> Resp
     req.stream = parsed.stream;
     req.body_hash = parse::canonical_hash(&v);
     req.model = parse::model(&v);
-    super::routes::attempt_as(&app, req, super::respond::Wire::Anthropic).await
+    let shape = super::shaped::anthropic(&v);
+    super::routes::attempt_shaped(&app, req, super::respond::Wire::Anthropic, shape).await
 }
 
 /// A Messages body as JSON and in its shape, or Anthropic's 400 in words.
@@ -285,11 +287,11 @@ pub(crate) fn answer(
     status: u16,
     model_headers: &[(String, String)],
     body: &Value,
-    usage: Option<(u32, u32)>,
+    (usage, shape): (Option<(u32, u32)>, Option<&Shape>),
 ) -> Response<Body> {
     let headers = headers(model_headers);
     if status == 200 {
-        super::respond::json_response(200, &headers, &message(seq, body, usage))
+        super::respond::json_response(200, &headers, &message(seq, body, usage, shape))
     } else {
         let message = body
             .pointer("/error/message")
@@ -307,23 +309,38 @@ fn stop_reason(body: &Value) -> &'static str {
         .and_then(Value::as_str)
     {
         Some("length") => "max_tokens",
+        Some("tool_calls") => "tool_use",
         _ => "end_turn",
     }
 }
 
-fn message(seq: u64, body: &Value, usage: Option<(u32, u32)>) -> Value {
+/// The `tool_use` block that calls `name` with `arguments` (JSON text; the block holds
+/// them parsed, or, in a stream's start, empty).
+fn tool_use(seq: u64, name: &str, input: Value) -> Value {
+    json!({ "type": "tool_use", "id": format!("toolu_{seq:012}"), "name": name, "input": input })
+}
+
+fn message(seq: u64, body: &Value, usage: Option<(u32, u32)>, shape: Option<&Shape>) -> Value {
     let (input, output) = usage.unwrap_or((0, 0));
-    let text = body
-        .pointer("/choices/0/message/content")
-        .and_then(Value::as_str)
-        .unwrap_or("stampede fake message")
-        .to_string();
+    let content = match shape {
+        Some(Shape::Tool { name, arguments }) => {
+            let input = serde_json::from_str(arguments).unwrap_or_else(|_| json!({}));
+            json!([tool_use(seq, name, input)])
+        }
+        _ => {
+            let text = body
+                .pointer("/choices/0/message/content")
+                .and_then(Value::as_str)
+                .unwrap_or("stampede fake message");
+            json!([{ "type": "text", "text": text }])
+        }
+    };
     json!({
         "id": format!("msg_{seq:012}"),
         "type": "message",
         "role": "assistant",
         "model": "stampede-fake",
-        "content": [{ "type": "text", "text": text }],
+        "content": content,
         "stop_reason": stop_reason(body),
         "stop_sequence": null,
         "usage": { "input_tokens": input, "output_tokens": output },
@@ -334,16 +351,17 @@ fn event(name: &str, data: Value) -> Bytes {
     Bytes::from(format!("event: {name}\ndata: {data}\n\n"))
 }
 
-/// A streamed message: `chunks` text deltas; when `complete`, the closing events too.
+/// A streamed message: `chunks` text deltas (a forced tool call's: its input as JSON in
+/// `chunks` pieces); when `complete`, the closing events too.
 pub(crate) fn sse_frames(
     seq: u64,
     body: &Value,
     usage: Option<(u32, u32)>,
-    chunks: u32,
-    complete: bool,
+    (chunks, complete): (u32, bool),
+    shape: Option<&Shape>,
 ) -> super::respond::Frames {
     let (input, output) = usage.unwrap_or((0, chunks));
-    let mut start = message(seq, body, Some((input, 1)));
+    let mut start = message(seq, body, Some((input, 1)), None);
     start["content"] = json!([]);
     start["stop_reason"] = Value::Null;
     let mut out = Vec::with_capacity(3);
@@ -351,17 +369,29 @@ pub(crate) fn sse_frames(
         "message_start",
         json!({ "type": "message_start", "message": start }),
     ));
+    let block = match shape {
+        Some(Shape::Tool { name, .. }) => tool_use(seq, name, json!({})),
+        _ => json!({ "type": "text", "text": "" }),
+    };
     out.push(event(
         "content_block_start",
-        json!({ "type": "content_block_start", "index": 0, "content_block": { "type": "text", "text": "" } }),
+        json!({ "type": "content_block_start", "index": 0, "content_block": block }),
     ));
     out.push(event("ping", json!({ "type": "ping" })));
     // The deltas are made as the client reads them (there may be billions).
-    let deltas = (0..chunks).map(|i| {
-        let text = if i == 0 { "tok" } else { " tok" };
+    let arguments = match shape {
+        Some(Shape::Tool { arguments, .. }) => Some(arguments.clone()),
+        _ => None,
+    };
+    let deltas = (0..chunks).map(move |i| {
+        let delta = match &arguments {
+            Some(json) => json!({ "type": "input_json_delta", "partial_json": super::shaped::piece(json, i, chunks) }),
+            None if i == 0 => json!({ "type": "text_delta", "text": "tok" }),
+            None => json!({ "type": "text_delta", "text": " tok" }),
+        };
         event(
             "content_block_delta",
-            json!({ "type": "content_block_delta", "index": 0, "delta": { "type": "text_delta", "text": text } }),
+            json!({ "type": "content_block_delta", "index": 0, "delta": delta }),
         )
     });
     let mut tail = Vec::with_capacity(3);
@@ -416,7 +446,7 @@ mod tests {
 
     #[test]
     fn a_stream_has_the_event_sequence() {
-        let frames = sse_frames(7, &json!({}), Some((10, 3)), 3, true);
+        let frames = sse_frames(7, &json!({}), Some((10, 3)), (3, true), None);
         let names: Vec<String> = frames
             .map(|f| {
                 let t = std::str::from_utf8(&f).unwrap();

@@ -24,6 +24,7 @@ mod pending;
 mod plain_chat;
 mod respond;
 mod routes;
+mod shaped;
 mod state;
 
 pub use cli::serve_cli;

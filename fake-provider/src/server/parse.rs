@@ -1,6 +1,7 @@
 //! HTTP requests into model attempts, with errors that say what is wrong.
 
 use super::plain_chat::{self, PlainChat};
+use super::shaped::{self, Shape};
 use crate::model::{canonical_body_hash, workload_item, FindBy, Fnv, Request, RequestRoute};
 use axum::http::{header, HeaderMap, HeaderName};
 use serde::de::IgnoredAny;
@@ -279,10 +280,12 @@ fn field<'v>(v: &'v Value, name: &str, index: usize) -> Option<&'v Value> {
 /// bytes when it is one (see `plain_chat`), any other body through a `Value`. A body the
 /// real API refuses (no model, a role it does not know, content of the wrong type, a
 /// temperature out of range) is refused here too, in its words: a client that sends one
-/// learns it against the fake provider, not in production.
-pub(crate) fn chat(req: &mut Request, bytes: &[u8]) -> Result<(), BadRequest> {
+/// learns it against the fake provider, not in production. Returns the shape its answer
+/// must have (JSON output, a forced tool call: see `shaped`), which only a body read as a
+/// `Value` can ask for (the plain shape has no such field).
+pub(crate) fn chat(req: &mut Request, bytes: &[u8]) -> Result<Option<Shape>, BadRequest> {
     if let Some(body) = plain_chat::read(bytes).filter(|b| !b.messages.is_empty()) {
-        return plain(req, &body);
+        return plain(req, &body).map(|()| None);
     }
     chat_value(req, bytes)
 }
@@ -454,7 +457,7 @@ fn plain(req: &mut Request, body: &PlainChat<'_>) -> Result<(), BadRequest> {
 }
 
 /// Fills a chat completion attempt from its body read as a `Value`.
-fn chat_value(req: &mut Request, bytes: &[u8]) -> Result<(), BadRequest> {
+fn chat_value(req: &mut Request, bytes: &[u8]) -> Result<Option<Shape>, BadRequest> {
     let v = json_body(bytes)?;
     if !v.is_object() {
         return Err(BadRequest::new(format!(
@@ -494,7 +497,7 @@ fn chat_value(req: &mut Request, bytes: &[u8]) -> Result<(), BadRequest> {
         .unwrap_or(DEFAULT_MAX_TOKENS);
     req.stream = body.stream.unwrap_or(false);
     req.stream_usage = body.stream_options.is_some_and(|o| o.include_usage);
-    Ok(())
+    Ok(shaped::openai(&v))
 }
 
 /// Fills an embeddings attempt from its body (`model`, and `input`: a string or a list of
@@ -624,7 +627,7 @@ mod tests {
     /// What a chat body gives an attempt, read through a `Value` (when it is valid).
     fn read_value(bytes: &[u8]) -> Option<Request> {
         let mut req = Request::default();
-        chat_value(&mut req, bytes).ok().map(|()| req)
+        chat_value(&mut req, bytes).ok().map(|_| req)
     }
 
     fn same(a: &Request, b: &Request) -> bool {

@@ -1,6 +1,7 @@
 //! Model decisions into HTTP: statuses, SSE streams, dropped connections and hangs.
 
 use super::anthropic;
+use super::shaped::{self, Shape};
 use super::state::Shared;
 use crate::model::{Answer, CompletionBody, Decision, HeaderOut, Signals};
 use axum::body::Body;
@@ -219,7 +220,7 @@ pub(crate) async fn play(
     shared: Arc<Shared>,
     decision: Decision,
     real_latency_ms: u64,
-    wire: Wire,
+    (wire, shape): (Wire, Option<Shape>),
     facts: CompletionFacts,
     mut stop: watch::Receiver<bool>,
 ) -> Response<Body> {
@@ -248,27 +249,38 @@ pub(crate) async fn play(
                 }
                 _ => None,
             };
+            // Only a completion has a shape (it changes what a 200 says, nothing else).
+            let shape = shape.filter(|_| completion.is_some() && status == 200);
             wait(real_latency_ms, &mut stop).await;
-            if let (Some(c), None, Wire::OpenAi { .. }) = (&completion, stream_chunks, wire) {
+            if let (Some(c), None, Wire::OpenAi { .. }, None) =
+                (&completion, stream_chunks, wire, &shape)
+            {
                 // The hot path: a plain completion, written straight as JSON text.
                 departure.delivered();
                 return signals_response(status, &signals, JsonBody::Completion(c));
             }
-            if let (None, Wire::OpenAi { .. }) = (stream_chunks, wire) {
+            if let (None, Wire::OpenAi { .. }, None) = (stream_chunks, wire, &shape) {
                 departure.delivered();
                 return signals_response(status, &signals, JsonBody::Value(&body));
             }
-            // Streams and Anthropic's messages are rendered from the value (an embedding's
-            // 200 reads no body).
+            // Streams, shaped answers and Anthropic's messages are rendered from the value
+            // (an embedding's 200 reads no body).
             let body = match &completion {
-                Some(c) if !matches!(wire, Wire::Embeddings { .. }) => c.to_value(),
+                Some(c) if !matches!(wire, Wire::Embeddings { .. }) => {
+                    let mut value = c.to_value();
+                    if let Some(shape) = &shape {
+                        shaped::apply(&mut value, shape, seq);
+                    }
+                    value
+                }
                 _ => body,
             };
+            let shape = shape.as_ref();
             let headers = signals.headers();
             match (stream_chunks, wire) {
                 (Some(n), Wire::OpenAi { include_usage }) if status == 200 => {
                     let usage = usage.filter(|_| include_usage);
-                    let frames = sse_frames(seq, &body, n, n, usage);
+                    let frames = sse_frames(seq, &body, (n, n), usage, shape);
                     sse_response(
                         &headers,
                         stream::iter(frames.into_iter().map(Ok)).boxed(),
@@ -276,7 +288,7 @@ pub(crate) async fn play(
                     )
                 }
                 (Some(n), Wire::Anthropic) if status == 200 => {
-                    let frames = anthropic::sse_frames(seq, &body, usage, n, true);
+                    let frames = anthropic::sse_frames(seq, &body, usage, (n, true), shape);
                     sse_response(
                         &anthropic::headers(&headers),
                         stream::iter(frames.into_iter().map(Ok)).boxed(),
@@ -285,7 +297,7 @@ pub(crate) async fn play(
                 }
                 (_, Wire::Anthropic) => {
                     departure.delivered();
-                    anthropic::answer(seq, status, &headers, &body, usage)
+                    anthropic::answer(seq, status, &headers, &body, (usage, shape))
                 }
                 (_, Wire::Embeddings { inputs }) if status == 200 => {
                     departure.delivered();
@@ -328,9 +340,11 @@ pub(crate) async fn play(
             let body = json!({ "id": format!("chatcmpl-{seq}"), "model": "stampede-fake", "created": unix_now() });
             let frames: Frames = match wire {
                 Wire::OpenAi { .. } | Wire::Embeddings { .. } => {
-                    sse_frames(seq, &body, after_chunks, u32::MAX, None)
+                    sse_frames(seq, &body, (after_chunks, u32::MAX), None, None)
                 }
-                Wire::Anthropic => anthropic::sse_frames(seq, &body, None, after_chunks, false),
+                Wire::Anthropic => {
+                    anthropic::sse_frames(seq, &body, None, (after_chunks, false), None)
+                }
             };
             let cut = stream::once(async {
                 tokio::time::sleep(CUT_FLUSH).await;
@@ -350,12 +364,12 @@ pub(crate) async fn play(
                     let err = json!({ "error": { "message": "The stream was interrupted by a server error.", "type": "server_error", "param": null, "code": "stream_error" } });
                     let last = Bytes::from(format!("event: error\ndata: {err}\n\n"));
                     Box::new(
-                        sse_frames(seq, &body, after_chunks, u32::MAX, None)
+                        sse_frames(seq, &body, (after_chunks, u32::MAX), None, None)
                             .chain(std::iter::once(last)),
                     )
                 }
                 Wire::Anthropic => Box::new(
-                    anthropic::sse_frames(seq, &body, None, after_chunks, false)
+                    anthropic::sse_frames(seq, &body, None, (after_chunks, false), None)
                         .chain(std::iter::once(anthropic::sse_error())),
                 ),
             };
@@ -413,9 +427,9 @@ fn unix_now() -> u64 {
 pub(crate) fn sse_frames(
     seq: u64,
     body: &Value,
-    chunks: u32,
-    total: u32,
+    (chunks, total): (u32, u32),
     usage: Option<(u32, u32)>,
+    shape: Option<&Shape>,
 ) -> Frames {
     let id = body
         .get("id")
@@ -432,11 +446,29 @@ pub(crate) fn sse_frames(
         })
     };
     let (head_id, head_created) = (id.clone(), created.clone());
+    let shape = shape.cloned();
     let content = (0..chunks).map(move |i| {
-        let delta = if i == 0 {
-            json!({ "role": "assistant", "content": "tok" })
-        } else {
-            json!({ "content": " tok" })
+        let delta = match &shape {
+            None if i == 0 => json!({ "role": "assistant", "content": "tok" }),
+            None => json!({ "content": " tok" }),
+            // The JSON text in `chunks` pieces, as the model writes it token by token.
+            Some(Shape::Json(text)) => {
+                let piece = shaped::piece(text, i, chunks);
+                if i == 0 {
+                    json!({ "role": "assistant", "content": piece })
+                } else {
+                    json!({ "content": piece })
+                }
+            }
+            // The call's id and name first, then its arguments in pieces.
+            Some(Shape::Tool { name, arguments }) => {
+                let piece = shaped::piece(arguments, i, chunks);
+                if i == 0 {
+                    json!({ "role": "assistant", "content": null, "tool_calls": [{ "index": 0, "id": format!("call_{seq:012}"), "type": "function", "function": { "name": name, "arguments": piece } }] })
+                } else {
+                    json!({ "tool_calls": [{ "index": 0, "function": { "arguments": piece } }] })
+                }
+            }
         };
         let c = chunk(
             &head_id,
@@ -482,13 +514,13 @@ mod tests {
     #[test]
     fn a_stream_of_billions_of_chunks_is_made_lazily() {
         // Building this once took an allocation of tens of GB and aborted the server.
-        let mut frames = sse_frames(1, &json!({}), u32::MAX, u32::MAX, None);
+        let mut frames = sse_frames(1, &json!({}), (u32::MAX, u32::MAX), None, None);
         let first = frames.next().unwrap();
         assert!(std::str::from_utf8(&first)
             .unwrap()
             .contains("\"role\":\"assistant\""));
         assert_eq!(frames.size_hint().0, (u32::MAX - 1) as usize + 2);
-        let mut deltas = anthropic::sse_frames(1, &json!({}), None, u32::MAX, true);
+        let mut deltas = anthropic::sse_frames(1, &json!({}), None, (u32::MAX, true), None);
         assert!(deltas.nth(3).is_some());
     }
 
@@ -568,7 +600,7 @@ mod tests {
     #[test]
     fn usage_totals_do_not_overflow() {
         let frames: Vec<Bytes> =
-            sse_frames(1, &json!({}), 0, 0, Some((u32::MAX, u32::MAX))).collect();
+            sse_frames(1, &json!({}), (0, 0), Some((u32::MAX, u32::MAX)), None).collect();
         let usage = std::str::from_utf8(&frames[1]).unwrap();
         assert!(usage.contains("\"total_tokens\":8589934590"), "{usage}");
     }

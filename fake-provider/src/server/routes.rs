@@ -2,6 +2,7 @@
 
 use super::parse::{self, BadRequest};
 use super::respond::{self, json_response};
+use super::shaped::Shape;
 use super::{App, ServerOptions};
 use crate::model::{error_body, error_body_at, Request, RequestRoute};
 use axum::body::Body;
@@ -155,6 +156,16 @@ async fn attempt(app: &App, req: Request) -> Response<Body> {
 
 /// Runs one attempt through the model and plays the decision in `wire`'s format.
 pub(crate) async fn attempt_as(app: &App, req: Request, wire: respond::Wire) -> Response<Body> {
+    attempt_shaped(app, req, wire, None).await
+}
+
+/// [`attempt_as`], a 200 of which has `shape` (see `shaped`).
+pub(crate) async fn attempt_shaped(
+    app: &App,
+    req: Request,
+    wire: respond::Wire,
+    shape: Option<Shape>,
+) -> Response<Body> {
     let (decision, real_ms, created) = {
         let mut inner = app.shared.lock();
         let (d, created) = inner.arrive(&req);
@@ -169,7 +180,7 @@ pub(crate) async fn attempt_as(app: &App, req: Request, wire: respond::Wire) -> 
         app.shared.clone(),
         decision,
         real_ms,
-        wire,
+        (wire, shape),
         facts,
         app.stop.clone(),
     )
@@ -212,13 +223,19 @@ where
         Ok(r) => r,
         Err(e) => return bad_request(&e),
     };
-    if let Err(e) = parse::chat(&mut req, &bytes) {
-        let wire = respond::Wire::OpenAi {
-            include_usage: false,
-        };
-        return key_first(&app, req, wire, bad_request(&e)).await;
-    }
-    attempt(&app, req).await
+    let shape = match parse::chat(&mut req, &bytes) {
+        Ok(shape) => shape,
+        Err(e) => {
+            let wire = respond::Wire::OpenAi {
+                include_usage: false,
+            };
+            return key_first(&app, req, wire, bad_request(&e)).await;
+        }
+    };
+    let wire = respond::Wire::OpenAi {
+        include_usage: req.stream_usage,
+    };
+    attempt_shaped(&app, req, wire, shape).await
 }
 
 pub(crate) async fn embeddings(State(app): State<App>, req: HttpRequest<Body>) -> Response<Body> {
