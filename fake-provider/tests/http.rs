@@ -936,3 +936,33 @@ async fn an_answer_the_client_gave_up_on_is_marked_undelivered() {
     let journal = s.journal().await;
     assert_ne!(journal[1]["undelivered"], true, "{journal:?}");
 }
+
+/// A stream starts at its first piece and ends at the latency, as a real API's does: its
+/// headers come long before the latency and its pieces keep coming, so a client whose read
+/// timeout is shorter than the latency (but not than a gap) reads it whole. It had spent
+/// its whole latency before its headers, and such a client timed out and retried.
+#[tokio::test]
+async fn a_stream_starts_early_and_ends_at_the_latency() {
+    let mut c = config(None, vec![]);
+    c.latency = LatencyConfig::fixed_ms(1_600);
+    let s = start(c).await;
+    let started = std::time::Instant::now();
+    let r = s
+        .client
+        .post(format!("{}/v1/chat/completions", s.base))
+        .bearer_auth("sk-a-test-key")
+        .json(&json!({ "model": "m", "messages": [{ "role": "user", "content": "hello" }], "max_tokens": 64, "stream": true }))
+        .send()
+        .await
+        .unwrap();
+    let headers_at = started.elapsed();
+    assert_eq!(r.status(), 200);
+    let body = r.text().await.unwrap();
+    let done_at = started.elapsed();
+    assert!(body.trim_end().ends_with("data: [DONE]"), "{body}");
+    // The first group leaves at a sixteenth of the latency (100 ms): allow a busy machine
+    // most of the rest, still well short of the 1,600 ms the headers had waited for.
+    assert!(headers_at < Duration::from_millis(1_000), "{headers_at:?}");
+    // The pauses are timers: never shorter, whatever the machine's load.
+    assert!(done_at >= Duration::from_millis(1_500), "{done_at:?}");
+}

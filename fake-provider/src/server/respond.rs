@@ -189,6 +189,60 @@ async fn wait(ms: u64, stop: &mut watch::Receiver<bool>) {
     }
 }
 
+/// Most pauses a stream makes between its pieces: its content leaves in this many groups
+/// at most, so a stream of thousands of tokens costs a few timers, not one a token.
+const MAX_STREAM_GROUPS: u32 = 16;
+
+/// When a stream's pieces leave (real time): its `chunks` content frames in `groups`
+/// groups, the first (with the frames before the content) after `first_ms`, each next one
+/// `gap_ms` later, the last at the answer's latency. A real API sends its headers and first
+/// token at the time to first token and the rest as they are made; a stream that spent its
+/// whole latency before its headers timed out a client whose read timeout was shorter than
+/// the latency but longer than any gap, which the real API would have kept reading.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Pace {
+    first_ms: u64,
+    gap_ms: u64,
+    /// Content frames in a group.
+    per_group: u32,
+    chunks: u32,
+}
+
+impl Pace {
+    /// The pace of `chunks` content frames over `latency_ms`.
+    fn of(chunks: u32, latency_ms: u64) -> Pace {
+        let per_group = chunks.div_ceil(MAX_STREAM_GROUPS).max(1);
+        let groups = chunks.div_ceil(per_group).max(1);
+        let step = latency_ms / u64::from(groups);
+        Pace {
+            // The first group takes what the division left over, so the last leaves at
+            // the latency exactly.
+            first_ms: latency_ms - step * u64::from(groups - 1),
+            gap_ms: step,
+            per_group,
+            chunks,
+        }
+    }
+
+    /// `frames` (`head` frames before the content, then the content, then the closing
+    /// frames) as a stream that pauses `gap_ms` before each group of content after the first.
+    fn paced(self, frames: Frames, head: u32) -> FrameStream {
+        let pace = self;
+        stream::unfold((frames, 0u64), move |(mut frames, i)| async move {
+            let frame = frames.next()?;
+            let content = i.checked_sub(u64::from(head));
+            let starts_group = content.is_some_and(|k| {
+                k > 0 && k < u64::from(pace.chunks) && k % u64::from(pace.per_group) == 0
+            });
+            if starts_group && pace.gap_ms > 0 {
+                tokio::time::sleep(Duration::from_millis(pace.gap_ms)).await;
+            }
+            Some((Ok(frame), (frames, i + 1)))
+        })
+        .boxed()
+    }
+}
+
 /// The wire format an answer is rendered in: the model decides once, each API's edge says
 /// it its own way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -251,7 +305,16 @@ pub(crate) async fn play(
             };
             // Only a completion has a shape (it changes what a 200 says, nothing else).
             let shape = shape.filter(|_| completion.is_some() && status == 200);
-            wait(real_latency_ms, &mut stop).await;
+            // A stream starts when its first piece is ready and ends at the latency, as a
+            // real API's does; anything else is whole at the latency.
+            let pace = match (stream_chunks, wire) {
+                (Some(n), Wire::OpenAi { .. } | Wire::Anthropic) if status == 200 => {
+                    Some(Pace::of(n, real_latency_ms))
+                }
+                _ => None,
+            };
+            let first_ms = pace.map_or(real_latency_ms, |p| p.first_ms);
+            wait(first_ms, &mut stop).await;
             if let (Some(c), None, Wire::OpenAi { .. }, None) =
                 (&completion, stream_chunks, wire, &shape)
             {
@@ -281,17 +344,16 @@ pub(crate) async fn play(
                 (Some(n), Wire::OpenAi { include_usage }) if status == 200 => {
                     let usage = usage.filter(|_| include_usage);
                     let frames = sse_frames(seq, &body, (n, n), usage, shape);
-                    sse_response(
-                        &headers,
-                        stream::iter(frames.into_iter().map(Ok)).boxed(),
-                        departure,
-                    )
+                    let pace = pace.unwrap_or(Pace::of(n, 0));
+                    sse_response(&headers, pace.paced(frames, 0), departure)
                 }
                 (Some(n), Wire::Anthropic) if status == 200 => {
                     let frames = anthropic::sse_frames(seq, &body, usage, (n, true), shape);
+                    let pace = pace.unwrap_or(Pace::of(n, 0));
+                    // Three events (message_start, content_block_start, ping) lead.
                     sse_response(
                         &anthropic::headers(&headers),
-                        stream::iter(frames.into_iter().map(Ok)).boxed(),
+                        pace.paced(frames, 3),
                         departure,
                     )
                 }
@@ -603,5 +665,28 @@ mod tests {
             sse_frames(1, &json!({}), (0, 0), Some((u32::MAX, u32::MAX)), None).collect();
         let usage = std::str::from_utf8(&frames[1]).unwrap();
         assert!(usage.contains("\"total_tokens\":8589934590"), "{usage}");
+    }
+
+    /// A stream's pieces leave in at most `MAX_STREAM_GROUPS` groups, the last at the
+    /// latency: the first wait and the gaps add up to it, whatever the chunk count.
+    #[test]
+    fn a_paced_stream_ends_at_its_latency() {
+        for (chunks, latency) in [
+            (1, 800),
+            (3, 1_000),
+            (16, 1_600),
+            (17, 1_601),
+            (5_000, 3),
+            (u32::MAX, 90_000),
+        ] {
+            let p = Pace::of(chunks, latency);
+            let groups = u64::from(chunks.div_ceil(p.per_group));
+            assert!(groups <= u64::from(MAX_STREAM_GROUPS), "{chunks}: {p:?}");
+            // The content frames k (from 0) before which it pauses: 0 < k < chunks, k a
+            // multiple of per_group.
+            let pauses = (u64::from(chunks) - 1) / u64::from(p.per_group);
+            assert_eq!(pauses, groups - 1, "{chunks}: {p:?}");
+            assert_eq!(p.first_ms + pauses * p.gap_ms, latency, "{chunks}: {p:?}");
+        }
     }
 }
