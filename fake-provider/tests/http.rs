@@ -877,17 +877,33 @@ async fn the_key_is_checked_before_the_body() {
     ] {
         let r = post(path, key, body).await.unwrap();
         assert_eq!(r.status(), status, "{path} {key:?} {body}");
+        // Every answer names its attempt, as the real APIs' do (Anthropic's as request-id).
+        let id = if path == "/v1/messages" {
+            "request-id"
+        } else {
+            "x-request-id"
+        };
+        assert!(r.headers().contains_key(id), "{path} {key:?} {body}");
         let e: Value = r.json().await.unwrap();
         let message = e["error"]["message"].as_str().unwrap_or_default();
         assert!(message.contains(says), "{path} {key:?} {body}: {e}");
     }
-    // Each 401 reached the model and is in the journal; no 400 is.
+    // Every request is in the journal: each 401 as the model refused it, each 400 as the
+    // edge did (a client sending the same bad body again had been left out of the figures).
     let journal = s.journal().await;
     let statuses: Vec<u64> = journal
         .iter()
         .filter_map(|e| e["status"].as_u64())
         .collect();
-    assert_eq!(statuses, [401; 6], "{journal:?}");
+    assert_eq!(
+        statuses,
+        [401, 401, 400, 401, 400, 401, 401, 401, 400],
+        "{journal:?}"
+    );
+    for e in journal.iter().filter(|e| e["status"] == 400) {
+        assert_eq!(e["error_code"], "invalid_request", "{e}");
+        assert_eq!(e["credential"], "sk-...", "{e}");
+    }
 }
 
 /// A 200 the client gave up on before it was sent (its timeout shorter than the latency)

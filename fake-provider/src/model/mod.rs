@@ -598,6 +598,26 @@ impl ProviderModel {
         credential: Option<&str>,
         now: Millis,
     ) -> u64 {
+        let refusal = EdgeRefusal {
+            status: 404,
+            code: "unknown_route",
+        };
+        self.arrive_refused(method, path, credential, refusal, now)
+    }
+
+    /// A request the edge refused before the model saw it reached the edge at `now` (a body
+    /// the real API would refuse, sent with a known key: a 400), or one for a route the
+    /// provider lacks (404): it is journaled as an attempt with `refusal`'s status and code,
+    /// which no limit counts, so every request a client sends shows in the figures.
+    /// `path` is cut to 200 bytes. Returns the attempt's seq.
+    pub fn arrive_refused(
+        &mut self,
+        method: &str,
+        path: &str,
+        credential: Option<&str>,
+        refusal: EdgeRefusal,
+        now: Millis,
+    ) -> u64 {
         self.next_seq += 1;
         let seq = self.next_seq;
         let mut cut = path.len().min(200);
@@ -620,9 +640,9 @@ impl ProviderModel {
             action: None,
             attempt_no: None,
             class: None,
-            status: Some(404),
-            outcome: Cow::Borrowed("404"),
-            error_code: Some(Cow::Borrowed("unknown_route")),
+            status: Some(refusal.status),
+            outcome: Cow::Owned(refusal.status.to_string()),
+            error_code: Some(Cow::Borrowed(refusal.code)),
             committed: false,
             duplicate: false,
             retry_after_violation: false,
@@ -643,7 +663,7 @@ impl ProviderModel {
             limit: None,
             workload_item: None,
         };
-        self.count(&entry, usual_status(404));
+        self.count(&entry, usual_status(refusal.status));
         self.journal.push(entry);
         seq
     }
@@ -1691,3 +1711,13 @@ mod tests;
 mod tests_models;
 #[cfg(test)]
 mod tests_phases;
+
+/// What the edge refused a request with, before the model saw it (see
+/// [`ProviderModel::arrive_refused`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EdgeRefusal {
+    /// The HTTP status answered (400, 404).
+    pub status: u16,
+    /// The journal's error code (`invalid_request`, `unknown_route`).
+    pub code: &'static str,
+}

@@ -127,23 +127,47 @@ pub(crate) fn bad_request(e: &BadRequest) -> Response<Body> {
 /// A body the edge refuses (`refusal`, a 400), sent with a key the provider does not know
 /// or with none: the real APIs check the key before they read the body, so the client is
 /// told 401, as for any other request with that key, and the model journals the attempt as
-/// it journals every refused key. With a known key, the 400 stands. `req` is what the
-/// request's head said (its key, route and claims); nothing of the body is needed for a 401.
+/// it journals every refused key. With a known key, the 400 stands, journaled as an attempt
+/// with its request id (a client that sends the same bad body again and again shows in the
+/// figures; it had been left out of them). `req` is what the request's head said (its key,
+/// route and claims); nothing of the body is needed for a 401.
 pub(crate) async fn key_first(
     app: &App,
     req: Request,
     wire: respond::Wire,
-    refusal: Response<Body>,
+    mut refusal: Response<Body>,
 ) -> Response<Body> {
-    if app
-        .shared
-        .lock()
-        .model
-        .knows_credential(req.credential.as_deref())
-    {
-        return refusal;
+    let journaled = {
+        let mut inner = app.shared.lock();
+        inner
+            .model
+            .knows_credential(req.credential.as_deref())
+            .then(|| {
+                let edge = crate::model::EdgeRefusal {
+                    status: refusal.status().as_u16(),
+                    code: "invalid_request",
+                };
+                let (method, route) = (req.route.method(), req.route.template());
+                inner.arrive_refused(method, route, req.credential.as_deref(), edge)
+            })
+    };
+    let Some(seq) = journaled else {
+        return attempt_as(app, req, wire).await;
+    };
+    let id_header = match wire {
+        respond::Wire::Anthropic => "request-id",
+        _ => "x-request-id",
+    };
+    let h = refusal.headers_mut();
+    for (name, value) in [
+        ("x-stampede-seq", seq.to_string()),
+        (id_header, format!("req_{seq:012}")),
+    ] {
+        if let Ok(v) = axum::http::HeaderValue::from_str(&value) {
+            h.insert(name, v);
+        }
     }
-    attempt_as(app, req, wire).await
+    refusal
 }
 
 /// Runs one attempt through the model and plays the decision in OpenAI's wire format.
@@ -354,10 +378,16 @@ pub(crate) async fn not_found(
         .or_else(|| headers.get("x-api-key"))
         .and_then(|v| v.to_str().ok())
         .map(|a| a.trim_start_matches("Bearer ").trim().to_string());
-    let seq =
-        app.shared
-            .lock()
-            .arrive_unknown_route(method.as_str(), uri.path(), credential.as_deref());
+    let refusal = crate::model::EdgeRefusal {
+        status: 404,
+        code: "unknown_route",
+    };
+    let seq = app.shared.lock().arrive_refused(
+        method.as_str(),
+        uri.path(),
+        credential.as_deref(),
+        refusal,
+    );
     json_response(
         404,
         &[

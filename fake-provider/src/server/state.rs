@@ -135,17 +135,19 @@ impl Inner {
         (d, self.model.completion_created(now))
     }
 
-    /// Journals a request for a route the provider does not have (answered 404).
-    pub(crate) fn arrive_unknown_route(
+    /// Journals a request the edge refused before the model saw it (a route the provider
+    /// lacks, a body the real API refuses): see `ProviderModel::arrive_refused`.
+    pub(crate) fn arrive_refused(
         &mut self,
         method: &str,
         path: &str,
         credential: Option<&str>,
+        refusal: crate::model::EdgeRefusal,
     ) -> u64 {
         let now = self.now();
         let seq = self
             .model
-            .arrive_unknown_route(method, path, credential, now);
+            .arrive_refused(method, path, credential, refusal, now);
         while let Some(e) = self.model.next_journal() {
             if self.ring.len() == self.ring_capacity {
                 self.ring.pop_front();
