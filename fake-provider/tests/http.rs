@@ -402,7 +402,18 @@ async fn bad_input_gets_json_errors_401_400_413_404() {
         "{body}"
     );
 
-    let big = "x".repeat(2 << 20);
+    // A 2 MiB prompt (a long context) is taken, as the real APIs take it.
+    let long = "x".repeat(2 << 20);
+    let r = s
+        .client
+        .post(&url)
+        .bearer_auth("sk-a-test-key")
+        .json(&json!({ "model": "m", "messages": [{ "role": "user", "content": long }] }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let big = "x".repeat(stampede_provider::server::DEFAULT_BODY_LIMIT + 1);
     let r = s
         .client
         .post(&url)

@@ -49,8 +49,11 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tower::ServiceExt;
 
-/// Largest request body accepted by default, bytes (larger gets 413).
-pub const DEFAULT_BODY_LIMIT: usize = 1 << 20;
+/// Largest request body accepted by default, bytes (larger gets 413): Anthropic's documented
+/// limit on a Messages request, 32 MiB. At 1 MiB, a long context or a base64 image the real
+/// APIs take got 413 here. A body is held only while it is read (the journal keeps its
+/// hash), so the cost is per request in flight.
+pub const DEFAULT_BODY_LIMIT: usize = 32 << 20;
 
 /// Longest time, by default, between a request head's first byte and its end (or for an
 /// unread body to stop arriving after its answer).
