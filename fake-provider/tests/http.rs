@@ -435,6 +435,20 @@ async fn bad_input_gets_json_errors_401_400_413_404() {
     assert_eq!(r.status(), 404);
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["error"]["code"], "unknown_route");
+    // Under Anthropic's path, Anthropic's 404 with the request-id its SDK reads.
+    let r = s
+        .client
+        .post(format!("{}/v1/messages/count_tokens", s.base))
+        .header("x-api-key", "sk-a-test-key")
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    assert!(r.headers().contains_key("request-id"));
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["type"], "error", "{body}");
+    assert_eq!(body["error"]["type"], "not_found_error", "{body}");
 }
 
 #[tokio::test]

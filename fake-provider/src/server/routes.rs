@@ -388,6 +388,21 @@ pub(crate) async fn not_found(
         credential.as_deref(),
         refusal,
     );
+    // Under Anthropic's path (`/v1/messages/count_tokens`, `/v1/messages/batches`), in
+    // Anthropic's words, with its `request-id`, which its SDK reads.
+    if uri.path().starts_with("/v1/messages/") {
+        return json_response(
+            404,
+            &[
+                ("x-stampede-seq".to_string(), seq.to_string()),
+                ("request-id".to_string(), format!("req_{seq:012}")),
+            ],
+            &serde_json::json!({
+                "type": "error",
+                "error": { "type": "not_found_error", "message": format!("no route for {method} {}", uri.path()) },
+            }),
+        );
+    }
     json_response(
         404,
         &[
