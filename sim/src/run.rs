@@ -17,6 +17,30 @@ use crate::sink::background::BackgroundCsv;
 use crate::sink::{AttemptSink, AuditFile, NoAttempts, NoAudit};
 use crate::virtual_driver::{self, DriverError, VirtualRun};
 
+/// A figure as an expectation shows it: to 4 decimals, or to as many more as it takes for a
+/// failed figure not to read as its own limit (`actual 3.0188, limit <= 3.0188` was a
+/// failure of 3.018836).
+fn shown_actual(actual: f64, pass: bool, spec: &expect::ExpectSpec) -> f64 {
+    let rounded = round4(actual);
+    if pass || !actual.is_finite() {
+        return rounded;
+    }
+    (5..=15)
+        .map(|decimals| {
+            let scale = 10f64.powi(decimals);
+            (actual * scale).round() / scale
+        })
+        .chain([actual])
+        .find(|&shown| !spec.check(shown).pass)
+        .map_or(rounded, |shown| {
+            if spec.check(rounded).pass {
+                shown
+            } else {
+                rounded
+            }
+        })
+}
+
 /// How to run and what to write.
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
@@ -273,8 +297,8 @@ fn finish_run_with(
     summary.seed = scenario.seed;
     summary.preset = scenario.client.preset.clone();
     summary.expectations = expect::evaluate(&scenario.expectations, &summary);
-    for e in &mut summary.expectations {
-        e.actual = round4(e.actual);
+    for (e, spec) in summary.expectations.iter_mut().zip(&scenario.expectations) {
+        e.actual = shown_actual(e.actual, e.pass, spec);
     }
     summary.wall_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let report = RunReport {
@@ -419,4 +443,36 @@ fn fault_windows(scenario: &Scenario, downs: &[(u64, u64)]) -> Vec<stampede_repo
         })
         .chain(crashes)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shown_actual;
+    use crate::scenario::expect::ExpectSpec;
+
+    /// A failed figure never reads as its own limit; a passing one, and a failure rounding
+    /// does not hide, keep 4 decimals.
+    #[test]
+    fn a_failed_figure_shows_the_digits_that_fail() {
+        let at_most = |max: f64| ExpectSpec {
+            key: "billed_usd".into(),
+            min: None,
+            max: Some(max),
+            abort: false,
+        };
+        assert_eq!(shown_actual(3.018836, false, &at_most(3.0188)), 3.01884);
+        assert_eq!(
+            shown_actual(3.018800001, false, &at_most(3.0188)),
+            3.018800001
+        );
+        assert_eq!(shown_actual(3.5, false, &at_most(3.0188)), 3.5);
+        assert_eq!(shown_actual(2.123456, true, &at_most(3.0)), 2.1235);
+        let at_least = ExpectSpec {
+            key: "completed".into(),
+            min: Some(10.0),
+            max: None,
+            abort: false,
+        };
+        assert_eq!(shown_actual(9.99996, false, &at_least), 9.99996);
+    }
 }
