@@ -390,12 +390,13 @@ fn parse_limit(key: &str, v: &toml::Value) -> Result<ExpectSpec, (String, String
         return nan(format!("expect.{key}"));
     }
     if let Some(max) = as_number(v) {
-        return Ok(ExpectSpec {
+        let spec = ExpectSpec {
             key: key.to_string(),
             min: None,
             max: Some(max),
             abort: false,
-        });
+        };
+        return decides(spec, hint);
     }
     let toml::Value::Table(t) = v else {
         return Err((
@@ -422,6 +423,16 @@ fn parse_limit(key: &str, v: &toml::Value) -> Result<ExpectSpec, (String, String
             })?;
             continue;
         }
+        // The name first: `abrt = true` is a misspelt key, not a bound that must be a number.
+        if !matches!(k.as_str(), "min" | "max") {
+            return Err((
+                format!("expect.{key}.{k}"),
+                format!(
+                    "unknown bound `{k}` for `{key}`: {hint} (and abort = true to end the run \
+                     early)"
+                ),
+            ));
+        }
         if matches!(bound, toml::Value::Float(f) if f.is_nan()) {
             return nan(format!("expect.{key}.{k}"));
         }
@@ -431,15 +442,10 @@ fn parse_limit(key: &str, v: &toml::Value) -> Result<ExpectSpec, (String, String
                 format!("`{key}.{k}` must be a number: {hint}"),
             )
         })?;
-        match k.as_str() {
-            "min" => spec.min = Some(n),
-            "max" => spec.max = Some(n),
-            other => {
-                return Err((
-                    format!("expect.{key}.{other}"),
-                    format!("unknown bound `{other}` for `{key}`: {hint} (and abort = true to end the run early)"),
-                ))
-            }
+        if k == "min" {
+            spec.min = Some(n);
+        } else {
+            spec.max = Some(n);
         }
     }
     if spec.min.is_none() && spec.max.is_none() {
@@ -448,6 +454,8 @@ fn parse_limit(key: &str, v: &toml::Value) -> Result<ExpectSpec, (String, String
             format!("`{key}` has no bound: {hint}"),
         ));
     }
+    let spec = decides(spec, hint)?;
+    let key = spec.key.as_str();
     if let (Some(min), Some(max)) = (spec.min, spec.max) {
         if min > max {
             return Err((
@@ -461,30 +469,77 @@ fn parse_limit(key: &str, v: &toml::Value) -> Result<ExpectSpec, (String, String
         }
     }
     if spec.abort {
-        if monotone(key).is_none() {
-            return Err((
-                format!("expect.{key}.abort"),
-                format!(
-                    "`{key}` can fall as well as rise while a run plays (or is known only at \
-                     its end), so no moment proves it will end over its limit: abort = true \
-                     works on figures that only grow: {}, status_counts.<status>; remove \
-                     abort here",
-                    MONOTONE_KEYS.join(", ")
-                ),
-            ));
-        }
-        if spec.max.is_none() {
-            return Err((
-                format!("expect.{key}.abort"),
-                format!(
-                    "abort = true needs a max: `{key}` only grows while the run plays, so only \
-                     passing a maximum proves early that it fails (a minimum can still be \
-                     reached until the end); write {{ max = .., abort = true }}"
-                ),
-            ));
-        }
+        abortable(&spec)?;
     }
     Ok(spec)
+}
+
+/// `spec` if its bounds can both pass and fail some figure; refused, naming its key, if
+/// not.
+fn decides(spec: ExpectSpec, hint: &str) -> Result<ExpectSpec, (String, String)> {
+    let key = spec.key.as_str();
+    // Every figure but a client's exit code (-15: ended by SIGTERM) is a count, a time, a
+    // rate or a share, never below 0: a bound no figure can fail, or none can pass, is a
+    // mistake to name, not a check to run.
+    let signed = key == "client_exit_code";
+    if let Some(bad) = [spec.min, spec.max]
+        .into_iter()
+        .flatten()
+        .find(|n| n.is_infinite())
+    {
+        return Err((
+            format!("expect.{key}"),
+            format!("`{key}` has the limit {bad}, which no figure reaches: {hint}"),
+        ));
+    }
+    if !signed && spec.max.is_some_and(|max| max < 0.0) {
+        return Err((
+            format!("expect.{key}"),
+            format!(
+                "`{key}` has a max below 0, which no figure passes (figures are never \
+                 negative): {hint}"
+            ),
+        ));
+    }
+    if !signed && spec.max.is_none() && spec.min.is_some_and(|min| min <= 0.0) {
+        return Err((
+            format!("expect.{key}"),
+            format!(
+                "`{key}` has only a min of 0 or less, which every figure passes (figures are \
+                 never negative), so it checks nothing: give a min above 0, or a max"
+            ),
+        ));
+    }
+    Ok(spec)
+}
+
+/// `Ok` if `spec` (with `abort = true`) may end a run early: its figure only grows and it
+/// has a max.
+fn abortable(spec: &ExpectSpec) -> Result<(), (String, String)> {
+    let key = spec.key.as_str();
+    if monotone(key).is_none() {
+        return Err((
+            format!("expect.{key}.abort"),
+            format!(
+                "`{key}` can fall as well as rise while a run plays (or is known only at \
+                 its end), so no moment proves it will end over its limit: abort = true \
+                 works on figures that only grow: {}, status_counts.<status>; remove \
+                 abort here",
+                MONOTONE_KEYS.join(", ")
+            ),
+        ));
+    }
+    if spec.max.is_none() {
+        return Err((
+            format!("expect.{key}.abort"),
+            format!(
+                "abort = true needs a max: `{key}` only grows while the run plays, so only \
+                 passing a maximum proves early that it fails (a minimum can still be \
+                 reached until the end); write {{ max = .., abort = true }}"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Summary figures that never fall while a run plays: each counts events as they happen
@@ -755,6 +810,28 @@ mod tests {
             "\"rate_limit_hits.tpm\" = { min = 1 }",
             "\"refusal_wait_ms.p99\" = 100",
             "[tenants.anyone]\nfailed = 0",
+        ] {
+            parse(text).unwrap_or_else(|e| panic!("{text}: {e:?}"));
+        }
+    }
+
+    /// Bounds that could never fail or never pass are refused, naming the key; a misspelt
+    /// `abort` is an unknown bound, not a bound that must be a number.
+    #[test]
+    fn bounds_that_decide_nothing_are_refused() {
+        for (text, says) in [
+            ("failed = { max = 10, abrt = true }", "unknown bound `abrt`"),
+            ("failed = { min = -inf }", "no figure reaches"),
+            ("failed = -1", "max below 0"),
+            ("completed = { min = 0 }", "checks nothing"),
+        ] {
+            let (_, message) = parse(text).unwrap_err();
+            assert!(message.contains(says), "{text}: {message}");
+        }
+        for text in [
+            "completed = { min = 1 }",
+            "failed = 0",
+            "client_exit_code = { min = -15, max = -15 }",
         ] {
             parse(text).unwrap_or_else(|e| panic!("{text}: {e:?}"));
         }
