@@ -61,6 +61,11 @@ fn parse_duration_ms(text: &str) -> Result<u64, String> {
     if trimmed.is_empty() {
         return Err("empty duration: write e.g. \"100ms\" or \"2.8s\"".to_string());
     }
+    if trimmed.starts_with('-') {
+        return Err(format!(
+            "duration {text:?} is negative: a duration is a length of time, 0 or more"
+        ));
+    }
     if let Ok(d) = humantime::parse_duration(trimmed) {
         return u64::try_from(d.as_millis()).map_err(|_| format!("duration {text:?} is too long"));
     }
@@ -108,6 +113,10 @@ mod tests {
         assert_eq!(DurationMs::parse("1.5m 10s").unwrap().ms(), 100_000);
         assert!(DurationMs::parse("12").unwrap_err().contains("no unit"));
         assert!(DurationMs::parse("3 parsecs").is_err());
+        // Said in words, where it read `"" is not a number`.
+        assert!(DurationMs::parse("-5s")
+            .unwrap_err()
+            .contains("is negative"));
     }
 
     #[test]

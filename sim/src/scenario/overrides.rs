@@ -95,8 +95,10 @@ fn set_in(cur: &mut Value, segs: &[&str], value: &Value, full: &str) -> Result<(
                 return Ok(());
             }
             // An index under a key the file does not write addresses an entry of a list that
-            // does not exist: say so, rather than make a table whose key is a number.
-            if !t.contains_key(*seg) && rest[0].parse::<usize>().is_ok() {
+            // does not exist: say so, rather than make a table whose key is a number. Under
+            // `expect`, a number is a key (`status_counts.429`), and no list is there.
+            let in_expect = full.starts_with("expect.");
+            if !in_expect && !t.contains_key(*seg) && rest[0].parse::<usize>().is_ok() {
                 return Err(format!(
                     "--set {full}: `{here}` is not in the file, so it has no entry {}; set a list's entries where the file writes the list",
                     rest[0]
@@ -184,6 +186,13 @@ mod tests {
             err.contains("`client.layers` is not in the file, so it has no entry 0"),
             "{err}"
         );
+        // Under `expect` a number is a key of a map (a status), set where the file has none.
+        apply(
+            &mut t,
+            &parse_override("expect.status_counts.429=0").unwrap(),
+        )
+        .unwrap();
+        assert_eq!(t["expect"]["status_counts"]["429"].as_integer(), Some(0));
     }
 
     #[test]
