@@ -600,3 +600,23 @@ fn an_expectation_on_a_group_the_scenario_lacks_is_refused() {
     let out = stampede(&["validate", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
+
+/// A name with a control character (an escape sequence that rewrites the terminal's
+/// lines, a character XML forbids) is refused at load, naming the key.
+#[test]
+fn a_name_with_a_control_character_is_refused() {
+    for (from, to, key) in [
+        ("name = \"m\"", "name = \"m\\u001b[31m\"", "name"),
+        (
+            "tenant = \"t\"",
+            "tenant = \"t\\r2nd\"",
+            "workload.0.tenant",
+        ),
+    ] {
+        let msg = validate_error(&MINIMAL.replace(from, to));
+        assert!(
+            msg.contains(key) && msg.contains("control character"),
+            "{msg}"
+        );
+    }
+}
