@@ -890,7 +890,8 @@ fn the_run_directory_keeps_the_workload_with_keys_masked() {
         path = os.environ['STAMPEDE_WORKLOAD']\n\
         line = json.loads(open(path).readline())\n\
         keys = os.environ['STAMPEDE_CREDENTIALS'].split(',')\n\
-        json.dump({'path': path, 'credential': line['credential'], \
+        modes = [os.stat(p).st_mode & 0o777 for p in (path, os.path.dirname(path))]\n\
+        json.dump({'path': path, 'credential': line['credential'], 'modes': modes, \
         'by_index': keys[line['credential_index']]}, open(sys.argv[1], 'w'))\n";
     let out = stampede(&[
         "run",
@@ -914,6 +915,8 @@ fn the_run_directory_keeps_the_workload_with_keys_masked() {
     .unwrap();
     assert_eq!(seen["credential"], key, "the client gets the key whole");
     assert_eq!(seen["by_index"], key);
+    // Only its user reads it, whatever the umask (022 had made both readable by all).
+    assert_eq!(seen["modes"], serde_json::json!([0o600, 0o700]), "{seen}");
     let handed = Path::new(seen["path"].as_str().unwrap());
     assert!(!handed.starts_with(&run_dir), "{handed:?}");
     assert!(

@@ -200,8 +200,15 @@ pub fn run_client(
     // The client reads its workload, keys whole, from a folder only this user can read,
     // removed when the run ends (when `private` drops); the run directory keeps the lines
     // with the keys masked.
-    let private = tempfile::Builder::new()
-        .prefix("stampede-workload-")
+    let mut private = tempfile::Builder::new();
+    private.prefix("stampede-workload-");
+    #[cfg(unix)]
+    {
+        // Set, not left to the umask: a 022 umask made it readable by every user.
+        use std::os::unix::fs::PermissionsExt;
+        private.permissions(std::fs::Permissions::from_mode(0o700));
+    }
+    let private = private
         .tempdir()
         .map_err(|source| ClientError::Io {
             doing: "create a private folder for the client's workload".into(),
@@ -216,7 +223,15 @@ pub fn run_client(
             paths
                 .iter()
                 .map(|path| {
-                    File::create(path)
+                    let mut open = fs::OpenOptions::new();
+                    open.write(true).create(true).truncate(true);
+                    #[cfg(unix)]
+                    {
+                        // The private copy holds keys whole: only its user reads it.
+                        use std::os::unix::fs::OpenOptionsExt;
+                        open.mode(0o600);
+                    }
+                    open.open(path)
                         .map(BufWriter::new)
                         .map_err(|source| ClientError::Io {
                             doing: format!("write {}", path.display()),
