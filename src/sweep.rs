@@ -155,6 +155,13 @@ fn sweep(args: SweepArgs) -> ExitCode {
         Err(message) => return exit::bad_input(message),
     };
 
+    // Every key a provider of the scenario issued: shown masked wherever a value holds one.
+    let known_keys: Vec<&str> = base
+        .providers
+        .iter()
+        .flat_map(|p| p.config.credentials.iter().map(|c| c.key.as_str()))
+        .chain(base.provider.credentials.iter().map(|c| c.key.as_str()))
+        .collect();
     // Load every configuration before running any, so a bad value fails fast.
     let configs = cross_product(&varied);
     let mut loaded: Vec<(BTreeMap<String, String>, Scenario)> = Vec::with_capacity(configs.len());
@@ -169,7 +176,7 @@ fn sweep(args: SweepArgs) -> ExitCode {
         // As the sweep's outputs show it: a credential masked.
         let shown: BTreeMap<String, String> = config
             .iter()
-            .map(|(k, v)| (k.clone(), shown_value(&varied, k, v)))
+            .map(|(k, v)| (k.clone(), shown_value(&varied, &known_keys, k, v)))
             .collect();
         match scenario::load(&scenario_path, Some(base.seed), &config_sets) {
             Ok(s) => loaded.push((shown, s)),
@@ -416,23 +423,21 @@ fn parse_vary(arg: &str) -> Result<Varied, String> {
 /// Every combination of the varied values, the first `--vary` changing slowest. With nothing
 /// varied, one empty configuration: the scenario as written.
 /// `value` of `key` as the sweep's outputs (its lines, sweep.csv, the plots, a shard's
-/// manifest) show it: a key that names credentials shows each value masked, with its place
-/// in the `--vary` list so that two keys masked alike stay two configurations
-/// (`sk-...abcd#2`); any other value as written.
-fn shown_value(varied: &[Varied], key: &str, value: &str) -> String {
-    let last = key.rsplit('.').next().unwrap_or(key);
-    if !matches!(
-        last,
-        "credential" | "key" | "deployments" | "fallbacks" | "primary"
-    ) {
-        return value.to_string();
+/// manifest) show it: keys masked (see `overrides::shown_value`; `known` are the
+/// scenario's), with the value's place in the `--vary` list when anything was masked, so
+/// that two values masked alike stay two configurations (`sk-...abcd#2`); any other value
+/// as written.
+fn shown_value(varied: &[Varied], known: &[&str], key: &str, value: &str) -> String {
+    let shown = scenario::overrides::shown_value(key, value, known);
+    if shown == value {
+        return shown;
     }
     let place = varied
         .iter()
         .find(|v| v.key == key)
         .and_then(|v| v.values.iter().position(|x| x == value))
         .map_or(0, |i| i + 1);
-    format!("{}#{place}", stampede_secret::mask(value))
+    format!("{shown}#{place}")
 }
 
 fn cross_product(varied: &[Varied]) -> Vec<Vec<(String, String)>> {

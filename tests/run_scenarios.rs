@@ -620,3 +620,17 @@ fn a_name_with_a_control_character_is_refused() {
         );
     }
 }
+
+/// A `--set` whose value holds a key is echoed with the key masked in the error it gets.
+#[test]
+fn a_set_echoed_in_an_error_shows_its_key_masked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_scenario(dir.path(), MINIMAL);
+    let typo = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcX";
+    let set = format!("workload.0.credential={typo}");
+    let out = stampede(&["validate", path.to_str().unwrap(), "--set", &set]);
+    let msg = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{msg}");
+    assert!(msg.contains("--set workload.0.credential=sk-...abcX"), "{msg}");
+    assert!(!msg.contains(&typo[8..40]), "{msg}");
+}

@@ -208,12 +208,10 @@ pub fn run_client(
         use std::os::unix::fs::PermissionsExt;
         private.permissions(std::fs::Permissions::from_mode(0o700));
     }
-    let private = private
-        .tempdir()
-        .map_err(|source| ClientError::Io {
-            doing: "create a private folder for the client's workload".into(),
-            source,
-        })?;
+    let private = private.tempdir().map_err(|source| ClientError::Io {
+        doing: "create a private folder for the client's workload".into(),
+        source,
+    })?;
     let handed_paths: Vec<PathBuf> = workload_paths
         .iter()
         .map(|p| private.path().join(p.file_name().unwrap_or_default()))

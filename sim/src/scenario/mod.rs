@@ -234,7 +234,11 @@ pub fn parse(text: &str, file: &str, sets: &[Override]) -> Result<Scenario, Scen
         {
             Some(ov) => err(
                 Some(ov.path.clone()),
-                format!("--set {}={}: {message}", ov.path, ov.raw),
+                format!(
+                    "--set {}={}: {message}",
+                    ov.path,
+                    overrides::shown_value(&ov.path, &ov.raw, &[])
+                ),
             ),
             None if whole_file => err(None, with_hint(&message)),
             None => err(key, message),
@@ -246,7 +250,11 @@ pub fn parse(text: &str, file: &str, sets: &[Override]) -> Result<Scenario, Scen
         match sets.iter().find(|ov| related(&ov.path, &key)) {
             Some(ov) => err(
                 Some(ov.path.clone()),
-                format!("--set {}={}: {message}", ov.path, ov.raw),
+                format!(
+                    "--set {}={}: {message}",
+                    ov.path,
+                    overrides::shown_value(&ov.path, &ov.raw, &[])
+                ),
             ),
             None => err(Some(key), message),
         }

@@ -20,6 +20,42 @@ pub struct Override {
     pub value: Value,
 }
 
+/// The value `raw` of setting `path` as an error, a sweep's lines, its CSV and its plots show
+/// it, keys masked (`sk-...abcd`): every word of a setting that names credentials (its last
+/// part `credential`, `key`, `deployments`, `fallbacks` or `primary`), and anywhere else
+/// (a whole table, `client={deployments=[...]}`) every word that is one of the `known` keys
+/// or starts `sk-`. A word is a run of characters between TOML's brackets, quotes,
+/// commas, equals signs and spaces, so a list keeps its length (`["sk-...abcd", "****"]`).
+pub fn shown_value(path: &str, raw: &str, known: &[&str]) -> String {
+    let last = path.rsplit('.').next().unwrap_or(path);
+    let names_keys = matches!(
+        last,
+        "credential" | "key" | "deployments" | "fallbacks" | "primary"
+    );
+    let is_delimiter = |c: char| "[]{}\"',=".contains(c) || c.is_whitespace();
+    let mut out = String::with_capacity(raw.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        let secret = names_keys || word.starts_with("sk-") || known.contains(&word.as_str());
+        if secret && !word.is_empty() {
+            out.push_str(&stampede_secret::mask(word));
+        } else {
+            out.push_str(word);
+        }
+        word.clear();
+    };
+    for c in raw.chars() {
+        if is_delimiter(c) {
+            flush(&mut word, &mut out);
+            out.push(c);
+        } else {
+            word.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}
+
 /// Parses `KEY=VALUE`.
 pub fn parse_override(arg: &str) -> Result<Override, String> {
     let (path, raw) = arg.split_once('=').ok_or_else(|| {
@@ -149,6 +185,36 @@ mod tests {
 
     fn doc() -> Table {
         "name = \"x\"\n[client]\npreset = \"stampede\"\n[[provider.scopes]]\nid = \"a\"\nrpm = 600\n".parse().unwrap()
+    }
+
+    /// A setting's value as errors and sweeps show it: keys masked word by word, in a
+    /// setting that names credentials and in a whole table alike, the rest as written.
+    #[test]
+    fn a_shown_value_masks_every_key_in_it() {
+        let key = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcd";
+        let azure = "0123456789abcdef0123456789abcdef";
+        let cases = [
+            (
+                "workload.0.credential",
+                key.to_string(),
+                "sk-...abcd".to_string(),
+            ),
+            (
+                "client.deployments",
+                format!("[\"{key}\", \"sk-a\"]"),
+                "[\"sk-...abcd\", \"****\"]".to_string(),
+            ),
+            (
+                "client",
+                format!("{{preset=\"litellm-router\", deployments=[\"{key}\", \"{azure}\"]}}"),
+                "{preset=\"litellm-router\", deployments=[\"sk-...abcd\", \"012...cdef\"]}"
+                    .to_string(),
+            ),
+            ("client.workers", "32".to_string(), "32".to_string()),
+        ];
+        for (path, raw, shown) in cases {
+            assert_eq!(shown_value(path, &raw, &[azure]), shown, "{path}");
+        }
     }
 
     #[test]
