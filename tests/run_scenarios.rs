@@ -631,6 +631,9 @@ fn a_set_echoed_in_an_error_shows_its_key_masked() {
     let out = stampede(&["validate", path.to_str().unwrap(), "--set", &set]);
     let msg = text(&out);
     assert_eq!(out.status.code(), Some(2), "{msg}");
-    assert!(msg.contains("--set workload.0.credential=sk-...abcX"), "{msg}");
+    assert!(
+        msg.contains("--set workload.0.credential=sk-...abcX"),
+        "{msg}"
+    );
     assert!(!msg.contains(&typo[8..40]), "{msg}");
 }

@@ -427,9 +427,21 @@ impl ProviderConfig {
         source_name: &str,
         name: Option<&str>,
     ) -> Result<Self, ConfigError> {
-        let parse_err = |e: toml::de::Error| ConfigError::Parse {
-            source_name: source_name.to_string(),
-            message: e.to_string(),
+        // The line and what is wrong, not toml's own rendering, which quotes the source
+        // line: a line that holds a key put it whole on stderr and in the control plane's
+        // 400 answer.
+        let parse_err = |e: toml::de::Error| {
+            let line = e
+                .span()
+                .and_then(|s| text.get(..s.start))
+                .map(|before| before.matches('\n').count() + 1);
+            ConfigError::Parse {
+                source_name: source_name.to_string(),
+                message: match line {
+                    Some(line) => format!("line {line}: {}", e.message().trim_end()),
+                    None => e.message().trim_end().to_string(),
+                },
+            }
         };
         let doc: toml::Table = toml::from_str(text).map_err(parse_err)?;
         let named = doc.get("providers").and_then(toml::Value::as_table);
@@ -952,5 +964,20 @@ scopes = [{ id = "account", rpm = 10 }, { id = "project", tpm = 1000 }]
             .unwrap_err()
             .to_string();
         assert!(e.contains("latencyy"), "{e}");
+    }
+
+    /// A TOML error names its line and what is wrong, never the line itself: one that
+    /// holds a key put it whole on stderr and in the control plane's answer.
+    #[test]
+    fn a_syntax_error_names_its_line_not_its_text() {
+        let key = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcd";
+        let text = format!(
+            "[[provider.scopes]]\nid = \"s\"\n[[provider.credentials]]\nkey = \"{key}\" junk\n"
+        );
+        let e = ProviderConfig::from_scenario_toml(&text, "s.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("s.toml: line 4:"), "{e}");
+        assert!(!e.contains(&key[8..40]), "{e}");
     }
 }
