@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::figures::figures;
-use crate::number::{fmt_figure, fmt_num};
+use crate::number::{fmt_actual, fmt_figure, fmt_num};
 use crate::schema::Summary;
 
 /// One figure in both runs.
@@ -348,7 +348,7 @@ pub fn render_comparison(c: &Comparison) -> String {
     } else {
         out.push_str("expectations that changed verdict:\n");
         for v in &c.verdicts {
-            let actual = |x: Option<f64>| x.map_or("-".to_string(), fmt_figure);
+            let actual = |x: Option<f64>| x.map_or("-".to_string(), fmt_actual);
             out.push_str(&format!(
                 "  {}: {} -> {} (actual {} -> {}, limit {})\n",
                 v.name,

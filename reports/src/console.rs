@@ -1,7 +1,7 @@
 //! Terminal lines for the command: `stampede check` prints one line per scenario, and every
 //! command that fails an expectation prints which one, with actual and limit.
 
-use crate::number::{fmt_figure, fmt_num};
+use crate::number::{fmt_actual, fmt_num};
 use crate::schema::{Expectation, Summary};
 
 /// One line per scenario for `stampede check`: verdict, name, then the key figures.
@@ -38,7 +38,7 @@ pub fn failed_expectation_lines(expectations: &[Expectation]) -> Vec<String> {
             format!(
                 "FAIL {}: actual {}, limit {}",
                 e.name,
-                fmt_figure(e.actual),
+                fmt_actual(e.actual),
                 e.limit
             )
         })

@@ -8,7 +8,7 @@ use crate::compare::{compare, verdict_word};
 use crate::escape::escape_xml as esc;
 use crate::figures::{describe, figures, FigureGroup};
 use crate::markdown::verdict_line;
-use crate::number::{fmt_figure, fmt_grouped};
+use crate::number::{fmt_actual, fmt_figure, fmt_grouped};
 use crate::plots::run_plots::Plot;
 use crate::report::RunReport;
 
@@ -103,7 +103,7 @@ pub(crate) fn render_html(report: &RunReport, plots: &[Plot]) -> String {
                 esc(&e.name),
                 esc(&e.name),
                 esc(&e.limit),
-                fmt_figure(e.actual)
+                fmt_actual(e.actual)
             ));
         }
         h.push_str("</table>\n");
@@ -248,7 +248,7 @@ fn comparison_html(baseline: &crate::schema::Summary, run: &crate::schema::Summa
                 Some(false) => "fail",
                 _ => "pass",
             };
-            let actual = |x: Option<f64>| x.map_or("-".to_string(), fmt_figure);
+            let actual = |x: Option<f64>| x.map_or("-".to_string(), fmt_actual);
             h.push_str(&format!(
                 "<li class=\"{class}\" data-expectation=\"{}\">{}: {} → {} (actual {} → {}, limit {})</li>\n",
                 esc(&v.name),

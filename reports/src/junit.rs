@@ -2,7 +2,7 @@
 //! No timestamps or durations: the file is byte-identical for the same run.
 
 use crate::escape::escape_xml;
-use crate::number::fmt_figure;
+use crate::number::{fmt_actual, fmt_figure};
 use crate::schema::{Aborted, Expectation, Interrupted, Summary};
 
 /// How a run ended early, for its failure messages.
@@ -21,7 +21,7 @@ fn failure_detail(e: &Expectation, early: Option<Early<'_>>) -> String {
     let detail = format!(
         "{}: actual {}, limit {}",
         e.name,
-        fmt_figure(e.actual),
+        fmt_actual(e.actual),
         e.limit
     );
     match early {

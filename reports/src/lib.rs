@@ -35,7 +35,7 @@ pub use error::ReportError;
 pub use figures::{describe, figure, figures, Figure, FigureGroup};
 pub use junit::{junit_check, junit_run, junit_suite, CheckedFile};
 pub use markdown::{render_markdown, verdict_line};
-pub use number::{fmt_figure, fmt_num};
+pub use number::{fmt_actual, fmt_figure, fmt_num};
 pub use report::{
     render, CaseFileLink, FaultWindow, LeftOut, RenderOptions, Rendered, RunReport, PNG_SUPPORTED,
     PNG_UNSUPPORTED,

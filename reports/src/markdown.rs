@@ -5,7 +5,7 @@ use crate::breakdown::{error_table, outcome_tables, Table};
 use crate::compare::{compare, verdict_word};
 use crate::escape::escape_md_cell;
 use crate::figures::figures;
-use crate::number::{fmt_figure, fmt_grouped};
+use crate::number::{fmt_actual, fmt_figure, fmt_grouped};
 use crate::report::RunReport;
 use crate::schema::Expectation;
 
@@ -60,7 +60,7 @@ pub fn render_markdown(report: &RunReport) -> String {
                 "| {} | {} | {} | {} |\n",
                 code(&e.name),
                 escape_md_cell(&e.limit),
-                fmt_figure(e.actual),
+                fmt_actual(e.actual),
                 match (e.pass, &s.aborted) {
                     (true, _) => "pass",
                     (false, Some(a)) if a.expectation == e.name => "**FAIL** (aborted the run)",
@@ -178,7 +178,7 @@ fn comparison_md(baseline: &crate::schema::Summary, run: &crate::schema::Summary
                 Some(false) => format!("**{}**", verdict_word(v.after)),
                 _ => verdict_word(v.after).to_string(),
             };
-            let actual = |x: Option<f64>| x.map_or("-".to_string(), fmt_figure);
+            let actual = |x: Option<f64>| x.map_or("-".to_string(), fmt_actual);
             md.push_str(&format!(
                 "- {}: {} → {} (actual {} → {}, limit {})\n",
                 code(&v.name),

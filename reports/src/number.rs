@@ -57,6 +57,18 @@ pub fn fmt_figure(x: f64) -> String {
     }
 }
 
+/// Formats an expectation's measured figure: a whole number as [`fmt_figure`] does, any
+/// other with every decimal it holds (a run keeps 4, and more where 4 would read as the
+/// limit itself): three decimals made a failure of 5.13097 read `actual 5.131, limit >=
+/// 5.131`, and one of 0.20289 read as passing `>= 0.2029`.
+pub fn fmt_actual(x: f64) -> String {
+    if x.is_finite() && x.fract() != 0.0 {
+        format!("{x}")
+    } else {
+        fmt_figure(x)
+    }
+}
+
 /// Median of `values` (mean of the two middle values for an even count); `None` when empty.
 pub fn median(values: &[f64]) -> Option<f64> {
     if values.is_empty() {

@@ -130,7 +130,7 @@ fn comparison_lists_expectations_that_changed_verdict() {
     );
     let text = render_comparison(&c);
     assert!(
-        text.contains("  attempts_per_logical: FAIL -> pass (actual 2.500 -> 1.050, limit <= 1.2)")
+        text.contains("  attempts_per_logical: FAIL -> pass (actual 2.5 -> 1.05, limit <= 1.2)")
     );
     assert!(text.contains("  retry_waves: absent -> FAIL"));
 
