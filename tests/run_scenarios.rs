@@ -637,3 +637,28 @@ fn a_set_echoed_in_an_error_shows_its_key_masked() {
     );
     assert!(!msg.contains(&typo[8..40]), "{msg}");
 }
+
+/// A tenant whose name holds a dot (`t.eu`) can be named in `[expect]` and is read as it
+/// is: it had been refused as the tenant `t`.
+#[test]
+fn a_tenant_with_a_dot_in_its_name_can_be_expected() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = MINIMAL.replace("tenant = \"t\"", "tenant = \"t.eu\"")
+        + "\n[expect.tenants.\"t.eu\"]\ncompleted = { min = 3 }\n";
+    let path = write_scenario(dir.path(), &body);
+    let out_dir = dir.path().join("out");
+    let out = stampede(&[
+        "run",
+        path.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--quiet",
+    ]);
+    let printed = text(&out);
+    // The workload has 2 requests: the tenant's figure is read (2), not taken as 0 or missing.
+    assert_eq!(out.status.code(), Some(1), "{printed}");
+    assert!(
+        printed.contains("FAIL by_tenant.t.eu.completed: actual 2, limit >= 3"),
+        "{printed}"
+    );
+}

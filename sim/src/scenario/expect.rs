@@ -208,8 +208,9 @@ impl Groups<'_> {
             let Some((map, rest)) = spec.key.split_once('.') else {
                 continue;
             };
-            // The group's name comes first, then its figure (`by_tenant.acme.latency_ms.p99`).
-            let Some((name, _)) = rest.split_once('.') else {
+            // The group's name comes first, then its figure (`by_tenant.acme.latency_ms.p99`);
+            // a name may hold dots (`acme.eu`), so the longest that is one comes first.
+            let Some((first, _)) = rest.split_once('.') else {
                 continue;
             };
             let (known, what): (Vec<&str>, &str) = match map {
@@ -228,9 +229,11 @@ impl Groups<'_> {
                 ),
                 _ => continue,
             };
-            if known.contains(&name) {
+            let named = |n: &&str| rest.strip_prefix(*n).is_some_and(|r| r.starts_with('.'));
+            if known.iter().any(named) {
                 continue;
             }
+            let name = first;
             let written = if map == "by_tenant" && !expect.contains_key("by_tenant") {
                 "tenants"
             } else {
@@ -630,10 +633,18 @@ pub fn monotone(key: &str) -> Option<Monotone> {
 /// optional figure the run did not have: see [`OPTIONAL_FIGURES`], [`OPTIONAL_MAPS`]).
 pub fn summary_value(summary: &Summary, key: &str) -> Option<f64> {
     let value = serde_json::to_value(summary).ok()?;
+    let parts: Vec<&str> = key.split('.').collect();
     let mut cur = &value;
-    for part in key.split('.') {
-        match cur.get(part) {
-            Some(next) => cur = next,
+    let mut i = 0;
+    while i < parts.len() {
+        // A name may hold dots (a tenant `acme.eu`): the fewest parts that make a key here.
+        let step = (i + 1..=parts.len())
+            .find_map(|j| cur.get(parts[i..j].join(".")).map(|next| (next, j)));
+        match step {
+            Some((next, j)) => {
+                cur = next;
+                i = j;
+            }
             None => return zero_when_absent(key).then_some(0.0),
         }
     }
