@@ -581,9 +581,11 @@ pub fn merge_main(args: MergeArgs) -> ExitCode {
             // Read from a shard's folder, which may have come from anywhere: the sweep wrote
             // a folder under runs/, so anything else (`/etc`, `../..`) is refused.
             let default = PathBuf::from(&manifest.default_out);
-            let inside = default
-                .components()
-                .all(|c| matches!(c, std::path::Component::Normal(_)));
+            // And not empty: that wrote the merged files into the working directory itself.
+            let inside = default.components().next().is_some()
+                && default
+                    .components()
+                    .all(|c| matches!(c, std::path::Component::Normal(_)));
             if !inside {
                 return exit::bad_input(format!(
                     "the shards' manifest names {} as the merged sweep's folder, which is not \

@@ -342,7 +342,11 @@ fn a_merge_goes_nowhere_a_manifest_names_outside_its_folder() {
     let manifest = std::fs::read_to_string(&manifest_path).unwrap();
     let mut json: serde_json::Value = serde_json::from_str(&manifest).unwrap();
     let escape = tmp.path().join("escape");
-    for named in ["../escape".to_string(), escape.display().to_string()] {
+    for named in [
+        "../escape".to_string(),
+        escape.display().to_string(),
+        String::new(),
+    ] {
         json["default_out"] = serde_json::Value::String(named.clone());
         std::fs::write(&manifest_path, serde_json::to_string(&json).unwrap()).unwrap();
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_stampede"))
