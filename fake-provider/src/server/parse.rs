@@ -419,7 +419,25 @@ fn check_chat_value(v: &Value) -> Result<(), BadRequest> {
             Some(other) => return Err(invalid_type(param, "a decimal", other)),
         }
     }
+    for param in ["max_tokens", "max_completion_tokens"] {
+        if v.get(param).and_then(Value::as_u64) == Some(0) {
+            return Err(zero_tokens(param));
+        }
+    }
     Ok(())
+}
+
+/// OpenAI's 400 for a token limit of 0: no completion fits in it (it had been answered 200
+/// with an empty completion, where the real API refuses it).
+fn zero_tokens(param: &str) -> BadRequest {
+    BadRequest::at(
+        param,
+        Some("integer_below_min_value"),
+        format!(
+            "Invalid '{param}': integer below minimum value. Expected a value >= 1, but got 0 \
+             instead."
+        ),
+    )
 }
 
 /// [`chat`] for a plain body: what [`chat_value`] reads from the same bytes, refused where
@@ -427,6 +445,12 @@ fn check_chat_value(v: &Value) -> Result<(), BadRequest> {
 /// only its model and roles can be at fault).
 fn plain(req: &mut Request, body: &PlainChat<'_>) -> Result<(), BadRequest> {
     check_model(body.model.as_deref())?;
+    if body.max_tokens == Some(0) {
+        return Err(zero_tokens("max_tokens"));
+    }
+    if body.max_completion_tokens == Some(0) {
+        return Err(zero_tokens("max_completion_tokens"));
+    }
     for (i, m) in body.messages.iter().enumerate() {
         check_role(i, &m.0.role)?;
     }
@@ -607,6 +631,23 @@ mod tests {
                 "{other}"
             );
         }
+    }
+
+    /// A token limit of 0 is refused as OpenAI refuses it, read either way.
+    #[test]
+    fn a_token_limit_of_zero_is_refused() {
+        for body in [
+            r#"{"model":"m","messages":[{"role":"user","content":"a"}],"max_tokens":0}"#,
+            r#"{"model":"m","messages":[{"role":"user","content":"a"}],"max_completion_tokens":0,"temperature":0.5}"#,
+        ] {
+            let mut req = Request::default();
+            let e = chat(&mut req, body.as_bytes()).unwrap_err();
+            assert_eq!(e.code, Some("integer_below_min_value"), "{body}");
+        }
+        let mut req = Request::default();
+        let plain = r#"{"model":"m","messages":[{"role":"user","content":"a"}],"max_tokens":0}"#;
+        assert!(plain_chat::read(plain.as_bytes()).is_some(), "the plain path reads it");
+        assert!(chat(&mut req, plain.as_bytes()).is_err());
     }
 
     /// `"stream": null` is a plain answer, as in OpenAI's API reference, where it was a 400.
