@@ -662,3 +662,11 @@ fn a_tenant_with_a_dot_in_its_name_can_be_expected() {
         "{printed}"
     );
 }
+
+/// A completion that asks for 0 tokens is refused at load: the real APIs refuse
+/// `max_tokens: 0`, so a live run would meet 400s its virtual run never had.
+#[test]
+fn a_completion_of_zero_tokens_is_refused() {
+    let msg = validate_error(&MINIMAL.replace("count = 2", "count = 2\nmax_output_tokens = 0"));
+    assert!(msg.contains("workload.0.max_output_tokens"), "{msg}");
+}

@@ -646,7 +646,10 @@ mod tests {
         }
         let mut req = Request::default();
         let plain = r#"{"model":"m","messages":[{"role":"user","content":"a"}],"max_tokens":0}"#;
-        assert!(plain_chat::read(plain.as_bytes()).is_some(), "the plain path reads it");
+        assert!(
+            plain_chat::read(plain.as_bytes()).is_some(),
+            "the plain path reads it"
+        );
         assert!(chat(&mut req, plain.as_bytes()).is_err());
     }
 

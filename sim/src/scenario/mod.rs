@@ -682,6 +682,21 @@ fn limits(workloads: &[WorkloadSpec]) -> Result<(), (String, String)> {
                 ),
             ));
         }
+        let least_output = match w.max_output_tokens {
+            TokenCount::Fixed(n) => n,
+            TokenCount::Uniform { lo, .. } => lo,
+            // Clamped to 1 and up.
+            TokenCount::LogNormal { .. } => 1,
+        };
+        let completes = matches!(w.route, None | Some(stampede_core::Route::ChatCompletion));
+        if completes && least_output == 0 {
+            return Err((
+                at("max_output_tokens"),
+                "a completion may not ask for 0 tokens (the real APIs refuse max_tokens 0, so a \
+                 live run would get 400s a virtual one does not): give 1 or more"
+                    .into(),
+            ));
+        }
         if w.deadline.is_some_and(|d| d.ms() == 0) {
             return Err((
                 at("deadline"),
