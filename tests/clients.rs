@@ -979,6 +979,7 @@ fn the_anthropic_sdk_gets_forced_tool_calls() {
         [
             "tool: ok tool_use make_plan tool_use",
             "tool_stream: ok tool_use make_plan tool_use",
+            "parse: ok Plan",
         ]
     );
 }

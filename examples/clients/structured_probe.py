@@ -2,7 +2,8 @@
 anthropic), one request of STAMPEDE_WORKLOAD each, and prints what came back:
 `NAME: ok VALUE` or `NAME: ExceptionClass`. OpenAI: `chat.completions.parse` with a pydantic
 model, the same streamed, a forced tool call (`tool_choice="required"`), the same streamed.
-Anthropic: a forced tool call (`tool_choice={"type": "any"}`), the same streamed.
+Anthropic: a forced tool call (`tool_choice={"type": "any"}`), the same streamed, and
+`messages.parse` with a pydantic model (`output_config.format`).
 tests/clients.rs checks that each parses as the SDK parses the real API's answers."""
 import json, os, sys
 from typing import List, Optional
@@ -86,5 +87,11 @@ else:
         Plan.model_validate(block.input)
         return f"{block.type} {block.name} {m.stop_reason}"
 
+    def parsed():
+        m = client.messages.parse(model=requests[2]["model"], messages=requests[2]["messages"],
+                                  max_tokens=requests[2]["max_tokens"], output_format=Plan)
+        return type(m.parsed_output).__name__
+
     report("tool", tool_call)
     report("tool_stream", tool_call_stream)
+    report("parse", parsed)

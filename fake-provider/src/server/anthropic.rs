@@ -104,7 +104,14 @@ pub(crate) async fn messages(State(app): State<App>, req: Request<Body>) -> Resp
     req.stream = parsed.stream;
     req.body_hash = parse::canonical_hash(&v);
     req.model = parse::model(&v);
-    let shape = super::shaped::anthropic(&v);
+    let shape = match super::shaped::anthropic(&v) {
+        Ok(shape) => shape,
+        Err(e) => {
+            let refusal = error_response(&bad_request_body(&e));
+            let wire = super::respond::Wire::Anthropic;
+            return super::routes::key_first(&app, req, wire, refusal).await;
+        }
+    };
     super::routes::attempt_shaped(&app, req, super::respond::Wire::Anthropic, shape).await
 }
 
@@ -379,13 +386,11 @@ pub(crate) fn sse_frames(
     ));
     out.push(event("ping", json!({ "type": "ping" })));
     // The deltas are made as the client reads them (there may be billions).
-    let arguments = match shape {
-        Some(Shape::Tool { arguments, .. }) => Some(arguments.clone()),
-        _ => None,
-    };
+    let shape = shape.cloned();
     let deltas = (0..chunks).map(move |i| {
-        let delta = match &arguments {
-            Some(json) => json!({ "type": "input_json_delta", "partial_json": super::shaped::piece(json, i, chunks) }),
+        let delta = match &shape {
+            Some(Shape::Tool { arguments, .. }) => json!({ "type": "input_json_delta", "partial_json": super::shaped::piece(arguments, i, chunks) }),
+            Some(Shape::Json(text)) => json!({ "type": "text_delta", "text": super::shaped::piece(text, i, chunks) }),
             None if i == 0 => json!({ "type": "text_delta", "text": "tok" }),
             None => json!({ "type": "text_delta", "text": " tok" }),
         };

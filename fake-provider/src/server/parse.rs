@@ -521,7 +521,7 @@ fn chat_value(req: &mut Request, bytes: &[u8]) -> Result<Option<Shape>, BadReque
         .unwrap_or(DEFAULT_MAX_TOKENS);
     req.stream = body.stream.unwrap_or(false);
     req.stream_usage = body.stream_options.is_some_and(|o| o.include_usage);
-    Ok(shaped::openai(&v))
+    shaped::openai(&v)
 }
 
 /// Fills an embeddings attempt from its body (`model`, and `input`: a string or a list of

@@ -195,7 +195,8 @@ const MAX_STREAM_GROUPS: u32 = 16;
 
 /// When a stream's pieces leave (real time): its `chunks` content frames in `groups`
 /// groups, the first (with the frames before the content) after `first_ms`, each next one
-/// `gap_ms` later, the last at the answer's latency. A real API sends its headers and first
+/// `gap_ms` later, and the closing frames `gap_ms` after the last group, at the answer's
+/// latency (so even a stream of one piece starts early: half way). A real API sends its headers and first
 /// token at the time to first token and the rest as they are made; a stream that spent its
 /// whole latency before its headers timed out a client whose read timeout was shorter than
 /// the latency but longer than any gap, which the real API would have kept reading.
@@ -213,11 +214,12 @@ impl Pace {
     fn of(chunks: u32, latency_ms: u64) -> Pace {
         let per_group = chunks.div_ceil(MAX_STREAM_GROUPS).max(1);
         let groups = chunks.div_ceil(per_group).max(1);
-        let step = latency_ms / u64::from(groups);
+        // One step a group, and one more before the closing frames.
+        let step = latency_ms / u64::from(groups + 1);
         Pace {
-            // The first group takes what the division left over, so the last leaves at
-            // the latency exactly.
-            first_ms: latency_ms - step * u64::from(groups - 1),
+            // The first group takes what the division left over, so the closing frames
+            // leave at the latency exactly.
+            first_ms: latency_ms - step * u64::from(groups),
             gap_ms: step,
             per_group,
             chunks,
@@ -231,8 +233,11 @@ impl Pace {
         stream::unfold((frames, 0u64), move |(mut frames, i)| async move {
             let frame = frames.next()?;
             let content = i.checked_sub(u64::from(head));
+            // A group of content after the first, or the first closing frame.
             let starts_group = content.is_some_and(|k| {
-                k > 0 && k < u64::from(pace.chunks) && k % u64::from(pace.per_group) == 0
+                k > 0
+                    && (k == u64::from(pace.chunks)
+                        || (k < u64::from(pace.chunks) && k % u64::from(pace.per_group) == 0))
             });
             if starts_group && pace.gap_ms > 0 {
                 tokio::time::sleep(Duration::from_millis(pace.gap_ms)).await;
@@ -683,9 +688,13 @@ mod tests {
             let groups = u64::from(chunks.div_ceil(p.per_group));
             assert!(groups <= u64::from(MAX_STREAM_GROUPS), "{chunks}: {p:?}");
             // The content frames k (from 0) before which it pauses: 0 < k < chunks, k a
-            // multiple of per_group.
-            let pauses = (u64::from(chunks) - 1) / u64::from(p.per_group);
-            assert_eq!(pauses, groups - 1, "{chunks}: {p:?}");
+            // multiple of per_group; and the first closing frame.
+            let pauses = (u64::from(chunks) - 1) / u64::from(p.per_group) + 1;
+            assert_eq!(pauses, groups, "{chunks}: {p:?}");
+            assert!(
+                p.gap_ms == 0 || p.first_ms <= latency / 2 + 1,
+                "{chunks}: {p:?}"
+            );
             assert_eq!(p.first_ms + pauses * p.gap_ms, latency, "{chunks}: {p:?}");
         }
     }

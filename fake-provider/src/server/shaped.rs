@@ -13,6 +13,8 @@
 
 use serde_json::{json, Map, Value};
 
+use super::parse::BadRequest;
+
 /// What a 200 to this request must be.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Shape {
@@ -33,58 +35,130 @@ pub(crate) enum Shape {
 const MAX_DEPTH: u32 = 16;
 
 /// The shape an OpenAI chat body asks for: a forced tool call (`tool_choice` `required`, or
-/// naming a function) first, then `response_format`; `None` for text.
-pub(crate) fn openai(body: &Value) -> Option<Shape> {
-    let tools = body.get("tools").and_then(Value::as_array);
+/// naming a function) first, then `response_format`; `None` for text. A body the real API
+/// refuses is refused in its words: a forced call with no tools or of a function it does
+/// not list, a `json_schema` format without its schema, a format type it does not know.
+pub(crate) fn openai(body: &Value) -> Result<Option<Shape>, BadRequest> {
+    let tools = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .filter(|t| !t.is_empty());
     let function = |tool: &Value| tool.get("function").cloned().unwrap_or(Value::Null);
     let forced = match body.get("tool_choice") {
-        Some(Value::String(s)) if s == "required" => tools.and_then(|t| t.first()).map(function),
+        Some(Value::String(s)) if s == "required" => match tools {
+            Some(t) => t.first().map(function),
+            None => return Err(choice_without_tools()),
+        },
         Some(choice @ Value::Object(_)) => {
+            let Some(t) = tools else {
+                return Err(choice_without_tools());
+            };
             let name = choice.pointer("/function/name").and_then(Value::as_str);
-            tools
-                .into_iter()
-                .flatten()
+            let found = t
+                .iter()
                 .map(function)
-                .find(|f| f.get("name").and_then(Value::as_str) == name)
+                .find(|f| f.get("name").and_then(Value::as_str) == name);
+            if found.is_none() {
+                return Err(BadRequest::at(
+                    "tool_choice",
+                    Some("invalid_value"),
+                    format!(
+                        "Invalid value for 'tool_choice': function '{}' is not one of 'tools'.",
+                        name.unwrap_or_default()
+                    ),
+                ));
+            }
+            found
         }
         _ => None,
     };
     if let Some(f) = forced {
         let schema = f.get("parameters").cloned().unwrap_or(json!({}));
-        return Some(tool(&f, &schema));
+        return Ok(Some(tool(&f, &schema)));
     }
-    let format = body.get("response_format")?;
-    match format.get("type").and_then(Value::as_str)? {
-        "json_object" => Some(Shape::Json(
+    let Some(format) = body.get("response_format").filter(|f| !f.is_null()) else {
+        return Ok(None);
+    };
+    match format.get("type").and_then(Value::as_str) {
+        Some("text") => Ok(None),
+        Some("json_object") => Ok(Some(Shape::Json(
             json!({ "answer": "stampede fake completion" }).to_string(),
-        )),
-        "json_schema" => {
-            let schema = format
-                .pointer("/json_schema/schema")
-                .unwrap_or(&Value::Null);
-            Some(Shape::Json(instance(schema, schema, 0).to_string()))
+        ))),
+        Some("json_schema") => {
+            let Some(schema) = format.pointer("/json_schema/schema") else {
+                return Err(BadRequest::at(
+                    "response_format.json_schema",
+                    Some("missing_required_parameter"),
+                    "Missing required parameter: 'response_format.json_schema'.",
+                ));
+            };
+            Ok(Some(Shape::Json(instance(schema, schema, 0).to_string())))
         }
-        _ => None,
+        other => Err(BadRequest::at(
+            "response_format.type",
+            Some("invalid_value"),
+            format!(
+                "Invalid value: '{}'. Supported values are: 'json_object', 'json_schema', and \
+                 'text'.",
+                other.unwrap_or_default()
+            ),
+        )),
     }
 }
 
+/// OpenAI's 400 for a `tool_choice` with no `tools`.
+fn choice_without_tools() -> BadRequest {
+    BadRequest::at(
+        "tool_choice",
+        Some("invalid_value"),
+        "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are \
+         specified.",
+    )
+}
+
 /// The shape an Anthropic Messages body asks for: a forced tool call (`tool_choice`
-/// `{"type": "any"}`, or `{"type": "tool", "name": ...}`); `None` for text.
-pub(crate) fn anthropic(body: &Value) -> Option<Shape> {
-    let tools = body.get("tools").and_then(Value::as_array)?;
-    let choice = body.get("tool_choice")?;
-    let t = match choice.get("type").and_then(Value::as_str)? {
-        "any" => tools.first()?,
-        "tool" => {
-            let name = choice.get("name").and_then(Value::as_str);
-            tools
-                .iter()
-                .find(|t| t.get("name").and_then(Value::as_str) == name)?
+/// `{"type": "any"}`, or `{"type": "tool", "name": ...}`), then JSON output
+/// (`output_config.format` of type `json_schema`, which the SDK's `messages.parse` sends);
+/// `None` for text. A forced call with no tools, or of a tool it does not list, is refused
+/// in Anthropic's words.
+pub(crate) fn anthropic(body: &Value) -> Result<Option<Shape>, BadRequest> {
+    let tools = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .filter(|t| !t.is_empty());
+    if let Some(choice) = body.get("tool_choice") {
+        let forced = match choice.get("type").and_then(Value::as_str) {
+            Some("any") => Some(tools.and_then(|t| t.first()).ok_or_else(|| {
+                BadRequest::new("tool_choice: tool_choice.type any needs tools".into())
+            })?),
+            Some("tool") => {
+                let name = choice.get("name").and_then(Value::as_str);
+                let found = tools
+                    .into_iter()
+                    .flatten()
+                    .find(|t| t.get("name").and_then(Value::as_str) == name);
+                Some(found.ok_or_else(|| {
+                    BadRequest::new(format!(
+                        "tool_choice: tool '{}' is not one of tools",
+                        name.unwrap_or_default()
+                    ))
+                })?)
+            }
+            _ => None,
+        };
+        if let Some(t) = forced {
+            let schema = t.get("input_schema").cloned().unwrap_or(json!({}));
+            return Ok(Some(tool(t, &schema)));
         }
-        _ => return None,
-    };
-    let schema = t.get("input_schema").cloned().unwrap_or(json!({}));
-    Some(tool(t, &schema))
+    }
+    let format = body
+        .pointer("/output_config/format")
+        .or_else(|| body.get("output_format"))
+        .filter(|f| f.get("type").and_then(Value::as_str) == Some("json_schema"));
+    Ok(format.map(|f| {
+        let schema = f.get("schema").unwrap_or(&Value::Null);
+        Shape::Json(instance(schema, schema, 0).to_string())
+    }))
 }
 
 /// A call of the tool `t` (its `name`) with arguments made from `schema`.
@@ -105,119 +179,269 @@ fn tool(t: &Value, schema: &Value) -> Shape {
     }
 }
 
+/// Most values [`instance`] makes for one answer: a schema of nested lists or of `$ref`s
+/// that fan out multiplies the values it asks for at every level (16 levels of
+/// `minItems: 8` in 800 bytes of request), and an answer past this is cut short (the
+/// values left are `null`) rather than built whole in memory.
+const MAX_VALUES: usize = 4_096;
+
+/// Most items a list, or characters a string, is given to meet its `minItems` or
+/// `minLength`.
+const MAX_LEAST: u64 = 1_024;
+
+/// Makes an answer from a schema within a budget of values.
+struct Maker<'a> {
+    /// The schema a `$ref` points into.
+    root: &'a Value,
+    /// Values it may still make.
+    budget: usize,
+}
+
 /// The simplest value `schema` admits (see the module's doc); `root` holds the `$defs` a
-/// `$ref` names (`#/$defs/Name`, or any JSON pointer into the root).
+/// `$ref` names (`#/$defs/Name`, or any JSON pointer into the root). At most
+/// [`MAX_VALUES`] values, [`MAX_DEPTH`] deep.
 pub(crate) fn instance(schema: &Value, root: &Value, depth: u32) -> Value {
-    if depth > MAX_DEPTH {
-        return Value::Null;
+    Maker {
+        root,
+        budget: MAX_VALUES,
     }
-    let deeper = |s: &Value| instance(s, root, depth + 1);
-    let Some(obj) = schema.as_object() else {
-        return Value::Null;
-    };
-    if let Some(target) = obj
-        .get("$ref")
-        .and_then(Value::as_str)
-        .and_then(|r| r.strip_prefix('#'))
-        .and_then(|pointer| root.pointer(pointer))
-    {
-        return deeper(target);
-    }
-    if let Some(value) = obj.get("const") {
-        return value.clone();
-    }
-    if let Some(first) = obj
-        .get("enum")
-        .and_then(Value::as_array)
-        .and_then(|e| e.first())
-    {
-        return first.clone();
-    }
-    if let Some(value) = obj.get("default") {
-        return value.clone();
-    }
-    for key in ["anyOf", "oneOf", "allOf"] {
-        if let Some(first) = obj
-            .get(key)
-            .and_then(Value::as_array)
-            .and_then(|a| a.first())
+    .make(schema, depth)
+}
+
+impl Maker<'_> {
+    fn make(&mut self, schema: &Value, depth: u32) -> Value {
+        if depth > MAX_DEPTH || self.budget == 0 {
+            return Value::Null;
+        }
+        self.budget -= 1;
+        let Some(obj) = schema.as_object() else {
+            return Value::Null;
+        };
+        if let Some(target) = obj
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(|r| r.strip_prefix('#'))
+            .and_then(|pointer| self.root.pointer(pointer))
         {
-            return deeper(first);
+            return self.make(target, depth + 1);
+        }
+        if let Some(value) = obj.get("const") {
+            return value.clone();
+        }
+        if let Some(first) = obj
+            .get("enum")
+            .and_then(Value::as_array)
+            .and_then(|e| e.first())
+        {
+            return first.clone();
+        }
+        if let Some(value) = obj.get("default") {
+            return value.clone();
+        }
+        for key in ["anyOf", "oneOf", "allOf"] {
+            if let Some(first) = obj
+                .get(key)
+                .and_then(Value::as_array)
+                .and_then(|a| a.first())
+            {
+                return self.make(first, depth + 1);
+            }
+        }
+        let kind = match obj.get("type") {
+            Some(Value::String(t)) => t.as_str(),
+            // A list of types (`["string", "null"]`): the first.
+            Some(Value::Array(types)) => types.first().and_then(Value::as_str).unwrap_or("null"),
+            _ if obj.contains_key("properties") => "object",
+            _ if obj.contains_key("items") || obj.contains_key("prefixItems") => "array",
+            _ => "null",
+        };
+        match kind {
+            "object" => {
+                let mut out = Map::new();
+                if let Some(props) = obj.get("properties").and_then(Value::as_object) {
+                    for (name, prop) in props {
+                        out.insert(name.clone(), self.make(prop, depth + 1));
+                    }
+                }
+                Value::Object(out)
+            }
+            "array" => self.list(obj, depth),
+            "string" => Value::String(string(obj)),
+            "integer" => json!(integer(obj)),
+            "number" => json!(number(obj)),
+            "boolean" => Value::Bool(false),
+            _ => Value::Null,
         }
     }
-    let kind = match obj.get("type") {
-        Some(Value::String(t)) => t.as_str(),
-        // A list of types (`["string", "null"]`): the first.
-        Some(Value::Array(types)) => types.first().and_then(Value::as_str).unwrap_or("null"),
-        _ if obj.contains_key("properties") => "object",
-        _ if obj.contains_key("items") => "array",
-        _ => "null",
-    };
-    match kind {
-        "object" => {
-            let mut out = Map::new();
-            if let Some(props) = obj.get("properties").and_then(Value::as_object) {
-                for (name, prop) in props {
-                    out.insert(name.clone(), deeper(prop));
-                }
-            }
-            Value::Object(out)
+
+    /// A list: the `prefixItems` (a tuple), then `items` up to `minItems`, each made on
+    /// its own; with `uniqueItems`, simple items told apart by their place.
+    fn list(&mut self, obj: &Map<String, Value>, depth: u32) -> Value {
+        let least = obj
+            .get("minItems")
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+            .min(MAX_LEAST);
+        let mut out: Vec<Value> = obj
+            .get("prefixItems")
+            .and_then(Value::as_array)
+            .map(|prefix| prefix.iter().map(|s| self.make(s, depth + 1)).collect())
+            .unwrap_or_default();
+        let unique = obj.get("uniqueItems").and_then(Value::as_bool) == Some(true);
+        while (out.len() as u64) < least && self.budget > 0 {
+            let i = out.len();
+            let item = obj
+                .get("items")
+                .map_or(Value::Null, |s| self.make(s, depth + 1));
+            out.push(if unique { distinct(item, i) } else { item });
         }
-        "array" => {
-            let least = obj
-                .get("minItems")
-                .and_then(Value::as_u64)
-                .unwrap_or(0)
-                .min(8);
-            let item = obj.get("items").map_or(Value::Null, deeper);
-            Value::Array(vec![item; least as usize])
-        }
-        "string" => {
-            let least = obj
-                .get("minLength")
-                .and_then(Value::as_u64)
-                .unwrap_or(0)
-                .min(64);
-            Value::String("s".repeat(least as usize))
-        }
-        "integer" => json!(least_number(obj).ceil() as i64),
-        "number" => json!(least_number(obj)),
-        "boolean" => Value::Bool(false),
-        _ => Value::Null,
+        Value::Array(out)
     }
 }
 
-/// The number nearest 0 a numeric schema's bounds admit (`minimum`, `exclusiveMinimum`,
-/// `maximum`).
-fn least_number(obj: &Map<String, Value>) -> f64 {
+/// `item`, made the `i`-th of a list whose items must differ: a number `+ i`, a string
+/// with `i` after it (anything else as it is).
+fn distinct(item: Value, i: usize) -> Value {
+    match item {
+        Value::Number(n) if n.is_i64() => json!(n.as_i64().unwrap_or(0).saturating_add(i as i64)),
+        Value::Number(n) => json!(n.as_f64().unwrap_or(0.0) + i as f64),
+        Value::String(s) => Value::String(format!("{s}{i}")),
+        other => other,
+    }
+}
+
+/// A string its schema admits: a value of its `format` (a date, a time, a UUID, an e-mail,
+/// a URI), else `s` repeated to its `minLength`. (A `pattern` is not followed.)
+fn string(obj: &Map<String, Value>) -> String {
+    let formatted = match obj.get("format").and_then(Value::as_str) {
+        Some("date-time") => Some("1970-01-01T00:00:00Z"),
+        Some("date") => Some("1970-01-01"),
+        Some("time") => Some("00:00:00Z"),
+        Some("duration") => Some("P1D"),
+        Some("uuid") => Some("00000000-0000-4000-8000-000000000000"),
+        Some("email") => Some("stampede@example.com"),
+        Some("hostname") => Some("example.com"),
+        Some("ipv4") => Some("127.0.0.1"),
+        Some("ipv6") => Some("::1"),
+        Some("uri" | "url" | "iri") => Some("https://example.com/"),
+        _ => None,
+    };
+    if let Some(text) = formatted {
+        return text.to_string();
+    }
+    let least = obj
+        .get("minLength")
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+        .min(MAX_LEAST);
+    "s".repeat(least as usize)
+}
+
+/// One end of a numeric range: the value, and whether it is itself admitted (`minimum`)
+/// or not (`exclusiveMinimum`).
+type Bound = Option<(f64, bool)>;
+
+/// The bounds a numeric schema sets: its least and greatest values.
+fn bounds(obj: &Map<String, Value>) -> (Bound, Bound) {
     let bound = |k: &str| obj.get(k).and_then(Value::as_f64);
-    let mut n = 0.0f64;
-    if let Some(min) = bound("minimum") {
-        n = n.max(min);
+    let low = match (bound("minimum"), bound("exclusiveMinimum")) {
+        (Some(a), Some(b)) if b >= a => Some((b, false)),
+        (Some(a), _) => Some((a, true)),
+        (None, Some(b)) => Some((b, false)),
+        (None, None) => None,
+    };
+    let high = match (bound("maximum"), bound("exclusiveMaximum")) {
+        (Some(a), Some(b)) if b <= a => Some((b, false)),
+        (Some(a), _) => Some((a, true)),
+        (None, Some(b)) => Some((b, false)),
+        (None, None) => None,
+    };
+    (low, high)
+}
+
+/// The integer nearest 0 within the schema's bounds and a multiple of its `multipleOf`.
+fn integer(obj: &Map<String, Value>) -> i64 {
+    let (low, high) = bounds(obj);
+    let step = obj
+        .get("multipleOf")
+        .and_then(Value::as_f64)
+        .filter(|m| *m >= 1.0)
+        .map_or(1, |m| m as i64);
+    let least = match low {
+        Some((b, true)) => b.ceil() as i64,
+        Some((b, false)) => b.floor() as i64 + 1,
+        None => i64::MIN,
+    };
+    let most = match high {
+        Some((b, true)) => b.floor() as i64,
+        Some((b, false)) => b.ceil() as i64 - 1,
+        None => i64::MAX,
+    };
+    // The multiple of `step` nearest 0 in [least, most].
+    let n = 0i64.clamp(least, most.max(least));
+    let up = n.div_euclid(step).saturating_mul(step);
+    let mut m = if up < n { up.saturating_add(step) } else { up };
+    if m > most {
+        m = n;
     }
-    if let Some(min) = bound("exclusiveMinimum") {
-        n = n.max(min + 1.0);
+    m
+}
+
+/// The number nearest 0 within the schema's bounds (between two, their midpoint when 0 is
+/// outside them and an end is excluded), a multiple of its `multipleOf` when it has one.
+fn number(obj: &Map<String, Value>) -> f64 {
+    let (low, high) = bounds(obj);
+    let step = obj
+        .get("multipleOf")
+        .and_then(Value::as_f64)
+        .filter(|m| *m > 0.0);
+    let inside = |x: f64| {
+        low.map_or(true, |(b, incl)| if incl { x >= b } else { x > b })
+            && high.map_or(true, |(b, incl)| if incl { x <= b } else { x < b })
+    };
+    let mut candidates = vec![0.0];
+    if let Some((b, _)) = low {
+        candidates.push(b);
+        candidates.push(b + 1.0);
+        if let Some((h, _)) = high {
+            candidates.push((b + h) / 2.0);
+        }
     }
-    if let Some(max) = bound("maximum") {
-        n = n.min(max);
+    if let Some((b, _)) = high {
+        candidates.push(b);
+        candidates.push(b - 1.0);
     }
-    n
+    if let Some(m) = step {
+        candidates = candidates
+            .into_iter()
+            .flat_map(|x| [(x / m).ceil() * m, (x / m).floor() * m])
+            .collect();
+    }
+    candidates
+        .into_iter()
+        .filter(|x| x.is_finite() && inside(*x))
+        .min_by(|a, b| a.abs().total_cmp(&b.abs()))
+        .unwrap_or(0.0)
 }
 
 /// Piece `i` of `text` cut into `n` pieces of about equal length, on character boundaries
 /// (a stream's `i`-th delta); the pieces, in order, are `text`. Past the text's length a
-/// piece is empty.
+/// piece is empty. Cut by bytes, so each piece costs the same whatever `i` (a count of
+/// characters from the start made a long stream's pieces quadratic).
 pub(crate) fn piece(text: &str, i: u32, n: u32) -> &str {
-    let chars = text.chars().count();
-    let n = n.max(1) as usize;
-    let at = |k: usize| -> usize {
-        let c = (k * chars).div_ceil(n).min(chars);
-        text.char_indices().nth(c).map_or(text.len(), |(b, _)| b)
-    };
-    let i = i as usize;
+    let n = u64::from(n.max(1));
+    let i = u64::from(i);
     if i >= n {
         return "";
     }
+    // The boundary at or before `k / n` of the text.
+    let at = |k: u64| -> usize {
+        let mut b = ((k as u128 * text.len() as u128) / u128::from(n)) as usize;
+        while !text.is_char_boundary(b) {
+            b -= 1;
+        }
+        b
+    };
     &text[at(i)..at(i + 1)]
 }
 
@@ -229,7 +453,10 @@ pub(crate) fn apply(body: &mut Value, shape: &Shape, seq: u64) {
     };
     match shape {
         Shape::Json(text) => {
+            // The JSON is whole, whatever length the model drew: `length` made the SDK's
+            // parse raise where the real answer (a short object) stops.
             choice["message"]["content"] = Value::String(text.clone());
+            choice["finish_reason"] = json!("stop");
         }
         Shape::Tool { name, arguments } => {
             choice["message"] = json!({
@@ -294,7 +521,7 @@ mod tests {
             { "type": "function", "function": { "name": "search", "parameters": { "type": "object", "properties": { "q": { "type": "string" } } } } },
             { "type": "function", "function": { "name": "fetch", "parameters": { "type": "object", "properties": { "id": { "type": "integer" } } } } }
         ]);
-        let required = openai(&json!({ "tools": tools, "tool_choice": "required" }));
+        let required = openai(&json!({ "tools": tools, "tool_choice": "required" })).unwrap();
         assert_eq!(
             required,
             Some(Shape::Tool {
@@ -304,7 +531,8 @@ mod tests {
         );
         let named = openai(
             &json!({ "tools": tools, "tool_choice": { "type": "function", "function": { "name": "fetch" } } }),
-        );
+        )
+        .unwrap();
         assert_eq!(
             named,
             Some(Shape::Tool {
@@ -313,14 +541,14 @@ mod tests {
             })
         );
         assert_eq!(
-            openai(&json!({ "tools": tools, "tool_choice": "auto" })),
+            openai(&json!({ "tools": tools, "tool_choice": "auto" })).unwrap(),
             None
         );
-        assert_eq!(openai(&json!({ "tools": tools })), None);
+        assert_eq!(openai(&json!({ "tools": tools })).unwrap(), None);
         let any = anthropic(&json!({
             "tools": [{ "name": "lookup", "input_schema": { "type": "object", "properties": { "city": { "type": "string" } } } }],
             "tool_choice": { "type": "any" }
-        }));
+        })).unwrap();
         assert_eq!(
             any,
             Some(Shape::Tool {
@@ -333,17 +561,18 @@ mod tests {
     #[test]
     fn response_formats_give_json() {
         let Some(Shape::Json(object)) =
-            openai(&json!({ "response_format": { "type": "json_object" } }))
+            openai(&json!({ "response_format": { "type": "json_object" } })).unwrap()
         else {
             panic!("json_object gives JSON");
         };
         assert!(serde_json::from_str::<Value>(&object).unwrap().is_object());
         let schema = openai(
             &json!({ "response_format": { "type": "json_schema", "json_schema": { "name": "x", "schema": { "type": "object", "properties": { "a": { "type": "integer" } } } } } }),
-        );
+        )
+        .unwrap();
         assert_eq!(schema, Some(Shape::Json(r#"{"a":0}"#.into())));
         assert_eq!(
-            openai(&json!({ "response_format": { "type": "text" } })),
+            openai(&json!({ "response_format": { "type": "text" } })).unwrap(),
             None
         );
     }
@@ -357,5 +586,81 @@ mod tests {
                 assert_eq!(joined, text, "{n}");
             }
         }
+    }
+
+    /// A schema that asks for more values than an answer may hold (16 levels of
+    /// `minItems: 8`, 8^16 values in 800 bytes) gets an answer cut short, in a bounded time
+    /// and size: it had run the server out of memory.
+    #[test]
+    fn a_schema_bomb_is_cut_short() {
+        let mut schema = json!({ "type": "integer" });
+        for _ in 0..16 {
+            schema = json!({ "type": "array", "items": schema, "minItems": 8 });
+        }
+        let text = instance(&schema, &schema, 0).to_string();
+        assert!(text.len() < 64 * 1024, "{} bytes", text.len());
+        let fan: Map<String, Value> = (0..10)
+            .map(|i| (format!("p{i}"), json!({ "$ref": "#/$defs/L" })))
+            .collect();
+        let schema = json!({ "$defs": { "L": { "type": "object", "properties": fan } }, "$ref": "#/$defs/L" });
+        let text = instance(&schema, &schema, 0).to_string();
+        assert!(text.len() < 256 * 1024, "{} bytes", text.len());
+    }
+
+    /// Formats, exclusive bounds, multiples, tuples and unique items get values the schema
+    /// admits, as pydantic checks them.
+    #[test]
+    fn constraints_are_met() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "at": { "type": "string", "format": "date-time" },
+                "id": { "type": "string", "format": "uuid" },
+                "ratio": { "type": "number", "exclusiveMinimum": 0.5, "exclusiveMaximum": 0.7 },
+                "below": { "type": "integer", "exclusiveMaximum": 0 },
+                "step": { "type": "integer", "minimum": 7, "multipleOf": 5 },
+                "pair": { "type": "array", "prefixItems": [{ "type": "integer" }, { "type": "string" }] },
+                "tags": { "type": "array", "items": { "type": "integer" }, "minItems": 3, "uniqueItems": true }
+            }
+        });
+        let v = instance(&schema, &schema, 0);
+        assert_eq!(v["at"], "1970-01-01T00:00:00Z");
+        assert_eq!(v["id"].as_str().unwrap().len(), 36);
+        let ratio = v["ratio"].as_f64().unwrap();
+        assert!(ratio > 0.5 && ratio < 0.7, "{ratio}");
+        assert_eq!(v["below"], -1);
+        assert_eq!(v["step"], 10);
+        assert_eq!(v["pair"], json!([0, ""]));
+        assert_eq!(v["tags"], json!([0, 1, 2]));
+    }
+
+    /// What the real APIs refuse is refused, naming the parameter.
+    #[test]
+    fn a_choice_or_format_the_api_refuses_is_refused() {
+        let tools = json!([{ "type": "function", "function": { "name": "search" } }]);
+        for body in [
+            json!({ "tool_choice": "required" }),
+            json!({ "tools": [], "tool_choice": "required" }),
+            json!({ "tools": tools, "tool_choice": { "type": "function", "function": { "name": "nope" } } }),
+            json!({ "response_format": { "type": "json_schema" } }),
+            json!({ "response_format": { "type": "bogus" } }),
+        ] {
+            let e = openai(&body).expect_err(&body.to_string());
+            assert!(e.param.is_some(), "{body}");
+        }
+        for body in [
+            json!({ "tool_choice": { "type": "any" } }),
+            json!({ "tools": [{ "name": "a" }], "tool_choice": { "type": "tool", "name": "b" } }),
+        ] {
+            assert!(anthropic(&body).is_err(), "{body}");
+        }
+        // The SDK's messages.parse asks for JSON by output_config.
+        let json_out = anthropic(
+            &json!({ "output_config": { "format": { "type": "json_schema", "schema": { "type": "object", "properties": { "a": { "type": "boolean" } } } } } }),
+        );
+        assert_eq!(
+            json_out.unwrap(),
+            Some(Shape::Json(r#"{"a":false}"#.into()))
+        );
     }
 }
