@@ -983,3 +983,47 @@ fn the_anthropic_sdk_gets_forced_tool_calls() {
         ]
     );
 }
+
+/// Requests the provider refuses as invalid (a temperature of 5), sent for a workload item,
+/// count for that item: its dead letter says it was sent 3 times and last heard 400. They
+/// had counted for no item and as no foreign request ("sent": false, 0 attempts).
+#[test]
+fn invalid_requests_for_an_item_count_for_it() {
+    if !python_has("json") {
+        return;
+    }
+    let script = "import json, os, urllib.request\n\
+        base = os.environ['OPENAI_BASE_URL']; key = os.environ['OPENAI_API_KEY']\n\
+        for line in open(os.environ['STAMPEDE_WORKLOAD']):\n\
+        \x20   body = dict(json.loads(line)['body']); body['temperature'] = 5\n\
+        \x20   for _ in range(3):\n\
+        \x20       req = urllib.request.Request(base + '/chat/completions', data=json.dumps(body).encode(), headers={'Authorization': 'Bearer ' + key, 'Content-Type': 'application/json'})\n\
+        \x20       try: urllib.request.urlopen(req, timeout=5)\n\
+        \x20       except Exception: pass\n";
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_blind_retry(
+        dir.path(),
+        &["workload.0.count=2"],
+        &["python3", "-c", script],
+    );
+    // The scenario's expectations (no duplicates, exit 0) hold.
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    let s = summary(dir.path());
+    assert_eq!(s["outbound_attempts"], 6, "{s}");
+    assert_eq!(s["status_counts"]["400"], 6, "{s}");
+    assert_eq!(s["foreign_requests"].as_u64().unwrap_or(0), 0, "{s}");
+    let letters = std::fs::read_to_string(dir.path().join("dead_letter.jsonl")).unwrap();
+    for line in letters.lines() {
+        let d: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(
+            (
+                d["sent"].clone(),
+                d["attempts"].clone(),
+                d["last_status"].clone()
+            ),
+            (true.into(), 3.into(), 400.into()),
+            "{d}"
+        );
+    }
+    assert_eq!(letters.lines().count(), 2);
+}

@@ -601,6 +601,7 @@ impl ProviderModel {
         let refusal = EdgeRefusal {
             status: 404,
             code: "unknown_route",
+            workload_item: None,
         };
         self.arrive_refused(method, path, credential, refusal, now)
     }
@@ -661,7 +662,7 @@ impl ProviderModel {
             model: None,
             billed_micro_usd: 0,
             limit: None,
-            workload_item: None,
+            workload_item: refusal.workload_item,
         };
         self.count(&entry, usual_status(refusal.status));
         self.journal.push(entry);
@@ -1720,4 +1721,7 @@ pub struct EdgeRefusal {
     pub status: u16,
     /// The journal's error code (`invalid_request`, `unknown_route`).
     pub code: &'static str,
+    /// The workload item the request's prompt named, when its body says (see
+    /// `JournalEntry::workload_item`).
+    pub workload_item: Option<u64>,
 }

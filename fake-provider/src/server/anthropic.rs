@@ -85,6 +85,7 @@ pub(crate) async fn messages(State(app): State<App>, req: Request<Body>) -> Resp
         Err(e) => {
             let refusal = error_response(&bad_request_body(&e));
             let wire = super::respond::Wire::Anthropic;
+            req.workload_item = parse::workload_item_in(&bytes);
             return super::routes::key_first(&app, req, wire, refusal).await;
         }
     };

@@ -254,6 +254,13 @@ fn prompt_tokens(messages: &[Value]) -> u32 {
 /// The workload item a message's content names ([`workload_item`]): its text, or the text
 /// of its first part when it is a list of parts (`[{"type": "text", "text": ...}]`, as
 /// the SDKs may send it).
+/// The workload item the first message of a body names, read from any JSON body, even one
+/// refused: a client that re-sends an invalid request for an item is re-sending that item.
+pub(crate) fn workload_item_in(bytes: &[u8]) -> Option<u64> {
+    let v: Value = serde_json::from_slice(bytes).ok()?;
+    workload_item_of(v.get("messages")?.get(0)?.get("content")?)
+}
+
 pub(crate) fn workload_item_of(content: &Value) -> Option<u64> {
     match content {
         Value::String(text) => workload_item(text),

@@ -146,6 +146,7 @@ pub(crate) async fn key_first(
                 let edge = crate::model::EdgeRefusal {
                     status: refusal.status().as_u16(),
                     code: "invalid_request",
+                    workload_item: req.workload_item,
                 };
                 let (method, route) = (req.route.method(), req.route.template());
                 inner.arrive_refused(method, route, req.credential.as_deref(), edge)
@@ -253,6 +254,9 @@ where
             let wire = respond::Wire::OpenAi {
                 include_usage: false,
             };
+            req.workload_item = req
+                .workload_item
+                .or_else(|| parse::workload_item_in(&bytes));
             return key_first(&app, req, wire, bad_request(&e)).await;
         }
     };
@@ -381,6 +385,7 @@ pub(crate) async fn not_found(
     let refusal = crate::model::EdgeRefusal {
         status: 404,
         code: "unknown_route",
+        workload_item: None,
     };
     let seq = app.shared.lock().arrive_refused(
         method.as_str(),
