@@ -31,14 +31,17 @@ fn shown_actual(actual: f64, pass: bool, spec: &expect::ExpectSpec) -> f64 {
             (actual * scale).round() / scale
         })
         .chain([actual])
-        .find(|&shown| !spec.check(shown).pass)
-        .map_or(rounded, |shown| {
-            if spec.check(rounded).pass {
-                shown
-            } else {
-                rounded
-            }
-        })
+        .find(|&shown| !spec.passes(shown))
+        .map_or(
+            rounded,
+            |shown| {
+                if spec.passes(rounded) {
+                    shown
+                } else {
+                    rounded
+                }
+            },
+        )
 }
 
 /// How to run and what to write.

@@ -37,10 +37,14 @@ impl ExpectSpec {
         }
     }
 
+    /// Whether a measured value passes.
+    pub fn passes(&self, actual: f64) -> bool {
+        self.min.map_or(true, |lo| actual >= lo) && self.max.map_or(true, |hi| actual <= hi)
+    }
+
     /// Checks a measured value.
     pub fn check(&self, actual: f64) -> Expectation {
-        let pass =
-            self.min.map_or(true, |lo| actual >= lo) && self.max.map_or(true, |hi| actual <= hi);
+        let pass = self.passes(actual);
         Expectation {
             name: self.key.clone(),
             limit: self.limit_text(),

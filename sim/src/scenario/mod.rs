@@ -363,18 +363,19 @@ fn resolve(raw: ScenarioFile, has_provider: bool) -> Result<Scenario, (String, S
     // Names are printed on terminals and written into CSV, XML, markdown and folder names:
     // a control character in one (an escape sequence, a carriage return) rewrote a
     // terminal's lines and broke the XML files, and no name needs one.
-    let names = std::iter::once(("name".to_string(), raw.name.as_str())).chain(
+    // (The key is written only for the name refused.)
+    let names = std::iter::once((None, "name", raw.name.as_str())).chain(
         raw.workload.iter().enumerate().flat_map(|(i, w)| {
             [
-                (format!("workload.{i}.tenant"), w.tenant.as_str()),
-                (format!("workload.{i}.class"), w.class.as_str()),
+                (Some(i), "tenant", w.tenant.as_str()),
+                (Some(i), "class", w.class.as_str()),
             ]
         }),
     );
-    for (key, name) in names {
+    for (entry, field, name) in names {
         if let Some(c) = name.chars().find(|c| c.is_control()) {
             return Err((
-                key,
+                entry.map_or(field.to_string(), |i| format!("workload.{i}.{field}")),
                 format!(
                     "{name:?} holds the control character U+{:04X}: names are printed on \
                      terminals and written into CSV, XML and markdown; remove it",
