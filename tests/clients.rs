@@ -968,7 +968,8 @@ fn the_openai_sdk_parses_structured_outputs_and_forced_tool_calls() {
 }
 
 /// A forced tool call (`tool_choice={"type": "any"}`) reaches the official anthropic SDK as
-/// a `tool_use` block whose input validates against the tool's schema, plain and streamed.
+/// a `tool_use` block whose input validates against the tool's schema, plain and streamed,
+/// and `messages.parse` with a pydantic model gets JSON it parses.
 #[test]
 fn the_anthropic_sdk_gets_forced_tool_calls() {
     if !python_has("anthropic") {

@@ -131,7 +131,7 @@ pub const OPTIONAL_MAPS: [&str; 11] = [
 pub fn fixed_entries(map: &str) -> Option<&'static [&'static str]> {
     Some(match map {
         "agent_runs" => &crate::measure::agents::FIGURES,
-        "degraded" => &["trim_output", "smaller_model", "pause_bulk", "cached"],
+        "degraded" => &stampede_core::RungKind::LABELS,
         "failures_by_reason" => &[
             "attempts_exhausted",
             "cancelled",
@@ -149,22 +149,11 @@ pub fn fixed_entries(map: &str) -> Option<&'static [&'static str]> {
             "task_budget_exhausted",
             "wait_budget_exhausted",
         ],
-        "fallbacks" => &[
-            "provider_5xx",
-            "rate_limit_after_retry_budget",
-            "context_length_needed",
-            "primary_unavailable",
-        ],
+        "fallbacks" => &stampede_core::FallbackWhen::LABELS,
         "improvised" => &["reorder", "filter", "nearby", "stopped"],
         "rate_limit_hits" => &crate::measure::billing::LIMITS,
         "refusal_wait_ms" => &["count", "p50", "p99", "max"],
-        "rejected_by_reason" => &[
-            "queue_full",
-            "execution_budget_spent",
-            "deadline_passed",
-            "ledger_refused",
-            "invalid_action",
-        ],
+        "rejected_by_reason" => &stampede_core::RejectionCause::LABELS,
         "retries_by_group" => &crate::measure::retry_groups::GROUPS,
         _ => return None,
     })
