@@ -13,6 +13,7 @@ use stampede_provider::server::{
     ServerOptions, DEFAULT_BODY_LIMIT, DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_FIELD_BYTES,
     DEFAULT_MAX_HEADER_BYTES, DEFAULT_PRESSED_IDLE_TIMEOUT, DEFAULT_WRITE_STALL_TIMEOUT,
+    MAX_SHAPED_VALUES,
 };
 
 fn readme() -> String {
@@ -83,6 +84,13 @@ fn the_server_bounds_the_readme_quotes_are_the_defaults() {
     says(
         &r,
         &format!("An `Idempotency-Key` over {DEFAULT_MAX_FIELD_BYTES} bytes gets `400`"),
+    );
+    says(
+        &r,
+        &format!(
+            "An answer holds at most {} values",
+            thousands(MAX_SHAPED_VALUES as u64)
+        ),
     );
     // And they are what a server is given unless told otherwise.
     let o = ServerOptions::default();

@@ -179,11 +179,11 @@ fn tool(t: &Value, schema: &Value) -> Shape {
     }
 }
 
-/// Most values [`instance`] makes for one answer: a schema of nested lists or of `$ref`s
-/// that fan out multiplies the values it asks for at every level (16 levels of
-/// `minItems: 8` in 800 bytes of request), and an answer past this is cut short (the
-/// values left are `null`) rather than built whole in memory.
-const MAX_VALUES: usize = 4_096;
+/// Most values a structured answer holds (JSON output, a tool call's arguments): a schema
+/// of nested lists or of `$ref`s that fan out multiplies the values it asks for at every
+/// level (16 levels of `minItems: 8` in 800 bytes of request), and an answer past this is
+/// cut short (the values left are `null`) rather than built whole in memory.
+pub const MAX_VALUES: usize = 4_096;
 
 /// Most items a list, or characters a string, is given to meet its `minItems` or
 /// `minLength`.
