@@ -670,3 +670,18 @@ fn a_completion_of_zero_tokens_is_refused() {
     let msg = validate_error(&MINIMAL.replace("count = 2", "count = 2\nmax_output_tokens = 0"));
     assert!(msg.contains("workload.0.max_output_tokens"), "{msg}");
 }
+
+/// A key put in a number's place, or a scope's, is quoted masked in the error it gets (the
+/// parser's own words quote the value): it was shown whole.
+#[test]
+fn a_key_in_the_wrong_place_is_quoted_masked() {
+    let key = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcd";
+    for body in [
+        MINIMAL.replace("rpm = 60", &format!("rpm = \"{key}\"")),
+        MINIMAL.replace("scope = \"s\"", &format!("scope = \"{key}\"")),
+    ] {
+        let msg = validate_error(&body);
+        assert!(msg.contains("sk-...abcd"), "{msg}");
+        assert!(!msg.contains(&key[8..40]), "{msg}");
+    }
+}

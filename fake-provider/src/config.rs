@@ -219,7 +219,8 @@ pub const MIN_TIME_SCALE: f64 = 0.001;
 fn invalid(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
     ConfigError::Invalid {
         key: key.into(),
-        message: message.into(),
+        // A bad value it quotes may be a key put in the wrong place: shown masked.
+        message: stampede_secret::mask_keys_in(&message.into(), &[]),
     }
 }
 
@@ -437,10 +438,13 @@ impl ProviderConfig {
                 .map(|before| before.matches('\n').count() + 1);
             ConfigError::Parse {
                 source_name: source_name.to_string(),
-                message: match line {
-                    Some(line) => format!("line {line}: {}", e.message().trim_end()),
-                    None => e.message().trim_end().to_string(),
-                },
+                message: stampede_secret::mask_keys_in(
+                    &match line {
+                        Some(line) => format!("line {line}: {}", e.message().trim_end()),
+                        None => e.message().trim_end().to_string(),
+                    },
+                    &[],
+                ),
             }
         };
         let doc: toml::Table = toml::from_str(text).map_err(parse_err)?;
@@ -486,7 +490,7 @@ impl ProviderConfig {
                 .try_into()
                 .map_err(|e: toml::de::Error| ConfigError::Parse {
                     source_name: source_name.to_string(),
-                    message: format!("in {what}: {e}"),
+                    message: stampede_secret::mask_keys_in(&format!("in {what}: {e}"), &[]),
                 })?,
             None => toml::from_str(text).map_err(parse_err)?,
         };

@@ -34,6 +34,38 @@ pub fn mask_all<'a>(keys: impl IntoIterator<Item = &'a &'a str>) -> String {
     }
 }
 
+/// `text` (an error message) with every key in it masked: each of the `known` keys, and
+/// any word that starts `sk-`, the prefix of the keys the APIs issue. A word is a run of
+/// characters between quotes, spaces, commas, brackets and equals signs. What a message
+/// quotes of a bad value (`invalid type: string "sk-..."` when a key went in a number's
+/// place) is then no key whole.
+pub fn mask_keys_in(text: &str, known: &[&str]) -> String {
+    let is_delimiter = |c: char| "[]{}()\"'`,=:;".contains(c) || c.is_whitespace();
+    let mut out = String::with_capacity(text.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        // A word masked already (`sk-...abcd`) is shown as it is.
+        let masked = word.contains("...") || word.as_str() == "****";
+        let key = word.starts_with("sk-") || known.contains(&word.as_str());
+        if key && !masked && !word.is_empty() {
+            out.push_str(&mask(word));
+        } else {
+            out.push_str(word);
+        }
+        word.clear();
+    };
+    for c in text.chars() {
+        if is_delimiter(c) {
+            flush(&mut word, &mut out);
+            out.push(c);
+        } else {
+            word.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::mask;
@@ -57,5 +89,25 @@ mod tests {
         assert_eq!(mask("sk-acme-shared"), "sk-...");
         assert_eq!(mask("sk-proj-abcdefghijklmnopqrstuvwxyz0123"), "sk-...0123");
         assert_eq!(mask("sk-é-ключ-0123456789"), "sk-...6789");
+    }
+
+    #[test]
+    fn keys_in_a_message_are_masked() {
+        let key = "sk-HUNTSECRETzq7XwvB3kP9mN2rT5yL8jF4dH6sA1cE0gQ";
+        let message = format!("invalid type: string \"{key}\", expected a whole number");
+        assert_eq!(
+            super::mask_keys_in(&message, &[]),
+            "invalid type: string \"sk-...E0gQ\", expected a whole number"
+        );
+        // Masked once, not twice.
+        assert_eq!(
+            super::mask_keys_in("--set a=sk-...E0gQ: bad", &[]),
+            "--set a=sk-...E0gQ: bad"
+        );
+        let azure = "0123456789abcdef0123456789abcdef";
+        assert_eq!(
+            super::mask_keys_in(&format!("unknown scope {azure:?} (known: a)"), &[azure]),
+            "unknown scope \"012...cdef\" (known: a)"
+        );
     }
 }

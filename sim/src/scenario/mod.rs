@@ -185,6 +185,27 @@ fn read_bounded(path: &Path) -> std::io::Result<Option<String>> {
     })
 }
 
+/// The keys of every credential a scenario's text lists (`[[provider.credentials]]` and each
+/// `[[providers.<name>.credentials]]`), when it reads as TOML.
+fn credential_keys(text: &str) -> Vec<String> {
+    let Ok(doc) = text.parse::<toml::Table>() else {
+        return Vec::new();
+    };
+    let single = doc.get("provider").into_iter();
+    let named = doc
+        .get("providers")
+        .and_then(toml::Value::as_table)
+        .into_iter()
+        .flat_map(|t| t.values());
+    single
+        .chain(named)
+        .filter_map(|p| p.get("credentials").and_then(toml::Value::as_array))
+        .flatten()
+        .filter_map(|c| c.get("key").and_then(toml::Value::as_str))
+        .map(str::to_string)
+        .collect()
+}
+
 /// Parses scenario text; `file` names it in errors.
 pub fn parse(text: &str, file: &str, sets: &[Override]) -> Result<Scenario, ScenarioError> {
     let original = KeyIndex::new(text);
@@ -192,11 +213,15 @@ pub fn parse(text: &str, file: &str, sets: &[Override]) -> Result<Scenario, Scen
         let line = key
             .as_deref()
             .and_then(|k| original.as_ref().and_then(|idx| written_line(idx, k)));
+        // What a message quotes of a bad value may be a key (one put in a number's or a
+        // scope's place): shown masked, as every key the tool shows.
+        let known = credential_keys(text);
+        let known: Vec<&str> = known.iter().map(String::as_str).collect();
         ScenarioError {
             file: file.to_string(),
             line,
             key,
-            message,
+            message: stampede_secret::mask_keys_in(&message, &known),
         }
     };
 
