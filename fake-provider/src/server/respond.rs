@@ -274,7 +274,8 @@ pub(crate) struct CompletionFacts {
     pub(crate) max_tokens: u32,
 }
 
-/// Plays a decision: sleeps its latency (real time), then answers, drops, hangs or streams.
+/// Plays a decision: sleeps its latency (real time), then answers, drops or hangs; a stream
+/// starts after its first step and ends at the latency (see [`Pace`]).
 pub(crate) async fn play(
     shared: Arc<Shared>,
     decision: Decision,
