@@ -191,7 +191,7 @@ async fn wait(ms: u64, stop: &mut watch::Receiver<bool>) {
 
 /// Most pauses a stream makes between its pieces: its content leaves in this many groups
 /// at most, so a stream of thousands of tokens costs a few timers, not one a token.
-const MAX_STREAM_GROUPS: u32 = 16;
+pub const MAX_STREAM_GROUPS: u32 = 16;
 
 /// When a stream's pieces leave (real time): its `chunks` content frames in `groups`
 /// groups, the first (with the frames before the content) after `first_ms`, each next one
