@@ -860,6 +860,9 @@ fn a_runner_killed_with_sigkill_takes_its_client_with_it() {
             &script,
         ])
         .env_remove("GITHUB_STEP_SUMMARY")
+        // A runner killed with SIGKILL cannot remove the private copy of its workload:
+        // made in this test's folder, it goes with it, not left in the machine's /tmp.
+        .env("TMPDIR", dir.path())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
