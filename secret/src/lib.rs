@@ -35,34 +35,39 @@ pub fn mask_all<'a>(keys: impl IntoIterator<Item = &'a &'a str>) -> String {
 }
 
 /// `text` (an error message) with every key in it masked: each of the `known` keys, and
-/// any word that starts `sk-`, the prefix of the keys the APIs issue. A word is a run of
-/// characters between quotes, spaces, commas, brackets and equals signs. What a message
-/// quotes of a bad value (`invalid type: string "sk-..."` when a key went in a number's
-/// place) is then no key whole.
+/// any word that starts `sk-`, the prefix of the keys the APIs issue (see [`mask_words`]).
+/// What a message quotes of a bad value (`invalid type: string "sk-..."` when a key went in
+/// a number's place) is then no key whole.
 pub fn mask_keys_in(text: &str, known: &[&str]) -> String {
+    mask_words(text, |word| {
+        word.starts_with("sk-") || known.contains(&word)
+    })
+}
+
+/// `text` with every word `is_key` picks [`mask`]ed. A word is a run of characters between
+/// quotes, spaces, commas, colons, semicolons, brackets and equals signs, so a list keeps
+/// its length (`["sk-...abcd", "****"]`); a word masked already (`sk-...abcd`, `****`) is
+/// left as it is.
+pub fn mask_words(text: &str, is_key: impl Fn(&str) -> bool) -> String {
     let is_delimiter = |c: char| "[]{}()\"'`,=:;".contains(c) || c.is_whitespace();
-    let mut out = String::with_capacity(text.len());
-    let mut word = String::new();
-    let flush = |word: &mut String, out: &mut String| {
-        // A word masked already (`sk-...abcd`) is shown as it is.
-        let masked = word.contains("...") || word.as_str() == "****";
-        let key = word.starts_with("sk-") || known.contains(&word.as_str());
-        if key && !masked && !word.is_empty() {
+    let push = |out: &mut String, word: &str| {
+        let masked = word.contains("...") || word == "****";
+        if !word.is_empty() && !masked && is_key(word) {
             out.push_str(&mask(word));
         } else {
             out.push_str(word);
         }
-        word.clear();
     };
-    for c in text.chars() {
+    let mut out = String::with_capacity(text.len());
+    let mut start = 0;
+    for (i, c) in text.char_indices() {
         if is_delimiter(c) {
-            flush(&mut word, &mut out);
+            push(&mut out, &text[start..i]);
             out.push(c);
-        } else {
-            word.push(c);
+            start = i + c.len_utf8();
         }
     }
-    flush(&mut word, &mut out);
+    push(&mut out, &text[start..]);
     out
 }
 

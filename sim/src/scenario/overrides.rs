@@ -24,36 +24,16 @@ pub struct Override {
 /// it, keys masked (`sk-...abcd`): every word of a setting that names credentials (its last
 /// part `credential`, `key`, `deployments`, `fallbacks` or `primary`), and anywhere else
 /// (a whole table, `client={deployments=[...]}`) every word that is one of the `known` keys
-/// or starts `sk-`. A word is a run of characters between TOML's brackets, quotes,
-/// commas, equals signs and spaces, so a list keeps its length (`["sk-...abcd", "****"]`).
+/// or starts `sk-`, word by word as [`stampede_secret::mask_words`] cuts them.
 pub fn shown_value(path: &str, raw: &str, known: &[&str]) -> String {
     let last = path.rsplit('.').next().unwrap_or(path);
     let names_keys = matches!(
         last,
         "credential" | "key" | "deployments" | "fallbacks" | "primary"
     );
-    let is_delimiter = |c: char| "[]{}\"',=".contains(c) || c.is_whitespace();
-    let mut out = String::with_capacity(raw.len());
-    let mut word = String::new();
-    let flush = |word: &mut String, out: &mut String| {
-        let secret = names_keys || word.starts_with("sk-") || known.contains(&word.as_str());
-        if secret && !word.is_empty() {
-            out.push_str(&stampede_secret::mask(word));
-        } else {
-            out.push_str(word);
-        }
-        word.clear();
-    };
-    for c in raw.chars() {
-        if is_delimiter(c) {
-            flush(&mut word, &mut out);
-            out.push(c);
-        } else {
-            word.push(c);
-        }
-    }
-    flush(&mut word, &mut out);
-    out
+    stampede_secret::mask_words(raw, |word| {
+        names_keys || word.starts_with("sk-") || known.contains(&word)
+    })
 }
 
 /// Parses `KEY=VALUE`.
