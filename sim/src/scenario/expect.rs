@@ -625,18 +625,23 @@ pub fn monotone(key: &str) -> Option<Monotone> {
 /// The value of a dotted key in a summary (`status_counts.<missing>` is 0, as is an
 /// optional figure the run did not have: see [`OPTIONAL_FIGURES`], [`OPTIONAL_MAPS`]).
 pub fn summary_value(summary: &Summary, key: &str) -> Option<f64> {
-    let value = serde_json::to_value(summary).ok()?;
-    let parts: Vec<&str> = key.split('.').collect();
-    let mut cur = &value;
-    let mut i = 0;
-    while i < parts.len() {
+    value_at(&serde_json::to_value(summary).ok()?, key)
+}
+
+/// [`summary_value`] in a summary already serialized.
+fn value_at(summary: &serde_json::Value, key: &str) -> Option<f64> {
+    let mut cur = summary;
+    let mut rest = key;
+    while !rest.is_empty() {
         // A name may hold dots (a tenant `acme.eu`): the fewest parts that make a key here.
-        let step = (i + 1..=parts.len())
-            .find_map(|j| cur.get(parts[i..j].join(".")).map(|next| (next, j)));
+        let ends = rest.match_indices('.').map(|(i, _)| i).chain([rest.len()]);
+        let step = ends
+            .into_iter()
+            .find_map(|end| cur.get(&rest[..end]).map(|next| (next, end)));
         match step {
-            Some((next, j)) => {
+            Some((next, end)) => {
                 cur = next;
-                i = j;
+                rest = rest.get(end + 1..).unwrap_or("");
             }
             None => return zero_when_absent(key).then_some(0.0),
         }
@@ -655,9 +660,11 @@ fn zero_when_absent(key: &str) -> bool {
 
 /// Checks every expectation against a summary.
 pub fn evaluate(specs: &[ExpectSpec], summary: &Summary) -> Vec<Expectation> {
+    // Serialized once for all: it was serialized again for every expectation.
+    let value = serde_json::to_value(summary).unwrap_or_default();
     specs
         .iter()
-        .map(|s| s.check(summary_value(summary, &s.key).unwrap_or(f64::NAN)))
+        .map(|s| s.check(value_at(&value, &s.key).unwrap_or(f64::NAN)))
         .collect()
 }
 
