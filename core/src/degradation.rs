@@ -30,25 +30,7 @@ pub enum RungKind {
 }
 
 impl RungKind {
-    /// Every kind, in declaration order.
-    pub const ALL: [RungKind; 4] = [
-        RungKind::TrimOutput,
-        RungKind::SmallerModel,
-        RungKind::PauseBulk,
-        RungKind::Cached,
-    ];
-
-    /// Every kind's [`RungKind::label`], in the order of [`RungKind::ALL`]: the names a report
-    /// may show (and an expectation may name).
-    pub const LABELS: [&'static str; 4] = {
-        let mut out = [""; 4];
-        let mut i = 0;
-        while i < 4 {
-            out[i] = Self::ALL[i].label();
-            i += 1;
-        }
-        out
-    };
+    crate::labels::kinds_and_labels!(RungKind, [TrimOutput, SmallerModel, PauseBulk, Cached]);
 
     /// The snake_case name, as scenarios write it (`trim_output`).
     #[must_use]

@@ -146,6 +146,7 @@ mod id_index;
 pub mod id_slab;
 pub mod idempotency;
 mod job;
+mod labels;
 mod ledger;
 mod operation_id;
 mod outcome;

@@ -38,25 +38,15 @@ pub enum FallbackWhen {
 }
 
 impl FallbackWhen {
-    /// Every kind, in declaration order.
-    pub const ALL: [FallbackWhen; 4] = [
-        FallbackWhen::ProviderFiveXx,
-        FallbackWhen::RateLimitAfterRetryBudget,
-        FallbackWhen::ContextLengthNeeded,
-        FallbackWhen::PrimaryUnavailable,
-    ];
-
-    /// Every kind's [`FallbackWhen::label`], in the order of [`FallbackWhen::ALL`]: the names a report
-    /// may show (and an expectation may name).
-    pub const LABELS: [&'static str; 4] = {
-        let mut out = [""; 4];
-        let mut i = 0;
-        while i < 4 {
-            out[i] = Self::ALL[i].label();
-            i += 1;
-        }
-        out
-    };
+    crate::labels::kinds_and_labels!(
+        FallbackWhen,
+        [
+            ProviderFiveXx,
+            RateLimitAfterRetryBudget,
+            ContextLengthNeeded,
+            PrimaryUnavailable
+        ]
+    );
 
     /// The snake_case name, as scenarios write it (`provider_5xx`).
     #[must_use]

@@ -77,26 +77,16 @@ pub enum RejectionCause {
 }
 
 impl RejectionCause {
-    /// Every kind, in declaration order.
-    pub const ALL: [RejectionCause; 5] = [
-        RejectionCause::QueueFull,
-        RejectionCause::ExecutionBudgetSpent,
-        RejectionCause::DeadlinePassed,
-        RejectionCause::LedgerRefused,
-        RejectionCause::InvalidAction,
-    ];
-
-    /// Every kind's [`RejectionCause::label`], in the order of [`RejectionCause::ALL`]: the names a report
-    /// may show (and an expectation may name).
-    pub const LABELS: [&'static str; 5] = {
-        let mut out = [""; 5];
-        let mut i = 0;
-        while i < 5 {
-            out[i] = Self::ALL[i].label();
-            i += 1;
-        }
-        out
-    };
+    crate::labels::kinds_and_labels!(
+        RejectionCause,
+        [
+            QueueFull,
+            ExecutionBudgetSpent,
+            DeadlinePassed,
+            LedgerRefused,
+            InvalidAction
+        ]
+    );
 
     /// A short stable label for reports (`queue_full`, `deadline_passed`, ...).
     pub const fn label(self) -> &'static str {
