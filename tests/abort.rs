@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-mod common;
+use crate::common;
 use common::{a_str, repo, stampede, text};
 
 /// backlog-38k with its last expectation (`retry_after_violations = 0`) replaced by `last`.

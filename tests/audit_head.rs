@@ -10,7 +10,7 @@ use stampede_core::{AuditEvent, AuditKind};
 use stampede_durable::chain::{canonical_json, record_hash, GENESIS_PREV};
 use stampede_durable::{head_path, AuditWriter, ChainHead, ChainKey};
 
-mod common;
+use crate::common;
 
 const KEY: &str = "a-test-audit-key";
 

@@ -8,7 +8,7 @@ use std::process::Command;
 use stampede_core::{AuditEvent, AuditKind};
 use stampede_durable::AuditWriter;
 
-mod common;
+use crate::common;
 
 /// Ten events of two actions, as a run would record them.
 fn write_trail(dir: &Path) -> PathBuf {

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod common;
+use crate::common;
 use common::{a_str, repo, stampede, text};
 
 /// Longest a browser may take over one page before it is killed and the test fails.

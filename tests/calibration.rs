@@ -2,7 +2,7 @@
 //! is played by the official SDK through `--client` and by its preset in virtual time, and
 //! the two must end the same way (completed, failed, duplicates) with attempts per logical
 //! request within 5%. The table of both is the README's block `calibration-table`
-//! (`STAMPEDE_BLESS=1 cargo test --test calibration` rewrites it).
+//! (`STAMPEDE_BLESS=1 cargo test --test integration calibration` rewrites it).
 //!
 //! Without the SDKs the real side is skipped (and the README left alone), unless
 //! `STAMPEDE_REQUIRE_SDKS=1`, as in CI.
@@ -113,7 +113,7 @@ fn the_sdk_presets_agree_with_the_real_sdks() {
     assert_eq!(
         &readme[start..end],
         table,
-        "README calibration table is stale: STAMPEDE_BLESS=1 cargo test --test calibration"
+        "README calibration table is stale: STAMPEDE_BLESS=1 cargo test --test integration calibration"
     );
 }
 

@@ -3,7 +3,7 @@
 //! the documented keys and types, one dead letter per action that did not complete and one
 //! case file per escalation, no credential or body in them, and the same bytes on a rerun.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

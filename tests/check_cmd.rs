@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-mod common;
+use crate::common;
 use common::{a_str, repo, stampede, text};
 
 /// A small scenario (`count` LLM calls against a 300 rpm account), with `expect` as the

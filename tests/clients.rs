@@ -3,7 +3,7 @@
 //! requirements.txt); without them those tests say so and pass, unless
 //! `STAMPEDE_REQUIRE_SDKS=1` (as `.ci/run` sets it), where a missing SDK fails them.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output};

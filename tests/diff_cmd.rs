@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Output;
 
-mod common;
+use crate::common;
 use common::{a_str, quickstart, stampede, text};
 
 /// Runs the quickstart on 16 workers (enough to overrun its 300 rpm), under `preset` into `out` (plus any

@@ -3,10 +3,10 @@
 //! any figure of any scenario fails here, naming the scenario and the keys that moved.
 //!
 //! ```sh
-//! STAMPEDE_BLESS=1 cargo test --test golden_summaries    # rewrite after an intended change
+//! STAMPEDE_BLESS=1 cargo test --test integration golden_summaries    # rewrite after an intended change
 //! ```
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use stampede_sim::run::{run_virtual, RunOptions};
@@ -93,7 +93,7 @@ fn every_shipped_scenario_gives_its_golden_summary() {
     }
     assert!(
         failures.is_empty(),
-        "summaries moved (STAMPEDE_BLESS=1 cargo test --test golden_summaries if intended):\n{}",
+        "summaries moved (STAMPEDE_BLESS=1 cargo test --test integration golden_summaries if intended):\n{}",
         failures.join("\n")
     );
 }

@@ -1,7 +1,7 @@
 //! Goodput and latency cannot flatter failure: on the quickstart, a preset that fails calls
 //! never shows better goodput or latency than the one that completes them all.
 
-mod common;
+use crate::common;
 
 use stampede_reports::Summary;
 use stampede_sim::run::{run_virtual, RunOptions};

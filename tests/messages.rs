@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-mod common;
+use crate::common;
 use common::{a_str, stampede, text};
 
 /// A small valid scenario; `extra` is appended.

@@ -3,7 +3,7 @@
 //! line the run prints) and the rest. Only that it works and adds up is checked here: its
 //! times are a benchmark's, never asserted.
 
-mod common;
+use crate::common;
 
 #[test]
 fn outside_loop_splits_each_run_into_the_loop_and_the_rest() {

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-mod common;
+use crate::common;
 
 /// A fake build in `dir`: `cycle_rate` printing `cycles` a second and `bench_run` printing a
 /// table whose scenario row has `wall_ms`, each in the example's own format.

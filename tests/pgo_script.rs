@@ -3,7 +3,7 @@
 //! builds, too long for a test: CI runs every step of it on the core's cycle benchmark
 //! (`scripts/pgo.sh --check`, in `.ci/run`).
 
-mod common;
+use crate::common;
 
 fn pgo(args: &[&str]) -> std::process::Output {
     common::script("scripts/pgo.sh")

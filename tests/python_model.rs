@@ -9,7 +9,7 @@
 //! distribution, not to the attempt. Without python3 the test is skipped, unless
 //! `STAMPEDE_REQUIRE_SDKS=1` (CI, which installs python3 for the SDK tests).
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -4,10 +4,10 @@
 //! until the README moves with it:
 //!
 //! ```sh
-//! STAMPEDE_BLESS=1 cargo test --test readme_figures    # rewrite the blocks from fresh runs
+//! STAMPEDE_BLESS=1 cargo test --test integration readme_figures    # rewrite the blocks from fresh runs
 //! ```
 
-mod common;
+use crate::common;
 
 use common::thousands;
 
@@ -356,7 +356,7 @@ fn the_readme_quotes_the_figures_of_a_fresh_run() {
         let got = &readme[start..start + readme[start..].find("\n<!-- /figures:").unwrap()];
         assert_eq!(
             got, body,
-            "README block `{name}` is stale; rerun with STAMPEDE_BLESS=1 cargo test --test \
+            "README block `{name}` is stale; rerun with STAMPEDE_BLESS=1 cargo test --test integration \
              readme_figures and review the diff"
         );
     }

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-mod common;
+use crate::common;
 use common::{a_str, quickstart, stampede, text};
 
 /// Every file in `dir` and its bytes.

@@ -12,7 +12,7 @@
 //!   provider once the cancellation could be applied.
 //!
 //! Cases: 48 by default (a few seconds in a debug build). Run many more with
-//! `STAMPEDE_PROPTEST_CASES=5000 cargo test --release --test restarts_props` (the standard
+//! `STAMPEDE_PROPTEST_CASES=5000 cargo test --release --test integration restarts_props` (the standard
 //! `PROPTEST_CASES` works too). A failing case shrinks and its message is a scenario file:
 //! save it as `case.toml` and `stampede run case.toml` replays it exactly.
 //!

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use stampede_reports::{render, RenderOptions};
 
-mod common;
+use crate::common;
 
 /// Retries per 100 ms as `attempts.csv` says: rows past their logical request's first.
 fn bins_from_csv(path: &Path) -> Vec<u64> {

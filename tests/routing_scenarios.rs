@@ -3,7 +3,7 @@
 //! logical request billed at two providers, a per-model bucket hammered, an overload no
 //! ladder absorbs), each figure read from the providers' journals.
 
-mod common;
+use crate::common;
 
 use stampede_reports::Summary;
 use stampede_sim::run::{run_virtual, RunOptions};

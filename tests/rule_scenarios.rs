@@ -3,7 +3,7 @@
 //! each passes under the stampede preset and fails under the naive one, where the rule
 //! matters.
 
-mod common;
+use crate::common;
 
 use stampede_reports::Summary;
 

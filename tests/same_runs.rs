@@ -3,7 +3,7 @@
 //! is byte for byte the same from process to process, `wall_ms` masked) and fail when the
 //! runs differ (here a wrapper that runs another seed), so the check can fail.
 
-mod common;
+use crate::common;
 
 /// Runs the script on two scenarios (one refusing the naive preset) with `base` and `new`.
 fn same_runs(base: &str, new: &str) -> (bool, String) {

@@ -1,7 +1,7 @@
 //! The seeds' figures on real runs: the summary's new breakdowns add up to the totals they
 //! break down, and `metrics.prom` carries seed 003's metric names and labels (issue 17).
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -1,7 +1,7 @@
 //! The issue-17 scenarios that play a seed rule no other scenario plays: each passes under
 //! the stampede preset and fails under the naive one, where the rule matters.
 
-mod common;
+use crate::common;
 
 use stampede_reports::Summary;
 

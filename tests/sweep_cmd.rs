@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Output;
 
-mod common;
+use crate::common;
 use common::{a_str, quickstart, stampede, text};
 
 fn sweep(out: &Path, jobs: &str) -> Output {

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Output;
 
-mod common;
+use crate::common;
 use common::{a_str, quickstart, stampede, text};
 
 /// The quickstart sweep's arguments after the scenario (it plays in virtual time, quickly).

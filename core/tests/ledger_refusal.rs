@@ -11,7 +11,7 @@ use stampede_core::{
     Command, InMemoryLedger, Ledger, LedgerEntry, LedgerError, Policy, RejectionCause, Scheduler,
 };
 
-mod common;
+use crate::common;
 
 /// The in-memory ledger, refusing every write while `down` (shared with the test, which
 /// brings the ledger back).

@@ -1,7 +1,7 @@
 //! Reading commands where they lie: `peek` lends the next command, `consume` takes it; and
 //! the hint of which action goes next.
 
-mod common;
+use crate::common;
 
 use common::{job, ok, scheduler};
 use stampede_core::{preset, Command};

@@ -2,7 +2,7 @@
 //! and presets, played by a small discrete-event driver. Default case counts keep the file
 //! under a few seconds; set PROPTEST_CASES for a longer search.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

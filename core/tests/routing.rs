@@ -2,7 +2,7 @@
 //! implements"): fallbacks, reconcile before falling back, and the degradation ladder.
 #![allow(clippy::field_reassign_with_default)]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -2,7 +2,7 @@
 // Each test reads as "the default policy, with this one knob changed".
 #![allow(clippy::field_reassign_with_default)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

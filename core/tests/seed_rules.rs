@@ -5,7 +5,7 @@
 //! revoked key (seed 000).
 #![allow(clippy::field_reassign_with_default)]
 
-mod common;
+use crate::common;
 
 use common::*;
 use stampede_core::{

@@ -14,7 +14,7 @@
 //! Cases: `STAMPEDE_FUZZ_CASES` (default 64): that many model cases (each 1 to 63 calls,
 //! 32 on average) and 32 times as many TCP cases per TCP test (each one input). Each test
 //! prints how many inputs it ran. The 10^6 run (about 96 inputs per configured case):
-//! `STAMPEDE_FUZZ_CASES=11000 cargo test --release -p stampede-provider --test fuzz_http -- --nocapture`
+//! `STAMPEDE_FUZZ_CASES=11000 cargo test --release -p stampede-provider --test integration fuzz_http -- --nocapture`
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};

@@ -2,7 +2,7 @@
 //! both runs side by side, each figure marked better or worse by its direction, and the
 //! expectations whose verdict changed.
 
-mod common;
+use crate::common;
 
 use std::fs;
 

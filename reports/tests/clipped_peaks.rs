@@ -2,7 +2,7 @@
 //! y axis fits the bulk, the bucket is drawn at the top edge with a marker, and a note in the
 //! plot names it. A plot without such a bucket keeps the axis it always had.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

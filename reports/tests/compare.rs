@@ -1,6 +1,6 @@
 //! Comparing two runs, and reading a `summary.json` back.
 
-mod common;
+use crate::common;
 
 use std::fs;
 

@@ -1,6 +1,6 @@
 //! The CSV writers: header from the schema's field names, one row per element, stable bytes.
 
-mod common;
+use crate::common;
 
 use std::fs;
 

@@ -2,7 +2,7 @@
 //! (Gatling's OK/KO), and errors by status and message with first and last seen; the same in
 //! the markdown summary.
 
-mod common;
+use crate::common;
 
 use std::fs;
 

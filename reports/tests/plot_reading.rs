@@ -2,7 +2,7 @@
 //! beside what is in flight and not cut off at any queue bound, one unit per axis, and the
 //! value of a point under the pointer (an SVG `<title>`, no script).
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

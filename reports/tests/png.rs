@@ -2,7 +2,7 @@
 //! bytes twice, and really drawn (not blank, text in the title area). PNG is the `png` feature.
 #![cfg(feature = "png")]
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};

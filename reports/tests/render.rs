@@ -1,7 +1,7 @@
 //! `render` on a synthetic run: the plots carry the series they claim, the page and the JUnit
 //! file carry every expectation with its verdict, and two renders give the same bytes.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

@@ -1,6 +1,6 @@
 //! Sweep outputs on a small synthetic grid: the CSV rows, the plots and the recommendation.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -9,8 +9,7 @@
 use stampede_reports::UnfinishedRow;
 use stampede_sim::measure::Measurement;
 
-#[path = "support/journal.rs"]
-mod journal;
+use crate::journal;
 
 use journal::{chat, commit, provider, sent_by};
 

@@ -8,8 +8,7 @@ use stampede_sim::measure::providers::ProviderTally;
 use stampede_sim::measure::{Measurement, SentBy};
 use stampede_sim::sink::attempts::{self, Numbering};
 
-#[path = "support/journal.rs"]
-mod journal;
+use crate::journal;
 
 use journal::{chat, commit, provider};
 

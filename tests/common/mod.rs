@@ -1,7 +1,8 @@
 //! What the command tests (`check_cmd`, `sweep_cmd`, `diff_cmd`) share: running the
 //! `stampede` binary and finding the repository's scenarios.
 
-// Each test binary compiles this module for itself and uses only some of it.
+// Compiled into both test binaries (tests/main.rs and readme_allocations.rs); the second
+// uses only some of it.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
