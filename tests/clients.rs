@@ -835,6 +835,72 @@ print("workload", sent, "own", own)
     assert_eq!(s["deadline_misses"], 20, "sent late or never: {s}");
 }
 
+/// An agent puts a system prompt, or the conversation so far, before the work it was given,
+/// and may send its prompt as a list of parts with an image first: the provider finds the
+/// item wherever the prompt stands. Before, it read the first message alone, so every item
+/// of such a client was "foreign": completed 0, failed 20, and dead letters saying "not
+/// executed" for work that ran and was billed.
+#[test]
+fn an_agents_system_prompt_or_history_before_its_prompt_still_names_the_item() {
+    if !python_has("json") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = r#"
+import http.client, json, os, urllib.parse
+url = urllib.parse.urlparse(os.environ["STAMPEDE_PROVIDER_URL"])
+key = os.environ["OPENAI_API_KEY"]
+def send(path, body, headers):
+    c = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+    c.request("POST", path, body=json.dumps(body), headers=dict(headers, **{"content-type": "application/json"}))
+    r = c.getresponse(); r.read(); c.close()
+    return r.status
+statuses = []
+for n, line in enumerate(open(os.environ["STAMPEDE_WORKLOAD"])):
+    item = json.loads(line)
+    prompt = item["body"]["messages"][0]["content"]
+    openai = {"authorization": "Bearer " + key}
+    if n % 4 == 0:
+        messages = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": prompt}]
+    elif n % 4 == 1:
+        messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
+                    {"role": "user", "content": prompt}]
+    elif n % 4 == 2:
+        messages = [{"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+            {"type": "text", "text": prompt}]}]
+    else:
+        # Anthropic: the system prompt is its own field, the history comes first.
+        statuses.append(send("/v1/messages", {"model": "claude", "max_tokens": 16, "system": "Be terse.",
+            "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
+                         {"role": "user", "content": prompt}]},
+            {"x-api-key": key, "anthropic-version": "2023-06-01"}))
+        continue
+    statuses.append(send("/v1/chat/completions", {"model": "m", "max_tokens": 16, "messages": messages}, openai))
+print("statuses", statuses)
+"#;
+    let out = run_blind_retry(
+        dir.path(),
+        &["provider.faults=[]"],
+        &["python3", "-c", script],
+    );
+    let s = summary(dir.path());
+    let log = std::fs::read_to_string(dir.path().join("client.log")).unwrap_or_default();
+    assert!(
+        text(&out.stdout).contains("client exited with 0"),
+        "{}{}{log}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert_eq!(s["outbound_attempts"], 20, "{s}\n{log}");
+    assert_eq!(
+        s["completed"], 20,
+        "every item was sent and answered: {s}\n{log}"
+    );
+    assert_eq!(s["failed"], 0, "{s}");
+    assert_eq!(s["foreign_requests"].as_u64().unwrap_or(0), 0, "{s}");
+}
+
 /// A runner killed with SIGKILL (a CI job's timeout, the OOM killer) can stop nothing
 /// itself; Linux stops the client it started (the replica's leader) for it, where the
 /// client ran on to its end.

@@ -51,9 +51,11 @@ pub struct Request {
     /// a simulated client's attempt carries its job's model without a copy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<Arc<str>>,
-    /// The workload item whose prompt this request carries: `N` when its first message
-    /// starts `request N:`, as every prompt of a workload file Stampede writes for a client
-    /// under test does (see [`workload_item`]). The work itself, as the provider reads it,
+    /// The workload item whose prompt this request carries: `N` when one of its messages
+    /// starts `request N:` (the first that does, in order; of a message in parts, its first
+    /// text part that does), as every prompt of a workload file Stampede writes for a
+    /// client under test does (see [`workload_item`]). A system prompt, or the turns of a
+    /// conversation, before it change nothing. The work itself, as the provider reads it,
     /// not a header the client sends about itself: what tells a `--client` run's answers to
     /// its workload apart from requests it was not given. `None` otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -100,8 +100,8 @@ pub(crate) async fn messages(State(app): State<App>, req: Request<Body>) -> Resp
     req.max_tokens = parsed.max_tokens;
     req.workload_item = parsed
         .messages
-        .first()
-        .and_then(|m| parse::workload_item_of(&m.content));
+        .iter()
+        .find_map(|m| parse::workload_item_of(&m.content));
     req.stream = parsed.stream;
     req.body_hash = parse::canonical_hash(&v);
     req.model = parse::model(&v);

@@ -251,24 +251,28 @@ fn prompt_tokens(messages: &[Value]) -> u32 {
     u32::try_from(chars.div_ceil(4) + 4 * messages.len()).unwrap_or(u32::MAX)
 }
 
-/// The workload item a message's content names ([`workload_item`]): its text, or the text
-/// of its first part when it is a list of parts (`[{"type": "text", "text": ...}]`, as
-/// the SDKs may send it).
-/// The workload item the first message of a body names, read from any JSON body, even one
-/// refused: a client that re-sends an invalid request for an item is re-sending that item.
+/// The workload item a body's messages name (the first that names one), read from any JSON
+/// body, even one refused: a client that re-sends an invalid request for an item is
+/// re-sending that item.
 pub(crate) fn workload_item_in(bytes: &[u8]) -> Option<u64> {
     let v: Value = serde_json::from_slice(bytes).ok()?;
-    workload_item_of(v.get("messages")?.get(0)?.get("content")?)
+    v.get("messages")?
+        .as_array()?
+        .iter()
+        .filter_map(|m| m.get("content"))
+        .find_map(workload_item_of)
 }
 
+/// The workload item a message's content names ([`workload_item`]): its text, or, when it
+/// is a list of parts (`[{"type": "text", "text": ...}]`, as the SDKs may send it), the
+/// first of its text parts that names one (an image or a document may come first).
 pub(crate) fn workload_item_of(content: &Value) -> Option<u64> {
     match content {
         Value::String(text) => workload_item(text),
         Value::Array(parts) => parts
-            .first()
-            .and_then(|p| p.get("text"))
-            .and_then(Value::as_str)
-            .and_then(workload_item),
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .find_map(workload_item),
         _ => None,
     }
 }
@@ -463,11 +467,13 @@ fn plain(req: &mut Request, body: &PlainChat<'_>) -> Result<(), BadRequest> {
     }
     req.body_hash = canonical_hash(body);
     req.model = body.model.as_deref().map(Arc::from);
+    // The first message that names an item, wherever it stands: an agent puts a system
+    // prompt, or the conversation so far, before the work it was given.
     req.workload_item = body
         .messages
-        .first()
-        .and_then(|m| m.0.content.as_deref())
-        .and_then(workload_item);
+        .iter()
+        .filter_map(|m| m.0.content.as_deref())
+        .find_map(workload_item);
     let chars: usize = body
         .messages
         .iter()
@@ -519,9 +525,9 @@ fn chat_value(req: &mut Request, bytes: &[u8]) -> Result<Option<Shape>, BadReque
         .map_or(&[][..], Vec::as_slice);
     req.prompt_tokens = prompt_tokens(messages);
     req.workload_item = messages
-        .first()
-        .and_then(|m| field(m, "content", 1))
-        .and_then(workload_item_of);
+        .iter()
+        .filter_map(|m| field(m, "content", 1))
+        .find_map(workload_item_of);
     req.max_tokens = body
         .max_completion_tokens
         .or(body.max_tokens)
@@ -624,6 +630,25 @@ mod tests {
         );
         let parts = body(r#"[{"type":"text","text":"request 3: b"}]"#);
         assert_eq!(read_value(parts.as_bytes()).unwrap().workload_item, Some(3));
+        // An image before the text, a system prompt or earlier turns before the prompt: an
+        // agent's usual request names its item all the same.
+        let image_first = body(
+            r#"[{"type":"image_url","image_url":{"url":"data:,"}},{"type":"text","text":"request 4: c"}]"#,
+        );
+        assert_eq!(
+            read_value(image_first.as_bytes()).unwrap().workload_item,
+            Some(4)
+        );
+        let conversation = r#"{"model":"m","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"hi"},{"role":"assistant","content":"hello"},{"role":"user","content":"request 5: d"}]}"#;
+        assert_eq!(
+            read_plain(conversation.as_bytes()).unwrap().workload_item,
+            Some(5)
+        );
+        assert_eq!(
+            read_value(conversation.as_bytes()).unwrap().workload_item,
+            Some(5)
+        );
+        assert_eq!(workload_item_in(conversation.as_bytes()), Some(5));
         for other in [
             r#""hi""#,
             r#""request : x""#,
