@@ -183,6 +183,9 @@ pub fn main(args: RunArgs) -> ExitCode {
                         exit.real_ms,
                         log.display()
                     );
+                    for note in client_notes(&o.report.summary) {
+                        outln!("{note}");
+                    }
                 }
                 o
             }
@@ -395,4 +398,26 @@ fn ended_run(s: &Summary, name: &str) -> String {
         ),
         _ => String::new(),
     }
+}
+
+/// What a `--client` run's figures cannot say by themselves: that the client sent nothing
+/// at all, or sent requests that named no item of its workload. Both leave the workload's
+/// items failed, which reads as the provider's doing unless it is said.
+fn client_notes(s: &Summary) -> Vec<String> {
+    let mut notes = Vec::new();
+    if s.outbound_attempts == 0 {
+        notes.push(
+            "note: the client sent no request to the provider: does it read its workload \
+             (STAMPEDE_WORKLOAD) and send to OPENAI_BASE_URL or ANTHROPIC_BASE_URL?"
+                .to_string(),
+        );
+    } else if s.foreign_requests > 0 {
+        notes.push(format!(
+            "note: {} request(s) the provider saw named no item of the workload (counted apart \
+             as foreign_requests): a request counts for an item when one of its messages \
+             starts with the `request N:` of the item's prompt",
+            s.foreign_requests
+        ));
+    }
+    notes
 }

@@ -825,6 +825,17 @@ print("workload", sent, "own", own)
     assert_eq!(s["completed"], 10, "only the workload's own items: {s}");
     assert_eq!(s["failed"], 10, "{s}");
     assert_eq!(s["foreign_requests"], 10, "{s}");
+    assert!(
+        text(&out.stdout).contains("note: 10 request(s) the provider saw named no item"),
+        "the console says why items failed: {}",
+        text(&out.stdout)
+    );
+    assert!(
+        std::fs::read_to_string(dir.path().join("summary.md"))
+            .unwrap()
+            .contains("| `foreign_requests` | 10 |"),
+        "and so does the report"
+    );
     assert_eq!(s["outbound_attempts"], 20, "every attempt is measured: {s}");
     assert_eq!(s["by_tenant"]["acme"]["completed"], 10, "{s}");
     // Due from 0 to 1.8 s, first sent from 10 s on.
@@ -833,6 +844,26 @@ print("workload", sent, "own", own)
         "the wait in the client counts: {s}"
     );
     assert_eq!(s["deadline_misses"], 20, "sent late or never: {s}");
+}
+
+/// A client that sends nothing (it never read its workload, or sent elsewhere) leaves every
+/// item failed; the console says the client sent nothing, where it had only said the
+/// client exited with 0.
+#[test]
+fn a_client_that_sends_nothing_is_told_so() {
+    if !python_has("json") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_blind_retry(dir.path(), &[], &["python3", "-c", "pass"]);
+    let s = summary(dir.path());
+    assert_eq!(s["outbound_attempts"], 0, "{s}");
+    assert_eq!(s["failed"], 20, "{s}");
+    assert!(
+        text(&out.stdout).contains("note: the client sent no request to the provider"),
+        "{}",
+        text(&out.stdout)
+    );
 }
 
 /// An agent puts a system prompt, or the conversation so far, before the work it was given,

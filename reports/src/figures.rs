@@ -133,6 +133,9 @@ pub fn figures(summary: &Summary) -> Vec<Figure> {
     if s.starvation_ms != 0 {
         out.push(fig("starvation_ms", s.starvation_ms as f64, "ms"));
     }
+    if s.mode == "client" {
+        out.push(fig("foreign_requests", s.foreign_requests as f64, ""));
+    }
     if s.billed_usd != 0.0 {
         out.push(fig("billed_usd", s.billed_usd, "USD"));
         out.push(fig("duplicate_billed_usd", s.duplicate_billed_usd, "USD"));
@@ -218,6 +221,7 @@ mod tests {
         s.degraded.insert("cached".into(), 1);
         s.rate_limit_hits.insert("tpm".into(), 1);
         s.by_provider.insert("a".into(), Default::default());
+        s.mode = "client".into();
         for f in super::figures(&s).iter().filter(|f| f.deterministic) {
             let (_, label, meaning) = super::describe(&f.key);
             assert!(
@@ -532,6 +536,11 @@ pub fn describe(key: &str) -> (FigureGroup, &'static str, &'static str) {
             "what the providers billed, duplicates included",
         ),
         "duplicate_billed_usd" => (Cost, "billed twice", "what duplicate commits cost"),
+        "foreign_requests" => (
+            Provider,
+            "requests not of the workload",
+            "requests a --client run's client sent whose prompt names no item of its workload",
+        ),
         _ => (Finished, "", ""),
     }
 }
