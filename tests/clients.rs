@@ -846,6 +846,59 @@ print("workload", sent, "own", own)
     assert_eq!(s["deadline_misses"], 20, "sent late or never: {s}");
 }
 
+/// A client still at work when the scenario's duration runs out is ended by the runner; the
+/// items it had not finished are unfinished at the cap (and listed in unfinished.csv), not
+/// failed: it never gave them up, and what it sent may have executed. Before, they were
+/// failed with `attempts_exhausted`, the two sent among them.
+#[test]
+fn work_open_when_the_duration_runs_out_is_unfinished_not_failed() {
+    if !python_has("json") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // Two items sent, their answers due (30 s of scenario time) after the duration (20 s)
+    // runs out; then nothing until the runner ends the client.
+    let script = r#"
+import http.client, json, os, time, urllib.parse
+url = urllib.parse.urlparse(os.environ["STAMPEDE_PROVIDER_URL"])
+key = os.environ["OPENAI_API_KEY"]
+items = [json.loads(l) for l in open(os.environ["STAMPEDE_WORKLOAD"])]
+open_connections = []
+for item in items[:2]:
+    c = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
+    c.request("POST", "/v1/chat/completions", body=json.dumps(item["body"]), headers={
+        "authorization": "Bearer " + key, "content-type": "application/json"})
+    open_connections.append(c)
+print("sent 2", flush=True)
+time.sleep(60)
+"#;
+    let out = run_blind_retry(
+        dir.path(),
+        &[
+            "provider.faults=[]",
+            "duration=20s",
+            "provider.latency={ fixed = \"30s\" }",
+        ],
+        &["python3", "-c", script],
+    );
+    let s = summary(dir.path());
+    assert!(
+        text(&out.stdout).contains("ended by the runner"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(s["outbound_attempts"], 2, "{s}");
+    assert_eq!(s["completed"], 0, "{s}");
+    assert_eq!(s["failed"], 0, "none was given up: {s}");
+    assert_eq!(s["unfinished"], 20, "{s}");
+    assert_eq!(
+        s["unfinished_sent"], 2,
+        "the two sent may have executed: {s}"
+    );
+    let unfinished = std::fs::read_to_string(dir.path().join("unfinished.csv")).unwrap();
+    assert_eq!(unfinished.lines().count(), 1 + 20, "{unfinished}");
+}
+
 /// A client that sends nothing (it never read its workload, or sent elsewhere) leaves every
 /// item failed; the console says the client sent nothing, where it had only said the
 /// client exited with 0.

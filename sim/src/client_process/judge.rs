@@ -43,13 +43,14 @@ fn delivered_success(e: &JournalEntry) -> bool {
 
 /// Measures `items` (the workload, in file order) from `journal`, writing each attempt's
 /// row to `sink`; the run ended at `end_ms` (scenario ms), or was stopped by the user at
-/// `stopped_at`: then an item not completed is still open (unfinished, sent or not), not
-/// failed. Returns how many logical requests the provider saw that were not the
-/// workload's.
+/// `stopped_at`. When the client was ended with its work open (`open_at`: stopped by the
+/// user, or its duration ran out), an item not completed is still open then (unfinished,
+/// sent or not), not failed. Returns how many logical requests the provider saw that were
+/// not the workload's.
 pub(super) fn judge(
     items: &[Arrival],
     journal: &[JournalEntry],
-    (end_ms, stopped_at): (Millis, Option<Millis>),
+    (end_ms, stopped_at, open_at): (Millis, Option<Millis>, Option<Millis>),
     measure: &mut Measurement,
     sink: &mut dyn AttemptSink,
 ) -> Result<u64, String> {
@@ -130,7 +131,7 @@ pub(super) fn judge(
                 measure.on_first_dispatch(a.job.id, a.at, first);
             }
             let route = action_route(a.job.route);
-            match (stopped_at, s.answered_at) {
+            match (open_at, s.answered_at) {
                 (Some(at), None) => {
                     crate::sdk_client::open(measure, at.max(a.at), a, s.attempts > 0, route);
                 }

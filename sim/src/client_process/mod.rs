@@ -307,6 +307,10 @@ pub fn run_client(
     let stopped_at = exit.interrupted.map(|_| {
         ((exit.real_ms as f64 * scenario.provider.time_scale) as u64).min(scenario.duration_ms)
     });
+    // When the client was ended with work still open, by the user or by the scenario's
+    // duration running out, that work is unfinished, not failed: the client never gave it
+    // up, and what it had sent may have executed.
+    let open_at = stopped_at.or(exit.timed_out.then_some(scenario.duration_ms));
     let mut measure = Measurement::new(scenario.bucket_ms, scenario.duration_ms);
     let attempts_path = dir.join("attempts.csv");
     let mut files: Vec<PathBuf> = workload_paths.iter().chain(&log_paths).cloned().collect();
@@ -318,7 +322,7 @@ pub fn run_client(
         let foreign = judge::judge(
             &requests,
             &journal,
-            (end, stopped_at),
+            (end, stopped_at, open_at),
             &mut measure,
             &mut sink,
         )
