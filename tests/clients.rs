@@ -1029,7 +1029,8 @@ fn a_runner_killed_with_sigkill_takes_its_client_with_it() {
 
 /// The client reads its workload with each key whole (the line's `credential`, and its
 /// place in `STAMPEDE_CREDENTIALS` as `credential_index`) from a private file removed when
-/// the run ends; the run directory, a CI artifact, holds no key whole anywhere.
+/// the run ends; the run directory, a CI artifact, holds no key whole anywhere, even where
+/// the client printed it (a shell's trace of its `curl`, an error quoting the key).
 #[test]
 fn the_run_directory_keeps_the_workload_with_keys_masked() {
     if !python_has("json") {
@@ -1045,7 +1046,9 @@ fn the_run_directory_keeps_the_workload_with_keys_masked() {
         keys = os.environ['STAMPEDE_CREDENTIALS'].split(',')\n\
         modes = [os.stat(p).st_mode & 0o777 for p in (path, os.path.dirname(path))]\n\
         json.dump({'path': path, 'credential': line['credential'], 'modes': modes, \
-        'by_index': keys[line['credential_index']]}, open(sys.argv[1], 'w'))\n";
+        'by_index': keys[line['credential_index']]}, open(sys.argv[1], 'w'))\n\
+        print('+ curl -H \"Authorization: Bearer ' + os.environ['OPENAI_API_KEY'] + '\"')\n\
+        sys.stderr.write('invalid key ' + line['credential'] + '\\n')\n";
     let out = stampede(&[
         "run",
         "examples/clients/blind-retry.toml",
@@ -1080,6 +1083,11 @@ fn the_run_directory_keeps_the_workload_with_keys_masked() {
     let first: serde_json::Value = serde_json::from_str(kept.lines().next().unwrap()).unwrap();
     assert_eq!(first["credential"], "sk-...abcd");
     assert_eq!(first["credential_index"], 0);
+    let log = std::fs::read_to_string(run_dir.join("client.log")).unwrap();
+    assert!(
+        log.contains("Bearer sk-...abcd") && log.contains("invalid key sk-...abcd"),
+        "what the client printed is kept, its key masked: {log}"
+    );
     for entry in std::fs::read_dir(&run_dir).unwrap() {
         let path = entry.unwrap().path();
         let bytes = std::fs::read(&path).unwrap();

@@ -460,14 +460,22 @@ async fn play(
         .iter()
         .map(|c| c.key.as_str())
         .collect();
+    // Every key the client is given, masked in its log.
+    let secrets: Vec<&str> = keys
+        .iter()
+        .copied()
+        .chain(std::iter::once(key.as_str()))
+        .chain(scenario.workloads.iter().map(|w| w.credential.as_str()))
+        .collect();
     let started = Instant::now();
     let mut replicas = Replicas::new();
     let mut client_logs = Vec::with_capacity(logs.len());
     for (r, (workload, log)) in workloads.iter().zip(logs).enumerate() {
-        let mut client_log = ClientLog::create(log).map_err(|source| ClientError::Io {
-            doing: format!("write {}", log.display()),
-            source,
-        })?;
+        let mut client_log =
+            ClientLog::create(log, &secrets).map_err(|source| ClientError::Io {
+                doing: format!("write {}", log.display()),
+                source,
+            })?;
         let mut cmd = tokio::process::Command::new(&command[0]);
         cmd.args(&command[1..])
             .env("STAMPEDE_PROVIDER_URL", &provider.base)
