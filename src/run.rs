@@ -208,6 +208,13 @@ pub fn main(args: RunArgs) -> ExitCode {
                 if let (Some(restart), false) = (&run.restart, args.quiet || args.json) {
                     outln!("{restart}");
                 }
+                if args.ledger.is_some() && !args.json {
+                    let line = run.ledger_commits.note_line(run.scale, run.end_ms);
+                    // A warning is printed even with --quiet: it says what the figures hold.
+                    if !args.quiet || line.starts_with("warning") {
+                        outln!("{line}");
+                    }
+                }
                 o
             }
             Err(e) => return exit::bad_input(e),

@@ -330,6 +330,13 @@ fn a_restart_past_the_scenarios_end_is_refused_saying_what_to_do() {
         wait_bounded(cmd.spawn().expect("the runner starts"), RESTART_TIMEOUT)
     };
     let first = life("first");
+    // The run says how long its ledger's commits held it, real and scenario time: at 400
+    // times real time a commit of 1 ms is 400 ms of the scenario.
+    let said = String::from_utf8_lossy(&first.stdout);
+    assert!(
+        said.contains("commits held the driver") && said.contains("at time scale 400"),
+        "{said}"
+    );
     assert!(
         ledger_entries(&ledger)
             .iter()

@@ -34,6 +34,7 @@ use super::provider::Provider;
 use super::request::{http_request, RequestWriter};
 use super::resume::{self, Restart, Start};
 use super::transport::Transport;
+use super::LedgerCommits;
 use super::{AttemptTiming, LiveError, LiveOptions, LiveRun};
 use crate::driver_common::abort::AbortWatch;
 use crate::driver_common::case_file::CaseNotes;
@@ -138,6 +139,7 @@ pub async fn play_from<L: Ledger>(
     let mut inflight: JoinSet<Finished> = JoinSet::new();
     let mut ready: Vec<Finished> = Vec::new();
     let mut sends: u64 = 0;
+    let mut commits = LedgerCommits::default();
     // Expectations with `abort = true`: the driver's own figures are in `measure`; the
     // journal's, which the run reads in full only at its end, are polled once per report
     // bucket into `probe` (only when one of them is watched).
@@ -224,8 +226,12 @@ pub async fn play_from<L: Ledger>(
         // send, and no core call ever waits on the disk.
         let flow = turn.commands(now, &mut core, &mut wire)?;
         debug_assert_eq!(flow, Flow::Go, "a live runner dies only by being killed");
+        // Timed by the driver, which may read a clock (the core never does): while the disk
+        // syncs, this thread runs nothing else, and the scenario's clock goes on.
+        let committing = std::time::Instant::now();
         core.flush_ledger()
             .map_err(|e| LiveError::Durable(format!("--ledger: {e}")))?;
+        commits.note(committing.elapsed());
         // The trail records the attempts before they leave (a killed process must not have
         // sent what its trail does not show).
         if audit {
@@ -413,6 +419,7 @@ pub async fn play_from<L: Ledger>(
         audit: audit_events,
         scale,
         restart: None,
+        ledger_commits: commits,
     })
 }
 

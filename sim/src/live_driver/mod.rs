@@ -163,6 +163,87 @@ pub struct LiveRun {
     pub scale: f64,
     /// What a run on a ledger file resumed from (`None` for a first life or no ledger).
     pub restart: Option<resume::RestartReport>,
+    /// How long the ledger's group commits held the driver, real time.
+    pub ledger_commits: LedgerCommits,
+}
+
+/// How long a live run's ledger commits (one a turn, each ending in an fsync with
+/// `--ledger`) held its driver, in real time. The driver runs nothing else meanwhile, and
+/// the scenario's clock runs on at the time scale: on a busy disk a commit of 50 real ms is
+/// 1.5 s of a run at time scale 30, which the run's queue waits and latencies then
+/// include. The run says so (see [`LedgerCommits::note_line`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LedgerCommits {
+    /// Commits made (one per turn of the loop).
+    pub count: u64,
+    /// Real time they took in all (µs).
+    pub total_us: u64,
+    /// The longest one (µs).
+    pub longest_us: u64,
+}
+
+impl LedgerCommits {
+    /// Counts one commit that took `took`.
+    pub fn note(&mut self, took: std::time::Duration) {
+        let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        self.count += 1;
+        self.total_us = self.total_us.saturating_add(us);
+        self.longest_us = self.longest_us.max(us);
+    }
+
+    /// A line for the console: what the commits cost in real and in scenario time, a
+    /// warning when they held the run for more than 1% of its scenario time (`end_ms`) at
+    /// time scale `scale`.
+    pub fn note_line(&self, scale: f64, end_ms: Millis) -> String {
+        let real_ms = self.total_us as f64 / 1_000.0;
+        let scenario_ms = real_ms * scale;
+        let longest_ms = self.longest_us as f64 / 1_000.0;
+        let heavy = scenario_ms > 0.01 * end_ms as f64;
+        format!(
+            "{}ledger: {} commits held the driver {:.0} ms of real time in all (longest {:.1} \
+             ms), {:.0} ms of scenario time at time scale {}{}",
+            if heavy { "warning: " } else { "" },
+            self.count,
+            real_ms,
+            longest_ms,
+            scenario_ms,
+            scale,
+            if heavy {
+                ": queue waits and latencies include it; put the ledger on a faster disk or \
+                 lower --time-scale"
+            } else {
+                ""
+            }
+        )
+    }
+}
+
+#[cfg(test)]
+mod ledger_commit_tests {
+    use super::LedgerCommits;
+    use std::time::Duration;
+
+    /// The line warns only when the commits took more than 1% of the scenario's time.
+    #[test]
+    fn commits_warn_past_a_hundredth_of_the_run() {
+        let mut c = LedgerCommits::default();
+        c.note(Duration::from_micros(1_500));
+        c.note(Duration::from_micros(500));
+        assert_eq!(c.count, 2);
+        assert_eq!(c.total_us, 2_000);
+        assert_eq!(c.longest_us, 1_500);
+        // 2 real ms at scale 30: 60 scenario ms, under 1% of 10 s, over 1% of 5 s.
+        let calm = c.note_line(30.0, 10_000);
+        assert!(
+            calm.starts_with("ledger: 2 commits held the driver 2 ms"),
+            "{calm}"
+        );
+        assert!(
+            calm.contains("60 ms of scenario time at time scale 30"),
+            "{calm}"
+        );
+        assert!(c.note_line(30.0, 5_000).starts_with("warning: ledger:"));
+    }
 }
 
 /// When one attempt left and came back, as the client saw it.
