@@ -149,6 +149,57 @@ fn first_life_until_commit(apart: &Apart, ledger: &Path, out: &Path) -> (Child, 
     );
 }
 
+/// A provider reset since the killed life (another run reset it, or it restarted) keeps
+/// another journal, without the write that life had in flight: the restart is refused,
+/// saying so, even once the provider's clock has passed the time the dead life last wrote.
+/// Before, such a restart was accepted, found no record by the write's key, and created it
+/// a second time, in a run that passed.
+#[test]
+fn a_restart_against_a_provider_reset_since_is_refused_once_its_clock_has_caught_up() {
+    let apart = Apart::start();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let ledger = dir.path().join("ledger.db");
+    let out = dir.path().join("run");
+    let (mut first, _) = first_life_until_commit(&apart, &ledger, &out);
+    first.kill().expect("SIGKILL the runner");
+    first.wait().expect("reap the killed runner");
+    let reached = ledger_entries(&ledger)
+        .iter()
+        .map(|e| e.updated_at)
+        .max()
+        .expect("the first life wrote its ledger");
+    apart
+        .runtime
+        .block_on(apart.provider.reset())
+        .expect("reset the provider");
+    // The provider's clock, restarted at 0, passes the dead life's last write.
+    let caught_up = (0..POLLS).any(|_| {
+        let (at, _) = apart
+            .runtime
+            .block_on(apart.provider.clock())
+            .expect("the provider's clock");
+        at > reached || {
+            sleep(POLL_EVERY);
+            false
+        }
+    });
+    assert!(caught_up, "the provider's clock never passed {reached} ms");
+    let second = runner(&apart.url, &ledger, &out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("restart the runner");
+    let output = wait_bounded(second, RESTART_TIMEOUT);
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(err.contains("keeps another journal"), "{err}");
+    assert!(
+        !apart.journal(0).iter().any(is_create),
+        "nothing was sent to the reset provider"
+    );
+    apart.stop();
+}
+
 #[test]
 fn a_runner_killed_after_the_provider_committed_looks_the_write_up_after_restart() {
     let scenario = scenario::load(&scenario_path(), None, &[]).expect("the test scenario loads");

@@ -124,6 +124,10 @@ fn stats_json(inner: &Inner, seed: u64) -> serde_json::Value {
         m.insert("model_time_ms".into(), json!(inner.now()));
         m.insert("time_scale".into(), json!(inner.time_scale));
         m.insert("seed".into(), json!(seed));
+        m.insert(
+            "journal_id".into(),
+            json!(format!("{:016x}", inner.journal_id)),
+        );
     }
     v
 }

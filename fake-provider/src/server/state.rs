@@ -28,6 +28,28 @@ pub(crate) struct Inner {
     pub(crate) abandoned: Vec<u64>,
     /// Abandoned answers past [`MAX_ABANDONED`], not listed.
     pub(crate) abandoned_lost: u64,
+    /// This journal's id (`GET /_stampede/stats`, `journal_id`): new whenever the journal
+    /// starts afresh (the server starts, a reset, a new scenario), so a runner resuming from
+    /// its ledger can tell the journal its first life wrote to from another.
+    pub(crate) journal_id: u64,
+}
+
+/// An id no journal has had before, in this process or (as far as 64 random bits go) any
+/// other: the standard library's per-process random hash keys, over a counter, the wall
+/// clock and the process id.
+fn fresh_journal_id() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static MADE: AtomicU64 = AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(MADE.fetch_add(1, Ordering::Relaxed));
+    h.write_u128(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.write_u32(std::process::id());
+    h.finish()
 }
 
 /// Abandoned answers listed at most (8 bytes each): past it they are counted, and a reader
@@ -95,6 +117,7 @@ impl Inner {
             abandoned: Vec::new(),
             abandoned_lost: 0,
             ring_lost: 0,
+            journal_id: fresh_journal_id(),
         })
     }
 

@@ -81,6 +81,7 @@ pub async fn play(
     let start = Start {
         ledger: InMemoryLedger::keeping_nothing(),
         restart: None,
+        provider_reset: false,
         audit: &mut NoAudit,
     };
     play_from(scenario, provider, scale, opts, sink, start).await
@@ -102,6 +103,7 @@ pub async fn play_from<L: Ledger>(
     let Start {
         ledger,
         restart,
+        provider_reset,
         audit: audit_sink,
     } = start;
     let mut policy = scenario.policy.clone();
@@ -166,7 +168,9 @@ pub async fn play_from<L: Ledger>(
     };
     let (clock, real_start_unix_ms) = match &restart {
         None => {
-            provider.reset().await?;
+            if !provider_reset {
+                provider.reset().await?;
+            }
             (LiveClock::start(scale), unix_now_ms())
         }
         // The provider keeps its clock and its records; this life's clock resumes there,

@@ -127,12 +127,7 @@ impl Provider {
     /// The provider's clock: model ms since its last reset, and its time scale (model ms
     /// per real ms), from `GET /_stampede/stats`.
     pub async fn clock(&self) -> Result<(u64, f64), LiveError> {
-        let text = self
-            .call(Method::GET, "/_stampede/stats", Vec::new())
-            .await?;
-        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-            LiveError::Provider(format!("{}/_stampede/stats is not JSON: {e}", self.base))
-        })?;
+        let v = self.stats().await?;
         let now = v.get("model_time_ms").and_then(serde_json::Value::as_u64);
         let scale = v.get("time_scale").and_then(serde_json::Value::as_f64);
         match now.zip(scale) {
@@ -143,6 +138,25 @@ impl Provider {
                 self.base
             ))),
         }
+    }
+
+    /// The id of the provider's journal (`journal_id` of `/_stampede/stats`), new whenever
+    /// its journal starts afresh; `None` from a provider that does not give one.
+    pub async fn journal_id(&self) -> Result<Option<String>, LiveError> {
+        let v = self.stats().await?;
+        Ok(v.get("journal_id")
+            .and_then(serde_json::Value::as_str)
+            .map(String::from))
+    }
+
+    /// `GET /_stampede/stats`, as JSON.
+    async fn stats(&self) -> Result<serde_json::Value, LiveError> {
+        let text = self
+            .call(Method::GET, "/_stampede/stats", Vec::new())
+            .await?;
+        serde_json::from_str(&text).map_err(|e| {
+            LiveError::Provider(format!("{}/_stampede/stats is not JSON: {e}", self.base))
+        })
     }
 
     /// Restarts the provider's clock at 0 with a fresh model and an empty journal, right

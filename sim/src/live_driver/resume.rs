@@ -48,6 +48,10 @@ pub struct Start<'a, L> {
     pub ledger: L,
     /// `None`: a first life (the provider is reset, the clock starts at 0).
     pub restart: Option<Restart>,
+    /// A first life whose caller has just reset the provider itself (a first life on a
+    /// ledger file, which records the fresh journal's id before anything is sent): not
+    /// reset again.
+    pub provider_reset: bool,
     /// Where the core's audit events go (the run's audit trail, or nowhere).
     pub audit: &'a mut dyn AuditSink,
 }
@@ -216,13 +220,22 @@ pub async fn play_durable(
             entries.len()
         )));
     }
-    // A first life records what it is; a ledger from before runs recorded that is bound
-    // to the run that resumes it.
+    // The journal the dead life wrote to, when it recorded one (its first life did).
+    let journal_then = stored
+        .iter()
+        .find(|(fact, _)| fact == run_facts::PROVIDER_JOURNAL)
+        .map(|(_, id)| id.clone());
+    // A first life records what it is (and, once its provider is up, that provider's
+    // journal); a ledger from before runs recorded that is bound to the run that resumes it.
+    let mut kept = facts.clone();
+    if let (false, Some(id)) = (entries.is_empty(), &journal_then) {
+        kept.push((run_facts::PROVIDER_JOURNAL, id.clone()));
+    }
     ledger
-        .set_run_facts(&facts)
+        .set_run_facts(&kept)
         .map_err(|e| LiveError::Durable(format!("--ledger: {e}")))?;
     if entries.is_empty() {
-        return first_life(scenario, opts, scale, ledger, audit_path, sink).await;
+        return first_life(scenario, opts, scale, (ledger, facts), audit_path, sink).await;
     }
 
     let Some(url) = &opts.provider else {
@@ -236,6 +249,20 @@ pub async fn play_durable(
         )));
     };
     let provider = Provider::attach(url).with_control_token(opts.control_token.clone());
+    let journal_now = provider.journal_id().await?;
+    if let (Some(then), Some(now)) = (&journal_then, &journal_now) {
+        if then != now {
+            return Err(LiveError::Durable(format!(
+                "the provider at {url} keeps another journal than the one the run of the \
+                 ledger {} wrote to (journal {now}, not {then}): it restarted, or another run \
+                 reset it, since. Its records no longer show what that run did, so a write the \
+                 run had in flight may have executed where no look-up can find it, and would \
+                 be sent again. Resume against the provider that run talked to; if it is gone, \
+                 check those writes by hand and start afresh with a new --ledger file",
+                ledger_path.display()
+            )));
+        }
+    }
     let (at, provider_scale) = provider.clock().await?;
     if (provider_scale - scale).abs() > 1e-9 * scale {
         return Err(LiveError::Unsupported(format!(
@@ -301,6 +328,7 @@ pub async fn play_durable(
     let start = Start {
         ledger,
         restart: Some(restart),
+        provider_reset: false,
         audit,
     };
     let run = driver::play_from(scenario, &provider, scale, opts, sink, start).await;
@@ -316,7 +344,7 @@ async fn first_life(
     scenario: &Scenario,
     opts: &LiveOptions,
     scale: f64,
-    ledger: SqliteLedger,
+    (mut ledger, mut facts): (SqliteLedger, Vec<(&'static str, String)>),
     audit_path: Option<&Path>,
     sink: &mut dyn AttemptSink,
 ) -> Result<LiveRun, LiveError> {
@@ -326,6 +354,15 @@ async fn first_life(
         Some(url) => Provider::remote_with_token(url, &config, opts.control_token.clone()).await?,
         None => Provider::in_process(config, rng::stream_u64(scenario.seed, "provider")).await?,
     };
+    // The journal this life writes to, fresh, recorded before anything is sent: a restart
+    // must find the same one (see `play_durable`). The loop starts its clock right after.
+    provider.reset().await?;
+    if let Some(id) = provider.journal_id().await? {
+        facts.push((run_facts::PROVIDER_JOURNAL, id));
+        ledger
+            .set_run_facts(&facts)
+            .map_err(|e| LiveError::Durable(format!("--ledger: {e}")))?;
+    }
     let mut trail = match audit_path {
         Some(path) => Some(LiveAuditTrail::create(path).map_err(LiveError::Output)?),
         None => None,
@@ -338,6 +375,7 @@ async fn first_life(
     let start = Start {
         ledger,
         restart: None,
+        provider_reset: true,
         audit,
     };
     let run = driver::play_from(scenario, &provider, scale, opts, sink, start).await;

@@ -8,6 +8,11 @@ use stampede_provider::model::Fnv;
 
 use crate::scenario::Scenario;
 
+/// The fact naming the provider journal a first life wrote to (its `journal_id`): not one
+/// of [`of`]'s, since it is the provider's, recorded once the provider is up, and a restart
+/// checks it against the provider it attaches to.
+pub(super) const PROVIDER_JOURNAL: &str = "provider_journal";
+
 /// The facts, by name: `scenario`, `seed`, then hashes of the `workload`, the `client`
 /// (its table and the policy resolved from it) and the `provider` table. The scenario's
 /// duration is left out (a restart may lengthen it to finish what is open), and so is the
