@@ -183,6 +183,14 @@ pub fn main(args: RunArgs) -> ExitCode {
                         exit.real_ms,
                         log.display()
                     );
+                    if exit.run_dir_remade {
+                        outln!(
+                            "note: {} was removed while the client ran (by the client?): made \
+                             again for what the provider measured; the client's log and \
+                             workload copy are lost",
+                            out_dir.display()
+                        );
+                    }
                     for note in client_notes(&o.report.summary) {
                         outln!("{note}");
                     }

@@ -899,6 +899,33 @@ time.sleep(60)
     assert_eq!(unfinished.lines().count(), 1 + 20, "{unfinished}");
 }
 
+/// A client that removes its own run directory (a clean-up step run in the wrong folder)
+/// loses its log, not the run: the directory is made again for what the provider measured,
+/// and the console says what happened. Before, the run ended with exit 2, "cannot write
+/// attempts.csv", and no figures.
+#[test]
+fn a_client_that_removes_its_run_directory_loses_its_log_not_the_run() {
+    if !python_has("json") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = "import shutil, sys; shutil.rmtree(sys.argv[1])";
+    let out = run_blind_retry(
+        dir.path(),
+        &[],
+        &["python3", "-c", script, a_str(dir.path())],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("was removed while the client ran"),
+        "{}",
+        text(&out.stdout)
+    );
+    let s = summary(dir.path());
+    assert_eq!(s["logical_requests"], 20, "{s}");
+    assert!(dir.path().join("attempts.csv").exists());
+}
+
 /// A client that sends nothing (it never read its workload, or sent elsewhere) leaves every
 /// item failed; the console says the client sent nothing, where it had only said the
 /// client exited with 0.

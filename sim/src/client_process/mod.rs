@@ -117,6 +117,10 @@ pub struct ClientExit {
     pub real_ms: u64,
     /// The log of the first replica that failed, whose output says why (else the first's).
     pub log: Option<PathBuf>,
+    /// The run directory was gone when the client ended (it removed it, or something else
+    /// did while it ran): it was made again for what the provider measured, and the
+    /// client's logs and workload copies are lost.
+    pub run_dir_remade: bool,
 }
 
 /// Runs `command` (or the scenario's `[client] command`) as the client under test and
@@ -312,8 +316,26 @@ pub fn run_client(
     // up, and what it had sent may have executed.
     let open_at = stopped_at.or(exit.timed_out.then_some(scenario.duration_ms));
     let mut measure = Measurement::new(scenario.bucket_ms, scenario.duration_ms);
+    // What the provider measured is this run's whatever the client did to its directory
+    // (a clean-up step run in the wrong folder removed it whole): made again, so the
+    // figures are written and nothing measured is lost.
+    let run_dir_remade = !dir.is_dir();
+    if run_dir_remade {
+        fs::create_dir_all(&dir).map_err(|source| ClientError::Io {
+            doing: format!(
+                "create {} again (it was removed while the client ran)",
+                dir.display()
+            ),
+            source,
+        })?;
+    }
     let attempts_path = dir.join("attempts.csv");
-    let mut files: Vec<PathBuf> = workload_paths.iter().chain(&log_paths).cloned().collect();
+    let mut files: Vec<PathBuf> = workload_paths
+        .iter()
+        .chain(&log_paths)
+        .filter(|path| path.exists())
+        .cloned()
+        .collect();
     let foreign = {
         let mut sink = AttemptsCsv::create(&attempts_path).map_err(|source| ClientError::Io {
             doing: format!("write {}", attempts_path.display()),
@@ -378,6 +400,7 @@ pub fn run_client(
         ClientExit {
             // A run without a directory kept no log.
             log: opts.out_dir.as_ref().and(exit.log.clone()),
+            run_dir_remade: keep && run_dir_remade,
             ..exit
         },
     ))
@@ -558,6 +581,7 @@ async fn play(
         interrupted: ended.interrupted,
         real_ms,
         log: logs.get(failed.unwrap_or(0)).cloned(),
+        run_dir_remade: false,
     })
 }
 
