@@ -165,7 +165,8 @@ pub fn main(args: RunArgs) -> ExitCode {
     let outcome = if client_run {
         match run_client(&scenario, &args.command, &opts) {
             Ok((o, exit)) => {
-                let how = match (exit.interrupted, exit.timed_out) {
+                let (replica, replicas) = exit.replica;
+                let how = match (exit.interrupted, exit.ended_at_deadline.contains(&replica)) {
                     (Some(_), _) => {
                         " (killed with every process it started: the run was interrupted)"
                     }
@@ -177,12 +178,29 @@ pub fn main(args: RunArgs) -> ExitCode {
                         .log
                         .clone()
                         .unwrap_or_else(|| out_dir.join("client.log"));
+                    let who = if replicas > 1 {
+                        format!("client replica {replica} of {replicas}")
+                    } else {
+                        "client".to_string()
+                    };
                     outln!(
-                        "client exited with {} after {} ms{how}; its output: {}",
+                        "{who} exited with {} after {} ms{how}; its output: {}",
                         exit.code,
                         exit.real_ms,
                         log.display()
                     );
+                    let others: Vec<String> = exit
+                        .ended_at_deadline
+                        .iter()
+                        .filter(|&&r| replicas > 1 && r != replica)
+                        .map(|r| r.to_string())
+                        .collect();
+                    if exit.interrupted.is_none() && !others.is_empty() {
+                        outln!(
+                            "the runner ended replica(s) {} when the scenario's duration ran out",
+                            others.join(", ")
+                        );
+                    }
                     if exit.run_dir_remade {
                         outln!(
                             "note: {} was removed while the client ran (by the client?): made \

@@ -728,8 +728,9 @@ if os.fork() == 0:
     );
 }
 
-/// The run names the log of the replica that failed, not the first replica's; and a flag of
-/// live runs given to a client run is refused by name, where it was ignored.
+/// The run names the replica that failed and its log, not the first replica's, and says
+/// which replicas the duration's end stopped; and a flag of live runs given to a client
+/// run is refused by name, where it was ignored.
 #[test]
 fn the_log_named_is_the_failed_replicas_and_live_flags_are_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -743,8 +744,32 @@ fn the_log_named_is_the_failed_replicas_and_live_flags_are_refused() {
         ],
     );
     let said = text(&out.stdout);
-    assert!(said.contains("client exited with 5"), "{said}");
+    assert!(
+        said.contains("client replica 2 of 3 exited with 5"),
+        "{said}"
+    );
     assert!(said.contains("client-2.log"), "{said}");
+    // Replica 0 fails at once and the others run into the duration's end: the line says
+    // how each ended, where it said replica 0's 4 was "ended by the runner".
+    let out = run_blind_retry(
+        dir.path(),
+        &["client.replicas=3", "duration=10s"],
+        &[
+            "sh",
+            "-c",
+            r#"test "$STAMPEDE_REPLICA" = 0 && exit 4; sleep 30"#,
+        ],
+    );
+    let said = text(&out.stdout);
+    let line = said
+        .lines()
+        .find(|l| l.starts_with("client replica 0 of 3 exited with 4"))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(!line.contains("ended by the runner"), "{line}");
+    assert!(
+        said.contains("the runner ended replica(s) 1, 2 when the scenario's duration ran out"),
+        "{said}"
+    );
     for flag in [
         &["--time-scale", "100"][..],
         &["--provider", "http://127.0.0.1:9"][..],

@@ -107,8 +107,12 @@ pub enum ClientError {
 pub struct ClientExit {
     /// Exit code, or -N when a signal N ended it.
     pub code: i64,
-    /// Whether the scenario's duration ran out and the runner ended it.
+    /// Whether the scenario's duration ran out and the runner ended it (any replica).
     pub timed_out: bool,
+    /// The replica whose exit `code` and `log` are (from 0), and how many there were.
+    pub replica: (usize, usize),
+    /// The replicas the runner ended when the scenario's duration ran out, in order.
+    pub ended_at_deadline: Vec<usize>,
     /// The signal that stopped the runner while the client ran (`SIGINT`, `SIGTERM`,
     /// `SIGHUP`): every process the client started was killed, and what reached the
     /// provider until then is measured (the summary's `interrupted`).
@@ -578,6 +582,8 @@ async fn play(
     Ok(ClientExit {
         code: failed.map_or(0, |r| exit_code(&statuses[r])),
         timed_out: ended.timed_out,
+        replica: (failed.unwrap_or(0), statuses.len()),
+        ended_at_deadline: ended.ended_at_deadline,
         interrupted: ended.interrupted,
         real_ms,
         log: logs.get(failed.unwrap_or(0)).cloned(),

@@ -42,6 +42,8 @@ pub struct Ended {
     pub statuses: Vec<ExitStatus>,
     /// Whether the deadline ended any.
     pub timed_out: bool,
+    /// The replicas the deadline ended (still running when it passed), in order.
+    pub ended_at_deadline: Vec<usize>,
     /// The signal that stopped the runner while they ran (`SIGINT`, `SIGTERM`, `SIGHUP`):
     /// every group was killed then. Further signals are dropped until the report is
     /// written.
@@ -83,9 +85,13 @@ impl Replicas {
     /// gone.
     pub async fn wait(&mut self, deadline: Instant) -> std::io::Result<Ended> {
         let mut signals = Signals::new();
+        let mut ended_at_deadline = Vec::new();
         let waited = async {
             let timed_out = !self.wait_all(deadline, &mut signals).await?;
             if timed_out {
+                ended_at_deadline = (0..self.replicas.len())
+                    .filter(|&r| self.replicas[r].status.is_none())
+                    .collect();
                 self.signal_running(Signal::Term);
                 let grace = Instant::now() + GRACE;
                 if !self.wait_all(grace, &mut signals).await? {
@@ -113,6 +119,7 @@ impl Replicas {
         Ok(Ended {
             statuses,
             timed_out,
+            ended_at_deadline,
             interrupted,
         })
     }
