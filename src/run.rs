@@ -201,6 +201,13 @@ pub fn main(args: RunArgs) -> ExitCode {
                             others.join(", ")
                         );
                     }
+                    if exit.left_behind > 0 {
+                        outln!(
+                            "note: {} process(es) the client started outlived it outside its \
+                             process group (setsid, a daemon): killed",
+                            exit.left_behind
+                        );
+                    }
                     if exit.run_dir_remade {
                         outln!(
                             "note: {} was removed while the client ran (by the client?): made \

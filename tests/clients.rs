@@ -951,6 +951,49 @@ fn a_client_that_removes_its_run_directory_loses_its_log_not_the_run() {
     assert!(dir.path().join("attempts.csv").exists());
 }
 
+/// A process the client started in a session of its own (`setsid`, a daemon) is out of
+/// reach of the signals to the client's process group; it carries the run's mark
+/// (`STAMPEDE_CLIENT_RUN`) and is killed once the client is done, and the console says so.
+/// Before, it ran on after the run, unseen.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_process_the_client_started_in_a_session_of_its_own_does_not_outlive_the_run() {
+    if !python_has("json") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("escaped.pid");
+    let script = "import subprocess, sys\n\
+        p = subprocess.Popen(['sleep', '300'], start_new_session=True)\n\
+        open(sys.argv[1], 'w').write(str(p.pid))\n";
+    let out = run_blind_retry(
+        dir.path(),
+        &[],
+        &["python3", "-c", script, a_str(&pid_file)],
+    );
+    let pid =
+        std::fs::read_to_string(&pid_file).unwrap_or_else(|_| panic!("{}", text(&out.stderr)));
+    let pid = pid.trim().to_string();
+    let gone = (0..100).any(|_| {
+        !alive(&pid) || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            false
+        }
+    });
+    if !gone {
+        // SAFETY: kill(2) on the process this test's client started.
+        unsafe {
+            libc::kill(pid.parse().unwrap_or(0), libc::SIGKILL);
+        }
+    }
+    assert!(gone, "the escaped process {pid} outlived the run");
+    assert!(
+        text(&out.stdout).contains("outlived it outside its process group"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
 /// A client that sends nothing (it never read its workload, or sent elsewhere) leaves every
 /// item failed; the console says the client sent nothing, where it had only said the
 /// client exited with 0.

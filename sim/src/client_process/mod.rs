@@ -22,6 +22,7 @@
 //! | `STAMPEDE_START_UNIX_MS` | the Unix time (ms) of scenario time 0: a request is due at `STAMPEDE_START_UNIX_MS + at_ms / STAMPEDE_TIME_SCALE` |
 //! | `STAMPEDE_WORKERS` | the scenario's `client.workers` (or the preset's) |
 //! | `STAMPEDE_CLIENT_TIMEOUT` | `client.timeout` in seconds (default 600, the SDKs' own) |
+//! | `STAMPEDE_CLIENT_RUN` | a mark of this run: a process that still carries it when the client is done (one that left its group) is killed |
 //!
 //! Measurement: attempts, retries, duplicates, Retry-After compliance and tokens exactly
 //! as for any run (the provider's identity decides which attempts are one request). A
@@ -113,6 +114,9 @@ pub struct ClientExit {
     pub replica: (usize, usize),
     /// The replicas the runner ended when the scenario's duration ran out, in order.
     pub ended_at_deadline: Vec<usize>,
+    /// Processes the client started that outlived it outside its process groups (`setsid`,
+    /// a daemon), killed by the runner once the client was done.
+    pub left_behind: usize,
     /// The signal that stopped the runner while the client ran (`SIGINT`, `SIGTERM`,
     /// `SIGHUP`): every process the client started was killed, and what reached the
     /// provider until then is measured (the summary's `interrupted`).
@@ -494,6 +498,7 @@ async fn play(
         .chain(std::iter::once(key.as_str()))
         .chain(scenario.workloads.iter().map(|w| w.credential.as_str()))
         .collect();
+    let mark = processes::run_mark();
     let started = Instant::now();
     let mut replicas = Replicas::new();
     let mut client_logs = Vec::with_capacity(logs.len());
@@ -516,6 +521,7 @@ async fn play(
                 "STAMPEDE_WORKLOAD",
                 std::path::absolute(workload).unwrap_or_else(|_| workload.clone()),
             )
+            .env(processes::RUN_MARK, &mark)
             .env("STAMPEDE_REPLICA", r.to_string())
             .env("STAMPEDE_REPLICAS", workloads.len().to_string())
             .env("STAMPEDE_TIME_SCALE", scale.to_string())
@@ -568,6 +574,8 @@ async fn play(
     // Whatever the replicas left running in their groups ends with them, and so does
     // their output.
     drop(replicas);
+    // And whatever left their groups (it could hold the logs' pipes open, too).
+    let left_behind = processes::kill_left_behind(&mark).len();
     for (client_log, path) in client_logs.into_iter().zip(logs) {
         client_log
             .finish()
@@ -584,6 +592,7 @@ async fn play(
         timed_out: ended.timed_out,
         replica: (failed.unwrap_or(0), statuses.len()),
         ended_at_deadline: ended.ended_at_deadline,
+        left_behind,
         interrupted: ended.interrupted,
         real_ms,
         log: logs.get(failed.unwrap_or(0)).cloned(),

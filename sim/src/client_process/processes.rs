@@ -192,6 +192,69 @@ fn die_with_the_runner(cmd: &mut Command) {
     }
 }
 
+/// The environment variable that marks every process of one client run: each replica gets
+/// it, and whatever they start inherits it, even a process that left the replica's group
+/// (`setsid`, a daemon that double-forks), which no group signal reaches.
+pub const RUN_MARK: &str = "STAMPEDE_CLIENT_RUN";
+
+/// A value of [`RUN_MARK`] no other run in any process has (the process id, a counter and
+/// the clock).
+pub fn run_mark() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static RUNS: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "{}-{}-{nanos:x}",
+        std::process::id(),
+        RUNS.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Kills (SIGKILL) every process still running with `RUN_MARK=mark` in its environment:
+/// what the client left behind outside its groups, once the groups are gone. Returns their
+/// pids. Only Linux's `/proc` shows another process's environment; elsewhere, none.
+pub fn kill_left_behind(mark: &str) -> Vec<u32> {
+    #[cfg(target_os = "linux")]
+    {
+        let wanted = format!("{RUN_MARK}={mark}");
+        let me = std::process::id();
+        let Ok(listing) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        let mut killed = Vec::new();
+        for entry in listing.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|name| name.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if pid == me {
+                continue;
+            }
+            // Another user's process, or one gone meanwhile, cannot be read: not ours.
+            let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+                continue;
+            };
+            if environ.split(|&b| b == 0).any(|v| v == wanted.as_bytes()) {
+                // SAFETY: kill(2) on a process that carries this run's mark.
+                if unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) } == 0 {
+                    killed.push(pid);
+                }
+            }
+        }
+        killed
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = mark;
+        Vec::new()
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 enum Signal {
     Term,
