@@ -423,8 +423,32 @@ async fn bad_input_gets_json_errors_401_400_413_404() {
         .await
         .unwrap();
     assert_eq!(r.status(), 413);
+    let seq: u64 = r.headers()["x-stampede-seq"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["error"]["code"], "payload_too_large");
+    // Sent with a known key, it is an attempt the provider saw: journaled (a client that
+    // re-sends it shows in the figures), where it had been left out.
+    let journal = s.journal().await;
+    let entry = journal
+        .iter()
+        .find(|e| e["seq"] == seq)
+        .unwrap_or_else(|| panic!("seq {seq} in {journal:?}"));
+    assert_eq!(entry["status"], 413, "{entry}");
+    assert_eq!(entry["error_code"], "request_too_large", "{entry}");
+    // With a key the provider does not know, the key is refused first, as by the APIs.
+    let r = s
+        .client
+        .post(&url)
+        .bearer_auth("sk-wrong")
+        .body("x".repeat(stampede_provider::server::DEFAULT_BODY_LIMIT + 1))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
 
     let r = s
         .client

@@ -67,7 +67,11 @@ pub(crate) async fn messages(State(app): State<App>, req: Request<Body>) -> Resp
     let headers = &head.headers;
     let bytes = match read_body(body, &app.options).await {
         Ok(b) => b,
-        Err(r) => return r,
+        Err(r) => {
+            let wire = super::respond::Wire::Anthropic;
+            return super::routes::body_refused(&app, headers, RequestRoute::Messages, wire, r)
+                .await;
+        }
     };
     let mut req =
         match parse::base_request(headers, app.options.max_field_bytes, RequestRoute::Messages) {

@@ -143,9 +143,14 @@ pub(crate) async fn key_first(
             .model
             .knows_credential(req.credential.as_deref())
             .then(|| {
+                let status = refusal.status().as_u16();
                 let edge = crate::model::EdgeRefusal {
-                    status: refusal.status().as_u16(),
-                    code: "invalid_request",
+                    status,
+                    code: if status == 413 {
+                        "request_too_large"
+                    } else {
+                        "invalid_request"
+                    },
                     workload_item: req.workload_item,
                 };
                 let (method, route) = (req.route.method(), req.route.template());
@@ -169,6 +174,34 @@ pub(crate) async fn key_first(
         }
     }
     refusal
+}
+
+/// A body refused before it was read whole (`refusal`, from [`read_body`]): past the body
+/// limit (413) it is an attempt like any refused body, journaled when its key is known (a
+/// client that sends it again and again shows in the figures, where it had been left out)
+/// and answered 401 when it is not, as the real APIs check the key first. A body cut off
+/// or too slow (400, 408) is no request the provider saw whole: answered as it is.
+pub(crate) async fn body_refused(
+    app: &App,
+    headers: &HeaderMap,
+    route: RequestRoute,
+    wire: respond::Wire,
+    refusal: Response<Body>,
+) -> Response<Body> {
+    if refusal.status().as_u16() != 413 {
+        return refusal;
+    }
+    let messages = route == RequestRoute::Messages;
+    let Ok(mut req) = parse::base_request(headers, app.options.max_field_bytes, route) else {
+        return refusal;
+    };
+    if messages && req.credential.is_none() {
+        req.credential = headers
+            .get("x-api-key")
+            .and_then(|v| v.to_str().ok())
+            .map(|s| std::sync::Arc::from(s.trim()));
+    }
+    key_first(app, req, wire, refusal).await
 }
 
 /// Runs one attempt through the model and plays the decision in OpenAI's wire format.
@@ -238,7 +271,12 @@ where
     let headers = &head.headers;
     let bytes = match read_body(body, &app.options).await {
         Ok(b) => b,
-        Err(r) => return r,
+        Err(r) => {
+            let wire = respond::Wire::OpenAi {
+                include_usage: false,
+            };
+            return body_refused(&app, headers, RequestRoute::ChatCompletions, wire, r).await;
+        }
     };
     let mut req = match parse::base_request(
         headers,
@@ -272,7 +310,12 @@ pub(crate) async fn embeddings(State(app): State<App>, req: HttpRequest<Body>) -
     let headers = &head.headers;
     let bytes = match read_body(body, &app.options).await {
         Ok(b) => b,
-        Err(r) => return r,
+        Err(r) => {
+            let wire = respond::Wire::OpenAi {
+                include_usage: false,
+            };
+            return body_refused(&app, headers, RequestRoute::Embeddings, wire, r).await;
+        }
     };
     let mut req = match parse::base_request(
         headers,
@@ -301,7 +344,12 @@ pub(crate) async fn create_record(
     let headers = &head.headers;
     let bytes = match read_body(body, &app.options).await {
         Ok(b) => b,
-        Err(r) => return r,
+        Err(r) => {
+            let wire = respond::Wire::OpenAi {
+                include_usage: false,
+            };
+            return body_refused(&app, headers, RequestRoute::CreateRecord, wire, r).await;
+        }
     };
     let mut req = match parse::base_request(
         headers,
