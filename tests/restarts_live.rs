@@ -200,6 +200,41 @@ fn a_restart_against_a_provider_reset_since_is_refused_once_its_clock_has_caught
     apart.stop();
 }
 
+/// A ledger's file copied without its `-wal` after a kill holds what its first life
+/// recorded of itself (which provider journal it wrote to) but not the actions it sent:
+/// resuming from it would send them again as new. It is refused, saying so, and nothing
+/// is sent. Before, such a copy started a first life, reset the provider and so erased the
+/// dead run's journal, and passed.
+#[test]
+fn a_ledger_copied_without_its_log_is_refused_before_anything_is_sent_again() {
+    let apart = Apart::start();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let ledger = dir.path().join("ledger.db");
+    let out = dir.path().join("run");
+    let (mut first, _) = first_life_until_commit(&apart, &ledger, &out);
+    first.kill().expect("SIGKILL the runner");
+    first.wait().expect("reap the killed runner");
+    let copy = dir.path().join("copy.db");
+    std::fs::copy(&ledger, &copy).expect("copy the ledger's file alone");
+    let before = apart.journal(0);
+    let second = runner(&apart.url, &copy, &out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("restart the runner");
+    let output = wait_bounded(second, RESTART_TIMEOUT);
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(err.contains("the ledger is older than the run"), "{err}");
+    assert!(err.contains("-wal"), "{err}");
+    assert_eq!(
+        apart.journal(0).len(),
+        before.len(),
+        "nothing sent, the provider's journal kept"
+    );
+    apart.stop();
+}
+
 #[test]
 fn a_runner_killed_after_the_provider_committed_looks_the_write_up_after_restart() {
     let scenario = scenario::load(&scenario_path(), None, &[]).expect("the test scenario loads");

@@ -429,6 +429,15 @@ impl SqliteLedger {
         tx.commit().map_err(sql_err)
     }
 
+    /// Copies what the write-ahead log holds into the file itself and empties the log
+    /// (`wal_checkpoint(TRUNCATE)`): what was committed is then in the ledger's own file,
+    /// which a copy of that file alone (without its `-wal`) still holds.
+    pub fn checkpoint(&mut self) -> Result<(), DurableError> {
+        self.conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .map_err(|e| self.sql_err("checkpoint the write-ahead log", e))
+    }
+
     /// Every entry, ordered by job id.
     pub fn all_entries(&self) -> Result<Vec<LedgerEntry>, DurableError> {
         let mut entries = self.select("", [], "read the entries")?;

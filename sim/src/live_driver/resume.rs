@@ -235,6 +235,10 @@ pub async fn play_durable(
         .set_run_facts(&kept)
         .map_err(|e| LiveError::Durable(format!("--ledger: {e}")))?;
     if entries.is_empty() {
+        if let (Some(then), Some(url)) = (&journal_then, &opts.provider) {
+            let provider = Provider::attach(url).with_control_token(opts.control_token.clone());
+            refuse_a_ledger_behind_its_journal(&provider, then, &entries, ledger_path).await?;
+        }
         return first_life(scenario, opts, scale, (ledger, facts), audit_path, sink).await;
     }
 
@@ -262,6 +266,9 @@ pub async fn play_durable(
                 ledger_path.display()
             )));
         }
+    }
+    if let Some(then) = &journal_then {
+        refuse_a_ledger_behind_its_journal(&provider, then, &entries, ledger_path).await?;
     }
     let (at, provider_scale) = provider.clock().await?;
     if (provider_scale - scale).abs() > 1e-9 * scale {
@@ -339,6 +346,52 @@ pub async fn play_durable(
     Ok(run)
 }
 
+/// Refuses a ledger that does not hold every action the provider's journal `then` (the
+/// one its first life wrote to, when the provider still keeps it) shows this run sent:
+/// the core writes an action ahead of its first send, so such a ledger is older than the
+/// run (a copy of the file without its `-wal`, a log cut short), and resuming from it
+/// would send those actions again as new.
+async fn refuse_a_ledger_behind_its_journal(
+    provider: &Provider,
+    then: &str,
+    entries: &[LedgerEntry],
+    ledger_path: &Path,
+) -> Result<(), LiveError> {
+    if provider.journal_id().await?.as_deref() != Some(then) {
+        return Ok(());
+    }
+    let known: BTreeSet<JobId> = entries.iter().map(|e| e.job.id).collect();
+    let unknown: BTreeSet<u64> = provider
+        .journal(0)
+        .await?
+        .iter()
+        .filter_map(|e| e.action)
+        .filter(|action| !known.contains(action))
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let first: Vec<String> = unknown.iter().take(5).map(u64::to_string).collect();
+    Err(LiveError::Durable(format!(
+        "the ledger {} holds {} actions, but the provider's journal shows this run sent {} \
+         more (actions {}{}): the ledger is older than the run it belongs to (a copy of the \
+         file without its {}-wal beside it, or a log cut short), and resuming would send \
+         those actions again as new. Resume from the whole ledger (the file and its -wal \
+         together); if it is lost, check those actions by hand and start afresh with a new \
+         --ledger file",
+        ledger_path.display(),
+        entries.len(),
+        unknown.len(),
+        first.join(", "),
+        if unknown.len() > first.len() {
+            ", ..."
+        } else {
+            ""
+        },
+        ledger_path.display()
+    )))
+}
+
 /// The first life on an empty ledger: a live run as usual, persisted and audited.
 async fn first_life(
     scenario: &Scenario,
@@ -361,6 +414,11 @@ async fn first_life(
         facts.push((run_facts::PROVIDER_JOURNAL, id));
         ledger
             .set_run_facts(&facts)
+            .map_err(|e| LiveError::Durable(format!("--ledger: {e}")))?;
+        // Into the file itself: a copy of the file without its -wal still says which
+        // journal its run wrote to, and a restart from it can tell what it lacks.
+        ledger
+            .checkpoint()
             .map_err(|e| LiveError::Durable(format!("--ledger: {e}")))?;
     }
     let mut trail = match audit_path {
