@@ -836,7 +836,11 @@ print("workload", sent, "own", own)
 "#;
     let out = run_blind_retry(
         dir.path(),
-        &["provider.faults=[]", "workload.0.deadline=5s"],
+        &[
+            "provider.faults=[]",
+            "workload.0.deadline=5s",
+            "expect.foreign_requests=0",
+        ],
         &["python3", "-c", script],
     );
     let s = summary(dir.path());
@@ -850,6 +854,13 @@ print("workload", sent, "own", own)
     assert_eq!(s["completed"], 10, "only the workload's own items: {s}");
     assert_eq!(s["failed"], 10, "{s}");
     assert_eq!(s["foreign_requests"], 10, "{s}");
+    // A scenario can hold a client to the prompts it is given.
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("FAIL foreign_requests: actual 10, limit <= 0"),
+        "{}",
+        text(&out.stdout)
+    );
     assert!(
         text(&out.stdout).contains("note: 10 request(s) the provider saw named no item"),
         "the console says why items failed: {}",
@@ -1060,7 +1071,7 @@ print("statuses", statuses)
 "#;
     let out = run_blind_retry(
         dir.path(),
-        &["provider.faults=[]"],
+        &["provider.faults=[]", "expect.foreign_requests=0"],
         &["python3", "-c", script],
     );
     let s = summary(dir.path());

@@ -99,10 +99,12 @@ pub fn summary_keys() -> (BTreeSet<String>, BTreeSet<String>) {
 
 /// Figures summary.json leaves out when 0 (features a run may not use): an expectation on
 /// one reads 0 when it is absent.
-pub const OPTIONAL_FIGURES: [&str; 5] = [
+pub const OPTIONAL_FIGURES: [&str; 6] = [
     "billed_usd",
     "cross_provider_duplicates",
     "duplicate_billed_usd",
+    // `--client` runs: requests whose prompt names no item of the workload.
+    "foreign_requests",
     "starvation_ms",
     "uncertain_usage",
 ];
