@@ -390,3 +390,35 @@ async fn a_stream_whose_client_stopped_reading_frees_its_slot() {
     }
     drop(stalled);
 }
+
+/// A head past `max_header_bytes` (64 KiB) is refused with 431 and the connection closes,
+/// whatever hyper's read buffer lets through (it reads in blocks: a head of 100,000 bytes
+/// had passed); one under the cap is served.
+#[tokio::test]
+async fn a_head_past_the_cap_is_refused_with_431() {
+    let (addr, _h) = start(ServerOptions::default()).await;
+    let cap = stampede_provider::server::DEFAULT_MAX_HEADER_BYTES;
+    let body = r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#;
+    let with_pad = |pad: usize| {
+        format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer sk-a-test-key\r\n\
+             Content-Type: application/json\r\nX-Pad: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            "a".repeat(pad),
+            body.len()
+        )
+    };
+    let under = request(addr, with_pad(cap - 1_024)).await;
+    assert!(
+        under.starts_with("HTTP/1.1 200"),
+        "{}",
+        &under[..under.len().min(200)]
+    );
+    for over in [cap + 1_024, cap + 40_000] {
+        let got = request(addr, with_pad(over)).await;
+        assert!(
+            got.starts_with("HTTP/1.1 431"),
+            "{over}: {}",
+            &got[..got.len().min(300)]
+        );
+    }
+}

@@ -12,6 +12,32 @@ use bytes::{Bytes, BytesMut};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use std::collections::BTreeMap;
 
+/// The size of a request's head as it came (its request line and header lines), bytes.
+pub(crate) fn head_bytes<B>(req: &HttpRequest<B>) -> usize {
+    let line = req.method().as_str().len()
+        + req.uri().path_and_query().map_or(1, |p| p.as_str().len())
+        + " HTTP/1.1\r\n ".len();
+    req.headers()
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len() + ": \r\n".len())
+        .sum::<usize>()
+        + line
+        + "\r\n".len()
+}
+
+/// The 431 of a head past `limit` bytes (the connection then closes).
+pub(crate) fn head_too_large(limit: usize) -> Response<Body> {
+    json_response(
+        431,
+        &[("connection".to_string(), "close".to_string())],
+        &error_body(
+            &format!("the request's headers are larger than the limit of {limit} bytes"),
+            "invalid_request_error",
+            "request_header_fields_too_large",
+        ),
+    )
+}
+
 /// Reads a body up to the limit: 413 past it, 400 if the client broke off, 408 (and the
 /// connection closes) when it is not whole within the body-read timeout.
 pub(crate) async fn read_body<B>(body: B, options: &ServerOptions) -> Result<Bytes, Response<Body>>
