@@ -186,7 +186,7 @@ pub fn main(args: RunArgs) -> ExitCode {
                     outln!(
                         "{who} exited with {} after {} ms{how}; its output: {}",
                         exit.code,
-                        exit.real_ms,
+                        exit.replica_ms,
                         log.display()
                     );
                     let others: Vec<String> = exit
@@ -241,12 +241,8 @@ pub fn main(args: RunArgs) -> ExitCode {
                 if let (Some(restart), false) = (&run.restart, args.quiet || args.json) {
                     outln!("{restart}");
                 }
-                if args.ledger.is_some() && !args.json {
-                    let line = run.ledger_commits.note_line(run.scale, run.end_ms);
-                    // A warning is printed even with --quiet: it says what the figures hold.
-                    if !args.quiet || line.starts_with("warning") {
-                        outln!("{line}");
-                    }
+                if args.ledger.is_some() && !(args.quiet || args.json) {
+                    outln!("{}", run.ledger_commits.note_line(run.scale, run.end_ms));
                 }
                 o
             }

@@ -753,7 +753,7 @@ fn the_log_named_is_the_failed_replicas_and_live_flags_are_refused() {
     // how each ended, where it said replica 0's 4 was "ended by the runner".
     let out = run_blind_retry(
         dir.path(),
-        &["client.replicas=3", "duration=10s"],
+        &["client.replicas=3", "duration=30s"],
         &[
             "sh",
             "-c",
@@ -766,6 +766,14 @@ fn the_log_named_is_the_failed_replicas_and_live_flags_are_refused() {
         .find(|l| l.starts_with("client replica 0 of 3 exited with 4"))
         .unwrap_or_else(|| panic!("{said}"));
     assert!(!line.contains("ended by the runner"), "{line}");
+    // Its own time, not the whole client's (which ran into the duration's 3 real s).
+    let ms: u64 = line
+        .split(" after ")
+        .nth(1)
+        .and_then(|rest| rest.split(" ms").next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(ms < 3_000, "{line}");
     assert!(
         said.contains("the runner ended replica(s) 1, 2 when the scenario's duration ran out"),
         "{said}"

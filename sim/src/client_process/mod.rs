@@ -112,6 +112,8 @@ pub struct ClientExit {
     pub timed_out: bool,
     /// The replica whose exit `code` and `log` are (from 0), and how many there were.
     pub replica: (usize, usize),
+    /// How long that replica ran (real ms; `real_ms` is the whole client's).
+    pub replica_ms: u64,
     /// The replicas the runner ended when the scenario's duration ran out, in order.
     pub ended_at_deadline: Vec<usize>,
     /// Processes the client started that outlived it outside its process groups (`setsid`,
@@ -591,6 +593,11 @@ async fn play(
         code: failed.map_or(0, |r| exit_code(&statuses[r])),
         timed_out: ended.timed_out,
         replica: (failed.unwrap_or(0), statuses.len()),
+        replica_ms: ended
+            .ran_ms
+            .get(failed.unwrap_or(0))
+            .copied()
+            .unwrap_or(real_ms),
         ended_at_deadline: ended.ended_at_deadline,
         left_behind,
         interrupted: ended.interrupted,

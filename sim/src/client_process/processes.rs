@@ -28,6 +28,17 @@ struct Replica {
     /// may live on in the group).
     group: Option<u32>,
     status: Option<ExitStatus>,
+    /// When it was started, and when the runner saw it exit.
+    started: Instant,
+    ended: Option<Instant>,
+}
+
+impl Replica {
+    /// Notes how it exited, now.
+    fn exited(&mut self, status: ExitStatus) {
+        self.status = Some(status);
+        self.ended = Some(Instant::now());
+    }
 }
 
 /// The replicas of one run. Dropped, it kills every group it started.
@@ -44,6 +55,8 @@ pub struct Ended {
     pub timed_out: bool,
     /// The replicas the deadline ended (still running when it passed), in order.
     pub ended_at_deadline: Vec<usize>,
+    /// How long each replica ran (real ms), in order.
+    pub ran_ms: Vec<u64>,
     /// The signal that stopped the runner while they ran (`SIGINT`, `SIGTERM`, `SIGHUP`):
     /// every group was killed then. Further signals are dropped until the report is
     /// written.
@@ -75,6 +88,8 @@ impl Replicas {
             child,
             group,
             status: None,
+            started: Instant::now(),
+            ended: None,
         });
         Ok(output)
     }
@@ -110,14 +125,24 @@ impl Replicas {
             Err(Stopped::Signal(name)) => {
                 // Every group was killed: reap the leaders.
                 for replica in self.replicas.iter_mut().filter(|r| r.status.is_none()) {
-                    replica.status = Some(replica.child.wait().await?);
+                    let status = replica.child.wait().await?;
+                    replica.exited(status);
                 }
                 (false, Some(name))
             }
         };
         let statuses = self.replicas.iter().filter_map(|r| r.status).collect();
+        let ran_ms = self
+            .replicas
+            .iter()
+            .map(|r| {
+                let ran = r.ended.unwrap_or_else(Instant::now) - r.started;
+                u64::try_from(ran.as_millis()).unwrap_or(u64::MAX)
+            })
+            .collect();
         Ok(Ended {
             statuses,
+            ran_ms,
             timed_out,
             ended_at_deadline,
             interrupted,
@@ -134,7 +159,7 @@ impl Replicas {
             }
             let stopped = tokio::select! {
                 status = replica.child.wait() => {
-                    replica.status = Some(status.map_err(Stopped::Io)?);
+                    replica.exited(status.map_err(Stopped::Io)?);
                     continue;
                 }
                 _ = tokio::time::sleep_until(until) => return Ok(false),
