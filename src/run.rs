@@ -208,6 +208,14 @@ pub fn main(args: RunArgs) -> ExitCode {
                             exit.left_behind
                         );
                     }
+                    if exit.links_removed > 0 {
+                        outln!(
+                            "note: {} symbolic link(s) the client left in {} were removed \
+                             before the run's files were written there",
+                            exit.links_removed,
+                            out_dir.display()
+                        );
+                    }
                     if exit.run_dir_remade {
                         outln!(
                             "note: {} was removed while the client ran (by the client?): made \

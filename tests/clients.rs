@@ -1013,6 +1013,36 @@ fn a_process_the_client_started_in_a_session_of_its_own_does_not_outlive_the_run
     );
 }
 
+/// A link the client puts in place of a run file is removed before the run writes there:
+/// the run's files stay in the run directory. Before, attempts.csv was written through the
+/// link, outside it.
+#[cfg(unix)]
+#[test]
+fn a_link_the_client_puts_in_the_run_directory_is_not_written_through() {
+    if !python_has("json") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    let outside = dir.path().join("outside.csv");
+    let script = "import os, sys\n\
+        os.symlink(sys.argv[2], os.path.join(sys.argv[1], 'attempts.csv'))\n";
+    let out = run_blind_retry(
+        &run,
+        &[],
+        &["python3", "-c", script, a_str(&run), a_str(&outside)],
+    );
+    assert!(
+        text(&out.stdout).contains("symbolic link(s) the client left"),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert!(!outside.exists(), "written through the link");
+    let kept = std::fs::symlink_metadata(run.join("attempts.csv")).unwrap();
+    assert!(kept.file_type().is_file());
+}
+
 /// A client that sends nothing (it never read its workload, or sent elsewhere) leaves every
 /// item failed; the console says the client sent nothing, where it had only said the
 /// client exited with 0.

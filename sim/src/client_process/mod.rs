@@ -131,6 +131,9 @@ pub struct ClientExit {
     /// did while it ran): it was made again for what the provider measured, and the
     /// client's logs and workload copies are lost.
     pub run_dir_remade: bool,
+    /// Symbolic links the client left in the run directory, removed before the run's
+    /// files were written there.
+    pub links_removed: usize,
 }
 
 /// Runs `command` (or the scenario's `[client] command`) as the client under test and
@@ -339,6 +342,10 @@ pub fn run_client(
             source,
         })?;
     }
+    // The run's files are written where the run names them, never through a link the
+    // client put in their place (it had sent attempts.csv and the page out of the run
+    // directory).
+    let links_removed = remove_links(&dir);
     let attempts_path = dir.join("attempts.csv");
     let mut files: Vec<PathBuf> = workload_paths
         .iter()
@@ -411,9 +418,22 @@ pub fn run_client(
             // A run without a directory kept no log.
             log: opts.out_dir.as_ref().and(exit.log.clone()),
             run_dir_remade: keep && run_dir_remade,
+            links_removed,
             ..exit
         },
     ))
+}
+
+/// Removes every symbolic link in `dir` (not below it), and says how many there were.
+fn remove_links(dir: &Path) -> usize {
+    let Ok(listing) = fs::read_dir(dir) else {
+        return 0;
+    };
+    listing
+        .flatten()
+        .filter(|entry| entry.file_type().is_ok_and(|t| t.is_symlink()))
+        .filter(|entry| fs::remove_file(entry.path()).is_ok())
+        .count()
 }
 
 /// Removes the workload files and logs an earlier run into `dir` left for replicas this
@@ -604,6 +624,7 @@ async fn play(
         real_ms,
         log: logs.get(failed.unwrap_or(0)).cloned(),
         run_dir_remade: false,
+        links_removed: 0,
     })
 }
 
