@@ -439,6 +439,7 @@ async fn bad_input_gets_json_errors_401_400_413_404() {
         .unwrap_or_else(|| panic!("seq {seq} in {journal:?}"));
     assert_eq!(entry["status"], 413, "{entry}");
     assert_eq!(entry["error_code"], "request_too_large", "{entry}");
+    assert_eq!(entry["scope"], "a", "the key's scope: {entry}");
     // With a key the provider does not know, the key is refused first, as by the APIs.
     let r = s
         .client

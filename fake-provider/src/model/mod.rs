@@ -625,12 +625,18 @@ impl ProviderModel {
         while !path.is_char_boundary(cut) {
             cut -= 1;
         }
+        // A known key's scope is journaled with it, so a refused attempt counts where the
+        // key's others do (by scope, in the attempts' rows).
+        let known = credential.and_then(|c| self.credentials.get(c));
         let entry = JournalEntry {
             seq,
             at_ms: now,
             done_ms: now,
-            credential: credential.map(|c| Arc::from(mask_credential(c))),
-            scope: None,
+            credential: match known {
+                Some(k) => Some(Arc::clone(&k.masked)),
+                None => credential.map(|c| Arc::from(mask_credential(c))),
+            },
+            scope: known.map(|k| Arc::clone(&self.scope_ids[k.scope])),
             route: Cow::Owned(path[..cut].to_string()),
             method: Cow::Owned(method.chars().take(16).collect()),
             idempotency_key: None,
