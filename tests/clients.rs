@@ -55,6 +55,25 @@ fn python_has(module: &str) -> bool {
     found
 }
 
+/// What the hand-written Python clients below share: the provider's address, the key, and
+/// `post` (sends a JSON body, returns the connection with its answer unread) and `send`
+/// (sends one and returns the answer's status). OpenAI's headers unless `headers` says.
+const PY_CLIENT: &str = r#"
+import http.client, json, os, sys, time, urllib.parse
+url = urllib.parse.urlparse(os.environ["STAMPEDE_PROVIDER_URL"])
+key = os.environ["OPENAI_API_KEY"]
+def post(path, body, headers=None, timeout=10):
+    c = http.client.HTTPConnection(url.hostname, url.port, timeout=timeout)
+    headers = dict(headers or {"authorization": "Bearer " + key})
+    headers["content-type"] = "application/json"
+    c.request("POST", path, body=json.dumps(body), headers=headers)
+    return c
+def send(path, body, headers=None):
+    c = post(path, body, headers)
+    r = c.getresponse(); r.read(); c.close()
+    return r.status
+"#;
+
 #[test]
 fn a_blind_client_with_no_sdk_is_caught_double_billing() {
     if !python_has("json") {
@@ -822,23 +841,16 @@ fn a_client_is_judged_by_its_workload_not_by_what_else_it_sends() {
     let dir = tempfile::tempdir().unwrap();
     // Items are due at 5/s from 0 (scenario time, 10 times real time): this client waits
     // until 10 scenario-s before it starts, past every item's 5 s deadline.
-    let script = r#"
-import http.client, json, os, time, urllib.parse
-url = urllib.parse.urlparse(os.environ["STAMPEDE_PROVIDER_URL"])
-key = os.environ["OPENAI_API_KEY"]
+    let script = PY_CLIENT.to_string()
+        + r#"
 start = int(os.environ["STAMPEDE_START_UNIX_MS"]) / 1000
 scale = float(os.environ["STAMPEDE_TIME_SCALE"])
 time.sleep(max(0, start + 10 / scale - time.time()))
-def send(body):
-    c = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
-    c.request("POST", "/v1/chat/completions", body=json.dumps(body), headers={
-        "authorization": "Bearer " + key, "content-type": "application/json"})
-    r = c.getresponse(); r.read(); c.close()
-    return r.status
+chat = "/v1/chat/completions"
 items = [json.loads(l) for l in open(os.environ["STAMPEDE_WORKLOAD"])]
-sent = [send(i["body"]) for i in items[:10]]
-own = [send({"model": "m", "max_tokens": 5,
-             "messages": [{"role": "user", "content": "status check %d" % n}]})
+sent = [send(chat, i["body"]) for i in items[:10]]
+own = [send(chat, {"model": "m", "max_tokens": 5,
+                   "messages": [{"role": "user", "content": "status check %d" % n}]})
        for n in range(10)]
 print("workload", sent, "own", own)
 "#;
@@ -849,7 +861,7 @@ print("workload", sent, "own", own)
             "workload.0.deadline=5s",
             "expect.foreign_requests=0",
         ],
-        &["python3", "-c", script],
+        &["python3", "-c", &script],
     );
     let s = summary(dir.path());
     assert!(
@@ -902,17 +914,10 @@ fn work_open_when_the_duration_runs_out_is_unfinished_not_failed() {
     let dir = tempfile::tempdir().unwrap();
     // Two items sent, their answers due (30 s of scenario time) after the duration (20 s)
     // runs out; then nothing until the runner ends the client.
-    let script = r#"
-import http.client, json, os, time, urllib.parse
-url = urllib.parse.urlparse(os.environ["STAMPEDE_PROVIDER_URL"])
-key = os.environ["OPENAI_API_KEY"]
+    let script = PY_CLIENT.to_string()
+        + r#"
 items = [json.loads(l) for l in open(os.environ["STAMPEDE_WORKLOAD"])]
-open_connections = []
-for item in items[:2]:
-    c = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
-    c.request("POST", "/v1/chat/completions", body=json.dumps(item["body"]), headers={
-        "authorization": "Bearer " + key, "content-type": "application/json"})
-    open_connections.append(c)
+held = [post("/v1/chat/completions", item["body"], timeout=60) for item in items[:2]]
 print("sent 2", flush=True)
 time.sleep(60)
 "#;
@@ -923,7 +928,7 @@ time.sleep(60)
             "duration=20s",
             "provider.latency={ fixed = \"30s\" }",
         ],
-        &["python3", "-c", script],
+        &["python3", "-c", &script],
     );
     let s = summary(dir.path());
     assert!(
@@ -1074,20 +1079,12 @@ fn an_agents_system_prompt_or_history_before_its_prompt_still_names_the_item() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let script = r#"
-import http.client, json, os, urllib.parse
-url = urllib.parse.urlparse(os.environ["STAMPEDE_PROVIDER_URL"])
-key = os.environ["OPENAI_API_KEY"]
-def send(path, body, headers):
-    c = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
-    c.request("POST", path, body=json.dumps(body), headers=dict(headers, **{"content-type": "application/json"}))
-    r = c.getresponse(); r.read(); c.close()
-    return r.status
+    let script = PY_CLIENT.to_string()
+        + r#"
 statuses = []
 for n, line in enumerate(open(os.environ["STAMPEDE_WORKLOAD"])):
     item = json.loads(line)
     prompt = item["body"]["messages"][0]["content"]
-    openai = {"authorization": "Bearer " + key}
     if n % 4 == 0:
         messages = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": prompt}]
     elif n % 4 == 1:
@@ -1104,13 +1101,13 @@ for n, line in enumerate(open(os.environ["STAMPEDE_WORKLOAD"])):
                          {"role": "user", "content": prompt}]},
             {"x-api-key": key, "anthropic-version": "2023-06-01"}))
         continue
-    statuses.append(send("/v1/chat/completions", {"model": "m", "max_tokens": 16, "messages": messages}, openai))
+    statuses.append(send("/v1/chat/completions", {"model": "m", "max_tokens": 16, "messages": messages}))
 print("statuses", statuses)
 "#;
     let out = run_blind_retry(
         dir.path(),
         &["provider.faults=[]", "expect.foreign_requests=0"],
-        &["python3", "-c", script],
+        &["python3", "-c", &script],
     );
     let s = summary(dir.path());
     let log = std::fs::read_to_string(dir.path().join("client.log")).unwrap_or_default();

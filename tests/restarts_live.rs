@@ -149,6 +149,23 @@ fn first_life_until_commit(apart: &Apart, ledger: &Path, out: &Path) -> (Child, 
     );
 }
 
+/// A first life SIGKILLed as soon as the provider has committed its first create.
+fn killed_after_first_commit(apart: &Apart, ledger: &Path, out: &Path) {
+    let (mut first, _) = first_life_until_commit(apart, ledger, out);
+    first.kill().expect("SIGKILL the runner");
+    first.wait().expect("reap the killed runner");
+}
+
+/// The same command again on `ledger`, waited for (bounded).
+fn restart(apart: &Apart, ledger: &Path, out: &Path) -> Output {
+    let again = runner(&apart.url, ledger, out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("restart the runner");
+    wait_bounded(again, RESTART_TIMEOUT)
+}
+
 /// A provider reset since the killed life (another run reset it, or it restarted) keeps
 /// another journal, without the write that life had in flight: the restart is refused,
 /// saying so, even once the provider's clock has passed the time the dead life last wrote.
@@ -160,9 +177,7 @@ fn a_restart_against_a_provider_reset_since_is_refused_once_its_clock_has_caught
     let dir = tempfile::tempdir().expect("a temporary directory");
     let ledger = dir.path().join("ledger.db");
     let out = dir.path().join("run");
-    let (mut first, _) = first_life_until_commit(&apart, &ledger, &out);
-    first.kill().expect("SIGKILL the runner");
-    first.wait().expect("reap the killed runner");
+    killed_after_first_commit(&apart, &ledger, &out);
     let reached = ledger_entries(&ledger)
         .iter()
         .map(|e| e.updated_at)
@@ -184,12 +199,7 @@ fn a_restart_against_a_provider_reset_since_is_refused_once_its_clock_has_caught
         }
     });
     assert!(caught_up, "the provider's clock never passed {reached} ms");
-    let second = runner(&apart.url, &ledger, &out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("restart the runner");
-    let output = wait_bounded(second, RESTART_TIMEOUT);
+    let output = restart(&apart, &ledger, &out);
     let err = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{err}");
     assert!(err.contains("keeps another journal"), "{err}");
@@ -211,18 +221,11 @@ fn a_ledger_copied_without_its_log_is_refused_before_anything_is_sent_again() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let ledger = dir.path().join("ledger.db");
     let out = dir.path().join("run");
-    let (mut first, _) = first_life_until_commit(&apart, &ledger, &out);
-    first.kill().expect("SIGKILL the runner");
-    first.wait().expect("reap the killed runner");
+    killed_after_first_commit(&apart, &ledger, &out);
     let copy = dir.path().join("copy.db");
     std::fs::copy(&ledger, &copy).expect("copy the ledger's file alone");
     let before = apart.journal(0);
-    let second = runner(&apart.url, &copy, &out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("restart the runner");
-    let output = wait_bounded(second, RESTART_TIMEOUT);
+    let output = restart(&apart, &copy, &out);
     let err = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{err}");
     assert!(err.contains("the ledger is older than the run"), "{err}");
