@@ -420,8 +420,6 @@ fn parse_vary(arg: &str) -> Result<Varied, String> {
     })
 }
 
-/// Every combination of the varied values, the first `--vary` changing slowest. With nothing
-/// varied, one empty configuration: the scenario as written.
 /// `value` of `key` as the sweep's outputs (its lines, sweep.csv, the plots, a shard's
 /// manifest) show it: keys masked (see `overrides::shown_value`; `known` are the
 /// scenario's), with the value's place in the `--vary` list when anything was masked, so
@@ -440,6 +438,8 @@ fn shown_value(varied: &[Varied], known: &[&str], key: &str, value: &str) -> Str
     format!("{shown}#{place}")
 }
 
+/// Every combination of the varied values, the first `--vary` changing slowest. With nothing
+/// varied, one empty configuration: the scenario as written.
 fn cross_product(varied: &[Varied]) -> Vec<Vec<(String, String)>> {
     let mut configs: Vec<Vec<(String, String)>> = vec![Vec::new()];
     for v in varied {

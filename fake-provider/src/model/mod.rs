@@ -37,7 +37,7 @@ mod stats;
 mod streams;
 
 pub use completion_body::CompletionBody;
-use decision::{usual_status, USUAL_OUTCOMES};
+use decision::{status_label, usual_status, USUAL_OUTCOMES};
 pub use decision::{Answer, CompletionId, Decision, ErrorSignal, RecordId, RecordsGiven, Signals};
 pub use headers::{
     HeaderOut, LimitFigures, RateFigures, RetryAfterSignal, WindowFigures, LAST_HTTP_DATE_UNIX_S,
@@ -648,7 +648,7 @@ impl ProviderModel {
             attempt_no: None,
             class: None,
             status: Some(refusal.status),
-            outcome: Cow::Owned(refusal.status.to_string()),
+            outcome: status_label(refusal.status),
             error_code: Some(Cow::Borrowed(refusal.code)),
             committed: false,
             duplicate: false,

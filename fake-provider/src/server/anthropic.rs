@@ -26,7 +26,6 @@ use axum::http::{Request, Response};
 use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::sync::Arc;
 
 #[derive(Deserialize)]
 struct MessagesBody {
@@ -68,9 +67,7 @@ pub(crate) async fn messages(State(app): State<App>, req: Request<Body>) -> Resp
     let bytes = match read_body(body, &app.options).await {
         Ok(b) => b,
         Err(r) => {
-            let wire = super::respond::Wire::Anthropic;
-            return super::routes::body_refused(&app, headers, RequestRoute::Messages, wire, r)
-                .await;
+            return super::routes::body_refused(&app, headers, RequestRoute::Messages, r).await
         }
     };
     let mut req =
@@ -78,12 +75,6 @@ pub(crate) async fn messages(State(app): State<App>, req: Request<Body>) -> Resp
             Ok(r) => r,
             Err(e) => return error_response(&bad_request_body(&e)),
         };
-    if req.credential.is_none() {
-        req.credential = headers
-            .get("x-api-key")
-            .and_then(|v| v.to_str().ok())
-            .map(|s| Arc::from(s.trim()));
-    }
     let (v, parsed) = match read_messages(&bytes) {
         Ok(read) => read,
         Err(e) => {

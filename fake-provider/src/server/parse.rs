@@ -162,12 +162,20 @@ pub(crate) fn base_request(
             })
             .transpose()
     };
-    let credential = raw(&header::AUTHORIZATION)?.map(|a| {
-        a.strip_prefix("Bearer ")
-            .or_else(|| a.strip_prefix("bearer "))
-            .unwrap_or(a)
-            .trim()
-    });
+    let credential = raw(&header::AUTHORIZATION)?
+        .map(|a| {
+            a.strip_prefix("Bearer ")
+                .or_else(|| a.strip_prefix("bearer "))
+                .unwrap_or(a)
+                .trim()
+        })
+        // Anthropic's own header, on its route (a value that is no text is no key).
+        .or_else(|| {
+            (route == RequestRoute::Messages)
+                .then(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()))
+                .flatten()
+                .map(str::trim)
+        });
     let attempt_no = number(&X_STAMPEDE_ATTEMPT)?
         .map(|n| {
             u32::try_from(n)

@@ -346,16 +346,17 @@ pub(crate) async fn play(
             };
             let shape = shape.as_ref();
             let headers = signals.headers();
-            match (stream_chunks, wire) {
-                (Some(n), Wire::OpenAi { include_usage }) if status == 200 => {
+            // `pace` is set for exactly the streams: a 200 streamed on either API.
+            match (pace, wire) {
+                (Some(pace), Wire::OpenAi { include_usage }) => {
+                    let n = pace.chunks;
                     let usage = usage.filter(|_| include_usage);
                     let frames = sse_frames(seq, &body, (n, n), usage, shape);
-                    let pace = pace.unwrap_or(Pace::of(n, 0));
                     sse_response(&headers, pace.paced(frames, 0), departure)
                 }
-                (Some(n), Wire::Anthropic) if status == 200 => {
+                (Some(pace), Wire::Anthropic) => {
+                    let n = pace.chunks;
                     let frames = anthropic::sse_frames(seq, &body, usage, (n, true), shape);
-                    let pace = pace.unwrap_or(Pace::of(n, 0));
                     // Three events (message_start, content_block_start, ping) lead.
                     sse_response(
                         &anthropic::headers(&headers),

@@ -211,22 +211,21 @@ pub(crate) async fn body_refused(
     app: &App,
     headers: &HeaderMap,
     route: RequestRoute,
-    wire: respond::Wire,
     refusal: Response<Body>,
 ) -> Response<Body> {
     if refusal.status().as_u16() != 413 {
         return refusal;
     }
-    let messages = route == RequestRoute::Messages;
-    let Ok(mut req) = parse::base_request(headers, app.options.max_field_bytes, route) else {
+    let wire = if route == RequestRoute::Messages {
+        respond::Wire::Anthropic
+    } else {
+        respond::Wire::OpenAi {
+            include_usage: false,
+        }
+    };
+    let Ok(req) = parse::base_request(headers, app.options.max_field_bytes, route) else {
         return refusal;
     };
-    if messages && req.credential.is_none() {
-        req.credential = headers
-            .get("x-api-key")
-            .and_then(|v| v.to_str().ok())
-            .map(|s| std::sync::Arc::from(s.trim()));
-    }
     key_first(app, req, wire, refusal).await
 }
 
@@ -297,12 +296,7 @@ where
     let headers = &head.headers;
     let bytes = match read_body(body, &app.options).await {
         Ok(b) => b,
-        Err(r) => {
-            let wire = respond::Wire::OpenAi {
-                include_usage: false,
-            };
-            return body_refused(&app, headers, RequestRoute::ChatCompletions, wire, r).await;
-        }
+        Err(r) => return body_refused(&app, headers, RequestRoute::ChatCompletions, r).await,
     };
     let mut req = match parse::base_request(
         headers,
@@ -336,12 +330,7 @@ pub(crate) async fn embeddings(State(app): State<App>, req: HttpRequest<Body>) -
     let headers = &head.headers;
     let bytes = match read_body(body, &app.options).await {
         Ok(b) => b,
-        Err(r) => {
-            let wire = respond::Wire::OpenAi {
-                include_usage: false,
-            };
-            return body_refused(&app, headers, RequestRoute::Embeddings, wire, r).await;
-        }
+        Err(r) => return body_refused(&app, headers, RequestRoute::Embeddings, r).await,
     };
     let mut req = match parse::base_request(
         headers,
@@ -370,12 +359,7 @@ pub(crate) async fn create_record(
     let headers = &head.headers;
     let bytes = match read_body(body, &app.options).await {
         Ok(b) => b,
-        Err(r) => {
-            let wire = respond::Wire::OpenAi {
-                include_usage: false,
-            };
-            return body_refused(&app, headers, RequestRoute::CreateRecord, wire, r).await;
-        }
+        Err(r) => return body_refused(&app, headers, RequestRoute::CreateRecord, r).await,
     };
     let mut req = match parse::base_request(
         headers,

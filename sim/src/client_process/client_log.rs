@@ -93,12 +93,19 @@ impl ClientLog {
             loop {
                 let n = output.read(&mut buf).await?;
                 out.clear();
-                if n == 0 {
-                    masker.finish(&mut out);
-                } else {
-                    masker.feed(&buf[..n], &mut out);
-                }
-                sink.lock().unwrap_or_else(|p| p.into_inner()).keep(&out)?;
+                let kept = match (masker.keys.is_empty(), n) {
+                    // Nothing to mask: the bytes go as they came.
+                    (true, _) => &buf[..n],
+                    (false, 0) => {
+                        masker.finish(&mut out);
+                        &out
+                    }
+                    (false, _) => {
+                        masker.feed(&buf[..n], &mut out);
+                        &out
+                    }
+                };
+                sink.lock().unwrap_or_else(|p| p.into_inner()).keep(kept)?;
                 if n == 0 {
                     return Ok(());
                 }
@@ -142,6 +149,8 @@ struct Masker {
     keys: Arc<[(Vec<u8>, Vec<u8>)]>,
     /// Whether a key starts with this byte: every other byte is copied as it is, in runs.
     starts: [bool; 256],
+    /// The longest key's length (bytes): a tail shorter than it may begin one.
+    longest: usize,
     /// The end of the bytes so far that may be the start of a key (shorter than the
     /// longest key).
     held: Vec<u8>,
@@ -156,6 +165,7 @@ impl Masker {
             }
         }
         Masker {
+            longest: keys.first().map_or(0, |(k, _)| k.len()),
             keys,
             starts,
             held: Vec::new(),
@@ -164,13 +174,18 @@ impl Masker {
 
     /// Appends `piece`, masked, to `out`, holding back what may begin a key.
     fn feed(&mut self, piece: &[u8], out: &mut Vec<u8>) {
-        if self.keys.is_empty() {
-            out.extend_from_slice(piece);
-            return;
+        if self.held.is_empty() {
+            self.scan(piece, out);
+        } else {
+            // Only a key's first bytes are held: this copy is short-lived and small.
+            let mut bytes = std::mem::take(&mut self.held);
+            bytes.extend_from_slice(piece);
+            self.scan(&bytes, out);
         }
-        let mut bytes = std::mem::take(&mut self.held);
-        bytes.extend_from_slice(piece);
-        let longest = self.keys.first().map_or(0, |(k, _)| k.len());
+    }
+
+    /// Appends `bytes`, masked, to `out`, and holds back a tail that may begin a key.
+    fn scan(&mut self, bytes: &[u8], out: &mut Vec<u8>) {
         let mut i = 0;
         while i < bytes.len() {
             let run = bytes[i..]
@@ -189,8 +204,8 @@ impl Masker {
                 continue;
             }
             // Near the end, a key may go on in the next piece: hold the rest back.
-            if rest.len() < longest && self.keys.iter().any(|(k, _)| k.starts_with(rest)) {
-                self.held = rest.to_vec();
+            if rest.len() < self.longest && self.keys.iter().any(|(k, _)| k.starts_with(rest)) {
+                self.held.extend_from_slice(rest);
                 return;
             }
             out.push(bytes[i]);

@@ -108,8 +108,6 @@ pub enum ClientError {
 pub struct ClientExit {
     /// Exit code, or -N when a signal N ended it.
     pub code: i64,
-    /// Whether the scenario's duration ran out and the runner ended it (any replica).
-    pub timed_out: bool,
     /// The replica whose exit `code` and `log` are (from 0), and how many there were.
     pub replica: (usize, usize),
     /// How long that replica ran (real ms; `real_ms` is the whole client's).
@@ -327,7 +325,8 @@ pub fn run_client(
     // When the client was ended with work still open, by the user or by the scenario's
     // duration running out, that work is unfinished, not failed: the client never gave it
     // up, and what it had sent may have executed.
-    let open_at = stopped_at.or(exit.timed_out.then_some(scenario.duration_ms));
+    let timed_out = !exit.ended_at_deadline.is_empty();
+    let open_at = stopped_at.or(timed_out.then_some(scenario.duration_ms));
     let mut measure = Measurement::new(scenario.bucket_ms, scenario.duration_ms);
     // What the provider measured is this run's whatever the client did to its directory
     // (a clean-up step run in the wrong folder removed it whole): made again, so the
@@ -513,11 +512,10 @@ async fn play(
         .iter()
         .map(|c| c.key.as_str())
         .collect();
-    // Every key the client is given, masked in its log.
+    // Every key the client is given (`key` is one of these), masked in its log.
     let secrets: Vec<&str> = keys
         .iter()
         .copied()
-        .chain(std::iter::once(key.as_str()))
         .chain(scenario.workloads.iter().map(|w| w.credential.as_str()))
         .collect();
     let mark = processes::run_mark();
@@ -611,7 +609,6 @@ async fn play(
     let failed = statuses.iter().map(exit_code).position(|code| code != 0);
     Ok(ClientExit {
         code: failed.map_or(0, |r| exit_code(&statuses[r])),
-        timed_out: ended.timed_out,
         replica: (failed.unwrap_or(0), statuses.len()),
         replica_ms: ended
             .ran_ms

@@ -51,9 +51,8 @@ pub struct Replicas {
 pub struct Ended {
     /// Each replica's exit status, in order.
     pub statuses: Vec<ExitStatus>,
-    /// Whether the deadline ended any.
-    pub timed_out: bool,
-    /// The replicas the deadline ended (still running when it passed), in order.
+    /// The replicas the deadline ended (still running when it passed), in order: none when
+    /// every replica exited first.
     pub ended_at_deadline: Vec<usize>,
     /// How long each replica ran (real ms), in order.
     pub ran_ms: Vec<u64>,
@@ -115,12 +114,12 @@ impl Replicas {
                     self.wait_all(forever, &mut signals).await?;
                 }
             }
-            Ok::<_, Stopped>(timed_out)
+            Ok::<_, Stopped>(())
         }
         .await;
         drop(signals);
-        let (timed_out, interrupted) = match waited {
-            Ok(timed_out) => (timed_out, None),
+        let interrupted = match waited {
+            Ok(()) => None,
             Err(Stopped::Io(e)) => return Err(e),
             Err(Stopped::Signal(name)) => {
                 // Every group was killed: reap the leaders.
@@ -128,7 +127,7 @@ impl Replicas {
                     let status = replica.child.wait().await?;
                     replica.exited(status);
                 }
-                (false, Some(name))
+                Some(name)
             }
         };
         let statuses = self.replicas.iter().filter_map(|r| r.status).collect();
@@ -143,7 +142,6 @@ impl Replicas {
         Ok(Ended {
             statuses,
             ran_ms,
-            timed_out,
             ended_at_deadline,
             interrupted,
         })

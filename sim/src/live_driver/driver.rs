@@ -81,14 +81,14 @@ pub async fn play(
     let start = Start {
         ledger: InMemoryLedger::keeping_nothing(),
         restart: None,
-        provider_reset: false,
         audit: &mut NoAudit,
     };
+    provider.reset().await?;
     play_from(scenario, provider, scale, opts, sink, start).await
 }
 
 /// Plays `scenario` against `provider` with the core persisting to `start.ledger`: a
-/// first life (the provider is reset and the clock starts at 0), or the restart of a dead
+/// first life (the caller has just reset the provider, and the clock starts at 0), or the restart of a dead
 /// one (`start.restart`: the provider is left as it is, the clock resumes at the
 /// provider's time, the core is restored from the ledger and the actions it holds are not
 /// submitted again). Audit events go to `start.audit`, each `Send`'s before it leaves.
@@ -103,7 +103,6 @@ pub async fn play_from<L: Ledger>(
     let Start {
         ledger,
         restart,
-        provider_reset,
         audit: audit_sink,
     } = start;
     let mut policy = scenario.policy.clone();
@@ -167,12 +166,7 @@ pub async fn play_from<L: Ledger>(
             .map_or(0, |d| d.as_millis() as u64)
     };
     let (clock, real_start_unix_ms) = match &restart {
-        None => {
-            if !provider_reset {
-                provider.reset().await?;
-            }
-            (LiveClock::start(scale), unix_now_ms())
-        }
+        None => (LiveClock::start(scale), unix_now_ms()),
         // The provider keeps its clock and its records; this life's clock resumes there,
         // and scenario time 0 lies that far back in real time.
         Some(r) => (

@@ -34,6 +34,18 @@ pub fn check_base_url(url: &str) -> Result<(), String> {
     }
 }
 
+/// What a provider's `/_stampede/stats` says of its clock and journal.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderStatus {
+    /// Model ms since its last reset.
+    pub at: u64,
+    /// Model ms per real ms.
+    pub scale: f64,
+    /// Its journal's id, new whenever the journal starts afresh (`None` from a provider
+    /// that gives none).
+    pub journal_id: Option<String>,
+}
+
 /// A provider's base URL and, when this run started it, the server itself.
 pub struct Provider {
     /// `http://127.0.0.1:PORT`, no trailing slash.
@@ -127,26 +139,36 @@ impl Provider {
     /// The provider's clock: model ms since its last reset, and its time scale (model ms
     /// per real ms), from `GET /_stampede/stats`.
     pub async fn clock(&self) -> Result<(u64, f64), LiveError> {
+        self.status().await.map(|s| (s.at, s.scale))
+    }
+
+    /// The id of the provider's journal (`journal_id` of `/_stampede/stats`), new whenever
+    /// its journal starts afresh; `None` from a provider that does not give one.
+    pub async fn journal_id(&self) -> Result<Option<String>, LiveError> {
+        self.status().await.map(|s| s.journal_id)
+    }
+
+    /// The provider's clock and journal, read in one `GET /_stampede/stats`.
+    pub async fn status(&self) -> Result<ProviderStatus, LiveError> {
         let v = self.stats().await?;
         let now = v.get("model_time_ms").and_then(serde_json::Value::as_u64);
         let scale = v.get("time_scale").and_then(serde_json::Value::as_f64);
+        let journal_id = v
+            .get("journal_id")
+            .and_then(serde_json::Value::as_str)
+            .map(String::from);
         match now.zip(scale) {
-            Some(clock) => Ok(clock),
+            Some((at, scale)) => Ok(ProviderStatus {
+                at,
+                scale,
+                journal_id,
+            }),
             None => Err(LiveError::Provider(format!(
                 "{}/_stampede/stats has no model_time_ms and time_scale; is it a stampede \
                  provider (`stampede serve`)?",
                 self.base
             ))),
         }
-    }
-
-    /// The id of the provider's journal (`journal_id` of `/_stampede/stats`), new whenever
-    /// its journal starts afresh; `None` from a provider that does not give one.
-    pub async fn journal_id(&self) -> Result<Option<String>, LiveError> {
-        let v = self.stats().await?;
-        Ok(v.get("journal_id")
-            .and_then(serde_json::Value::as_str)
-            .map(String::from))
     }
 
     /// `GET /_stampede/stats`, as JSON.

@@ -46,12 +46,8 @@ pub struct Start<'a, L> {
     /// The ledger the core persists its logical actions to: the `--ledger` file's
     /// [`SqliteLedger`], or an in-memory ledger for a run without one.
     pub ledger: L,
-    /// `None`: a first life (the provider is reset, the clock starts at 0).
+    /// `None`: a first life (the caller has just reset the provider; the clock starts at 0).
     pub restart: Option<Restart>,
-    /// A first life whose caller has just reset the provider itself (a first life on a
-    /// ledger file, which records the fresh journal's id before anything is sent): not
-    /// reset again.
-    pub provider_reset: bool,
     /// Where the core's audit events go (the run's audit trail, or nowhere).
     pub audit: &'a mut dyn AuditSink,
 }
@@ -237,7 +233,8 @@ pub async fn play_durable(
     if entries.is_empty() {
         if let (Some(then), Some(url)) = (&journal_then, &opts.provider) {
             let provider = Provider::attach(url).with_control_token(opts.control_token.clone());
-            refuse_a_ledger_behind_its_journal(&provider, then, &entries, ledger_path).await?;
+            let now = provider.journal_id().await?;
+            refuse_a_stale_ledger(&provider, (then, now.as_deref()), &entries, ledger_path).await?;
         }
         return first_life(scenario, opts, scale, (ledger, facts), audit_path, sink).await;
     }
@@ -253,24 +250,12 @@ pub async fn play_durable(
         )));
     };
     let provider = Provider::attach(url).with_control_token(opts.control_token.clone());
-    let journal_now = provider.journal_id().await?;
-    if let (Some(then), Some(now)) = (&journal_then, &journal_now) {
-        if then != now {
-            return Err(LiveError::Durable(format!(
-                "the provider at {url} keeps another journal than the one the run of the \
-                 ledger {} wrote to (journal {now}, not {then}): it restarted, or another run \
-                 reset it, since. Its records no longer show what that run did, so a write the \
-                 run had in flight may have executed where no look-up can find it, and would \
-                 be sent again. Resume against the provider that run talked to; if it is gone, \
-                 check those writes by hand and start afresh with a new --ledger file",
-                ledger_path.display()
-            )));
-        }
-    }
+    let status = provider.status().await?;
     if let Some(then) = &journal_then {
-        refuse_a_ledger_behind_its_journal(&provider, then, &entries, ledger_path).await?;
+        let now = status.journal_id.as_deref();
+        refuse_a_stale_ledger(&provider, (then, now), &entries, ledger_path).await?;
     }
-    let (at, provider_scale) = provider.clock().await?;
+    let (at, provider_scale) = (status.at, status.scale);
     if (provider_scale - scale).abs() > 1e-9 * scale {
         return Err(LiveError::Unsupported(format!(
             "the provider at {url} runs at time scale {provider_scale} but this run asks for \
@@ -335,7 +320,6 @@ pub async fn play_durable(
     let start = Start {
         ledger,
         restart: Some(restart),
-        provider_reset: false,
         audit,
     };
     let run = driver::play_from(scenario, &provider, scale, opts, sink, start).await;
@@ -346,19 +330,38 @@ pub async fn play_durable(
     Ok(run)
 }
 
-/// Refuses a ledger that does not hold every action the provider's journal `then` (the
-/// one its first life wrote to, when the provider still keeps it) shows this run sent:
-/// the core writes an action ahead of its first send, so such a ledger is older than the
-/// run (a copy of the file without its `-wal`, a log cut short), and resuming from it
-/// would send those actions again as new.
-async fn refuse_a_ledger_behind_its_journal(
+/// Refuses to resume from a ledger whose run's provider journal (`then`, recorded by its
+/// first life) the provider no longer keeps: it restarted, or another run reset it, and a
+/// write in flight may have executed where no look-up can find it (a ledger with no
+/// actions has none in flight, and starts afresh). Refuses too a ledger that does not hold
+/// every action that journal shows this run sent: the core writes an action ahead of its
+/// first send, so such a ledger is older than the run (a copy of the file without its
+/// `-wal`, a log cut short), and resuming from it would send those actions again as new.
+/// `now` is the provider's journal id as it reads now; a provider that gives none is taken
+/// as it is.
+async fn refuse_a_stale_ledger(
     provider: &Provider,
-    then: &str,
+    (then, now): (&str, Option<&str>),
     entries: &[LedgerEntry],
     ledger_path: &Path,
 ) -> Result<(), LiveError> {
-    if provider.journal_id().await?.as_deref() != Some(then) {
+    let Some(now) = now else {
         return Ok(());
+    };
+    if now != then {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        return Err(LiveError::Durable(format!(
+            "the provider at {} keeps another journal than the one the run of the ledger {} \
+             wrote to (journal {now}, not {then}): it restarted, or another run reset it, \
+             since. Its records no longer show what that run did, so a write the run had in \
+             flight may have executed where no look-up can find it, and would be sent again. \
+             Resume against the provider that run talked to; if it is gone, check those \
+             writes by hand and start afresh with a new --ledger file",
+            provider.base,
+            ledger_path.display()
+        )));
     }
     let known: BTreeSet<JobId> = entries.iter().map(|e| e.job.id).collect();
     let unknown: BTreeSet<u64> = provider
@@ -433,7 +436,6 @@ async fn first_life(
     let start = Start {
         ledger,
         restart: None,
-        provider_reset: true,
         audit,
     };
     let run = driver::play_from(scenario, &provider, scale, opts, sink, start).await;
