@@ -301,6 +301,8 @@ fn a_runner_killed_after_the_provider_committed_looks_the_write_up_after_restart
         summary["by_tenant"]["acme"]["attempts"], summary["outbound_attempts"],
         "{summary}"
     );
+    // The SIGKILLed life counts as the run's one crash (it had counted none).
+    assert_eq!(summary["crashes"], 1, "{summary}");
 
     let after = journal(last_seq_of_first_life);
     assert!(!after.is_empty(), "the second life reached the provider");
@@ -531,6 +533,12 @@ fn a_runner_interrupted_after_the_provider_committed_reports_the_write_open_and_
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
+    // A life stopped by a signal, in order, its report written, is no crash.
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("summary.json")).expect("the report is written"),
+    )
+    .expect("summary.json is JSON");
+    assert_eq!(summary["crashes"], 0, "{summary}");
     let after = journal(last_seq);
     assert!(
         after
@@ -597,6 +605,36 @@ fn a_restart_under_another_seed_is_refused_naming_it() {
         "{stderr}"
     );
     assert_eq!(journal(0).len(), seen, "nothing was sent");
+    // With the record of its run deleted, the ledger would have bound to any run that
+    // resumed it, the other seed's too: it is refused for what it lacks, whatever the seed.
+    let facts = {
+        let mut edited = stampede_durable::SqliteLedger::open(&ledger).expect("open the ledger");
+        let facts = edited.run_facts().expect("read the run's facts");
+        edited.set_run_facts(&[]).expect("delete the run's facts");
+        facts
+    };
+    assert!(!facts.is_empty(), "the first life recorded its run");
+    for seed in ["22", "21"] {
+        let edited = runner(url, &ledger, &out)
+            .args(["--seed", seed])
+            .output()
+            .expect("run the restart");
+        let stderr = String::from_utf8_lossy(&edited.stderr);
+        assert_eq!(edited.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains("no record of the run that wrote them"),
+            "{stderr}"
+        );
+        assert_eq!(journal(0).len(), seen, "nothing was sent");
+    }
+    {
+        let mut restored = stampede_durable::SqliteLedger::open(&ledger).expect("open the ledger");
+        let facts: Vec<(&str, String)> =
+            facts.iter().map(|(f, v)| (f.as_str(), v.clone())).collect();
+        restored
+            .set_run_facts(&facts)
+            .expect("restore the run's facts");
+    }
     // The same command as the first life's resumes it.
     let again = runner(url, &ledger, &out)
         .stdout(Stdio::piped())

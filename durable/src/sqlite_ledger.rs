@@ -84,6 +84,9 @@ pub struct SqliteLedger {
     /// Group commit: puts not yet written, the latest per job (`None`: every put is
     /// written and synced before it returns).
     pending: Option<BTreeMap<JobId, LedgerEntry>>,
+    /// The schema version the file recorded when it was opened (0: a new file), before
+    /// any migration: see [`SqliteLedger::records_its_run`].
+    opened_at: i64,
     /// The ledger file, held open with an exclusive advisory lock (`flock`) for as long as
     /// the ledger is: a second runner on the same file is refused at open, where it used
     /// to restore the first one's live actions and send them again (a write committed
@@ -265,9 +268,10 @@ impl SqliteLedger {
             path,
             credentials: CredentialRefs::default(),
             pending: None,
+            opened_at: 0,
             _lock: Some(lock),
         };
-        ledger.migrate()?;
+        ledger.opened_at = ledger.migrate()?;
         Ok(ledger)
     }
 
@@ -332,15 +336,24 @@ impl SqliteLedger {
             path,
             credentials: CredentialRefs::default(),
             pending: None,
+            opened_at: 0,
             _lock: None,
         };
-        ledger.migrate()?;
+        ledger.opened_at = ledger.migrate()?;
         Ok(ledger)
     }
 
     /// The file this ledger lives in (`:memory:` for an in-memory one).
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether every run that wrote this ledger recorded what it is ([`Self::set_run_facts`]):
+    /// the file was at schema version 3 or later when opened, so a run wrote its facts in
+    /// the same file before its first entry. Such a ledger holding entries and no facts was
+    /// edited (its `run` rows deleted) and cannot say which run it belongs to.
+    pub fn records_its_run(&self) -> bool {
+        self.opened_at >= 3
     }
 
     /// The schema version of the open file (always [`SCHEMA_VERSION`] after `open`).
@@ -427,6 +440,18 @@ impl SqliteLedger {
             .map_err(sql_err)?;
         }
         tx.commit().map_err(sql_err)
+    }
+
+    /// Records one fact of the run that writes this ledger, replacing that fact alone;
+    /// durable when it returns (whatever the group commit holds pending).
+    pub fn set_run_fact(&mut self, fact: &str, value: &str) -> Result<(), DurableError> {
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO run (fact, value) VALUES (?1, ?2)",
+                params![fact, value],
+            )
+            .map(drop)
+            .map_err(|e| self.sql_err(&format!("record the run's {fact}"), e))
     }
 
     /// Copies what the write-ahead log holds into the file itself and empties the log
@@ -517,8 +542,9 @@ impl SqliteLedger {
         Ok(entries)
     }
 
-    /// Brings the file to [`SCHEMA_VERSION`], one version step at a time, in one transaction.
-    fn migrate(&mut self) -> Result<(), DurableError> {
+    /// Brings the file to [`SCHEMA_VERSION`], one version step at a time, in one
+    /// transaction; gives the version it found.
+    fn migrate(&mut self) -> Result<i64, DurableError> {
         let found = self.schema_version()?;
         if found > SCHEMA_VERSION {
             return Err(DurableError::LedgerTooNew {
@@ -528,7 +554,7 @@ impl SqliteLedger {
             });
         }
         if found == SCHEMA_VERSION {
-            return Ok(());
+            return Ok(found);
         }
         let path = self.path.clone();
         let sql_err = |action: &str, source| DurableError::LedgerSql {
@@ -575,7 +601,7 @@ impl SqliteLedger {
             .map_err(|e| sql_err("record the schema version", e))?;
         tx.commit()
             .map_err(|e| sql_err("commit the schema migration", e))?;
-        Ok(())
+        Ok(found)
     }
 
     fn sql_err(&self, action: &str, source: rusqlite::Error) -> DurableError {

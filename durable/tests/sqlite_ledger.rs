@@ -195,8 +195,12 @@ fn a_version_1_ledger_is_migrated_and_keeps_its_entries() {
         ledger.find_by_idempotency_key("idem-2").unwrap(),
         vec![old[1].clone()]
     );
-    // Version 3's table of what run wrote it: empty, no run having said.
+    // Version 3's table of what run wrote it: empty, no run having said, and rightly so.
     assert!(ledger.run_facts().unwrap().is_empty());
+    assert!(!ledger.records_its_run());
+    // Reopened at the current version, it is a ledger whose runs record themselves.
+    drop(ledger);
+    assert!(SqliteLedger::open(&path).unwrap().records_its_run());
 }
 
 #[test]
@@ -222,6 +226,16 @@ fn what_run_writes_a_ledger_survives_a_reopen_and_is_replaced_whole() {
     assert_eq!(
         ledger.run_facts().unwrap(),
         vec![("seed".to_string(), "4".to_string())]
+    );
+    // One fact is set alone, the others kept.
+    ledger.set_run_fact("life", "ended").unwrap();
+    ledger.set_run_fact("seed", "5").unwrap();
+    assert_eq!(
+        ledger.run_facts().unwrap(),
+        vec![
+            ("life".to_string(), "ended".to_string()),
+            ("seed".to_string(), "5".to_string())
+        ]
     );
 }
 

@@ -106,7 +106,9 @@ pub struct Summary {
     pub goodput_per_min: f64,
     /// The scenario's `[expect]` entries, each with its measured value and verdict.
     pub expectations: Vec<Expectation>,
-    /// Simulated runner crashes (scenario `[[crashes]]`) that happened during the run.
+    /// Runner crashes during the run: the simulated ones of a scenario's `[[crashes]]`, or,
+    /// in a live run on a `--ledger`, the runner's lives that died (killed, crashed) before
+    /// they exited in order, counted over every life of the ledger.
     #[serde(default)]
     pub crashes: u64,
     /// Uncertain writes re-sent blindly, from the journal: a second create for an action

@@ -21,6 +21,7 @@ pub mod clock;
 pub mod dilate;
 pub mod driver;
 pub(crate) mod journal_tail;
+mod lives;
 pub mod provider;
 pub mod request;
 pub mod resume;

@@ -32,6 +32,7 @@ use stampede_core::{JobId, LedgerEntry, Millis};
 use stampede_durable::SqliteLedger;
 
 use super::audit_trail::LiveAuditTrail;
+use super::lives::{self, Lives};
 use super::provider::Provider;
 use super::{driver, resolve_time_scale, run_facts, LiveError, LiveOptions, LiveRun};
 pub use crate::driver_common::persisted::persisted_terminal;
@@ -204,6 +205,18 @@ pub async fn play_durable(
     let stored = ledger
         .run_facts()
         .map_err(|e| LiveError::Durable(format!("--ledger: {e}")))?;
+    if !entries.is_empty() && stored.is_empty() && ledger.records_its_run() {
+        // Every run that writes a ledger of this schema records itself before its first
+        // entry: with those rows gone, the ledger would bind to whatever run resumed it.
+        return Err(LiveError::Durable(format!(
+            "the ledger {} holds {} actions but no record of the run that wrote them (its \
+             `run` table is empty, so the file was edited): it cannot tell whether this run is \
+             that one, and resuming another run's actions under this run's settings could \
+             send them again. Start afresh with a new --ledger file",
+            ledger_path.display(),
+            entries.len()
+        )));
+    }
     let differ = run_facts::differences(&stored, &facts);
     if !entries.is_empty() && !differ.is_empty() {
         return Err(LiveError::Durable(format!(
@@ -226,6 +239,15 @@ pub async fn play_durable(
     let mut kept = facts.clone();
     if let (false, Some(id)) = (entries.is_empty(), &journal_then) {
         kept.push((run_facts::PROVIDER_JOURNAL, id.clone()));
+    }
+    if !entries.is_empty() {
+        // What the ledger says of its lives stays until this restart counts itself (a
+        // restart refused below leaves them as they were).
+        for name in [lives::LIFE, lives::CRASHES, lives::DOWNS] {
+            if let Some((_, value)) = stored.iter().find(|(fact, _)| fact == name) {
+                kept.push((name, value.clone()));
+            }
+        }
     }
     ledger
         .set_run_facts(&kept)
@@ -305,6 +327,12 @@ pub async fn play_durable(
         }
         None => (None, None),
     };
+    let lives = Lives::after_restart(&stored, (restart.reached, at), restart.unfinished() > 0);
+    for (fact, value) in lives.facts() {
+        ledger
+            .set_run_fact(fact, &value)
+            .map_err(|e| LiveError::Durable(format!("--ledger: {e}")))?;
+    }
     let report = RestartReport {
         ledger: ledger_path.to_path_buf(),
         resumed_at_ms: at,
@@ -326,8 +354,19 @@ pub async fn play_durable(
     let closed = trail.map_or(Ok(()), LiveAuditTrail::close);
     let mut run = run?;
     closed.map_err(LiveError::Output)?;
+    mark_ended(ledger_path)?;
     run.restart = Some(report);
+    run.measured.summary.crashes = lives.crashes;
+    run.measured.downs = lives.downs;
     Ok(run)
+}
+
+/// Records that the life on the ledger at `ledger_path` ended with its run, once the run
+/// let go of the file: a restart after it counts no crash.
+fn mark_ended(ledger_path: &Path) -> Result<(), LiveError> {
+    SqliteLedger::open(ledger_path)
+        .and_then(|mut ledger| ledger.set_run_fact(lives::LIFE, "ended"))
+        .map_err(|e| LiveError::Durable(format!("--ledger: recording that the run ended: {e}")))
 }
 
 /// Refuses to resume from a ledger whose run's provider journal (`then`, recorded by its
@@ -404,6 +443,7 @@ async fn first_life(
     audit_path: Option<&Path>,
     sink: &mut dyn AttemptSink,
 ) -> Result<LiveRun, LiveError> {
+    let ledger_path = ledger.path().to_path_buf();
     let mut config = scenario.provider.clone();
     config.time_scale = scale;
     let provider = match &opts.provider {
@@ -433,6 +473,9 @@ async fn first_life(
         Some(t) => t,
         None => &mut none,
     };
+    ledger
+        .set_run_fact(lives::LIFE, "running")
+        .map_err(|e| LiveError::Durable(format!("--ledger: {e}")))?;
     let start = Start {
         ledger,
         restart: None,
@@ -443,6 +486,7 @@ async fn first_life(
     let closed = trail.map_or(Ok(()), LiveAuditTrail::close);
     let run = run?;
     closed.map_err(LiveError::Output)?;
+    mark_ended(&ledger_path)?;
     Ok(run)
 }
 
@@ -565,8 +609,12 @@ cancel_at = "40s"
         );
     }
 
-    fn ledger_with(path: &Path, entries: &[LedgerEntry]) {
+    /// A ledger as a first life of `scenario` leaves it: its run's facts, then `entries`.
+    fn ledger_with(scenario: &Scenario, path: &Path, entries: &[LedgerEntry]) {
         let mut ledger = SqliteLedger::open(path).expect("a ledger file");
+        ledger
+            .set_run_facts(&run_facts::of(scenario))
+            .expect("record the run");
         for e in entries {
             ledger.put(e).expect("put");
         }
@@ -584,7 +632,7 @@ cancel_at = "40s"
         let s = scenario();
         let dir = tempfile::tempdir().expect("a temporary directory");
         let path = dir.path().join("ledger.db");
-        ledger_with(&path, &persisted(&s, 2, ActionState::InFlight, 500));
+        ledger_with(&s, &path, &persisted(&s, 2, ActionState::InFlight, 500));
         let opts = LiveOptions {
             time_scale: Some(10.0),
             ledger: Some(path.clone()),
@@ -604,7 +652,7 @@ cancel_at = "40s"
         let dir = tempfile::tempdir().expect("a temporary directory");
         let path = dir.path().join("ledger.db");
         // The dead process wrote at scenario minute 10; the provider's clock reads ~0.
-        ledger_with(&path, &persisted(&s, 1, ActionState::InFlight, 600_000));
+        ledger_with(&s, &path, &persisted(&s, 1, ActionState::InFlight, 600_000));
         let rt = runtime();
         let (addr, server) = rt
             .block_on(stampede_provider::spawn_ephemeral(s.provider.clone(), 1))
