@@ -1330,3 +1330,61 @@ fn invalid_requests_for_an_item_count_for_it() {
     }
     assert_eq!(letters.lines().count(), 2);
 }
+
+/// The fields the provider takes in a body (`known_fields`) hold every request parameter of
+/// the SDKs CI pins, read from the SDKs themselves: with a newer SDK pinned, a parameter the
+/// provider would refuse with the API's 400 fails this test, not a user's run.
+#[test]
+fn every_request_parameter_of_the_pinned_sdks_is_a_known_body_field() {
+    if !python_has("openai") || !python_has("anthropic") {
+        return;
+    }
+    let script = r#"
+import json
+from openai.types.chat import completion_create_params as chat
+from openai.types import embedding_create_params as embeddings
+from anthropic.types import message_create_params as messages
+from anthropic.types.beta import message_create_params as beta
+def keys(*types):
+    found = set()
+    for t in types:
+        for cls in t.__mro__:
+            found |= set(getattr(cls, "__annotations__", {}))
+    return sorted(found)
+print(json.dumps({
+    "chat": keys(chat.CompletionCreateParamsStreaming, chat.CompletionCreateParamsNonStreaming),
+    "embeddings": keys(embeddings.EmbeddingCreateParams),
+    "messages": keys(messages.MessageCreateParamsStreaming, messages.MessageCreateParamsNonStreaming),
+    # `betas` travels as the anthropic-beta header, not in the body.
+    "beta": [k for k in keys(beta.MessageCreateParamsStreaming) if k != "betas"],
+}))
+"#;
+    let out = Command::new("python3")
+        .args(["-c", script])
+        .output()
+        .expect("run python3");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let sdk: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the lists as JSON");
+    use stampede_provider::server::known_fields;
+    use stampede_provider::RequestRoute;
+    for (list, route) in [
+        ("chat", RequestRoute::ChatCompletions),
+        ("embeddings", RequestRoute::Embeddings),
+        ("messages", RequestRoute::Messages),
+        ("beta", RequestRoute::Messages),
+    ] {
+        let known = known_fields::of(&route).expect("a route with an API body");
+        let params = sdk[list].as_array().expect("a list");
+        assert!(params.len() > 3, "{list}: {params:?}");
+        let missing: Vec<&str> = params
+            .iter()
+            .filter_map(serde_json::Value::as_str)
+            .filter(|p| !known.contains(p))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "{list}: the SDK sends {missing:?}, which the provider would refuse: add them to \
+             fake-provider/src/server/known_fields.rs"
+        );
+    }
+}

@@ -75,6 +75,14 @@ pub struct ProviderConfig {
     /// behaves the same for the whole run.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub phases: Vec<Phase>,
+    /// Whether the HTTP edge takes a body field the real API does not know (default false:
+    /// refused with the API's 400, `Unrecognized request argument supplied` or `Extra
+    /// inputs are not permitted`, as a misspelt or unsupported parameter is in production).
+    /// The fields known are those of the SDKs CI pins (`examples/clients/requirements.txt`)
+    /// and older ones the APIs still take; set this for a client that sends a parameter
+    /// newer than those.
+    #[serde(skip_serializing_if = "is_false")]
+    pub accept_unknown_fields: bool,
 }
 
 impl Default for ProviderConfig {
@@ -96,6 +104,7 @@ impl Default for ProviderConfig {
             models: Vec::new(),
             completion_idempotency: false,
             phases: Vec::new(),
+            accept_unknown_fields: false,
         }
     }
 }

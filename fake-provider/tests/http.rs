@@ -761,6 +761,8 @@ async fn bodies_the_real_apis_refuse_are_refused_in_their_words() {
         ),
         (json!({ "model": "m", "messages": hi, "temperature": "hot" }), json!("temperature"), json!("invalid_type"), "expected a decimal, but got a string"),
         (json!({ "model": "m", "messages": hi, "temperature": 3 }), json!("temperature"), json!("decimal_above_max_value"), "Expected a value <= 2, but got 3 instead."),
+        // A misspelt parameter: production refuses it, so the fake does (it had answered 200).
+        (json!({ "model": "m", "messages": hi, "max_token": 8 }), Value::Null, Value::Null, "Unrecognized request argument supplied: max_token"),
     ] {
         let r = openai(body.clone()).await.unwrap();
         assert_eq!(r.status(), 400, "{body}");
@@ -812,6 +814,10 @@ async fn bodies_the_real_apis_refuse_are_refused_in_their_words() {
         (
             json!({ "model": "m", "max_tokens": 16, "system": 5, "messages": hi }),
             "system: Input should be a valid string or a list of text blocks",
+        ),
+        (
+            json!({ "model": "m", "max_tokens": 16, "messages": hi, "temprature": 1 }),
+            "temprature: Extra inputs are not permitted",
         ),
     ] {
         let r = anthropic(body.clone(), Some("sk-a-test-key"))
@@ -1031,4 +1037,67 @@ async fn a_stream_starts_early_and_ends_at_the_latency() {
     assert!(headers_at < Duration::from_millis(1_000), "{headers_at:?}");
     // The pauses are timers: never shorter, whatever the machine's load.
     assert!(done_at >= Duration::from_millis(1_500), "{done_at:?}");
+}
+
+/// A body field the real API does not take is refused in its words on every route, and
+/// counted: the attempt is journaled under its key's scope. `accept_unknown_fields` (for a
+/// client that sends a parameter newer than the SDKs the fake knows) takes it, and a new
+/// scenario given over the control plane sets it.
+#[tokio::test]
+async fn unknown_body_fields_are_refused_unless_the_provider_accepts_them() {
+    let s = start(config(None, vec![])).await;
+    let hi = json!([{ "role": "user", "content": "hi" }]);
+    let send = |route: &'static str, body: Value| {
+        s.client
+            .post(format!("{}{route}", s.base))
+            .bearer_auth("sk-a-test-key")
+            .header("x-api-key", "sk-a-test-key")
+            .header("anthropic-version", "2023-06-01")
+            .json(&body)
+            .send()
+    };
+    let bodies = [
+        (
+            "/v1/chat/completions",
+            json!({ "model": "m", "messages": hi, "reasoning_effort": "low", "top_k": 3 }),
+        ),
+        (
+            "/v1/embeddings",
+            json!({ "model": "m", "input": "hi", "dimensions": 8, "max_tokens": 3 }),
+        ),
+        (
+            "/v1/messages",
+            json!({ "model": "m", "max_tokens": 16, "messages": hi, "top_k": 3, "n": 2 }),
+        ),
+    ];
+    let says = [
+        "Unrecognized request argument supplied: top_k",
+        "Unrecognized request argument supplied: max_tokens",
+        "n: Extra inputs are not permitted",
+    ];
+    for ((route, body), says) in bodies.iter().zip(says) {
+        let r = send(route, body.clone()).await.unwrap();
+        assert_eq!(r.status(), 400, "{route}");
+        let e: Value = r.json().await.unwrap();
+        assert_eq!(e["error"]["message"], says, "{route}: {e}");
+    }
+    let journal = s.journal().await;
+    let refused: Vec<&Value> = journal.iter().filter(|e| e["status"] == 400).collect();
+    assert_eq!(refused.len(), 3, "{journal:?}");
+    assert!(refused.iter().all(|e| e["scope"] == "a"), "{journal:?}");
+
+    let mut accepting = config(None, vec![]);
+    accepting.accept_unknown_fields = true;
+    let put = s
+        .client
+        .put(format!("{}/_stampede/scenario", s.base))
+        .json(&accepting)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(put.status(), 200, "{}", put.text().await.unwrap());
+    for (route, body) in &bodies {
+        let r = send(route, body.clone()).await.unwrap();
+        assert_eq!(r.status(), 200, "{route}: {}", r.text().await.unwrap());
+    }
 }

@@ -15,6 +15,7 @@
 //!
 //! The key comes from `x-api-key` (Anthropic's header) or `Authorization: Bearer`.
 
+use super::known_fields;
 use super::parse::{self, BadRequest};
 use super::routes::read_body;
 use super::shaped::Shape;
@@ -75,7 +76,7 @@ pub(crate) async fn messages(State(app): State<App>, req: Request<Body>) -> Resp
             Ok(r) => r,
             Err(e) => return error_response(&bad_request_body(&e)),
         };
-    let (v, parsed) = match read_messages(&bytes) {
+    let (v, parsed) = match read_messages(&bytes, app.shared.accepts_unknown_fields()) {
         Ok(read) => read,
         Err(e) => {
             let refusal = error_response(&bad_request_body(&e));
@@ -111,11 +112,15 @@ pub(crate) async fn messages(State(app): State<App>, req: Request<Body>) -> Resp
     super::routes::attempt_shaped(&app, req, super::respond::Wire::Anthropic, shape).await
 }
 
-/// A Messages body as JSON and in its shape, or Anthropic's 400 in words.
-fn read_messages(bytes: &[u8]) -> Result<(Value, MessagesBody), BadRequest> {
+/// A Messages body as JSON and in its shape, or Anthropic's 400 in words: a field the API
+/// does not take is refused unless `accept_unknown` (see `known_fields`).
+fn read_messages(bytes: &[u8], accept_unknown: bool) -> Result<(Value, MessagesBody), BadRequest> {
     let v: Value = serde_json::from_slice(bytes)
         .map_err(|e| BadRequest::new(format!("malformed JSON body: {e}")))?;
     check_messages_body(&v).map_err(BadRequest::new)?;
+    if let Some(message) = known_fields::anthropic_refusal(&v).filter(|_| !accept_unknown) {
+        return Err(BadRequest::new(message));
+    }
     match MessagesBody::deserialize(&v) {
         Ok(b) if !b.messages.is_empty() => Ok((v, b)),
         Ok(_) => Err(BadRequest::new(

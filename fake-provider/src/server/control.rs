@@ -165,7 +165,7 @@ pub(crate) async fn reset(State(app): State<App>) -> Response<Body> {
     let config = inner.model.config().clone();
     match Inner::build(config, app.shared.seed, capacity) {
         Ok(fresh) => {
-            *inner = fresh;
+            app.shared.replace(&mut inner, fresh);
             json_response(200, &[], &json!({ "reset": true }))
         }
         Err(e) => bad_request(&BadRequest::new(e.to_string())),
@@ -238,7 +238,7 @@ pub(crate) async fn scenario(
     let mut inner = app.shared.lock();
     match Inner::build(config, app.shared.seed, inner.ring_capacity) {
         Ok(fresh) => {
-            *inner = fresh;
+            app.shared.replace(&mut inner, fresh);
             let credentials: Vec<_> = inner
                 .model
                 .config()

@@ -18,6 +18,7 @@ mod cli;
 mod conn;
 mod control;
 mod guard;
+pub mod known_fields;
 mod own_thread;
 mod parse;
 mod pending;

@@ -1,5 +1,6 @@
 //! HTTP requests into model attempts, with errors that say what is wrong.
 
+use super::known_fields;
 use super::plain_chat::{self, PlainChat};
 use super::shaped::{self, Shape};
 use crate::model::{canonical_body_hash, workload_item, FindBy, Fnv, Request, RequestRoute};
@@ -301,12 +302,29 @@ fn field<'v>(v: &'v Value, name: &str, index: usize) -> Option<&'v Value> {
 /// temperature out of range) is refused here too, in its words: a client that sends one
 /// learns it against the fake provider, not in production. Returns the shape its answer
 /// must have (JSON output, a forced tool call: see `shaped`), which only a body read as a
-/// `Value` can ask for (the plain shape has no such field).
-pub(crate) fn chat(req: &mut Request, bytes: &[u8]) -> Result<Option<Shape>, BadRequest> {
+/// `Value` can ask for (the plain shape has no such field). A field the API does not take
+/// is refused unless `accept_unknown` (see `known_fields`); the plain shape has none.
+pub(crate) fn chat(
+    req: &mut Request,
+    bytes: &[u8],
+    accept_unknown: bool,
+) -> Result<Option<Shape>, BadRequest> {
     if let Some(body) = plain_chat::read(bytes).filter(|b| !b.messages.is_empty()) {
         return plain(req, &body).map(|()| None);
     }
-    chat_value(req, bytes)
+    chat_value(req, bytes, accept_unknown)
+}
+
+/// OpenAI's 400 for body fields it does not take: no `param`, no `code`.
+fn unrecognized(v: &Value, embeddings: bool, accept_unknown: bool) -> Result<(), BadRequest> {
+    match known_fields::openai_refusal(v, embeddings).filter(|_| !accept_unknown) {
+        Some(message) => Err(BadRequest {
+            message,
+            param: None,
+            code: None,
+        }),
+        None => Ok(()),
+    }
 }
 
 /// The roles OpenAI's chat completions accept, in its error's words.
@@ -502,7 +520,11 @@ fn plain(req: &mut Request, body: &PlainChat<'_>) -> Result<(), BadRequest> {
 }
 
 /// Fills a chat completion attempt from its body read as a `Value`.
-fn chat_value(req: &mut Request, bytes: &[u8]) -> Result<Option<Shape>, BadRequest> {
+fn chat_value(
+    req: &mut Request,
+    bytes: &[u8],
+    accept_unknown: bool,
+) -> Result<Option<Shape>, BadRequest> {
     let v = json_body(bytes)?;
     if !v.is_object() {
         return Err(BadRequest::new(format!(
@@ -510,6 +532,7 @@ fn chat_value(req: &mut Request, bytes: &[u8]) -> Result<Option<Shape>, BadReque
             json_kind(&v)
         )));
     }
+    unrecognized(&v, false, accept_unknown)?;
     if v.get("messages").is_none() {
         return Err(BadRequest::at(
             "messages",
@@ -548,8 +571,13 @@ fn chat_value(req: &mut Request, bytes: &[u8]) -> Result<Option<Shape>, BadReque
 /// Fills an embeddings attempt from its body (`model`, and `input`: a string or a list of
 /// strings): charged one token per 4 characters, no output. Returns how many inputs it
 /// embeds (one vector each in the answer).
-pub(crate) fn embeddings(req: &mut Request, bytes: &[u8]) -> Result<usize, BadRequest> {
+pub(crate) fn embeddings(
+    req: &mut Request,
+    bytes: &[u8],
+    accept_unknown: bool,
+) -> Result<usize, BadRequest> {
     let v = json_body(bytes)?;
+    unrecognized(&v, true, accept_unknown)?;
     check_model_value(&v)?;
     let inputs = match v.get("input") {
         Some(Value::Array(items)) => items.len(),
@@ -681,7 +709,7 @@ mod tests {
             r#"{"model":"m","messages":[{"role":"user","content":"a"}],"max_completion_tokens":0,"temperature":0.5}"#,
         ] {
             let mut req = Request::default();
-            let e = chat(&mut req, body.as_bytes()).unwrap_err();
+            let e = chat(&mut req, body.as_bytes(), false).unwrap_err();
             assert_eq!(e.code, Some("integer_below_min_value"), "{body}");
         }
         let mut req = Request::default();
@@ -690,7 +718,7 @@ mod tests {
             plain_chat::read(plain.as_bytes()).is_some(),
             "the plain path reads it"
         );
-        assert!(chat(&mut req, plain.as_bytes()).is_err());
+        assert!(chat(&mut req, plain.as_bytes(), false).is_err());
     }
 
     /// `"stream": null` is a plain answer, as in OpenAI's API reference, where it was a 400.
@@ -711,7 +739,7 @@ mod tests {
     /// What a chat body gives an attempt, read through a `Value` (when it is valid).
     fn read_value(bytes: &[u8]) -> Option<Request> {
         let mut req = Request::default();
-        chat_value(&mut req, bytes).ok().map(|_| req)
+        chat_value(&mut req, bytes, false).ok().map(|_| req)
     }
 
     fn same(a: &Request, b: &Request) -> bool {

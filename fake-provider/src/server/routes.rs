@@ -306,7 +306,8 @@ where
         Ok(r) => r,
         Err(e) => return bad_request(&e),
     };
-    let shape = match parse::chat(&mut req, &bytes) {
+    let accept_unknown = app.shared.accepts_unknown_fields();
+    let shape = match parse::chat(&mut req, &bytes, accept_unknown) {
         Ok(shape) => shape,
         Err(e) => {
             let wire = respond::Wire::OpenAi {
@@ -340,7 +341,8 @@ pub(crate) async fn embeddings(State(app): State<App>, req: HttpRequest<Body>) -
         Ok(r) => r,
         Err(e) => return bad_request(&e),
     };
-    let inputs = match parse::embeddings(&mut req, &bytes) {
+    let accept_unknown = app.shared.accepts_unknown_fields();
+    let inputs = match parse::embeddings(&mut req, &bytes, accept_unknown) {
         Ok(inputs) => inputs,
         Err(e) => {
             let wire = respond::Wire::Embeddings { inputs: 0 };

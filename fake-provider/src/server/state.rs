@@ -4,6 +4,7 @@ use crate::config::ProviderConfig;
 use crate::model::{Decision, JournalEntry, ProviderModel, Request};
 use crate::ConfigError;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -60,6 +61,9 @@ pub const MAX_ABANDONED: usize = 1_000_000;
 pub(crate) struct Shared {
     inner: Mutex<Inner>,
     pub(crate) seed: u64,
+    /// The running config's `accept_unknown_fields`, read by the HTTP edge without the
+    /// lock (see [`Shared::replace`]).
+    accept_unknown_fields: AtomicBool,
 }
 
 impl Shared {
@@ -68,10 +72,27 @@ impl Shared {
         seed: u64,
         ring_capacity: usize,
     ) -> Result<Self, ConfigError> {
+        let accept_unknown_fields = AtomicBool::new(config.accept_unknown_fields);
         Ok(Shared {
             inner: Mutex::new(Inner::build(config, seed, ring_capacity)?),
             seed,
+            accept_unknown_fields,
         })
+    }
+
+    /// Whether a body field the real API does not know is taken (`accept_unknown_fields`).
+    pub(crate) fn accepts_unknown_fields(&self) -> bool {
+        self.accept_unknown_fields.load(Ordering::Relaxed)
+    }
+
+    /// Puts `fresh` in place of the running model under the held lock `inner`, with its
+    /// config's edge settings.
+    pub(crate) fn replace(&self, inner: &mut Inner, fresh: Inner) {
+        self.accept_unknown_fields.store(
+            fresh.model.config().accept_unknown_fields,
+            Ordering::Relaxed,
+        );
+        *inner = fresh;
     }
 
     /// The lock; a poisoned lock is taken anyway (the model keeps no invariant a panicking

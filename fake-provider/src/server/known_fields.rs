@@ -1,0 +1,182 @@
+//! The top-level body fields each route's real API takes, so a body with another one is
+//! refused as production refuses it: OpenAI answers 400 `Unrecognized request argument
+//! supplied: NAME`, Anthropic 400 `NAME: Extra inputs are not permitted`. A client with a
+//! misspelt parameter (`max_token`), or one its model's API does not have, learns it here.
+//!
+//! The lists are the request parameters of the SDKs CI pins (openai 3.57.0's
+//! `CompletionCreateParams` and `EmbeddingCreateParams`, anthropic 2.14.0's
+//! `MessageCreateParams` and its beta's), and older ones the APIs still take (Anthropic's
+//! sampling numbers). A client that sends a parameter newer than these sets the provider's
+//! `accept_unknown_fields`.
+
+use serde_json::{Map, Value};
+
+/// `POST /v1/chat/completions`, sorted.
+const CHAT: &[&str] = &[
+    "audio",
+    "frequency_penalty",
+    "function_call",
+    "functions",
+    "logit_bias",
+    "logprobs",
+    "max_completion_tokens",
+    "max_tokens",
+    "messages",
+    "metadata",
+    "modalities",
+    "model",
+    "moderation",
+    "n",
+    "parallel_tool_calls",
+    "prediction",
+    "presence_penalty",
+    "prompt_cache_key",
+    "prompt_cache_options",
+    "prompt_cache_retention",
+    "reasoning_effort",
+    "response_format",
+    "safety_identifier",
+    "seed",
+    "service_tier",
+    "stop",
+    "store",
+    "stream",
+    "stream_options",
+    "temperature",
+    "tool_choice",
+    "tools",
+    "top_logprobs",
+    "top_p",
+    "user",
+    "verbosity",
+    "web_search_options",
+];
+
+/// `POST /v1/embeddings`, sorted.
+const EMBEDDINGS: &[&str] = &["dimensions", "encoding_format", "input", "model", "user"];
+
+/// `POST /v1/messages`, sorted: the SDK's and its beta's body parameters (`betas` travels
+/// as the `anthropic-beta` header), `stream`, and the sampling numbers older clients send.
+const MESSAGES: &[&str] = &[
+    "billing_policy",
+    "cache_control",
+    "compaction",
+    "container",
+    "context_management",
+    "diagnostics",
+    "fallback_credit_token",
+    "fallbacks",
+    "inference_geo",
+    "max_tokens",
+    "mcp_servers",
+    "messages",
+    "metadata",
+    "model",
+    "output_config",
+    "service_tier",
+    "speed",
+    "stop_sequences",
+    "stream",
+    "system",
+    "temperature",
+    "thinking",
+    "thread",
+    "tool_choice",
+    "tools",
+    "top_k",
+    "top_p",
+    "user_profile_id",
+    "workspace_id",
+];
+
+/// The top-level body fields the real API of `route` takes, sorted (`None` for a route
+/// whose body is the fake's own, or that has none).
+pub fn of(route: &crate::RequestRoute) -> Option<&'static [&'static str]> {
+    use crate::RequestRoute::{ChatCompletions, Embeddings, Messages};
+    match route {
+        ChatCompletions => Some(CHAT),
+        Embeddings => Some(EMBEDDINGS),
+        Messages => Some(MESSAGES),
+        _ => None,
+    }
+}
+
+/// The fields of `body` that `known` (sorted) lacks, in the body's order.
+fn unknown<'v>(body: &'v Map<String, Value>, known: &[&str]) -> Vec<&'v str> {
+    body.keys()
+        .map(String::as_str)
+        .filter(|key| known.binary_search(key).is_err())
+        .collect()
+}
+
+/// OpenAI's words for the fields of a chat completion or embeddings body it does not take
+/// (`embeddings`: which route), or `None` when it takes them all (or the body is no object,
+/// which is refused for that).
+pub(crate) fn openai_refusal(body: &Value, embeddings: bool) -> Option<String> {
+    let known = if embeddings { EMBEDDINGS } else { CHAT };
+    let extra = unknown(body.as_object()?, known);
+    match extra.as_slice() {
+        [] => None,
+        [one] => Some(format!("Unrecognized request argument supplied: {one}")),
+        several => Some(format!(
+            "Unrecognized request arguments supplied: {}",
+            several.join(", ")
+        )),
+    }
+}
+
+/// Anthropic's words for the first field of a Messages body it does not take.
+pub(crate) fn anthropic_refusal(body: &Value) -> Option<String> {
+    let extra = unknown(body.as_object()?, MESSAGES);
+    extra
+        .first()
+        .map(|first| format!("{first}: Extra inputs are not permitted"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_lists_are_sorted_for_their_search() {
+        for list in [CHAT, EMBEDDINGS, MESSAGES] {
+            assert!(list.windows(2).all(|w| w[0] < w[1]), "{list:?}");
+        }
+    }
+
+    #[test]
+    fn unknown_fields_are_named_in_each_apis_words() {
+        let chat = json!({"model": "m", "messages": [], "max_token": 5});
+        assert_eq!(
+            openai_refusal(&chat, false).as_deref(),
+            Some("Unrecognized request argument supplied: max_token")
+        );
+        let two = json!({"model": "m", "messages": [], "b": 1, "a": 2});
+        assert_eq!(
+            openai_refusal(&two, false).as_deref(),
+            Some("Unrecognized request arguments supplied: a, b")
+        );
+        assert_eq!(
+            openai_refusal(&json!({"model": "m", "input": "x", "n": 1}), true).as_deref(),
+            Some("Unrecognized request argument supplied: n")
+        );
+        let messages = json!({"model": "m", "max_tokens": 5, "messages": [], "temprature": 1});
+        assert_eq!(
+            anthropic_refusal(&messages).as_deref(),
+            Some("temprature: Extra inputs are not permitted")
+        );
+    }
+
+    #[test]
+    fn what_the_sdks_send_is_known() {
+        let chat = json!({"model": "m", "messages": [], "stream": true,
+            "stream_options": {"include_usage": true}, "temperature": 0.2, "tools": [],
+            "response_format": {"type": "json_object"}, "max_completion_tokens": 9});
+        assert_eq!(openai_refusal(&chat, false), None);
+        let messages = json!({"model": "m", "max_tokens": 5, "messages": [], "stream": true,
+            "system": "s", "temperature": 0.5, "top_k": 3, "metadata": {}});
+        assert_eq!(anthropic_refusal(&messages), None);
+        assert_eq!(openai_refusal(&json!([1]), false), None);
+    }
+}
