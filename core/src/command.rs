@@ -142,6 +142,9 @@ pub enum Reason {
     /// The scope's sliding-window retry budget (`retry_budgets.per_scope`) had no room:
     /// too many retries against the scope relative to first attempts.
     ScopeBudgetExhausted,
+    /// The scope already had `max_delayed_requests` retries waiting on it: this one would
+    /// have been one more (`ScopeBudget::max_delayed_requests`).
+    ScopeDelayedFull,
     /// A failure that retrying will not fix (status code and provider error code).
     WontImprove {
         /// HTTP status of the last answer (0 when none was heard).

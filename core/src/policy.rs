@@ -189,6 +189,13 @@ pub struct ScopeBudget {
     /// oversized one. Applies to learned buckets too; `None` (the default): no reservation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reserve: Option<f64>,
+    /// Retries that may wait on this scope at once (requests): a failed action whose retry
+    /// would be one more ends at once instead (`scope_delayed_full`, or its next route when
+    /// it has fallbacks), so a storm cannot pile up a backlog of timers that all return to
+    /// the scope together. Look-ups of uncertain writes and scheduled starts never count
+    /// and are never shed. `None` (the default): no cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_delayed_requests: Option<u32>,
 }
 
 /// A retry budget shared by every task sending to one scope: in any sliding `window`,

@@ -38,6 +38,9 @@ struct Input {
     workers: u32,
     rpm: Option<u32>,
     tpm: Option<u32>,
+    /// Each scope's `max_delayed_requests` (the core asserts, in debug builds, that the
+    /// retries waiting on a scope never pass it).
+    max_delayed: Option<u32>,
     jobs: Vec<JobSpec>,
     outcomes: Vec<u8>,
     latencies: Vec<u16>,
@@ -79,22 +82,26 @@ fn input() -> impl Strategy<Value = Input> {
         1u32..6,
         prop::option::of(5u32..200),
         prop::option::of(500u32..5_000),
+        prop::option::weighted(0.4, 0u32..4),
         prop::collection::vec(job_spec(), 1..40),
         prop::collection::vec(0u8..16, 1..24),
         prop::collection::vec(1u16..3_000, 1..8),
         prop::collection::vec((0u64..30_000, 0u8..40), 0..3),
     )
         .prop_map(
-            |(seed, preset, workers, rpm, tpm, jobs, outcomes, latencies, cancels)| Input {
-                seed,
-                preset,
-                workers,
-                rpm,
-                tpm,
-                jobs,
-                outcomes,
-                latencies,
-                cancels,
+            |(seed, preset, workers, rpm, tpm, max_delayed, jobs, outcomes, latencies, cancels)| {
+                Input {
+                    seed,
+                    preset,
+                    workers,
+                    rpm,
+                    tpm,
+                    max_delayed,
+                    jobs,
+                    outcomes,
+                    latencies,
+                    cancels,
+                }
             },
         )
 }
@@ -108,6 +115,7 @@ fn policy_of(input: &Input) -> Policy {
             tpm: input.tpm,
             concurrency: Some(3),
             reserve: None,
+            max_delayed_requests: input.max_delayed,
         };
         policy.scopes.insert(scope.into(), budget);
     }

@@ -682,6 +682,7 @@ fn pause_bulk_holds_bulk_work_while_other_work_waits_then_releases_it() {
             tpm: None,
             concurrency: None,
             reserve: None,
+            max_delayed_requests: None,
         },
     );
     let mut s = scheduler(policy);

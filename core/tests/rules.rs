@@ -22,6 +22,7 @@ fn scoped(rpm: Option<u32>, tpm: Option<u32>) -> Policy {
             tpm,
             concurrency: None,
             reserve: None,
+            max_delayed_requests: None,
         },
     );
     policy
@@ -570,6 +571,59 @@ fn scope_retry_budget_bounds_retries_across_tasks() {
         "ten tasks may not make {retries} retries to one scope"
     );
     assert!(failed >= 8);
+}
+
+/// Seed 000's `shared_scope: max_delayed_requests`: at most that many retries wait on a
+/// scope at once; one more ends now, and a retry that wakes makes room for the next.
+#[test]
+fn max_delayed_requests_caps_the_retries_waiting_on_a_scope() {
+    let run = |cap: Option<u32>| {
+        let mut policy = scoped(None, None);
+        policy.retry_budgets.per_task.enabled = false;
+        policy.retry_budgets.per_scope.enabled = false;
+        policy.breaker.enabled = false;
+        policy.scopes.get_mut("acct").unwrap().max_delayed_requests = cap;
+        let mut s = scheduler(policy);
+        for id in 1..=10 {
+            s.submit(job(id, "read"), 0).unwrap();
+        }
+        let mut ends = Vec::new();
+        for t in (0..120_000).step_by(10) {
+            for command in drain(&mut s, t) {
+                match command {
+                    Command::Send(send) => s.on_outcome(send.attempt, response(503, &[]), t),
+                    Command::Finish(done) => ends.push((t, done.reason)),
+                }
+            }
+        }
+        ends
+    };
+    let capped = run(Some(3));
+    let shed: Vec<u64> = capped
+        .iter()
+        .filter(|(_, r)| *r == Reason::ScopeDelayedFull)
+        .map(|(t, _)| *t)
+        .collect();
+    // The first wave (answered at 0 ms, heard by the next turn): three of the ten wait for
+    // their retry, seven end at once.
+    assert_eq!(shed, vec![10; 7], "{capped:?}");
+    // The three run their class's attempts out: each wake gave its place back.
+    assert_eq!(capped.len(), 10);
+    assert!(
+        capped
+            .iter()
+            .filter(|(_, r)| *r != Reason::ScopeDelayedFull)
+            .all(|(_, r)| *r == Reason::AttemptsExhausted),
+        "{capped:?}"
+    );
+    let uncapped = run(None);
+    assert_eq!(uncapped.len(), 10);
+    assert!(
+        uncapped
+            .iter()
+            .all(|(_, r)| *r == Reason::AttemptsExhausted),
+        "{uncapped:?}"
+    );
 }
 
 #[test]

@@ -88,6 +88,7 @@ pub fn loaded_on(audit: bool, queued: u64, ledger: InMemoryLedger) -> Scheduler 
             tpm: Some(u32::MAX),
             concurrency: None,
             reserve: None,
+            max_delayed_requests: None,
         },
     );
     let mut s = Scheduler::new(policy, ledger, ChaCha8Rng::seed_from_u64(1)).expect("valid policy");

@@ -109,7 +109,7 @@ impl<L: crate::ledger::Ledger> super::Scheduler<L> {
         let old = std::mem::replace(&mut job.phase, super::state::Phase::Following(leader));
         let resource = job.entry.job.resource.clone().unwrap_or_default();
         let priority = job.entry.job.priority;
-        self.leave_phase(old, priority);
+        self.leave_phase(id, old, priority);
         self.coalescing.follow(&resource, leader, id);
     }
 }

@@ -358,6 +358,10 @@ impl<L: Ledger> Scheduler<L> {
         if let Err(reason) = self.fits_budgets(id, delay, now) {
             return self.fail_or_move_on(id, reason, rate_limited, now);
         }
+        // Before the scope's retry budget: a retry shed here draws nothing from it.
+        if self.retry_waits_full(id) {
+            return self.fail_or_move_on(id, Reason::ScopeDelayedFull, rate_limited, now);
+        }
         let job = &self.jobs[&id];
         if !self.scopes.get_mut(job.scope).retries.try_retry(now) {
             return self.fail_or_move_on(id, Reason::ScopeBudgetExhausted, rate_limited, now);
@@ -391,6 +395,9 @@ impl<L: Ledger> Scheduler<L> {
         let delay = self.delay_with_waits(id, reset, None, now);
         if !retryable || self.fits_budgets(id, delay, now).is_err() {
             return self.fail_or_move_on(id, Reason::QuotaExhausted, true, now);
+        }
+        if self.retry_waits_full(id) {
+            return self.fail_or_move_on(id, Reason::ScopeDelayedFull, true, now);
         }
         self.schedule_retry(id, delay, reset, "quota_exhausted", now);
     }
@@ -473,6 +480,7 @@ impl<L: Ledger> Scheduler<L> {
             }
         });
         self.delay_until(id, now.saturating_add(delay));
+        self.begin_retry_wait(id);
     }
 }
 

@@ -150,6 +150,7 @@ impl<L: Ledger> Scheduler<L> {
                 | Reason::WaitBudgetExhausted
                 | Reason::DeadlineExceeded
                 | Reason::ScopeBudgetExhausted
+                | Reason::ScopeDelayedFull
                 | Reason::QuotaExhausted
         );
         if rate_limited && route_budget && self.jobs[&id].plan.is_some() {

@@ -16,15 +16,55 @@ impl<L: Ledger> Scheduler<L> {
         self.seq
     }
 
-    /// Keeps the phase counters in step when an action of `priority` leaves `phase`.
-    pub(super) fn leave_phase(&mut self, phase: Phase, priority: Priority) {
+    /// Keeps the phase counters in step when action `id`, of `priority`, leaves `phase`.
+    pub(super) fn leave_phase(&mut self, id: JobId, phase: Phase, priority: Priority) {
         match phase {
             Phase::Ready => self.leave_ready(priority),
             Phase::Delayed(_) => {
-                self.counts.delayed = held_less(self.counts.delayed, 1, "delayed actions")
+                self.counts.delayed = held_less(self.counts.delayed, 1, "delayed actions");
+                self.end_retry_wait(id);
             }
             Phase::New | Phase::InFlight(_) | Phase::Following(_) => {}
         }
+    }
+
+    /// Counts action `id` out of its scope's waiting retries, when its timer was a retry's.
+    fn end_retry_wait(&mut self, id: JobId) {
+        let Some(job) = self.jobs.get_mut(&id).filter(|j| j.retry_waiting) else {
+            return;
+        };
+        job.retry_waiting = false;
+        let scope = self.scopes.get_mut(job.scope);
+        scope.delayed_retries = held_less(scope.delayed_retries, 1, "retries waiting on a scope");
+    }
+
+    /// Counts action `id`, whose retry timer was just set, into its scope's waiting retries.
+    pub(super) fn begin_retry_wait(&mut self, id: JobId) {
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        debug_assert!(
+            matches!(job.phase, Phase::Delayed(_)) && !job.retry_waiting,
+            "a retry wait begins once, on a delayed action"
+        );
+        job.retry_waiting = true;
+        let scope = self.scopes.get_mut(job.scope);
+        scope.delayed_retries += 1;
+        debug_assert!(
+            !matches!(scope.max_delayed, Some(max) if scope.delayed_retries > max),
+            "scope {} has {} retries waiting, over its max_delayed_requests {:?}",
+            scope.id,
+            scope.delayed_retries,
+            scope.max_delayed
+        );
+    }
+
+    /// Whether one more retry of action `id` would break its scope's cap on waiting retries.
+    pub(super) fn retry_waits_full(&self, id: JobId) -> bool {
+        let scope = self.scopes.get(self.jobs[&id].scope);
+        scope
+            .max_delayed
+            .is_some_and(|max| scope.delayed_retries >= max)
     }
 
     /// Counts an action of `priority` out of the ready queues.
@@ -46,7 +86,7 @@ impl<L: Ledger> Scheduler<L> {
         let priority = job.entry.job.priority;
         let (lane, rank) = (job.lane, rank(priority));
         if old != Phase::Ready {
-            self.leave_phase(old, priority);
+            self.leave_phase(id, old, priority);
             self.counts.ready += 1;
             if priority == Priority::Bulk {
                 self.counts.ready_bulk += 1;
@@ -65,7 +105,7 @@ impl<L: Ledger> Scheduler<L> {
         let old = std::mem::replace(&mut job.phase, Phase::Delayed(due));
         job.ticket = ticket;
         let priority = job.entry.job.priority;
-        self.leave_phase(old, priority);
+        self.leave_phase(id, old, priority);
         self.counts.delayed += 1;
         self.delayed.push(Timer { due, ticket, id });
         self.debug_assert_phase_counts();

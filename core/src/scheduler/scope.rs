@@ -83,6 +83,11 @@ pub(super) struct ScopeState {
     pub reserve: Option<f64>,
     pub in_flight: u32,
     pub retries: RetryWindow,
+    /// Retries that may wait on the scope at once (`ScopeBudget::max_delayed_requests`).
+    pub max_delayed: Option<u32>,
+    /// Retries waiting on the scope now: actions whose timer `schedule_retry` set, until
+    /// they leave that wait (woken, ended, cancelled). Never above `max_delayed`.
+    pub delayed_retries: u32,
 }
 
 impl ScopeState {
@@ -103,6 +108,8 @@ impl ScopeState {
             reserve: budget.reserve,
             in_flight: 0,
             retries: RetryWindow::new(&policy.retry_budgets.per_scope),
+            max_delayed: budget.max_delayed_requests,
+            delayed_retries: 0,
         }
     }
 

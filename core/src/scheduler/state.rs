@@ -172,6 +172,8 @@ pub(super) struct Tracked {
     pub pending_fallback: Option<FallbackWhen>,
     /// What the degradation ladder gave its first attempt (kept for its retries).
     pub shape: Option<Box<Shape>>,
+    /// Its timer is a retry's, counted in its scope's `delayed_retries` until it leaves.
+    pub retry_waiting: bool,
 }
 
 /// An action's shape from the degradation ladder, fixed at its first dispatch.
@@ -224,6 +226,7 @@ impl Tracked {
             withheld: false,
             pending_fallback: None,
             shape: None,
+            retry_waiting: false,
         }
     }
 }

@@ -110,7 +110,7 @@ impl<L: Ledger> Scheduler<L> {
         let (phase, priority, tenant, task) =
             (job.phase, job.entry.job.priority, job.tenant, job.task);
         match phase {
-            Phase::New | Phase::Ready | Phase::Delayed(_) => self.leave_phase(phase, priority),
+            Phase::New | Phase::Ready | Phase::Delayed(_) => self.leave_phase(id, phase, priority),
             Phase::InFlight(attempt) => {
                 if let Some(flight) = self.in_flight.remove(&attempt) {
                     self.slots_used = held_less(self.slots_used, 1, "slots in use");
@@ -241,6 +241,7 @@ impl<L: Ledger> Scheduler<L> {
             | Reason::WaitBudgetExhausted
             | Reason::TaskBudgetExhausted
             | Reason::ScopeBudgetExhausted
+            | Reason::ScopeDelayedFull
             | Reason::ExecutionBudgetExhausted => {
                 let mut actions = smallvec![Wait { ms: scope_wait }];
                 if uncertain {
@@ -287,6 +288,7 @@ pub(super) fn reason_label(reason: &Reason) -> &'static str {
         Reason::WaitBudgetExhausted => "wait_budget_exhausted",
         Reason::TaskBudgetExhausted => "task_budget_exhausted",
         Reason::ScopeBudgetExhausted => "scope_budget_exhausted",
+        Reason::ScopeDelayedFull => "scope_delayed_full",
         Reason::WontImprove { .. } => "wont_improve",
         Reason::QuotaExhausted => "quota_exhausted",
         Reason::Conflict { .. } => "conflict",

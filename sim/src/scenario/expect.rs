@@ -147,6 +147,7 @@ pub fn fixed_entries(map: &str) -> Option<&'static [&'static str]> {
             "quota_exhausted",
             "reconciliation_unavailable",
             "scope_budget_exhausted",
+            "scope_delayed_full",
             "stream_interrupted",
             "task_budget_exhausted",
             "wait_budget_exhausted",
