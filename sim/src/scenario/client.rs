@@ -421,7 +421,10 @@ pub fn resolve_policy(
                     .is_some()
             };
             let clamp = |v: Option<u64>| v.map(|v| u32::try_from(v).unwrap_or(u32::MAX));
-            let budget: &mut ScopeBudget = policy.scopes.entry(scope.id.clone()).or_default();
+            // A scope the policy does not name starts from `default_scope` (its `reserve`
+            // and `max_delayed_requests` too), as it would unlearned.
+            let default = policy.default_scope;
+            let budget: &mut ScopeBudget = policy.scopes.entry(scope.id.clone()).or_insert(default);
             if !set("rpm") {
                 budget.rpm = clamp(scope.rpm).or(budget.rpm);
             }
@@ -575,6 +578,20 @@ arrival = {{ rate = "1/s" }}
     fn error(client: &str) -> (String, String) {
         let e = parse(&scenario(client), "t.toml", &[]).unwrap_err();
         (e.key.unwrap_or_default(), e.message)
+    }
+
+    /// A scope the provider declares (and the client learns its limits of) keeps what
+    /// `default_scope` says beyond them: its `reserve` and `max_delayed_requests` had been
+    /// dropped for such scopes, so the cap did nothing.
+    #[test]
+    fn a_scope_the_client_learns_from_the_provider_starts_from_the_default_scope() {
+        let client = "preset = \"stampede\"\n[client.policy.default_scope]\nreserve = 0.25\n\
+                      max_delayed_requests = 4\n[client.policy.scopes.b]\nmax_delayed_requests = 9";
+        let s = parse(&scenario(client), "t.toml", &[]).unwrap();
+        let a = s.policy.scope_budget("a");
+        assert_eq!((a.reserve, a.max_delayed_requests), (Some(0.25), Some(4)));
+        // A scope the policy names keeps its own.
+        assert_eq!(s.policy.scope_budget("b").max_delayed_requests, Some(9));
     }
 
     #[test]
