@@ -188,6 +188,10 @@ pub struct Scheduler<L: Ledger = InMemoryLedger> {
     /// The latest `now` seen (ms).
     last_now: Millis,
     execution_spent: bool,
+    /// Some scope (or the default scope) caps its waiting retries
+    /// (`ScopeBudget::max_delayed_requests`): without one, retries are not counted per scope
+    /// at all, and the hot path of a retry storm pays nothing for the cap.
+    caps_waiting_retries: bool,
 }
 
 impl<L: Ledger> Scheduler<L> {
@@ -236,6 +240,11 @@ impl<L: Ledger> Scheduler<L> {
             rate_wakeup: None,
             last_now: 0,
             execution_spent: false,
+            caps_waiting_retries: policy.default_scope.max_delayed_requests.is_some()
+                || policy
+                    .scopes
+                    .values()
+                    .any(|b| b.max_delayed_requests.is_some()),
             policy,
         })
     }

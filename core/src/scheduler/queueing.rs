@@ -22,7 +22,9 @@ impl<L: Ledger> Scheduler<L> {
             Phase::Ready => self.leave_ready(priority),
             Phase::Delayed(_) => {
                 self.counts.delayed = held_less(self.counts.delayed, 1, "delayed actions");
-                self.end_retry_wait(id);
+                if self.caps_waiting_retries {
+                    self.end_retry_wait(id);
+                }
             }
             Phase::New | Phase::InFlight(_) | Phase::Following(_) => {}
         }
@@ -40,6 +42,9 @@ impl<L: Ledger> Scheduler<L> {
 
     /// Counts action `id`, whose retry timer was just set, into its scope's waiting retries.
     pub(super) fn begin_retry_wait(&mut self, id: JobId) {
+        if !self.caps_waiting_retries {
+            return;
+        }
         let Some(job) = self.jobs.get_mut(&id) else {
             return;
         };
@@ -61,6 +66,9 @@ impl<L: Ledger> Scheduler<L> {
 
     /// Whether one more retry of action `id` would break its scope's cap on waiting retries.
     pub(super) fn retry_waits_full(&self, id: JobId) -> bool {
+        if !self.caps_waiting_retries {
+            return false;
+        }
         let scope = self.scopes.get(self.jobs[&id].scope);
         scope
             .max_delayed

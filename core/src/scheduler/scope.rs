@@ -86,7 +86,8 @@ pub(super) struct ScopeState {
     /// Retries that may wait on the scope at once (`ScopeBudget::max_delayed_requests`).
     pub max_delayed: Option<u32>,
     /// Retries waiting on the scope now: actions whose timer `schedule_retry` set, until
-    /// they leave that wait (woken, ended, cancelled). Never above `max_delayed`.
+    /// they leave that wait (woken, ended, cancelled). Never above `max_delayed`; counted
+    /// only when some scope has a cap (`Scheduler::caps_waiting_retries`).
     pub delayed_retries: u32,
 }
 
