@@ -381,7 +381,7 @@ fn parse_vary(arg: &str) -> Result<Varied, String> {
         format!("--vary {arg:?}: expected KEY=V1,V2,..., e.g. --vary client.workers=8,32,96")
     })?;
     let key = key.trim();
-    if key.is_empty() || key.split('.').any(str::is_empty) {
+    if scenario::overrides::segments(key).is_none() {
         return Err(format!(
             "--vary {arg:?}: the key {key:?} is not a dotted path like client.workers"
         ));

@@ -42,9 +42,10 @@ pub fn parse_override(arg: &str) -> Result<Override, String> {
         format!("--set {arg:?}: expected KEY=VALUE, e.g. --set client.preset=naive")
     })?;
     let path = path.trim();
-    if path.is_empty() || path.split('.').any(str::is_empty) {
+    if segments(path).is_none() {
         return Err(format!(
-            "--set {arg:?}: the key {path:?} is not a dotted path like client.workers"
+            "--set {arg:?}: the key {path:?} is not a dotted path like client.workers (quote a \
+             part holding dots or colons as TOML does: client.policy.scopes.\"account:acme\".rpm)"
         ));
     }
     let value = format!("v = {raw}")
@@ -88,7 +89,13 @@ pub fn apply(root: &mut Table, ov: &Override) -> Result<(), String> {
             ov.raw
         ));
     }
-    let segs: Vec<&str> = ov.path.split('.').collect();
+    let owned = segments(&ov.path).ok_or_else(|| {
+        format!(
+            "--set {}: the key is not a dotted path like client.workers",
+            ov.path
+        )
+    })?;
+    let segs: Vec<&str> = owned.iter().map(String::as_str).collect();
     // Work on a copy so an error leaves `root` untouched.
     let mut whole = Value::Table(root.clone());
     set_in(&mut whole, &segs, &ov.value, &ov.path)?;
@@ -98,12 +105,45 @@ pub fn apply(root: &mut Table, ov: &Override) -> Result<(), String> {
     Ok(())
 }
 
+/// The parts of a dotted key as TOML reads one: bare parts split at dots, and a part in
+/// double or single quotes taken whole (`scopes."account:acme".rpm`, a scope id holding a
+/// dot or a colon), quotes removed. `None` for an empty part or an unclosed quote.
+pub fn segments(path: &str) -> Option<Vec<String>> {
+    let mut parts = Vec::new();
+    let mut rest = path;
+    loop {
+        let (part, after) = match rest.chars().next() {
+            Some(quote @ ('"' | '\'')) => {
+                let end = rest[1..].find(quote)? + 1;
+                (rest[1..end].to_string(), &rest[end + 1..])
+            }
+            _ => match rest.find('.') {
+                Some(dot) => (rest[..dot].to_string(), &rest[dot..]),
+                None => (rest.to_string(), ""),
+            },
+        };
+        if part.is_empty() {
+            return None;
+        }
+        parts.push(part);
+        match after.strip_prefix('.') {
+            Some(next) => rest = next,
+            None if after.is_empty() => return Some(parts),
+            None => return None,
+        }
+    }
+}
+
 fn set_in(cur: &mut Value, segs: &[&str], value: &Value, full: &str) -> Result<(), String> {
     let (seg, rest) = match segs.split_first() {
         Some(x) => x,
         None => return Ok(()),
     };
-    let here = &full[..full.len() - rest.iter().map(|s| s.len() + 1).sum::<usize>()];
+    // The path down to `seg`, as errors name it (the parts of `full` before the rest).
+    let depth = full_depth(full) - rest.len();
+    let here_owned =
+        segments(full).map_or_else(|| full.to_string(), |parts| parts[..depth].join("."));
+    let here = here_owned.as_str();
     match cur {
         Value::Table(t) => {
             if rest.is_empty() {
@@ -159,6 +199,11 @@ fn set_in(cur: &mut Value, segs: &[&str], value: &Value, full: &str) -> Result<(
     }
 }
 
+/// How many parts `full` has (see [`segments`]).
+fn full_depth(full: &str) -> usize {
+    segments(full).map_or(0, |parts| parts.len())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,6 +239,31 @@ mod tests {
         ];
         for (path, raw, shown) in cases {
             assert_eq!(shown_value(path, &raw, &[azure]), shown, "{path}");
+        }
+    }
+
+    /// A part in quotes is one key, as in TOML: the README's
+    /// `client.policy.scopes."account:acme".max_delayed_requests` had set a key named
+    /// `"account:acme"`, quotes and all, which no scope has.
+    #[test]
+    fn a_quoted_part_is_one_key_as_in_toml() {
+        let mut t = doc();
+        for arg in [
+            "client.policy.scopes.\"account:acme\".max_delayed_requests=3",
+            "client.policy.scopes.'v1.2'.rpm=9",
+            "client.policy.scopes.plain:id.reserve=0.5",
+        ] {
+            apply(&mut t, &parse_override(arg).unwrap()).unwrap();
+        }
+        let scopes = t["client"]["policy"]["scopes"].as_table().unwrap();
+        let keys: Vec<&str> = scopes.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["account:acme", "plain:id", "v1.2"]);
+        assert_eq!(
+            scopes["account:acme"]["max_delayed_requests"].as_integer(),
+            Some(3)
+        );
+        for bad in ["a..b", "a.\"b", "a.\"\".c", "a.\"b\"c", ".a"] {
+            assert!(parse_override(&format!("{bad}=1")).is_err(), "{bad}");
         }
     }
 
