@@ -1346,10 +1346,10 @@ from openai.types import embedding_create_params as embeddings
 from anthropic.types import message_create_params as messages
 from anthropic.types.beta import message_create_params as beta
 def keys(*types):
+    # A TypedDict's keys, its bases' included, without evaluating its annotations.
     found = set()
     for t in types:
-        for cls in t.__mro__:
-            found |= set(getattr(cls, "__annotations__", {}))
+        found |= t.__required_keys__ | t.__optional_keys__
     return sorted(found)
 print(json.dumps({
     "chat": keys(chat.CompletionCreateParamsStreaming, chat.CompletionCreateParamsNonStreaming),

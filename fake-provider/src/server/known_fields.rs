@@ -11,6 +11,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::RequestRoute;
+
 /// `POST /v1/chat/completions`, sorted.
 const CHAT: &[&str] = &[
     "audio",
@@ -91,30 +93,46 @@ const MESSAGES: &[&str] = &[
 
 /// The top-level body fields the real API of `route` takes, sorted (`None` for a route
 /// whose body is the fake's own, or that has none).
-pub fn of(route: &crate::RequestRoute) -> Option<&'static [&'static str]> {
-    use crate::RequestRoute::{ChatCompletions, Embeddings, Messages};
+pub fn of(route: &RequestRoute) -> Option<&'static [&'static str]> {
     match route {
-        ChatCompletions => Some(CHAT),
-        Embeddings => Some(EMBEDDINGS),
-        Messages => Some(MESSAGES),
+        RequestRoute::ChatCompletions => Some(CHAT),
+        RequestRoute::Embeddings => Some(EMBEDDINGS),
+        RequestRoute::Messages => Some(MESSAGES),
         _ => None,
     }
 }
 
-/// The fields of `body` that `known` (sorted) lacks, in the body's order.
+/// The fields of `body` that `known` (sorted) lacks, in key order (serde_json's map is
+/// sorted, so the message is the same whatever order the client wrote them in).
 fn unknown<'v>(body: &'v Map<String, Value>, known: &[&str]) -> Vec<&'v str> {
     body.keys()
         .map(String::as_str)
         .filter(|key| known.binary_search(key).is_err())
+        .map(shown)
         .collect()
 }
 
-/// OpenAI's words for the fields of a chat completion or embeddings body it does not take
-/// (`embeddings`: which route), or `None` when it takes them all (or the body is no object,
-/// which is refused for that).
-pub(crate) fn openai_refusal(body: &Value, embeddings: bool) -> Option<String> {
-    let known = if embeddings { EMBEDDINGS } else { CHAT };
-    let extra = unknown(body.as_object()?, known);
+/// The longest name an error repeats (bytes): a client that sends a megabyte-long field
+/// name gets its first part back, not a megabyte-long 400.
+const SHOWN_NAME_BYTES: usize = 256;
+
+/// `name` cut to at most [`SHOWN_NAME_BYTES`], at a character's boundary.
+fn shown(name: &str) -> &str {
+    if name.len() <= SHOWN_NAME_BYTES {
+        return name;
+    }
+    let mut end = SHOWN_NAME_BYTES;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    &name[..end]
+}
+
+/// OpenAI's words for the fields of a body of `route` (chat completions or embeddings) it
+/// does not take, or `None` when it takes them all (or the body is no object, which is
+/// refused for that).
+pub(crate) fn openai_refusal(body: &Value, route: &RequestRoute) -> Option<String> {
+    let extra = unknown(body.as_object()?, of(route)?);
     match extra.as_slice() {
         [] => None,
         [one] => Some(format!("Unrecognized request argument supplied: {one}")),
@@ -125,9 +143,10 @@ pub(crate) fn openai_refusal(body: &Value, embeddings: bool) -> Option<String> {
     }
 }
 
-/// Anthropic's words for the first field of a Messages body it does not take.
+/// Anthropic's words for the first field (in key order) of a Messages body it does not
+/// take.
 pub(crate) fn anthropic_refusal(body: &Value) -> Option<String> {
-    let extra = unknown(body.as_object()?, MESSAGES);
+    let extra = unknown(body.as_object()?, of(&RequestRoute::Messages)?);
     extra
         .first()
         .map(|first| format!("{first}: Extra inputs are not permitted"))
@@ -149,16 +168,20 @@ mod tests {
     fn unknown_fields_are_named_in_each_apis_words() {
         let chat = json!({"model": "m", "messages": [], "max_token": 5});
         assert_eq!(
-            openai_refusal(&chat, false).as_deref(),
+            openai_refusal(&chat, &RequestRoute::ChatCompletions).as_deref(),
             Some("Unrecognized request argument supplied: max_token")
         );
         let two = json!({"model": "m", "messages": [], "b": 1, "a": 2});
         assert_eq!(
-            openai_refusal(&two, false).as_deref(),
+            openai_refusal(&two, &RequestRoute::ChatCompletions).as_deref(),
             Some("Unrecognized request arguments supplied: a, b")
         );
         assert_eq!(
-            openai_refusal(&json!({"model": "m", "input": "x", "n": 1}), true).as_deref(),
+            openai_refusal(
+                &json!({"model": "m", "input": "x", "n": 1}),
+                &RequestRoute::Embeddings
+            )
+            .as_deref(),
             Some("Unrecognized request argument supplied: n")
         );
         let messages = json!({"model": "m", "max_tokens": 5, "messages": [], "temprature": 1});
@@ -169,14 +192,25 @@ mod tests {
     }
 
     #[test]
+    fn a_long_name_is_repeated_cut() {
+        let name = "é".repeat(1_000);
+        let refusal = anthropic_refusal(&json!({ name.clone(): 1 })).unwrap();
+        assert!(refusal.len() < 300, "{} bytes", refusal.len());
+        assert!(refusal.starts_with(&name[..256]), "{refusal}");
+    }
+
+    #[test]
     fn what_the_sdks_send_is_known() {
         let chat = json!({"model": "m", "messages": [], "stream": true,
             "stream_options": {"include_usage": true}, "temperature": 0.2, "tools": [],
             "response_format": {"type": "json_object"}, "max_completion_tokens": 9});
-        assert_eq!(openai_refusal(&chat, false), None);
+        assert_eq!(openai_refusal(&chat, &RequestRoute::ChatCompletions), None);
         let messages = json!({"model": "m", "max_tokens": 5, "messages": [], "stream": true,
             "system": "s", "temperature": 0.5, "top_k": 3, "metadata": {}});
         assert_eq!(anthropic_refusal(&messages), None);
-        assert_eq!(openai_refusal(&json!([1]), false), None);
+        assert_eq!(
+            openai_refusal(&json!([1]), &RequestRoute::ChatCompletions),
+            None
+        );
     }
 }

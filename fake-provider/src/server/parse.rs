@@ -315,9 +315,12 @@ pub(crate) fn chat(
     chat_value(req, bytes, accept_unknown)
 }
 
-/// OpenAI's 400 for body fields it does not take: no `param`, no `code`.
-fn unrecognized(v: &Value, embeddings: bool, accept_unknown: bool) -> Result<(), BadRequest> {
-    match known_fields::openai_refusal(v, embeddings).filter(|_| !accept_unknown) {
+/// OpenAI's 400 for body fields of `route` it does not take: no `param`, no `code`.
+fn unrecognized(v: &Value, route: &RequestRoute, accept_unknown: bool) -> Result<(), BadRequest> {
+    if accept_unknown {
+        return Ok(());
+    }
+    match known_fields::openai_refusal(v, route) {
         Some(message) => Err(BadRequest {
             message,
             param: None,
@@ -532,7 +535,7 @@ fn chat_value(
             json_kind(&v)
         )));
     }
-    unrecognized(&v, false, accept_unknown)?;
+    unrecognized(&v, &RequestRoute::ChatCompletions, accept_unknown)?;
     if v.get("messages").is_none() {
         return Err(BadRequest::at(
             "messages",
@@ -577,7 +580,7 @@ pub(crate) fn embeddings(
     accept_unknown: bool,
 ) -> Result<usize, BadRequest> {
     let v = json_body(bytes)?;
-    unrecognized(&v, true, accept_unknown)?;
+    unrecognized(&v, &RequestRoute::Embeddings, accept_unknown)?;
     check_model_value(&v)?;
     let inputs = match v.get("input") {
         Some(Value::Array(items)) => items.len(),
