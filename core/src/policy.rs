@@ -189,13 +189,32 @@ pub struct ScopeBudget {
     /// oversized one. Applies to learned buckets too; `None` (the default): no reservation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reserve: Option<f64>,
-    /// Retries that may wait on this scope at once (requests): a failed action whose retry
-    /// would be one more ends at once instead (`scope_delayed_full`, or its next route when
-    /// it has fallbacks), so a storm cannot pile up a backlog of timers that all return to
-    /// the scope together. Look-ups of uncertain writes and scheduled starts never count
-    /// and are never shed. `None` (the default): no cap.
+    /// Retries that may wait on a retry timer for this scope at once, in one runner
+    /// (requests, at least 1): a failed action whose retry would be one more ends at once
+    /// instead (`scope_delayed_full`; a rate-limited one takes its next route when its plan
+    /// falls back on `rate_limit_after_retry_budget`), so a storm cannot pile up timers
+    /// that all return to the scope together. A retry's place is freed when its timer
+    /// wakes. Actions restored after a crash with a backoff count (new retries are shed
+    /// until they wake); look-ups of uncertain writes and scheduled starts never count and
+    /// are never shed. `None` (the default): no cap.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_delayed_requests: Option<u32>,
+}
+
+impl ScopeBudget {
+    /// This budget with each field it leaves out taken from `fallback`: a scope's own entry
+    /// overrides `default_scope` field by field (an entry that sets only `reserve` keeps the
+    /// default's cap on waiting retries).
+    #[must_use]
+    pub fn or(self, fallback: ScopeBudget) -> ScopeBudget {
+        ScopeBudget {
+            rpm: self.rpm.or(fallback.rpm),
+            tpm: self.tpm.or(fallback.tpm),
+            concurrency: self.concurrency.or(fallback.concurrency),
+            reserve: self.reserve.or(fallback.reserve),
+            max_delayed_requests: self.max_delayed_requests.or(fallback.max_delayed_requests),
+        }
+    }
 }
 
 /// A retry budget shared by every task sending to one scope: in any sliding `window`,
@@ -419,8 +438,7 @@ impl Policy {
     pub fn scope_budget(&self, scope: &str) -> ScopeBudget {
         self.scopes
             .get(scope)
-            .copied()
-            .unwrap_or(self.default_scope)
+            .map_or(self.default_scope, |own| own.or(self.default_scope))
     }
 
     /// Checks values the scheduler cannot work with; the message names the key and the fix.
@@ -506,6 +524,13 @@ impl Policy {
                          such as 0.3 (leave it out for no reservation)"
                     ));
                 }
+            }
+            if budget.max_delayed_requests == Some(0) {
+                return Err(format!(
+                    "{key}.max_delayed_requests = 0 would end every retry on the scope: use 1 \
+                     or more, such as 25 (leave it out for no cap; the classes' max_attempts \
+                     = 1 is the way to retry nothing)"
+                ));
             }
         }
         self.routing.validate()?;

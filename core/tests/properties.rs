@@ -82,7 +82,7 @@ fn input() -> impl Strategy<Value = Input> {
         1u32..6,
         prop::option::of(5u32..200),
         prop::option::of(500u32..5_000),
-        prop::option::weighted(0.4, 0u32..4),
+        prop::option::weighted(0.4, 1u32..4),
         prop::collection::vec(job_spec(), 1..40),
         prop::collection::vec(0u8..16, 1..24),
         prop::collection::vec(1u16..3_000, 1..8),

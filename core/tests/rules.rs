@@ -626,6 +626,47 @@ fn max_delayed_requests_caps_the_retries_waiting_on_a_scope() {
     );
 }
 
+/// A retry cancelled while it waits gives its place back: the next failure on the scope
+/// waits for its retry instead of being shed by a place nobody holds.
+#[test]
+fn a_cancelled_retry_gives_its_place_on_the_scope_back() {
+    let mut policy = scoped(None, None);
+    policy.retry_budgets.per_task.enabled = false;
+    policy.retry_budgets.per_scope.enabled = false;
+    policy.breaker.enabled = false;
+    policy.scopes.get_mut("acct").unwrap().max_delayed_requests = Some(1);
+    let mut s = scheduler(policy);
+    s.submit(job(1, "read"), 0).unwrap();
+    let first = sends(&drain(&mut s, 0)).remove(0);
+    s.on_outcome(first.attempt, response(503, &[]), 0);
+    assert!(
+        finishes(&drain(&mut s, 1)).is_empty(),
+        "job 1 waits for its retry"
+    );
+    s.cancel_task("t1", "task-1", 2);
+    let cancelled = finishes(&drain(&mut s, 2));
+    assert_eq!(cancelled[0].status, TerminalStatus::Cancelled);
+    s.submit(job(2, "read"), 3).unwrap();
+    let second = sends(&drain(&mut s, 3)).remove(0);
+    s.on_outcome(second.attempt, response(503, &[]), 3);
+    assert!(
+        finishes(&drain(&mut s, 4)).is_empty(),
+        "job 2 takes the place job 1 left"
+    );
+    assert_eq!(sends(&drain(&mut s, 60_000)).len(), 1, "job 2's retry goes");
+}
+
+#[test]
+fn a_cap_of_zero_waiting_retries_is_refused_naming_the_key() {
+    let mut policy = scoped(None, None);
+    policy.default_scope.max_delayed_requests = Some(0);
+    let err = policy.validate().unwrap_err();
+    assert!(
+        err.starts_with("default_scope.max_delayed_requests = 0"),
+        "{err}"
+    );
+}
+
 #[test]
 fn quota_exhausted_waits_for_the_reset_not_a_burst_backoff() {
     let mut s = scheduler(Policy::default());

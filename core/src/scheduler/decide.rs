@@ -481,6 +481,13 @@ impl<L: Ledger> Scheduler<L> {
         });
         self.delay_until(id, now.saturating_add(delay));
         self.begin_retry_wait(id);
+        debug_assert!(
+            {
+                let scope = self.scopes.get(self.jobs[&id].scope);
+                !matches!(scope.max_delayed, Some(max) if scope.delayed_retries > max)
+            },
+            "a retry was scheduled past its scope's max_delayed_requests"
+        );
     }
 }
 

@@ -105,6 +105,11 @@ impl<L: Ledger> Scheduler<L> {
         let tenant = self.jobs[&id].tenant;
         let lane = self.lanes.lane(tenant, scope);
         let job = self.jobs.get_mut(&id).expect("routed action is live");
+        // Its scope's count of waiting retries is released by the scope it holds then.
+        debug_assert!(
+            !job.retry_waiting,
+            "an action on a retry timer changes route"
+        );
         job.scope = scope;
         job.lane = lane;
         job.route = u16::try_from(to + 1).unwrap_or(u16::MAX);

@@ -68,6 +68,10 @@ impl<L: Ledger> Scheduler<L> {
                     let job = &self.jobs[&id];
                     let delay = backoff_delay(&self.policy.backoff, job.retries, 0, &mut self.rng);
                     self.delay_until(id, now.saturating_add(delay));
+                    // A retry waiting on its scope like any other: these may pass the cap
+                    // (the dead life's were not all waiting), and new ones are shed until
+                    // they wake.
+                    self.begin_retry_wait(id);
                 }
                 _ => self.make_ready(id, false),
             }

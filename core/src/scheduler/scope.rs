@@ -323,6 +323,11 @@ impl Scopes {
         &self.list[i]
     }
 
+    /// Every scope's state, in index order.
+    pub fn all(&self) -> impl Iterator<Item = &ScopeState> {
+        self.list.iter()
+    }
+
     pub fn get_mut(&mut self, i: usize) -> &mut ScopeState {
         &mut self.list[i]
     }

@@ -421,10 +421,8 @@ pub fn resolve_policy(
                     .is_some()
             };
             let clamp = |v: Option<u64>| v.map(|v| u32::try_from(v).unwrap_or(u32::MAX));
-            // A scope the policy does not name starts from `default_scope` (its `reserve`
-            // and `max_delayed_requests` too), as it would unlearned.
-            let default = policy.default_scope;
-            let budget: &mut ScopeBudget = policy.scopes.entry(scope.id.clone()).or_insert(default);
+            // What it leaves out, `default_scope` gives (`Policy::scope_budget`).
+            let budget: &mut ScopeBudget = policy.scopes.entry(scope.id.clone()).or_default();
             if !set("rpm") {
                 budget.rpm = clamp(scope.rpm).or(budget.rpm);
             }
@@ -580,9 +578,10 @@ arrival = {{ rate = "1/s" }}
         (e.key.unwrap_or_default(), e.message)
     }
 
-    /// A scope the provider declares (and the client learns its limits of) keeps what
-    /// `default_scope` says beyond them: its `reserve` and `max_delayed_requests` had been
-    /// dropped for such scopes, so the cap did nothing.
+    /// A scope the provider declares (and the client learns its limits of), or one the
+    /// policy names for another field, keeps what `default_scope` says beyond them: its
+    /// `reserve` and `max_delayed_requests` had been dropped for such scopes, so the cap
+    /// did nothing.
     #[test]
     fn a_scope_the_client_learns_from_the_provider_starts_from_the_default_scope() {
         let client = "preset = \"stampede\"\n[client.policy.default_scope]\nreserve = 0.25\n\
@@ -590,8 +589,9 @@ arrival = {{ rate = "1/s" }}
         let s = parse(&scenario(client), "t.toml", &[]).unwrap();
         let a = s.policy.scope_budget("a");
         assert_eq!((a.reserve, a.max_delayed_requests), (Some(0.25), Some(4)));
-        // A scope the policy names keeps its own.
-        assert_eq!(s.policy.scope_budget("b").max_delayed_requests, Some(9));
+        // A scope the policy names keeps its own, and the default's for what it leaves out.
+        let b = s.policy.scope_budget("b");
+        assert_eq!((b.reserve, b.max_delayed_requests), (Some(0.25), Some(9)));
     }
 
     #[test]
