@@ -252,6 +252,9 @@ pub fn main(args: RunArgs) -> ExitCode {
                 if args.ledger.is_some() && !(args.quiet || args.json) {
                     outln!("{}", run.ledger_commits.note_line(run.scale, run.end_ms));
                 }
+                for warning in &run.ledger_warnings {
+                    eprintln!("{warning}");
+                }
                 o
             }
             Err(e) => return exit::bad_input(e),

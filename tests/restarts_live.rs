@@ -627,14 +627,28 @@ fn a_restart_under_another_seed_is_refused_naming_it() {
         );
         assert_eq!(journal(0).len(), seen, "nothing was sent");
     }
-    {
+    let restore = |without: &str| {
         let mut restored = stampede_durable::SqliteLedger::open(&ledger).expect("open the ledger");
-        let facts: Vec<(&str, String)> =
-            facts.iter().map(|(f, v)| (f.as_str(), v.clone())).collect();
+        let kept: Vec<(&str, String)> = facts
+            .iter()
+            .filter(|(f, _)| f != without)
+            .map(|(f, v)| (f.as_str(), v.clone()))
+            .collect();
         restored
-            .set_run_facts(&facts)
+            .set_run_facts(&kept)
             .expect("restore the run's facts");
-    }
+    };
+    // Without the provider's journal id alone, a restart could not tell a reset provider
+    // (a helper resumed against one): refused too.
+    restore("provider_journal");
+    let edited = runner(url, &ledger, &out)
+        .output()
+        .expect("run the restart");
+    let stderr = String::from_utf8_lossy(&edited.stderr);
+    assert_eq!(edited.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("(provider_journal deleted"), "{stderr}");
+    assert_eq!(journal(0).len(), seen, "nothing was sent");
+    restore("");
     // The same command as the first life's resumes it.
     let again = runner(url, &ledger, &out)
         .stdout(Stdio::piped())

@@ -24,7 +24,7 @@ pub use credential_ref::CredentialRefs;
 pub use error::DurableError;
 pub use head_file::{head_path, read_head, write_head, HeadError};
 pub use redact::{sanitize_detail, Redaction, Sanitized};
-pub use sqlite_ledger::{LedgerOptions, SqliteLedger, Synchronous, SCHEMA_VERSION};
+pub use sqlite_ledger::{LedgerOptions, SqliteLedger, Synchronous, SCHEMA_VERSION, UNBOUND_FACT};
 pub use verify::{
     verify, verify_cli, verify_cli_with_head, verify_keyed, verify_with_head, Break, Problem,
     VerifyReport,

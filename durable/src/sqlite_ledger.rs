@@ -42,6 +42,12 @@ use crate::error::DurableError;
 /// `run` table: what the run that writes the ledger is (see [`SqliteLedger::run_facts`]).
 pub const SCHEMA_VERSION: i64 = 3;
 
+/// The run fact a ledger migrated from before schema version 3 holds until a run records
+/// itself ([`SqliteLedger::set_run_facts`] replaces it): its entries were written before
+/// runs recorded what they are, so the first run that resumes it is taken as theirs. A
+/// ledger with entries and neither its run's facts nor this one had them deleted.
+pub const UNBOUND_FACT: &str = "unbound";
+
 /// How long a statement waits for a lock held by another connection before failing (ms).
 const BUSY_TIMEOUT_MS: u64 = 5_000;
 
@@ -84,9 +90,6 @@ pub struct SqliteLedger {
     /// Group commit: puts not yet written, the latest per job (`None`: every put is
     /// written and synced before it returns).
     pending: Option<BTreeMap<JobId, LedgerEntry>>,
-    /// The schema version the file recorded when it was opened (0: a new file), before
-    /// any migration: see [`SqliteLedger::records_its_run`].
-    opened_at: i64,
     /// The ledger file, held open with an exclusive advisory lock (`flock`) for as long as
     /// the ledger is: a second runner on the same file is refused at open, where it used
     /// to restore the first one's live actions and send them again (a write committed
@@ -268,10 +271,9 @@ impl SqliteLedger {
             path,
             credentials: CredentialRefs::default(),
             pending: None,
-            opened_at: 0,
             _lock: Some(lock),
         };
-        ledger.opened_at = ledger.migrate()?;
+        ledger.migrate()?;
         Ok(ledger)
     }
 
@@ -336,24 +338,15 @@ impl SqliteLedger {
             path,
             credentials: CredentialRefs::default(),
             pending: None,
-            opened_at: 0,
             _lock: None,
         };
-        ledger.opened_at = ledger.migrate()?;
+        ledger.migrate()?;
         Ok(ledger)
     }
 
     /// The file this ledger lives in (`:memory:` for an in-memory one).
     pub fn path(&self) -> &Path {
         &self.path
-    }
-
-    /// Whether every run that wrote this ledger recorded what it is ([`Self::set_run_facts`]):
-    /// the file was at schema version 3 or later when opened, so a run wrote its facts in
-    /// the same file before its first entry. Such a ledger holding entries and no facts was
-    /// edited (its `run` rows deleted) and cannot say which run it belongs to.
-    pub fn records_its_run(&self) -> bool {
-        self.opened_at >= 3
     }
 
     /// The schema version of the open file (always [`SCHEMA_VERSION`] after `open`).
@@ -442,16 +435,25 @@ impl SqliteLedger {
         tx.commit().map_err(sql_err)
     }
 
-    /// Records one fact of the run that writes this ledger, replacing that fact alone;
-    /// durable when it returns (whatever the group commit holds pending).
-    pub fn set_run_fact(&mut self, fact: &str, value: &str) -> Result<(), DurableError> {
-        self.conn
-            .execute(
+    /// Records these facts of the run that writes this ledger, each replacing the fact of
+    /// its name and the others kept, in one transaction; durable when it returns (whatever
+    /// the group commit holds pending).
+    pub fn update_run_facts(&mut self, facts: &[(&str, String)]) -> Result<(), DurableError> {
+        let path = self.path.clone();
+        let sql_err = |source| DurableError::LedgerSql {
+            path: path.clone(),
+            action: "update what run writes the ledger".into(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(sql_err)?;
+        for (fact, value) in facts {
+            tx.execute(
                 "INSERT OR REPLACE INTO run (fact, value) VALUES (?1, ?2)",
                 params![fact, value],
             )
-            .map(drop)
-            .map_err(|e| self.sql_err(&format!("record the run's {fact}"), e))
+            .map_err(sql_err)?;
+        }
+        tx.commit().map_err(sql_err)
     }
 
     /// Copies what the write-ahead log holds into the file itself and empties the log
@@ -543,8 +545,8 @@ impl SqliteLedger {
     }
 
     /// Brings the file to [`SCHEMA_VERSION`], one version step at a time, in one
-    /// transaction; gives the version it found.
-    fn migrate(&mut self) -> Result<i64, DurableError> {
+    /// transaction.
+    fn migrate(&mut self) -> Result<(), DurableError> {
         let found = self.schema_version()?;
         if found > SCHEMA_VERSION {
             return Err(DurableError::LedgerTooNew {
@@ -554,7 +556,7 @@ impl SqliteLedger {
             });
         }
         if found == SCHEMA_VERSION {
-            return Ok(found);
+            return Ok(());
         }
         let path = self.path.clone();
         let sql_err = |action: &str, source| DurableError::LedgerSql {
@@ -596,12 +598,24 @@ impl SqliteLedger {
                 );",
             )
             .map_err(|e| sql_err("migrate the schema to version 3", e))?;
+            if found > 0 {
+                // Its entries were written before runs recorded themselves: say so, or an
+                // empty `run` table would read as one whose rows were deleted.
+                tx.execute(
+                    "INSERT INTO run (fact, value) VALUES (?1, ?2)",
+                    params![
+                        UNBOUND_FACT,
+                        format!("migrated from schema version {found}")
+                    ],
+                )
+                .map_err(|e| sql_err("migrate the schema to version 3", e))?;
+            }
         }
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(|e| sql_err("record the schema version", e))?;
         tx.commit()
             .map_err(|e| sql_err("commit the schema migration", e))?;
-        Ok(found)
+        Ok(())
     }
 
     fn sql_err(&self, action: &str, source: rusqlite::Error) -> DurableError {

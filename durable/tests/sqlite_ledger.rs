@@ -4,7 +4,7 @@ use std::path::Path;
 
 use rusqlite::Connection;
 use stampede_core::{ActionState, Job, Ledger, LedgerEntry, Priority, Route};
-use stampede_durable::{DurableError, SqliteLedger, SCHEMA_VERSION};
+use stampede_durable::{DurableError, SqliteLedger, SCHEMA_VERSION, UNBOUND_FACT};
 
 fn job(id: u64) -> Job {
     Job {
@@ -195,12 +195,22 @@ fn a_version_1_ledger_is_migrated_and_keeps_its_entries() {
         ledger.find_by_idempotency_key("idem-2").unwrap(),
         vec![old[1].clone()]
     );
-    // Version 3's table of what run wrote it: empty, no run having said, and rightly so.
-    assert!(ledger.run_facts().unwrap().is_empty());
-    assert!(!ledger.records_its_run());
-    // Reopened at the current version, it is a ledger whose runs record themselves.
+    // Version 3's table of what run wrote it: no run having said, it says the ledger is
+    // bound to none yet, and still does when opened again before a run records itself.
+    let unbound = vec![(
+        UNBOUND_FACT.to_string(),
+        "migrated from schema version 1".to_string(),
+    )];
+    assert_eq!(ledger.run_facts().unwrap(), unbound);
     drop(ledger);
-    assert!(SqliteLedger::open(&path).unwrap().records_its_run());
+    let mut ledger = SqliteLedger::open(&path).unwrap();
+    assert_eq!(ledger.run_facts().unwrap(), unbound);
+    // The run that resumes it records itself in its place.
+    ledger.set_run_facts(&[("seed", "3".to_string())]).unwrap();
+    assert_eq!(
+        ledger.run_facts().unwrap(),
+        vec![("seed".to_string(), "3".to_string())]
+    );
 }
 
 #[test]
@@ -227,9 +237,10 @@ fn what_run_writes_a_ledger_survives_a_reopen_and_is_replaced_whole() {
         ledger.run_facts().unwrap(),
         vec![("seed".to_string(), "4".to_string())]
     );
-    // One fact is set alone, the others kept.
-    ledger.set_run_fact("life", "ended").unwrap();
-    ledger.set_run_fact("seed", "5").unwrap();
+    // Facts are updated by name, the others kept.
+    ledger
+        .update_run_facts(&[("life", "ended".to_string()), ("seed", "5".to_string())])
+        .unwrap();
     assert_eq!(
         ledger.run_facts().unwrap(),
         vec![

@@ -418,6 +418,7 @@ pub async fn play_from<L: Ledger>(
         scale,
         restart: None,
         ledger_commits: commits,
+        ledger_warnings: Vec::new(),
     })
 }
 

@@ -2,8 +2,10 @@
 //! their run ended, and when it was down, kept in the ledger's run facts so a resumed
 //! run's summary (`crashes`) and page (the shaded spans) cover every life, as its journal
 //! does. A process that was SIGKILLed, crashed or stopped on an error leaves its life
-//! `running` in the ledger; one that exits in order (its run ended, or a signal stopped it
-//! and its report was written) writes `ended` as its last act on the ledger.
+//! `running` in the ledger; one whose run returns (it ended, or a signal stopped it in
+//! order) writes `ended` as its last act on the ledger, before its report is written. A
+//! life that failed before it sent anything (its provider unreachable) counts as a crash
+//! too: the ledger cannot tell it from one killed at that point.
 
 use stampede_core::Millis;
 

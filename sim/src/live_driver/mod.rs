@@ -166,6 +166,10 @@ pub struct LiveRun {
     pub restart: Option<resume::RestartReport>,
     /// How long the ledger's group commits held the driver, real time.
     pub ledger_commits: LedgerCommits,
+    /// What went wrong with the ledger after the run had played, for the user: nothing
+    /// measured is lost to it (a life whose end could not be recorded is counted as a
+    /// crash by the next restart).
+    pub ledger_warnings: Vec<String>,
 }
 
 /// How long a live run's ledger commits (one a turn, each ending in an fsync with

@@ -29,7 +29,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use stampede_core::{JobId, LedgerEntry, Millis};
-use stampede_durable::SqliteLedger;
+use stampede_durable::{SqliteLedger, UNBOUND_FACT};
 
 use super::audit_trail::LiveAuditTrail;
 use super::lives::{self, Lives};
@@ -205,9 +205,15 @@ pub async fn play_durable(
     let stored = ledger
         .run_facts()
         .map_err(|e| LiveError::Durable(format!("--ledger: {e}")))?;
-    if !entries.is_empty() && stored.is_empty() && ledger.records_its_run() {
-        // Every run that writes a ledger of this schema records itself before its first
-        // entry: with those rows gone, the ledger would bind to whatever run resumed it.
+    // A ledger migrated from before runs recorded themselves says so until one does.
+    let unbound = stored.iter().any(|(fact, _)| fact == UNBOUND_FACT);
+    let stored: Vec<(String, String)> = stored
+        .into_iter()
+        .filter(|(fact, _)| fact != UNBOUND_FACT)
+        .collect();
+    if !entries.is_empty() && stored.is_empty() && !unbound {
+        // Every run records itself before its first entry: with those rows gone, the
+        // ledger would bind to whatever run resumed it.
         return Err(LiveError::Durable(format!(
             "the ledger {} holds {} actions but no record of the run that wrote them (its \
              `run` table is empty, so the file was edited): it cannot tell whether this run is \
@@ -215,6 +221,26 @@ pub async fn play_durable(
              send them again. Start afresh with a new --ledger file",
             ledger_path.display(),
             entries.len()
+        )));
+    }
+    // A life of this build records these four before it sends anything; a ledger holding
+    // some and not all had rows deleted (one from before them holds none).
+    let recorded = |name: &str| stored.iter().any(|(fact, _)| fact == name);
+    let written = [
+        run_facts::PROVIDER_JOURNAL,
+        lives::LIFE,
+        lives::CRASHES,
+        lives::DOWNS,
+    ];
+    let missing: Vec<&str> = written.into_iter().filter(|f| !recorded(f)).collect();
+    if !entries.is_empty() && !missing.is_empty() && missing.len() < written.len() {
+        return Err(LiveError::Durable(format!(
+            "the ledger {} lacks part of the record of the run that wrote it ({} deleted from \
+             its `run` table, so the file was edited): without it a restart cannot check the \
+             provider's journal or count the run's crashes. Start afresh with a new --ledger \
+             file",
+            ledger_path.display(),
+            missing.join(", ")
         )));
     }
     let differ = run_facts::differences(&stored, &facts);
@@ -229,11 +255,13 @@ pub async fn play_durable(
             entries.len()
         )));
     }
-    // The journal the dead life wrote to, when it recorded one (its first life did).
+    // The journal the dead life wrote to, when it recorded one (its first life did; empty
+    // when its provider named none).
     let journal_then = stored
         .iter()
         .find(|(fact, _)| fact == run_facts::PROVIDER_JOURNAL)
-        .map(|(_, id)| id.clone());
+        .map(|(_, id)| id.clone())
+        .filter(|id| !id.is_empty());
     // A first life records what it is (and, once its provider is up, that provider's
     // journal); a ledger from before runs recorded that is bound to the run that resumes it.
     let mut kept = facts.clone();
@@ -327,12 +355,11 @@ pub async fn play_durable(
         }
         None => (None, None),
     };
+    // Counted once nothing but the run itself can stop this life, in one transaction.
     let lives = Lives::after_restart(&stored, (restart.reached, at), restart.unfinished() > 0);
-    for (fact, value) in lives.facts() {
-        ledger
-            .set_run_fact(fact, &value)
-            .map_err(|e| LiveError::Durable(format!("--ledger: {e}")))?;
-    }
+    ledger
+        .update_run_facts(&lives.facts())
+        .map_err(|e| LiveError::Durable(format!("--ledger: {e}")))?;
     let report = RestartReport {
         ledger: ledger_path.to_path_buf(),
         resumed_at_ms: at,
@@ -353,20 +380,28 @@ pub async fn play_durable(
     let run = driver::play_from(scenario, &provider, scale, opts, sink, start).await;
     let closed = trail.map_or(Ok(()), LiveAuditTrail::close);
     let mut run = run?;
+    mark_ended(ledger_path, &mut run);
     closed.map_err(LiveError::Output)?;
-    mark_ended(ledger_path)?;
     run.restart = Some(report);
     run.measured.summary.crashes = lives.crashes;
     run.measured.downs = lives.downs;
     Ok(run)
 }
 
-/// Records that the life on the ledger at `ledger_path` ended with its run, once the run
-/// let go of the file: a restart after it counts no crash.
-fn mark_ended(ledger_path: &Path) -> Result<(), LiveError> {
-    SqliteLedger::open(ledger_path)
-        .and_then(|mut ledger| ledger.set_run_fact(lives::LIFE, "ended"))
-        .map_err(|e| LiveError::Durable(format!("--ledger: recording that the run ended: {e}")))
+/// Records that the life on the ledger at `ledger_path` ended in order, once its run let
+/// go of the file (before the run's report is written): a restart after it counts no
+/// crash. A failure loses nothing `run` measured: it is a warning, and the next restart
+/// counts this life as a crash.
+fn mark_ended(ledger_path: &Path, run: &mut LiveRun) {
+    let ended = [(lives::LIFE, "ended".to_string())];
+    if let Err(e) =
+        SqliteLedger::open(ledger_path).and_then(|mut ledger| ledger.update_run_facts(&ended))
+    {
+        run.ledger_warnings.push(format!(
+            "warning: ledger: could not record that this run ended ({e}); a restart on it \
+             will count this life as a crash"
+        ));
+    }
 }
 
 /// Refuses to resume from a ledger whose run's provider journal (`then`, recorded by its
@@ -453,17 +488,18 @@ async fn first_life(
     // The journal this life writes to, fresh, recorded before anything is sent: a restart
     // must find the same one (see `play_durable`). The loop starts its clock right after.
     provider.reset().await?;
-    if let Some(id) = provider.journal_id().await? {
-        facts.push((run_facts::PROVIDER_JOURNAL, id));
-        ledger
-            .set_run_facts(&facts)
-            .map_err(|e| LiveError::Durable(format!("--ledger: {e}")))?;
-        // Into the file itself: a copy of the file without its -wal still says which
-        // journal its run wrote to, and a restart from it can tell what it lacks.
-        ledger
-            .checkpoint()
-            .map_err(|e| LiveError::Durable(format!("--ledger: {e}")))?;
-    }
+    // With it ("" when the provider names none), this life, running, and no crash yet.
+    let journal = provider.journal_id().await?.unwrap_or_default();
+    facts.push((run_facts::PROVIDER_JOURNAL, journal));
+    facts.extend(Lives::default().facts());
+    ledger
+        .set_run_facts(&facts)
+        .map_err(|e| LiveError::Durable(format!("--ledger: {e}")))?;
+    // Into the file itself: a copy of the file without its -wal still says which journal
+    // its run wrote to, and a restart from it can tell what it lacks.
+    ledger
+        .checkpoint()
+        .map_err(|e| LiveError::Durable(format!("--ledger: {e}")))?;
     let mut trail = match audit_path {
         Some(path) => Some(LiveAuditTrail::create(path).map_err(LiveError::Output)?),
         None => None,
@@ -473,9 +509,6 @@ async fn first_life(
         Some(t) => t,
         None => &mut none,
     };
-    ledger
-        .set_run_fact(lives::LIFE, "running")
-        .map_err(|e| LiveError::Durable(format!("--ledger: {e}")))?;
     let start = Start {
         ledger,
         restart: None,
@@ -484,9 +517,9 @@ async fn first_life(
     let run = driver::play_from(scenario, &provider, scale, opts, sink, start).await;
     provider.stop().await;
     let closed = trail.map_or(Ok(()), LiveAuditTrail::close);
-    let run = run?;
+    let mut run = run?;
+    mark_ended(&ledger_path, &mut run);
     closed.map_err(LiveError::Output)?;
-    mark_ended(&ledger_path)?;
     Ok(run)
 }
 
