@@ -319,6 +319,33 @@ impl AuditWriter {
 
     /// Appends one record for `event` (its detail sanitized), fsyncing as the policy says.
     pub fn append(&mut self, event: &AuditEvent) -> Result<Appended, DurableError> {
+        let appended = self.append_unsynced(event)?;
+        if self.sync.syncs_after(event.kind) {
+            self.sync_records()?;
+        }
+        Ok(appended)
+    }
+
+    /// Appends `events` in order as [`AuditWriter::append`] would one by one, with one
+    /// fsync at the end (when the policy fsyncs any of them) where `append` makes one per
+    /// record: for a driver that records a turn's events together before any request of
+    /// that turn leaves, which keeps the policy's promise (what left the process is on disk
+    /// first) at one fsync a turn. A live run had spent two thirds of its time in these
+    /// fsyncs on a busy disk.
+    pub fn append_batch(&mut self, events: &[AuditEvent]) -> Result<(), DurableError> {
+        let mut sync = false;
+        for event in events {
+            self.append_unsynced(event)?;
+            sync |= self.sync.syncs_after(event.kind);
+        }
+        if sync {
+            self.sync_records()?;
+        }
+        Ok(())
+    }
+
+    /// [`AuditWriter::append`] without its fsync.
+    fn append_unsynced(&mut self, event: &AuditEvent) -> Result<Appended, DurableError> {
         if self.poisoned {
             return Err(DurableError::AuditIo {
                 path: self.path.clone(),
@@ -365,9 +392,6 @@ impl AuditWriter {
             seq,
             hash: hash.clone(),
         };
-        if self.sync.syncs_after(event.kind) {
-            self.sync_records()?;
-        }
         Ok(Appended {
             seq,
             hash,

@@ -177,3 +177,23 @@ fn switching_from_on_request_to_a_syncing_policy_keeps_the_order() {
     );
     writer.close().unwrap();
 }
+
+/// A batch appended with one fsync at its end writes the bytes and the head that the same
+/// records appended one by one do, and each batch is in the file when `append_batch`
+/// returns.
+#[test]
+fn a_batch_writes_what_appending_one_by_one_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let batched = dir.path().join("batched.jsonl");
+    let direct = dir.path().join("direct.jsonl");
+    let direct_head = written_with(SyncPolicy::BeforeSideEffects, &direct, 300);
+    let mut writer = AuditWriter::create(&batched).unwrap();
+    let events: Vec<AuditEvent> = (1..=300).map(event).collect();
+    for batch in events.chunks(7) {
+        writer.append_batch(batch).unwrap();
+        let lines = fs::read_to_string(&batched).unwrap().lines().count() as u64;
+        assert_eq!(lines, writer.head().seq, "the batch is in the file");
+    }
+    assert_eq!(writer.close().unwrap(), direct_head);
+    assert_eq!(fs::read(&batched).unwrap(), fs::read(&direct).unwrap());
+}

@@ -229,12 +229,13 @@ pub async fn play_from<L: Ledger>(
         let committing = std::time::Instant::now();
         core.flush_ledger()
             .map_err(|e| LiveError::Durable(format!("--ledger: {e}")))?;
-        commits.note(committing.elapsed());
         // The trail records the attempts before they leave (a killed process must not have
-        // sent what its trail does not show).
+        // sent what its trail does not show), with one fsync for the turn: counted with the
+        // commit, as the driver waits on both.
         if audit {
             record_audit(&mut core, opts.keep_audit, &mut audit_events, audit_sink)?;
         }
+        commits.note(committing.elapsed());
         for (send, http, stream, hidden) in wire.outgoing.drain(..) {
             let timeout = clock.real(send.timeout_ms);
             let transport = transport.clone();

@@ -173,7 +173,8 @@ pub struct LiveRun {
 }
 
 /// How long a live run's ledger commits (one a turn, each ending in an fsync with
-/// `--ledger`) held its driver, in real time. The driver runs nothing else meanwhile, and
+/// `--ledger`, with the audit trail's write and fsync of that turn's records) held its
+/// driver, in real time. The driver runs nothing else meanwhile, and
 /// the scenario's clock runs on at the time scale: on a busy disk a commit of 50 real ms is
 /// 1.5 s of a run at time scale 30, which the run's queue waits and latencies then
 /// include. The run says so (see [`LedgerCommits::note_line`]).
