@@ -1388,3 +1388,35 @@ print(json.dumps({
         );
     }
 }
+
+/// A client whose bodies the API refuses (a misspelt parameter) fails those items for
+/// that reason: `wont_improve_400`, not a spent budget it never had.
+#[test]
+fn items_refused_for_an_unknown_field_fail_as_wont_improve() {
+    if !python_has("json") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = PY_CLIENT.to_string()
+        + r#"
+chat = "/v1/chat/completions"
+items = [json.loads(l) for l in open(os.environ["STAMPEDE_WORKLOAD"])]
+statuses = []
+for n, item in enumerate(items):
+    body = dict(item["body"])
+    if n % 2:
+        body["max_tokenz"] = 5
+    statuses.append(send(chat, body))
+print("statuses", statuses)
+"#;
+    let out = run_blind_retry(
+        dir.path(),
+        &["provider.faults=[]"],
+        &["python3", "-c", &script],
+    );
+    let s = summary(dir.path());
+    assert_eq!(s["logical_requests"], 20, "{}{s}", text(&out.stdout));
+    assert_eq!(s["completed"], 10, "{s}");
+    assert_eq!(s["failed"], 10, "{s}");
+    assert_eq!(s["failures_by_reason"]["wont_improve_400"], 10, "{s}");
+}

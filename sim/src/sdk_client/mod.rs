@@ -778,10 +778,14 @@ pub(crate) fn end_unseen(
         } else {
             TerminalStatus::Failed
         },
-        reason: if ok {
-            Reason::Succeeded
-        } else {
-            Reason::AttemptsExhausted
+        reason: match (ok, seen.last_status) {
+            (true, _) => Reason::Succeeded,
+            // The client gave up on an answer no retry changes (a body the API refuses, a
+            // key it does not know): that, not a spent budget, is why it failed.
+            (false, Some(status @ (400 | 401 | 403 | 404 | 413 | 422))) => {
+                Reason::WontImprove { status, code: None }
+            }
+            (false, _) => Reason::AttemptsExhausted,
         },
         sent,
         last_status: seen.last_status,
