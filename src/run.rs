@@ -123,6 +123,9 @@ pub fn main(args: RunArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return exit::bad_input(e),
     };
+    for note in &scenario.notes {
+        eprintln!("{note}");
+    }
     // Read before the run: the run may write into the same folder.
     let baseline = match args.baseline.as_deref().map(read_summary).transpose() {
         Ok(b) => b,

@@ -150,3 +150,45 @@ fn litellm_router_falls_back_its_own_way_across_providers() {
     assert!(s.by_provider["secondary"].outbound_attempts > 0);
     assert!(s.duplicates > 0 && s.duplicate_billed_usd > 0.0);
 }
+
+/// An SDK preset plays the SDK's own retries and reads no `[client.policy]`: the run says
+/// so (fallback.toml's routing plans, under openai-python, had been dropped without a
+/// word), and says nothing when there is nothing it leaves unread.
+#[test]
+fn a_policy_an_sdk_preset_does_not_read_is_named() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let out_dir = dir.path().join("run");
+    let run = |sets: &[&str]| {
+        let mut args = vec![
+            "run",
+            "scenarios/quickstart.toml",
+            "--no-render",
+            "--quiet",
+            "--out",
+            common::a_str(&out_dir),
+        ];
+        for set in sets {
+            args.extend(["--set", set]);
+        }
+        common::stampede(&args)
+    };
+    let noted = run(&[
+        "client.preset=openai-python",
+        "client.policy.default_scope.max_delayed_requests=3",
+    ]);
+    let stderr = common::text(&noted.stderr);
+    assert!(
+        stderr.contains("note: client.policy is not read under the SDK preset \"openai-python\""),
+        "{stderr}"
+    );
+    for quiet in [
+        run(&["client.preset=openai-python"]),
+        run(&["client.policy.default_scope.max_delayed_requests=3"]),
+    ] {
+        assert!(
+            !common::text(&quiet.stderr).contains("note:"),
+            "{}",
+            common::text(&quiet.stderr)
+        );
+    }
+}

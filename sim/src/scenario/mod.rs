@@ -125,6 +125,9 @@ pub struct Scenario {
     pub sdk_layers: Vec<crate::sdk_client::RetryLayer>,
     /// What the run directory holds beyond the files always written (`[output]`).
     pub output: OutputSpec,
+    /// What the scenario sets that its run will not read, said for the user before it
+    /// plays (a `[client.policy]` under an SDK preset, which plays the SDK's own logic).
+    pub notes: Vec<String>,
 }
 
 /// Largest scenario file read, in bytes. The shipped ones are a few KB; a file past this is
@@ -588,6 +591,15 @@ fn resolve(raw: ScenarioFile, has_provider: bool) -> Result<Scenario, (String, S
         ));
     }
     replicas(&raw.client, !sdk_layers.is_empty(), !crashes.is_empty())?;
+    let mut notes = Vec::new();
+    if raw.client.policy.is_some() && !sdk_layers.is_empty() {
+        notes.push(format!(
+            "note: client.policy is not read under the SDK preset {:?}, which plays the SDK's \
+             own retries (its routing plans, degradation ladder and budgets with it); play it \
+             under a core preset (naive, exponential, full-jitter, stampede) to use them",
+            raw.client.preset
+        ));
+    }
     Ok(Scenario {
         name: raw.name,
         seed: raw.seed,
@@ -603,6 +615,7 @@ fn resolve(raw: ScenarioFile, has_provider: bool) -> Result<Scenario, (String, S
         crashes,
         sdk_layers,
         output: raw.output,
+        notes,
     })
 }
 
