@@ -573,17 +573,23 @@ fn scope_retry_budget_bounds_retries_across_tasks() {
     assert!(failed >= 8);
 }
 
+/// The default policy with `cap` on the retries waiting on scope `acct`, and no other
+/// budget or breaker that could end a retry first.
+fn retries_capped(cap: Option<u32>) -> Policy {
+    let mut policy = scoped(None, None);
+    policy.retry_budgets.per_task.enabled = false;
+    policy.retry_budgets.per_scope.enabled = false;
+    policy.breaker.enabled = false;
+    policy.scopes.get_mut("acct").unwrap().max_delayed_requests = cap;
+    policy
+}
+
 /// Seed 000's `shared_scope: max_delayed_requests`: at most that many retries wait on a
 /// scope at once; one more ends now, and a retry that wakes makes room for the next.
 #[test]
 fn max_delayed_requests_caps_the_retries_waiting_on_a_scope() {
     let run = |cap: Option<u32>| {
-        let mut policy = scoped(None, None);
-        policy.retry_budgets.per_task.enabled = false;
-        policy.retry_budgets.per_scope.enabled = false;
-        policy.breaker.enabled = false;
-        policy.scopes.get_mut("acct").unwrap().max_delayed_requests = cap;
-        let mut s = scheduler(policy);
+        let mut s = scheduler(retries_capped(cap));
         for id in 1..=10 {
             s.submit(job(id, "read"), 0).unwrap();
         }
@@ -630,12 +636,7 @@ fn max_delayed_requests_caps_the_retries_waiting_on_a_scope() {
 /// waits for its retry instead of being shed by a place nobody holds.
 #[test]
 fn a_cancelled_retry_gives_its_place_on_the_scope_back() {
-    let mut policy = scoped(None, None);
-    policy.retry_budgets.per_task.enabled = false;
-    policy.retry_budgets.per_scope.enabled = false;
-    policy.breaker.enabled = false;
-    policy.scopes.get_mut("acct").unwrap().max_delayed_requests = Some(1);
-    let mut s = scheduler(policy);
+    let mut s = scheduler(retries_capped(Some(1)));
     s.submit(job(1, "read"), 0).unwrap();
     let first = sends(&drain(&mut s, 0)).remove(0);
     s.on_outcome(first.attempt, response(503, &[]), 0);

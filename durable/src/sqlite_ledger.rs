@@ -417,6 +417,22 @@ impl SqliteLedger {
     /// Records what the run that writes this ledger is, replacing what was recorded;
     /// durable when it returns (whatever the group commit holds pending).
     pub fn set_run_facts(&mut self, facts: &[(&str, String)]) -> Result<(), DurableError> {
+        self.write_run_facts(facts, true)
+    }
+
+    /// Records these facts of the run that writes this ledger, each replacing the fact of
+    /// its name and the others kept, in one transaction; durable when it returns (whatever
+    /// the group commit holds pending).
+    pub fn update_run_facts(&mut self, facts: &[(&str, String)]) -> Result<(), DurableError> {
+        self.write_run_facts(facts, false)
+    }
+
+    /// Writes `facts` in one transaction, first deleting every fact when `replace_all`.
+    fn write_run_facts(
+        &mut self,
+        facts: &[(&str, String)],
+        replace_all: bool,
+    ) -> Result<(), DurableError> {
         let path = self.path.clone();
         let sql_err = |source| DurableError::LedgerSql {
             path: path.clone(),
@@ -424,28 +440,9 @@ impl SqliteLedger {
             source,
         };
         let tx = self.conn.transaction().map_err(sql_err)?;
-        tx.execute("DELETE FROM run", []).map_err(sql_err)?;
-        for (fact, value) in facts {
-            tx.execute(
-                "INSERT INTO run (fact, value) VALUES (?1, ?2)",
-                rusqlite::params![fact, value],
-            )
-            .map_err(sql_err)?;
+        if replace_all {
+            tx.execute("DELETE FROM run", []).map_err(sql_err)?;
         }
-        tx.commit().map_err(sql_err)
-    }
-
-    /// Records these facts of the run that writes this ledger, each replacing the fact of
-    /// its name and the others kept, in one transaction; durable when it returns (whatever
-    /// the group commit holds pending).
-    pub fn update_run_facts(&mut self, facts: &[(&str, String)]) -> Result<(), DurableError> {
-        let path = self.path.clone();
-        let sql_err = |source| DurableError::LedgerSql {
-            path: path.clone(),
-            action: "update what run writes the ledger".into(),
-            source,
-        };
-        let tx = self.conn.transaction().map_err(sql_err)?;
         for (fact, value) in facts {
             tx.execute(
                 "INSERT OR REPLACE INTO run (fact, value) VALUES (?1, ?2)",
