@@ -15,6 +15,8 @@ pub(super) const LIFE: &str = "life";
 pub(super) const CRASHES: &str = "crashes";
 /// The fact listing when the runner was down, as `from-to` spans in scenario ms.
 pub(super) const DOWNS: &str = "downs";
+/// Every fact of the lives, as [`Lives::facts`] writes them.
+pub(super) const FACTS: [&str; 3] = [LIFE, CRASHES, DOWNS];
 
 /// What the ledger says of the lives before this one.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

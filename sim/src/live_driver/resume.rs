@@ -226,13 +226,11 @@ pub async fn play_durable(
     // A life of this build records these four before it sends anything; a ledger holding
     // some and not all had rows deleted (one from before them holds none).
     let recorded = |name: &str| stored.iter().any(|(fact, _)| fact == name);
-    let written = [
-        run_facts::PROVIDER_JOURNAL,
-        lives::LIFE,
-        lives::CRASHES,
-        lives::DOWNS,
-    ];
-    let missing: Vec<&str> = written.into_iter().filter(|f| !recorded(f)).collect();
+    let written: Vec<&str> = lives::FACTS
+        .into_iter()
+        .chain([run_facts::PROVIDER_JOURNAL])
+        .collect();
+    let missing: Vec<&str> = written.iter().copied().filter(|f| !recorded(f)).collect();
     if !entries.is_empty() && !missing.is_empty() && missing.len() < written.len() {
         return Err(LiveError::Durable(format!(
             "the ledger {} lacks part of the record of the run that wrote it ({} deleted from \
@@ -271,7 +269,7 @@ pub async fn play_durable(
     if !entries.is_empty() {
         // What the ledger says of its lives stays until this restart counts itself (a
         // restart refused below leaves them as they were).
-        for name in [lives::LIFE, lives::CRASHES, lives::DOWNS] {
+        for name in lives::FACTS {
             if let Some((_, value)) = stored.iter().find(|(fact, _)| fact == name) {
                 kept.push((name, value.clone()));
             }

@@ -98,7 +98,7 @@ pub fn apply(root: &mut Table, ov: &Override) -> Result<(), String> {
     let segs: Vec<&str> = owned.iter().map(String::as_str).collect();
     // Work on a copy so an error leaves `root` untouched.
     let mut whole = Value::Table(root.clone());
-    set_in(&mut whole, &segs, &ov.value, &ov.path)?;
+    set_in(&mut whole, (&segs, &segs), &ov.value, &ov.path)?;
     if let Value::Table(t) = whole {
         *root = t;
     }
@@ -134,15 +134,19 @@ pub fn segments(path: &str) -> Option<Vec<String>> {
     }
 }
 
-fn set_in(cur: &mut Value, segs: &[&str], value: &Value, full: &str) -> Result<(), String> {
+/// Sets `value` at the parts `segs` left of the key's parts `all`, below `cur`.
+fn set_in(
+    cur: &mut Value,
+    (segs, all): (&[&str], &[&str]),
+    value: &Value,
+    full: &str,
+) -> Result<(), String> {
     let (seg, rest) = match segs.split_first() {
         Some(x) => x,
         None => return Ok(()),
     };
-    // The path down to `seg`, as errors name it (the parts of `full` before the rest).
-    let depth = full_depth(full) - rest.len();
-    let here_owned =
-        segments(full).map_or_else(|| full.to_string(), |parts| parts[..depth].join("."));
+    // The path down to `seg`, as errors name it.
+    let here_owned = all[..all.len() - rest.len()].join(".");
     let here = here_owned.as_str();
     match cur {
         Value::Table(t) => {
@@ -163,7 +167,7 @@ fn set_in(cur: &mut Value, segs: &[&str], value: &Value, full: &str) -> Result<(
             let next = t
                 .entry((*seg).to_string())
                 .or_insert_with(|| Value::Table(Table::new()));
-            set_in(next, rest, value, full)
+            set_in(next, (rest, all), value, full)
         }
         Value::Array(items) => {
             let parent = here.rsplit_once('.').map_or("", |(p, _)| p);
@@ -186,7 +190,7 @@ fn set_in(cur: &mut Value, segs: &[&str], value: &Value, full: &str) -> Result<(
                 *slot = value.clone();
                 return Ok(());
             }
-            set_in(slot, rest, value, full)
+            set_in(slot, (rest, all), value, full)
         }
         other => {
             let parent = here.rsplit_once('.').map_or("", |(p, _)| p);
@@ -197,11 +201,6 @@ fn set_in(cur: &mut Value, segs: &[&str], value: &Value, full: &str) -> Result<(
             ))
         }
     }
-}
-
-/// How many parts `full` has (see [`segments`]).
-fn full_depth(full: &str) -> usize {
-    segments(full).map_or(0, |parts| parts.len())
 }
 
 #[cfg(test)]
