@@ -202,6 +202,41 @@ fn the_official_anthropic_sdk_passes_strict_validation_plain_and_streamed() {
     );
 }
 
+/// The same workload and faults through the openai SDK's Responses API
+/// (`client.responses.create`, plain and streamed): every answer passes the SDK's strict
+/// validation, its retries are counted, and the journal holds Responses calls only.
+#[test]
+fn the_official_openai_sdk_passes_strict_validation_on_the_responses_api() {
+    if !python_has("openai") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_client(
+        "examples/clients/openai-responses-sdk.toml",
+        dir.path(),
+        &[],
+    );
+    let log = std::fs::read_to_string(dir.path().join("client.log")).unwrap_or_default();
+    assert_eq!(out.status.code(), Some(0), "{}\n{log}", text(&out.stdout));
+    assert!(!log.contains("error "), "the SDK raised: {log}");
+    assert!(
+        log.contains(r#"{"ok": 40}"#),
+        "every call ok, streams with usage: {log}"
+    );
+    let s = summary(dir.path());
+    assert_eq!(s["completed"], 40);
+    assert_eq!(s["retries"], 80, "{s}");
+    assert_eq!(s["status_counts"]["429"], 40);
+    assert_eq!(s["status_counts"]["503"], 40);
+    assert_eq!(s["retry_after_violations"], 0);
+    let mut routes = std::collections::BTreeSet::new();
+    let mut reader = csv::Reader::from_path(dir.path().join("attempts.csv")).unwrap();
+    for row in reader.deserialize::<std::collections::HashMap<String, String>>() {
+        routes.insert(row.unwrap()["route"].clone());
+    }
+    assert_eq!(routes, ["/v1/responses".to_string()].into());
+}
+
 #[test]
 fn the_openai_sdk_default_retries_double_bill_and_the_run_says_so() {
     if !python_has("openai") {
@@ -337,6 +372,30 @@ fn every_fault_reaches_the_openai_sdk_as_the_real_api_delivers_it() {
             "APITimeoutError",
             "APIConnectionError",
             "APIError",
+            "InternalServerError"
+        ]
+    );
+    assert_journal(&journal, "503");
+}
+
+#[test]
+fn every_fault_reaches_the_openai_sdks_responses_api_as_the_real_api_delivers_it() {
+    if !python_has("openai") {
+        return;
+    }
+    let (raised, journal) = probe("openai-responses");
+    assert_eq!(
+        raised,
+        [
+            "RateLimitError",
+            "InternalServerError",
+            "APIConnectionError",
+            "APIConnectionError",
+            "APITimeoutError",
+            "APIConnectionError",
+            // The stream's `error` event is an event the helper hands on, not an
+            // exception: its final response never came.
+            "RuntimeError",
             "InternalServerError"
         ]
     );
@@ -1343,6 +1402,7 @@ fn every_request_parameter_of_the_pinned_sdks_is_a_known_body_field() {
 import json
 from openai.types.chat import completion_create_params as chat
 from openai.types import embedding_create_params as embeddings
+from openai.types.responses import response_create_params as responses
 from anthropic.types import message_create_params as messages
 from anthropic.types.beta import message_create_params as beta
 def keys(*types):
@@ -1354,6 +1414,7 @@ def keys(*types):
 print(json.dumps({
     "chat": keys(chat.CompletionCreateParamsStreaming, chat.CompletionCreateParamsNonStreaming),
     "embeddings": keys(embeddings.EmbeddingCreateParams),
+    "responses": keys(responses.ResponseCreateParamsStreaming, responses.ResponseCreateParamsNonStreaming),
     "messages": keys(messages.MessageCreateParamsStreaming, messages.MessageCreateParamsNonStreaming),
     # `betas` travels as the anthropic-beta header, not in the body.
     "beta": [k for k in keys(beta.MessageCreateParamsStreaming) if k != "betas"],
@@ -1370,6 +1431,7 @@ print(json.dumps({
     for (list, route) in [
         ("chat", RequestRoute::ChatCompletions),
         ("embeddings", RequestRoute::Embeddings),
+        ("responses", RequestRoute::Responses),
         ("messages", RequestRoute::Messages),
         ("beta", RequestRoute::Messages),
     ] {

@@ -1,12 +1,12 @@
-"""Sends STAMPEDE_WORKLOAD one request at a time through an official SDK (argv[1]: openai or
-anthropic), streamed, with the SDK's retries off except on the last request, and prints what
+"""Sends STAMPEDE_WORKLOAD one request at a time through an official SDK (argv[1]: openai,
+openai-responses, the openai SDK's Responses API, or anthropic), streamed, with the SDK's retries off except on the last request, and prints what
 the SDK raised for each: `request N: ok` or `request N: ExceptionClass`. tests/clients.rs
 pairs that with a scenario whose k-th attempt gets the k-th fault."""
 import json, os, sys
 
 api = sys.argv[1]
 timeout = 2.0
-if api == "openai":
+if api in ("openai", "openai-responses"):
     import openai as sdk
     client = sdk.OpenAI(_strict_response_validation=True, timeout=timeout, max_retries=0)
 else:
@@ -22,6 +22,12 @@ for i, req in enumerate(requests):
                 max_tokens=req["max_tokens"], stream=True, stream_options={"include_usage": True})
             for _ in stream:
                 pass
+        elif api == "openai-responses":
+            with c.responses.stream(model=req["model"], input=req["messages"],
+                                    max_output_tokens=req["max_tokens"]) as stream:
+                for _ in stream:
+                    pass
+                stream.get_final_response()
         else:
             with c.messages.stream(model=req["model"], max_tokens=req["max_tokens"],
                                    messages=req["messages"]) as stream:

@@ -1,5 +1,7 @@
 """Replays STAMPEDE_WORKLOAD through the official openai Python SDK, unmodified, with its
 default retries and strict response validation on. Run by `stampede run ... --client`.
+`--api responses` sends each request through the Responses API (`client.responses.create`)
+instead of chat completions.
 
 Every call's outcome is printed to client.log; the exit code is 0 when the workload was
 played to the end (calls that failed are the provider's figures to judge, not a crash)."""
@@ -18,10 +20,39 @@ lock = threading.Lock()
 counts = {}
 
 
+api = sys.argv[sys.argv.index("--api") + 1] if "--api" in sys.argv else "chat"
+if api not in ("chat", "responses"):
+    sys.exit(f"openai_driver.py: --api takes chat or responses, not {api!r}")
+
+
+def respond(req):
+    """One request through the Responses API: the outcome, as `call` prints it."""
+    if req.get("stream"):
+        events = client.responses.create(
+            model=req["model"], input=req["messages"], max_output_tokens=req["max_tokens"],
+            stream=True)
+        text, usage = "", None
+        for event in events:
+            if event.type == "response.output_text.delta":
+                text += event.delta
+            elif event.type in ("response.completed", "response.incomplete"):
+                usage = event.response.usage
+                assert event.response.output_text == text, "the deltas make the final text"
+            elif event.type == "error":
+                return f"stream error {event.code}"
+        return "ok" if usage is not None else "ok-no-usage"
+    answer = client.responses.create(
+        model=req["model"], input=req["messages"], max_output_tokens=req["max_tokens"])
+    assert answer.usage.total_tokens > 0 and answer.output_text
+    return "ok"
+
+
 def call(req):
     time.sleep(max(0.0, req["at_ms"] / scale / 1000 - (time.time() - start)))
     try:
-        if req.get("stream"):
+        if api == "responses":
+            outcome = respond(req)
+        elif req.get("stream"):
             chunks = client.chat.completions.create(
                 model=req["model"], messages=req["messages"], max_tokens=req["max_tokens"],
                 stream=True, stream_options={"include_usage": True})

@@ -318,6 +318,7 @@ fn path() -> impl Strategy<Value = String> {
     prop_oneof![
         4 => Just("/v1/chat/completions".to_string()),
         3 => Just("/v1/messages".to_string()),
+        2 => Just("/v1/responses".to_string()),
         2 => Just("/v1/embeddings".to_string()),
         4 => Just("/v1/records".to_string()),
         2 => odd().prop_map(|id| format!("/v1/records/{id}")),
@@ -496,6 +497,32 @@ fn body() -> impl Strategy<Value = Vec<u8>> {
         Just("[1,[2]]".to_string())
     ]
     .prop_map(|i| format!("{{\"input\":{i},\"model\":\"e\"}}").into_bytes());
+    let responses = (
+        prop_oneof![
+            "\\PC{0,60}".prop_map(|s| serde_json::Value::String(s).to_string()),
+            json_scalar(),
+            Just(
+                "[{\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"hi\"}]}]"
+                    .to_string()
+            ),
+            Just(
+                "[{\"type\":\"function_call_output\",\"call_id\":\"c\",\"output\":7}]".to_string()
+            ),
+            Just("[{\"role\":\"robot\"},3]".to_string()),
+        ],
+        prop::option::of(json_scalar()),
+        prop::option::of(prop_oneof![Just("true"), Just("false"), Just("1")]),
+    )
+        .prop_map(|(input, max, stream)| {
+            let mut fields = vec![format!("\"input\":{input}"), "\"model\":\"m\"".to_string()];
+            if let Some(m) = max {
+                fields.push(format!("\"max_output_tokens\":{m}"));
+            }
+            if let Some(s) = stream {
+                fields.push(format!("\"stream\":{s}"));
+            }
+            format!("{{{}}}", fields.join(",")).into_bytes()
+        });
     let deep = (1usize..20_000, any::<bool>()).prop_map(|(n, obj)| {
         if obj {
             let mut s = "{\"a\":".repeat(n);
@@ -515,6 +542,7 @@ fn body() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
         5 => chat,
         4 => record,
+        2 => responses,
         2 => embed,
         1 => deep,
         1 => invalid_utf8,
@@ -727,8 +755,13 @@ fn tcp_mutated_requests() {
 fn regression_a_huge_streamed_completion_is_made_as_it_is_read() {
     count_panics();
     let addr = plain_server();
-    for path in ["/v1/chat/completions", "/v1/messages"] {
-        let body = r#"{"model":"m","messages":[{"role":"user","content":"x"}],"max_tokens":4294967295,"stream":true,"stream_options":{"include_usage":true}}"#;
+    let responses = r#"{"model":"m","input":"x","max_output_tokens":4294967295,"stream":true}"#;
+    let chat = r#"{"model":"m","messages":[{"role":"user","content":"x"}],"max_tokens":4294967295,"stream":true,"stream_options":{"include_usage":true}}"#;
+    for (path, body) in [
+        ("/v1/chat/completions", chat),
+        ("/v1/messages", chat),
+        ("/v1/responses", responses),
+    ] {
         let req = format!(
             "POST {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {KEY}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
             body.len()
@@ -765,6 +798,7 @@ fn request() -> impl Strategy<Value = Request> {
     let route = prop_oneof![
         4 => Just(RequestRoute::ChatCompletions),
         2 => Just(RequestRoute::Messages),
+        2 => Just(RequestRoute::Responses),
         1 => Just(RequestRoute::Embeddings),
         4 => Just(RequestRoute::CreateRecord),
         2 => prop_oneof![

@@ -1101,3 +1101,99 @@ async fn unknown_body_fields_are_refused_unless_the_provider_accepts_them() {
         assert_eq!(r.status(), 200, "{route}: {}", r.text().await.unwrap());
     }
 }
+
+/// `POST /v1/responses`: a `response` object with its usage and the scope's limits in the
+/// headers, a stream of numbered events whose deltas make the closing text, a 429 in
+/// OpenAI's words under a fault rule that names the route, and the API's refusals; each
+/// attempt journaled under `/v1/responses`.
+#[tokio::test]
+async fn the_responses_api_answers_streams_and_refuses_in_its_own_format() {
+    let rule = fault(|r| {
+        r.route = Some(RouteName::Responses);
+        r.nth = Some(3);
+        r.status = Some(429);
+    });
+    let s = start(config(Some(100), vec![rule])).await;
+    let post = |body: Value| {
+        s.client
+            .post(format!("{}/v1/responses", s.base))
+            .bearer_auth("sk-a-test-key")
+            .json(&body)
+            .send()
+    };
+    let r = post(
+        json!({ "model": "m", "input": "a question of some twenty", "max_output_tokens": 16 }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(r.headers().contains_key("x-ratelimit-remaining-requests"));
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["object"], "response");
+    assert!(v["id"].as_str().unwrap().starts_with("resp_"), "{v}");
+    let output = &v["output"][0];
+    assert_eq!(
+        (&output["type"], &output["role"]),
+        (&json!("message"), &json!("assistant"))
+    );
+    assert_eq!(output["content"][0]["type"], "output_text");
+    let (input, out) = (&v["usage"]["input_tokens"], &v["usage"]["output_tokens"]);
+    assert_eq!(input, 11, "{v}");
+    assert!((1..=16).contains(&out.as_u64().unwrap()), "{v}");
+    let r = post(
+        json!({ "model": "m", "input": [{ "role": "user", "content": "hi" }], "stream": true }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["content-type"], "text/event-stream");
+    let text = r.text().await.unwrap();
+    let events: Vec<Value> = text
+        .split("\n\n")
+        .filter(|e| !e.is_empty())
+        .map(|e| serde_json::from_str(e.split_once("\ndata: ").unwrap().1).unwrap())
+        .collect();
+    assert_eq!(events[0]["type"], "response.created");
+    let last = events.last().unwrap();
+    assert!(
+        matches!(
+            last["type"].as_str(),
+            Some("response.completed" | "response.incomplete")
+        ),
+        "{last}"
+    );
+    let deltas: String = events
+        .iter()
+        .filter(|e| e["type"] == "response.output_text.delta")
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(last["response"]["output"][0]["content"][0]["text"], deltas);
+    let numbers: Vec<u64> = events
+        .iter()
+        .map(|e| e["sequence_number"].as_u64().unwrap())
+        .collect();
+    assert_eq!(numbers, (0..events.len() as u64).collect::<Vec<_>>());
+    // The third attempt on the route meets the rule.
+    let r = post(json!({ "model": "m", "input": "x" })).await.unwrap();
+    assert_eq!(r.status(), 429);
+    let e: Value = r.json().await.unwrap();
+    assert_eq!(e["error"]["type"], "requests", "{e}");
+    for (body, message) in [
+        (
+            json!({ "model": "m", "input": "x", "max_tokens": 20 }),
+            "Unrecognized request argument supplied: max_tokens",
+        ),
+        (
+            json!({ "model": "m", "input": "x", "max_output_tokens": 8 }),
+            "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 16, but got 8 instead.",
+        ),
+    ] {
+        let r = post(body).await.unwrap();
+        assert_eq!(r.status(), 400);
+        let e: Value = r.json().await.unwrap();
+        assert_eq!(e["error"]["message"], message);
+    }
+    let j = s.journal().await;
+    let routes: Vec<&Value> = j.iter().map(|e| &e["route"]).collect();
+    assert_eq!(routes, vec![&json!("/v1/responses"); 5]);
+}

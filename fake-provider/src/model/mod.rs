@@ -763,7 +763,10 @@ impl ProviderModel {
         // name shared by the journal); with no models listed, nothing changes.
         let is_chat = matches!(
             req.route.name(),
-            RouteName::ChatCompletions | RouteName::Messages | RouteName::Embeddings
+            RouteName::ChatCompletions
+                | RouteName::Messages
+                | RouteName::Responses
+                | RouteName::Embeddings
         );
         let model = if is_chat {
             match self.models.resolve(req.model.as_deref()) {
@@ -939,7 +942,10 @@ impl ProviderModel {
 
         // 6. The route.
         let (latency_ms, mut answer) = match &req.route {
-            RequestRoute::ChatCompletions | RequestRoute::Messages | RequestRoute::Embeddings => {
+            RequestRoute::ChatCompletions
+            | RequestRoute::Messages
+            | RequestRoute::Responses
+            | RequestRoute::Embeddings => {
                 self.complete(req, scope_idx, seq, now, entry, model, &mut holding)
             }
             RequestRoute::CreateRecord => {

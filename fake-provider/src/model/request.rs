@@ -81,6 +81,8 @@ pub enum RequestRoute {
     ChatCompletions,
     /// `POST /v1/messages`: Anthropic Messages, the same completion in another wire format
     Messages,
+    /// `POST /v1/responses`: OpenAI Responses, the same completion in a third wire format
+    Responses,
     /// `POST /v1/embeddings`: a cheap call, charged its input tokens only
     Embeddings,
     /// `POST /v1/records` (side effect; honours `Idempotency-Key`)
@@ -132,6 +134,7 @@ impl RequestRoute {
         match self {
             RequestRoute::ChatCompletions => RouteName::ChatCompletions,
             RequestRoute::Messages => RouteName::Messages,
+            RequestRoute::Responses => RouteName::Responses,
             RequestRoute::Embeddings => RouteName::Embeddings,
             RequestRoute::CreateRecord => RouteName::CreateRecord,
             RequestRoute::GetRecord { .. } => RouteName::GetRecord,
@@ -145,6 +148,7 @@ impl RequestRoute {
         match self {
             RequestRoute::ChatCompletions
             | RequestRoute::Messages
+            | RequestRoute::Responses
             | RequestRoute::Embeddings
             | RequestRoute::CreateRecord => "POST",
             _ => "GET",
@@ -156,6 +160,7 @@ impl RequestRoute {
         match self {
             RequestRoute::ChatCompletions => "/v1/chat/completions",
             RequestRoute::Messages => "/v1/messages",
+            RequestRoute::Responses => "/v1/responses",
             RequestRoute::Embeddings => "/v1/embeddings",
             RequestRoute::CreateRecord => "/v1/records",
             RequestRoute::GetRecord { .. } => "/v1/records/{id}",
@@ -366,6 +371,7 @@ mod tests {
             (RequestRoute::CreateRecord, 0x0123_4567_89ab_cdef),
             (RequestRoute::GetItem { id: "x".into() }, u64::MAX),
             (RequestRoute::Embeddings, 0xa5),
+            (RequestRoute::Responses, 7),
         ] {
             let text = format!("{} {} {:016x}", route.method(), route.template(), hash);
             let fp = Fingerprint::of(&route, hash);

@@ -4,7 +4,7 @@
 //! misspelt parameter (`max_token`), or one its model's API does not have, learns it here.
 //!
 //! The lists are the request parameters of the SDKs CI pins (openai 3.57.0's
-//! `CompletionCreateParams` and `EmbeddingCreateParams`, anthropic 2.14.0's
+//! `CompletionCreateParams`, `ResponseCreateParams` and `EmbeddingCreateParams`, anthropic 2.14.0's
 //! `MessageCreateParams` and its beta's), and older ones the APIs still take (Anthropic's
 //! sampling numbers). A client that sends a parameter newer than these sets the provider's
 //! `accept_unknown_fields`.
@@ -54,6 +54,44 @@ const CHAT: &[&str] = &[
     "web_search_options",
 ];
 
+/// `POST /v1/responses`, sorted: openai 3.57.0's `ResponseCreateParams`.
+const RESPONSES: &[&str] = &[
+    "access_programs",
+    "background",
+    "background_options",
+    "context_management",
+    "conversation",
+    "image",
+    "include",
+    "input",
+    "instructions",
+    "max_output_tokens",
+    "max_tool_calls",
+    "metadata",
+    "model",
+    "moderation",
+    "parallel_tool_calls",
+    "previous_response_id",
+    "prompt",
+    "prompt_cache_key",
+    "prompt_cache_options",
+    "prompt_cache_retention",
+    "reasoning",
+    "safety_identifier",
+    "service_tier",
+    "store",
+    "stream",
+    "stream_options",
+    "temperature",
+    "text",
+    "tool_choice",
+    "tools",
+    "top_logprobs",
+    "top_p",
+    "truncation",
+    "user",
+];
+
 /// `POST /v1/embeddings`, sorted.
 const EMBEDDINGS: &[&str] = &["dimensions", "encoding_format", "input", "model", "user"];
 
@@ -98,6 +136,7 @@ pub fn of(route: &RequestRoute) -> Option<&'static [&'static str]> {
         RequestRoute::ChatCompletions => Some(CHAT),
         RequestRoute::Embeddings => Some(EMBEDDINGS),
         RequestRoute::Messages => Some(MESSAGES),
+        RequestRoute::Responses => Some(RESPONSES),
         _ => None,
     }
 }
@@ -128,9 +167,9 @@ fn shown(name: &str) -> &str {
     &name[..end]
 }
 
-/// OpenAI's words for the fields of a body of `route` (chat completions or embeddings) it
-/// does not take, or `None` when it takes them all (or the body is no object, which is
-/// refused for that).
+/// OpenAI's words for the fields of a body of `route` (chat completions, responses or
+/// embeddings) it does not take, or `None` when it takes them all (or the body is no
+/// object, which is refused for that).
 pub(crate) fn openai_refusal(body: &Value, route: &RequestRoute) -> Option<String> {
     let extra = unknown(body.as_object()?, of(route)?);
     match extra.as_slice() {
@@ -159,7 +198,7 @@ mod tests {
 
     #[test]
     fn the_lists_are_sorted_for_their_search() {
-        for list in [CHAT, EMBEDDINGS, MESSAGES] {
+        for list in [CHAT, EMBEDDINGS, MESSAGES, RESPONSES] {
             assert!(list.windows(2).all(|w| w[0] < w[1]), "{list:?}");
         }
     }

@@ -202,7 +202,7 @@ pub(crate) fn base_request(
 }
 
 /// Parses a JSON body, naming the problem (serde's message carries line and column).
-fn json_body(bytes: &[u8]) -> Result<Value, BadRequest> {
+pub(crate) fn json_body(bytes: &[u8]) -> Result<Value, BadRequest> {
     if bytes.is_empty() {
         return Err(BadRequest::new(
             "the request body is empty: send a JSON object".into(),
@@ -316,7 +316,11 @@ pub(crate) fn chat(
 }
 
 /// OpenAI's 400 for body fields of `route` it does not take: no `param`, no `code`.
-fn unrecognized(v: &Value, route: &RequestRoute, accept_unknown: bool) -> Result<(), BadRequest> {
+pub(crate) fn unrecognized(
+    v: &Value,
+    route: &RequestRoute,
+    accept_unknown: bool,
+) -> Result<(), BadRequest> {
     if accept_unknown {
         return Ok(());
     }
@@ -341,7 +345,7 @@ const CHAT_ROLES: [&str; 6] = [
 ];
 
 /// The JSON type of `v` as OpenAI's errors name it (`got an integer instead`).
-fn json_kind(v: &Value) -> &'static str {
+pub(crate) fn json_kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -353,7 +357,7 @@ fn json_kind(v: &Value) -> &'static str {
     }
 }
 
-fn invalid_type(param: &str, expected: &str, got: &Value) -> BadRequest {
+pub(crate) fn invalid_type(param: &str, expected: &str, got: &Value) -> BadRequest {
     BadRequest::at(
         param,
         Some("invalid_type"),
@@ -365,7 +369,7 @@ fn invalid_type(param: &str, expected: &str, got: &Value) -> BadRequest {
 }
 
 /// A body's `model`, as a `Value`: required, a string, and a name ([`check_model`]).
-fn check_model_value(v: &Value) -> Result<(), BadRequest> {
+pub(crate) fn check_model_value(v: &Value) -> Result<(), BadRequest> {
     match v.get("model") {
         None | Some(Value::Null) => check_model(None),
         Some(Value::String(name)) => check_model(Some(name)),

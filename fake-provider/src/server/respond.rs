@@ -1,6 +1,7 @@
 //! Model decisions into HTTP: statuses, SSE streams, dropped connections and hangs.
 
 use super::anthropic;
+use super::responses;
 use super::shaped::{self, Shape};
 use super::state::Shared;
 use crate::model::{Answer, CompletionBody, Decision, HeaderOut, Signals};
@@ -257,6 +258,8 @@ pub(crate) enum Wire {
     OpenAi { include_usage: bool },
     /// Anthropic Messages (see `anthropic`).
     Anthropic,
+    /// OpenAI Responses (see `responses`): a 200 is a `response`; errors are OpenAI's.
+    Responses,
     /// OpenAI embeddings: a 200 is a list of vectors; errors are OpenAI's.
     Embeddings {
         /// How many inputs the request embeds: one vector each, as OpenAI answers.
@@ -314,7 +317,9 @@ pub(crate) async fn play(
             // A stream starts when its first piece is ready and ends at the latency, as a
             // real API's does; anything else is whole at the latency.
             let pace = match (stream_chunks, wire) {
-                (Some(n), Wire::OpenAi { .. } | Wire::Anthropic) if status == 200 => {
+                (Some(n), Wire::OpenAi { .. } | Wire::Anthropic | Wire::Responses)
+                    if status == 200 =>
+                {
                     Some(Pace::of(n, real_latency_ms))
                 }
                 _ => None,
@@ -346,7 +351,7 @@ pub(crate) async fn play(
             };
             let shape = shape.as_ref();
             let headers = signals.headers();
-            // `pace` is set for exactly the streams: a 200 streamed on either API.
+            // `pace` is set for exactly the streams: a 200 streamed on any completion API.
             match (pace, wire) {
                 (Some(pace), Wire::OpenAi { include_usage }) => {
                     let n = pace.chunks;
@@ -364,9 +369,24 @@ pub(crate) async fn play(
                         departure,
                     )
                 }
+                (Some(pace), Wire::Responses) => {
+                    let n = pace.chunks;
+                    let frames =
+                        responses::sse_frames(seq, &body, usage, (n, true), facts.max_tokens);
+                    sse_response(
+                        &headers,
+                        pace.paced(frames, responses::HEAD_EVENTS),
+                        departure,
+                    )
+                }
                 (_, Wire::Anthropic) => {
                     departure.delivered();
                     anthropic::answer(seq, status, &headers, &body, (usage, shape))
+                }
+                (_, Wire::Responses) if status == 200 => {
+                    departure.delivered();
+                    let response = responses::answer(seq, &body, usage, facts.max_tokens);
+                    json_response(200, &headers, &response)
                 }
                 (_, Wire::Embeddings { inputs }) if status == 200 => {
                     departure.delivered();
@@ -383,7 +403,7 @@ pub(crate) async fn play(
                     });
                     json_response(200, &headers, &body)
                 }
-                (_, Wire::OpenAi { .. } | Wire::Embeddings { .. }) => {
+                (_, Wire::OpenAi { .. } | Wire::Embeddings { .. } | Wire::Responses) => {
                     departure.delivered();
                     json_response(status, &headers, &body)
                 }
@@ -414,6 +434,9 @@ pub(crate) async fn play(
                 Wire::Anthropic => {
                     anthropic::sse_frames(seq, &body, None, (after_chunks, false), None)
                 }
+                Wire::Responses => {
+                    responses::sse_frames(seq, &body, None, (after_chunks, false), facts.max_tokens)
+                }
             };
             let cut = stream::once(async {
                 tokio::time::sleep(CUT_FLUSH).await;
@@ -440,6 +463,16 @@ pub(crate) async fn play(
                 Wire::Anthropic => Box::new(
                     anthropic::sse_frames(seq, &body, None, (after_chunks, false), None)
                         .chain(std::iter::once(anthropic::sse_error())),
+                ),
+                Wire::Responses => Box::new(
+                    responses::sse_frames(
+                        seq,
+                        &body,
+                        None,
+                        (after_chunks, false),
+                        facts.max_tokens,
+                    )
+                    .chain(std::iter::once(responses::sse_error(after_chunks))),
                 ),
             };
             sse_response(

@@ -216,12 +216,12 @@ pub(crate) async fn body_refused(
     if refusal.status().as_u16() != 413 {
         return refusal;
     }
-    let wire = if route == RequestRoute::Messages {
-        respond::Wire::Anthropic
-    } else {
-        respond::Wire::OpenAi {
+    let wire = match route {
+        RequestRoute::Messages => respond::Wire::Anthropic,
+        RequestRoute::Responses => respond::Wire::Responses,
+        _ => respond::Wire::OpenAi {
             include_usage: false,
-        }
+        },
     };
     let Ok(req) = parse::base_request(headers, app.options.max_field_bytes, route) else {
         return refusal;

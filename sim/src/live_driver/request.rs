@@ -36,6 +36,7 @@ fn path(route: &RequestRoute) -> Cow<'static, str> {
         RequestRoute::GetItem { id } => format!("/v1/items/{}", escape(id)).into(),
         RequestRoute::ChatCompletions
         | RequestRoute::Messages
+        | RequestRoute::Responses
         | RequestRoute::Embeddings
         | RequestRoute::CreateRecord => route.template().into(),
     }
@@ -129,7 +130,7 @@ pub struct RequestWriter {
 }
 
 /// Routes whose path does not depend on the request (see [`fixed_route`]).
-const FIXED_ROUTES: usize = 4;
+const FIXED_ROUTES: usize = 5;
 
 /// The slot of a route whose path is fixed, `None` for one that carries an id or query.
 fn fixed_route(route: &RequestRoute) -> Option<usize> {
@@ -138,6 +139,7 @@ fn fixed_route(route: &RequestRoute) -> Option<usize> {
         RequestRoute::Messages => Some(1),
         RequestRoute::Embeddings => Some(2),
         RequestRoute::CreateRecord => Some(3),
+        RequestRoute::Responses => Some(4),
         RequestRoute::GetRecord { .. }
         | RequestRoute::FindRecords { .. }
         | RequestRoute::GetItem { .. } => None,

@@ -38,6 +38,7 @@ pub fn request_route(route: &RequestRoute) -> &'static str {
     match route {
         RequestRoute::ChatCompletions => "POST /v1/chat/completions",
         RequestRoute::Messages => "POST /v1/messages",
+        RequestRoute::Responses => "POST /v1/responses",
         RequestRoute::Embeddings => "POST /v1/embeddings",
         RequestRoute::CreateRecord => "POST /v1/records",
         RequestRoute::GetRecord { .. } => "GET /v1/records/{id}",

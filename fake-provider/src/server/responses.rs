@@ -1,0 +1,634 @@
+//! The OpenAI Responses edge: `POST /v1/responses` in, the model's decision out in the
+//! Responses API's wire format. The model decides exactly as for a chat completion (same
+//! limits, faults, identity, idempotency and journal; the route is journaled as
+//! `/v1/responses`, and fault rules name it `responses`); only the rendering differs:
+//!
+//! - a 200: a `response` object whose `output` is one assistant `message` with one
+//!   `output_text` part, `status` `completed` (or `incomplete`, with
+//!   `incomplete_details.reason` `max_output_tokens`, when the answer used them all), and
+//!   `usage` as `{input_tokens, output_tokens, total_tokens}` with their details;
+//! - errors: OpenAI's `{error: {message, type, param, code}}` and headers, as for a chat
+//!   completion;
+//! - streams: `response.created`, `response.in_progress`, `response.output_item.added`,
+//!   `response.content_part.added`, one `response.output_text.delta` per token, then
+//!   `response.output_text.done`, `response.content_part.done`,
+//!   `response.output_item.done` and `response.completed` (or `response.incomplete`), every
+//!   event with its `sequence_number`; a stream error is an `error` event.
+//!
+//! The body's `input` (text, or a list of items), `instructions`, `max_output_tokens`
+//! (at least 16, as the real API requires) and `stream` are read; every other field the
+//! API takes is accepted and changes nothing (`previous_response_id` is not looked up, and
+//! the answer is text whatever `text.format` or `tools` ask: no structured output or tool
+//! call is shaped on this route yet).
+
+use super::parse::{self, BadRequest};
+use super::respond::{Frames, Wire};
+use super::routes::{self, read_body};
+use super::App;
+use crate::model::{Request, RequestRoute};
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{Request as HttpRequest, Response};
+use bytes::Bytes;
+use serde_json::{json, Value};
+
+/// The least `max_output_tokens` the real API takes.
+const MIN_OUTPUT_TOKENS: u64 = 16;
+
+/// The roles an input message may have.
+const ROLES: [&str; 4] = ["user", "assistant", "system", "developer"];
+
+/// `POST /v1/responses`.
+pub(crate) async fn responses(State(app): State<App>, req: HttpRequest<Body>) -> Response<Body> {
+    // The head is taken apart, not extracted: axum's `HeaderMap` extractor clones the map.
+    let (head, body) = req.into_parts();
+    let headers = &head.headers;
+    let bytes = match read_body(body, &app.options).await {
+        Ok(b) => b,
+        Err(r) => return routes::body_refused(&app, headers, RequestRoute::Responses, r).await,
+    };
+    let mut req = match parse::base_request(
+        headers,
+        app.options.max_field_bytes,
+        RequestRoute::Responses,
+    ) {
+        Ok(r) => r,
+        Err(e) => return routes::bad_request(&e),
+    };
+    if let Err(e) = read(&mut req, &bytes, app.shared.accepts_unknown_fields()) {
+        req.workload_item = serde_json::from_slice::<Value>(&bytes)
+            .ok()
+            .and_then(|v| workload_item(&v));
+        return routes::key_first(&app, req, Wire::Responses, routes::bad_request(&e)).await;
+    }
+    routes::attempt_as(&app, req, Wire::Responses).await
+}
+
+/// Fills a Responses attempt from its body, or refuses it in OpenAI's words: a field the
+/// API does not take (unless `accept_unknown`), no model, an `input` that is neither text
+/// nor a list of items, an input message with a role the API does not know, a
+/// `max_output_tokens` under 16.
+fn read(req: &mut Request, bytes: &[u8], accept_unknown: bool) -> Result<(), BadRequest> {
+    let v = parse::json_body(bytes)?;
+    if !v.is_object() {
+        return Err(BadRequest::new(format!(
+            "the request body must be a JSON object, not {}",
+            parse::json_kind(&v)
+        )));
+    }
+    parse::unrecognized(&v, &RequestRoute::Responses, accept_unknown)?;
+    // A stored prompt (`prompt`) may name the model for the request.
+    if v.get("prompt").map_or(true, Value::is_null) {
+        parse::check_model_value(&v)?;
+    }
+    let (input_chars, items) = input_size(v.get("input"))?;
+    let instructions = match v.get("instructions") {
+        None | Some(Value::Null) => 0,
+        Some(Value::String(s)) => s.chars().count(),
+        Some(other) => return Err(parse::invalid_type("instructions", "a string", other)),
+    };
+    req.max_tokens = match v.get("max_output_tokens") {
+        None | Some(Value::Null) => parse::DEFAULT_MAX_TOKENS,
+        Some(Value::Number(n)) if n.is_u64() || n.is_i64() => {
+            let asked = n.as_u64().unwrap_or(0);
+            if asked < MIN_OUTPUT_TOKENS {
+                return Err(BadRequest::at(
+                    "max_output_tokens",
+                    Some("integer_below_min_value"),
+                    format!(
+                        "Invalid 'max_output_tokens': integer below minimum value. Expected a \
+                         value >= {MIN_OUTPUT_TOKENS}, but got {n} instead."
+                    ),
+                ));
+            }
+            u32::try_from(asked).unwrap_or(u32::MAX)
+        }
+        Some(other) => {
+            return Err(parse::invalid_type(
+                "max_output_tokens",
+                "an integer",
+                other,
+            ))
+        }
+    };
+    req.stream = match v.get("stream") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => return Err(parse::invalid_type("stream", "a boolean", other)),
+    };
+    // Four characters a token, and four tokens an item, as for a chat message.
+    req.prompt_tokens =
+        u32::try_from((input_chars + instructions).div_ceil(4) + 4 * items).unwrap_or(u32::MAX);
+    req.workload_item = workload_item(&v);
+    req.body_hash = parse::canonical_hash(&v);
+    req.model = parse::model(&v);
+    Ok(())
+}
+
+/// Characters of text in `input` and how many items it holds (text is one), or the 400 of
+/// an input the API refuses.
+fn input_size(input: Option<&Value>) -> Result<(usize, usize), BadRequest> {
+    let items = match input {
+        None | Some(Value::Null) => return Ok((0, 0)),
+        Some(Value::String(s)) => return Ok((s.chars().count(), 1)),
+        Some(Value::Array(items)) => items,
+        Some(other) => {
+            return Err(parse::invalid_type(
+                "input",
+                "one of a string or array of input items",
+                other,
+            ))
+        }
+    };
+    let mut chars = 0;
+    for (i, item) in items.iter().enumerate() {
+        let Value::Object(fields) = item else {
+            return Err(parse::invalid_type(
+                &format!("input[{i}]"),
+                "an object",
+                item,
+            ));
+        };
+        if let Some(role) = fields.get("role") {
+            match role.as_str() {
+                Some(r) if ROLES.contains(&r) => {}
+                Some(r) => {
+                    return Err(BadRequest::at(
+                        format!("input[{i}].role"),
+                        Some("invalid_value"),
+                        format!(
+                            "Invalid value: '{r}'. Supported values are: 'user', 'assistant', \
+                             'system', and 'developer'."
+                        ),
+                    ))
+                }
+                None => {
+                    return Err(parse::invalid_type(
+                        &format!("input[{i}].role"),
+                        "a string",
+                        role,
+                    ))
+                }
+            }
+        }
+        // A message's content, a tool call's arguments, a tool's output.
+        chars += ["content", "arguments", "output"]
+            .iter()
+            .filter_map(|name| fields.get(*name))
+            .map(text_len)
+            .sum::<usize>();
+    }
+    Ok((chars, items.len()))
+}
+
+/// Characters of text in a value: a string, or parts with `text`.
+fn text_len(v: &Value) -> usize {
+    match v {
+        Value::String(s) => s.chars().count(),
+        Value::Array(parts) => parts
+            .iter()
+            .map(|p| p.get("text").map_or(0, text_len))
+            .sum(),
+        Value::Null => 0,
+        other => other.to_string().len(),
+    }
+}
+
+/// The workload item the body's input names: its text, or the first item whose content
+/// names one (read from any body, even one refused).
+fn workload_item(v: &Value) -> Option<u64> {
+    match v.get("input")? {
+        text @ Value::String(_) => parse::workload_item_of(text),
+        Value::Array(items) => items
+            .iter()
+            .filter_map(|item| item.get("content"))
+            .find_map(parse::workload_item_of),
+        _ => None,
+    }
+}
+
+/// What a 200 says, read from the chat completion the model's answer makes (see
+/// `CompletionBody`): its id's number, `created`, its text and whether it used every
+/// output token. An answer with none (a cut stream's) takes its ids from the attempt's seq.
+struct Said<'a> {
+    id: &'a str,
+    created: &'a Value,
+    text: &'a str,
+    incomplete: bool,
+}
+
+impl<'a> Said<'a> {
+    fn of(body: &'a Value) -> Said<'a> {
+        Said {
+            id: body
+                .get("id")
+                .and_then(Value::as_str)
+                .and_then(|id| id.strip_prefix("chatcmpl-"))
+                .unwrap_or_default(),
+            created: body.get("created").unwrap_or(&Value::Null),
+            text: body
+                .pointer("/choices/0/message/content")
+                .and_then(Value::as_str)
+                .unwrap_or("stampede fake response"),
+            incomplete: body
+                .pointer("/choices/0/finish_reason")
+                .and_then(Value::as_str)
+                == Some("length"),
+        }
+    }
+
+    fn response_id(&self, seq: u64) -> String {
+        if self.id.is_empty() {
+            format!("resp_{seq:012}")
+        } else {
+            format!("resp_{:0>12}", self.id)
+        }
+    }
+
+    fn message_id(&self, seq: u64) -> String {
+        if self.id.is_empty() {
+            format!("msg_{seq:012}")
+        } else {
+            format!("msg_{:0>12}", self.id)
+        }
+    }
+
+    fn created(&self) -> Value {
+        match self.created {
+            Value::Null => json!(unix_now()),
+            c => c.clone(),
+        }
+    }
+}
+
+/// Seconds since the Unix epoch (the `created_at` of an answer whose body has none).
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// `status` of a response and of its message.
+fn status_of(incomplete: bool) -> &'static str {
+    if incomplete {
+        "incomplete"
+    } else {
+        "completed"
+    }
+}
+
+/// The usage object of `(input, output)` tokens.
+fn usage_value((input, output): (u32, u32)) -> Value {
+    json!({
+        "input_tokens": input,
+        "input_tokens_details": { "cached_tokens": 0, "cache_write_tokens": 0 },
+        "output_tokens": output,
+        "output_tokens_details": { "reasoning_tokens": 0 },
+        // In u64: both may be near u32::MAX.
+        "total_tokens": u64::from(input) + u64::from(output),
+    })
+}
+
+/// The assistant message holding `text`, `status` `in_progress`, `completed` or
+/// `incomplete`; `None` for no content part yet.
+fn message(id: &str, status: &str, text: Option<&str>) -> Value {
+    let content = match text {
+        Some(text) => json!([output_text(text)]),
+        None => json!([]),
+    };
+    json!({ "type": "message", "id": id, "status": status, "role": "assistant", "content": content })
+}
+
+fn output_text(text: &str) -> Value {
+    json!({ "type": "output_text", "text": text, "annotations": [], "logprobs": [] })
+}
+
+/// A `response` object: `status`, `output` and `usage` as given, the request's settings
+/// as the API echoes its defaults.
+fn response(
+    said: &Said<'_>,
+    seq: u64,
+    status: &str,
+    output: Value,
+    (usage, max_tokens): (Option<(u32, u32)>, u32),
+) -> Value {
+    let incomplete_details = if status == "incomplete" {
+        json!({ "reason": "max_output_tokens" })
+    } else {
+        Value::Null
+    };
+    json!({
+        "id": said.response_id(seq),
+        "object": "response",
+        "created_at": said.created(),
+        "status": status,
+        "background": false,
+        "error": null,
+        "incomplete_details": incomplete_details,
+        "instructions": null,
+        "max_output_tokens": max_tokens,
+        "metadata": {},
+        "model": "stampede-fake",
+        "output": output,
+        "parallel_tool_calls": true,
+        "previous_response_id": null,
+        "reasoning": { "effort": null, "summary": null },
+        "store": true,
+        "temperature": 1.0,
+        "text": { "format": { "type": "text" } },
+        "tool_choice": "auto",
+        "tools": [],
+        "top_p": 1.0,
+        "truncation": "disabled",
+        "usage": usage.map(usage_value),
+        "user": null,
+    })
+}
+
+/// A non-streamed 200: the completed (or incomplete) response.
+pub(crate) fn answer(seq: u64, body: &Value, usage: Option<(u32, u32)>, max_tokens: u32) -> Value {
+    let said = Said::of(body);
+    let status = status_of(said.incomplete);
+    let output = json!([message(&said.message_id(seq), status, Some(said.text))]);
+    response(&said, seq, status, output, (usage, max_tokens))
+}
+
+/// Events a stream sends before its first delta.
+pub(crate) const HEAD_EVENTS: u32 = 4;
+
+/// Tokens of the streamed text written in one frame of a closing event.
+const TEXT_FRAME_TOKENS: u32 = 8_192;
+
+/// Stands for the streamed text in a closing event while it is serialized; the text goes
+/// out in frames in its place (it may be gigabytes: one token a delta, billions of them).
+const TEXT_HOLE: &str = "{stampede:streamed-text}";
+
+fn event(name: &str, data: &Value) -> Bytes {
+    Bytes::from(format!("event: {name}\ndata: {data}\n\n"))
+}
+
+/// The streamed text of `chunks` deltas (`tok`, then ` tok` each), made in frames as it is
+/// read.
+fn text_frames(chunks: u32) -> impl Iterator<Item = Bytes> + Send {
+    (0..chunks.div_ceil(TEXT_FRAME_TOKENS)).map(move |frame| {
+        let first = frame * TEXT_FRAME_TOKENS;
+        let last = first.saturating_add(TEXT_FRAME_TOKENS).min(chunks);
+        let mut text = String::with_capacity(4 * (last - first) as usize);
+        for i in first..last {
+            text.push_str(if i == 0 { "tok" } else { " tok" });
+        }
+        Bytes::from(text)
+    })
+}
+
+/// Event `name` whose data is `data` with the streamed text of `chunks` deltas in place
+/// of [`TEXT_HOLE`], in frames.
+fn event_with_text(name: &str, data: &Value, chunks: u32) -> Frames {
+    let whole = format!("event: {name}\ndata: {data}\n\n");
+    let (before, after) = whole
+        .split_once(TEXT_HOLE)
+        .expect("the event holds the text's place");
+    let (before, after) = (
+        Bytes::from(before.to_string()),
+        Bytes::from(after.to_string()),
+    );
+    Box::new(
+        std::iter::once(before)
+            .chain(text_frames(chunks))
+            .chain(std::iter::once(after)),
+    )
+}
+
+/// A streamed response: [`HEAD_EVENTS`] events, `chunks` text deltas and, when
+/// `complete`, the closing events with the whole text, each numbered in order.
+pub(crate) fn sse_frames(
+    seq: u64,
+    body: &Value,
+    usage: Option<(u32, u32)>,
+    (chunks, complete): (u32, bool),
+    max_tokens: u32,
+) -> Frames {
+    let said = Said::of(body);
+    let item_id = said.message_id(seq);
+    let started = response(&said, seq, "in_progress", json!([]), (None, max_tokens));
+    let head = [
+        event(
+            "response.created",
+            &json!({ "type": "response.created", "sequence_number": 0, "response": started }),
+        ),
+        event(
+            "response.in_progress",
+            &json!({ "type": "response.in_progress", "sequence_number": 1, "response": started }),
+        ),
+        event(
+            "response.output_item.added",
+            &json!({ "type": "response.output_item.added", "sequence_number": 2, "output_index": 0,
+                     "item": message(&item_id, "in_progress", None) }),
+        ),
+        event(
+            "response.content_part.added",
+            &json!({ "type": "response.content_part.added", "sequence_number": 3, "item_id": item_id,
+                     "output_index": 0, "content_index": 0, "part": output_text("") }),
+        ),
+    ];
+    debug_assert_eq!(head.len(), HEAD_EVENTS as usize);
+    let delta_item = item_id.clone();
+    // The deltas are made as the client reads them (there may be billions).
+    let deltas = (0..chunks).map(move |i| {
+        event(
+            "response.output_text.delta",
+            &json!({ "type": "response.output_text.delta",
+                     "sequence_number": u64::from(HEAD_EVENTS) + u64::from(i),
+                     "item_id": delta_item, "output_index": 0, "content_index": 0,
+                     "delta": if i == 0 { "tok" } else { " tok" }, "logprobs": [] }),
+        )
+    });
+    let frames: Frames = Box::new(head.into_iter().chain(deltas));
+    if !complete {
+        return frames;
+    }
+    let next = u64::from(HEAD_EVENTS) + u64::from(chunks);
+    let status = status_of(said.incomplete);
+    let done_message = message(&item_id, status, Some(TEXT_HOLE));
+    let finished = response(
+        &said,
+        seq,
+        status,
+        json!([done_message]),
+        (usage, max_tokens),
+    );
+    let last = if said.incomplete {
+        "response.incomplete"
+    } else {
+        "response.completed"
+    };
+    let tail = [
+        event_with_text(
+            "response.output_text.done",
+            &json!({ "type": "response.output_text.done", "sequence_number": next,
+                     "item_id": item_id, "output_index": 0, "content_index": 0,
+                     "text": TEXT_HOLE, "logprobs": [] }),
+            chunks,
+        ),
+        event_with_text(
+            "response.content_part.done",
+            &json!({ "type": "response.content_part.done", "sequence_number": next + 1,
+                     "item_id": item_id, "output_index": 0, "content_index": 0,
+                     "part": output_text(TEXT_HOLE) }),
+            chunks,
+        ),
+        event_with_text(
+            "response.output_item.done",
+            &json!({ "type": "response.output_item.done", "sequence_number": next + 2,
+                     "output_index": 0, "item": done_message }),
+            chunks,
+        ),
+        event_with_text(
+            last,
+            &json!({ "type": last, "sequence_number": next + 3, "response": finished }),
+            chunks,
+        ),
+    ];
+    Box::new(frames.chain(tail.into_iter().flatten()))
+}
+
+/// The `error` event that ends a stream the provider broke off after `chunks` deltas.
+pub(crate) fn sse_error(chunks: u32) -> Bytes {
+    event(
+        "error",
+        &json!({ "type": "error", "sequence_number": u64::from(HEAD_EVENTS) + u64::from(chunks),
+                 "code": "server_error", "message": "The stream was interrupted by a server error.",
+                 "param": null }),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events(frames: Frames) -> Vec<Value> {
+        let text: Vec<u8> = frames.flat_map(|f| f.to_vec()).collect();
+        let text = String::from_utf8(text).unwrap();
+        text.split("\n\n")
+            .filter(|e| !e.is_empty())
+            .map(|e| {
+                let (name, data) = e.split_once('\n').unwrap();
+                let data: Value = serde_json::from_str(data.trim_start_matches("data: ")).unwrap();
+                assert_eq!(name.trim_start_matches("event: "), data["type"]);
+                data
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_stream_has_the_event_sequence_and_its_text_whole_at_the_end() {
+        let body =
+            json!({ "id": "chatcmpl-42", "created": 7, "choices": [{ "finish_reason": "stop" }] });
+        let all = events(sse_frames(9, &body, Some((10, 3)), (3, true), 20));
+        let names: Vec<&str> = all.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(
+            names,
+            [
+                "response.created",
+                "response.in_progress",
+                "response.output_item.added",
+                "response.content_part.added",
+                "response.output_text.delta",
+                "response.output_text.delta",
+                "response.output_text.delta",
+                "response.output_text.done",
+                "response.content_part.done",
+                "response.output_item.done",
+                "response.completed",
+            ]
+        );
+        let numbers: Vec<u64> = all
+            .iter()
+            .map(|e| e["sequence_number"].as_u64().unwrap())
+            .collect();
+        assert_eq!(numbers, (0..11).collect::<Vec<_>>());
+        let deltas: String = all[4..7]
+            .iter()
+            .map(|e| e["delta"].as_str().unwrap())
+            .collect();
+        assert_eq!(deltas, "tok tok tok");
+        assert_eq!(all[7]["text"], deltas);
+        assert_eq!(all[8]["part"]["text"], deltas);
+        assert_eq!(all[9]["item"]["content"][0]["text"], deltas);
+        let done = &all[10]["response"];
+        assert_eq!(done["id"], "resp_000000000042");
+        assert_eq!(done["status"], "completed");
+        assert_eq!(done["output"][0]["content"][0]["text"], deltas);
+        assert_eq!(done["usage"]["total_tokens"], 13);
+    }
+
+    #[test]
+    fn the_closing_text_of_a_long_stream_goes_in_frames() {
+        let chunks = 3 * TEXT_FRAME_TOKENS + 5;
+        let frames: Vec<Bytes> = sse_frames(1, &json!({}), None, (chunks, true), chunks).collect();
+        let largest = frames.iter().map(Bytes::len).max().unwrap();
+        assert!(largest < 40_000, "a frame of {largest} bytes");
+        let all = events(Box::new(frames.into_iter()));
+        let text = all[all.len() - 1]["response"]["output"][0]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert_eq!(text.len(), 4 * chunks as usize - 1);
+        assert!(text.starts_with("tok tok") && text.ends_with(" tok"));
+    }
+
+    #[test]
+    fn an_answer_that_used_every_token_is_incomplete() {
+        let body = json!({ "id": "chatcmpl-5", "created": 1,
+            "choices": [{ "finish_reason": "length", "message": { "content": "hi" } }] });
+        let r = answer(5, &body, Some((4, 16)), 16);
+        assert_eq!(r["status"], "incomplete");
+        assert_eq!(r["incomplete_details"]["reason"], "max_output_tokens");
+        assert_eq!(r["output"][0]["status"], "incomplete");
+        assert_eq!(r["output"][0]["content"][0]["text"], "hi");
+        let names: Vec<String> = events(sse_frames(5, &body, Some((4, 16)), (16, true), 16))
+            .iter()
+            .map(|e| e["type"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(names.last().unwrap(), "response.incomplete");
+    }
+
+    fn read_body(body: Value) -> Result<Request, BadRequest> {
+        let mut req = Request::default();
+        read(&mut req, body.to_string().as_bytes(), false).map(|()| req)
+    }
+
+    #[test]
+    fn bodies_are_read_and_refused_in_the_apis_words() {
+        let req = read_body(
+            json!({ "model": "m", "input": "abcdefgh", "instructions": "abcd",
+            "max_output_tokens": 40, "stream": true }),
+        )
+        .unwrap();
+        assert_eq!(
+            (req.prompt_tokens, req.max_tokens, req.stream),
+            (3 + 4, 40, true)
+        );
+        let items = json!({ "model": "m", "input": [
+            { "role": "user", "content": [{ "type": "input_text", "text": "abcd" }] },
+            { "type": "function_call_output", "call_id": "c", "output": "abcd" }] });
+        assert_eq!(read_body(items).unwrap().prompt_tokens, 2 + 8);
+        let low = read_body(json!({ "model": "m", "input": "x", "max_output_tokens": 5 }));
+        assert_eq!(
+            low.unwrap_err().code,
+            Some("integer_below_min_value"),
+            "the API's minimum"
+        );
+        let role =
+            read_body(json!({ "model": "m", "input": [{ "role": "robot", "content": "x" }] }));
+        assert_eq!(role.unwrap_err().param.as_deref(), Some("input[0].role"));
+        let number = read_body(json!({ "model": "m", "input": 5 }));
+        assert_eq!(number.unwrap_err().code, Some("invalid_type"));
+        let unknown = read_body(json!({ "model": "m", "input": "x", "max_tokens": 20 }));
+        assert_eq!(
+            unknown.unwrap_err().message,
+            "Unrecognized request argument supplied: max_tokens"
+        );
+        assert!(read_body(json!({ "input": "x" })).is_err(), "no model");
+    }
+}
