@@ -1328,6 +1328,26 @@ fn the_openai_sdk_parses_structured_outputs_and_forced_tool_calls() {
     );
 }
 
+/// The same through the openai SDK's Responses API: `responses.parse` with a pydantic model
+/// (`text.format` `json_schema`), plain and streamed, and a forced function call
+/// (`tool_choice="required"`, and naming the function, streamed) whose arguments validate
+/// against the model. The route had answered text to each.
+#[test]
+fn the_openai_sdks_responses_api_parses_structured_outputs_and_forced_calls() {
+    if !python_has("openai") {
+        return;
+    }
+    assert_eq!(
+        structured("openai-responses"),
+        [
+            "parse: ok Plan completed",
+            "parse_stream: ok Plan",
+            "tool: ok function_call make_plan completed",
+            "tool_stream: ok function_call make_plan",
+        ]
+    );
+}
+
 /// A forced tool call (`tool_choice={"type": "any"}`) reaches the official anthropic SDK as
 /// a `tool_use` block whose input validates against the tool's schema, plain and streamed,
 /// and `messages.parse` with a pydantic model gets JSON it parses.

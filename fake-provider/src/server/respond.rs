@@ -371,13 +371,15 @@ pub(crate) async fn play(
                 }
                 (Some(pace), Wire::Responses) => {
                     let n = pace.chunks;
-                    let frames =
-                        responses::sse_frames(seq, &body, usage, (n, true), facts.max_tokens);
-                    sse_response(
-                        &headers,
-                        pace.paced(frames, responses::HEAD_EVENTS),
-                        departure,
-                    )
+                    let frames = responses::sse_frames(
+                        seq,
+                        &body,
+                        (usage, facts.max_tokens),
+                        (n, true),
+                        shape,
+                    );
+                    let head = responses::head_events(shape);
+                    sse_response(&headers, pace.paced(frames, head), departure)
                 }
                 (_, Wire::Anthropic) => {
                     departure.delivered();
@@ -385,7 +387,7 @@ pub(crate) async fn play(
                 }
                 (_, Wire::Responses) if status == 200 => {
                     departure.delivered();
-                    let response = responses::answer(seq, &body, usage, facts.max_tokens);
+                    let response = responses::answer(seq, &body, (usage, facts.max_tokens), shape);
                     json_response(200, &headers, &response)
                 }
                 (_, Wire::Embeddings { inputs }) if status == 200 => {
@@ -434,9 +436,13 @@ pub(crate) async fn play(
                 Wire::Anthropic => {
                     anthropic::sse_frames(seq, &body, None, (after_chunks, false), None)
                 }
-                Wire::Responses => {
-                    responses::sse_frames(seq, &body, None, (after_chunks, false), facts.max_tokens)
-                }
+                Wire::Responses => responses::sse_frames(
+                    seq,
+                    &body,
+                    (None, facts.max_tokens),
+                    (after_chunks, false),
+                    None,
+                ),
             };
             let cut = stream::once(async {
                 tokio::time::sleep(CUT_FLUSH).await;
@@ -468,11 +474,11 @@ pub(crate) async fn play(
                     responses::sse_frames(
                         seq,
                         &body,
-                        None,
+                        (None, facts.max_tokens),
                         (after_chunks, false),
-                        facts.max_tokens,
+                        None,
                     )
-                    .chain(std::iter::once(responses::sse_error(after_chunks))),
+                    .chain(std::iter::once(responses::sse_error(after_chunks, None))),
                 ),
             };
             sse_response(

@@ -15,15 +15,22 @@
 //!   `response.output_item.done` and `response.completed` (or `response.incomplete`), every
 //!   event with its `sequence_number`; a stream error is an `error` event.
 //!
+//! A 200 takes the shape the request asks for, as on the chat route (see `shaped`): a
+//! forced call of a function tool (`tool_choice` `required` or naming it) is a
+//! `function_call` output item, streamed as `response.function_call_arguments.delta`
+//! events; `text.format` `json_schema` (the SDK's `responses.parse`) or `json_object`
+//! makes the text an instance of the schema.
+//!
 //! The body's `input` (text, or a list of items), `instructions`, `max_output_tokens`
-//! (at least 16, as the real API requires) and `stream` are read; every other field the
-//! API takes is accepted and changes nothing (`previous_response_id` is not looked up, and
-//! the answer is text whatever `text.format` or `tools` ask: no structured output or tool
-//! call is shaped on this route yet).
+//! (at least 16, as the real API requires), `stream`, `tools`, `tool_choice` and
+//! `text.format` are read; every other field the API takes is accepted and changes nothing
+//! (`previous_response_id` is not looked up: a conversation's earlier turns are not
+//! counted in its input).
 
 use super::parse::{self, BadRequest};
 use super::respond::{Frames, Wire};
 use super::routes::{self, read_body};
+use super::shaped::{self, Shape};
 use super::App;
 use crate::model::{Request, RequestRoute};
 use axum::body::Body;
@@ -55,20 +62,27 @@ pub(crate) async fn responses(State(app): State<App>, req: HttpRequest<Body>) ->
         Ok(r) => r,
         Err(e) => return routes::bad_request(&e),
     };
-    if let Err(e) = read(&mut req, &bytes, app.shared.accepts_unknown_fields()) {
-        req.workload_item = serde_json::from_slice::<Value>(&bytes)
-            .ok()
-            .and_then(|v| workload_item(&v));
-        return routes::key_first(&app, req, Wire::Responses, routes::bad_request(&e)).await;
+    match read(&mut req, &bytes, app.shared.accepts_unknown_fields()) {
+        Ok(shape) => routes::attempt_shaped(&app, req, Wire::Responses, shape).await,
+        Err(e) => {
+            req.workload_item = serde_json::from_slice::<Value>(&bytes)
+                .ok()
+                .and_then(|v| workload_item(&v));
+            routes::key_first(&app, req, Wire::Responses, routes::bad_request(&e)).await
+        }
     }
-    routes::attempt_as(&app, req, Wire::Responses).await
 }
 
 /// Fills a Responses attempt from its body, or refuses it in OpenAI's words: a field the
 /// API does not take (unless `accept_unknown`), no model, an `input` that is neither text
 /// nor a list of items, an input message with a role the API does not know, a
-/// `max_output_tokens` under 16.
-fn read(req: &mut Request, bytes: &[u8], accept_unknown: bool) -> Result<(), BadRequest> {
+/// `max_output_tokens` under 16, a forced call or an output format it cannot serve (see
+/// `shaped::responses`). Returns the shape its answer must have.
+fn read(
+    req: &mut Request,
+    bytes: &[u8],
+    accept_unknown: bool,
+) -> Result<Option<Shape>, BadRequest> {
     let v = parse::json_body(bytes)?;
     if !v.is_object() {
         return Err(BadRequest::new(format!(
@@ -122,7 +136,7 @@ fn read(req: &mut Request, bytes: &[u8], accept_unknown: bool) -> Result<(), Bad
     req.workload_item = workload_item(&v);
     req.body_hash = parse::canonical_hash(&v);
     req.model = parse::model(&v);
-    Ok(())
+    shaped::responses(&v)
 }
 
 /// Characters of text in `input` and how many items it holds (text is one), or the 400 of
@@ -345,16 +359,39 @@ fn response(
     })
 }
 
-/// A non-streamed 200: the completed (or incomplete) response.
-pub(crate) fn answer(seq: u64, body: &Value, usage: Option<(u32, u32)>, max_tokens: u32) -> Value {
-    let said = Said::of(body);
-    let status = status_of(said.incomplete);
-    let output = json!([message(&said.message_id(seq), status, Some(said.text))]);
-    response(&said, seq, status, output, (usage, max_tokens))
+/// The `function_call` output item that calls `name` with `arguments`.
+fn function_call(seq: u64, (name, arguments): (&str, &str), status: &str) -> Value {
+    json!({ "type": "function_call", "id": format!("fc_{seq:012}"),
+            "call_id": format!("call_{seq:012}"), "name": name, "arguments": arguments,
+            "status": status })
 }
 
-/// Events a stream sends before its first delta.
-pub(crate) const HEAD_EVENTS: u32 = 4;
+/// A non-streamed 200: the completed (or incomplete) response, its output the message, or
+/// the function call `shape` forces (a JSON shape is the message's text: `body` has it,
+/// see `shaped::apply`).
+pub(crate) fn answer(
+    seq: u64,
+    body: &Value,
+    (usage, max_tokens): (Option<(u32, u32)>, u32),
+    shape: Option<&Shape>,
+) -> Value {
+    let said = Said::of(body);
+    let status = status_of(said.incomplete);
+    let output = match shape {
+        Some(Shape::Tool { name, arguments }) => function_call(seq, (name, arguments), status),
+        _ => message(&said.message_id(seq), status, Some(said.text)),
+    };
+    response(&said, seq, status, json!([output]), (usage, max_tokens))
+}
+
+/// Events a stream sends before its first delta: the response's two, its output item's,
+/// and a message's content part (a function call has none).
+pub(crate) fn head_events(shape: Option<&Shape>) -> u32 {
+    match shape {
+        Some(Shape::Tool { .. }) => 3,
+        _ => 4,
+    }
+}
 
 /// Tokens of the streamed text written in one frame of a closing event.
 const TEXT_FRAME_TOKENS: u32 = 8_192;
@@ -381,10 +418,13 @@ fn text_frames(chunks: u32) -> impl Iterator<Item = Bytes> + Send {
     })
 }
 
-/// Event `name` whose data is `data` with the streamed text of `chunks` deltas in place
-/// of [`TEXT_HOLE`], in frames.
-fn event_with_text(name: &str, data: &Value, chunks: u32) -> Frames {
+/// Event `name` whose data is `data`; with `hole`, the streamed text of that many deltas
+/// in place of [`TEXT_HOLE`], in frames.
+fn closing(name: &str, data: &Value, hole: Option<u32>) -> Frames {
     let whole = format!("event: {name}\ndata: {data}\n\n");
+    let Some(chunks) = hole else {
+        return Box::new(std::iter::once(Bytes::from(whole)));
+    };
     let (before, after) = whole
         .split_once(TEXT_HOLE)
         .expect("the event holds the text's place");
@@ -399,19 +439,20 @@ fn event_with_text(name: &str, data: &Value, chunks: u32) -> Frames {
     )
 }
 
-/// A streamed response: [`HEAD_EVENTS`] events, `chunks` text deltas and, when
-/// `complete`, the closing events with the whole text, each numbered in order.
+/// A streamed response: [`head_events`] events, `chunks` deltas and, when `complete`, the
+/// closing events with the whole output, each numbered in order. The deltas are the text's
+/// tokens, or the pieces of the JSON text or of the forced call's arguments `shape` holds.
 pub(crate) fn sse_frames(
     seq: u64,
     body: &Value,
-    usage: Option<(u32, u32)>,
+    (usage, max_tokens): (Option<(u32, u32)>, u32),
     (chunks, complete): (u32, bool),
-    max_tokens: u32,
+    shape: Option<&Shape>,
 ) -> Frames {
     let said = Said::of(body);
-    let item_id = said.message_id(seq);
+    let head_count = head_events(shape);
     let started = response(&said, seq, "in_progress", json!([]), (None, max_tokens));
-    let head = [
+    let mut head = vec![
         event(
             "response.created",
             &json!({ "type": "response.created", "sequence_number": 0, "response": started }),
@@ -420,83 +461,141 @@ pub(crate) fn sse_frames(
             "response.in_progress",
             &json!({ "type": "response.in_progress", "sequence_number": 1, "response": started }),
         ),
-        event(
+    ];
+    let shape = shape.cloned();
+    let (call, json_text) = match &shape {
+        Some(Shape::Tool { name, arguments }) => (Some((name.clone(), arguments.clone())), None),
+        Some(Shape::Json(text)) => (None, Some(text.clone())),
+        None => (None, None),
+    };
+    let item_id = match &call {
+        Some(_) => format!("fc_{seq:012}"),
+        None => said.message_id(seq),
+    };
+    match &call {
+        Some((name, _)) => head.push(event(
             "response.output_item.added",
             &json!({ "type": "response.output_item.added", "sequence_number": 2, "output_index": 0,
-                     "item": message(&item_id, "in_progress", None) }),
-        ),
-        event(
-            "response.content_part.added",
-            &json!({ "type": "response.content_part.added", "sequence_number": 3, "item_id": item_id,
-                     "output_index": 0, "content_index": 0, "part": output_text("") }),
-        ),
-    ];
-    debug_assert_eq!(head.len(), HEAD_EVENTS as usize);
+                     "item": function_call(seq, (name, ""), "in_progress") }),
+        )),
+        None => {
+            head.push(event(
+                "response.output_item.added",
+                &json!({ "type": "response.output_item.added", "sequence_number": 2, "output_index": 0,
+                         "item": message(&item_id, "in_progress", None) }),
+            ));
+            head.push(event(
+                "response.content_part.added",
+                &json!({ "type": "response.content_part.added", "sequence_number": 3, "item_id": item_id,
+                         "output_index": 0, "content_index": 0, "part": output_text("") }),
+            ));
+        }
+    }
+    debug_assert_eq!(head.len(), head_count as usize);
     let delta_item = item_id.clone();
     // The deltas are made as the client reads them (there may be billions).
     let deltas = (0..chunks).map(move |i| {
-        event(
-            "response.output_text.delta",
-            &json!({ "type": "response.output_text.delta",
-                     "sequence_number": u64::from(HEAD_EVENTS) + u64::from(i),
-                     "item_id": delta_item, "output_index": 0, "content_index": 0,
-                     "delta": if i == 0 { "tok" } else { " tok" }, "logprobs": [] }),
-        )
+        let number = u64::from(head_count) + u64::from(i);
+        let data = match &shape {
+            Some(Shape::Tool { arguments, .. }) => json!({
+                "type": "response.function_call_arguments.delta", "sequence_number": number,
+                "item_id": delta_item, "output_index": 0,
+                "delta": shaped::piece(arguments, i, chunks) }),
+            _ => {
+                let delta = match &shape {
+                    Some(Shape::Json(text)) => shaped::piece(text, i, chunks),
+                    _ if i == 0 => "tok",
+                    _ => " tok",
+                };
+                json!({ "type": "response.output_text.delta", "sequence_number": number,
+                        "item_id": delta_item, "output_index": 0, "content_index": 0,
+                        "delta": delta, "logprobs": [] })
+            }
+        };
+        event(data["type"].as_str().unwrap_or_default(), &data)
     });
     let frames: Frames = Box::new(head.into_iter().chain(deltas));
     if !complete {
         return frames;
     }
-    let next = u64::from(HEAD_EVENTS) + u64::from(chunks);
+    let next = u64::from(head_count) + u64::from(chunks);
     let status = status_of(said.incomplete);
-    let done_message = message(&item_id, status, Some(TEXT_HOLE));
-    let finished = response(
-        &said,
-        seq,
-        status,
-        json!([done_message]),
-        (usage, max_tokens),
-    );
     let last = if said.incomplete {
         "response.incomplete"
     } else {
         "response.completed"
     };
-    let tail = [
-        event_with_text(
-            "response.output_text.done",
-            &json!({ "type": "response.output_text.done", "sequence_number": next,
-                     "item_id": item_id, "output_index": 0, "content_index": 0,
-                     "text": TEXT_HOLE, "logprobs": [] }),
-            chunks,
-        ),
-        event_with_text(
-            "response.content_part.done",
-            &json!({ "type": "response.content_part.done", "sequence_number": next + 1,
-                     "item_id": item_id, "output_index": 0, "content_index": 0,
-                     "part": output_text(TEXT_HOLE) }),
-            chunks,
-        ),
-        event_with_text(
-            "response.output_item.done",
-            &json!({ "type": "response.output_item.done", "sequence_number": next + 2,
-                     "output_index": 0, "item": done_message }),
-            chunks,
-        ),
-        event_with_text(
-            last,
-            &json!({ "type": last, "sequence_number": next + 3, "response": finished }),
-            chunks,
-        ),
-    ];
+    let tail: Vec<Frames> = match &call {
+        Some((name, arguments)) => {
+            let item = function_call(seq, (name, arguments), status);
+            let finished = response(&said, seq, status, json!([item]), (usage, max_tokens));
+            vec![
+                closing(
+                    "response.function_call_arguments.done",
+                    &json!({ "type": "response.function_call_arguments.done", "sequence_number": next,
+                             "item_id": item_id, "output_index": 0, "arguments": arguments }),
+                    None,
+                ),
+                closing(
+                    "response.output_item.done",
+                    &json!({ "type": "response.output_item.done", "sequence_number": next + 1,
+                             "output_index": 0, "item": item }),
+                    None,
+                ),
+                closing(
+                    last,
+                    &json!({ "type": last, "sequence_number": next + 2, "response": finished }),
+                    None,
+                ),
+            ]
+        }
+        None => {
+            // The text the deltas made: a JSON shape's whole, or `chunks` tokens, written
+            // in frames in the hole's place.
+            let (text, hole) = match &json_text {
+                Some(text) => (text.as_str(), None),
+                None => (TEXT_HOLE, Some(chunks)),
+            };
+            let done = message(&item_id, status, Some(text));
+            let finished = response(&said, seq, status, json!([done]), (usage, max_tokens));
+            vec![
+                closing(
+                    "response.output_text.done",
+                    &json!({ "type": "response.output_text.done", "sequence_number": next,
+                             "item_id": item_id, "output_index": 0, "content_index": 0,
+                             "text": text, "logprobs": [] }),
+                    hole,
+                ),
+                closing(
+                    "response.content_part.done",
+                    &json!({ "type": "response.content_part.done", "sequence_number": next + 1,
+                             "item_id": item_id, "output_index": 0, "content_index": 0,
+                             "part": output_text(text) }),
+                    hole,
+                ),
+                closing(
+                    "response.output_item.done",
+                    &json!({ "type": "response.output_item.done", "sequence_number": next + 2,
+                             "output_index": 0, "item": done }),
+                    hole,
+                ),
+                closing(
+                    last,
+                    &json!({ "type": last, "sequence_number": next + 3, "response": finished }),
+                    hole,
+                ),
+            ]
+        }
+    };
     Box::new(frames.chain(tail.into_iter().flatten()))
 }
 
-/// The `error` event that ends a stream the provider broke off after `chunks` deltas.
-pub(crate) fn sse_error(chunks: u32) -> Bytes {
+/// The `error` event that ends a stream of `shape` the provider broke off after `chunks`
+/// deltas.
+pub(crate) fn sse_error(chunks: u32, shape: Option<&Shape>) -> Bytes {
     event(
         "error",
-        &json!({ "type": "error", "sequence_number": u64::from(HEAD_EVENTS) + u64::from(chunks),
+        &json!({ "type": "error", "sequence_number": u64::from(head_events(shape)) + u64::from(chunks),
                  "code": "server_error", "message": "The stream was interrupted by a server error.",
                  "param": null }),
     )
@@ -524,7 +623,7 @@ mod tests {
     fn a_stream_has_the_event_sequence_and_its_text_whole_at_the_end() {
         let body =
             json!({ "id": "chatcmpl-42", "created": 7, "choices": [{ "finish_reason": "stop" }] });
-        let all = events(sse_frames(9, &body, Some((10, 3)), (3, true), 20));
+        let all = events(sse_frames(9, &body, (Some((10, 3)), 20), (3, true), None));
         let names: Vec<&str> = all.iter().map(|e| e["type"].as_str().unwrap()).collect();
         assert_eq!(
             names,
@@ -565,7 +664,8 @@ mod tests {
     #[test]
     fn the_closing_text_of_a_long_stream_goes_in_frames() {
         let chunks = 3 * TEXT_FRAME_TOKENS + 5;
-        let frames: Vec<Bytes> = sse_frames(1, &json!({}), None, (chunks, true), chunks).collect();
+        let frames: Vec<Bytes> =
+            sse_frames(1, &json!({}), (None, chunks), (chunks, true), None).collect();
         let largest = frames.iter().map(Bytes::len).max().unwrap();
         assert!(largest < 40_000, "a frame of {largest} bytes");
         let all = events(Box::new(frames.into_iter()));
@@ -581,21 +681,132 @@ mod tests {
     fn an_answer_that_used_every_token_is_incomplete() {
         let body = json!({ "id": "chatcmpl-5", "created": 1,
             "choices": [{ "finish_reason": "length", "message": { "content": "hi" } }] });
-        let r = answer(5, &body, Some((4, 16)), 16);
+        let r = answer(5, &body, (Some((4, 16)), 16), None);
         assert_eq!(r["status"], "incomplete");
         assert_eq!(r["incomplete_details"]["reason"], "max_output_tokens");
         assert_eq!(r["output"][0]["status"], "incomplete");
         assert_eq!(r["output"][0]["content"][0]["text"], "hi");
-        let names: Vec<String> = events(sse_frames(5, &body, Some((4, 16)), (16, true), 16))
-            .iter()
-            .map(|e| e["type"].as_str().unwrap().to_string())
-            .collect();
+        let names: Vec<String> =
+            events(sse_frames(5, &body, (Some((4, 16)), 16), (16, true), None))
+                .iter()
+                .map(|e| e["type"].as_str().unwrap().to_string())
+                .collect();
         assert_eq!(names.last().unwrap(), "response.incomplete");
+    }
+
+    /// A forced call streams its arguments in pieces and closes with the whole call; a JSON
+    /// shape streams its text in pieces and closes with it whole.
+    #[test]
+    fn shaped_streams_carry_the_call_or_the_json() {
+        let call = Shape::Tool {
+            name: "make_plan".into(),
+            arguments: r#"{"title":"","done":false}"#.into(),
+        };
+        let body = json!({ "id": "chatcmpl-3", "created": 1, "choices": [{ "finish_reason": "tool_calls" }] });
+        let all = events(sse_frames(
+            3,
+            &body,
+            (Some((5, 5)), 99),
+            (5, true),
+            Some(&call),
+        ));
+        let names: Vec<&str> = all.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(
+            names[..3],
+            [
+                "response.created",
+                "response.in_progress",
+                "response.output_item.added"
+            ]
+        );
+        assert_eq!(names[3..8], ["response.function_call_arguments.delta"; 5]);
+        assert_eq!(
+            names[8..],
+            [
+                "response.function_call_arguments.done",
+                "response.output_item.done",
+                "response.completed"
+            ]
+        );
+        let pieces: String = all[3..8]
+            .iter()
+            .map(|e| e["delta"].as_str().unwrap())
+            .collect();
+        let Shape::Tool { arguments, .. } = &call else {
+            unreachable!()
+        };
+        assert_eq!(&pieces, arguments);
+        assert_eq!(all[8]["arguments"], *arguments);
+        let done = &all[10]["response"]["output"][0];
+        assert_eq!(
+            (&done["type"], &done["name"]),
+            (&json!("function_call"), &json!("make_plan"))
+        );
+        let numbers: Vec<u64> = all
+            .iter()
+            .map(|e| e["sequence_number"].as_u64().unwrap())
+            .collect();
+        assert_eq!(numbers, (0..11).collect::<Vec<_>>());
+        let text = r#"{"a":[1,2,3]}"#;
+        let body = json!({ "id": "chatcmpl-4", "created": 1,
+            "choices": [{ "finish_reason": "stop", "message": { "content": text } }] });
+        let json_shape = Shape::Json(text.into());
+        let all = events(sse_frames(
+            4,
+            &body,
+            (Some((5, 4)), 99),
+            (4, true),
+            Some(&json_shape),
+        ));
+        let pieces: String = all[4..8]
+            .iter()
+            .map(|e| e["delta"].as_str().unwrap())
+            .collect();
+        assert_eq!(pieces, text);
+        assert_eq!(
+            all[all.len() - 1]["response"]["output"][0]["content"][0]["text"],
+            text
+        );
+        let plain = answer(4, &body, (Some((5, 4)), 99), Some(&json_shape));
+        assert_eq!(plain["output"][0]["content"][0]["text"], text);
+    }
+
+    #[test]
+    fn forced_calls_and_formats_are_read_and_refused_in_the_apis_words() {
+        let tools = json!([{ "type": "web_search" }, { "type": "function", "name": "f", "parameters": { "type": "object" } }]);
+        let shape = |body: Value| shaped::responses(&body);
+        let forced = shape(json!({ "tools": tools, "tool_choice": "required" })).unwrap();
+        assert!(
+            matches!(forced, Some(Shape::Tool { name, .. }) if name == "f"),
+            "the first function tool"
+        );
+        let named =
+            shape(json!({ "tools": tools, "tool_choice": { "type": "function", "name": "g" } }));
+        assert_eq!(named.unwrap_err().param.as_deref(), Some("tool_choice"));
+        let lone = shape(json!({ "tool_choice": "required" }));
+        assert_eq!(lone.unwrap_err().code, Some("invalid_value"));
+        assert_eq!(
+            shape(json!({ "tools": tools, "tool_choice": "auto" })).unwrap(),
+            None
+        );
+        let schema = json!({ "type": "object", "properties": { "n": { "type": "integer" } }, "required": ["n"] });
+        let format = shape(
+            json!({ "text": { "format": { "type": "json_schema", "name": "x", "schema": schema } } }),
+        );
+        assert_eq!(format.unwrap(), Some(Shape::Json(r#"{"n":0}"#.into())));
+        let missing =
+            shape(json!({ "text": { "format": { "type": "json_schema", "name": "x" } } }));
+        assert_eq!(
+            missing.unwrap_err().param.as_deref(),
+            Some("text.format.schema")
+        );
+        let odd = shape(json!({ "text": { "format": { "type": "yaml" } } }));
+        assert_eq!(odd.unwrap_err().param.as_deref(), Some("text.format.type"));
     }
 
     fn read_body(body: Value) -> Result<Request, BadRequest> {
         let mut req = Request::default();
-        read(&mut req, body.to_string().as_bytes(), false).map(|()| req)
+        read(&mut req, body.to_string().as_bytes(), false).map(|_| req)
     }
 
     #[test]

@@ -106,6 +106,85 @@ pub(crate) fn openai(body: &Value) -> Result<Option<Shape>, BadRequest> {
     }
 }
 
+/// The shape an OpenAI Responses body asks for: a forced call of a function tool
+/// (`tool_choice` `required`, or `{"type": "function", "name": ...}`) first, then
+/// `text.format` (`json_object`, or `json_schema` with its `schema`, which the SDK's
+/// `responses.parse` sends); `None` for text, and for a call forced among built-in tools
+/// only (a web search has no arguments to make). Refused in OpenAI's words as for a chat
+/// body: a forced call with no tools or of a function it does not list, a `json_schema`
+/// format without its schema, a format type it does not know.
+pub(crate) fn responses(body: &Value) -> Result<Option<Shape>, BadRequest> {
+    let tools = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .filter(|t| !t.is_empty());
+    let functions = || {
+        tools
+            .into_iter()
+            .flatten()
+            .filter(|t| t.get("type").and_then(Value::as_str) == Some("function"))
+    };
+    let forced = match body.get("tool_choice") {
+        Some(Value::String(s)) if s == "required" => match tools {
+            Some(_) => functions().next(),
+            None => return Err(choice_without_tools()),
+        },
+        Some(choice @ Value::Object(_))
+            if choice.get("type").and_then(Value::as_str) == Some("function") =>
+        {
+            if tools.is_none() {
+                return Err(choice_without_tools());
+            }
+            let name = choice.get("name").and_then(Value::as_str);
+            let found = functions().find(|f| f.get("name").and_then(Value::as_str) == name);
+            if found.is_none() {
+                return Err(BadRequest::at(
+                    "tool_choice",
+                    Some("invalid_value"),
+                    format!(
+                        "Invalid value for 'tool_choice': function '{}' is not one of 'tools'.",
+                        name.unwrap_or_default()
+                    ),
+                ));
+            }
+            found
+        }
+        _ => None,
+    };
+    if let Some(f) = forced {
+        let schema = f.get("parameters").cloned().unwrap_or(json!({}));
+        return Ok(Some(tool(f, &schema)));
+    }
+    let Some(format) = body.pointer("/text/format").filter(|f| !f.is_null()) else {
+        return Ok(None);
+    };
+    match format.get("type").and_then(Value::as_str) {
+        Some("text") => Ok(None),
+        Some("json_object") => Ok(Some(Shape::Json(
+            json!({ "answer": "stampede fake response" }).to_string(),
+        ))),
+        Some("json_schema") => {
+            let Some(schema) = format.get("schema") else {
+                return Err(BadRequest::at(
+                    "text.format.schema",
+                    Some("missing_required_parameter"),
+                    "Missing required parameter: 'text.format.schema'.",
+                ));
+            };
+            Ok(Some(Shape::Json(instance(schema, schema, 0).to_string())))
+        }
+        other => Err(BadRequest::at(
+            "text.format.type",
+            Some("invalid_value"),
+            format!(
+                "Invalid value: '{}'. Supported values are: 'text', 'json_object', and \
+                 'json_schema'.",
+                other.unwrap_or_default()
+            ),
+        )),
+    }
+}
+
 /// OpenAI's 400 for a `tool_choice` with no `tools`.
 fn choice_without_tools() -> BadRequest {
     BadRequest::at(
