@@ -333,7 +333,7 @@ fn print_table(s: &Summary) {
         s.preset,
         s.mode
     );
-    let rows: Vec<(&str, String)> = vec![
+    let mut rows: Vec<(&str, String)> = vec![
         ("logical requests", s.logical_requests.to_string()),
         (
             "completed / failed / cancelled / escalated",
@@ -412,6 +412,14 @@ fn print_table(s: &Summary) {
             format!("{} / {}", s.virtual_duration_ms, s.wall_ms),
         ),
     ];
+    if s.crashes > 0 {
+        // Only a run whose runner died says so: every other run's lines stay as they were.
+        let after = rows
+            .iter()
+            .position(|(k, _)| *k == "deadline misses")
+            .map_or(rows.len(), |i| i + 1);
+        rows.insert(after, ("runner crashes", s.crashes.to_string()));
+    }
     let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
     for (k, v) in rows {
         outln!("  {k:<width$}  {v}");

@@ -83,6 +83,34 @@ fn the_restarts_scenario_passes_and_crashes_at_every_point() {
     // The audit trail of the crashed and restored runner is one whole chain.
     let report = stampede_durable::verify(dir.path().join("audit.jsonl")).unwrap();
     assert!(report.is_whole(), "{report}");
+    // The figures (summary.md's table, the page's) name the crashes.
+    assert_eq!(
+        stampede_reports::figure(s, "crashes"),
+        Some(s.crashes as f64)
+    );
+}
+
+/// The console names a run's crashes (it had said nothing of them); a run without any
+/// prints no such line.
+#[test]
+fn the_console_names_the_runners_crashes_and_only_when_there_were_some() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = crate::common::stampede(&[
+        "run",
+        "scenarios/restarts.toml",
+        "--no-render",
+        "--out",
+        crate::common::a_str(dir.path()),
+    ]);
+    let console = crate::common::text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{console}");
+    let line = console
+        .lines()
+        .find(|l| l.trim_start().starts_with("runner crashes"))
+        .unwrap_or_else(|| panic!("no crash line: {console}"));
+    assert!(line.trim_end().ends_with(" 5"), "{line}");
+    let quiet = crate::common::stampede(&["run", "scenarios/quickstart.toml", "--no-render"]);
+    assert!(!crate::common::text(&quiet.stdout).contains("runner crashes"));
 }
 
 #[test]

@@ -133,6 +133,9 @@ pub fn figures(summary: &Summary) -> Vec<Figure> {
     if s.starvation_ms != 0 {
         out.push(fig("starvation_ms", s.starvation_ms as f64, "ms"));
     }
+    if s.crashes != 0 {
+        out.push(fig("crashes", s.crashes as f64, ""));
+    }
     if s.mode == "client" {
         out.push(fig("foreign_requests", s.foreign_requests as f64, ""));
     }
@@ -215,6 +218,7 @@ mod tests {
         s.backoff_ms.total = 1;
         s.uncertain_usage = 1;
         s.starvation_ms = 1;
+        s.crashes = 1;
         s.billed_usd = 1.0;
         s.cross_provider_duplicates = 1;
         s.fallbacks.insert("provider_5xx".into(), 1);
@@ -503,6 +507,11 @@ pub fn describe(key: &str) -> (FigureGroup, &'static str, &'static str) {
             Safety,
             "reconciliation required",
             "uncertain writes still waiting for a look-up",
+        ),
+        "crashes" => (
+            Safety,
+            "runner crashes",
+            "times the runner died mid-run and was restored from its ledger",
         ),
         "retry_after_violations" => (
             Safety,
