@@ -106,6 +106,14 @@ pub fn main(args: CheckArgs) -> ExitCode {
     };
 
     let entries = load_entries(&args.paths, &sets, out_root.as_deref());
+    // What `stampede run` would say of each scenario (a policy its SDK preset does not read).
+    for entry in &entries {
+        if let Entry::Ready { file, scenario, .. } = entry {
+            for note in &scenario.notes {
+                eprintln!("{}: {note}", file.display());
+            }
+        }
+    }
     let threads = thread_count(args.jobs, entries.len());
     let render = !args.no_render;
 

@@ -187,6 +187,14 @@ fn sweep(args: SweepArgs) -> ExitCode {
         }
     }
 
+    // What `stampede run` would say of a configuration, once each: most notes hold for all.
+    let mut said: Vec<&str> = Vec::new();
+    for note in loaded.iter().flat_map(|(_, s)| &s.notes) {
+        if !said.contains(&note.as_str()) {
+            eprintln!("{note}");
+            said.push(note);
+        }
+    }
     // `SweepSize::of` checked that the last seed fits.
     debug_assert_eq!(loaded.len() as u64, size.configs);
     let seeds: Vec<u64> = (0..u64::from(args.seeds.get()))

@@ -181,6 +181,43 @@ fn a_policy_an_sdk_preset_does_not_read_is_named() {
         stderr.contains("note: client.policy is not read under the SDK preset \"openai-python\""),
         "{stderr}"
     );
+    // `check` names the file it says it of; a sweep says it once, not once a run.
+    let sets = [
+        "--set",
+        "client.preset=openai-python",
+        "--set",
+        "client.policy.default_scope.max_delayed_requests=3",
+    ];
+    let mut args = vec![
+        "check",
+        "scenarios/quickstart.toml",
+        "--no-write",
+        "--no-render",
+    ];
+    args.extend(sets);
+    let checked = common::text(&common::stampede(&args).stderr);
+    assert!(
+        checked.contains("scenarios/quickstart.toml: note: client.policy is not read"),
+        "{checked}"
+    );
+    let sweep_dir = dir.path().join("sweep");
+    let mut args = vec![
+        "sweep",
+        "scenarios/quickstart.toml",
+        "--vary",
+        "client.workers=4,8",
+        "--seeds",
+        "1",
+        "--out",
+        common::a_str(&sweep_dir),
+    ];
+    args.extend(sets);
+    let swept = common::text(&common::stampede(&args).stderr);
+    assert_eq!(
+        swept.matches("note: client.policy is not read").count(),
+        1,
+        "{swept}"
+    );
     for quiet in [
         run(&["client.preset=openai-python"]),
         run(&["client.policy.default_scope.max_delayed_requests=3"]),

@@ -162,7 +162,7 @@ mod time;
 // The state machine, its figures and its errors.
 pub use scheduler::{
     CoreError, Gauges, Rejection, RejectionCause, RejectionReason, Scheduler, ScopeRecord,
-    ScopeSource,
+    ScopeSource, DEFAULT_SCOPE,
 };
 
 // What goes in: logical actions, and what the driver observed of each attempt.

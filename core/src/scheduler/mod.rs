@@ -43,6 +43,7 @@ use crate::outcome::Outcome;
 use crate::policy::Policy;
 use crate::time::Millis;
 
+pub use admission::DEFAULT_SCOPE;
 pub use rejection_reason::RejectionReason;
 pub use scope::{ScopeRecord, ScopeSource};
 

@@ -410,6 +410,7 @@ pub fn resolve_policy(
     if let Some(workers) = spec.workers {
         policy.workers = workers;
     }
+    undeclared_scopes(&policy, provider)?;
     if spec.know_provider_limits {
         for scope in &provider.scopes {
             let set = |field: &str| {
@@ -450,6 +451,35 @@ pub fn resolve_policy(
     }
     policy.validate().map_err(|msg| (policy_key(&msg), msg))?;
     Ok(policy)
+}
+
+/// Refuses a budget under `client.policy.scopes` for a scope the provider does not declare:
+/// no request is paced on it, so a misspelt id (`account:acme` for `account:acm`) would
+/// have changed nothing without a word. A provider that declares no scope (a live run
+/// against a provider described elsewhere) leaves every id open, and `account`, the scope
+/// of a request whose key names none, is always known.
+fn undeclared_scopes(policy: &Policy, provider: &ProviderConfig) -> Result<(), (String, String)> {
+    if provider.scopes.is_empty() {
+        return Ok(());
+    }
+    let declared =
+        |id: &str| id == stampede_core::DEFAULT_SCOPE || provider.scopes.iter().any(|s| s.id == id);
+    match policy.scopes.keys().find(|id| !declared(id)) {
+        None => Ok(()),
+        Some(id) => {
+            let known: Vec<&str> = provider.scopes.iter().map(|s| s.id.as_str()).collect();
+            Err((
+                format!("client.policy.scopes.{id}"),
+                format!(
+                    "scope {id:?} is not one of provider.scopes ({}), so no request would be \
+                     paced on it; name one of those (or `{}`, the scope of a key that names \
+                     none)",
+                    known.join(", "),
+                    stampede_core::DEFAULT_SCOPE
+                ),
+            ))
+        }
+    }
 }
 
 /// The key a message of `Policy::validate` is about: it starts with the key's path inside
@@ -592,6 +622,21 @@ arrival = {{ rate = "1/s" }}
         // A scope the policy names keeps its own, and the default's for what it leaves out.
         let b = s.policy.scope_budget("b");
         assert_eq!((b.reserve, b.max_delayed_requests), (Some(0.25), Some(9)));
+    }
+
+    /// A budget for a scope the provider does not declare is refused, naming the key and the
+    /// scopes it could be: a misspelt id had changed nothing without a word.
+    #[test]
+    fn a_budget_for_a_scope_the_provider_does_not_declare_is_refused() {
+        let (key, message) = error("[client.policy.scopes.c]\nrpm = 10");
+        assert_eq!(key, "client.policy.scopes.c");
+        assert!(
+            message.contains("not one of provider.scopes (a, b)"),
+            "{message}"
+        );
+        // The provider's own scopes, and `account` (a key that names none), are known.
+        let known = "[client.policy.scopes.b]\nrpm = 10\n[client.policy.scopes.account]\nrpm = 5";
+        assert!(parse(&scenario(known), "t.toml", &[]).is_ok());
     }
 
     #[test]
