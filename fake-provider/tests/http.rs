@@ -1181,7 +1181,7 @@ async fn the_responses_api_answers_streams_and_refuses_in_its_own_format() {
     for (body, message) in [
         (
             json!({ "model": "m", "input": "x", "max_tokens": 20 }),
-            "Unrecognized request argument supplied: max_tokens",
+            "Unknown parameter: 'max_tokens'.",
         ),
         (
             json!({ "model": "m", "input": "x", "max_output_tokens": 8 }),
@@ -1196,4 +1196,132 @@ async fn the_responses_api_answers_streams_and_refuses_in_its_own_format() {
     let j = s.journal().await;
     let routes: Vec<&Value> = j.iter().map(|e| &e["route"]).collect();
     assert_eq!(routes, vec![&json!("/v1/responses"); 5]);
+}
+
+/// The text of every SSE event of `resp`, read until it ends or breaks (`true` when it
+/// broke).
+async fn sse_events(resp: reqwest::Response) -> (Vec<Value>, bool) {
+    use futures_util::StreamExt;
+    let mut text = String::new();
+    let mut broke = false;
+    let mut stream = resp.bytes_stream();
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(b) => text.push_str(&String::from_utf8_lossy(&b)),
+            Err(_) => {
+                broke = true;
+                break;
+            }
+        }
+    }
+    let events = text
+        .split("\n\n")
+        .filter(|e| e.contains("\ndata: "))
+        .map(|e| serde_json::from_str(e.split_once("\ndata: ").unwrap().1).unwrap())
+        .collect();
+    (events, broke)
+}
+
+/// A forced call on `/v1/responses` keeps its shape when its stream is cut or errs (a
+/// `function_call` item, its arguments' pieces short of the whole, then the break or a
+/// numbered `error` event), and an idempotent replay of it says the same response and the
+/// same call ids: a client that reconciles by replaying gets the call it had.
+#[tokio::test]
+async fn responses_broken_streams_keep_their_shape_and_replays_keep_their_ids() {
+    let cut = |nth: u64, kind: ConnectionFault| {
+        fault(move |r| {
+            r.route = Some(RouteName::Responses);
+            r.nth = Some(nth);
+            r.fault = Some(kind);
+            r.after_chunks = Some(2);
+        })
+    };
+    let mut c = config(
+        None,
+        // A rule counts the attempts that reach it: the first rule takes the first.
+        vec![
+            cut(1, ConnectionFault::StreamCut),
+            cut(1, ConnectionFault::StreamError),
+        ],
+    );
+    c.completion_idempotency = true;
+    let s = start(c).await;
+    let body = |stream: bool| {
+        json!({ "model": "m", "input": "plan it", "stream": stream, "max_output_tokens": 64,
+                "tools": [{ "type": "function", "name": "make_plan",
+                            "parameters": { "type": "object", "properties": { "title": { "type": "string" } }, "required": ["title"] } }],
+                "tool_choice": "required" })
+    };
+    let post = |body: Value, key: Option<&'static str>| {
+        let mut b = s
+            .client
+            .post(format!("{}/v1/responses", s.base))
+            .bearer_auth("sk-a-test-key")
+            .json(&body);
+        if let Some(k) = key {
+            b = b.header("idempotency-key", k);
+        }
+        b.send()
+    };
+    for broken in ["stream_cut", "stream_error"] {
+        let (events, broke) = sse_events(post(body(true), None).await.unwrap()).await;
+        assert_eq!(
+            events[2]["item"]["type"], "function_call",
+            "{broken}: {events:?}"
+        );
+        let pieces: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["type"] == "response.function_call_arguments.delta")
+            .map(|e| &e["delta"])
+            .collect();
+        assert_eq!(pieces.len(), 2, "{broken}: {events:?}");
+        let sent: String = pieces.iter().filter_map(|p| p.as_str()).collect();
+        assert!(
+            sent.len() < r#"{"title":""}"#.len(),
+            "{broken}: short of the whole: {sent}"
+        );
+        let numbers: Vec<u64> = events
+            .iter()
+            .map(|e| e["sequence_number"].as_u64().unwrap())
+            .collect();
+        assert_eq!(
+            numbers,
+            (0..events.len() as u64).collect::<Vec<_>>(),
+            "{broken}"
+        );
+        let last = events.last().unwrap();
+        match broken {
+            "stream_cut" => assert!(broke && last["type"] != "error", "{last}"),
+            _ => assert_eq!(last["type"], "error", "{last}"),
+        }
+    }
+    // A response and its replay under one key: the same ids.
+    let first: Value = post(body(false), Some("k1"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let again = post(body(false), Some("k1")).await.unwrap();
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
+    let again: Value = again.json().await.unwrap();
+    for pointer in ["/id", "/output/0/id", "/output/0/call_id"] {
+        assert_eq!(
+            first.pointer(pointer),
+            again.pointer(pointer),
+            "{pointer}: {first} {again}"
+        );
+    }
+    assert_eq!(first["output"][0]["type"], "function_call");
+    let j = s.journal().await;
+    let outcomes: Vec<&Value> = j.iter().map(|e| &e["outcome"]).collect();
+    assert_eq!(
+        outcomes,
+        [
+            &json!("stream_cut"),
+            &json!("stream_error"),
+            &json!("200"),
+            &json!("200")
+        ]
+    );
 }

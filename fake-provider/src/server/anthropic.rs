@@ -47,19 +47,6 @@ struct Message {
     content: Value,
 }
 
-/// Characters of text in a content value: a string, or blocks with `text`.
-fn text_len(v: &Value) -> usize {
-    match v {
-        Value::String(s) => s.chars().count(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .map(|b| b.get("text").map_or(0, text_len))
-            .sum(),
-        Value::Null => 0,
-        other => other.to_string().len(),
-    }
-}
-
 /// `POST /v1/messages`.
 pub(crate) async fn messages(State(app): State<App>, req: Request<Body>) -> Response<Body> {
     // The head is taken apart, not extracted: axum's `HeaderMap` extractor clones the map.
@@ -88,9 +75,9 @@ pub(crate) async fn messages(State(app): State<App>, req: Request<Body>) -> Resp
     let chars: usize = parsed
         .messages
         .iter()
-        .map(|m| text_len(&m.content))
+        .map(|m| parse::text_chars(&m.content))
         .sum::<usize>()
-        + text_len(&parsed.system);
+        + parse::text_chars(&parsed.system);
     req.prompt_tokens =
         u32::try_from(chars.div_ceil(4) + 4 * parsed.messages.len()).unwrap_or(u32::MAX);
     req.max_tokens = parsed.max_tokens;

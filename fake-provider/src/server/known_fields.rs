@@ -182,12 +182,21 @@ pub(crate) fn openai_refusal(body: &Value, route: &RequestRoute) -> Option<Strin
     }
 }
 
+/// The first field (in key order, cut as an error repeats it) of a body of `route` its API
+/// does not take; `None` when it takes them all, or the body is no object.
+pub(crate) fn first_unknown<'v>(body: &'v Value, route: &RequestRoute) -> Option<&'v str> {
+    let known = of(route)?;
+    body.as_object()?
+        .keys()
+        .map(String::as_str)
+        .find(|key| known.binary_search(key).is_err())
+        .map(shown)
+}
+
 /// Anthropic's words for the first field (in key order) of a Messages body it does not
 /// take.
 pub(crate) fn anthropic_refusal(body: &Value) -> Option<String> {
-    let extra = unknown(body.as_object()?, of(&RequestRoute::Messages)?);
-    extra
-        .first()
+    first_unknown(body, &RequestRoute::Messages)
         .map(|first| format!("{first}: Extra inputs are not permitted"))
 }
 

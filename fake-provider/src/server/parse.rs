@@ -260,6 +260,20 @@ fn prompt_tokens(messages: &[Value]) -> u32 {
     u32::try_from(chars.div_ceil(4) + 4 * messages.len()).unwrap_or(u32::MAX)
 }
 
+/// Characters of text in a content value (a message's, an input item's, a system prompt):
+/// a string, or parts or blocks with `text`; anything else counts its JSON text.
+pub(crate) fn text_chars(v: &Value) -> usize {
+    match v {
+        Value::String(s) => s.chars().count(),
+        Value::Array(parts) => parts
+            .iter()
+            .map(|p| p.get("text").map_or(0, text_chars))
+            .sum(),
+        Value::Null => 0,
+        other => other.to_string().len(),
+    }
+}
+
 /// The workload item a body's messages name (the first that names one), read from any JSON
 /// body, even one refused: a client that re-sends an invalid request for an item is
 /// re-sending that item.
@@ -440,6 +454,17 @@ fn check_chat_value(v: &Value) -> Result<(), BadRequest> {
             }
         }
     }
+    check_sampling(v)?;
+    for param in ["max_tokens", "max_completion_tokens"] {
+        if v.get(param).and_then(Value::as_u64) == Some(0) {
+            return Err(zero_tokens(param));
+        }
+    }
+    Ok(())
+}
+
+/// `temperature` in [0, 2] and `top_p` in [0, 1], decimals, as OpenAI's APIs check them.
+pub(crate) fn check_sampling(v: &Value) -> Result<(), BadRequest> {
     for (param, max) in [("temperature", 2.0), ("top_p", 1.0)] {
         match v.get(param) {
             None | Some(Value::Null) => {}
@@ -461,11 +486,6 @@ fn check_chat_value(v: &Value) -> Result<(), BadRequest> {
                 }
             }
             Some(other) => return Err(invalid_type(param, "a decimal", other)),
-        }
-    }
-    for param in ["max_tokens", "max_completion_tokens"] {
-        if v.get(param).and_then(Value::as_u64) == Some(0) {
-            return Err(zero_tokens(param));
         }
     }
     Ok(())

@@ -314,6 +314,9 @@ pub(crate) async fn play(
             };
             // Only a completion has a shape (it changes what a 200 says, nothing else).
             let shape = shape.filter(|_| completion.is_some() && status == 200);
+            // The ids an answer's body gives (its message's, its tool call's) are the
+            // completion's: an idempotent replay says the same call again, not a new one.
+            let id_seq = completion.as_ref().map_or(seq, |c| c.id_seq);
             // A stream starts when its first piece is ready and ends at the latency, as a
             // real API's does; anything else is whole at the latency.
             let pace = match (stream_chunks, wire) {
@@ -343,7 +346,7 @@ pub(crate) async fn play(
                 Some(c) if !matches!(wire, Wire::Embeddings { .. }) => {
                     let mut value = c.to_value();
                     if let Some(shape) = &shape {
-                        shaped::apply(&mut value, shape, seq);
+                        shaped::apply(&mut value, shape, id_seq);
                     }
                     value
                 }
@@ -356,12 +359,12 @@ pub(crate) async fn play(
                 (Some(pace), Wire::OpenAi { include_usage }) => {
                     let n = pace.chunks;
                     let usage = usage.filter(|_| include_usage);
-                    let frames = sse_frames(seq, &body, (n, n), usage, shape);
+                    let frames = sse_frames(id_seq, &body, (n, n), usage, shape);
                     sse_response(&headers, pace.paced(frames, 0), departure)
                 }
                 (Some(pace), Wire::Anthropic) => {
                     let n = pace.chunks;
-                    let frames = anthropic::sse_frames(seq, &body, usage, (n, true), shape);
+                    let frames = anthropic::sse_frames(id_seq, &body, usage, (n, true), shape);
                     // Three events (message_start, content_block_start, ping) lead.
                     sse_response(
                         &anthropic::headers(&headers),
@@ -372,7 +375,7 @@ pub(crate) async fn play(
                 (Some(pace), Wire::Responses) => {
                     let n = pace.chunks;
                     let frames = responses::sse_frames(
-                        seq,
+                        id_seq,
                         &body,
                         (usage, facts.max_tokens),
                         (n, true),
@@ -383,11 +386,12 @@ pub(crate) async fn play(
                 }
                 (_, Wire::Anthropic) => {
                     departure.delivered();
-                    anthropic::answer(seq, status, &headers, &body, (usage, shape))
+                    anthropic::answer(id_seq, status, &headers, &body, (usage, shape))
                 }
                 (_, Wire::Responses) if status == 200 => {
                     departure.delivered();
-                    let response = responses::answer(seq, &body, (usage, facts.max_tokens), shape);
+                    let response =
+                        responses::answer(id_seq, &body, (usage, facts.max_tokens), shape);
                     json_response(200, &headers, &response)
                 }
                 (_, Wire::Embeddings { inputs }) if status == 200 => {
@@ -441,7 +445,7 @@ pub(crate) async fn play(
                     &body,
                     (None, facts.max_tokens),
                     (after_chunks, false),
-                    None,
+                    shape.as_ref(),
                 ),
             };
             let cut = stream::once(async {
@@ -476,9 +480,12 @@ pub(crate) async fn play(
                         &body,
                         (None, facts.max_tokens),
                         (after_chunks, false),
-                        None,
+                        shape.as_ref(),
                     )
-                    .chain(std::iter::once(responses::sse_error(after_chunks, None))),
+                    .chain(std::iter::once(responses::sse_error(
+                        after_chunks,
+                        shape.as_ref(),
+                    ))),
                 ),
             };
             sse_response(
@@ -517,8 +524,9 @@ fn sse_response(
     resp
 }
 
-/// Seconds since the Unix epoch (the `created` of a chunk whose body has none).
-fn unix_now() -> u64 {
+/// Seconds since the Unix epoch (the `created` of a chunk, or a response, whose body has
+/// none).
+pub(crate) fn unix_now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())

@@ -27,6 +27,7 @@
 //! (`previous_response_id` is not looked up: a conversation's earlier turns are not
 //! counted in its input).
 
+use super::known_fields;
 use super::parse::{self, BadRequest};
 use super::respond::{Frames, Wire};
 use super::routes::{self, read_body};
@@ -64,19 +65,17 @@ pub(crate) async fn responses(State(app): State<App>, req: HttpRequest<Body>) ->
     };
     match read(&mut req, &bytes, app.shared.accepts_unknown_fields()) {
         Ok(shape) => routes::attempt_shaped(&app, req, Wire::Responses, shape).await,
-        Err(e) => {
-            req.workload_item = serde_json::from_slice::<Value>(&bytes)
-                .ok()
-                .and_then(|v| workload_item(&v));
-            routes::key_first(&app, req, Wire::Responses, routes::bad_request(&e)).await
-        }
+        // `read` named the workload item as soon as the body was JSON (one that is not
+        // names none).
+        Err(e) => routes::key_first(&app, req, Wire::Responses, routes::bad_request(&e)).await,
     }
 }
 
 /// Fills a Responses attempt from its body, or refuses it in OpenAI's words: a field the
 /// API does not take (unless `accept_unknown`), no model, an `input` that is neither text
-/// nor a list of items, an input message with a role the API does not know, a
-/// `max_output_tokens` under 16, a forced call or an output format it cannot serve (see
+/// nor a list of items, an input message with a role the API does not know or content of
+/// the wrong type, a `max_output_tokens` under 16 or past `u32`, a `temperature` or `top_p`
+/// out of range, a forced call or an output format it cannot serve (see
 /// `shaped::responses`). Returns the shape its answer must have.
 fn read(
     req: &mut Request,
@@ -84,13 +83,21 @@ fn read(
     accept_unknown: bool,
 ) -> Result<Option<Shape>, BadRequest> {
     let v = parse::json_body(bytes)?;
+    // Named before anything is checked: a client that re-sends a refused body for an item
+    // is re-sending that item.
+    req.workload_item = workload_item(&v);
     if !v.is_object() {
         return Err(BadRequest::new(format!(
             "the request body must be a JSON object, not {}",
             parse::json_kind(&v)
         )));
     }
-    parse::unrecognized(&v, &RequestRoute::Responses, accept_unknown)?;
+    if !accept_unknown {
+        if let Some(name) = known_fields::first_unknown(&v, &RequestRoute::Responses) {
+            return Err(unknown_parameter(name));
+        }
+    }
+    parse::check_sampling(&v)?;
     // A stored prompt (`prompt`) may name the model for the request.
     if v.get("prompt").map_or(true, Value::is_null) {
         parse::check_model_value(&v)?;
@@ -115,7 +122,17 @@ fn read(
                     ),
                 ));
             }
-            u32::try_from(asked).unwrap_or(u32::MAX)
+            u32::try_from(asked).map_err(|_| {
+                BadRequest::at(
+                    "max_output_tokens",
+                    Some("integer_above_max_value"),
+                    format!(
+                        "Invalid 'max_output_tokens': integer above maximum value. Expected a \
+                         value <= {}, but got {n} instead.",
+                        u32::MAX
+                    ),
+                )
+            })?
         }
         Some(other) => {
             return Err(parse::invalid_type(
@@ -133,10 +150,28 @@ fn read(
     // Four characters a token, and four tokens an item, as for a chat message.
     req.prompt_tokens =
         u32::try_from((input_chars + instructions).div_ceil(4) + 4 * items).unwrap_or(u32::MAX);
-    req.workload_item = workload_item(&v);
     req.body_hash = parse::canonical_hash(&v);
     req.model = parse::model(&v);
     shaped::responses(&v)
+}
+
+/// The Responses API's 400 for a body field it does not take (its words differ from chat
+/// completions'): `response_format`, chat's name for what moved to `text.format`, is told
+/// where it went.
+fn unknown_parameter(name: &str) -> BadRequest {
+    if name == "response_format" {
+        return BadRequest::at(
+            name,
+            Some("unsupported_parameter"),
+            "Unsupported parameter: 'response_format'. In the Responses API, this parameter \
+             has moved to 'text.format'. Try again with the new parameter.",
+        );
+    }
+    BadRequest::at(
+        name,
+        Some("unknown_parameter"),
+        format!("Unknown parameter: '{name}'."),
+    )
 }
 
 /// Characters of text in `input` and how many items it holds (text is one), or the 400 of
@@ -185,27 +220,48 @@ fn input_size(input: Option<&Value>) -> Result<(usize, usize), BadRequest> {
                 }
             }
         }
+        check_content(i, fields.get("content"))?;
         // A message's content, a tool call's arguments, a tool's output.
         chars += ["content", "arguments", "output"]
             .iter()
             .filter_map(|name| fields.get(*name))
-            .map(text_len)
+            .map(parse::text_chars)
             .sum::<usize>();
     }
     Ok((chars, items.len()))
 }
 
-/// Characters of text in a value: a string, or parts with `text`.
-fn text_len(v: &Value) -> usize {
-    match v {
-        Value::String(s) => s.chars().count(),
-        Value::Array(parts) => parts
-            .iter()
-            .map(|p| p.get("text").map_or(0, text_len))
-            .sum(),
-        Value::Null => 0,
-        other => other.to_string().len(),
+/// The 400 of input item `i`'s `content` unless it is text or a list of parts (objects,
+/// whose `text`, where they have one, is text).
+fn check_content(i: usize, content: Option<&Value>) -> Result<(), BadRequest> {
+    let parts = match content {
+        None | Some(Value::Null | Value::String(_)) => return Ok(()),
+        Some(Value::Array(parts)) => parts,
+        Some(other) => {
+            return Err(parse::invalid_type(
+                &format!("input[{i}].content"),
+                "one of a string or array of input content parts",
+                other,
+            ))
+        }
+    };
+    for (j, part) in parts.iter().enumerate() {
+        let at = format!("input[{i}].content[{j}]");
+        match part {
+            Value::Object(fields) => match fields.get("text") {
+                None | Some(Value::String(_)) => {}
+                Some(other) => {
+                    return Err(parse::invalid_type(
+                        &format!("{at}.text"),
+                        "a string",
+                        other,
+                    ))
+                }
+            },
+            other => return Err(parse::invalid_type(&at, "an object", other)),
+        }
     }
+    Ok(())
 }
 
 /// The workload item the body's input names: its text, or the first item whose content
@@ -222,10 +278,9 @@ fn workload_item(v: &Value) -> Option<u64> {
 }
 
 /// What a 200 says, read from the chat completion the model's answer makes (see
-/// `CompletionBody`): its id's number, `created`, its text and whether it used every
-/// output token. An answer with none (a cut stream's) takes its ids from the attempt's seq.
+/// `CompletionBody`, and `shaped::apply` for a JSON shape's text): `created`, its text and
+/// whether it used every output token.
 struct Said<'a> {
-    id: &'a str,
     created: &'a Value,
     text: &'a str,
     incomplete: bool,
@@ -234,11 +289,6 @@ struct Said<'a> {
 impl<'a> Said<'a> {
     fn of(body: &'a Value) -> Said<'a> {
         Said {
-            id: body
-                .get("id")
-                .and_then(Value::as_str)
-                .and_then(|id| id.strip_prefix("chatcmpl-"))
-                .unwrap_or_default(),
             created: body.get("created").unwrap_or(&Value::Null),
             text: body
                 .pointer("/choices/0/message/content")
@@ -251,35 +301,18 @@ impl<'a> Said<'a> {
         }
     }
 
-    fn response_id(&self, seq: u64) -> String {
-        if self.id.is_empty() {
-            format!("resp_{seq:012}")
-        } else {
-            format!("resp_{:0>12}", self.id)
-        }
-    }
-
-    fn message_id(&self, seq: u64) -> String {
-        if self.id.is_empty() {
-            format!("msg_{seq:012}")
-        } else {
-            format!("msg_{:0>12}", self.id)
-        }
-    }
-
     fn created(&self) -> Value {
         match self.created {
-            Value::Null => json!(unix_now()),
+            Value::Null => json!(super::respond::unix_now()),
             c => c.clone(),
         }
     }
 }
 
-/// Seconds since the Unix epoch (the `created_at` of an answer whose body has none).
-fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+/// The id of kind `prefix` (`resp`, `msg`, `fc`, `call`) of the answer `seq` committed (the
+/// caller passes the completion's seq, so a replay says the same ids again).
+fn id(prefix: &str, seq: u64) -> String {
+    format!("{prefix}_{seq:012}")
 }
 
 /// `status` of a response and of its message.
@@ -317,8 +350,10 @@ fn output_text(text: &str) -> Value {
     json!({ "type": "output_text", "text": text, "annotations": [], "logprobs": [] })
 }
 
-/// A `response` object: `status`, `output` and `usage` as given, the request's settings
-/// as the API echoes its defaults.
+/// A `response` object: `status`, `output` and `usage` as given, and the settings the API
+/// echoes at their defaults, not the request's (its `instructions`, `tools` or
+/// `metadata` are not echoed), with `max_output_tokens` the cap the answer was drawn
+/// under (256 when the request named none).
 fn response(
     said: &Said<'_>,
     seq: u64,
@@ -332,7 +367,7 @@ fn response(
         Value::Null
     };
     json!({
-        "id": said.response_id(seq),
+        "id": id("resp", seq),
         "object": "response",
         "created_at": said.created(),
         "status": status,
@@ -361,9 +396,8 @@ fn response(
 
 /// The `function_call` output item that calls `name` with `arguments`.
 fn function_call(seq: u64, (name, arguments): (&str, &str), status: &str) -> Value {
-    json!({ "type": "function_call", "id": format!("fc_{seq:012}"),
-            "call_id": format!("call_{seq:012}"), "name": name, "arguments": arguments,
-            "status": status })
+    json!({ "type": "function_call", "id": id("fc", seq), "call_id": id("call", seq),
+            "name": name, "arguments": arguments, "status": status })
 }
 
 /// A non-streamed 200: the completed (or incomplete) response, its output the message, or
@@ -379,7 +413,7 @@ pub(crate) fn answer(
     let status = status_of(said.incomplete);
     let output = match shape {
         Some(Shape::Tool { name, arguments }) => function_call(seq, (name, arguments), status),
-        _ => message(&said.message_id(seq), status, Some(said.text)),
+        _ => message(&id("msg", seq), status, Some(said.text)),
     };
     response(&said, seq, status, json!([output]), (usage, max_tokens))
 }
@@ -421,10 +455,10 @@ fn text_frames(chunks: u32) -> impl Iterator<Item = Bytes> + Send {
 /// Event `name` whose data is `data`; with `hole`, the streamed text of that many deltas
 /// in place of [`TEXT_HOLE`], in frames.
 fn closing(name: &str, data: &Value, hole: Option<u32>) -> Frames {
-    let whole = format!("event: {name}\ndata: {data}\n\n");
     let Some(chunks) = hole else {
-        return Box::new(std::iter::once(Bytes::from(whole)));
+        return Box::new(std::iter::once(event(name, data)));
     };
+    let whole = format!("event: {name}\ndata: {data}\n\n");
     let (before, after) = whole
         .split_once(TEXT_HOLE)
         .expect("the event holds the text's place");
@@ -441,7 +475,8 @@ fn closing(name: &str, data: &Value, hole: Option<u32>) -> Frames {
 
 /// A streamed response: [`head_events`] events, `chunks` deltas and, when `complete`, the
 /// closing events with the whole output, each numbered in order. The deltas are the text's
-/// tokens, or the pieces of the JSON text or of the forced call's arguments `shape` holds.
+/// tokens, or pieces of the JSON text or of the forced call's arguments `shape` holds (a
+/// stream broken off, not `complete`, sends all its pieces but the last).
 pub(crate) fn sse_frames(
     seq: u64,
     body: &Value,
@@ -452,6 +487,10 @@ pub(crate) fn sse_frames(
     let said = Said::of(body);
     let head_count = head_events(shape);
     let started = response(&said, seq, "in_progress", json!([]), (None, max_tokens));
+    let item_id = match shape {
+        Some(Shape::Tool { .. }) => id("fc", seq),
+        _ => id("msg", seq),
+    };
     let mut head = vec![
         event(
             "response.created",
@@ -462,23 +501,13 @@ pub(crate) fn sse_frames(
             &json!({ "type": "response.in_progress", "sequence_number": 1, "response": started }),
         ),
     ];
-    let shape = shape.cloned();
-    let (call, json_text) = match &shape {
-        Some(Shape::Tool { name, arguments }) => (Some((name.clone(), arguments.clone())), None),
-        Some(Shape::Json(text)) => (None, Some(text.clone())),
-        None => (None, None),
-    };
-    let item_id = match &call {
-        Some(_) => format!("fc_{seq:012}"),
-        None => said.message_id(seq),
-    };
-    match &call {
-        Some((name, _)) => head.push(event(
+    match shape {
+        Some(Shape::Tool { name, .. }) => head.push(event(
             "response.output_item.added",
             &json!({ "type": "response.output_item.added", "sequence_number": 2, "output_index": 0,
                      "item": function_call(seq, (name, ""), "in_progress") }),
         )),
-        None => {
+        _ => {
             head.push(event(
                 "response.output_item.added",
                 &json!({ "type": "response.output_item.added", "sequence_number": 2, "output_index": 0,
@@ -492,18 +521,25 @@ pub(crate) fn sse_frames(
         }
     }
     debug_assert_eq!(head.len(), head_count as usize);
+    // A broken-off stream's pieces stop short of the whole.
+    let pieces = if complete {
+        chunks
+    } else {
+        chunks.saturating_add(1)
+    };
     let delta_item = item_id.clone();
+    let delta_shape = shape.cloned();
     // The deltas are made as the client reads them (there may be billions).
     let deltas = (0..chunks).map(move |i| {
         let number = u64::from(head_count) + u64::from(i);
-        let data = match &shape {
+        let data = match &delta_shape {
             Some(Shape::Tool { arguments, .. }) => json!({
                 "type": "response.function_call_arguments.delta", "sequence_number": number,
                 "item_id": delta_item, "output_index": 0,
-                "delta": shaped::piece(arguments, i, chunks) }),
-            _ => {
-                let delta = match &shape {
-                    Some(Shape::Json(text)) => shaped::piece(text, i, chunks),
+                "delta": shaped::piece(arguments, i, pieces) }),
+            text => {
+                let delta = match text {
+                    Some(Shape::Json(text)) => shaped::piece(text, i, pieces),
                     _ if i == 0 => "tok",
                     _ => " tok",
                 };
@@ -525,8 +561,8 @@ pub(crate) fn sse_frames(
     } else {
         "response.completed"
     };
-    let tail: Vec<Frames> = match &call {
-        Some((name, arguments)) => {
+    let tail: Vec<Frames> = match shape {
+        Some(Shape::Tool { name, arguments }) => {
             let item = function_call(seq, (name, arguments), status);
             let finished = response(&said, seq, status, json!([item]), (usage, max_tokens));
             vec![
@@ -549,12 +585,12 @@ pub(crate) fn sse_frames(
                 ),
             ]
         }
-        None => {
+        text => {
             // The text the deltas made: a JSON shape's whole, or `chunks` tokens, written
             // in frames in the hole's place.
-            let (text, hole) = match &json_text {
-                Some(text) => (text.as_str(), None),
-                None => (TEXT_HOLE, Some(chunks)),
+            let (text, hole) = match text {
+                Some(Shape::Json(text)) => (text.as_str(), None),
+                _ => (TEXT_HOLE, Some(chunks)),
             };
             let done = message(&item_id, status, Some(text));
             let finished = response(&said, seq, status, json!([done]), (usage, max_tokens));
@@ -623,7 +659,7 @@ mod tests {
     fn a_stream_has_the_event_sequence_and_its_text_whole_at_the_end() {
         let body =
             json!({ "id": "chatcmpl-42", "created": 7, "choices": [{ "finish_reason": "stop" }] });
-        let all = events(sse_frames(9, &body, (Some((10, 3)), 20), (3, true), None));
+        let all = events(sse_frames(42, &body, (Some((10, 3)), 20), (3, true), None));
         let names: Vec<&str> = all.iter().map(|e| e["type"].as_str().unwrap()).collect();
         assert_eq!(
             names,
@@ -835,11 +871,74 @@ mod tests {
         assert_eq!(role.unwrap_err().param.as_deref(), Some("input[0].role"));
         let number = read_body(json!({ "model": "m", "input": 5 }));
         assert_eq!(number.unwrap_err().code, Some("invalid_type"));
-        let unknown = read_body(json!({ "model": "m", "input": "x", "max_tokens": 20 }));
+        let unknown =
+            read_body(json!({ "model": "m", "input": "x", "max_tokens": 20 })).unwrap_err();
+        assert_eq!(unknown.message, "Unknown parameter: 'max_tokens'.");
         assert_eq!(
-            unknown.unwrap_err().message,
-            "Unrecognized request argument supplied: max_tokens"
+            (unknown.param.as_deref(), unknown.code),
+            (Some("max_tokens"), Some("unknown_parameter"))
         );
+        let moved = read_body(json!({ "model": "m", "input": "x", "response_format": {} }));
+        assert!(moved
+            .unwrap_err()
+            .message
+            .contains("moved to 'text.format'"));
         assert!(read_body(json!({ "input": "x" })).is_err(), "no model");
+        let huge =
+            read_body(json!({ "model": "m", "input": "x", "max_output_tokens": 4_294_967_296u64 }));
+        assert_eq!(huge.unwrap_err().code, Some("integer_above_max_value"));
+        let hot = read_body(json!({ "model": "m", "input": "x", "temperature": 5 }));
+        assert_eq!(hot.unwrap_err().param.as_deref(), Some("temperature"));
+        // Content and its parts of the wrong type, as for a chat message.
+        for (input, param) in [
+            (
+                json!([{ "role": "user", "content": 5 }]),
+                "input[0].content",
+            ),
+            (
+                json!([{ "role": "user", "content": [3] }]),
+                "input[0].content[0]",
+            ),
+            (
+                json!([{ "role": "user", "content": [{ "type": "input_text", "text": 5 }] }]),
+                "input[0].content[0].text",
+            ),
+        ] {
+            let e = read_body(json!({ "model": "m", "input": input })).unwrap_err();
+            assert_eq!(
+                (e.param.as_deref(), e.code),
+                (Some(param), Some("invalid_type"))
+            );
+        }
+        // What the shape reads, of the wrong type.
+        for (field, value, param) in [
+            ("tools", json!("x"), "tools"),
+            ("tools", json!(["f"]), "tools[0]"),
+            ("tools", json!([{ "type": "function" }]), "tools[0].name"),
+            ("tool_choice", json!(5), "tool_choice"),
+            ("tool_choice", json!("bogus"), "tool_choice"),
+            ("text", json!("json"), "text"),
+            ("text", json!({ "format": "json_object" }), "text.format"),
+            (
+                "text",
+                json!({ "format": { "type": 5 } }),
+                "text.format.type",
+            ),
+            (
+                "text",
+                json!({ "format": { "type": "json_schema", "schema": {} } }),
+                "text.format.name",
+            ),
+            (
+                "text",
+                json!({ "format": { "type": "json_schema", "name": "x", "schema": "x" } }),
+                "text.format.schema",
+            ),
+        ] {
+            let mut body = json!({ "model": "m", "input": "x" });
+            body[field] = value;
+            let e = read_body(body.clone()).unwrap_err();
+            assert_eq!(e.param.as_deref(), Some(param), "{body}: {}", e.message);
+        }
     }
 }

@@ -13,7 +13,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::parse::BadRequest;
+use super::parse::{invalid_type, BadRequest};
 
 /// What a 200 to this request must be.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,8 +31,12 @@ pub(crate) enum Shape {
 }
 
 /// How deep [`instance`] follows nested schemas (and `$ref`s, which may recurse): past it a
-/// value is `null`.
-const MAX_DEPTH: u32 = 16;
+/// value is `null`. Every property, list item, `$ref` and `anyOf` is a step, so a pydantic
+/// model nests three steps a level (a property, its `anyOf` when optional, the `$ref`):
+/// 64 serves the 10 levels of nesting OpenAI's structured outputs allow, which 16 had cut
+/// off at the fifth with a `null` the SDK's parse refused. [`MAX_VALUES`] still bounds the
+/// answer's size.
+const MAX_DEPTH: u32 = 64;
 
 /// The shape an OpenAI chat body asks for: a forced tool call (`tool_choice` `required`, or
 /// naming a function) first, then `response_format`; `None` for text. A body the real API
@@ -43,111 +47,23 @@ pub(crate) fn openai(body: &Value) -> Result<Option<Shape>, BadRequest> {
         .get("tools")
         .and_then(Value::as_array)
         .filter(|t| !t.is_empty());
-    let function = |tool: &Value| tool.get("function").cloned().unwrap_or(Value::Null);
-    let forced = match body.get("tool_choice") {
-        Some(Value::String(s)) if s == "required" => match tools {
-            Some(t) => t.first().map(function),
-            None => return Err(choice_without_tools()),
-        },
-        Some(choice @ Value::Object(_)) => {
-            let Some(t) = tools else {
-                return Err(choice_without_tools());
-            };
-            let name = choice.pointer("/function/name").and_then(Value::as_str);
-            let found = t
-                .iter()
-                .map(function)
-                .find(|f| f.get("name").and_then(Value::as_str) == name);
-            if found.is_none() {
-                return Err(BadRequest::at(
-                    "tool_choice",
-                    Some("invalid_value"),
-                    format!(
-                        "Invalid value for 'tool_choice': function '{}' is not one of 'tools'.",
-                        name.unwrap_or_default()
-                    ),
-                ));
-            }
-            found
-        }
-        _ => None,
-    };
-    if let Some(f) = forced {
-        let schema = f.get("parameters").cloned().unwrap_or(json!({}));
-        return Ok(Some(tool(&f, &schema)));
-    }
-    let Some(format) = body.get("response_format").filter(|f| !f.is_null()) else {
-        return Ok(None);
-    };
-    match format.get("type").and_then(Value::as_str) {
-        Some("text") => Ok(None),
-        Some("json_object") => Ok(Some(Shape::Json(
-            json!({ "answer": "stampede fake completion" }).to_string(),
-        ))),
-        Some("json_schema") => {
-            let Some(schema) = format.pointer("/json_schema/schema") else {
-                return Err(BadRequest::at(
-                    "response_format.json_schema",
-                    Some("missing_required_parameter"),
-                    "Missing required parameter: 'response_format.json_schema'.",
-                ));
-            };
-            Ok(Some(Shape::Json(instance(schema, schema, 0).to_string())))
-        }
-        other => Err(BadRequest::at(
-            "response_format.type",
-            Some("invalid_value"),
-            format!(
-                "Invalid value: '{}'. Supported values are: 'json_object', 'json_schema', and \
-                 'text'.",
-                other.unwrap_or_default()
-            ),
-        )),
-    }
-}
-
-/// The shape an OpenAI Responses body asks for: a forced call of a function tool
-/// (`tool_choice` `required`, or `{"type": "function", "name": ...}`) first, then
-/// `text.format` (`json_object`, or `json_schema` with its `schema`, which the SDK's
-/// `responses.parse` sends); `None` for text, and for a call forced among built-in tools
-/// only (a web search has no arguments to make). Refused in OpenAI's words as for a chat
-/// body: a forced call with no tools or of a function it does not list, a `json_schema`
-/// format without its schema, a format type it does not know.
-pub(crate) fn responses(body: &Value) -> Result<Option<Shape>, BadRequest> {
-    let tools = body
-        .get("tools")
-        .and_then(Value::as_array)
-        .filter(|t| !t.is_empty());
     let functions = || {
         tools
             .into_iter()
             .flatten()
-            .filter(|t| t.get("type").and_then(Value::as_str) == Some("function"))
+            .filter_map(|tool| tool.get("function"))
     };
     let forced = match body.get("tool_choice") {
         Some(Value::String(s)) if s == "required" => match tools {
             Some(_) => functions().next(),
             None => return Err(choice_without_tools()),
         },
-        Some(choice @ Value::Object(_))
-            if choice.get("type").and_then(Value::as_str) == Some("function") =>
-        {
+        Some(choice @ Value::Object(_)) => {
             if tools.is_none() {
                 return Err(choice_without_tools());
             }
-            let name = choice.get("name").and_then(Value::as_str);
-            let found = functions().find(|f| f.get("name").and_then(Value::as_str) == name);
-            if found.is_none() {
-                return Err(BadRequest::at(
-                    "tool_choice",
-                    Some("invalid_value"),
-                    format!(
-                        "Invalid value for 'tool_choice': function '{}' is not one of 'tools'.",
-                        name.unwrap_or_default()
-                    ),
-                ));
-            }
-            found
+            let name = choice.pointer("/function/name").and_then(Value::as_str);
+            Some(named_function(name, functions())?)
         }
         _ => None,
     };
@@ -155,34 +71,168 @@ pub(crate) fn responses(body: &Value) -> Result<Option<Shape>, BadRequest> {
         let schema = f.get("parameters").cloned().unwrap_or(json!({}));
         return Ok(Some(tool(f, &schema)));
     }
-    let Some(format) = body.pointer("/text/format").filter(|f| !f.is_null()) else {
+    let Some(format) = body.get("response_format").filter(|f| !f.is_null()) else {
         return Ok(None);
     };
-    match format.get("type").and_then(Value::as_str) {
-        Some("text") => Ok(None),
-        Some("json_object") => Ok(Some(Shape::Json(
-            json!({ "answer": "stampede fake response" }).to_string(),
-        ))),
-        Some("json_schema") => {
-            let Some(schema) = format.get("schema") else {
-                return Err(BadRequest::at(
-                    "text.format.schema",
-                    Some("missing_required_parameter"),
-                    "Missing required parameter: 'text.format.schema'.",
-                ));
-            };
-            Ok(Some(Shape::Json(instance(schema, schema, 0).to_string())))
+    let schema = format.pointer("/json_schema/schema");
+    format_shape(
+        format,
+        schema,
+        ("response_format", "response_format.json_schema"),
+    )
+}
+
+/// The shape an OpenAI Responses body asks for: a forced call of a function tool
+/// (`tool_choice` `required`, or `{"type": "function", "name": ...}`) first, then
+/// `text.format` (`json_object`, or `json_schema` with its `schema`, which the SDK's
+/// `responses.parse` sends); `None` for text, and for a call forced among built-in tools
+/// only (a web search has no arguments to make). Refused in OpenAI's words: `tools`,
+/// `tool_choice` or `text` of the wrong type, a function tool without a name, a forced
+/// call with no tools or of a function it does not list, a `json_schema` format without
+/// its name or schema, a format type it does not know.
+pub(crate) fn responses(body: &Value) -> Result<Option<Shape>, BadRequest> {
+    let tools = match body.get("tools") {
+        None | Some(Value::Null) => &[][..],
+        Some(Value::Array(tools)) => tools.as_slice(),
+        Some(other) => return Err(invalid_type("tools", "an array", other)),
+    };
+    for (i, tool) in tools.iter().enumerate() {
+        let kind = match tool.get("type") {
+            Some(Value::String(kind)) => kind,
+            Some(other) => {
+                return Err(invalid_type(&format!("tools[{i}].type"), "a string", other))
+            }
+            None if tool.is_object() => return Err(missing(&format!("tools[{i}].type"))),
+            None => return Err(invalid_type(&format!("tools[{i}]"), "an object", tool)),
+        };
+        if kind == "function" && !tool.get("name").is_some_and(Value::is_string) {
+            return Err(missing(&format!("tools[{i}].name")));
         }
-        other => Err(BadRequest::at(
-            "text.format.type",
-            Some("invalid_value"),
-            format!(
-                "Invalid value: '{}'. Supported values are: 'text', 'json_object', and \
-                 'json_schema'.",
-                other.unwrap_or_default()
-            ),
-        )),
     }
+    let functions = || {
+        tools
+            .iter()
+            .filter(|t| t.get("type").and_then(Value::as_str) == Some("function"))
+    };
+    let forced = match body.get("tool_choice") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => match s.as_str() {
+            "none" | "auto" => None,
+            "required" if tools.is_empty() => return Err(choice_without_tools()),
+            "required" => functions().next(),
+            other => {
+                return Err(BadRequest::at(
+                    "tool_choice",
+                    Some("invalid_value"),
+                    format!(
+                        "Invalid value: '{other}'. Supported values are: 'none', 'auto', and \
+                         'required'."
+                    ),
+                ))
+            }
+        },
+        Some(choice @ Value::Object(_)) => match choice.get("type").and_then(Value::as_str) {
+            Some("function") if tools.is_empty() => return Err(choice_without_tools()),
+            Some("function") => {
+                let name = choice.get("name").and_then(Value::as_str);
+                Some(named_function(name, functions())?)
+            }
+            // A built-in tool's, or an allowed list: answered in text.
+            Some(_) => None,
+            None => return Err(missing("tool_choice.type")),
+        },
+        Some(other) => {
+            return Err(invalid_type(
+                "tool_choice",
+                "one of a string or an object",
+                other,
+            ))
+        }
+    };
+    if let Some(f) = forced {
+        let schema = f.get("parameters").cloned().unwrap_or(json!({}));
+        return Ok(Some(tool(f, &schema)));
+    }
+    let format = match body.get("text") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(text @ Value::Object(_)) => match text.get("format") {
+            None | Some(Value::Null) => return Ok(None),
+            Some(format @ Value::Object(_)) => format,
+            Some(other) => return Err(invalid_type("text.format", "an object", other)),
+        },
+        Some(other) => return Err(invalid_type("text", "an object", other)),
+    };
+    let schema = format.get("schema");
+    if format.get("type").and_then(Value::as_str) == Some("json_schema") {
+        if !format.get("name").is_some_and(Value::is_string) {
+            return Err(missing("text.format.name"));
+        }
+        if let Some(other) = schema.filter(|s| !s.is_object()) {
+            return Err(invalid_type("text.format.schema", "an object", other));
+        }
+    }
+    format_shape(format, schema, ("text.format", "text.format.schema"))
+}
+
+/// The function a forced `tool_choice` names among `functions` (each the object holding a
+/// function's `name` and `parameters`), or OpenAI's 400 when it is none of them.
+fn named_function<'t>(
+    name: Option<&str>,
+    mut functions: impl Iterator<Item = &'t Value>,
+) -> Result<&'t Value, BadRequest> {
+    functions
+        .find(|f| f.get("name").and_then(Value::as_str) == name)
+        .ok_or_else(|| {
+            BadRequest::at(
+                "tool_choice",
+                Some("invalid_value"),
+                format!(
+                    "Invalid value for 'tool_choice': function '{}' is not one of 'tools'.",
+                    name.unwrap_or_default()
+                ),
+            )
+        })
+}
+
+/// The shape an output format asks for (chat's `response_format`, the Responses API's
+/// `text.format`): JSON for `json_object`, an instance of `schema` for `json_schema`, text
+/// for `text`. `at` names the format and `schema_at` where its schema belongs, in errors.
+fn format_shape(
+    format: &Value,
+    schema: Option<&Value>,
+    (at, schema_at): (&str, &str),
+) -> Result<Option<Shape>, BadRequest> {
+    match format.get("type") {
+        Some(Value::String(kind)) => match kind.as_str() {
+            "text" => Ok(None),
+            "json_object" => Ok(Some(Shape::Json(
+                json!({ "answer": "stampede fake completion" }).to_string(),
+            ))),
+            "json_schema" => match schema {
+                Some(schema) => Ok(Some(Shape::Json(instance(schema, schema, 0).to_string()))),
+                None => Err(missing(schema_at)),
+            },
+            other => Err(BadRequest::at(
+                format!("{at}.type"),
+                Some("invalid_value"),
+                format!(
+                    "Invalid value: '{other}'. Supported values are: 'json_object', \
+                     'json_schema', and 'text'."
+                ),
+            )),
+        },
+        Some(other) => Err(invalid_type(&format!("{at}.type"), "a string", other)),
+        None => Err(missing(&format!("{at}.type"))),
+    }
+}
+
+/// OpenAI's 400 for a parameter that is required and absent.
+fn missing(param: &str) -> BadRequest {
+    BadRequest::at(
+        param,
+        Some("missing_required_parameter"),
+        format!("Missing required parameter: '{param}'."),
+    )
 }
 
 /// OpenAI's 400 for a `tool_choice` with no `tools`.
@@ -448,12 +498,14 @@ fn integer(obj: &Map<String, Value>) -> i64 {
         .map_or(1, |m| m as i64);
     let least = match low {
         Some((b, true)) => b.ceil() as i64,
-        Some((b, false)) => b.floor() as i64 + 1,
+        // Saturating: a bound past i64 (`exclusiveMinimum: 1e19`) casts to its end, and
+        // one more had overflowed.
+        Some((b, false)) => (b.floor() as i64).saturating_add(1),
         None => i64::MIN,
     };
     let most = match high {
         Some((b, true)) => b.floor() as i64,
-        Some((b, false)) => b.ceil() as i64 - 1,
+        Some((b, false)) => (b.ceil() as i64).saturating_sub(1),
         None => i64::MAX,
     };
     // The multiple of `step` nearest 0 in [least, most].
@@ -581,6 +633,42 @@ mod tests {
             v,
             json!({ "title": "", "kind": "bug", "steps": [{ "n": 1 }, { "n": 1 }], "score": 1.5, "note": "", "done": false })
         );
+    }
+
+    /// Ten levels of nested models, each optional and in a list as pydantic writes them (a
+    /// property, `anyOf`, the list, its `$ref`): the innermost still gets its values.
+    #[test]
+    fn ten_levels_of_nested_models_are_made_whole() {
+        let mut defs = serde_json::Map::new();
+        for level in 0..10 {
+            let mut properties = json!({ "name": { "type": "string" } });
+            if level < 9 {
+                properties["subs"] = json!({ "anyOf": [
+                    { "type": "array", "minItems": 1, "items": { "$ref": format!("#/$defs/L{}", level + 1) } },
+                    { "type": "null" } ] });
+            }
+            defs.insert(
+                format!("L{level}"),
+                json!({ "type": "object", "properties": properties, "required": ["name"] }),
+            );
+        }
+        let schema = json!({ "$defs": defs, "$ref": "#/$defs/L0" });
+        let mut v = instance(&schema, &schema, 0);
+        for _ in 0..9 {
+            assert_eq!(v["name"], "", "{v}");
+            v = v["subs"][0].clone();
+        }
+        assert_eq!(v, json!({ "name": "" }));
+    }
+
+    /// Bounds past i64 saturate: `exclusiveMinimum: 1e19` had overflowed (a panic in debug
+    /// builds, a wrapped 0 that broke the schema in release).
+    #[test]
+    fn integer_bounds_past_i64_saturate() {
+        let high = json!({ "type": "integer", "exclusiveMinimum": 1e19 });
+        assert_eq!(instance(&high, &high, 0), json!(i64::MAX));
+        let low = json!({ "type": "integer", "exclusiveMaximum": -1e19 });
+        assert_eq!(instance(&low, &low, 0), json!(i64::MIN));
     }
 
     /// A schema that names itself ends at the depth bound, not in a stack overflow.
