@@ -1295,6 +1295,20 @@ async fn responses_broken_streams_keep_their_shape_and_replays_keep_their_ids() 
             _ => assert_eq!(last["type"], "error", "{last}"),
         }
     }
+    // Whole, the call's arguments come in non-empty pieces of about a token each, however
+    // many tokens the model drew for it (up to 64 here, for 12 bytes).
+    let (events, broke) = sse_events(post(body(true), None).await.unwrap()).await;
+    assert!(!broke);
+    let pieces: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "response.function_call_arguments.delta")
+        .filter_map(|e| e["delta"].as_str())
+        .collect();
+    assert!(
+        pieces.iter().all(|p| !p.is_empty()) && pieces.len() <= 3,
+        "{pieces:?}"
+    );
+    assert_eq!(pieces.concat(), r#"{"title":""}"#);
     // A response and its replay under one key: the same ids.
     let first: Value = post(body(false), Some("k1"))
         .await
@@ -1320,6 +1334,7 @@ async fn responses_broken_streams_keep_their_shape_and_replays_keep_their_ids() 
         [
             &json!("stream_cut"),
             &json!("stream_error"),
+            &json!("200"),
             &json!("200"),
             &json!("200")
         ]

@@ -319,10 +319,13 @@ pub(crate) async fn play(
             let id_seq = completion.as_ref().map_or(seq, |c| c.id_seq);
             // A stream starts when its first piece is ready and ends at the latency, as a
             // real API's does; anything else is whole at the latency.
+            // A shaped answer streams its text in pieces of a token's worth, not the
+            // model's drawn count (see `Shape::most_deltas`).
             let pace = match (stream_chunks, wire) {
                 (Some(n), Wire::OpenAi { .. } | Wire::Anthropic | Wire::Responses)
                     if status == 200 =>
                 {
+                    let n = shape.as_ref().map_or(n, |s| n.min(s.most_deltas()));
                     Some(Pace::of(n, real_latency_ms))
                 }
                 _ => None,

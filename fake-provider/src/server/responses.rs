@@ -522,10 +522,11 @@ pub(crate) fn sse_frames(
     }
     debug_assert_eq!(head.len(), head_count as usize);
     // A broken-off stream's pieces stop short of the whole.
-    let pieces = if complete {
-        chunks
+    let (chunks, pieces) = if complete {
+        (chunks, chunks)
     } else {
-        chunks.saturating_add(1)
+        let sent = broken_deltas(chunks, shape);
+        (sent, sent.saturating_add(1))
     };
     let delta_item = item_id.clone();
     let delta_shape = shape.cloned();
@@ -626,9 +627,16 @@ pub(crate) fn sse_frames(
     Box::new(frames.chain(tail.into_iter().flatten()))
 }
 
+/// The deltas a stream of `shape` broken off after `chunks` sends: a shaped one stops a
+/// piece short of its whole (see `Shape::most_deltas`), whatever the model drew.
+fn broken_deltas(chunks: u32, shape: Option<&Shape>) -> u32 {
+    shape.map_or(chunks, |s| chunks.min(s.most_deltas().saturating_sub(1)))
+}
+
 /// The `error` event that ends a stream of `shape` the provider broke off after `chunks`
 /// deltas.
 pub(crate) fn sse_error(chunks: u32, shape: Option<&Shape>) -> Bytes {
+    let chunks = broken_deltas(chunks, shape);
     event(
         "error",
         &json!({ "type": "error", "sequence_number": u64::from(head_events(shape)) + u64::from(chunks),

@@ -30,6 +30,22 @@ pub(crate) enum Shape {
     },
 }
 
+impl Shape {
+    /// How many deltas a stream of this shape sends at most: one about every 4 bytes of its
+    /// JSON text or arguments (a token's worth). A stream of more would send empty deltas,
+    /// which the real APIs never do: the model's drawn length can be hundreds of tokens for
+    /// a JSON object of ten.
+    pub(crate) fn most_deltas(&self) -> u32 {
+        let text = match self {
+            Shape::Json(text) => text,
+            Shape::Tool { arguments, .. } => arguments,
+        };
+        u32::try_from(text.len().div_ceil(4))
+            .unwrap_or(u32::MAX)
+            .max(1)
+    }
+}
+
 /// How deep [`instance`] follows nested schemas (and `$ref`s, which may recurse): past it a
 /// value is `null`. Every property, list item, `$ref` and `anyOf` is a step, so a pydantic
 /// model nests three steps a level (a property, its `anyOf` when optional, the `$ref`):
