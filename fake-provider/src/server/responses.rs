@@ -562,30 +562,20 @@ pub(crate) fn sse_frames(
     } else {
         "response.completed"
     };
-    let tail: Vec<Frames> = match shape {
-        Some(Shape::Tool { name, arguments }) => {
-            let item = function_call(seq, (name, arguments), status);
-            let finished = response(&said, seq, status, json!([item]), (usage, max_tokens));
-            vec![
-                closing(
-                    "response.function_call_arguments.done",
-                    &json!({ "type": "response.function_call_arguments.done", "sequence_number": next,
-                             "item_id": item_id, "output_index": 0, "arguments": arguments }),
-                    None,
-                ),
-                closing(
-                    "response.output_item.done",
-                    &json!({ "type": "response.output_item.done", "sequence_number": next + 1,
-                             "output_index": 0, "item": item }),
-                    None,
-                ),
-                closing(
-                    last,
-                    &json!({ "type": last, "sequence_number": next + 2, "response": finished }),
-                    None,
-                ),
-            ]
-        }
+    // The events that close the output item's own content (a call's arguments, a message's
+    // text and part), the item, and where the numbers go on from.
+    let (mut tail, item, hole, next): (Vec<Frames>, Value, Option<u32>, u64) = match shape {
+        Some(Shape::Tool { name, arguments }) => (
+            vec![closing(
+                "response.function_call_arguments.done",
+                &json!({ "type": "response.function_call_arguments.done", "sequence_number": next,
+                         "item_id": item_id, "output_index": 0, "arguments": arguments }),
+                None,
+            )],
+            function_call(seq, (name, arguments), status),
+            None,
+            next + 1,
+        ),
         text => {
             // The text the deltas made: a JSON shape's whole, or `chunks` tokens, written
             // in frames in the hole's place.
@@ -593,37 +583,41 @@ pub(crate) fn sse_frames(
                 Some(Shape::Json(text)) => (text.as_str(), None),
                 _ => (TEXT_HOLE, Some(chunks)),
             };
-            let done = message(&item_id, status, Some(text));
-            let finished = response(&said, seq, status, json!([done]), (usage, max_tokens));
-            vec![
-                closing(
-                    "response.output_text.done",
-                    &json!({ "type": "response.output_text.done", "sequence_number": next,
-                             "item_id": item_id, "output_index": 0, "content_index": 0,
-                             "text": text, "logprobs": [] }),
-                    hole,
-                ),
-                closing(
-                    "response.content_part.done",
-                    &json!({ "type": "response.content_part.done", "sequence_number": next + 1,
-                             "item_id": item_id, "output_index": 0, "content_index": 0,
-                             "part": output_text(text) }),
-                    hole,
-                ),
-                closing(
-                    "response.output_item.done",
-                    &json!({ "type": "response.output_item.done", "sequence_number": next + 2,
-                             "output_index": 0, "item": done }),
-                    hole,
-                ),
-                closing(
-                    last,
-                    &json!({ "type": last, "sequence_number": next + 3, "response": finished }),
-                    hole,
-                ),
-            ]
+            (
+                vec![
+                    closing(
+                        "response.output_text.done",
+                        &json!({ "type": "response.output_text.done", "sequence_number": next,
+                                 "item_id": item_id, "output_index": 0, "content_index": 0,
+                                 "text": text, "logprobs": [] }),
+                        hole,
+                    ),
+                    closing(
+                        "response.content_part.done",
+                        &json!({ "type": "response.content_part.done", "sequence_number": next + 1,
+                                 "item_id": item_id, "output_index": 0, "content_index": 0,
+                                 "part": output_text(text) }),
+                        hole,
+                    ),
+                ],
+                message(&item_id, status, Some(text)),
+                hole,
+                next + 2,
+            )
         }
     };
+    let finished = response(&said, seq, status, json!([item]), (usage, max_tokens));
+    tail.push(closing(
+        "response.output_item.done",
+        &json!({ "type": "response.output_item.done", "sequence_number": next,
+                 "output_index": 0, "item": item }),
+        hole,
+    ));
+    tail.push(closing(
+        last,
+        &json!({ "type": last, "sequence_number": next + 1, "response": finished }),
+        hole,
+    ));
     Box::new(frames.chain(tail.into_iter().flatten()))
 }
 
