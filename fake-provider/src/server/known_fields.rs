@@ -167,9 +167,9 @@ fn shown(name: &str) -> &str {
     &name[..end]
 }
 
-/// OpenAI's words for the fields of a body of `route` (chat completions, responses or
-/// embeddings) it does not take, or `None` when it takes them all (or the body is no
-/// object, which is refused for that).
+/// Chat completions' and embeddings' words for the fields of a body of `route` they do not
+/// take, or `None` when they take them all (or the body is no object, which is refused for
+/// that). The Responses API says it its own way (see `responses::unknown_parameter`).
 pub(crate) fn openai_refusal(body: &Value, route: &RequestRoute) -> Option<String> {
     let extra = unknown(body.as_object()?, of(route)?);
     match extra.as_slice() {

@@ -330,11 +330,7 @@ pub(crate) fn chat(
 }
 
 /// OpenAI's 400 for body fields of `route` it does not take: no `param`, no `code`.
-pub(crate) fn unrecognized(
-    v: &Value,
-    route: &RequestRoute,
-    accept_unknown: bool,
-) -> Result<(), BadRequest> {
+fn unrecognized(v: &Value, route: &RequestRoute, accept_unknown: bool) -> Result<(), BadRequest> {
     if accept_unknown {
         return Ok(());
     }

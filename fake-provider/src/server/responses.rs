@@ -10,7 +10,8 @@
 //! - errors: OpenAI's `{error: {message, type, param, code}}` and headers, as for a chat
 //!   completion;
 //! - streams: `response.created`, `response.in_progress`, `response.output_item.added`,
-//!   `response.content_part.added`, one `response.output_text.delta` per token, then
+//!   `response.content_part.added`, one `response.output_text.delta` per token (a shaped
+//!   answer's: per piece of its text, see below), then
 //!   `response.output_text.done`, `response.content_part.done`,
 //!   `response.output_item.done` and `response.completed` (or `response.incomplete`), every
 //!   event with its `sequence_number`; a stream error is an `error` event.
