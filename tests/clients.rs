@@ -237,6 +237,52 @@ fn the_official_openai_sdk_passes_strict_validation_on_the_responses_api() {
     assert_eq!(routes, ["/v1/responses".to_string()].into());
 }
 
+/// The anthropic SDK's `messages.count_tokens` passes strict validation, and a count does
+/// none of an item's work: a client that counts every item and sends half of them
+/// completes half, its counts journaled as its own requests (`foreign_requests`).
+#[test]
+fn the_anthropic_sdks_token_counts_are_the_clients_own_requests() {
+    if !python_has("anthropic") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = r#"
+import anthropic, json, os
+client = anthropic.Anthropic(_strict_response_validation=True, max_retries=0)
+items = [json.loads(l) for l in open(os.environ["STAMPEDE_WORKLOAD"])]
+for n, item in enumerate(items):
+    counted = client.messages.count_tokens(model=item["model"], messages=item["messages"])
+    assert counted.input_tokens > 0, counted
+    if n % 2 == 0:
+        client.messages.create(model=item["model"], messages=item["messages"],
+                               max_tokens=item["max_tokens"])
+print("counted", len(items))
+"#;
+    let out = common::stampede(&[
+        "run",
+        "examples/clients/anthropic-sdk.toml",
+        "--out",
+        a_str(dir.path()),
+        "--set",
+        "provider.faults=[]",
+        "--set",
+        "workload.1.stream=false",
+        "--client",
+        "--",
+        "python3",
+        "-c",
+        script,
+    ]);
+    let log = std::fs::read_to_string(dir.path().join("client.log")).unwrap_or_default();
+    assert!(log.contains("counted 40"), "{}\n{log}", text(&out.stdout));
+    let s = summary(dir.path());
+    assert_eq!(s["logical_requests"], 40, "{s}");
+    assert_eq!(s["completed"], 20, "{s}");
+    assert_eq!(s["foreign_requests"], 40, "{s}");
+    let attempts = std::fs::read_to_string(dir.path().join("attempts.csv")).unwrap();
+    assert_eq!(attempts.matches("/v1/messages/count_tokens").count(), 40);
+}
+
 #[test]
 fn the_openai_sdk_default_retries_double_bill_and_the_run_says_so() {
     if !python_has("openai") {
@@ -1416,6 +1462,8 @@ from openai.types import embedding_create_params as embeddings
 from openai.types.responses import response_create_params as responses
 from anthropic.types import message_create_params as messages
 from anthropic.types.beta import message_create_params as beta
+from anthropic.types import message_count_tokens_params as count
+from anthropic.types.beta import message_count_tokens_params as beta_count
 def keys(*types):
     # A TypedDict's keys, its bases' included, without evaluating its annotations.
     found = set()
@@ -1429,6 +1477,8 @@ print(json.dumps({
     "messages": keys(messages.MessageCreateParamsStreaming, messages.MessageCreateParamsNonStreaming),
     # `betas` travels as the anthropic-beta header, not in the body.
     "beta": [k for k in keys(beta.MessageCreateParamsStreaming) if k != "betas"],
+    "count": keys(count.MessageCountTokensParams),
+    "beta_count": [k for k in keys(beta_count.MessageCountTokensParams) if k != "betas"],
 }))
 "#;
     let out = Command::new("python3")
@@ -1445,6 +1495,8 @@ print(json.dumps({
         ("responses", RequestRoute::Responses),
         ("messages", RequestRoute::Messages),
         ("beta", RequestRoute::Messages),
+        ("count", RequestRoute::CountTokens),
+        ("beta_count", RequestRoute::CountTokens),
     ] {
         let known = known_fields::of(&route).expect("a route with an API body");
         let params = sdk[list].as_array().expect("a list");

@@ -463,7 +463,7 @@ async fn bad_input_gets_json_errors_401_400_413_404() {
     // Under Anthropic's path, Anthropic's 404 with the request-id its SDK reads.
     let r = s
         .client
-        .post(format!("{}/v1/messages/count_tokens", s.base))
+        .post(format!("{}/v1/messages/batches", s.base))
         .header("x-api-key", "sk-a-test-key")
         .json(&json!({}))
         .send()
@@ -1338,5 +1338,81 @@ async fn responses_broken_streams_keep_their_shape_and_replays_keep_their_ids() 
             &json!("200"),
             &json!("200")
         ]
+    );
+}
+
+/// `POST /v1/messages/count_tokens`: the input tokens of a Messages body without
+/// `max_tokens`, journaled under its own route, billed nothing and held to none of the
+/// scope's limits (a scope of 1 request a minute still counts after its request is spent);
+/// refused in Anthropic's words as a Messages body is.
+#[tokio::test]
+async fn token_counts_are_answered_journaled_and_held_to_no_limit() {
+    let s = start(config(Some(1), vec![])).await;
+    let post = |path: &str, body: Value| {
+        s.client
+            .post(format!("{}{path}", s.base))
+            .header("x-api-key", "sk-a-test-key")
+            .json(&body)
+            .send()
+    };
+    let prompt = json!([{ "role": "user", "content": "a prompt of some twenty" }]);
+    let message = json!({ "model": "m", "max_tokens": 8, "messages": prompt });
+    assert_eq!(
+        post("/v1/messages", message.clone())
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    for _ in 0..3 {
+        let r = post(
+            "/v1/messages/count_tokens",
+            json!({ "model": "m", "messages": prompt }),
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status(), 200);
+        assert!(r.headers().contains_key("request-id"));
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(
+            v,
+            json!({ "input_tokens": 10 }),
+            "6 tokens of text, 4 of the message"
+        );
+    }
+    assert_eq!(
+        post("/v1/messages", message).await.unwrap().status(),
+        429,
+        "the limit holds"
+    );
+    let r = post(
+        "/v1/messages/count_tokens",
+        json!({ "model": "m", "messages": prompt, "stream": true }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 400);
+    let e: Value = r.json().await.unwrap();
+    assert_eq!(
+        e["error"]["message"],
+        "stream: Extra inputs are not permitted"
+    );
+    let j = s.journal().await;
+    let routes: Vec<&str> = j.iter().filter_map(|e| e["route"].as_str()).collect();
+    assert_eq!(
+        routes,
+        [
+            "/v1/messages",
+            "/v1/messages/count_tokens",
+            "/v1/messages/count_tokens",
+            "/v1/messages/count_tokens",
+            "/v1/messages",
+            "/v1/messages/count_tokens"
+        ]
+    );
+    let counted = &j[1];
+    assert_eq!(
+        (&counted["committed"], &counted["tokens_used"]),
+        (&json!(false), &json!(0))
     );
 }

@@ -155,6 +155,8 @@ pub enum RouteName {
     ChatCompletions,
     /// `POST /v1/messages` (Anthropic Messages)
     Messages,
+    /// `POST /v1/messages/count_tokens` (Anthropic's token count)
+    CountTokens,
     /// `POST /v1/responses` (OpenAI Responses)
     Responses,
     /// `POST /v1/embeddings`

@@ -717,7 +717,10 @@ impl ProviderModel {
         // 1. Authentication: `known` is the key's scope and ordinal, looked up by `arrive`.
         let Some(((scope_idx, ordinal), credential)) = known.zip(req.credential.as_deref()) else {
             // In the words of the API the request came in on.
-            let anthropic = matches!(req.route, RequestRoute::Messages);
+            let anthropic = matches!(
+                req.route,
+                RequestRoute::Messages | RequestRoute::CountTokens
+            );
             let message = match (req.credential.is_none(), anthropic) {
                 (true, false) => "No API key provided: send `Authorization: Bearer KEY`.",
                 (true, true) => "x-api-key header is required",
@@ -766,6 +769,7 @@ impl ProviderModel {
             RouteName::ChatCompletions
                 | RouteName::Messages
                 | RouteName::Responses
+                | RouteName::CountTokens
                 | RouteName::Embeddings
         );
         let model = if is_chat {
@@ -851,6 +855,16 @@ impl ProviderModel {
                 after_chunks,
             }) => late_fault = Some((fault, after_chunks)),
             None => {}
+        }
+
+        // 3b. A token count is answered here: no limit holds it and nothing is billed (a
+        // fault that would break an answer after its commit drops it, as any other).
+        if req.route == RequestRoute::CountTokens {
+            let answer = match late_fault {
+                Some(_) => Answer::Drop { committed: false },
+                None => token_count(req, seq),
+            };
+            return decided(seq, reject_ms, answer);
         }
 
         // 4. Context length: the model's own window, else the provider's.
@@ -951,6 +965,8 @@ impl ProviderModel {
             RequestRoute::CreateRecord => {
                 self.create_record(req, scope_idx, seq, now, entry, &mut holding)
             }
+            // Answered at 3b, before any limit; here for the match to be whole.
+            RequestRoute::CountTokens => (reject_ms, token_count(req, seq)),
             RequestRoute::GetRecord { id } => {
                 let latency = self.tool_latency.sample(&mut self.latency_rng, 0);
                 let headers = self.headers(scope_idx, seq, now);
@@ -1656,6 +1672,21 @@ fn error_answer(
 
 /// What `decide` returns: built where it is returned, so the answer (some 400 bytes) is
 /// written in place instead of moved from a tuple into a `Decision`.
+/// The answer to a token count (`POST /v1/messages/count_tokens`): the request's input
+/// tokens, and the request id alone (no limit holds it, so no limit is told).
+fn token_count(req: &Request, seq: u64) -> Answer {
+    Answer::Respond {
+        status: 200,
+        signals: Signals::bare(seq),
+        body: json!({ "input_tokens": req.prompt_tokens }),
+        error: None,
+        usage: None,
+        stream_chunks: None,
+        completion_id: None,
+        records: None,
+    }
+}
+
 fn decided(seq: u64, latency_ms: u64, answer: Answer) -> Decision {
     Decision {
         seq,

@@ -83,6 +83,11 @@ pub enum RequestRoute {
     Messages,
     /// `POST /v1/responses`: OpenAI Responses, the same completion in a third wire format
     Responses,
+    /// `POST /v1/messages/count_tokens`: Anthropic's count of a Messages request's input
+    /// tokens. It bills nothing and is held to none of its scope's limits (Anthropic limits
+    /// token counting apart from Messages): a client that counts before it sends shows in
+    /// the journal, and costs its scope nothing.
+    CountTokens,
     /// `POST /v1/embeddings`: a cheap call, charged its input tokens only
     Embeddings,
     /// `POST /v1/records` (side effect; honours `Idempotency-Key`)
@@ -135,6 +140,7 @@ impl RequestRoute {
             RequestRoute::ChatCompletions => RouteName::ChatCompletions,
             RequestRoute::Messages => RouteName::Messages,
             RequestRoute::Responses => RouteName::Responses,
+            RequestRoute::CountTokens => RouteName::CountTokens,
             RequestRoute::Embeddings => RouteName::Embeddings,
             RequestRoute::CreateRecord => RouteName::CreateRecord,
             RequestRoute::GetRecord { .. } => RouteName::GetRecord,
@@ -149,6 +155,7 @@ impl RequestRoute {
             RequestRoute::ChatCompletions
             | RequestRoute::Messages
             | RequestRoute::Responses
+            | RequestRoute::CountTokens
             | RequestRoute::Embeddings
             | RequestRoute::CreateRecord => "POST",
             _ => "GET",
@@ -161,6 +168,7 @@ impl RequestRoute {
             RequestRoute::ChatCompletions => "/v1/chat/completions",
             RequestRoute::Messages => "/v1/messages",
             RequestRoute::Responses => "/v1/responses",
+            RequestRoute::CountTokens => "/v1/messages/count_tokens",
             RequestRoute::Embeddings => "/v1/embeddings",
             RequestRoute::CreateRecord => "/v1/records",
             RequestRoute::GetRecord { .. } => "/v1/records/{id}",
@@ -372,6 +380,7 @@ mod tests {
             (RequestRoute::GetItem { id: "x".into() }, u64::MAX),
             (RequestRoute::Embeddings, 0xa5),
             (RequestRoute::Responses, 7),
+            (RequestRoute::CountTokens, 9),
         ] {
             let text = format!("{} {} {:016x}", route.method(), route.template(), hash);
             let fp = Fingerprint::of(&route, hash);

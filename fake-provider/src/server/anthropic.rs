@@ -31,7 +31,9 @@ use serde_json::{json, Value};
 #[derive(Deserialize)]
 struct MessagesBody {
     messages: Vec<Message>,
-    /// Required (`check_messages_body` refuses a body without it).
+    /// Required of a Messages request (`check_messages_body` refuses one without it); a
+    /// token count has none.
+    #[serde(default)]
     max_tokens: u32,
     #[serde(default)]
     system: Value,
@@ -49,26 +51,38 @@ struct Message {
 
 /// `POST /v1/messages`.
 pub(crate) async fn messages(State(app): State<App>, req: Request<Body>) -> Response<Body> {
+    messages_or_count(app, req, RequestRoute::Messages).await
+}
+
+/// `POST /v1/messages/count_tokens`: the body of a Messages request without `max_tokens`,
+/// answered `{"input_tokens": N}` (see `RequestRoute::CountTokens`).
+pub(crate) async fn count_tokens(State(app): State<App>, req: Request<Body>) -> Response<Body> {
+    messages_or_count(app, req, RequestRoute::CountTokens).await
+}
+
+/// A Messages request, or the count of its tokens (`route`): read and checked the same
+/// way, but for `max_tokens`, which a count neither needs nor takes, and the answer.
+async fn messages_or_count(app: App, req: Request<Body>, route: RequestRoute) -> Response<Body> {
     // The head is taken apart, not extracted: axum's `HeaderMap` extractor clones the map.
     let (head, body) = req.into_parts();
     let headers = &head.headers;
     let bytes = match read_body(body, &app.options).await {
         Ok(b) => b,
-        Err(r) => {
-            return super::routes::body_refused(&app, headers, RequestRoute::Messages, r).await
-        }
+        Err(r) => return super::routes::body_refused(&app, headers, route, r).await,
     };
-    let mut req =
-        match parse::base_request(headers, app.options.max_field_bytes, RequestRoute::Messages) {
-            Ok(r) => r,
-            Err(e) => return error_response(&bad_request_body(&e)),
-        };
-    let (v, parsed) = match read_messages(&bytes, app.shared.accepts_unknown_fields()) {
+    // A token count does none of a workload item's work, whatever prompt it counts: it is
+    // journaled as the client's own request, never as an attempt of the item.
+    let counts_for_items = route == RequestRoute::Messages;
+    let mut req = match parse::base_request(headers, app.options.max_field_bytes, route.clone()) {
+        Ok(r) => r,
+        Err(e) => return error_response(&bad_request_body(&e)),
+    };
+    let (v, parsed) = match read_messages(&bytes, &route, app.shared.accepts_unknown_fields()) {
         Ok(read) => read,
         Err(e) => {
             let refusal = error_response(&bad_request_body(&e));
             let wire = super::respond::Wire::Anthropic;
-            req.workload_item = parse::workload_item_in(&bytes);
+            req.workload_item = parse::workload_item_in(&bytes).filter(|_| counts_for_items);
             return super::routes::key_first(&app, req, wire, refusal).await;
         }
     };
@@ -84,10 +98,14 @@ pub(crate) async fn messages(State(app): State<App>, req: Request<Body>) -> Resp
     req.workload_item = parsed
         .messages
         .iter()
-        .find_map(|m| parse::workload_item_of(&m.content));
+        .find_map(|m| parse::workload_item_of(&m.content))
+        .filter(|_| counts_for_items);
     req.stream = parsed.stream;
     req.body_hash = parse::canonical_hash(&v);
     req.model = parse::model(&v);
+    if route == RequestRoute::CountTokens {
+        return super::routes::attempt_as(&app, req, super::respond::Wire::Anthropic).await;
+    }
     let shape = match super::shaped::anthropic(&v) {
         Ok(shape) => shape,
         Err(e) => {
@@ -99,13 +117,18 @@ pub(crate) async fn messages(State(app): State<App>, req: Request<Body>) -> Resp
     super::routes::attempt_shaped(&app, req, super::respond::Wire::Anthropic, shape).await
 }
 
-/// A Messages body as JSON and in its shape, or Anthropic's 400 in words: a field the API
-/// does not take is refused unless `accept_unknown` (see `known_fields`).
-fn read_messages(bytes: &[u8], accept_unknown: bool) -> Result<(Value, MessagesBody), BadRequest> {
+/// A Messages body (or a token count's, `route`) as JSON and in its shape, or Anthropic's
+/// 400 in words: a field the API does not take is refused unless `accept_unknown` (see
+/// `known_fields`).
+fn read_messages(
+    bytes: &[u8],
+    route: &RequestRoute,
+    accept_unknown: bool,
+) -> Result<(Value, MessagesBody), BadRequest> {
     let v: Value = serde_json::from_slice(bytes)
         .map_err(|e| BadRequest::new(format!("malformed JSON body: {e}")))?;
-    check_messages_body(&v).map_err(BadRequest::new)?;
-    if let Some(message) = known_fields::anthropic_refusal(&v).filter(|_| !accept_unknown) {
+    check_messages_body(&v, route == &RequestRoute::Messages).map_err(BadRequest::new)?;
+    if let Some(message) = known_fields::anthropic_refusal(&v, route).filter(|_| !accept_unknown) {
         return Err(BadRequest::new(message));
     }
     match MessagesBody::deserialize(&v) {
@@ -118,9 +141,10 @@ fn read_messages(bytes: &[u8], accept_unknown: bool) -> Result<(Value, MessagesB
 }
 
 /// What Anthropic's API refuses of a Messages body beyond its shape, in its words (its
-/// messages name the field by a dotted path, `messages.0.role`): the model and `max_tokens`
-/// are required, roles are `user` or `assistant`, content and `system` are text or blocks.
-fn check_messages_body(v: &Value) -> Result<(), String> {
+/// messages name the field by a dotted path, `messages.0.role`): the model and (with
+/// `max_tokens_required`, a Messages request's) `max_tokens` are required, roles are
+/// `user` or `assistant`, content and `system` are text or blocks.
+fn check_messages_body(v: &Value, max_tokens_required: bool) -> Result<(), String> {
     let Value::Object(body) = v else {
         return Err("Input should be a valid dictionary or object to extract fields from".into());
     };
@@ -133,6 +157,7 @@ fn check_messages_body(v: &Value) -> Result<(), String> {
         Some(_) => return Err("model: Input should be a valid string".into()),
     }
     match body.get("max_tokens") {
+        None if !max_tokens_required => {}
         None => return Err("max_tokens: Field required".into()),
         Some(Value::Number(n)) if n.as_u64().is_some_and(|n| n >= 1) => {}
         Some(Value::Number(n)) if n.as_i64().is_some_and(|n| n < 1) => {
@@ -285,7 +310,10 @@ pub(crate) fn answer(
     (usage, shape): (Option<(u32, u32)>, Option<&Shape>),
 ) -> Response<Body> {
     let headers = headers(model_headers);
-    if status == 200 {
+    if status == 200 && body.get("input_tokens").is_some() {
+        // A token count is its own answer, as the model wrote it.
+        super::respond::json_response(200, &headers, body)
+    } else if status == 200 {
         super::respond::json_response(200, &headers, &message(seq, body, usage, shape))
     } else {
         let message = body

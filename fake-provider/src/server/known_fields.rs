@@ -92,6 +92,26 @@ const RESPONSES: &[&str] = &[
     "user",
 ];
 
+/// `POST /v1/messages/count_tokens`, sorted: anthropic 2.14.0's `MessageCountTokensParams`
+/// and its beta's (`betas` travels as the `anthropic-beta` header).
+const COUNT_TOKENS: &[&str] = &[
+    "billing_policy",
+    "cache_control",
+    "compaction",
+    "context_management",
+    "mcp_servers",
+    "messages",
+    "model",
+    "output_config",
+    "speed",
+    "system",
+    "thinking",
+    "tool_choice",
+    "tools",
+    "user_profile_id",
+    "workspace_id",
+];
+
 /// `POST /v1/embeddings`, sorted.
 const EMBEDDINGS: &[&str] = &["dimensions", "encoding_format", "input", "model", "user"];
 
@@ -137,6 +157,7 @@ pub fn of(route: &RequestRoute) -> Option<&'static [&'static str]> {
         RequestRoute::Embeddings => Some(EMBEDDINGS),
         RequestRoute::Messages => Some(MESSAGES),
         RequestRoute::Responses => Some(RESPONSES),
+        RequestRoute::CountTokens => Some(COUNT_TOKENS),
         _ => None,
     }
 }
@@ -193,11 +214,10 @@ pub(crate) fn first_unknown<'v>(body: &'v Value, route: &RequestRoute) -> Option
         .map(shown)
 }
 
-/// Anthropic's words for the first field (in key order) of a Messages body it does not
-/// take.
-pub(crate) fn anthropic_refusal(body: &Value) -> Option<String> {
-    first_unknown(body, &RequestRoute::Messages)
-        .map(|first| format!("{first}: Extra inputs are not permitted"))
+/// Anthropic's words for the first field (in key order) of a Messages (or token count,
+/// `route`) body it does not take.
+pub(crate) fn anthropic_refusal(body: &Value, route: &RequestRoute) -> Option<String> {
+    first_unknown(body, route).map(|first| format!("{first}: Extra inputs are not permitted"))
 }
 
 #[cfg(test)]
@@ -207,7 +227,7 @@ mod tests {
 
     #[test]
     fn the_lists_are_sorted_for_their_search() {
-        for list in [CHAT, EMBEDDINGS, MESSAGES, RESPONSES] {
+        for list in [CHAT, EMBEDDINGS, MESSAGES, RESPONSES, COUNT_TOKENS] {
             assert!(list.windows(2).all(|w| w[0] < w[1]), "{list:?}");
         }
     }
@@ -234,7 +254,7 @@ mod tests {
         );
         let messages = json!({"model": "m", "max_tokens": 5, "messages": [], "temprature": 1});
         assert_eq!(
-            anthropic_refusal(&messages).as_deref(),
+            anthropic_refusal(&messages, &RequestRoute::Messages).as_deref(),
             Some("temprature: Extra inputs are not permitted")
         );
     }
@@ -242,7 +262,8 @@ mod tests {
     #[test]
     fn a_long_name_is_repeated_cut() {
         let name = "é".repeat(1_000);
-        let refusal = anthropic_refusal(&json!({ name.clone(): 1 })).unwrap();
+        let refusal =
+            anthropic_refusal(&json!({ name.clone(): 1 }), &RequestRoute::Messages).unwrap();
         assert!(refusal.len() < 300, "{} bytes", refusal.len());
         assert!(refusal.starts_with(&name[..256]), "{refusal}");
     }
@@ -255,7 +276,7 @@ mod tests {
         assert_eq!(openai_refusal(&chat, &RequestRoute::ChatCompletions), None);
         let messages = json!({"model": "m", "max_tokens": 5, "messages": [], "stream": true,
             "system": "s", "temperature": 0.5, "top_k": 3, "metadata": {}});
-        assert_eq!(anthropic_refusal(&messages), None);
+        assert_eq!(anthropic_refusal(&messages, &RequestRoute::Messages), None);
         assert_eq!(
             openai_refusal(&json!([1]), &RequestRoute::ChatCompletions),
             None

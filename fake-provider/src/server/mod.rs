@@ -227,6 +227,7 @@ fn router(app: App) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(routes::chat_completions))
         .route("/v1/messages", post(anthropic::messages))
+        .route("/v1/messages/count_tokens", post(anthropic::count_tokens))
         .route("/v1/responses", post(responses::responses))
         .route("/v1/embeddings", post(routes::embeddings))
         .route(

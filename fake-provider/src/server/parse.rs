@@ -172,7 +172,7 @@ pub(crate) fn base_request(
         })
         // Anthropic's own header, on its route (a value that is no text is no key).
         .or_else(|| {
-            (route == RequestRoute::Messages)
+            matches!(route, RequestRoute::Messages | RequestRoute::CountTokens)
                 .then(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()))
                 .flatten()
                 .map(str::trim)

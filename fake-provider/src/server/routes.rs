@@ -217,7 +217,7 @@ pub(crate) async fn body_refused(
         return refusal;
     }
     let wire = match route {
-        RequestRoute::Messages => respond::Wire::Anthropic,
+        RequestRoute::Messages | RequestRoute::CountTokens => respond::Wire::Anthropic,
         RequestRoute::Responses => respond::Wire::Responses,
         _ => respond::Wire::OpenAi {
             include_usage: false,
@@ -453,7 +453,7 @@ pub(crate) async fn not_found(
         credential.as_deref(),
         refusal,
     );
-    // Under Anthropic's path (`/v1/messages/count_tokens`, `/v1/messages/batches`), in
+    // Under Anthropic's path (`/v1/messages/batches`), in
     // Anthropic's words, with its `request-id`, which its SDK reads.
     if uri.path().starts_with("/v1/messages/") {
         return json_response(

@@ -37,6 +37,7 @@ fn path(route: &RequestRoute) -> Cow<'static, str> {
         RequestRoute::ChatCompletions
         | RequestRoute::Messages
         | RequestRoute::Responses
+        | RequestRoute::CountTokens
         | RequestRoute::Embeddings
         | RequestRoute::CreateRecord => route.template().into(),
     }
@@ -130,7 +131,7 @@ pub struct RequestWriter {
 }
 
 /// Routes whose path does not depend on the request (see [`fixed_route`]).
-const FIXED_ROUTES: usize = 5;
+const FIXED_ROUTES: usize = 6;
 
 /// The slot of a route whose path is fixed, `None` for one that carries an id or query.
 fn fixed_route(route: &RequestRoute) -> Option<usize> {
@@ -140,6 +141,7 @@ fn fixed_route(route: &RequestRoute) -> Option<usize> {
         RequestRoute::Embeddings => Some(2),
         RequestRoute::CreateRecord => Some(3),
         RequestRoute::Responses => Some(4),
+        RequestRoute::CountTokens => Some(5),
         RequestRoute::GetRecord { .. }
         | RequestRoute::FindRecords { .. }
         | RequestRoute::GetItem { .. } => None,

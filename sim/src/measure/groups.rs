@@ -39,6 +39,7 @@ pub fn request_route(route: &RequestRoute) -> &'static str {
         RequestRoute::ChatCompletions => "POST /v1/chat/completions",
         RequestRoute::Messages => "POST /v1/messages",
         RequestRoute::Responses => "POST /v1/responses",
+        RequestRoute::CountTokens => "POST /v1/messages/count_tokens",
         RequestRoute::Embeddings => "POST /v1/embeddings",
         RequestRoute::CreateRecord => "POST /v1/records",
         RequestRoute::GetRecord { .. } => "GET /v1/records/{id}",
