@@ -269,12 +269,14 @@ pub(crate) enum Wire {
 
 /// What the edge adds to a decision to write a completion's body, which the model leaves
 /// to it (see `ProviderModel::set_lean_completions`).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct CompletionFacts {
     /// `ProviderModel::completion_created` at the attempt's arrival.
     pub(crate) created: u64,
     /// The attempt's `max_tokens`.
     pub(crate) max_tokens: u32,
+    /// The request's settings its answer echoes (a Responses `response` does).
+    pub(crate) echo: Option<Arc<Value>>,
 }
 
 /// Plays a decision: sleeps its latency (real time), then answers, drops or hangs; a stream
@@ -380,7 +382,7 @@ pub(crate) async fn play(
                     let frames = responses::sse_frames(
                         id_seq,
                         &body,
-                        (usage, facts.max_tokens),
+                        (usage, facts.echo.as_deref()),
                         (n, true),
                         shape,
                     );
@@ -394,7 +396,7 @@ pub(crate) async fn play(
                 (_, Wire::Responses) if status == 200 => {
                     departure.delivered();
                     let response =
-                        responses::answer(id_seq, &body, (usage, facts.max_tokens), shape);
+                        responses::answer(id_seq, &body, (usage, facts.echo.as_deref()), shape);
                     json_response(200, &headers, &response)
                 }
                 (_, Wire::Embeddings { inputs }) if status == 200 => {
@@ -446,7 +448,7 @@ pub(crate) async fn play(
                 Wire::Responses => responses::sse_frames(
                     seq,
                     &body,
-                    (None, facts.max_tokens),
+                    (None, facts.echo.as_deref()),
                     (after_chunks, false),
                     shape.as_ref(),
                 ),
@@ -481,7 +483,7 @@ pub(crate) async fn play(
                     responses::sse_frames(
                         seq,
                         &body,
-                        (None, facts.max_tokens),
+                        (None, facts.echo.as_deref()),
                         (after_chunks, false),
                         shape.as_ref(),
                     )

@@ -26,7 +26,8 @@
 //! (at least 16, as the real API requires), `stream`, `tools`, `tool_choice` and
 //! `text.format` are read; every other field the API takes is accepted and changes nothing
 //! (`previous_response_id` is not looked up: a conversation's earlier turns are not
-//! counted in its input).
+//! counted in its input). The settings a `response` echoes are the request's where it
+//! sent them (see [`echo`]).
 
 use super::known_fields;
 use super::parse::{self, BadRequest};
@@ -65,7 +66,10 @@ pub(crate) async fn responses(State(app): State<App>, req: HttpRequest<Body>) ->
         Err(e) => return routes::bad_request(&e),
     };
     match read(&mut req, &bytes, app.shared.accepts_unknown_fields()) {
-        Ok(shape) => routes::attempt_shaped(&app, req, Wire::Responses, shape).await,
+        Ok((shape, echo)) => {
+            let echo = Some(std::sync::Arc::new(echo));
+            routes::attempt_echoing(&app, req, Wire::Responses, shape, echo).await
+        }
         // `read` named the workload item as soon as the body was JSON (one that is not
         // names none).
         Err(e) => routes::key_first(&app, req, Wire::Responses, routes::bad_request(&e)).await,
@@ -77,12 +81,12 @@ pub(crate) async fn responses(State(app): State<App>, req: HttpRequest<Body>) ->
 /// nor a list of items, an input message with a role the API does not know or content of
 /// the wrong type, a `max_output_tokens` under 16 or past `u32`, a `temperature` or `top_p`
 /// out of range, a forced call or an output format it cannot serve (see
-/// `shaped::responses`). Returns the shape its answer must have.
+/// `shaped::responses`). Returns the shape its answer must have, and what it echoes.
 fn read(
     req: &mut Request,
     bytes: &[u8],
     accept_unknown: bool,
-) -> Result<Option<Shape>, BadRequest> {
+) -> Result<(Option<Shape>, Value), BadRequest> {
     let v = parse::json_body(bytes)?;
     // Named before anything is checked: a client that re-sends a refused body for an item
     // is re-sending that item.
@@ -153,7 +157,42 @@ fn read(
         u32::try_from((input_chars + instructions).div_ceil(4) + 4 * items).unwrap_or(u32::MAX);
     req.body_hash = parse::canonical_hash(&v);
     req.model = parse::model(&v);
-    shaped::responses(&v)
+    Ok((shaped::responses(&v)?, echo(&v)))
+}
+
+/// The settings of the request the API echoes in its `response` (each as sent, when sent
+/// with a type the SDK takes): `instructions` (text), `max_output_tokens`, `metadata`,
+/// `parallel_tool_calls`, `previous_response_id`, `temperature`, `top_p`, `tool_choice`,
+/// `truncation` and `user`. `tools`, `text` and `reasoning` are not echoed (a tool the
+/// provider does not check whole could fail the SDK's validation of the echo, where the
+/// real API would have refused it first).
+fn echo(v: &Value) -> Value {
+    let mut echoed = serde_json::Map::new();
+    let mut keep = |name: &str, ok: fn(&Value) -> bool| {
+        if let Some(value) = v.get(name).filter(|value| ok(value)) {
+            echoed.insert(name.to_string(), value.clone());
+        }
+    };
+    keep("instructions", Value::is_string);
+    keep("max_output_tokens", Value::is_u64);
+    keep("metadata", Value::is_object);
+    keep("parallel_tool_calls", Value::is_boolean);
+    keep("previous_response_id", Value::is_string);
+    keep("temperature", Value::is_number);
+    keep("top_p", Value::is_number);
+    keep("user", Value::is_string);
+    keep("truncation", |t| {
+        matches!(t.as_str(), Some("auto" | "disabled"))
+    });
+    keep("tool_choice", |c| match c {
+        Value::String(s) => matches!(s.as_str(), "none" | "auto" | "required"),
+        Value::Object(_) => {
+            c.get("type").and_then(Value::as_str) == Some("function")
+                && c.get("name").is_some_and(Value::is_string)
+        }
+        _ => false,
+    });
+    Value::Object(echoed)
 }
 
 /// The Responses API's 400 for a body field it does not take (its words differ from chat
@@ -352,22 +391,21 @@ fn output_text(text: &str) -> Value {
 }
 
 /// A `response` object: `status`, `output` and `usage` as given, and the settings the API
-/// echoes at their defaults, not the request's (its `instructions`, `tools` or
-/// `metadata` are not echoed), with `max_output_tokens` the cap the answer was drawn
-/// under (256 when the request named none).
+/// echoes: the request's own where `echo` (see [`echo`]) holds them, else the API's
+/// defaults (`tools` and `text` always at their defaults).
 fn response(
     said: &Said<'_>,
     seq: u64,
     status: &str,
     output: Value,
-    (usage, max_tokens): (Option<(u32, u32)>, u32),
+    (usage, echo): (Option<(u32, u32)>, Option<&Value>),
 ) -> Value {
     let incomplete_details = if status == "incomplete" {
         json!({ "reason": "max_output_tokens" })
     } else {
         Value::Null
     };
-    json!({
+    let mut out = json!({
         "id": id("resp", seq),
         "object": "response",
         "created_at": said.created(),
@@ -376,7 +414,7 @@ fn response(
         "error": null,
         "incomplete_details": incomplete_details,
         "instructions": null,
-        "max_output_tokens": max_tokens,
+        "max_output_tokens": null,
         "metadata": {},
         "model": "stampede-fake",
         "output": output,
@@ -392,7 +430,13 @@ fn response(
         "truncation": "disabled",
         "usage": usage.map(usage_value),
         "user": null,
-    })
+    });
+    if let (Value::Object(out), Some(Value::Object(echoed))) = (&mut out, echo) {
+        for (name, value) in echoed {
+            out.insert(name.clone(), value.clone());
+        }
+    }
+    out
 }
 
 /// The `function_call` output item that calls `name` with `arguments`.
@@ -407,7 +451,7 @@ fn function_call(seq: u64, (name, arguments): (&str, &str), status: &str) -> Val
 pub(crate) fn answer(
     seq: u64,
     body: &Value,
-    (usage, max_tokens): (Option<(u32, u32)>, u32),
+    (usage, echo): (Option<(u32, u32)>, Option<&Value>),
     shape: Option<&Shape>,
 ) -> Value {
     let said = Said::of(body);
@@ -416,7 +460,7 @@ pub(crate) fn answer(
         Some(Shape::Tool { name, arguments }) => function_call(seq, (name, arguments), status),
         _ => message(&id("msg", seq), status, Some(said.text)),
     };
-    response(&said, seq, status, json!([output]), (usage, max_tokens))
+    response(&said, seq, status, json!([output]), (usage, echo))
 }
 
 /// Events a stream sends before its first delta: the response's two, its output item's,
@@ -481,13 +525,13 @@ fn closing(name: &str, data: &Value, hole: Option<u32>) -> Frames {
 pub(crate) fn sse_frames(
     seq: u64,
     body: &Value,
-    (usage, max_tokens): (Option<(u32, u32)>, u32),
+    (usage, echo): (Option<(u32, u32)>, Option<&Value>),
     (chunks, complete): (u32, bool),
     shape: Option<&Shape>,
 ) -> Frames {
     let said = Said::of(body);
     let head_count = head_events(shape);
-    let started = response(&said, seq, "in_progress", json!([]), (None, max_tokens));
+    let started = response(&said, seq, "in_progress", json!([]), (None, echo));
     let item_id = match shape {
         Some(Shape::Tool { .. }) => id("fc", seq),
         _ => id("msg", seq),
@@ -607,7 +651,7 @@ pub(crate) fn sse_frames(
             )
         }
     };
-    let finished = response(&said, seq, status, json!([item]), (usage, max_tokens));
+    let finished = response(&said, seq, status, json!([item]), (usage, echo));
     tail.push(closing(
         "response.output_item.done",
         &json!({ "type": "response.output_item.done", "sequence_number": next,
@@ -662,7 +706,13 @@ mod tests {
     fn a_stream_has_the_event_sequence_and_its_text_whole_at_the_end() {
         let body =
             json!({ "id": "chatcmpl-42", "created": 7, "choices": [{ "finish_reason": "stop" }] });
-        let all = events(sse_frames(42, &body, (Some((10, 3)), 20), (3, true), None));
+        let all = events(sse_frames(
+            42,
+            &body,
+            (Some((10, 3)), None),
+            (3, true),
+            None,
+        ));
         let names: Vec<&str> = all.iter().map(|e| e["type"].as_str().unwrap()).collect();
         assert_eq!(
             names,
@@ -704,7 +754,7 @@ mod tests {
     fn the_closing_text_of_a_long_stream_goes_in_frames() {
         let chunks = 3 * TEXT_FRAME_TOKENS + 5;
         let frames: Vec<Bytes> =
-            sse_frames(1, &json!({}), (None, chunks), (chunks, true), None).collect();
+            sse_frames(1, &json!({}), (None, None), (chunks, true), None).collect();
         let largest = frames.iter().map(Bytes::len).max().unwrap();
         assert!(largest < 40_000, "a frame of {largest} bytes");
         let all = events(Box::new(frames.into_iter()));
@@ -720,16 +770,21 @@ mod tests {
     fn an_answer_that_used_every_token_is_incomplete() {
         let body = json!({ "id": "chatcmpl-5", "created": 1,
             "choices": [{ "finish_reason": "length", "message": { "content": "hi" } }] });
-        let r = answer(5, &body, (Some((4, 16)), 16), None);
+        let r = answer(5, &body, (Some((4, 16)), None), None);
         assert_eq!(r["status"], "incomplete");
         assert_eq!(r["incomplete_details"]["reason"], "max_output_tokens");
         assert_eq!(r["output"][0]["status"], "incomplete");
         assert_eq!(r["output"][0]["content"][0]["text"], "hi");
-        let names: Vec<String> =
-            events(sse_frames(5, &body, (Some((4, 16)), 16), (16, true), None))
-                .iter()
-                .map(|e| e["type"].as_str().unwrap().to_string())
-                .collect();
+        let names: Vec<String> = events(sse_frames(
+            5,
+            &body,
+            (Some((4, 16)), None),
+            (16, true),
+            None,
+        ))
+        .iter()
+        .map(|e| e["type"].as_str().unwrap().to_string())
+        .collect();
         assert_eq!(names.last().unwrap(), "response.incomplete");
     }
 
@@ -745,7 +800,7 @@ mod tests {
         let all = events(sse_frames(
             3,
             &body,
-            (Some((5, 5)), 99),
+            (Some((5, 5)), None),
             (5, true),
             Some(&call),
         ));
@@ -793,7 +848,7 @@ mod tests {
         let all = events(sse_frames(
             4,
             &body,
-            (Some((5, 4)), 99),
+            (Some((5, 4)), None),
             (4, true),
             Some(&json_shape),
         ));
@@ -806,7 +861,7 @@ mod tests {
             all[all.len() - 1]["response"]["output"][0]["content"][0]["text"],
             text
         );
-        let plain = answer(4, &body, (Some((5, 4)), 99), Some(&json_shape));
+        let plain = answer(4, &body, (Some((5, 4)), None), Some(&json_shape));
         assert_eq!(plain["output"][0]["content"][0]["text"], text);
     }
 
@@ -841,6 +896,34 @@ mod tests {
         );
         let odd = shape(json!({ "text": { "format": { "type": "yaml" } } }));
         assert_eq!(odd.unwrap_err().param.as_deref(), Some("text.format.type"));
+    }
+
+    /// The request's settings come back in its `response` as sent; those it did not send,
+    /// at the API's defaults (`max_output_tokens` null), and one of a type the SDK would not
+    /// take is not echoed.
+    #[test]
+    fn a_response_echoes_the_requests_settings() {
+        let sent = json!({ "model": "m", "input": "x", "instructions": "be brief",
+            "max_output_tokens": 40, "metadata": { "run": "7" }, "temperature": 0.2,
+            "tool_choice": "none", "previous_response_id": "resp_1", "user": 5 });
+        let echoed = echo(&sent);
+        let body = json!({ "created": 1, "choices": [{ "finish_reason": "stop", "message": { "content": "hi" } }] });
+        let r = answer(3, &body, (Some((1, 2)), Some(&echoed)), None);
+        assert_eq!(r["instructions"], "be brief");
+        assert_eq!(r["max_output_tokens"], 40);
+        assert_eq!(r["metadata"], json!({ "run": "7" }));
+        assert_eq!((&r["temperature"], &r["top_p"]), (&json!(0.2), &json!(1.0)));
+        assert_eq!(r["tool_choice"], "none");
+        assert_eq!(r["previous_response_id"], "resp_1");
+        assert_eq!(r["user"], Value::Null, "a number is no user");
+        let bare = answer(
+            3,
+            &body,
+            (Some((1, 2)), Some(&echo(&json!({ "model": "m" })))),
+            None,
+        );
+        assert_eq!(bare["max_output_tokens"], Value::Null);
+        assert_eq!(bare["instructions"], Value::Null);
     }
 
     fn read_body(body: Value) -> Result<Request, BadRequest> {

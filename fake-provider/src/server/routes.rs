@@ -249,6 +249,18 @@ pub(crate) async fn attempt_shaped(
     wire: respond::Wire,
     shape: Option<Shape>,
 ) -> Response<Body> {
+    attempt_echoing(app, req, wire, shape, None).await
+}
+
+/// [`attempt_shaped`], whose answer also echoes `echo`, the request's settings (a
+/// Responses `response` does; see `responses::echo`).
+pub(crate) async fn attempt_echoing(
+    app: &App,
+    req: Request,
+    wire: respond::Wire,
+    shape: Option<Shape>,
+    echo: Option<std::sync::Arc<serde_json::Value>>,
+) -> Response<Body> {
     let (decision, real_ms, created) = {
         let mut inner = app.shared.lock();
         let (d, created) = inner.arrive(&req);
@@ -258,6 +270,7 @@ pub(crate) async fn attempt_shaped(
     let facts = respond::CompletionFacts {
         created,
         max_tokens: req.max_tokens,
+        echo,
     };
     respond::play(
         app.shared.clone(),
