@@ -1214,10 +1214,12 @@ async fn sse_events(resp: reqwest::Response) -> (Vec<Value>, bool) {
             }
         }
     }
+    // Named events (`event: ...\ndata: ...`) and bare ones (`data: ...`, chat's) alike.
     let events = text
         .split("\n\n")
-        .filter(|e| e.contains("\ndata: "))
-        .map(|e| serde_json::from_str(e.split_once("\ndata: ").unwrap().1).unwrap())
+        .filter_map(|e| e.split_once("data: ").map(|(_, data)| data))
+        .filter(|data| *data != "[DONE]")
+        .map(|data| serde_json::from_str(data).unwrap())
         .collect();
     (events, broke)
 }
@@ -1385,6 +1387,12 @@ async fn token_counts_are_answered_journaled_and_held_to_no_limit() {
         429,
         "the limit holds"
     );
+    // Nor does the Retry-After that 429 told the scope: a count in it is no violation.
+    let during = post(
+        "/v1/messages/count_tokens",
+        json!({ "model": "m", "messages": prompt }),
+    );
+    assert_eq!(during.await.unwrap().status(), 200);
     let r = post(
         "/v1/messages/count_tokens",
         json!({ "model": "m", "messages": prompt, "stream": true }),
@@ -1407,6 +1415,7 @@ async fn token_counts_are_answered_journaled_and_held_to_no_limit() {
             "/v1/messages/count_tokens",
             "/v1/messages/count_tokens",
             "/v1/messages",
+            "/v1/messages/count_tokens",
             "/v1/messages/count_tokens"
         ]
     );
@@ -1415,4 +1424,111 @@ async fn token_counts_are_answered_journaled_and_held_to_no_limit() {
         (&counted["committed"], &counted["tokens_used"]),
         (&json!(false), &json!(0))
     );
+    assert_eq!(j[5]["scope_wait_violation"], false, "{}", j[5]);
+
+    // A wait told to a count (a fault's 429) binds the count, not the scope's Messages.
+    let rule = fault(|r| {
+        r.route = Some(RouteName::CountTokens);
+        r.status = Some(429);
+        r.retry_after = Some(DurationMs(30_000));
+    });
+    let s = start(config(None, vec![rule])).await;
+    let post = |path: &str, body: Value| {
+        s.client
+            .post(format!("{}{path}", s.base))
+            .header("x-api-key", "sk-a-test-key")
+            .json(&body)
+            .send()
+    };
+    let counted = post(
+        "/v1/messages/count_tokens",
+        json!({ "model": "m", "messages": prompt }),
+    );
+    assert_eq!(counted.await.unwrap().status(), 429);
+    let sent = post(
+        "/v1/messages",
+        json!({ "model": "m", "max_tokens": 8, "messages": prompt }),
+    );
+    assert_eq!(sent.await.unwrap().status(), 200);
+    let j = s.journal().await;
+    assert_eq!(j[1]["scope_wait_violation"], false, "{}", j[1]);
+}
+
+/// A forced tool call broken off on the chat and Messages routes keeps its shape, as on the
+/// Responses route: the chat stream's chunks carry the call's `tool_calls`, Messages' a
+/// `tool_use` block with `input_json_delta`s, each a piece short of the arguments (they had
+/// streamed plain text, which the SDKs' partial parsers then choked on), and the break
+/// carries the request id the SDKs read.
+#[tokio::test]
+async fn chat_and_messages_broken_streams_keep_a_forced_calls_shape() {
+    let breaks = |route: RouteName, kind: ConnectionFault| {
+        fault(move |r| {
+            r.route = Some(route);
+            r.fault = Some(kind);
+            r.after_chunks = Some(10);
+        })
+    };
+    let s = start(config(
+        None,
+        vec![
+            breaks(RouteName::ChatCompletions, ConnectionFault::StreamCut),
+            breaks(RouteName::Messages, ConnectionFault::StreamError),
+        ],
+    ))
+    .await;
+    let schema = json!({ "type": "object", "properties": { "title": { "type": "string" } }, "required": ["title"] });
+    let chat = s
+        .client
+        .post(format!("{}/v1/chat/completions", s.base))
+        .bearer_auth("sk-a-test-key")
+        .json(&json!({ "model": "m", "max_tokens": 64, "stream": true,
+            "messages": [{ "role": "user", "content": "plan" }], "tool_choice": "required",
+            "tools": [{ "type": "function", "function": { "name": "make_plan", "parameters": schema } }] }))
+        .send()
+        .await
+        .unwrap();
+    assert!(chat.headers().contains_key("x-request-id"));
+    let (chunks, broke) = sse_events(chat).await;
+    assert!(broke);
+    let pieces: String = chunks
+        .iter()
+        .map(|c| {
+            assert!(
+                c["choices"][0]["delta"]
+                    .get("content")
+                    .is_none_or(Value::is_null),
+                "{c}"
+            );
+            c["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert!(!pieces.is_empty() && r#"{"title":""}"#.starts_with(&pieces) && pieces.len() < 12);
+    let messages = s
+        .client
+        .post(format!("{}/v1/messages", s.base))
+        .header("x-api-key", "sk-a-test-key")
+        .json(&json!({ "model": "m", "max_tokens": 64, "stream": true,
+            "messages": [{ "role": "user", "content": "plan" }], "tool_choice": { "type": "any" },
+            "tools": [{ "name": "make_plan", "input_schema": schema }] }))
+        .send()
+        .await
+        .unwrap();
+    assert!(messages.headers().contains_key("request-id"));
+    let (events, _) = sse_events(messages).await;
+    assert_eq!(events[1]["content_block"]["type"], "tool_use", "{events:?}");
+    let deltas: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "content_block_delta")
+        .collect();
+    assert!(
+        deltas
+            .iter()
+            .all(|d| d["delta"]["type"] == "input_json_delta"),
+        "{deltas:?}"
+    );
+    assert!(deltas.len() < 3, "a piece short of three: {deltas:?}");
+    assert_eq!(events.last().unwrap()["type"], "error");
 }

@@ -754,7 +754,16 @@ impl ProviderModel {
         // An attempt of a request that was itself told to wait and came back early is that
         // request's violation (set from the identity); otherwise the scope's wait, told to
         // another request, was not heeded: a coordination gap.
-        if self.scopes[scope_idx].violates_retry_after(now) && !entry.retry_after_violation {
+        // A token count is held to no wait of the scope's (see `RequestRoute::CountTokens`).
+        let binds = if req.route == RequestRoute::CountTokens {
+            Binds::Request
+        } else {
+            Binds::Scope
+        };
+        if binds == Binds::Scope
+            && self.scopes[scope_idx].violates_retry_after(now)
+            && !entry.retry_after_violation
+        {
             entry.scope_wait_violation = true;
             self.scope_stats[scope_idx].scope_wait_violations += 1;
         }
@@ -828,7 +837,7 @@ impl ProviderModel {
                 should_retry,
             }) => {
                 let mut answer = self.injected_status(
-                    scope_idx,
+                    (scope_idx, binds),
                     seq,
                     now,
                     reject_ms,
@@ -936,7 +945,7 @@ impl ProviderModel {
                 }
             };
             let answer = self.rate_limited(
-                refuser,
+                (refuser, Binds::Scope),
                 seq,
                 now,
                 reject_ms,
@@ -1316,7 +1325,7 @@ impl ProviderModel {
     #[allow(clippy::too_many_arguments)]
     fn injected_status(
         &mut self,
-        scope_idx: usize,
+        (scope_idx, binds): (usize, Binds),
         seq: u64,
         now: Millis,
         latency: u64,
@@ -1389,11 +1398,16 @@ impl ProviderModel {
             _ => retry_after_ms,
         };
         match wait {
-            Some(w) if status == 429 => {
-                self.rate_limited(scope_idx, seq, now, latency, w, (message, kind, code))
-            }
+            Some(w) if status == 429 => self.rate_limited(
+                (scope_idx, binds),
+                seq,
+                now,
+                latency,
+                w,
+                (message, kind, code),
+            ),
             Some(w) => {
-                self.tell_retry_after(scope_idx, seq, now, latency, w);
+                self.tell_retry_after((scope_idx, binds), seq, now, latency, w);
                 let mut signals = self.headers(scope_idx, seq, now);
                 signals.retry_after =
                     Some(
@@ -1414,14 +1428,14 @@ impl ProviderModel {
     /// body), type and code.
     fn rate_limited(
         &mut self,
-        scope_idx: usize,
+        (scope_idx, binds): (usize, Binds),
         seq: u64,
         now: Millis,
         latency: u64,
         wait: u64,
         error: (impl FnOnce() -> String, &'static str, Cow<'static, str>),
     ) -> Answer {
-        self.tell_retry_after(scope_idx, seq, now, latency, wait);
+        self.tell_retry_after((scope_idx, binds), seq, now, latency, wait);
         self.scope_stats[scope_idx].rate_limited += 1;
         let retry_after = self
             .clock
@@ -1488,7 +1502,7 @@ impl ProviderModel {
     /// up), so a client that honours the date is never flagged.
     fn tell_retry_after(
         &mut self,
-        scope_idx: usize,
+        (scope_idx, binds): (usize, Binds),
         seq: u64,
         now: Millis,
         latency: u64,
@@ -1500,7 +1514,9 @@ impl ProviderModel {
         } else {
             leaves + wait
         };
-        self.scopes[scope_idx].told_retry_after(leaves, until);
+        if binds == Binds::Scope {
+            self.scopes[scope_idx].told_retry_after(leaves, until);
+        }
         self.told_until = Some((leaves, until));
     }
 
@@ -1672,6 +1688,15 @@ fn error_answer(
 
 /// What `decide` returns: built where it is returned, so the answer (some 400 bytes) is
 /// written in place instead of moved from a tuple into a `Decision`.
+/// Whom a wait an answer tells binds: the whole scope (a 429 or 503 of its limits or
+/// faults), or only the request told (a token count's: Anthropic limits counting apart,
+/// so its waits hold no other request on the scope back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Binds {
+    Scope,
+    Request,
+}
+
 /// The answer to a token count (`POST /v1/messages/count_tokens`): the request's input
 /// tokens, and the request id alone (no limit holds it, so no limit is told).
 fn token_count(req: &Request, seq: u64) -> Answer {

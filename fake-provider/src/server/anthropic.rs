@@ -103,11 +103,9 @@ async fn messages_or_count(app: App, req: Request<Body>, route: RequestRoute) ->
     req.stream = parsed.stream;
     req.body_hash = parse::canonical_hash(&v);
     req.model = parse::model(&v);
-    if route == RequestRoute::CountTokens {
-        return super::routes::attempt_as(&app, req, super::respond::Wire::Anthropic).await;
-    }
+    // A count's `tool_choice` is checked as a Messages request's is; its answer has no shape.
     let shape = match super::shaped::anthropic(&v) {
-        Ok(shape) => shape,
+        Ok(shape) => shape.filter(|_| route == RequestRoute::Messages),
         Err(e) => {
             let refusal = error_response(&bad_request_body(&e));
             let wire = super::respond::Wire::Anthropic;

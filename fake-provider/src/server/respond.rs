@@ -437,22 +437,7 @@ pub(crate) async fn play(
         }
         Answer::StreamCut { after_chunks, .. } => {
             wait(real_latency_ms, &mut stop).await;
-            let body = json!({ "id": format!("chatcmpl-{seq}"), "model": "stampede-fake", "created": unix_now() });
-            let frames: Frames = match wire {
-                Wire::OpenAi { .. } | Wire::Embeddings { .. } => {
-                    sse_frames(seq, &body, (after_chunks, u32::MAX), None, None)
-                }
-                Wire::Anthropic => {
-                    anthropic::sse_frames(seq, &body, None, (after_chunks, false), None)
-                }
-                Wire::Responses => responses::sse_frames(
-                    seq,
-                    &body,
-                    (None, facts.echo.as_deref()),
-                    (after_chunks, false),
-                    shape.as_ref(),
-                ),
-            };
+            let frames = broken_frames(seq, (wire, shape.as_ref()), after_chunks, &facts);
             let cut = stream::once(async {
                 tokio::time::sleep(CUT_FLUSH).await;
                 Err(std::io::Error::new(
@@ -461,45 +446,69 @@ pub(crate) async fn play(
                 ))
             });
             let s = stream::iter(frames.into_iter().map(Ok)).chain(cut).boxed();
-            sse_response(&[seq_header(seq)], s, departure)
+            sse_response(&broken_headers(seq, wire), s, departure)
         }
         Answer::StreamError { after_chunks } => {
             wait(real_latency_ms, &mut stop).await;
-            let body = json!({ "id": format!("chatcmpl-{seq}"), "model": "stampede-fake", "created": unix_now() });
-            let frames: Frames = match wire {
+            let frames = broken_frames(seq, (wire, shape.as_ref()), after_chunks, &facts);
+            let last = match wire {
                 Wire::OpenAi { .. } | Wire::Embeddings { .. } => {
                     let err = json!({ "error": { "message": "The stream was interrupted by a server error.", "type": "server_error", "param": null, "code": "stream_error" } });
-                    let last = Bytes::from(format!("event: error\ndata: {err}\n\n"));
-                    Box::new(
-                        sse_frames(seq, &body, (after_chunks, u32::MAX), None, None)
-                            .chain(std::iter::once(last)),
-                    )
+                    Bytes::from(format!("event: error\ndata: {err}\n\n"))
                 }
-                Wire::Anthropic => Box::new(
-                    anthropic::sse_frames(seq, &body, None, (after_chunks, false), None)
-                        .chain(std::iter::once(anthropic::sse_error())),
-                ),
-                Wire::Responses => Box::new(
-                    responses::sse_frames(
-                        seq,
-                        &body,
-                        (None, facts.echo.as_deref()),
-                        (after_chunks, false),
-                        shape.as_ref(),
-                    )
-                    .chain(std::iter::once(responses::sse_error(
-                        after_chunks,
-                        shape.as_ref(),
-                    ))),
-                ),
+                Wire::Anthropic => anthropic::sse_error(),
+                Wire::Responses => responses::sse_error(after_chunks, shape.as_ref()),
             };
+            let frames: Frames = Box::new(frames.chain(std::iter::once(last)));
             sse_response(
-                &[seq_header(seq)],
+                &broken_headers(seq, wire),
                 stream::iter(frames.into_iter().map(Ok)).boxed(),
                 departure,
             )
         }
     }
+}
+
+/// The frames a stream broken off after `after_chunks` sends in `wire`'s format, before
+/// its break (a cut or an error event): the head, then the deltas, of the shape the
+/// request asked for, a piece short of its whole (see `shaped::broken`). It has no body of
+/// its own: its id is the attempt's.
+fn broken_frames(
+    seq: u64,
+    (wire, shape): (Wire, Option<&Shape>),
+    after_chunks: u32,
+    facts: &CompletionFacts,
+) -> Frames {
+    let body =
+        json!({ "id": format!("chatcmpl-{seq}"), "model": "stampede-fake", "created": unix_now() });
+    let (sent, pieces) = shaped::broken(after_chunks, shape);
+    match wire {
+        Wire::OpenAi { .. } | Wire::Embeddings { .. } => {
+            Box::new(sse_frames(seq, &body, (pieces, u32::MAX), None, shape).take(sent as usize))
+        }
+        // Three events (message_start, content_block_start, ping) lead.
+        Wire::Anthropic => Box::new(
+            anthropic::sse_frames(seq, &body, None, (pieces, false), shape).take(3 + sent as usize),
+        ),
+        Wire::Responses => responses::sse_frames(
+            seq,
+            &body,
+            (None, facts.echo.as_deref()),
+            (after_chunks, false),
+            shape,
+        ),
+    }
+}
+
+/// The headers of a broken stream: its seq, and its request id under the name its API
+/// gives it (`request-id` on Anthropic's, `x-request-id` on OpenAI's), which the SDKs
+/// read into their errors.
+fn broken_headers(seq: u64, wire: Wire) -> [(String, String); 2] {
+    let id = match wire {
+        Wire::Anthropic => "request-id",
+        _ => "x-request-id",
+    };
+    [seq_header(seq), (id.to_string(), format!("req_{seq:012}"))]
 }
 
 fn seq_header(seq: u64) -> (String, String) {

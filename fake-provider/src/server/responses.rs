@@ -570,8 +570,7 @@ pub(crate) fn sse_frames(
     let (chunks, pieces) = if complete {
         (chunks, chunks)
     } else {
-        let sent = broken_deltas(chunks, shape);
-        (sent, sent.saturating_add(1))
+        shaped::broken(chunks, shape)
     };
     let delta_item = item_id.clone();
     let delta_shape = shape.cloned();
@@ -666,16 +665,10 @@ pub(crate) fn sse_frames(
     Box::new(frames.chain(tail.into_iter().flatten()))
 }
 
-/// The deltas a stream of `shape` broken off after `chunks` sends: a shaped one stops a
-/// piece short of its whole (see `Shape::most_deltas`), whatever the model drew.
-fn broken_deltas(chunks: u32, shape: Option<&Shape>) -> u32 {
-    shape.map_or(chunks, |s| chunks.min(s.most_deltas().saturating_sub(1)))
-}
-
 /// The `error` event that ends a stream of `shape` the provider broke off after `chunks`
 /// deltas.
 pub(crate) fn sse_error(chunks: u32, shape: Option<&Shape>) -> Bytes {
-    let chunks = broken_deltas(chunks, shape);
+    let (chunks, _) = shaped::broken(chunks, shape);
     event(
         "error",
         &json!({ "type": "error", "sequence_number": u64::from(head_events(shape)) + u64::from(chunks),

@@ -30,6 +30,19 @@ pub(crate) enum Shape {
     },
 }
 
+/// The deltas a stream broken off after `chunks` sends, and the pieces its text is cut
+/// into: a shaped stream stops a piece short of its whole (see [`Shape::most_deltas`]),
+/// whatever the model drew; a text stream sends its `chunks` tokens.
+pub(crate) fn broken(chunks: u32, shape: Option<&Shape>) -> (u32, u32) {
+    match shape {
+        None => (chunks, chunks),
+        Some(s) => {
+            let sent = chunks.min(s.most_deltas().saturating_sub(1));
+            (sent, sent.saturating_add(1))
+        }
+    }
+}
+
 impl Shape {
     /// How many deltas a stream of this shape sends at most: one about every 4 bytes of its
     /// JSON text or arguments (a token's worth). A stream of more would send empty deltas,

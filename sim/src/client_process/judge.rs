@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use stampede_core::{JobId, Millis};
 use stampede_provider::model::{IdentifiedBy, JournalEntry};
+use stampede_provider::RequestRoute;
 
 use crate::measure::queues::priority_name;
 use crate::measure::{action_route, answered_success, Measurement, SentBy};
@@ -73,7 +74,11 @@ pub(super) fn judge(
     // Logical requests (the provider's identity) that named no item, by id: when each
     // first arrived and when a success to it was delivered.
     let mut unnamed: BTreeMap<u64, (Millis, Option<Millis>)> = BTreeMap::new();
+    // The client's own requests that are known to be its own: a prompt naming an item the
+    // workload does not have, and token counts, which do no item's work whatever prompt
+    // they count (never matched to an item without a prompt).
     let mut foreign_named: BTreeSet<u64> = BTreeSet::new();
+    let count_route = RequestRoute::CountTokens.template();
     for e in journal {
         let item = e.workload_item.and_then(|n| prompted.get(&n).copied());
         let Some(i) = item else {
@@ -82,8 +87,7 @@ pub(super) fn judge(
                 sink.attempt(row)
             })?;
             if e.logical != 0 && e.identified_by != IdentifiedBy::Lookup {
-                if e.workload_item.is_some() {
-                    // A prompt naming an item the workload does not have.
+                if e.workload_item.is_some() || e.route == count_route {
                     foreign_named.insert(e.logical);
                 } else {
                     let slot = unnamed.entry(e.logical).or_insert((e.at_ms, None));
