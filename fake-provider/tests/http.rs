@@ -62,6 +62,14 @@ async fn start(config: ProviderConfig) -> Server {
 }
 
 impl Server {
+    /// A POST of `body` to Anthropic's `path` with the test key as `x-api-key`.
+    fn anthropic(&self, path: &str, body: &Value) -> reqwest::RequestBuilder {
+        self.client
+            .post(format!("{}{path}", self.base))
+            .header("x-api-key", "sk-a-test-key")
+            .json(body)
+    }
+
     fn chat(&self, key: &str) -> reqwest::RequestBuilder {
         self.client
             .post(format!("{}/v1/chat/completions", self.base))
@@ -297,7 +305,6 @@ async fn idempotency_in_flight_409_mismatch_400_and_replay() {
 
 #[tokio::test]
 async fn sse_stream_cut_after_k_chunks() {
-    use futures_util::StreamExt;
     let s = start(config(
         None,
         vec![fault(|f| {
@@ -316,18 +323,7 @@ async fn sse_stream_cut_after_k_chunks() {
         .unwrap();
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.headers()["content-type"], "text/event-stream");
-    let mut body = String::new();
-    let mut failed = false;
-    let mut stream = resp.bytes_stream();
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(b) => body.push_str(&String::from_utf8_lossy(&b)),
-            Err(_) => {
-                failed = true;
-                break;
-            }
-        }
-    }
+    let (body, failed) = sse_text(resp).await;
     assert!(failed, "the stream must end in an error, got {body:?}");
     assert_eq!(body.matches("data: ").count(), 3, "{body}");
     assert!(!body.contains("[DONE]"));
@@ -1198,22 +1194,24 @@ async fn the_responses_api_answers_streams_and_refuses_in_its_own_format() {
     assert_eq!(routes, vec![&json!("/v1/responses"); 5]);
 }
 
-/// The text of every SSE event of `resp`, read until it ends or breaks (`true` when it
-/// broke).
-async fn sse_events(resp: reqwest::Response) -> (Vec<Value>, bool) {
+/// The body of `resp` as text, read until it ends or breaks (`true` when it broke).
+async fn sse_text(resp: reqwest::Response) -> (String, bool) {
     use futures_util::StreamExt;
     let mut text = String::new();
-    let mut broke = false;
     let mut stream = resp.bytes_stream();
     while let Some(item) = stream.next().await {
         match item {
             Ok(b) => text.push_str(&String::from_utf8_lossy(&b)),
-            Err(_) => {
-                broke = true;
-                break;
-            }
+            Err(_) => return (text, true),
         }
     }
+    (text, false)
+}
+
+/// The data of every SSE event of `resp`, read until it ends or breaks (`true` when it
+/// broke).
+async fn sse_events(resp: reqwest::Response) -> (Vec<Value>, bool) {
+    let (text, broke) = sse_text(resp).await;
     // Named events (`event: ...\ndata: ...`) and bare ones (`data: ...`, chat's) alike.
     let events = text
         .split("\n\n")
@@ -1350,13 +1348,7 @@ async fn responses_broken_streams_keep_their_shape_and_replays_keep_their_ids() 
 #[tokio::test]
 async fn token_counts_are_answered_journaled_and_held_to_no_limit() {
     let s = start(config(Some(1), vec![])).await;
-    let post = |path: &str, body: Value| {
-        s.client
-            .post(format!("{}{path}", s.base))
-            .header("x-api-key", "sk-a-test-key")
-            .json(&body)
-            .send()
-    };
+    let post = |path: &str, body: Value| s.anthropic(path, &body).send();
     let prompt = json!([{ "role": "user", "content": "a prompt of some twenty" }]);
     let message = json!({ "model": "m", "max_tokens": 8, "messages": prompt });
     assert_eq!(
@@ -1433,13 +1425,7 @@ async fn token_counts_are_answered_journaled_and_held_to_no_limit() {
         r.retry_after = Some(DurationMs(30_000));
     });
     let s = start(config(None, vec![rule])).await;
-    let post = |path: &str, body: Value| {
-        s.client
-            .post(format!("{}{path}", s.base))
-            .header("x-api-key", "sk-a-test-key")
-            .json(&body)
-            .send()
-    };
+    let post = |path: &str, body: Value| s.anthropic(path, &body).send();
     let counted = post(
         "/v1/messages/count_tokens",
         json!({ "model": "m", "messages": prompt }),
