@@ -13,7 +13,7 @@ use stampede_provider::server::{
     ServerOptions, DEFAULT_BODY_LIMIT, DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_FIELD_BYTES,
     DEFAULT_MAX_HEADER_BYTES, DEFAULT_PRESSED_IDLE_TIMEOUT, DEFAULT_WRITE_STALL_TIMEOUT,
-    MAX_SHAPED_VALUES, MAX_STREAM_GROUPS,
+    MAX_SHAPED_DEPTH, MAX_SHAPED_VALUES, MAX_STREAM_GROUPS,
 };
 
 fn readme() -> String {
@@ -95,6 +95,10 @@ fn the_server_bounds_the_readme_quotes_are_the_defaults() {
     says(
         &r,
         &format!("its pieces leave in at most {MAX_STREAM_GROUPS} groups a step apart"),
+    );
+    says(
+        &r,
+        &format!("Schemas are followed {MAX_SHAPED_DEPTH} steps deep"),
     );
     // And they are what a server is given unless told otherwise.
     let o = ServerOptions::default();

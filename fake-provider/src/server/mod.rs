@@ -33,7 +33,7 @@ pub use cli::serve_cli;
 pub use control::DEFAULT_JOURNAL_PAGE;
 pub use own_thread::spawn_on_thread;
 pub use respond::MAX_STREAM_GROUPS;
-pub use shaped::MAX_VALUES as MAX_SHAPED_VALUES;
+pub use shaped::{MAX_DEPTH as MAX_SHAPED_DEPTH, MAX_VALUES as MAX_SHAPED_VALUES};
 pub use state::{DEFAULT_JOURNAL_RING, TRANSIT_ALLOWANCE_REAL_MS};
 
 use crate::config::ProviderConfig;

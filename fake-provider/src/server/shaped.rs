@@ -59,13 +59,13 @@ impl Shape {
     }
 }
 
-/// How deep [`instance`] follows nested schemas (and `$ref`s, which may recurse): past it a
-/// value is `null`. Every property, list item, `$ref` and `anyOf` is a step, so a pydantic
-/// model nests three steps a level (a property, its `anyOf` when optional, the `$ref`):
-/// 64 serves the 10 levels of nesting OpenAI's structured outputs allow, which 16 had cut
-/// off at the fifth with a `null` the SDK's parse refused. [`MAX_VALUES`] still bounds the
-/// answer's size.
-const MAX_DEPTH: u32 = 64;
+/// How deep a structured answer follows nested schemas (and `$ref`s, which may recurse):
+/// past it a value is `null`. Every property, list item, `$ref` and `anyOf` is a step, so
+/// a pydantic model nests three steps a level (a property, its `anyOf` when optional, the
+/// `$ref`): 64 serves the 10 levels of nesting OpenAI's structured outputs allow, which 16
+/// had cut off at the fifth with a `null` the SDK's parse refused. [`MAX_VALUES`] still
+/// bounds the answer's size.
+pub const MAX_DEPTH: u32 = 64;
 
 /// The shape an OpenAI chat body asks for: a forced tool call (`tool_choice` `required`, or
 /// naming a function) first, then `response_format`; `None` for text. A body the real API
