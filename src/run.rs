@@ -376,6 +376,12 @@ fn print_table(s: &Summary) {
         ),
         ("reconciliations", s.reconciliations.to_string()),
         ("deadline misses", s.deadline_misses.to_string()),
+    ];
+    if s.crashes > 0 {
+        // Only a run whose runner died says so: every other run's lines stay as they were.
+        rows.push(("runner crashes", s.crashes.to_string()));
+    }
+    rows.extend([
         (
             "Retry-After violations (own / scope)",
             format!("{} / {}", s.retry_after_violations, s.scope_wait_violations),
@@ -411,15 +417,7 @@ fn print_table(s: &Summary) {
             "virtual time / wall (ms)",
             format!("{} / {}", s.virtual_duration_ms, s.wall_ms),
         ),
-    ];
-    if s.crashes > 0 {
-        // Only a run whose runner died says so: every other run's lines stay as they were.
-        let after = rows
-            .iter()
-            .position(|(k, _)| *k == "deadline misses")
-            .map_or(rows.len(), |i| i + 1);
-        rows.insert(after, ("runner crashes", s.crashes.to_string()));
-    }
+    ]);
     let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
     for (k, v) in rows {
         outln!("  {k:<width$}  {v}");

@@ -255,9 +255,6 @@ pub(super) struct Counts {
     /// The bulk actions among `ready` (a `pause_bulk` rung's pressure leaves them out).
     pub ready_bulk: u64,
     pub delayed: u64,
-    /// The retries among `delayed` counted on their scopes (`ScopeState::delayed_retries`,
-    /// summed); 0 unless some scope caps them.
-    pub retry_waits: u64,
     pub reconciling: u64,
     pub tokens_reserved: u64,
     pub ledger_errors: u64,

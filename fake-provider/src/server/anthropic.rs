@@ -338,7 +338,7 @@ fn stop_reason(body: &Value) -> &'static str {
 /// The `tool_use` block that calls `name` with `arguments` (JSON text; the block holds
 /// them parsed, or, in a stream's start, empty).
 fn tool_use(seq: u64, name: &str, input: Value) -> Value {
-    json!({ "type": "tool_use", "id": format!("toolu_{seq:012}"), "name": name, "input": input })
+    json!({ "type": "tool_use", "id": super::respond::id("toolu", seq), "name": name, "input": input })
 }
 
 fn message(seq: u64, body: &Value, usage: Option<(u32, u32)>, shape: Option<&Shape>) -> Value {
@@ -357,7 +357,7 @@ fn message(seq: u64, body: &Value, usage: Option<(u32, u32)>, shape: Option<&Sha
         }
     };
     json!({
-        "id": format!("msg_{seq:012}"),
+        "id": super::respond::id("msg", seq),
         "type": "message",
         "role": "assistant",
         "model": "stampede-fake",

@@ -164,12 +164,14 @@ pub fn of(route: &RequestRoute) -> Option<&'static [&'static str]> {
 
 /// The fields of `body` that `known` (sorted) lacks, in key order (serde_json's map is
 /// sorted, so the message is the same whatever order the client wrote them in).
-fn unknown<'v>(body: &'v Map<String, Value>, known: &[&str]) -> Vec<&'v str> {
+fn unknown<'v>(
+    body: &'v Map<String, Value>,
+    known: &'v [&str],
+) -> impl Iterator<Item = &'v str> + 'v {
     body.keys()
         .map(String::as_str)
         .filter(|key| known.binary_search(key).is_err())
         .map(shown)
-        .collect()
 }
 
 /// The longest name an error repeats (bytes): a client that sends a megabyte-long field
@@ -192,7 +194,7 @@ fn shown(name: &str) -> &str {
 /// take, or `None` when they take them all (or the body is no object, which is refused for
 /// that). The Responses API says it its own way (see `responses::unknown_parameter`).
 pub(crate) fn openai_refusal(body: &Value, route: &RequestRoute) -> Option<String> {
-    let extra = unknown(body.as_object()?, of(route)?);
+    let extra: Vec<&str> = unknown(body.as_object()?, of(route)?).collect();
     match extra.as_slice() {
         [] => None,
         [one] => Some(format!("Unrecognized request argument supplied: {one}")),
@@ -206,12 +208,7 @@ pub(crate) fn openai_refusal(body: &Value, route: &RequestRoute) -> Option<Strin
 /// The first field (in key order, cut as an error repeats it) of a body of `route` its API
 /// does not take; `None` when it takes them all, or the body is no object.
 pub(crate) fn first_unknown<'v>(body: &'v Value, route: &RequestRoute) -> Option<&'v str> {
-    let known = of(route)?;
-    body.as_object()?
-        .keys()
-        .map(String::as_str)
-        .find(|key| known.binary_search(key).is_err())
-        .map(shown)
+    unknown(body.as_object()?, of(route)?).next()
 }
 
 /// Anthropic's words for the first field (in key order) of a Messages (or token count,

@@ -367,6 +367,15 @@ pub(crate) fn json_kind(v: &Value) -> &'static str {
     }
 }
 
+/// OpenAI's 400 for a parameter that is required and absent.
+pub(crate) fn missing(param: &str) -> BadRequest {
+    BadRequest::at(
+        param,
+        Some("missing_required_parameter"),
+        format!("Missing required parameter: '{param}'."),
+    )
+}
+
 pub(crate) fn invalid_type(param: &str, expected: &str, got: &Value) -> BadRequest {
     BadRequest::at(
         param,
@@ -430,13 +439,7 @@ fn check_chat_value(v: &Value) -> Result<(), BadRequest> {
                         other,
                     ))
                 }
-                None => {
-                    return Err(BadRequest::at(
-                        format!("messages[{i}].role"),
-                        Some("missing_required_parameter"),
-                        format!("Missing required parameter: 'messages[{i}].role'."),
-                    ))
-                }
+                None => return Err(missing(&format!("messages[{i}].role"))),
             }
             match m.get("content") {
                 None | Some(Value::Null | Value::String(_) | Value::Array(_)) => {}
@@ -557,11 +560,7 @@ fn chat_value(
     }
     unrecognized(&v, &RequestRoute::ChatCompletions, accept_unknown)?;
     if v.get("messages").is_none() {
-        return Err(BadRequest::at(
-            "messages",
-            Some("missing_required_parameter"),
-            "Missing required parameter: 'messages'.",
-        ));
+        return Err(missing("messages"));
     }
     check_chat_value(&v)?;
     let body = ChatBody::deserialize(&v)

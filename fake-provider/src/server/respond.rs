@@ -457,7 +457,10 @@ pub(crate) async fn play(
                     Bytes::from(format!("event: error\ndata: {err}\n\n"))
                 }
                 Wire::Anthropic => anthropic::sse_error(),
-                Wire::Responses => responses::sse_error(after_chunks, shape.as_ref()),
+                Wire::Responses => {
+                    let (sent, _) = shaped::broken(after_chunks, shape.as_ref());
+                    responses::sse_error(sent, shape.as_ref())
+                }
             };
             let frames: Frames = Box::new(frames.chain(std::iter::once(last)));
             sse_response(
@@ -490,12 +493,15 @@ fn broken_frames(
         Wire::Anthropic => Box::new(
             anthropic::sse_frames(seq, &body, None, (pieces, false), shape).take(3 + sent as usize),
         ),
-        Wire::Responses => responses::sse_frames(
-            seq,
-            &body,
-            (None, facts.echo.as_deref()),
-            (after_chunks, false),
-            shape,
+        Wire::Responses => Box::new(
+            responses::sse_frames(
+                seq,
+                &body,
+                (None, facts.echo.as_deref()),
+                (pieces, false),
+                shape,
+            )
+            .take(responses::head_events(shape) as usize + sent as usize),
         ),
     }
 }
@@ -503,16 +509,18 @@ fn broken_frames(
 /// The headers of a broken stream: its seq, and its request id under the name its API
 /// gives it (`request-id` on Anthropic's, `x-request-id` on OpenAI's), which the SDKs
 /// read into their errors.
-fn broken_headers(seq: u64, wire: Wire) -> [(String, String); 2] {
-    let id = match wire {
-        Wire::Anthropic => "request-id",
-        _ => "x-request-id",
-    };
-    [seq_header(seq), (id.to_string(), format!("req_{seq:012}"))]
+fn broken_headers(seq: u64, wire: Wire) -> Vec<(String, String)> {
+    let headers = Signals::bare(seq).headers();
+    match wire {
+        Wire::Anthropic => anthropic::headers(&headers),
+        _ => headers,
+    }
 }
 
-fn seq_header(seq: u64) -> (String, String) {
-    ("x-stampede-seq".to_string(), seq.to_string())
+/// The id of kind `prefix` (`msg`, `call`, `resp`, `toolu`, ...) an answer gives for `seq`:
+/// the prefix, `_`, and the seq padded with zeros to 12 digits.
+pub(crate) fn id(prefix: &str, seq: u64) -> String {
+    format!("{prefix}_{seq:012}")
 }
 
 type FrameStream = futures_util::stream::BoxStream<'static, Result<Bytes, std::io::Error>>;
@@ -594,7 +602,7 @@ pub(crate) fn sse_frames(
             Some(Shape::Tool { name, arguments }) => {
                 let piece = shaped::piece(arguments, i, chunks);
                 if i == 0 {
-                    json!({ "role": "assistant", "content": null, "tool_calls": [{ "index": 0, "id": format!("call_{seq:012}"), "type": "function", "function": { "name": name, "arguments": piece } }] })
+                    json!({ "role": "assistant", "content": null, "tool_calls": [{ "index": 0, "id": self::id("call", seq), "type": "function", "function": { "name": name, "arguments": piece } }] })
                 } else {
                     json!({ "tool_calls": [{ "index": 0, "function": { "arguments": piece } }] })
                 }

@@ -31,7 +31,9 @@
 
 use super::known_fields;
 use super::parse::{self, BadRequest};
-use super::respond::{Frames, Wire};
+// Ids are the answer's completion's (the caller passes its seq, so a replay says the same
+// ids again).
+use super::respond::{id, Frames, Wire};
 use super::routes::{self, read_body};
 use super::shaped::{self, Shape};
 use super::App;
@@ -349,12 +351,6 @@ impl<'a> Said<'a> {
     }
 }
 
-/// The id of kind `prefix` (`resp`, `msg`, `fc`, `call`) of the answer `seq` committed (the
-/// caller passes the completion's seq, so a replay says the same ids again).
-fn id(prefix: &str, seq: u64) -> String {
-    format!("{prefix}_{seq:012}")
-}
-
 /// `status` of a response and of its message.
 fn status_of(incomplete: bool) -> &'static str {
     if incomplete {
@@ -520,8 +516,9 @@ fn closing(name: &str, data: &Value, hole: Option<u32>) -> Frames {
 
 /// A streamed response: [`head_events`] events, `chunks` deltas and, when `complete`, the
 /// closing events with the whole output, each numbered in order. The deltas are the text's
-/// tokens, or pieces of the JSON text or of the forced call's arguments `shape` holds (a
-/// stream broken off, not `complete`, sends all its pieces but the last).
+/// tokens, or the `chunks` pieces of the JSON text or of the forced call's arguments `shape`
+/// holds (a broken-off stream's caller takes the frames before its last piece: see
+/// `respond::broken_frames`).
 pub(crate) fn sse_frames(
     seq: u64,
     body: &Value,
@@ -566,12 +563,7 @@ pub(crate) fn sse_frames(
         }
     }
     debug_assert_eq!(head.len(), head_count as usize);
-    // A broken-off stream's pieces stop short of the whole.
-    let (chunks, pieces) = if complete {
-        (chunks, chunks)
-    } else {
-        shaped::broken(chunks, shape)
-    };
+
     let delta_item = item_id.clone();
     let delta_shape = shape.cloned();
     // The deltas are made as the client reads them (there may be billions).
@@ -581,10 +573,10 @@ pub(crate) fn sse_frames(
             Some(Shape::Tool { arguments, .. }) => json!({
                 "type": "response.function_call_arguments.delta", "sequence_number": number,
                 "item_id": delta_item, "output_index": 0,
-                "delta": shaped::piece(arguments, i, pieces) }),
+                "delta": shaped::piece(arguments, i, chunks) }),
             text => {
                 let delta = match text {
-                    Some(Shape::Json(text)) => shaped::piece(text, i, pieces),
+                    Some(Shape::Json(text)) => shaped::piece(text, i, chunks),
                     _ if i == 0 => "tok",
                     _ => " tok",
                 };
@@ -665,10 +657,9 @@ pub(crate) fn sse_frames(
     Box::new(frames.chain(tail.into_iter().flatten()))
 }
 
-/// The `error` event that ends a stream of `shape` the provider broke off after `chunks`
-/// deltas.
+/// The `error` event that ends a stream of `shape` the provider broke off after it sent
+/// `chunks` deltas.
 pub(crate) fn sse_error(chunks: u32, shape: Option<&Shape>) -> Bytes {
-    let (chunks, _) = shaped::broken(chunks, shape);
     event(
         "error",
         &json!({ "type": "error", "sequence_number": u64::from(head_events(shape)) + u64::from(chunks),

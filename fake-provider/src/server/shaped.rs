@@ -13,7 +13,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::parse::{invalid_type, BadRequest};
+use super::parse::{invalid_type, missing, BadRequest};
 
 /// What a 200 to this request must be.
 #[derive(Debug, Clone, PartialEq)]
@@ -253,15 +253,6 @@ fn format_shape(
         Some(other) => Err(invalid_type(&format!("{at}.type"), "a string", other)),
         None => Err(missing(&format!("{at}.type"))),
     }
-}
-
-/// OpenAI's 400 for a parameter that is required and absent.
-fn missing(param: &str) -> BadRequest {
-    BadRequest::at(
-        param,
-        Some("missing_required_parameter"),
-        format!("Missing required parameter: '{param}'."),
-    )
 }
 
 /// OpenAI's 400 for a `tool_choice` with no `tools`.
@@ -623,7 +614,7 @@ pub(crate) fn apply(body: &mut Value, shape: &Shape, seq: u64) {
                 "role": "assistant",
                 "content": null,
                 "tool_calls": [{
-                    "id": format!("call_{seq:012}"),
+                    "id": super::respond::id("call", seq),
                     "type": "function",
                     "function": { "name": name, "arguments": arguments },
                 }],
