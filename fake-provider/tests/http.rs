@@ -472,6 +472,58 @@ async fn bad_input_gets_json_errors_401_400_413_404() {
     assert_eq!(body["error"]["type"], "not_found_error", "{body}");
 }
 
+/// A body or method Anthropic's routes refuse before reading the request is refused in
+/// Anthropic's words (`{type: "error", error: {type, message}}`, which its SDK reads), not
+/// OpenAI's; OpenAI's routes keep theirs.
+#[tokio::test]
+async fn anthropic_routes_refuse_bodies_and_methods_in_anthropic_words() {
+    let s = start(config(None, vec![])).await;
+    let big = "x".repeat(stampede_provider::server::DEFAULT_BODY_LIMIT + 1);
+    for path in ["/v1/messages", "/v1/messages/count_tokens"] {
+        let r = s
+            .client
+            .post(format!("{}{path}", s.base))
+            .header("x-api-key", "sk-a-test-key")
+            .body(big.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 413, "{path}");
+        assert!(r.headers().contains_key("request-id"), "{path}");
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(body["type"], "error", "{path}: {body}");
+        assert_eq!(body["error"]["type"], "request_too_large", "{path}: {body}");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("limit")),
+            "{path}: {body}"
+        );
+        let r = s
+            .client
+            .get(format!("{}{path}", s.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 405, "{path}");
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(
+            body["error"]["type"], "invalid_request_error",
+            "{path}: {body}"
+        );
+        assert!(body["error"].get("code").is_none(), "{path}: {body}");
+    }
+    let r = s
+        .client
+        .get(format!("{}/v1/chat/completions", s.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 405);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "method_not_allowed", "{body}");
+}
+
 #[tokio::test]
 async fn hang_until_the_client_gives_up_then_the_slot_is_released() {
     let mut c = config(

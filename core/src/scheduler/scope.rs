@@ -323,7 +323,8 @@ impl Scopes {
         &self.list[i]
     }
 
-    /// Every scope's state, in index order.
+    /// Every scope's state, in index order (read by debug builds' invariant checks only).
+    #[cfg(debug_assertions)]
     pub fn all(&self) -> impl Iterator<Item = &ScopeState> {
         self.list.iter()
     }

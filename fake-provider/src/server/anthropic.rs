@@ -207,11 +207,13 @@ fn check_messages_body(v: &Value, max_tokens_required: bool) -> Result<(), Strin
 }
 
 fn bad_request_body(e: &BadRequest) -> (u16, Vec<(String, String)>, Value) {
-    (
-        400,
-        Vec::new(),
-        json!({ "type": "error", "error": { "type": "invalid_request_error", "message": e.message } }),
-    )
+    (400, Vec::new(), error_body(400, &e.message))
+}
+
+/// Anthropic's error body for an HTTP status: `{type: "error", error: {type, message}}`,
+/// the type the status has (see [`error_type`]).
+pub(crate) fn error_body(status: u16, message: &str) -> Value {
+    json!({ "type": "error", "error": { "type": error_type(status), "message": message } })
 }
 
 fn error_response(parts: &(u16, Vec<(String, String)>, Value)) -> Response<Body> {
@@ -225,6 +227,8 @@ fn error_type(status: u16) -> &'static str {
         401 => "authentication_error",
         403 => "permission_error",
         404 => "not_found_error",
+        405 => "invalid_request_error",
+        408 => "timeout_error",
         413 => "request_too_large",
         429 => "rate_limit_error",
         503 | 529 => "overloaded_error",
@@ -318,9 +322,7 @@ pub(crate) fn answer(
             .pointer("/error/message")
             .and_then(Value::as_str)
             .unwrap_or("error");
-        let err =
-            json!({ "type": "error", "error": { "type": error_type(status), "message": message } });
-        super::respond::json_response(status, &headers, &err)
+        super::respond::json_response(status, &headers, &error_body(status, message))
     }
 }
 

@@ -186,7 +186,11 @@ pub(crate) async fn scenario(
         .is_some_and(|v| v.to_ascii_lowercase().contains("json"));
     let bytes = match read_body(body, &app.options).await {
         Ok(b) => b,
-        Err(r) => return r,
+        Err(r) => {
+            return r.render(&super::respond::Wire::OpenAi {
+                include_usage: false,
+            })
+        }
     };
     let Ok(text) = std::str::from_utf8(&bytes) else {
         return bad_request(&BadRequest::new("the scenario body is not UTF-8".into()));

@@ -38,56 +38,79 @@ pub(crate) fn head_too_large(limit: usize) -> Response<Body> {
     )
 }
 
+/// A body the edge would not read whole: why, in words each wire renders as its own error
+/// (see [`BodyRefusal::render`]).
+#[derive(Debug)]
+pub(crate) struct BodyRefusal {
+    /// 413 past the limit, 400 when the client broke off, 408 when it came too slowly.
+    status: u16,
+    message: String,
+    /// OpenAI's `code`; Anthropic's errors carry a type for the status instead.
+    code: &'static str,
+    /// The body was left unread, so the connection closes after the answer.
+    closes: bool,
+}
+
+impl BodyRefusal {
+    /// The refusal as `wire` words its errors: Anthropic's `{type: "error", error: {type,
+    /// message}}` on its routes (its SDK reads `error.type`), OpenAI's on every other.
+    pub(crate) fn render(&self, wire: &respond::Wire) -> Response<Body> {
+        let connection = [("connection".to_string(), "close".to_string())];
+        let headers: &[(String, String)] = if self.closes { &connection } else { &[] };
+        let body = match wire {
+            respond::Wire::Anthropic => super::anthropic::error_body(self.status, &self.message),
+            _ => error_body(&self.message, "invalid_request_error", self.code),
+        };
+        json_response(self.status, headers, &body)
+    }
+
+    /// The status: 400, 408 or 413.
+    pub(crate) fn status(&self) -> u16 {
+        self.status
+    }
+}
+
 /// Reads a body up to the limit: 413 past it, 400 if the client broke off, 408 (and the
 /// connection closes) when it is not whole within the body-read timeout.
-pub(crate) async fn read_body<B>(body: B, options: &ServerOptions) -> Result<Bytes, Response<Body>>
+pub(crate) async fn read_body<B>(body: B, options: &ServerOptions) -> Result<Bytes, BodyRefusal>
 where
     B: hyper::body::Body<Data = Bytes> + Unpin,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let limit = options.body_limit;
-    let too_large = |connection: &[(String, String)]| {
-        json_response(
-            413,
-            connection,
-            &error_body(
-                &format!("request body is larger than the limit of {limit} bytes"),
-                "invalid_request_error",
-                "payload_too_large",
-            ),
-        )
+    let too_large = |closes| BodyRefusal {
+        status: 413,
+        message: format!("request body is larger than the limit of {limit} bytes"),
+        code: "payload_too_large",
+        closes,
     };
     // A Content-Length past the limit is refused before any of the body is read (and the
     // connection then closes: the body is left unread), rather than after reading up to
     // the limit of a body that may never come whole.
     if body.size_hint().lower() > limit as u64 {
-        return Err(too_large(&[(
-            "connection".to_string(),
-            "close".to_string(),
-        )]));
+        return Err(too_large(true));
     }
     let timeout = options.body_read_timeout;
     let Ok(read) = tokio::time::timeout(timeout, collect(Limited::new(body, limit))).await else {
-        return Err(json_response(
-            408,
-            &[("connection".to_string(), "close".to_string())],
-            &error_body(
-                &format!(
-                    "the request body was not received within {} ms",
-                    timeout.as_millis()
-                ),
-                "invalid_request_error",
-                "request_timeout",
+        return Err(BodyRefusal {
+            status: 408,
+            message: format!(
+                "the request body was not received within {} ms",
+                timeout.as_millis()
             ),
-        ));
+            code: "request_timeout",
+            closes: true,
+        });
     };
     match read {
         Ok(bytes) => Ok(bytes),
-        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(too_large(&[])),
-        Err(e) => Err(bad_request(&BadRequest::new(format!(
-            "could not read the request body: {}",
-            with_causes(&*e)
-        )))),
+        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(too_large(false)),
+        Err(e) => Err(BodyRefusal {
+            status: 400,
+            message: format!("could not read the request body: {}", with_causes(&*e)),
+            code: "invalid_request",
+            closes: false,
+        }),
     }
 }
 
@@ -211,11 +234,8 @@ pub(crate) async fn body_refused(
     app: &App,
     headers: &HeaderMap,
     route: RequestRoute,
-    refusal: Response<Body>,
+    refusal: BodyRefusal,
 ) -> Response<Body> {
-    if refusal.status().as_u16() != 413 {
-        return refusal;
-    }
     let wire = match route {
         RequestRoute::Messages | RequestRoute::CountTokens => respond::Wire::Anthropic,
         RequestRoute::Responses => respond::Wire::Responses,
@@ -223,10 +243,14 @@ pub(crate) async fn body_refused(
             include_usage: false,
         },
     };
+    let rendered = refusal.render(&wire);
+    if refusal.status() != 413 {
+        return rendered;
+    }
     let Ok(req) = parse::base_request(headers, app.options.max_field_bytes, route) else {
-        return refusal;
+        return rendered;
     };
-    key_first(app, req, wire, refusal).await
+    key_first(app, req, wire, rendered).await
 }
 
 /// Runs one attempt through the model and plays the decision in OpenAI's wire format.
@@ -475,10 +499,7 @@ pub(crate) async fn not_found(
                 ("x-stampede-seq".to_string(), seq.to_string()),
                 ("request-id".to_string(), format!("req_{seq:012}")),
             ],
-            &serde_json::json!({
-                "type": "error",
-                "error": { "type": "not_found_error", "message": format!("no route for {method} {}", uri.path()) },
-            }),
+            &super::anthropic::error_body(404, &format!("no route for {method} {}", uri.path())),
         );
     }
     json_response(
@@ -502,13 +523,14 @@ pub(crate) async fn method_not_allowed(
     method: axum::http::Method,
     uri: axum::http::Uri,
 ) -> Response<Body> {
+    let message = format!("{method} is not allowed on {}", uri.path());
+    // Under Anthropic's paths in Anthropic's words, which its SDK reads.
+    if uri.path().starts_with("/v1/messages") {
+        return json_response(405, &[], &super::anthropic::error_body(405, &message));
+    }
     json_response(
         405,
         &[],
-        &error_body(
-            &format!("{method} is not allowed on {}", uri.path()),
-            "invalid_request_error",
-            "method_not_allowed",
-        ),
+        &error_body(&message, "invalid_request_error", "method_not_allowed"),
     )
 }
