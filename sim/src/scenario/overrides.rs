@@ -14,6 +14,8 @@ use toml::{Table, Value};
 pub struct Override {
     /// Dotted path, as given.
     pub path: String,
+    /// The path's parts, as [`segments`] reads them (quotes removed): read once, here.
+    pub parts: Vec<String>,
     /// The text after `=`, as given.
     pub raw: String,
     /// The text after `=` as a TOML literal, or as a plain string when it is not one.
@@ -42,12 +44,12 @@ pub fn parse_override(arg: &str) -> Result<Override, String> {
         format!("--set {arg:?}: expected KEY=VALUE, e.g. --set client.preset=naive")
     })?;
     let path = path.trim();
-    if segments(path).is_none() {
+    let Some(parts) = segments(path) else {
         return Err(format!(
             "--set {arg:?}: the key {path:?} is not a dotted path like client.workers (quote a \
              part holding dots or colons as TOML does: client.policy.scopes.\"account:acme\".rpm)"
         ));
-    }
+    };
     let value = format!("v = {raw}")
         .parse::<Table>()
         .ok()
@@ -66,6 +68,7 @@ pub fn parse_override(arg: &str) -> Result<Override, String> {
     let value = value.unwrap_or_else(|| Value::String(raw.to_string()));
     Ok(Override {
         path: path.to_string(),
+        parts,
         raw: raw.to_string(),
         value,
     })
@@ -89,13 +92,7 @@ pub fn apply(root: &mut Table, ov: &Override) -> Result<(), String> {
             ov.raw
         ));
     }
-    let owned = segments(&ov.path).ok_or_else(|| {
-        format!(
-            "--set {}: the key is not a dotted path like client.workers",
-            ov.path
-        )
-    })?;
-    let segs: Vec<&str> = owned.iter().map(String::as_str).collect();
+    let segs: Vec<&str> = ov.parts.iter().map(String::as_str).collect();
     // Work on a copy so an error leaves `root` untouched.
     let mut whole = Value::Table(root.clone());
     set_in(&mut whole, (&segs, &segs), &ov.value, &ov.path)?;
@@ -134,6 +131,22 @@ pub fn segments(path: &str) -> Option<Vec<String>> {
     }
 }
 
+/// Parts joined as a dotted key, a part holding a dot in double quotes (as it must be
+/// written to be read back as one part).
+fn dotted(parts: &[&str]) -> String {
+    let quoted: Vec<String> = parts
+        .iter()
+        .map(|p| {
+            if p.contains('.') {
+                format!("\"{p}\"")
+            } else {
+                (*p).to_string()
+            }
+        })
+        .collect();
+    quoted.join(".")
+}
+
 /// Sets `value` at the parts `segs` left of the key's parts `all`, below `cur`.
 fn set_in(
     cur: &mut Value,
@@ -145,9 +158,11 @@ fn set_in(
         Some(x) => x,
         None => return Ok(()),
     };
-    // The path down to `seg`, as errors name it.
-    let here_owned = all[..all.len() - rest.len()].join(".");
+    // The paths down to `seg` and to the value that holds it, as errors name them.
+    let depth = all.len() - rest.len();
+    let here_owned = dotted(&all[..depth]);
     let here = here_owned.as_str();
+    let parent = dotted(&all[..depth - 1]);
     match cur {
         Value::Table(t) => {
             if rest.is_empty() {
@@ -170,7 +185,6 @@ fn set_in(
             set_in(next, (rest, all), value, full)
         }
         Value::Array(items) => {
-            let parent = here.rsplit_once('.').map_or("", |(p, _)| p);
             let idx: usize = seg.parse().map_err(|_| {
                 format!(
                     "--set {full}: `{parent}` is a list of {} entries; address one by index, e.g. {parent}.0",
@@ -192,14 +206,11 @@ fn set_in(
             }
             set_in(slot, (rest, all), value, full)
         }
-        other => {
-            let parent = here.rsplit_once('.').map_or("", |(p, _)| p);
-            Err(format!(
-                "--set {full}: `{parent}` is a {} ({}), it has no key `{seg}`",
-                other.type_str(),
-                other
-            ))
-        }
+        other => Err(format!(
+            "--set {full}: `{parent}` is a {} ({}), it has no key `{seg}`",
+            other.type_str(),
+            other
+        )),
     }
 }
 
@@ -261,6 +272,16 @@ mod tests {
             scopes["account:acme"]["max_delayed_requests"].as_integer(),
             Some(3)
         );
+        // An error names the value holding a quoted part by its whole key, quotes and all.
+        t.insert("notes".into(), Value::Table(Table::new()));
+        t["notes"]
+            .as_table_mut()
+            .unwrap()
+            .insert("v1.2".into(), Value::String("x".into()));
+        let err = apply(&mut t, &parse_override("notes.'v1.2'.rpm=9").unwrap()).unwrap_err();
+        assert!(err.contains("`notes.\"v1.2\"` is a string"), "{err}");
+        let err = apply(&mut t, &parse_override("notes.'v1.2'.0=9").unwrap()).unwrap_err();
+        assert!(err.contains("`notes.\"v1.2\"` is a string"), "{err}");
         for bad in ["a..b", "a.\"b", "a.\"\".c", "a.\"b\"c", ".a"] {
             assert!(parse_override(&format!("{bad}=1")).is_err(), "{bad}");
         }
