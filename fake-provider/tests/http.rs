@@ -1569,4 +1569,8 @@ async fn chat_and_messages_broken_streams_keep_a_forced_calls_shape() {
     );
     assert!(deltas.len() < 3, "a piece short of three: {deltas:?}");
     assert_eq!(events.last().unwrap()["type"], "error");
+    // Its start says the prompt it was sent (it had said 0), as a whole stream's does.
+    let usage = &events[0]["message"]["usage"];
+    assert_eq!(usage["input_tokens"], 5, "{usage}");
+    assert_eq!(usage["cache_read_input_tokens"], 0, "{usage}");
 }

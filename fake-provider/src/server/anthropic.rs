@@ -223,12 +223,13 @@ fn error_response(parts: &(u16, Vec<(String, String)>, Value)) -> Response<Body>
 /// Anthropic's error type for an HTTP status.
 fn error_type(status: u16) -> &'static str {
     match status {
-        400 | 409 | 422 => "invalid_request_error",
+        400 | 405 | 422 => "invalid_request_error",
         401 => "authentication_error",
+        402 => "billing_error",
         403 => "permission_error",
         404 => "not_found_error",
-        405 => "invalid_request_error",
-        408 => "timeout_error",
+        408 | 504 => "timeout_error",
+        409 => "conflict_error",
         413 => "request_too_large",
         429 => "rate_limit_error",
         503 | 529 => "overloaded_error",
@@ -322,7 +323,10 @@ pub(crate) fn answer(
             .pointer("/error/message")
             .and_then(Value::as_str)
             .unwrap_or("error");
-        super::respond::json_response(status, &headers, &error_body(status, message))
+        let mut err = error_body(status, message);
+        // The body names its request as the `request-id` header does.
+        err["request_id"] = Value::String(super::respond::id("req", seq));
+        super::respond::json_response(status, &headers, &err)
     }
 }
 
@@ -366,7 +370,19 @@ fn message(seq: u64, body: &Value, usage: Option<(u32, u32)>, shape: Option<&Sha
         "content": content,
         "stop_reason": stop_reason(body),
         "stop_sequence": null,
-        "usage": { "input_tokens": input, "output_tokens": output },
+        "usage": usage_of(input, output),
+    })
+}
+
+/// A message's `usage` as the real API fills it: the cache counts (none is cached here) and
+/// the service tier too, which clients that add the cache counts read as numbers.
+fn usage_of(input: u32, output: u32) -> Value {
+    json!({
+        "input_tokens": input,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "output_tokens": output,
+        "service_tier": "standard",
     })
 }
 
@@ -423,7 +439,7 @@ pub(crate) fn sse_frames(
         ));
         tail.push(event(
             "message_delta",
-            json!({ "type": "message_delta", "delta": { "stop_reason": stop_reason(body), "stop_sequence": null }, "usage": { "output_tokens": output } }),
+            json!({ "type": "message_delta", "delta": { "stop_reason": stop_reason(body), "stop_sequence": null }, "usage": { "input_tokens": input, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": output } }),
         ));
         tail.push(event("message_stop", json!({ "type": "message_stop" })));
     }
@@ -463,6 +479,11 @@ mod tests {
         assert_eq!(error_type(529), "overloaded_error");
         assert_eq!(error_type(401), "authentication_error");
         assert_eq!(error_type(500), "api_error");
+        // The SDK's `ErrorType` names these three, which had been told `api_error` and
+        // `invalid_request_error`.
+        assert_eq!(error_type(402), "billing_error");
+        assert_eq!(error_type(409), "conflict_error");
+        assert_eq!(error_type(504), "timeout_error");
     }
 
     #[test]

@@ -275,6 +275,9 @@ pub(crate) struct CompletionFacts {
     pub(crate) created: u64,
     /// The attempt's `max_tokens`.
     pub(crate) max_tokens: u32,
+    /// The attempt's prompt tokens, as the edge counted them: a broken stream's start
+    /// says them (its answer has no usage of the model's).
+    pub(crate) prompt_tokens: u32,
     /// The request's settings its answer echoes (a Responses `response` does).
     pub(crate) echo: Option<Arc<Value>>,
 }
@@ -490,9 +493,13 @@ fn broken_frames(
             Box::new(sse_frames(seq, &body, (pieces, u32::MAX), None, shape).take(sent as usize))
         }
         // Three events (message_start, content_block_start, ping) lead.
-        Wire::Anthropic => Box::new(
-            anthropic::sse_frames(seq, &body, None, (pieces, false), shape).take(3 + sent as usize),
-        ),
+        Wire::Anthropic => {
+            let usage = Some((facts.prompt_tokens, pieces));
+            Box::new(
+                anthropic::sse_frames(seq, &body, usage, (pieces, false), shape)
+                    .take(3 + sent as usize),
+            )
+        }
         Wire::Responses => Box::new(
             responses::sse_frames(
                 seq,

@@ -294,6 +294,7 @@ pub(crate) async fn attempt_echoing(
     let facts = respond::CompletionFacts {
         created,
         max_tokens: req.max_tokens,
+        prompt_tokens: req.prompt_tokens,
         echo,
     };
     respond::play(
