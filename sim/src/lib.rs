@@ -13,5 +13,6 @@ pub mod scenario;
 pub mod sdk_client;
 pub mod signals;
 pub mod sink;
+pub mod staging;
 pub mod virtual_driver;
 pub mod workload;

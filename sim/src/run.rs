@@ -15,6 +15,7 @@ use crate::progress::ProgressHandle;
 use crate::scenario::{expect, Scenario};
 use crate::sink::background::BackgroundCsv;
 use crate::sink::{AttemptSink, AuditFile, NoAttempts, NoAudit};
+use crate::staging::Staging;
 use crate::virtual_driver::{self, DriverError, VirtualRun};
 
 /// A figure as an expectation shows it: to 4 decimals, or to as many more as it takes for a
@@ -127,18 +128,36 @@ pub fn default_out_dir(scenario: &Scenario) -> PathBuf {
     PathBuf::from("runs").join(safe)
 }
 
-/// Plays `scenario` in virtual time and writes its run directory.
+/// Plays `scenario` in virtual time and writes its run directory, whole or not at all:
+/// the files go to a partial folder inside it first, and only a finished run replaces an
+/// earlier one's (see [`crate::staging`]).
 pub fn run_virtual(scenario: &Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError> {
+    let Some(dir) = &opts.out_dir else {
+        return play_virtual(scenario, opts, None);
+    };
+    let staging = Staging::begin(dir).map_err(|e| output_err(dir, e))?;
+    let mut outcome = play_virtual(scenario, opts, Some(staging.path()))?;
+    outcome.files = staging
+        .publish(std::mem::take(&mut outcome.files))
+        .map_err(|e| output_err(dir, e))?;
+    Ok(outcome)
+}
+
+/// Plays `scenario` in virtual time, writing its files into `dir` when one is given.
+fn play_virtual(
+    scenario: &Scenario,
+    opts: &RunOptions,
+    dir: Option<&Path>,
+) -> Result<RunOutcome, RunError> {
     if !scenario.sdk_layers.is_empty() {
-        return run_sdk(scenario, opts);
+        return run_sdk(scenario, opts, dir);
     }
     let started = Instant::now();
     let mut files = Vec::new();
     let mut left_out = Vec::new();
     let progress = opts.progress.as_ref().map(ProgressHandle::get);
-    let run = match &opts.out_dir {
+    let run = match dir {
         Some(dir) if opts.audit || scenario.output.audit => {
-            fs::create_dir_all(dir).map_err(|e| output_err(dir, e))?;
             // The runner's audit trail, hash-chained; it survives simulated crashes.
             let audit_path = dir.join(AUDIT_FILE);
             let mut audit =
@@ -152,9 +171,8 @@ pub fn run_virtual(scenario: &Scenario, opts: &RunOptions) -> Result<RunOutcome,
         }
         Some(dir) => {
             // Not asked for: the core records no audit events at all (the driver turns its
-            // audit off for a sink that keeps nothing), and no trail of an earlier run in
-            // this folder is left beside this run's files to be taken for its own.
-            remove_stale_audit(dir)?;
+            // audit off for a sink that keeps nothing). An earlier run's trail in this
+            // folder is removed when this run is published, not left to pass for its own.
             left_out.push(audit_left_out());
             with_attempts_csv(dir, &mut files, |sink| {
                 virtual_driver::run_observed(scenario, sink, &mut NoAudit, progress)
@@ -169,7 +187,7 @@ pub fn run_virtual(scenario: &Scenario, opts: &RunOptions) -> Result<RunOutcome,
         run.events,
         started,
         (files, left_out),
-        opts,
+        (opts, dir),
     )?;
     outcome.refused_offers = refused_offers;
     Ok(outcome)
@@ -192,40 +210,29 @@ fn audit_left_out() -> LeftOut {
     }
 }
 
-/// Removes `audit.jsonl` and its head left in `dir` by an earlier run.
-fn remove_stale_audit(dir: &Path) -> Result<(), RunError> {
-    fs::create_dir_all(dir).map_err(|e| output_err(dir, e))?;
-    for name in [AUDIT_FILE, "audit.jsonl.head"] {
-        let path = dir.join(name);
-        match fs::remove_file(&path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                return Err(output_err(
-                    &path,
-                    format!("cannot remove the old {name}: {e}"),
-                ))
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Plays a scenario whose client is an SDK's retry layers (see `sdk_client`).
-fn run_sdk(scenario: &Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError> {
+/// Plays a scenario whose client is an SDK's retry layers (see `sdk_client`), writing its
+/// files into `dir` when one is given. An SDK's retry layers keep no audit trail.
+fn run_sdk(
+    scenario: &Scenario,
+    opts: &RunOptions,
+    dir: Option<&Path>,
+) -> Result<RunOutcome, RunError> {
     let started = Instant::now();
     let mut files = Vec::new();
-    let run = match &opts.out_dir {
-        Some(dir) => {
-            // An SDK's retry layers keep no audit trail; none from an earlier run either.
-            remove_stale_audit(dir)?;
-            with_attempts_csv(dir, &mut files, |sink| {
-                crate::sdk_client::run(scenario, &scenario.sdk_layers, sink)
-            })?
-        }
+    let run = match dir {
+        Some(dir) => with_attempts_csv(dir, &mut files, |sink| {
+            crate::sdk_client::run(scenario, &scenario.sdk_layers, sink)
+        })?,
         None => crate::sdk_client::run(scenario, &scenario.sdk_layers, &mut NoAttempts)?,
     };
-    finish_run(scenario, run.measured, run.events, started, files, opts)
+    finish_run_with(
+        scenario,
+        run.measured,
+        run.events,
+        started,
+        (files, Vec::new()),
+        (opts, dir),
+    )
 }
 
 /// Plays `play` with `attempts.csv` in `dir` as its attempt sink (buffered, flushed after),
@@ -277,19 +284,20 @@ pub fn finish_run(
         events,
         started,
         (files, Vec::new()),
-        opts,
+        (opts, opts.out_dir.as_deref()),
     )
 }
 
 /// [`finish_run`], with the files already written and those the run left out (listed in
-/// the report with how to get them).
+/// the report with how to get them), writing into `dir` (a virtual run's partial folder,
+/// or `opts.out_dir`).
 fn finish_run_with(
     scenario: &Scenario,
     measured: Measured,
     events: u64,
     started: Instant,
     (mut files, left_out): (Vec<PathBuf>, Vec<LeftOut>),
-    opts: &RunOptions,
+    (opts, dir): (&RunOptions, Option<&Path>),
 ) -> Result<RunOutcome, RunError> {
     let mut summary = measured.summary;
     let measured_unfinished = measured.unfinished;
@@ -327,7 +335,7 @@ fn finish_run_with(
         case_files: case_files::links(&measured_cases),
         retries_per_100ms: Some(retries_per_100ms),
     };
-    if let Some(dir) = &opts.out_dir {
+    if let Some(dir) = dir {
         // The case files (a naive backlog's dead letters are 15 MB of JSON) are written on a
         // thread of their own while this one writes the data files and renders the page:
         // the two share no file, and the loop's second core is idle by now. The files are
