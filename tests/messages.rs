@@ -186,6 +186,17 @@ fn absurd_values_are_refused_naming_the_limit() {
     let err = refused(tmp.path(), &body, &[]);
     assert_points(&err, &body, "count =", "workload.0.count");
     assert!(err.contains("MAX_ACTIONS"), "{err}");
+    // An agent's calls and improvised requests are actions too: ten thousand arrivals of a
+    // thousand calls are ten million.
+    let body = scenario("agent = { calls = 1000 }\nimprovise = { times = 1 }\n")
+        .replace("count = 5", "count = 10_000");
+    let err = refused(tmp.path(), &body, &[]);
+    assert_points(&err, &body, "count =", "workload.0.count");
+    assert!(
+        err.contains("20000000 actions in all (10000 arrivals of 1000 agent calls, each improvised at most once)")
+            && err.contains("MAX_ACTIONS"),
+        "{err}"
+    );
 
     let body = scenario("deadline = \"0s\"\n");
     let err = refused(tmp.path(), &body, &[]);

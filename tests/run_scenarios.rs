@@ -621,6 +621,52 @@ fn a_name_with_a_control_character_is_refused() {
     }
 }
 
+/// A name a spreadsheet would run as a formula in the CSV files it is written into
+/// (`=HYPERLINK(...)`, `@SUM(...)`), an empty tenant (it had no row in `by_tenant`) and a
+/// description holding an escape sequence (shown as it is in summary.md) are refused at
+/// load, naming the key; a description's own lines are kept.
+#[test]
+fn formula_names_empty_tenants_and_escapes_in_descriptions_are_refused() {
+    for (from, to, key, says) in [
+        (
+            "tenant = \"t\"",
+            "tenant = \"=HYPERLINK(1)\"",
+            "workload.0.tenant",
+            "formula",
+        ),
+        (
+            "tenant = \"t\"",
+            "tenant = \"@SUM(A1)\"",
+            "workload.0.tenant",
+            "formula",
+        ),
+        ("name = \"m\"", "name = \"-2+3\"", "name", "formula"),
+        (
+            "tenant = \"t\"",
+            "tenant = \" \"",
+            "workload.0.tenant",
+            "is empty",
+        ),
+        (
+            "name = \"m\"",
+            "name = \"m\"\ndescription = \"red \\u001b[31m\"",
+            "description",
+            "control character",
+        ),
+    ] {
+        let msg = validate_error(&MINIMAL.replace(from, to));
+        assert!(msg.contains(key) && msg.contains(says), "{to}: {msg}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let lines = MINIMAL.replace(
+        "name = \"m\"",
+        "name = \"m\"\ndescription = \"\"\"two\n\tlines\"\"\"",
+    );
+    let path = write_scenario(dir.path(), &lines);
+    let out = stampede(&["validate", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
+
 /// A `--set` whose value holds a key is echoed with the key masked in the error it gets.
 #[test]
 fn a_set_echoed_in_an_error_shows_its_key_masked() {

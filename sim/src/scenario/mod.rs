@@ -401,9 +401,10 @@ fn resolve(raw: ScenarioFile, has_provider: bool) -> Result<Scenario, (String, S
         }),
     );
     for (entry, field, name) in names {
+        let key = || entry.map_or(field.to_string(), |i| format!("workload.{i}.{field}"));
         if let Some(c) = name.chars().find(|c| c.is_control()) {
             return Err((
-                entry.map_or(field.to_string(), |i| format!("workload.{i}.{field}")),
+                key(),
                 format!(
                     "{name:?} holds the control character U+{:04X}: names are printed on \
                      terminals and written into CSV, XML and markdown; remove it",
@@ -411,6 +412,43 @@ fn resolve(raw: ScenarioFile, has_provider: bool) -> Result<Scenario, (String, S
                 ),
             ));
         }
+        // A CSV cell that starts so is a formula to a spreadsheet (`=HYPERLINK(...)`,
+        // `@SUM(...)`): a name written into tenants.csv, attempts.csv and sweep.csv must
+        // not run as one on the machine of whoever opens them.
+        if let Some(c) = name.chars().next().filter(|c| "=+-@".contains(*c)) {
+            return Err((
+                key(),
+                format!(
+                    "{name:?} starts with {c:?}, which a spreadsheet reads as a formula in the \
+                     CSV files the name is written into; start it with a letter or a digit"
+                ),
+            ));
+        }
+        // An empty tenant has no row of its own in by_tenant, and an empty class no rules.
+        if entry.is_some() && name.trim().is_empty() {
+            return Err((
+                key(),
+                format!("the {field} is empty: give it a name, e.g. {field} = \"acme\""),
+            ));
+        }
+    }
+    // The description is shown in summary.md and the CI step summary as it is: lines and
+    // tabs are its own, any other control character (an escape sequence) is not text.
+    if let Some(c) = raw
+        .description
+        .iter()
+        .flat_map(|d| d.chars())
+        .find(|c| c.is_control() && *c != '\n' && *c != '\t')
+    {
+        return Err((
+            "description".into(),
+            format!(
+                "the description holds the control character U+{:04X}: it is shown in \
+                 summary.md, the page and the CI step summary; remove it (new lines and tabs \
+                 are kept)",
+                u32::from(c)
+            ),
+        ));
     }
     let name_chars = raw.name.chars().count();
     if name_chars > MAX_NAME_CHARS {
@@ -476,6 +514,7 @@ fn resolve(raw: ScenarioFile, has_provider: bool) -> Result<Scenario, (String, S
         ..raw
     };
     limits(&raw.workload)?;
+    arrivals_fit(&raw.workload, raw.duration.ms())?;
     let mut policy = client::resolve_policy(&raw.client, &raw.provider)?;
     routes(&mut policy, &raw.provider)?;
     let credentials: Vec<&str> = raw
@@ -704,20 +743,91 @@ pub const MAX_TIMESERIES_ROWS: u64 = 2_000_000;
 /// Raise it here and rebuild.
 pub const MAX_RATE_PER_SECOND: f64 = 100_000.0;
 
+/// Every workload's arrivals fall inside the run: the run ends at `duration_ms`, and an
+/// action planned after it is never sent, nor counted by any figure. A scenario whose
+/// `count` did not fit had played part of it, or none (a `start` past the end), and could
+/// pass its expectations having sent nothing. A Poisson workload is held to its mean: its
+/// last arrivals may still fall past the end by chance.
+fn arrivals_fit(workloads: &[WorkloadSpec], duration_ms: u64) -> Result<(), (String, String)> {
+    for (i, w) in workloads.iter().enumerate() {
+        let start = w.start.ms();
+        if start >= duration_ms {
+            return Err((
+                format!("workload.{i}.start"),
+                format!(
+                    "the workload starts at {}, when the run's duration of {} is over: none \
+                     of its {} actions would be sent; start it earlier or lengthen duration",
+                    units::format_duration_ms(start),
+                    units::format_duration_ms(duration_ms),
+                    w.count
+                ),
+            ));
+        }
+        let after_first = w.count.saturating_sub(1) as f64;
+        let last = match &w.arrival {
+            Arrival::Backlog => start as f64,
+            Arrival::Rate(r) | Arrival::Poisson(r) => {
+                start as f64 + after_first * 1_000.0 / r.per_second
+            }
+            Arrival::Bursts { size, every } => {
+                start as f64 + (after_first / (*size).max(1) as f64).floor() * every.ms() as f64
+            }
+        };
+        if last >= duration_ms as f64 {
+            let lasts = if last >= MAX_DURATION_MS as f64 {
+                "past a year".to_string()
+            } else {
+                format!("until {}", units::format_duration_ms(last as u64))
+            };
+            return Err((
+                format!("workload.{i}.arrival"),
+                format!(
+                    "{} actions arriving so from {} go on {lasts}, after the run's duration \
+                     of {} is over: those planned past it would never be sent, and no figure \
+                     would count them; lower count, raise the rate or lengthen duration",
+                    w.count,
+                    units::format_duration_ms(start),
+                    units::format_duration_ms(duration_ms),
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Bounds on sizes, spans and rates that would run until killed or mean nothing.
 fn limits(workloads: &[WorkloadSpec]) -> Result<(), (String, String)> {
     let mut total: u64 = 0;
     for (i, w) in workloads.iter().enumerate() {
         let at = |k: &str| format!("workload.{i}.{k}");
-        total = total.saturating_add(w.count);
+        // Each arrival may make an agent run's calls, and each request as many improvised
+        // ones again: all are actions (10 million arrivals of 1,000 calls had passed as 10
+        // million, and played until killed).
+        let calls = w.agent.map_or(1, |a| u64::from(a.calls.max(1)));
+        let improvised = w.improvise.map_or(0, |v| u64::from(v.times));
+        let actions = w.count.saturating_mul(calls).saturating_mul(1 + improvised);
+        total = total.saturating_add(actions);
         if total > MAX_ACTIONS {
+            let times = if improvised == 1 {
+                "once".to_string()
+            } else {
+                format!("{improvised} times")
+            };
+            let each = match (calls, improvised) {
+                (1, 0) => String::new(),
+                (c, 0) => format!(" ({} arrivals of {c} agent calls)", w.count),
+                (1, _) => format!(" ({} requests, each improvised at most {times})", w.count),
+                (c, _) => format!(
+                    " ({} arrivals of {c} agent calls, each improvised at most {times})",
+                    w.count
+                ),
+            };
             return Err((
                 at("count"),
                 format!(
-                    "{} actions in all is more than the {MAX_ACTIONS} a scenario may generate \
-                     (MAX_ACTIONS in sim/src/scenario/mod.rs: raise it and rebuild to lift the \
-                     limit, or split the workload across runs)",
-                    total
+                    "{total} actions in all{each} is more than the {MAX_ACTIONS} a scenario may \
+                     generate (MAX_ACTIONS in sim/src/scenario/mod.rs: raise it and rebuild to \
+                     lift the limit, or split the workload across runs)"
                 ),
             ));
         }
