@@ -412,6 +412,21 @@ fn parse_vary(arg: &str) -> Result<Varied, String> {
         current.push(c);
     }
     values.push(current.trim().to_string());
+    // An open quote or bracket would have taken every comma after it into one value: the
+    // grid would shrink without a word.
+    if let Some(q) = quote {
+        return Err(format!(
+            "--vary {key}: {list:?} opens a quote ({q}) it never closes, so its commas would \
+             not part values; close it, or quote the whole argument for the shell only \
+             (--vary '{key}=a,b')"
+        ));
+    }
+    if depth != 0 {
+        return Err(format!(
+            "--vary {key}: the brackets in {list:?} do not pair up ([ with ], {{ with }}); \
+             close each one inside its value"
+        ));
+    }
     if values.iter().any(String::is_empty) {
         return Err(format!(
             "--vary {key}: an empty value in {list:?}; separate values with single commas"
@@ -545,6 +560,13 @@ mod tests {
         assert!(parse_vary("client..workers=4")
             .unwrap_err()
             .contains("dotted"));
+        // A stray quote or bracket had taken the commas after it into one value.
+        assert!(parse_vary(r#"workload.0.tenant=it"s,other"#)
+            .unwrap_err()
+            .contains("never closes"));
+        assert!(parse_vary("workload.0.arrival={ rate = 1,backlog")
+            .unwrap_err()
+            .contains("do not pair up"));
     }
 
     fn varied(sizes: &[usize]) -> Vec<Varied> {
