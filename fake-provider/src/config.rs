@@ -399,6 +399,12 @@ impl ProviderConfig {
                     "must be above 0 tokens (leave it out for the provider's window)",
                 ));
             }
+            if m.max_output_tokens == Some(0) {
+                return Err(invalid(
+                    key("max_output_tokens"),
+                    "must be above 0 tokens (leave it out to take any max_tokens)",
+                ));
+            }
             if let Some(latency) = &m.latency {
                 if let Err(e) = latency.shape() {
                     return Err(invalid(key("latency"), e));

@@ -14,6 +14,7 @@ fn config() -> ProviderConfig {
     let model = |name: &str| ModelConfig {
         name: name.into(),
         context_window: None,
+        max_output_tokens: None,
         latency: None,
         price: Some(Price {
             prompt_per_mtok: 1.0,

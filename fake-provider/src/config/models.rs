@@ -16,6 +16,12 @@ pub struct ModelConfig {
     /// provider-wide window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u32>,
+    /// Most output tokens one request may ask this model for (its `max_tokens`, or
+    /// `max_output_tokens` on the Responses API): a request asking for more gets 400
+    /// `invalid_value` in its API's words, before any limit is counted, as the real APIs
+    /// answer (Claude Sonnet 4.5: 64,000; GPT-4o: 16,384). Absent: any count is taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
     /// Latency of this model's completions; overrides `provider.latency`. Absent: the
     /// provider-wide latency.
     #[serde(default, skip_serializing_if = "Option::is_none")]

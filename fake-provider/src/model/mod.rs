@@ -878,7 +878,40 @@ impl ProviderModel {
             return decided(seq, reject_ms, answer);
         }
 
-        // 4. Context length: the model's own window, else the provider's.
+        // 4. Output tokens past the model's bound: refused as the real APIs refuse them (400,
+        // never retried), not counted against a limit (a 429 the SDKs retry for minutes).
+        if let Some(most) = model.and_then(|m| self.models.max_output_tokens(m)) {
+            if req.max_tokens > most {
+                let headers = self.headers(scope_idx, seq, now);
+                let name = model
+                    .map(|m| self.models.name(m).to_string())
+                    .unwrap_or_default();
+                let asked = req.max_tokens;
+                let message = || {
+                    match req.route.name() {
+                    RouteName::Messages => format!(
+                        "max_tokens: {asked} > {most}, which is the maximum allowed number of output tokens for {name}"
+                    ),
+                    RouteName::Responses => format!(
+                        "Invalid 'max_output_tokens': {asked} is more than this model supports: at most {most} output tokens."
+                    ),
+                    _ => format!(
+                        "max_tokens is too large: {asked}. This model supports at most {most} completion tokens, whereas you provided {asked}."
+                    ),
+                }
+                };
+                let answer = self.error(
+                    400,
+                    headers,
+                    message,
+                    "invalid_request_error",
+                    Cow::Borrowed("invalid_value"),
+                );
+                return decided(seq, reject_ms, answer);
+            }
+        }
+
+        // 4b. Context length: the model's own window, else the provider's.
         if is_chat {
             let wanted = u64::from(req.prompt_tokens) + u64::from(req.max_tokens);
             let window = model

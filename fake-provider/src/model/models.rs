@@ -10,6 +10,7 @@ use std::sync::Arc;
 struct Served {
     name: Arc<str>,
     context_window: Option<u32>,
+    max_output_tokens: Option<u32>,
     latency: Option<LatencySampler>,
     price: Option<Price>,
 }
@@ -39,6 +40,7 @@ impl Models {
                 .map(|m| Served {
                     name: Arc::from(m.name.as_str()),
                     context_window: m.context_window,
+                    max_output_tokens: m.max_output_tokens,
                     latency: m.latency.as_ref().map(LatencySampler::new),
                     price: m.price,
                 })
@@ -71,6 +73,11 @@ impl Models {
     /// Model `i`'s own context window (tokens), if it has one.
     pub(crate) fn context_window(&self, i: usize) -> Option<u32> {
         self.served[i].context_window
+    }
+
+    /// Model `i`'s most output tokens a request may ask for, if it has a bound.
+    pub(crate) fn max_output_tokens(&self, i: usize) -> Option<u32> {
+        self.served[i].max_output_tokens
     }
 
     /// Model `i`'s own completion latency, if it has one.

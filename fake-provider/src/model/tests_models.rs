@@ -24,6 +24,7 @@ fn served(name: &str) -> ModelConfig {
     ModelConfig {
         name: name.into(),
         context_window: None,
+        max_output_tokens: None,
         latency: None,
         price: None,
     }
@@ -194,6 +195,61 @@ fn a_refusal_by_a_later_scope_charges_the_earlier_ones_nothing() {
     let j = m.drain_journal();
     assert_eq!(j[1].scope.as_deref(), Some("key"));
     assert_eq!(j[1].limit.as_deref(), Some("rpm"));
+}
+
+/// A request asking a model for more output tokens than it gives is refused 400 in its
+/// API's words before any limit counts it: it had been charged against the scope's token
+/// limit and answered 429, which the SDKs retried for minutes where the real APIs refuse at
+/// once.
+#[test]
+fn max_tokens_past_the_models_bound_is_a_400_before_any_limit() {
+    let bounded = ModelConfig {
+        max_output_tokens: Some(64_000),
+        ..served("claude-sonnet-4-5")
+    };
+    let tight = scope("key", |s| s.tpm = Some(1_000));
+    let mut m = model(one_key(vec![tight], &[], vec![bounded]));
+    let mut asking = |route: RequestRoute, max_tokens: u32| {
+        let mut req = chat(
+            "sk-key-0001",
+            Some("claude-sonnet-4-5"),
+            u64::from(max_tokens),
+        );
+        req.route = route;
+        req.max_tokens = max_tokens;
+        m.arrive(&req, 0)
+    };
+    for (route, says) in [
+        (
+            RequestRoute::Messages,
+            "max_tokens: 400000 > 64000, which is the maximum allowed number of output tokens for claude-sonnet-4-5",
+        ),
+        (
+            RequestRoute::ChatCompletions,
+            "max_tokens is too large: 400000. This model supports at most 64000 completion tokens, whereas you provided 400000.",
+        ),
+        (
+            RequestRoute::Responses,
+            "Invalid 'max_output_tokens': 400000 is more than this model supports: at most 64000 output tokens.",
+        ),
+    ] {
+        let d = asking(route.clone(), 400_000);
+        assert_eq!(status(&d), Some(400), "{route:?}");
+        let Answer::Respond { body, .. } = &d.answer else {
+            panic!("{d:?}")
+        };
+        assert_eq!(body["error"]["code"], "invalid_value", "{route:?}");
+        assert_eq!(body["error"]["message"], says, "{route:?}");
+    }
+    // At the bound it is taken to the limits, where this scope's 1,000 tokens a minute
+    // refuse it.
+    assert_eq!(status(&asking(RequestRoute::Messages, 64_000)), Some(429));
+    assert_eq!(status(&asking(RequestRoute::Messages, 100)), Some(200));
+    let j = m.drain_journal();
+    assert!(
+        j[..3].iter().all(|e| e.limit.is_none() && !e.committed),
+        "{j:?}"
+    );
 }
 
 #[test]

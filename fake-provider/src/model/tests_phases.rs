@@ -119,6 +119,7 @@ fn a_phase_latency_replaces_a_models_own_latency() {
     c.models = vec![crate::config::ModelConfig {
         name: "m".into(),
         context_window: None,
+        max_output_tokens: None,
         latency: Some(LatencyConfig::fixed_ms(7)),
         price: None,
     }];
