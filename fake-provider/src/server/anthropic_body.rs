@@ -15,6 +15,7 @@
 
 use super::known_fields::shown;
 use serde_json::{Map, Value};
+use std::collections::HashSet;
 
 /// What Anthropic refuses of the Messages body `v`, in its words, or `Ok` when it would take
 /// it; `max_tokens_required` for a Messages request (a token count has no `max_tokens`).
@@ -245,7 +246,8 @@ fn blocks_of<'m>(m: &'m Value, kind: &'m str) -> impl Iterator<Item = (usize, &'
 /// each `tool_result` answering a `tool_use` of the turn before. A turn is a run of
 /// messages of one role: the API combines consecutive messages of a role into one turn, so
 /// results split over two user messages answer one assistant turn. A `tool_use` in the
-/// last turn (nothing after it) is the answer being asked for, and needs no result.
+/// last turn (nothing after it) is the answer being asked for, and needs no result. Ids are
+/// looked up in sets: a long agent's turn can hold many calls, and a body many turns.
 fn tool_pairing(messages: &[Value]) -> Result<(), String> {
     // Turns as [start, end) ranges of message indices.
     let mut turns: Vec<(usize, usize)> = Vec::new();
@@ -266,7 +268,7 @@ fn tool_pairing(messages: &[Value]) -> Result<(), String> {
             if next.is_empty() {
                 continue;
             }
-            let answered: Vec<&str> = next
+            let answered: HashSet<&str> = next
                 .flat_map(|k| ids("tool_use_id", "tool_result", k))
                 .filter_map(|(_, _, id)| id)
                 .collect();
@@ -275,7 +277,7 @@ fn tool_pairing(messages: &[Value]) -> Result<(), String> {
                 let Some(id) = id else {
                     return Err(id_refusal(&messages[i], i, j, "id"));
                 };
-                if !answered.contains(&id) {
+                if !answered.contains(id) {
                     unanswered.push((i, id));
                 }
             }
@@ -289,18 +291,18 @@ fn tool_pairing(messages: &[Value]) -> Result<(), String> {
                 ));
             }
         } else {
-            let asked: Vec<&str> = match t.checked_sub(1).map(|p| turns[p]) {
+            let asked: HashSet<&str> = match t.checked_sub(1).map(|p| turns[p]) {
                 Some((s, e)) => (s..e)
                     .flat_map(|k| ids("id", "tool_use", k))
                     .filter_map(|(_, _, id)| id)
                     .collect(),
-                None => Vec::new(),
+                None => HashSet::new(),
             };
             for (i, j, id) in (start..end).flat_map(|i| ids("tool_use_id", "tool_result", i)) {
                 let Some(id) = id else {
                     return Err(id_refusal(&messages[i], i, j, "tool_use_id"));
                 };
-                if !asked.contains(&id) {
+                if !asked.contains(id) {
                     return Err(format!(
                         "messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` blocks: {}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.",
                         shown(id)
@@ -373,12 +375,11 @@ fn tools(body: &Map<String, Value>) -> Result<Vec<&str>, String> {
     Ok(names)
 }
 
-/// Whether a name occurs twice in `names` (a request has few tools: a sort is not worth it).
+/// Whether a name occurs twice in `names`. A set, not a scan of pairs: a 32 MiB body can
+/// hold hundreds of thousands of tools.
 fn has_duplicate(names: &[&str]) -> bool {
-    names
-        .iter()
-        .enumerate()
-        .any(|(i, a)| names[i + 1..].contains(a))
+    let mut seen = HashSet::with_capacity(names.len());
+    !names.iter().all(|n| seen.insert(*n))
 }
 
 /// What `thinking` asks for, once its shape is checked.
