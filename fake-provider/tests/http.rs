@@ -867,6 +867,52 @@ async fn bodies_the_real_apis_refuse_are_refused_in_their_words() {
             json!({ "model": "m", "max_tokens": 16, "messages": hi, "temprature": 1 }),
             "temprature: Extra inputs are not permitted",
         ),
+        (
+            json!({ "model": "m", "max_tokens": 16, "messages": hi, "temperature": 1.5 }),
+            "temperature: Input should be less than or equal to 1",
+        ),
+        (
+            json!({ "model": "m", "max_tokens": 16, "messages": hi, "stop_sequences": "END" }),
+            "stop_sequences: Input should be a valid list",
+        ),
+        (
+            json!({ "model": "m", "max_tokens": 16, "messages": hi, "metadata": { "foo": 1 } }),
+            "metadata.foo: Extra inputs are not permitted",
+        ),
+        (
+            json!({ "model": "m", "max_tokens": 16, "messages": [{ "role": "user", "content": "" }] }),
+            "messages.0: all messages must have non-empty content except for the optional final assistant message",
+        ),
+        // An agent that dropped a tool's result, and one that answered a call never made:
+        // production refuses both, so the fake does (it had answered 200).
+        (
+            json!({ "model": "m", "max_tokens": 16, "messages": [
+                { "role": "user", "content": "weather?" },
+                { "role": "assistant", "content": [{ "type": "tool_use", "id": "toolu_1", "name": "get", "input": {} }] },
+                { "role": "user", "content": "and?" },
+            ] }),
+            "messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_1. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
+        ),
+        (
+            json!({ "model": "m", "max_tokens": 16, "messages": [
+                { "role": "user", "content": "weather?" },
+                { "role": "assistant", "content": "let me see" },
+                { "role": "user", "content": [{ "type": "tool_result", "tool_use_id": "toolu_9", "content": "sunny" }] },
+            ] }),
+            "messages.2.content.0: unexpected `tool_use_id` found in `tool_result` blocks: toolu_9. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.",
+        ),
+        (
+            json!({ "model": "m", "max_tokens": 16, "messages": hi, "tools": [{ "name": "get" }] }),
+            "tools.0.custom.input_schema: Field required",
+        ),
+        (
+            json!({ "model": "m", "max_tokens": 2048, "messages": hi, "thinking": { "type": "enabled", "budget_tokens": 512 } }),
+            "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024",
+        ),
+        (
+            json!({ "model": "m", "max_tokens": 2048, "messages": hi, "thinking": { "type": "enabled", "budget_tokens": 1024 }, "temperature": 0.5 }),
+            "`temperature` may only be set to 1 when thinking is enabled or in adaptive mode",
+        ),
     ] {
         let r = anthropic(body.clone(), Some("sk-a-test-key"))
             .await
@@ -889,6 +935,28 @@ async fn bodies_the_real_apis_refuse_are_refused_in_their_words() {
     assert_eq!(e["error"]["message"], "x-api-key header is required", "{e}");
     let r = anthropic(
         json!({ "model": "m", "max_tokens": 16, "messages": hi }),
+        Some("sk-a-test-key"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 200);
+    // A tool round trip with thinking, a server tool and the SDK's sampling fields is taken.
+    let r = anthropic(
+        json!({ "model": "m", "max_tokens": 2048, "temperature": 1.0, "stop_sequences": ["END"],
+            "metadata": { "user_id": "u-1" },
+            "thinking": { "type": "enabled", "budget_tokens": 1024 },
+            "tools": [
+                { "name": "get", "input_schema": { "type": "object" } },
+                { "type": "web_search_20250305", "name": "web_search" },
+            ],
+            "messages": [
+                { "role": "user", "content": "weather?" },
+                { "role": "assistant", "content": [
+                    { "type": "thinking", "thinking": "look it up", "signature": "sig" },
+                    { "type": "tool_use", "id": "toolu_1", "name": "get", "input": {} },
+                ] },
+                { "role": "user", "content": [{ "type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny" }] },
+            ] }),
         Some("sk-a-test-key"),
     )
     .await

@@ -179,7 +179,7 @@ fn unknown<'v>(
 const SHOWN_NAME_BYTES: usize = 256;
 
 /// `name` cut to at most [`SHOWN_NAME_BYTES`], at a character's boundary.
-fn shown(name: &str) -> &str {
+pub(super) fn shown(name: &str) -> &str {
     if name.len() <= SHOWN_NAME_BYTES {
         return name;
     }

@@ -14,6 +14,7 @@
 //! (idempotency key, external reference, tenant, class, looked-up id) at `max_field_bytes`.
 
 mod anthropic;
+mod anthropic_body;
 mod cli;
 mod conn;
 mod control;
