@@ -82,7 +82,7 @@ async fn messages_or_count(app: App, req: Request<Body>, route: RequestRoute) ->
         Ok(read) => read,
         Err(e) => {
             let refusal = error_response(&bad_request_body(&e));
-            let wire = super::respond::Wire::Anthropic;
+            let wire = super::respond::Wire::Anthropic { thinking: false };
             req.workload_item = parse::workload_item_in(&bytes).filter(|_| counts_for_items);
             return super::routes::key_first(&app, req, wire, refusal).await;
         }
@@ -109,11 +109,18 @@ async fn messages_or_count(app: App, req: Request<Body>, route: RequestRoute) ->
         Ok(shape) => shape.filter(|_| route == RequestRoute::Messages),
         Err(e) => {
             let refusal = error_response(&bad_request_body(&e));
-            let wire = super::respond::Wire::Anthropic;
+            let wire = super::respond::Wire::Anthropic { thinking: false };
             return super::routes::key_first(&app, req, wire, refusal).await;
         }
     };
-    super::routes::attempt_shaped(&app, req, super::respond::Wire::Anthropic, shape).await
+    // Extended thinking opens a Messages answer with a `thinking` block (a count has none).
+    let thinking = route == RequestRoute::Messages
+        && matches!(
+            v.pointer("/thinking/type").and_then(Value::as_str),
+            Some("enabled" | "adaptive")
+        );
+    let wire = super::respond::Wire::Anthropic { thinking };
+    super::routes::attempt_shaped(&app, req, wire, shape).await
 }
 
 /// A Messages body (or a token count's, `route`) as JSON and in its shape, or Anthropic's
@@ -243,14 +250,15 @@ pub(crate) fn answer(
     status: u16,
     model_headers: &[(String, String)],
     body: &Value,
-    (usage, shape): (Option<(u32, u32)>, Option<&Shape>),
+    (usage, shape, thinking): (Option<(u32, u32)>, Option<&Shape>, bool),
 ) -> Response<Body> {
     let headers = headers(model_headers);
     if status == 200 && body.get("input_tokens").is_some() {
         // A token count is its own answer, as the model wrote it.
         super::respond::json_response(200, &headers, body)
     } else if status == 200 {
-        super::respond::json_response(200, &headers, &message(seq, body, usage, shape))
+        let message = message(seq, body, usage, (shape, thinking));
+        super::respond::json_response(200, &headers, &message)
     } else {
         let message = body
             .pointer("/error/message")
@@ -280,20 +288,44 @@ fn tool_use(seq: u64, name: &str, input: Value) -> Value {
     json!({ "type": "tool_use", "id": super::respond::id("toolu", seq), "name": name, "input": input })
 }
 
-fn message(seq: u64, body: &Value, usage: Option<(u32, u32)>, shape: Option<&Shape>) -> Value {
+/// What an answer's `thinking` block says it thought (extended thinking).
+const THOUGHT: &str = "Thinking it over.";
+
+/// The `signature` of answer `seq`'s `thinking` block: opaque to clients, which send the
+/// block back whole on their next turn (tool use with thinking asks that of them).
+fn signature(seq: u64) -> String {
+    super::respond::id("sig", seq)
+}
+
+/// The `thinking` block that opens an answer with extended thinking on.
+fn thinking_block(seq: u64) -> Value {
+    json!({ "type": "thinking", "thinking": THOUGHT, "signature": signature(seq) })
+}
+
+fn message(
+    seq: u64,
+    body: &Value,
+    usage: Option<(u32, u32)>,
+    (shape, thinking): (Option<&Shape>, bool),
+) -> Value {
     let (input, output) = usage.unwrap_or((0, 0));
-    let content = match shape {
+    let answer = match shape {
         Some(Shape::Tool { name, arguments }) => {
             let input = serde_json::from_str(arguments).unwrap_or_else(|_| json!({}));
-            json!([tool_use(seq, name, input)])
+            tool_use(seq, name, input)
         }
         _ => {
             let text = body
                 .pointer("/choices/0/message/content")
                 .and_then(Value::as_str)
                 .unwrap_or("stampede fake message");
-            json!([{ "type": "text", "text": text }])
+            json!({ "type": "text", "text": text })
         }
+    };
+    let content = if thinking {
+        json!([thinking_block(seq), answer])
+    } else {
+        json!([answer])
     };
     json!({
         "id": super::respond::id("msg", seq),
@@ -323,31 +355,67 @@ fn event(name: &str, data: Value) -> Bytes {
     Bytes::from(format!("event: {name}\ndata: {data}\n\n"))
 }
 
+/// How many events of a stream come before its first answer delta (they go out at once,
+/// unpaced): `message_start`, `content_block_start` and `ping`; with extended thinking the
+/// whole `thinking` block before them too (its start, its thought, its signature, its
+/// stop).
+pub(crate) fn lead_events(thinking: bool) -> u32 {
+    if thinking {
+        7
+    } else {
+        3
+    }
+}
+
 /// A streamed message: `chunks` text deltas (a forced tool call's: its input as JSON in
-/// `chunks` pieces); when `complete`, the closing events too.
+/// `chunks` pieces), after a whole `thinking` block when `thinking`; when `complete`, the
+/// closing events too. The first [`lead_events`] events lead the deltas.
 pub(crate) fn sse_frames(
     seq: u64,
     body: &Value,
     usage: Option<(u32, u32)>,
     (chunks, complete): (u32, bool),
-    shape: Option<&Shape>,
+    (shape, thinking): (Option<&Shape>, bool),
 ) -> super::respond::Frames {
     let (input, output) = usage.unwrap_or((0, chunks));
-    let mut start = message(seq, body, Some((input, 1)), None);
+    let mut start = message(seq, body, Some((input, 1)), (None, false));
     start["content"] = json!([]);
     start["stop_reason"] = Value::Null;
-    let mut out = Vec::with_capacity(3);
+    let mut out = Vec::with_capacity(lead_events(thinking) as usize);
     out.push(event(
         "message_start",
         json!({ "type": "message_start", "message": start }),
     ));
+    // The answer's block follows the thinking block, if any.
+    let index = u32::from(thinking);
+    if thinking {
+        let block = json!({ "type": "thinking", "thinking": "", "signature": "" });
+        let deltas = [
+            json!({ "type": "thinking_delta", "thinking": THOUGHT }),
+            json!({ "type": "signature_delta", "signature": signature(seq) }),
+        ];
+        out.push(event(
+            "content_block_start",
+            json!({ "type": "content_block_start", "index": 0, "content_block": block }),
+        ));
+        for delta in deltas {
+            out.push(event(
+                "content_block_delta",
+                json!({ "type": "content_block_delta", "index": 0, "delta": delta }),
+            ));
+        }
+        out.push(event(
+            "content_block_stop",
+            json!({ "type": "content_block_stop", "index": 0 }),
+        ));
+    }
     let block = match shape {
         Some(Shape::Tool { name, .. }) => tool_use(seq, name, json!({})),
         _ => json!({ "type": "text", "text": "" }),
     };
     out.push(event(
         "content_block_start",
-        json!({ "type": "content_block_start", "index": 0, "content_block": block }),
+        json!({ "type": "content_block_start", "index": index, "content_block": block }),
     ));
     out.push(event("ping", json!({ "type": "ping" })));
     // The deltas are made as the client reads them (there may be billions).
@@ -361,14 +429,14 @@ pub(crate) fn sse_frames(
         };
         event(
             "content_block_delta",
-            json!({ "type": "content_block_delta", "index": 0, "delta": delta }),
+            json!({ "type": "content_block_delta", "index": index, "delta": delta }),
         )
     });
     let mut tail = Vec::with_capacity(3);
     if complete {
         tail.push(event(
             "content_block_stop",
-            json!({ "type": "content_block_stop", "index": 0 }),
+            json!({ "type": "content_block_stop", "index": index }),
         ));
         tail.push(event(
             "message_delta",
@@ -421,7 +489,7 @@ mod tests {
 
     #[test]
     fn a_stream_has_the_event_sequence() {
-        let frames = sse_frames(7, &json!({}), Some((10, 3)), (3, true), None);
+        let frames = sse_frames(7, &json!({}), Some((10, 3)), (3, true), (None, false));
         let names: Vec<String> = frames
             .map(|f| {
                 let t = std::str::from_utf8(&f).unwrap();
@@ -446,6 +514,55 @@ mod tests {
                 "message_stop"
             ]
         );
+    }
+
+    /// With extended thinking on, an answer opens with a whole `thinking` block (its
+    /// thought and its signature), the answer's block at index 1, as the real API answers:
+    /// a client reading `content[0].text` had passed here and failed in production.
+    #[test]
+    fn thinking_opens_the_answer_with_a_thinking_block() {
+        let plain = message(7, &json!({}), Some((10, 3)), (None, true));
+        let content = plain["content"].as_array().unwrap();
+        assert_eq!(content.len(), 2, "{plain}");
+        assert_eq!(content[0]["type"], "thinking");
+        assert_eq!(content[0]["thinking"], THOUGHT);
+        assert_eq!(content[0]["signature"], "sig_000000000007");
+        assert_eq!(content[1]["type"], "text");
+        let events: Vec<Value> = sse_frames(7, &json!({}), Some((10, 3)), (3, true), (None, true))
+            .map(|f| {
+                let t = std::str::from_utf8(&f).unwrap().to_string();
+                serde_json::from_str(t.split_once("\ndata: ").unwrap().1.trim()).unwrap()
+            })
+            .collect();
+        let kinds: Vec<String> = events
+            .iter()
+            .map(|e| match e["delta"]["type"].as_str() {
+                Some(delta) => format!("{}:{}", e["index"], delta),
+                None => e["type"].as_str().unwrap().to_string(),
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "message_start",
+                "content_block_start",
+                "0:thinking_delta",
+                "0:signature_delta",
+                "content_block_stop",
+                "content_block_start",
+                "ping",
+                "1:text_delta",
+                "1:text_delta",
+                "1:text_delta",
+                "content_block_stop",
+                "message_delta",
+                "message_stop"
+            ]
+        );
+        // The deltas come after the lead, as the pacing counts it.
+        assert_eq!(kinds[lead_events(true) as usize], "1:text_delta");
+        assert_eq!(events[5]["index"], 1);
+        assert_eq!(events[10]["index"], 1);
     }
 
     /// A 429's wait goes out as `retry-after` alone, as Anthropic sends it: with

@@ -256,8 +256,10 @@ pub(crate) enum Wire {
     /// OpenAI's (chat completions, records, items); `include_usage`: a stream ends with a
     /// usage chunk (`stream_options.include_usage`).
     OpenAi { include_usage: bool },
-    /// Anthropic Messages (see `anthropic`).
-    Anthropic,
+    /// Anthropic Messages (see `anthropic`); `thinking`: the request turned extended
+    /// thinking on (`thinking.type` `enabled` or `adaptive`), so a 200 opens with a
+    /// `thinking` block, as the real API's does.
+    Anthropic { thinking: bool },
     /// OpenAI Responses (see `responses`): a 200 is a `response`; errors are OpenAI's.
     Responses,
     /// OpenAI embeddings: a 200 is a list of vectors; errors are OpenAI's.
@@ -327,7 +329,7 @@ pub(crate) async fn play(
             // A shaped answer streams its text in pieces of a token's worth, not the
             // model's drawn count (see `Shape::most_deltas`).
             let pace = match (stream_chunks, wire) {
-                (Some(n), Wire::OpenAi { .. } | Wire::Anthropic | Wire::Responses)
+                (Some(n), Wire::OpenAi { .. } | Wire::Anthropic { .. } | Wire::Responses)
                     if status == 200 =>
                 {
                     let n = shape.as_ref().map_or(n, |s| n.min(s.most_deltas()));
@@ -370,13 +372,14 @@ pub(crate) async fn play(
                     let frames = sse_frames(id_seq, &body, (n, n), usage, shape);
                     sse_response(&headers, pace.paced(frames, 0), departure)
                 }
-                (Some(pace), Wire::Anthropic) => {
+                (Some(pace), Wire::Anthropic { thinking }) => {
                     let n = pace.chunks;
-                    let frames = anthropic::sse_frames(id_seq, &body, usage, (n, true), shape);
-                    // Three events (message_start, content_block_start, ping) lead.
+                    let frames =
+                        anthropic::sse_frames(id_seq, &body, usage, (n, true), (shape, thinking));
+                    // The events before the first delta lead, unpaced.
                     sse_response(
                         &anthropic::headers(&headers),
-                        pace.paced(frames, 3),
+                        pace.paced(frames, anthropic::lead_events(thinking)),
                         departure,
                     )
                 }
@@ -392,9 +395,9 @@ pub(crate) async fn play(
                     let head = responses::head_events(shape);
                     sse_response(&headers, pace.paced(frames, head), departure)
                 }
-                (_, Wire::Anthropic) => {
+                (_, Wire::Anthropic { thinking }) => {
                     departure.delivered();
-                    anthropic::answer(id_seq, status, &headers, &body, (usage, shape))
+                    anthropic::answer(id_seq, status, &headers, &body, (usage, shape, thinking))
                 }
                 (_, Wire::Responses) if status == 200 => {
                     departure.delivered();
@@ -459,7 +462,7 @@ pub(crate) async fn play(
                     let err = json!({ "error": { "message": "The stream was interrupted by a server error.", "type": "server_error", "param": null, "code": "stream_error" } });
                     Bytes::from(format!("event: error\ndata: {err}\n\n"))
                 }
-                Wire::Anthropic => anthropic::sse_error(),
+                Wire::Anthropic { .. } => anthropic::sse_error(),
                 Wire::Responses => {
                     let (sent, _) = shaped::broken(after_chunks, shape.as_ref());
                     responses::sse_error(sent, shape.as_ref())
@@ -492,12 +495,12 @@ fn broken_frames(
         Wire::OpenAi { .. } | Wire::Embeddings { .. } => {
             Box::new(sse_frames(seq, &body, (pieces, u32::MAX), None, shape).take(sent as usize))
         }
-        // Three events (message_start, content_block_start, ping) lead.
-        Wire::Anthropic => {
+        Wire::Anthropic { thinking } => {
             let usage = Some((facts.prompt_tokens, pieces));
+            let lead = anthropic::lead_events(thinking);
             Box::new(
-                anthropic::sse_frames(seq, &body, usage, (pieces, false), shape)
-                    .take(3 + sent as usize),
+                anthropic::sse_frames(seq, &body, usage, (pieces, false), (shape, thinking))
+                    .take((lead + sent) as usize),
             )
         }
         Wire::Responses => Box::new(
@@ -519,7 +522,7 @@ fn broken_frames(
 fn broken_headers(seq: u64, wire: Wire) -> Vec<(String, String)> {
     let headers = Signals::bare(seq).headers();
     match wire {
-        Wire::Anthropic => anthropic::headers(&headers),
+        Wire::Anthropic { .. } => anthropic::headers(&headers),
         _ => headers,
     }
 }
@@ -665,7 +668,8 @@ mod tests {
             .unwrap()
             .contains("\"role\":\"assistant\""));
         assert_eq!(frames.size_hint().0, (u32::MAX - 1) as usize + 2);
-        let mut deltas = anthropic::sse_frames(1, &json!({}), None, (u32::MAX, true), None);
+        let mut deltas =
+            anthropic::sse_frames(1, &json!({}), None, (u32::MAX, true), (None, false));
         assert!(deltas.nth(3).is_some());
     }
 

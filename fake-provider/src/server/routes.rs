@@ -58,7 +58,9 @@ impl BodyRefusal {
         let connection = [("connection".to_string(), "close".to_string())];
         let headers: &[(String, String)] = if self.closes { &connection } else { &[] };
         let body = match wire {
-            respond::Wire::Anthropic => super::anthropic::error_body(self.status, &self.message),
+            respond::Wire::Anthropic { .. } => {
+                super::anthropic::error_body(self.status, &self.message)
+            }
             _ => error_body(&self.message, "invalid_request_error", self.code),
         };
         json_response(self.status, headers, &body)
@@ -210,7 +212,7 @@ pub(crate) async fn key_first(
         return attempt_as(app, req, wire).await;
     };
     let id_header = match wire {
-        respond::Wire::Anthropic => "request-id",
+        respond::Wire::Anthropic { .. } => "request-id",
         _ => "x-request-id",
     };
     let h = refusal.headers_mut();
@@ -237,7 +239,9 @@ pub(crate) async fn body_refused(
     refusal: BodyRefusal,
 ) -> Response<Body> {
     let wire = match route {
-        RequestRoute::Messages | RequestRoute::CountTokens => respond::Wire::Anthropic,
+        RequestRoute::Messages | RequestRoute::CountTokens => {
+            respond::Wire::Anthropic { thinking: false }
+        }
         RequestRoute::Responses => respond::Wire::Responses,
         _ => respond::Wire::OpenAi {
             include_usage: false,
