@@ -38,7 +38,7 @@ pub use markdown::{render_markdown, verdict_line};
 pub use number::{fmt_actual, fmt_figure, fmt_num};
 pub use report::{
     render, CaseFileLink, FaultWindow, LeftOut, RenderOptions, Rendered, RunReport, PNG_SUPPORTED,
-    PNG_UNSUPPORTED,
+    PNG_UNSUPPORTED, RENDERED_FILES,
 };
 pub use schema::{
     Aborted, AttemptRow, Backoff, ErrorCount, Expectation, FallbackRouteCount, GroupOutcomes,

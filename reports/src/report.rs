@@ -175,6 +175,31 @@ fn write_png(_: PathBuf, file: &str, _: &str, _: &mut Vec<PathBuf>) -> Result<()
     })
 }
 
+/// Every file [`render`] may write into a run directory: the page, `junit.xml`,
+/// `summary.md` and each plot (with `png`, each also as `.png`). Not every render writes
+/// every one (`tenants.svg` needs several tenants, the plots can be left out): a run
+/// directory that replaces an earlier run removes those of them it did not write, so no
+/// page or plot of the earlier run sits beside the new run's figures.
+pub const RENDERED_FILES: [&str; 17] = [
+    "index.html",
+    "junit.xml",
+    "summary.md",
+    "attempts.svg",
+    "queue.svg",
+    "tokens.svg",
+    "service.svg",
+    "queue_wait.svg",
+    "latency.svg",
+    "tenants.svg",
+    "attempts.png",
+    "queue.png",
+    "tokens.png",
+    "service.png",
+    "queue_wait.png",
+    "latency.png",
+    "tenants.png",
+];
+
 /// Writes the plots (`attempts.svg`, `queue.svg`, `tokens.svg`, `latency.svg`, and
 /// `tenants.svg` for several tenants; with `opts.png` each also as `.png`), `index.html`, `junit.xml` and `summary.md` into `dir`
 /// (created if missing), and appends the markdown to `opts.github_step_summary` if set.

@@ -97,6 +97,29 @@ fn attempts_plot_shows_attempts_retries_429_and_503() {
         .any(|n| n.has_tag_name("polygon")));
 }
 
+/// A render with every plot (several tenants, PNG where the build draws it) writes only
+/// files `RENDERED_FILES` names: a run directory that replaces an earlier run removes the
+/// listed files it did not write, and an unlisted one would be left to pass for the new
+/// run's.
+#[test]
+fn rendered_files_names_every_file_a_render_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = RenderOptions {
+        plots: true,
+        png: stampede_reports::PNG_SUPPORTED,
+        github_step_summary: None,
+    };
+    let rendered = stampede_reports::render(dir.path(), &synthetic_report(7), &opts).unwrap();
+    assert!(rendered.files.len() >= 10, "{:?}", rendered.files);
+    for f in &rendered.files {
+        let name = f.file_name().unwrap().to_str().unwrap();
+        assert!(
+            stampede_reports::report::RENDERED_FILES.contains(&name),
+            "{name} is not in RENDERED_FILES"
+        );
+    }
+}
+
 #[test]
 fn every_run_plot_names_its_series_and_axes() {
     let dir = tempfile::tempdir().unwrap();

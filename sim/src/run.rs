@@ -136,7 +136,13 @@ pub fn run_virtual(scenario: &Scenario, opts: &RunOptions) -> Result<RunOutcome,
         return play_virtual(scenario, opts, None);
     };
     let staging = Staging::begin(dir).map_err(|e| output_err(dir, e))?;
-    let mut outcome = play_virtual(scenario, opts, Some(staging.path()))?;
+    let mut outcome = match play_virtual(scenario, opts, Some(staging.path())) {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            staging.abandon();
+            return Err(e);
+        }
+    };
     outcome.files = staging
         .publish(std::mem::take(&mut outcome.files))
         .map_err(|e| output_err(dir, e))?;

@@ -7,11 +7,19 @@
 //! audit trail: a folder that read as the earlier run and held half of another.
 //!
 //! So the run writes into [`PARTIAL_DIR`] inside its directory, and only a finished run is
-//! moved into place ([`Staging::publish`]), file by file, each by a rename: an earlier
-//! run's files stay whole until then. A run stopped part way leaves the earlier run as it
-//! was, and its own partial files in [`PARTIAL_DIR`], which the next run into the folder
-//! clears. Only the run's own names are replaced or removed: a folder given as `--out`
-//! may hold anything else, which is left alone.
+//! moved into place ([`Staging::publish`]), file by file, each by a rename, the summary and
+//! then the page last: an earlier run's files stay whole until then. A run stopped part way
+//! leaves the earlier run as it was, and its own partial files in [`PARTIAL_DIR`], which the
+//! next run into the folder clears; a run that fails removes them ([`Staging::abandon`]).
+//!
+//! One run writes into a directory at a time: [`Staging::begin`] takes an exclusive lock on
+//! the directory, held until the process ends (the system drops it when the process dies,
+//! however it dies), and refuses a second run into it. Two runs into one folder had
+//! published one run's summary beside the other's half-written attempts.
+//!
+//! Only the run's own names are replaced or removed: a folder given as `--out` may hold
+//! anything else, which is left alone, and a folder where the run would put a file of the
+//! same name stops the publishing before anything is moved.
 
 use std::fs;
 use std::io;
@@ -21,9 +29,14 @@ use std::path::{Path, PathBuf};
 pub const PARTIAL_DIR: &str = ".stampede-partial";
 
 /// Files an earlier run may have left that a run does not always write (the audit trail
-/// is written on request only): removed when a run that did not write them is published,
-/// so none is taken for the new run's own.
-const SOMETIMES_WRITTEN: [&str; 2] = ["audit.jsonl", "audit.jsonl.head"];
+/// on request only; the page and plots unless `--no-render`, `tenants.svg` for several
+/// tenants, the PNGs with `--png`): removed when a run that did not write them is
+/// published, so none is taken for the new run's own.
+fn sometimes_written() -> impl Iterator<Item = &'static str> {
+    ["audit.jsonl", "audit.jsonl.head"]
+        .into_iter()
+        .chain(stampede_reports::RENDERED_FILES)
+}
 
 /// A run directory being written: the files go to [`Staging::path`] until
 /// [`Staging::publish`] moves them into the directory.
@@ -31,13 +44,16 @@ const SOMETIMES_WRITTEN: [&str; 2] = ["audit.jsonl", "audit.jsonl.head"];
 pub struct Staging {
     dir: PathBuf,
     partial: PathBuf,
+    /// The directory, opened and locked for this run (see the module's doc).
+    _lock: fs::File,
 }
 
 impl Staging {
-    /// Starts a run in `dir` (made if missing): clears what a run stopped part way left in
-    /// its [`PARTIAL_DIR`], and makes that folder afresh.
+    /// Starts a run in `dir` (made if missing): locks it against a second run, clears what
+    /// a run stopped part way left in its [`PARTIAL_DIR`], and makes that folder afresh.
     pub fn begin(dir: &Path) -> io::Result<Staging> {
         fs::create_dir_all(dir)?;
+        let lock = lock(dir)?;
         let partial = dir.join(PARTIAL_DIR);
         match fs::remove_dir_all(&partial) {
             Ok(()) => {}
@@ -48,6 +64,7 @@ impl Staging {
         Ok(Staging {
             dir: dir.to_path_buf(),
             partial,
+            _lock: lock,
         })
     }
 
@@ -57,26 +74,38 @@ impl Staging {
     }
 
     /// Moves the finished run's files into the directory, replacing an earlier run's of the
-    /// same names and removing those of its files this run did not write
-    /// ([`SOMETIMES_WRITTEN`]), then removes the partial folder. `files`, paths under
-    /// [`Staging::path`], are given back under the directory.
+    /// same names and removing those of its files this run did not write, then removes the
+    /// partial folder. `files`, paths under [`Staging::path`], are given back under the
+    /// directory.
     pub fn publish(self, files: Vec<PathBuf>) -> io::Result<Vec<PathBuf>> {
         let mut names: Vec<_> = fs::read_dir(&self.partial)?
             .map(|entry| entry.map(|e| e.file_name()))
             .collect::<io::Result<_>>()?;
-        // The page last: until it is moved, a reader of the folder finds the earlier run's
-        // page or none, never a page of this run whose data is not there yet.
-        names.sort_by_key(|name| name == "index.html");
-        for name in &names {
-            let to = self.dir.join(name);
-            // A folder (the plots) is replaced whole: a rename cannot replace a folder
-            // that holds files.
-            if fs::symlink_metadata(&to).is_ok_and(|m| m.is_dir()) {
-                fs::remove_dir_all(&to)?;
-            }
-            fs::rename(self.partial.join(name), &to)?;
+        // A folder of the user's where a file goes is never replaced: checked for every
+        // name before the first is moved, so nothing is half published.
+        if let Some(name) = names
+            .iter()
+            .find(|name| fs::symlink_metadata(self.dir.join(name)).is_ok_and(|m| m.is_dir()))
+        {
+            let at = self.dir.join(name);
+            return Err(io::Error::other(format!(
+                "{} is a folder, where the run writes a file of that name: move it away, or \
+                 give the run another --out (the run's files are in {})",
+                at.display(),
+                self.partial.display()
+            )));
         }
-        for stale in SOMETIMES_WRITTEN {
+        // The summary, then the page, last: until they are moved a reader of the folder
+        // finds the earlier run's, never this run's before its data is there.
+        names.sort_by_key(|name| match name.to_str() {
+            Some("summary.json") => 1,
+            Some("index.html") => 2,
+            _ => 0,
+        });
+        for name in &names {
+            fs::rename(self.partial.join(name), self.dir.join(name))?;
+        }
+        for stale in sometimes_written() {
             if !names.iter().any(|n| n == stale) {
                 remove_if_there(&self.dir.join(stale))?;
             }
@@ -90,6 +119,13 @@ impl Staging {
             })
             .collect())
     }
+
+    /// Gives up a run that failed: its partial files are removed (a full disk stays full
+    /// with them), the directory's earlier run left as it is.
+    pub fn abandon(self) {
+        // Best effort: the run's own error is what is reported.
+        let _ = fs::remove_dir_all(&self.partial);
+    }
 }
 
 fn remove_if_there(path: &Path) -> io::Result<()> {
@@ -97,6 +133,36 @@ fn remove_if_there(path: &Path) -> io::Result<()> {
         Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
         _ => Ok(()),
     }
+}
+
+/// `dir`, opened and locked exclusively (`flock`), or the error that another run holds it.
+#[cfg(unix)]
+fn lock(dir: &Path) -> io::Result<fs::File> {
+    use std::os::unix::io::AsRawFd;
+    let file = fs::File::open(dir)?;
+    // SAFETY: `flock` on a descriptor this function owns; it reads and writes no memory.
+    let locked = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+    if locked {
+        return Ok(file);
+    }
+    let e = io::Error::last_os_error();
+    if e.kind() == io::ErrorKind::WouldBlock {
+        return Err(io::Error::new(
+            io::ErrorKind::WouldBlock,
+            format!(
+                "another run is writing into {}: wait for it to end, or give this run another \
+                 --out",
+                dir.display()
+            ),
+        ));
+    }
+    Err(e)
+}
+
+/// Elsewhere no lock is taken: two runs into one folder are the user's to avoid.
+#[cfg(not(unix))]
+fn lock(dir: &Path) -> io::Result<fs::File> {
+    fs::File::open(dir)
 }
 
 #[cfg(test)]
@@ -120,49 +186,94 @@ mod tests {
             ("summary.json", "old"),
             ("audit.jsonl", "old trail"),
             ("audit.jsonl.head", "old head"),
-            ("plots/a.svg", "old plot"),
+            ("index.html", "old page"),
+            ("tenants.svg", "old plot"),
+            ("plots/mine.svg", "the user's"),
             ("notes.txt", "the user's"),
         ] {
             fs::write(dir.join(name), text).unwrap();
         }
-        // A run stopped part way: its partial files stay apart, the earlier run whole.
-        let stopped = Staging::begin(&dir).unwrap();
-        fs::write(stopped.path().join("attempts.csv"), "partial").unwrap();
-        drop(stopped);
+        // A run that failed part way: its partial files go, the earlier run stays whole.
+        let failed = Staging::begin(&dir).unwrap();
+        fs::write(failed.path().join("attempts.csv"), "partial").unwrap();
+        failed.abandon();
+        assert!(!dir.join(PARTIAL_DIR).exists());
         assert_eq!(fs::read_to_string(dir.join("summary.json")).unwrap(), "old");
         assert!(!dir.join("attempts.csv").exists());
         assert!(dir.join("audit.jsonl").exists());
 
-        // The next run clears them, and its finished files replace the earlier run's.
+        // One stopped part way (its process killed: nothing of it runs after) leaves its
+        // partial files, which the next run clears before its finished files replace the
+        // earlier run's.
+        let stopped = dir.join(PARTIAL_DIR);
+        fs::create_dir(&stopped).unwrap();
+        fs::write(stopped.join("attempts.csv"), "partial").unwrap();
         let run = Staging::begin(&dir).unwrap();
         assert!(!run.path().join("attempts.csv").exists(), "cleared");
-        fs::create_dir(run.path().join("plots")).unwrap();
-        fs::write(run.path().join("plots/b.svg"), "new plot").unwrap();
         fs::write(run.path().join("summary.json"), "new").unwrap();
-        fs::write(run.path().join("index.html"), "page").unwrap();
-        let files = vec![
-            run.path().join("summary.json"),
-            run.path().join("plots/b.svg"),
-        ];
+        fs::write(run.path().join("dead_letter.jsonl"), "").unwrap();
+        let files = vec![run.path().join("summary.json")];
         let published = run.publish(files).unwrap();
-        assert_eq!(
-            published,
-            vec![dir.join("summary.json"), dir.join("plots/b.svg")]
-        );
+        assert_eq!(published, vec![dir.join("summary.json")]);
         assert_eq!(fs::read_to_string(dir.join("summary.json")).unwrap(), "new");
-        assert!(
-            !dir.join("plots/a.svg").exists(),
-            "the plots are this run's"
-        );
-        assert!(dir.join("plots/b.svg").exists());
-        // This run wrote no audit trail: the earlier one is not left to pass for its own.
-        assert!(!dir.join("audit.jsonl").exists());
-        assert!(!dir.join("audit.jsonl.head").exists());
-        assert_eq!(
-            fs::read_to_string(dir.join("notes.txt")).unwrap(),
-            "the user's"
-        );
+        assert!(dir.join("dead_letter.jsonl").exists());
+        // This run wrote no audit trail, page or tenant plot (--no-render): the earlier
+        // run's are not left to pass for its own.
+        for gone in [
+            "audit.jsonl",
+            "audit.jsonl.head",
+            "index.html",
+            "tenants.svg",
+        ] {
+            assert!(!dir.join(gone).exists(), "{gone}");
+        }
+        for kept in ["notes.txt", "plots/mine.svg"] {
+            assert_eq!(fs::read_to_string(dir.join(kept)).unwrap(), "the user's");
+        }
         assert!(!dir.join(PARTIAL_DIR).exists());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A folder of the user's named like a file of the run is never replaced: the run is
+    /// not published at all (nothing half moved), and says what to do.
+    #[test]
+    fn a_users_folder_named_like_a_run_file_stops_the_publishing() {
+        let dir = folder("clash");
+        fs::create_dir_all(dir.join("summary.json")).unwrap();
+        fs::write(dir.join("summary.json").join("data.txt"), "precious").unwrap();
+        fs::write(dir.join("index.html"), "old page").unwrap();
+        let run = Staging::begin(&dir).unwrap();
+        fs::write(run.path().join("summary.json"), "new").unwrap();
+        fs::write(run.path().join("index.html"), "new page").unwrap();
+        let err = run.publish(Vec::new()).unwrap_err();
+        assert!(err.to_string().contains("is a folder"), "{err}");
+        assert_eq!(
+            fs::read_to_string(dir.join("summary.json").join("data.txt")).unwrap(),
+            "precious"
+        );
+        assert_eq!(
+            fs::read_to_string(dir.join("index.html")).unwrap(),
+            "old page"
+        );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A second run into a folder a run is writing into is refused while the first holds
+    /// it, and taken once the first has ended.
+    #[cfg(unix)]
+    #[test]
+    fn one_run_writes_into_a_folder_at_a_time() {
+        let dir = folder("lock");
+        let first = Staging::begin(&dir).unwrap();
+        fs::write(first.path().join("attempts.csv"), "first").unwrap();
+        let err = Staging::begin(&dir).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::WouldBlock);
+        assert!(err.to_string().contains("another run is writing"), "{err}");
+        // The first run's partial files were not cleared by the refused one.
+        assert!(first.path().join("attempts.csv").exists());
+        first.publish(Vec::new()).unwrap();
+        let second = Staging::begin(&dir).unwrap();
+        second.publish(Vec::new()).unwrap();
         fs::remove_dir_all(&dir).unwrap();
     }
 }
