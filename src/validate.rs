@@ -53,14 +53,20 @@ pub fn main(args: ValidateArgs) -> ExitCode {
     }
     for path in &files {
         match scenario::load(path, None, &sets) {
-            Ok(s) => println!(
-                "ok {}: {} ({} workload entries, {} expectations, preset {})",
-                path.display(),
-                s.name,
-                s.workloads.len(),
-                s.expectations.len(),
-                s.client.preset
-            ),
+            Ok(s) => {
+                println!(
+                    "ok {}: {} ({} workload entries, {} expectations, preset {})",
+                    path.display(),
+                    s.name,
+                    s.workloads.len(),
+                    s.expectations.len(),
+                    s.client.preset
+                );
+                // What the run will not read or play, as `check` says it, with the file.
+                for note in &s.notes {
+                    eprintln!("{}: {note}", path.display());
+                }
+            }
             Err(e) => {
                 eprintln!("error: {e}");
                 bad += 1;

@@ -642,6 +642,12 @@ fn formula_names_empty_tenants_and_escapes_in_descriptions_are_refused() {
         ),
         ("name = \"m\"", "name = \"-2+3\"", "name", "formula"),
         (
+            "id = \"s\"",
+            "id = \"@s\"",
+            "provider.scopes.0.id",
+            "formula",
+        ),
+        (
             "tenant = \"t\"",
             "tenant = \" \"",
             "workload.0.tenant",
@@ -665,6 +671,44 @@ fn formula_names_empty_tenants_and_escapes_in_descriptions_are_refused() {
     let path = write_scenario(dir.path(), &lines);
     let out = stampede(&["validate", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
+
+/// A workload that starts after the run's end would send nothing: refused naming `start`.
+/// One whose count its rate cannot place before the end plays up to it (a `--set
+/// duration=...` cutting a run short asks that), with a note saying the rest is never sent;
+/// an arrival at the end itself still plays, and gets none.
+#[test]
+fn arrivals_past_the_end_are_refused_or_noted() {
+    let msg = validate_error(&MINIMAL.replace("count = 2", "count = 2\nstart = \"61s\""));
+    assert!(
+        msg.contains("workload.0.start") && msg.contains("none of its 2 actions would be sent"),
+        "{msg}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    for (arrival, noted) in [
+        // 61 actions a second apart: the 61st at 60 s, the end itself.
+        ("count = 61\narrival = { rate = \"1/s\" }", false),
+        ("count = 62\narrival = { rate = \"1/s\" }", true),
+        (
+            "count = 62\narrival = { bursts = { size = 2, every = \"2s\" } }",
+            false,
+        ),
+        (
+            "count = 63\narrival = { bursts = { size = 2, every = \"2s\" } }",
+            true,
+        ),
+        ("count = 6000\narrival = { poisson = \"10/s\" }", true),
+    ] {
+        let path = write_scenario(dir.path(), &MINIMAL.replace("count = 2", arrival));
+        let out = stampede(&["validate", path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{arrival}: {}", text(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            stderr.contains("workload.0:") && stderr.contains("are never sent"),
+            noted,
+            "{arrival}: {stderr}"
+        );
+    }
 }
 
 /// A `--set` whose value holds a key is echoed with the key masked in the error it gets.

@@ -297,6 +297,19 @@ impl ProviderConfig {
                     format!("scope {:?} is defined twice", s.id),
                 ));
             }
+            // Scope ids are written into a run's attempts.csv, where a cell that starts so is
+            // a formula to a spreadsheet (`=HYPERLINK(...)`).
+            if let Some(c) = s.id.chars().next().filter(|c| "=+-@".contains(*c)) {
+                return Err(invalid(
+                    format!("provider.scopes.{i}.id"),
+                    format!(
+                        "scope {:?} starts with {c:?}, which a spreadsheet reads as a formula in \
+                         the attempts.csv scope ids are written into; start it with a letter \
+                         or a digit",
+                        s.id
+                    ),
+                ));
+            }
             for (name, v) in [
                 ("rpm", s.rpm),
                 ("tpm", s.tpm),

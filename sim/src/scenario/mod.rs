@@ -125,8 +125,9 @@ pub struct Scenario {
     pub sdk_layers: Vec<crate::sdk_client::RetryLayer>,
     /// What the run directory holds beyond the files always written (`[output]`).
     pub output: OutputSpec,
-    /// What the scenario sets that its run will not read, said for the user before it
-    /// plays (a `[client.policy]` under an SDK preset, which plays the SDK's own logic).
+    /// What the scenario sets that its run will not read or play, said for the user before
+    /// it plays (a `[client.policy]` under an SDK preset, which plays the SDK's own logic;
+    /// arrivals planned past `duration`, which are never sent).
     pub notes: Vec<String>,
 }
 
@@ -514,7 +515,7 @@ fn resolve(raw: ScenarioFile, has_provider: bool) -> Result<Scenario, (String, S
         ..raw
     };
     limits(&raw.workload)?;
-    arrivals_fit(&raw.workload, raw.duration.ms())?;
+    let arrival_notes = arrivals_fit(&raw.workload, raw.duration.ms())?;
     let mut policy = client::resolve_policy(&raw.client, &raw.provider)?;
     routes(&mut policy, &raw.provider)?;
     let credentials: Vec<&str> = raw
@@ -630,7 +631,7 @@ fn resolve(raw: ScenarioFile, has_provider: bool) -> Result<Scenario, (String, S
         ));
     }
     replicas(&raw.client, !sdk_layers.is_empty(), !crashes.is_empty())?;
-    let mut notes = Vec::new();
+    let mut notes = arrival_notes;
     if raw.client.policy.is_some() && !sdk_layers.is_empty() {
         notes.push(format!(
             "note: client.policy is not read under the SDK preset {:?}, which plays the SDK's \
@@ -743,19 +744,25 @@ pub const MAX_TIMESERIES_ROWS: u64 = 2_000_000;
 /// Raise it here and rebuild.
 pub const MAX_RATE_PER_SECOND: f64 = 100_000.0;
 
-/// Every workload's arrivals fall inside the run: the run ends at `duration_ms`, and an
-/// action planned after it is never sent, nor counted by any figure. A scenario whose
-/// `count` did not fit had played part of it, or none (a `start` past the end), and could
-/// pass its expectations having sent nothing. A Poisson workload is held to its mean: its
-/// last arrivals may still fall past the end by chance.
-fn arrivals_fit(workloads: &[WorkloadSpec], duration_ms: u64) -> Result<(), (String, String)> {
+/// Whether every workload's arrivals fall inside the run: the run ends at `duration_ms`
+/// (an arrival at that instant still plays), and an action planned after it is never
+/// sent, nor counted by any figure. A workload that starts after the end would send
+/// nothing at all: refused. One whose `count` its rate cannot place before the end is
+/// played up to it, as a `--set duration=...` that cuts a run short asks, and said in a
+/// note (returned), so that no one takes the figures for the whole count's. A Poisson
+/// workload is held to its mean: its last arrivals may still fall past the end by chance.
+fn arrivals_fit(
+    workloads: &[WorkloadSpec],
+    duration_ms: u64,
+) -> Result<Vec<String>, (String, String)> {
+    let mut notes = Vec::new();
     for (i, w) in workloads.iter().enumerate() {
         let start = w.start.ms();
-        if start >= duration_ms {
+        if start > duration_ms {
             return Err((
                 format!("workload.{i}.start"),
                 format!(
-                    "the workload starts at {}, when the run's duration of {} is over: none \
+                    "the workload starts at {}, after the run's duration of {} is over: none \
                      of its {} actions would be sent; start it earlier or lengthen duration",
                     units::format_duration_ms(start),
                     units::format_duration_ms(duration_ms),
@@ -773,26 +780,23 @@ fn arrivals_fit(workloads: &[WorkloadSpec], duration_ms: u64) -> Result<(), (Str
                 start as f64 + (after_first / (*size).max(1) as f64).floor() * every.ms() as f64
             }
         };
-        if last >= duration_ms as f64 {
+        if last > duration_ms as f64 {
             let lasts = if last >= MAX_DURATION_MS as f64 {
                 "past a year".to_string()
             } else {
                 format!("until {}", units::format_duration_ms(last as u64))
             };
-            return Err((
-                format!("workload.{i}.arrival"),
-                format!(
-                    "{} actions arriving so from {} go on {lasts}, after the run's duration \
-                     of {} is over: those planned past it would never be sent, and no figure \
-                     would count them; lower count, raise the rate or lengthen duration",
-                    w.count,
-                    units::format_duration_ms(start),
-                    units::format_duration_ms(duration_ms),
-                ),
+            notes.push(format!(
+                "note: workload.{i}: {} actions arriving from {} go on {lasts}, after the run's \
+                 duration of {}: those planned past it are never sent, and no figure counts \
+                 them (lower count, raise the rate or lengthen duration to play them all)",
+                w.count,
+                units::format_duration_ms(start),
+                units::format_duration_ms(duration_ms),
             ));
         }
     }
-    Ok(())
+    Ok(notes)
 }
 
 /// Bounds on sizes, spans and rates that would run until killed or mean nothing.
