@@ -402,6 +402,12 @@ fn parse_vary(arg: &str) -> Result<Varied, String> {
             (Some(_), _) => {}
             (None, '"' | '\'') => quote = Some(c),
             (None, '[' | '{') => depth += 1,
+            (None, ']' | '}') if depth == 0 => {
+                return Err(format!(
+                    "--vary {key}: {list:?} closes a bracket ({c}) it never opened; close only \
+                     the brackets a value opens"
+                ));
+            }
             (None, ']' | '}') => depth -= 1,
             (None, ',') if depth == 0 => {
                 values.push(std::mem::take(&mut current).trim().to_string());
@@ -567,6 +573,9 @@ mod tests {
         assert!(parse_vary("workload.0.arrival={ rate = 1,backlog")
             .unwrap_err()
             .contains("do not pair up"));
+        assert!(parse_vary("client.deployments=a],[b")
+            .unwrap_err()
+            .contains("never opened"));
     }
 
     fn varied(sizes: &[usize]) -> Vec<Varied> {

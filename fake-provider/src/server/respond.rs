@@ -500,7 +500,7 @@ fn broken_frames(
             let lead = anthropic::lead_events(thinking);
             Box::new(
                 anthropic::sse_frames(seq, &body, usage, (pieces, false), (shape, thinking))
-                    .take((lead + sent) as usize),
+                    .take(lead as usize + sent as usize),
             )
         }
         Wire::Responses => Box::new(
