@@ -850,6 +850,7 @@ fn request() -> impl Strategy<Value = Request> {
                 external_ref,
                 prompt_tokens,
                 max_tokens,
+                max_tokens_assumed: false,
                 stream,
                 stream_usage,
                 class: class.map(Into::into),

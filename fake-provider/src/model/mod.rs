@@ -881,7 +881,7 @@ impl ProviderModel {
         // 4. Output tokens past the model's bound: refused as the real APIs refuse them (400,
         // never retried), not counted against a limit (a 429 the SDKs retry for minutes).
         if let Some(most) = model.and_then(|m| self.models.max_output_tokens(m)) {
-            if req.max_tokens > most {
+            if req.max_tokens > most && !req.max_tokens_assumed {
                 let headers = self.headers(scope_idx, seq, now);
                 let name = model
                     .map(|m| self.models.name(m).to_string())

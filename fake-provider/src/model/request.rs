@@ -28,6 +28,10 @@ pub struct Request {
     pub prompt_tokens: u32,
     /// `max_tokens` of a chat completion (output cap, tokens).
     pub max_tokens: u32,
+    /// The client named no `max_tokens` (nor `max_output_tokens`): the edge assumed
+    /// `max_tokens`. A model's `max_output_tokens` refuses only a count the client named,
+    /// as the real APIs serve a request that names none.
+    pub max_tokens_assumed: bool,
     /// Whether the client asked for server-sent events.
     pub stream: bool,
     /// Whether a streamed answer ends with a usage chunk (`stream_options.include_usage`).

@@ -245,6 +245,10 @@ fn max_tokens_past_the_models_bound_is_a_400_before_any_limit() {
     // refuse it.
     assert_eq!(status(&asking(RequestRoute::Messages, 64_000)), Some(429));
     assert_eq!(status(&asking(RequestRoute::Messages, 100)), Some(200));
+    // A request naming no max_tokens is served: the edge's assumed count is no ask.
+    let mut unnamed = chat("sk-key-0001", Some("claude-sonnet-4-5"), 9);
+    (unnamed.max_tokens, unnamed.max_tokens_assumed) = (100_000, true);
+    assert_ne!(status(&m.arrive(&unnamed, 60_000)), Some(400));
     let j = m.drain_journal();
     assert!(
         j[..3].iter().all(|e| e.limit.is_none() && !e.committed),

@@ -78,7 +78,11 @@ async fn messages_or_count(app: App, req: Request<Body>, route: RequestRoute) ->
         Ok(r) => r,
         Err(e) => return error_response(&bad_request_body(&e)),
     };
-    let (v, parsed) = match read_messages(&bytes, &route, app.shared.accepts_unknown_fields()) {
+    let read_as = (
+        app.shared.accepts_unknown_fields(),
+        interleaves_thinking(headers),
+    );
+    let (v, parsed) = match read_messages(&bytes, &route, read_as) {
         Ok(read) => read,
         Err(e) => {
             let refusal = error_response(&bad_request_body(&e));
@@ -115,25 +119,38 @@ async fn messages_or_count(app: App, req: Request<Body>, route: RequestRoute) ->
     };
     // Extended thinking opens a Messages answer with a `thinking` block (a count has none).
     let thinking = route == RequestRoute::Messages
-        && matches!(
-            v.pointer("/thinking/type").and_then(Value::as_str),
-            Some("enabled" | "adaptive")
-        );
+        && v.pointer("/thinking/type")
+            .and_then(Value::as_str)
+            .is_some_and(super::anthropic_body::thinks);
     let wire = super::respond::Wire::Anthropic { thinking };
     super::routes::attempt_shaped(&app, req, wire, shape).await
 }
 
+/// Whether the request's `anthropic-beta` header (betas comma-separated, as the SDK joins
+/// them) asks for interleaved thinking (`interleaved-thinking-2025-05-14`), under which
+/// a thinking budget may pass `max_tokens`.
+fn interleaves_thinking(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get_all("anthropic-beta")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|beta| beta.trim().starts_with("interleaved-thinking"))
+}
+
 /// A Messages body (or a token count's, `route`) as JSON and in its shape, or Anthropic's
 /// 400 in words: a field the API does not take is refused unless `accept_unknown` (see
-/// `known_fields`).
+/// `known_fields`). `interleaved_thinking`: the request's `anthropic-beta` header asks for
+/// interleaved thinking (see [`interleaves_thinking`]).
 fn read_messages(
     bytes: &[u8],
     route: &RequestRoute,
-    accept_unknown: bool,
+    (accept_unknown, interleaved_thinking): (bool, bool),
 ) -> Result<(Value, MessagesBody), BadRequest> {
     let v: Value = serde_json::from_slice(bytes)
         .map_err(|e| BadRequest::new(format!("malformed JSON body: {e}")))?;
-    check_messages_body(&v, route == &RequestRoute::Messages).map_err(BadRequest::new)?;
+    let max_tokens_required = route == &RequestRoute::Messages;
+    check_messages_body(&v, max_tokens_required, interleaved_thinking).map_err(BadRequest::new)?;
     if let Some(message) = known_fields::anthropic_refusal(&v, route).filter(|_| !accept_unknown) {
         return Err(BadRequest::new(message));
     }

@@ -19,7 +19,13 @@ use std::collections::HashSet;
 
 /// What Anthropic refuses of the Messages body `v`, in its words, or `Ok` when it would take
 /// it; `max_tokens_required` for a Messages request (a token count has no `max_tokens`).
-pub(super) fn check_messages_body(v: &Value, max_tokens_required: bool) -> Result<(), String> {
+/// `interleaved_thinking`: the request's `anthropic-beta` asks for interleaved thinking,
+/// under which a thinking budget may pass `max_tokens` (it spans the whole turn of calls).
+pub(super) fn check_messages_body(
+    v: &Value,
+    max_tokens_required: bool,
+    interleaved_thinking: bool,
+) -> Result<(), String> {
     let Value::Object(body) = v else {
         return Err("Input should be a valid dictionary or object to extract fields from".into());
     };
@@ -96,7 +102,8 @@ pub(super) fn check_messages_body(v: &Value, max_tokens_required: bool) -> Resul
         return Err("tools: Tool names must be unique.".into());
     }
     if let Some(Thinking { budget_tokens, on }) = thinking {
-        if let (Some(budget), Some(max)) = (budget_tokens, max_tokens) {
+        if let (Some(budget), Some(max), false) = (budget_tokens, max_tokens, interleaved_thinking)
+        {
             if max <= budget {
                 return Err("`max_tokens` must be greater than `thinking.budget_tokens`".into());
             }
@@ -393,6 +400,13 @@ struct Thinking {
     on: bool,
 }
 
+/// Whether a `thinking.type` of `kind` has the model think before it answers (`enabled`,
+/// `adaptive`): its answer opens with a `thinking` block, and the checks that rule out a
+/// `temperature` other than 1 and a forced tool hold.
+pub(super) fn thinks(kind: &str) -> bool {
+    matches!(kind, "enabled" | "adaptive")
+}
+
 /// The smallest `thinking.budget_tokens` the API takes, tokens.
 const MIN_THINKING_BUDGET: i64 = 1_024;
 
@@ -427,12 +441,12 @@ fn thinking(body: &Map<String, Value>) -> Result<Option<Thinking>, String> {
             }
             Ok(Some(Thinking {
                 budget_tokens: u64::try_from(budget).ok(),
-                on: true,
+                on: thinks(kind),
             }))
         }
         "adaptive" => Ok(Some(Thinking {
             budget_tokens: None,
-            on: true,
+            on: thinks(kind),
         })),
         "disabled" | "between_tools" => Ok(Some(Thinking {
             budget_tokens: None,
@@ -464,7 +478,7 @@ mod tests {
     }
 
     fn refusal(b: &Value) -> String {
-        check_messages_body(b, true).expect_err(&b.to_string())
+        check_messages_body(b, true, false).expect_err(&b.to_string())
     }
 
     #[test]
@@ -506,10 +520,10 @@ mod tests {
             assert_eq!(refusal(&body(hi(), extra)), says);
         }
         let fine = json!({"temperature": 0, "top_p": 1.0, "top_k": 40});
-        assert_eq!(check_messages_body(&body(hi(), fine), true), Ok(()));
+        assert_eq!(check_messages_body(&body(hi(), fine), true, false), Ok(()));
         // pydantic reads an integral float as an integer.
         assert_eq!(
-            check_messages_body(&body(hi(), json!({"top_k": 5.0})), true),
+            check_messages_body(&body(hi(), json!({"top_k": 5.0})), true, false),
             Ok(())
         );
     }
@@ -537,7 +551,7 @@ mod tests {
             assert_eq!(refusal(&body(hi(), extra)), says);
         }
         let fine = json!({"stop_sequences": ["\n\nHuman:", "END"]});
-        assert_eq!(check_messages_body(&body(hi(), fine), true), Ok(()));
+        assert_eq!(check_messages_body(&body(hi(), fine), true, false), Ok(()));
     }
 
     #[test]
@@ -564,7 +578,7 @@ mod tests {
             json!({}),
         ] {
             let b = body(hi(), json!({ "metadata": fine }));
-            assert_eq!(check_messages_body(&b, true), Ok(()));
+            assert_eq!(check_messages_body(&b, true, false), Ok(()));
         }
     }
 
@@ -582,7 +596,10 @@ mod tests {
         );
         for prefill in [json!(""), json!([])] {
             let m = json!([{"role": "user", "content": "hi"}, {"role": "assistant", "content": prefill}]);
-            assert_eq!(check_messages_body(&body(m, json!({})), true), Ok(()));
+            assert_eq!(
+                check_messages_body(&body(m, json!({})), true, false),
+                Ok(())
+            );
         }
     }
 
@@ -610,7 +627,10 @@ mod tests {
             {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA=="}},
             {"type": "container_upload", "file_id": "f1"}
         ]}]);
-        assert_eq!(check_messages_body(&body(m, json!({})), true), Ok(()));
+        assert_eq!(
+            check_messages_body(&body(m, json!({})), true, false),
+            Ok(())
+        );
     }
 
     /// The assistant calling `ids`, then (if `results` is some) the user answering those.
@@ -636,7 +656,7 @@ mod tests {
 
     #[test]
     fn tool_results_answer_the_tool_uses_just_before() {
-        let ok = |m: Value| check_messages_body(&body(m, json!({})), true);
+        let ok = |m: Value| check_messages_body(&body(m, json!({})), true, false);
         assert_eq!(
             ok(round(
                 &["toolu_1", "toolu_2"],
@@ -713,7 +733,10 @@ mod tests {
         }
         // The API's own tools need no schema.
         let server = json!({"tools": [get, {"type": "web_search_20250305", "name": "web_search", "max_uses": 3}, {"type": "bash_20250124", "name": "bash"}]});
-        assert_eq!(check_messages_body(&body(hi(), server), true), Ok(()));
+        assert_eq!(
+            check_messages_body(&body(hi(), server), true, false),
+            Ok(())
+        );
     }
 
     #[test]
@@ -749,20 +772,24 @@ mod tests {
             json!({"thinking": {"type": "between_tools"}}),
         ] {
             assert_eq!(
-                check_messages_body(&body(hi(), fine.clone()), true),
+                check_messages_body(&body(hi(), fine.clone()), true, false),
                 Ok(()),
                 "{fine}"
             );
         }
+        // Under interleaved thinking (a beta) the budget spans the whole turn of calls, and
+        // may pass one call's `max_tokens`.
+        let past_max = body(hi(), json!({"thinking": enabled(json!(4096))}));
+        assert_eq!(check_messages_body(&past_max, true, true), Ok(()));
         // A token count has no `max_tokens` to hold the budget under.
         let count = json!({"model": "m", "messages": hi(), "thinking": enabled(json!(50_000))});
-        assert_eq!(check_messages_body(&count, false), Ok(()));
+        assert_eq!(check_messages_body(&count, false, false), Ok(()));
     }
 
     #[test]
     fn null_optional_fields_are_taken_as_absent() {
         let nulls = json!({"temperature": null, "top_p": null, "top_k": null, "stop_sequences": null, "metadata": null, "tools": null, "thinking": null});
-        assert_eq!(check_messages_body(&body(hi(), nulls), true), Ok(()));
+        assert_eq!(check_messages_body(&body(hi(), nulls), true, false), Ok(()));
     }
 
     #[test]

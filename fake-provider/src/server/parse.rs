@@ -533,10 +533,9 @@ fn plain(req: &mut Request, body: &PlainChat<'_>) -> Result<(), BadRequest> {
         .sum();
     req.prompt_tokens =
         u32::try_from(chars.div_ceil(4) + 4 * body.messages.len()).unwrap_or(u32::MAX);
-    req.max_tokens = body
-        .max_completion_tokens
-        .or(body.max_tokens)
-        .unwrap_or(DEFAULT_MAX_TOKENS);
+    let named = body.max_completion_tokens.or(body.max_tokens);
+    req.max_tokens = named.unwrap_or(DEFAULT_MAX_TOKENS);
+    req.max_tokens_assumed = named.is_none();
     req.stream = body.stream.unwrap_or(false);
     req.stream_usage = body
         .stream_options
@@ -581,10 +580,9 @@ fn chat_value(
         .iter()
         .filter_map(|m| field(m, "content", 1))
         .find_map(workload_item_of);
-    req.max_tokens = body
-        .max_completion_tokens
-        .or(body.max_tokens)
-        .unwrap_or(DEFAULT_MAX_TOKENS);
+    let named = body.max_completion_tokens.or(body.max_tokens);
+    req.max_tokens = named.unwrap_or(DEFAULT_MAX_TOKENS);
+    req.max_tokens_assumed = named.is_none();
     req.stream = body.stream.unwrap_or(false);
     req.stream_usage = body.stream_options.is_some_and(|o| o.include_usage);
     shaped::openai(&v)

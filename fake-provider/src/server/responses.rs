@@ -115,6 +115,7 @@ fn read(
         Some(Value::String(s)) => s.chars().count(),
         Some(other) => return Err(parse::invalid_type("instructions", "a string", other)),
     };
+    req.max_tokens_assumed = v.get("max_output_tokens").map_or(true, Value::is_null);
     req.max_tokens = match v.get("max_output_tokens") {
         None | Some(Value::Null) => parse::DEFAULT_MAX_TOKENS,
         Some(Value::Number(n)) if n.is_u64() || n.is_i64() => {
