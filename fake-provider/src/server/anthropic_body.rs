@@ -98,8 +98,15 @@ pub(super) fn check_messages_body(
         }
     }
     tool_pairing(messages)?;
+    unique_tool_use_ids(messages)?;
     if has_duplicate(&tool_names) {
         return Err("tools: Tool names must be unique.".into());
+    }
+    let breakpoints = cache_breakpoints(body, messages);
+    if breakpoints > MAX_CACHE_BREAKPOINTS {
+        return Err(format!(
+            "A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. Found {breakpoints}."
+        ));
     }
     if let Some(Thinking { budget_tokens, on }) = thinking {
         if let (Some(budget), Some(max), false) = (budget_tokens, max_tokens, interleaved_thinking)
@@ -122,8 +129,96 @@ pub(super) fn check_messages_body(
         if on && forced {
             return Err("Thinking may not be enabled when tool_choice forces tool use.".into());
         }
+        // The sampling the API leaves a thinking model (its documentation: no `top_k`,
+        // `top_p` from 0.95); these two sentences are the fake's own.
+        if on && present(body, "top_k").is_some() {
+            return Err("`top_k` may not be set when thinking is enabled".into());
+        }
+        if on
+            && present(body, "top_p")
+                .and_then(Value::as_f64)
+                .is_some_and(|p| p < 0.95)
+        {
+            return Err("`top_p` must be at least 0.95 when thinking is enabled".into());
+        }
+        if on {
+            thought_before_tools(messages)?;
+        }
     }
     Ok(())
+}
+
+/// Most blocks (system, message and tool entries) one request may mark with
+/// `cache_control`.
+const MAX_CACHE_BREAKPOINTS: usize = 4;
+
+/// The blocks marked with `cache_control`: `system`'s, every message's and the tools'.
+fn cache_breakpoints(body: &Map<String, Value>, messages: &[Value]) -> usize {
+    let marked = |b: &Value| b.get("cache_control").is_some_and(|c| !c.is_null());
+    let listed = |v: Option<&Value>| -> usize {
+        v.and_then(Value::as_array)
+            .map_or(0, |items| items.iter().filter(|b| marked(b)).count())
+    };
+    listed(body.get("system"))
+        + listed(body.get("tools"))
+        + messages
+            .iter()
+            .map(|m| listed(m.get("content")))
+            .sum::<usize>()
+}
+
+/// Every `tool_use` id once in the conversation: a result answers one call. A set, as the
+/// pairing's: a long agent's conversation holds many calls.
+fn unique_tool_use_ids(messages: &[Value]) -> Result<(), String> {
+    let mut seen = HashSet::new();
+    for (i, m) in messages.iter().enumerate() {
+        for (j, block) in blocks_of(m, "tool_use") {
+            if let Some(id) = block.get("id").and_then(Value::as_str) {
+                if !seen.insert(id) {
+                    return Err(format!(
+                        "messages.{i}.content.{j}: `tool_use` ids must be unique"
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// With thinking on, the last assistant turn that calls tools opens with the thinking that
+/// led to the calls (`thinking` or `redacted_thinking`), which the client must send back:
+/// the API's most met refusal of agents that drop the block between turns.
+fn thought_before_tools(messages: &[Value]) -> Result<(), String> {
+    let Some(last) = messages.iter().rposition(|m| role(m) == Some("assistant")) else {
+        return Ok(());
+    };
+    // The turn: the run of assistant messages ending at `last` (the API joins them).
+    let first = messages[..last]
+        .iter()
+        .rposition(|m| role(m) != Some("assistant"))
+        .map_or(0, |user| user + 1);
+    let turn = &messages[first..=last];
+    if !turn
+        .iter()
+        .any(|m| blocks_of(m, "tool_use").next().is_some())
+    {
+        return Ok(());
+    }
+    let opening = match turn[0].get("content") {
+        Some(Value::Array(items)) => items
+            .first()
+            .and_then(|b| b.get("type"))
+            .and_then(Value::as_str)
+            .unwrap_or("text"),
+        _ => "text",
+    };
+    if matches!(opening, "thinking" | "redacted_thinking") {
+        return Ok(());
+    }
+    Err(format!(
+        "messages.{first}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{}`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`.",
+        shown(opening)
+    ))
 }
 
 /// `body[key]` unless it is absent or `null` (taken as absent; see the module's doc).
@@ -784,6 +879,91 @@ mod tests {
         // A token count has no `max_tokens` to hold the budget under.
         let count = json!({"model": "m", "messages": hi(), "thinking": enabled(json!(50_000))});
         assert_eq!(check_messages_body(&count, false, false), Ok(()));
+    }
+
+    /// With thinking on, the last assistant turn that calls tools must open with its
+    /// thinking (sent back by the client); two calls may not share an id; at most four
+    /// blocks carry `cache_control`; a thinking model takes no `top_k` and a `top_p` of
+    /// 0.95 or more.
+    #[test]
+    fn thinking_agents_send_their_thinking_back_and_ids_and_breakpoints_are_bounded() {
+        let on = json!({"thinking": {"type": "enabled", "budget_tokens": 1024}});
+        let call = json!({"type": "tool_use", "id": "toolu_1", "name": "get", "input": {}});
+        let result = json!([{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]);
+        let turn = |opening: Option<Value>| {
+            let mut content: Vec<Value> = opening.into_iter().collect();
+            content.push(call.clone());
+            json!([
+                {"role": "user", "content": "weather?"},
+                {"role": "assistant", "content": content},
+                {"role": "user", "content": result},
+            ])
+        };
+        let dropped = refusal(&body(turn(None), on.clone()));
+        assert!(
+            dropped.starts_with("messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`."),
+            "{dropped}"
+        );
+        let text_first = refusal(&body(
+            turn(Some(json!({"type": "text", "text": "Let me look."}))),
+            on.clone(),
+        ));
+        assert!(text_first.contains("but found `text`"), "{text_first}");
+        for opening in [
+            json!({"type": "thinking", "thinking": "t", "signature": "s"}),
+            json!({"type": "redacted_thinking", "data": "d"}),
+        ] {
+            let b = body(turn(Some(opening)), on.clone());
+            assert_eq!(check_messages_body(&b, true, false), Ok(()), "{b}");
+        }
+        // Without thinking, or with no call in the last assistant turn, nothing is asked.
+        assert_eq!(
+            check_messages_body(&body(turn(None), json!({})), true, false),
+            Ok(())
+        );
+        let chat = json!([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}, {"role": "user", "content": "and?"}]);
+        assert_eq!(
+            check_messages_body(&body(chat, on.clone()), true, false),
+            Ok(())
+        );
+
+        let twice = json!([
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [call.clone()]},
+            {"role": "user", "content": result.clone()},
+            {"role": "assistant", "content": [call.clone()]},
+            {"role": "user", "content": result.clone()},
+        ]);
+        assert_eq!(
+            refusal(&body(twice, json!({}))),
+            "messages.3.content.0: `tool_use` ids must be unique"
+        );
+
+        let marked = |n: usize| {
+            let blocks: Vec<Value> = (0..n)
+                .map(|i| json!({"type": "text", "text": format!("part {i}"), "cache_control": {"type": "ephemeral"}}))
+                .collect();
+            body(json!([{"role": "user", "content": blocks}]), json!({}))
+        };
+        assert_eq!(check_messages_body(&marked(4), true, false), Ok(()));
+        assert_eq!(
+            refusal(&marked(5)),
+            "A maximum of 4 blocks with cache_control may be provided. Found 5."
+        );
+
+        let with = |extra: Value| {
+            let mut fields = on.clone();
+            for (k, v) in extra.as_object().unwrap() {
+                fields[k] = v.clone();
+            }
+            body(hi(), fields)
+        };
+        assert!(refusal(&with(json!({"top_k": 5}))).contains("top_k"));
+        assert!(refusal(&with(json!({"top_p": 0.5}))).contains("0.95"));
+        assert_eq!(
+            check_messages_body(&with(json!({"top_p": 0.95})), true, false),
+            Ok(())
+        );
     }
 
     #[test]
