@@ -156,7 +156,9 @@ fn lock(dir: &Path) -> io::Result<fs::File> {
             ),
         ));
     }
-    Err(e)
+    // A file system that keeps no locks (some network ones answer ENOLCK): the run goes on
+    // unlocked, as runs went before there was a lock, rather than not at all.
+    Ok(file)
 }
 
 /// Elsewhere no lock is taken: two runs into one folder are the user's to avoid.
