@@ -165,6 +165,16 @@ pub fn main(args: RunArgs) -> ExitCode {
         // so one still coming cannot kill it while it prints the last lines.
         stampede_sim::signals::keep_until_exit();
     }
+    // A live or --client run writes in place: it holds the run directory's lock as a
+    // virtual run does (see stampede_sim::staging), so two runs never write into one.
+    let _writing = if client_run || args.live {
+        match stampede_sim::staging::lock_if_there(&out_dir) {
+            Ok(lock) => lock,
+            Err(e) => return exit::bad_input(e.to_string()),
+        }
+    } else {
+        None
+    };
     let outcome = if client_run {
         match run_client(&scenario, &args.command, &opts) {
             Ok((o, exit)) => {

@@ -284,14 +284,21 @@ pub fn finish_run(
     files: Vec<PathBuf>,
     opts: &RunOptions,
 ) -> Result<RunOutcome, RunError> {
-    finish_run_with(
+    let outcome = finish_run_with(
         scenario,
         measured,
         events,
         started,
         (files, Vec::new()),
         (opts, opts.out_dir.as_deref()),
-    )
+    )?;
+    // Written in place: an earlier run's page, plots or trail this run did not write go
+    // now, as a virtual run's publishing removes them.
+    if let Some(dir) = &opts.out_dir {
+        let names: Vec<_> = outcome.files.iter().filter_map(|f| f.file_name()).collect();
+        crate::staging::remove_stale(dir, &names).map_err(|e| output_err(dir, e))?;
+    }
+    Ok(outcome)
 }
 
 /// [`finish_run`], with the files already written and those the run left out (listed in

@@ -105,11 +105,7 @@ impl Staging {
         for name in &names {
             fs::rename(self.partial.join(name), self.dir.join(name))?;
         }
-        for stale in sometimes_written() {
-            if !names.iter().any(|n| n == stale) {
-                remove_if_there(&self.dir.join(stale))?;
-            }
-        }
+        remove_stale(&self.dir, &names)?;
         fs::remove_dir(&self.partial)?;
         Ok(files
             .into_iter()
@@ -128,7 +124,39 @@ impl Staging {
     }
 }
 
+/// Removes from `dir` the files an earlier run may have left that this run, which wrote
+/// `written` (file names), did not write: none is left to pass for this run's. A live or
+/// `--client` run, which writes in place, calls it once its files are written.
+/// An audit trail's head (`audit.jsonl.head`) goes with its trail: a run that lists the
+/// trail among its files wrote the head beside it.
+pub fn remove_stale<N: AsRef<std::ffi::OsStr>>(dir: &Path, written: &[N]) -> io::Result<()> {
+    let wrote = |name: &str| written.iter().any(|n| n.as_ref() == name);
+    for stale in sometimes_written() {
+        let kept = wrote(stale) || (stale == "audit.jsonl.head" && wrote("audit.jsonl"));
+        if !kept {
+            remove_if_there(&dir.join(stale))?;
+        }
+    }
+    Ok(())
+}
+
+/// Takes the lock a run holds on `dir` (see the module's doc) when `dir` exists, for a run
+/// that writes in place (live, `--client`): held while the returned file lives. A folder
+/// not made yet is not made here (a refused run must not leave one).
+pub fn lock_if_there(dir: &Path) -> io::Result<Option<fs::File>> {
+    if dir.is_dir() {
+        lock(dir).map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+/// Removes the file at `path`, if one is there. A folder of that name is the user's, not a
+/// file a run left: it stays.
 fn remove_if_there(path: &Path) -> io::Result<()> {
+    if fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
+        return Ok(());
+    }
     match fs::remove_file(path) {
         Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
         _ => Ok(()),
@@ -240,6 +268,17 @@ mod tests {
     /// not published at all (nothing half moved), and says what to do.
     #[test]
     fn a_users_folder_named_like_a_run_file_stops_the_publishing() {
+        // Named like a file the run would remove as an earlier run's: it stays, and the run
+        // is published.
+        let dir = folder("kept");
+        fs::create_dir_all(dir.join("tenants.svg")).unwrap();
+        fs::write(dir.join("tenants.svg").join("data"), "precious").unwrap();
+        let run = Staging::begin(&dir).unwrap();
+        fs::write(run.path().join("summary.json"), "new").unwrap();
+        run.publish(Vec::new()).unwrap();
+        assert!(dir.join("tenants.svg").join("data").exists());
+        fs::remove_dir_all(&dir).unwrap();
+
         let dir = folder("clash");
         fs::create_dir_all(dir.join("summary.json")).unwrap();
         fs::write(dir.join("summary.json").join("data.txt"), "precious").unwrap();
@@ -257,6 +296,21 @@ mod tests {
             fs::read_to_string(dir.join("index.html")).unwrap(),
             "old page"
         );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A run that writes in place (live, `--client`) lists its files: the earlier run's
+    /// page goes, its own trail and the head beside it stay.
+    #[test]
+    fn a_run_in_place_keeps_what_it_wrote_and_its_trails_head() {
+        let dir = folder("in-place");
+        fs::create_dir_all(&dir).unwrap();
+        for name in ["index.html", "junit.xml", "audit.jsonl", "audit.jsonl.head"] {
+            fs::write(dir.join(name), "x").unwrap();
+        }
+        remove_stale(&dir, &["summary.json", "audit.jsonl"]).unwrap();
+        assert!(!dir.join("index.html").exists() && !dir.join("junit.xml").exists());
+        assert!(dir.join("audit.jsonl").exists() && dir.join("audit.jsonl.head").exists());
         fs::remove_dir_all(&dir).unwrap();
     }
 
