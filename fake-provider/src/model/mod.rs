@@ -880,6 +880,19 @@ impl ProviderModel {
 
         // 4. Output tokens past the model's bound: refused as the real APIs refuse them (400,
         // never retried), not counted against a limit (a 429 the SDKs retry for minutes).
+        // A count the edge assumed (the client named none) is the model's bound at most, as
+        // a real model writes no longer answer: billed, limited and drawn as that.
+        let bounded;
+        let req = match model.and_then(|m| self.models.max_output_tokens(m)) {
+            Some(most) if req.max_tokens_assumed && req.max_tokens > most => {
+                bounded = Request {
+                    max_tokens: most,
+                    ..req.clone()
+                };
+                &bounded
+            }
+            _ => req,
+        };
         if let Some(most) = model.and_then(|m| self.models.max_output_tokens(m)) {
             if req.max_tokens > most && !req.max_tokens_assumed {
                 let headers = self.headers(scope_idx, seq, now);

@@ -245,10 +245,28 @@ fn max_tokens_past_the_models_bound_is_a_400_before_any_limit() {
     // refuse it.
     assert_eq!(status(&asking(RequestRoute::Messages, 64_000)), Some(429));
     assert_eq!(status(&asking(RequestRoute::Messages, 100)), Some(200));
-    // A request naming no max_tokens is served: the edge's assumed count is no ask.
-    let mut unnamed = chat("sk-key-0001", Some("claude-sonnet-4-5"), 9);
-    (unnamed.max_tokens, unnamed.max_tokens_assumed) = (100_000, true);
-    assert_ne!(status(&m.arrive(&unnamed, 60_000)), Some(400));
+    // A request naming no max_tokens is served, and answered within the model's bound:
+    // the edge's assumed count is no ask, and no real model writes past its bound.
+    let roomy = scope("key", |s| s.tpm = Some(10_000_000));
+    let bounded = ModelConfig {
+        max_output_tokens: Some(64),
+        ..served("claude-sonnet-4-5")
+    };
+    let mut capped = model(one_key(vec![roomy], &[], vec![bounded]));
+    for n in 0..20 {
+        let mut unnamed = chat("sk-key-0001", Some("claude-sonnet-4-5"), n);
+        (unnamed.max_tokens, unnamed.max_tokens_assumed) = (256, true);
+        let d = capped.arrive(&unnamed, 0);
+        let Answer::Respond {
+            status: 200,
+            usage: Some((_, out)),
+            ..
+        } = d.answer
+        else {
+            panic!("{d:?}")
+        };
+        assert!((1..=64).contains(&out), "{out} tokens");
+    }
     let j = m.drain_journal();
     assert!(
         j[..3].iter().all(|e| e.limit.is_none() && !e.committed),

@@ -141,7 +141,9 @@ pub(super) fn check_messages_body(
         {
             return Err("`top_p` must be at least 0.95 when thinking is enabled".into());
         }
-        if on {
+        // In adaptive mode the model may answer without thinking, so a turn of calls sent
+        // back without a thinking block may be just what it answered.
+        if on && budget_tokens.is_some() {
             thought_before_tools(messages)?;
         }
     }
@@ -152,12 +154,20 @@ pub(super) fn check_messages_body(
 /// `cache_control`.
 const MAX_CACHE_BREAKPOINTS: usize = 4;
 
-/// The blocks marked with `cache_control`: `system`'s, every message's and the tools'.
+/// The blocks marked with `cache_control`: `system`'s, every message's (the blocks a
+/// `tool_result` holds too) and the tools'.
 fn cache_breakpoints(body: &Map<String, Value>, messages: &[Value]) -> usize {
-    let marked = |b: &Value| b.get("cache_control").is_some_and(|c| !c.is_null());
+    let marked = |b: &Value| usize::from(b.get("cache_control").is_some_and(|c| !c.is_null()));
     let listed = |v: Option<&Value>| -> usize {
-        v.and_then(Value::as_array)
-            .map_or(0, |items| items.iter().filter(|b| marked(b)).count())
+        v.and_then(Value::as_array).map_or(0, |items| {
+            items
+                .iter()
+                .map(|b| {
+                    let held = b.get("content").and_then(Value::as_array);
+                    marked(b) + held.map_or(0, |inner| inner.iter().map(marked).sum())
+                })
+                .sum()
+        })
     };
     listed(body.get("system"))
         + listed(body.get("tools"))
@@ -185,7 +195,8 @@ fn unique_tool_use_ids(messages: &[Value]) -> Result<(), String> {
     Ok(())
 }
 
-/// With thinking on, the last assistant turn that calls tools opens with the thinking that
+/// With thinking enabled (not adaptive, where the model may skip thinking: see the caller),
+/// the last assistant turn that calls tools opens with the thinking that
 /// led to the calls (`thinking` or `redacted_thinking`), which the client must send back:
 /// the API's most met refusal of agents that drop the block between turns.
 fn thought_before_tools(messages: &[Value]) -> Result<(), String> {
@@ -916,9 +927,15 @@ mod tests {
             let b = body(turn(Some(opening)), on.clone());
             assert_eq!(check_messages_body(&b, true, false), Ok(()), "{b}");
         }
-        // Without thinking, or with no call in the last assistant turn, nothing is asked.
+        // Without thinking, or with no call in the last assistant turn, nothing is asked; nor
+        // in adaptive mode, where the model may have called the tools without thinking.
         assert_eq!(
             check_messages_body(&body(turn(None), json!({})), true, false),
+            Ok(())
+        );
+        let adaptive = json!({"thinking": {"type": "adaptive"}});
+        assert_eq!(
+            check_messages_body(&body(turn(None), adaptive), true, false),
             Ok(())
         );
         let chat = json!([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}, {"role": "user", "content": "and?"}]);
@@ -946,6 +963,15 @@ mod tests {
             body(json!([{"role": "user", "content": blocks}]), json!({}))
         };
         assert_eq!(check_messages_body(&marked(4), true, false), Ok(()));
+        // A block a tool result holds counts too.
+        let mut nested = marked(4);
+        nested["messages"] = json!([
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [call.clone()]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "ok", "cache_control": {"type": "ephemeral"}}]}]},
+        ]);
+        nested["system"] = marked(4)["messages"][0]["content"].clone();
+        assert!(refusal(&nested).contains("Found 5."), "{nested}");
         assert_eq!(
             refusal(&marked(5)),
             "A maximum of 4 blocks with cache_control may be provided. Found 5."
