@@ -86,7 +86,10 @@ async fn messages_or_count(app: App, req: Request<Body>, route: RequestRoute) ->
         Ok(read) => read,
         Err(e) => {
             let refusal = error_response(&bad_request_body(&e));
-            let wire = super::respond::Wire::Anthropic { thinking: false };
+            let wire = super::respond::Wire::Anthropic {
+                thinking: false,
+                count: matches!(route, RequestRoute::CountTokens),
+            };
             req.workload_item = parse::workload_item_in(&bytes).filter(|_| counts_for_items);
             return super::routes::key_first(&app, req, wire, refusal).await;
         }
@@ -113,7 +116,10 @@ async fn messages_or_count(app: App, req: Request<Body>, route: RequestRoute) ->
         Ok(shape) => shape.filter(|_| route == RequestRoute::Messages),
         Err(e) => {
             let refusal = error_response(&bad_request_body(&e));
-            let wire = super::respond::Wire::Anthropic { thinking: false };
+            let wire = super::respond::Wire::Anthropic {
+                thinking: false,
+                count: matches!(route, RequestRoute::CountTokens),
+            };
             return super::routes::key_first(&app, req, wire, refusal).await;
         }
     };
@@ -122,7 +128,10 @@ async fn messages_or_count(app: App, req: Request<Body>, route: RequestRoute) ->
         && v.pointer("/thinking/type")
             .and_then(Value::as_str)
             .is_some_and(super::anthropic_body::thinks);
-    let wire = super::respond::Wire::Anthropic { thinking };
+    let wire = super::respond::Wire::Anthropic {
+        thinking,
+        count: matches!(route, RequestRoute::CountTokens),
+    };
     super::routes::attempt_shaped(&app, req, wire, shape).await
 }
 
@@ -270,10 +279,7 @@ pub(crate) fn answer(
     (usage, shape, thinking): (Option<(u32, u32)>, Option<&Shape>, bool),
 ) -> Response<Body> {
     let headers = headers(model_headers);
-    if status == 200 && body.get("input_tokens").is_some() {
-        // A token count is its own answer, as the model wrote it.
-        super::respond::json_response(200, &headers, body)
-    } else if status == 200 {
+    if status == 200 {
         let message = message(seq, body, usage, (shape, thinking));
         super::respond::json_response(200, &headers, &message)
     } else {

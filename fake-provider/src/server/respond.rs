@@ -258,8 +258,9 @@ pub(crate) enum Wire {
     OpenAi { include_usage: bool },
     /// Anthropic Messages (see `anthropic`); `thinking`: the request turned extended
     /// thinking on (`thinking.type` `enabled` or `adaptive`), so a 200 opens with a
-    /// `thinking` block, as the real API's does.
-    Anthropic { thinking: bool },
+    /// `thinking` block, as the real API's does; `count`: a token count, whose 200 is the
+    /// model's `{"input_tokens": N}` as it is.
+    Anthropic { thinking: bool, count: bool },
     /// OpenAI Responses (see `responses`): a 200 is a `response`; errors are OpenAI's.
     Responses,
     /// OpenAI embeddings: a 200 is a list of vectors; errors are OpenAI's.
@@ -372,7 +373,7 @@ pub(crate) async fn play(
                     let frames = sse_frames(id_seq, &body, (n, n), usage, shape);
                     sse_response(&headers, pace.paced(frames, 0), departure)
                 }
-                (Some(pace), Wire::Anthropic { thinking }) => {
+                (Some(pace), Wire::Anthropic { thinking, .. }) => {
                     let n = pace.chunks;
                     let frames =
                         anthropic::sse_frames(id_seq, &body, usage, (n, true), (shape, thinking));
@@ -395,7 +396,11 @@ pub(crate) async fn play(
                     let head = responses::head_events(shape);
                     sse_response(&headers, pace.paced(frames, head), departure)
                 }
-                (_, Wire::Anthropic { thinking }) => {
+                (_, Wire::Anthropic { count: true, .. }) if status == 200 => {
+                    departure.delivered();
+                    json_response(200, &anthropic::headers(&headers), &body)
+                }
+                (_, Wire::Anthropic { thinking, .. }) => {
                     departure.delivered();
                     anthropic::answer(id_seq, status, &headers, &body, (usage, shape, thinking))
                 }
@@ -495,7 +500,7 @@ fn broken_frames(
         Wire::OpenAi { .. } | Wire::Embeddings { .. } => {
             Box::new(sse_frames(seq, &body, (pieces, u32::MAX), None, shape).take(sent as usize))
         }
-        Wire::Anthropic { thinking } => {
+        Wire::Anthropic { thinking, .. } => {
             let usage = Some((facts.prompt_tokens, pieces));
             let lead = anthropic::lead_events(thinking);
             Box::new(

@@ -239,9 +239,10 @@ pub(crate) async fn body_refused(
     refusal: BodyRefusal,
 ) -> Response<Body> {
     let wire = match route {
-        RequestRoute::Messages | RequestRoute::CountTokens => {
-            respond::Wire::Anthropic { thinking: false }
-        }
+        RequestRoute::Messages | RequestRoute::CountTokens => respond::Wire::Anthropic {
+            thinking: false,
+            count: matches!(route, RequestRoute::CountTokens),
+        },
         RequestRoute::Responses => respond::Wire::Responses,
         _ => respond::Wire::OpenAi {
             include_usage: false,
