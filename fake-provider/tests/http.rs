@@ -1637,8 +1637,12 @@ async fn chat_and_messages_broken_streams_keep_a_forced_calls_shape() {
     );
     assert!(deltas.len() < 3, "a piece short of three: {deltas:?}");
     assert_eq!(events.last().unwrap()["type"], "error");
-    // Its start says the prompt it was sent (it had said 0), as a whole stream's does.
+    // Its start says the prompt it was sent (it had said 0), as a whole stream's does: the
+    // message's 4 characters and its tool's definition, a token a 4 characters, and 4
+    // tokens a message.
     let usage = &events[0]["message"]["usage"];
-    assert_eq!(usage["input_tokens"], 5, "{usage}");
+    let tools = json!([{ "name": "make_plan", "input_schema": schema }]).to_string();
+    let expected = ("plan".len() + tools.len()).div_ceil(4) + 4;
+    assert_eq!(usage["input_tokens"], expected, "{usage}");
     assert_eq!(usage["cache_read_input_tokens"], 0, "{usage}");
 }

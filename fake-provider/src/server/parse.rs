@@ -260,17 +260,33 @@ fn prompt_tokens(messages: &[Value]) -> u32 {
     u32::try_from(chars.div_ceil(4) + 4 * messages.len()).unwrap_or(u32::MAX)
 }
 
-/// Characters of text in a content value (a message's, an input item's, a system prompt):
-/// a string, or parts or blocks with `text`; anything else counts its JSON text.
+/// Characters of text in a content value (a message's, a system prompt): a string, or
+/// blocks (see [`block_chars`]); anything else counts its JSON text.
 pub(crate) fn text_chars(v: &Value) -> usize {
     match v {
         Value::String(s) => s.chars().count(),
-        Value::Array(parts) => parts
-            .iter()
-            .map(|p| p.get("text").map_or(0, text_chars))
-            .sum(),
+        Value::Array(parts) => parts.iter().map(block_chars).sum(),
         Value::Null => 0,
         other => other.to_string().len(),
+    }
+}
+
+/// Characters of one content block the model reads: its `text`, a tool result's
+/// `content`, a tool call's `input` (as JSON), a thinking block's `thinking`. An agent's
+/// conversation is mostly tool results and calls, which a count of `text` alone had left
+/// out (its input tokens, and the limits they count against, read a fraction of the real
+/// API's). A block of none of these (an image, a document) counts none.
+fn block_chars(block: &Value) -> usize {
+    if let Some(text) = block.get("text") {
+        text_chars(text)
+    } else if let Some(content) = block.get("content") {
+        text_chars(content)
+    } else if let Some(input) = block.get("input") {
+        input.to_string().len()
+    } else if let Some(Value::String(thought)) = block.get("thinking") {
+        thought.chars().count()
+    } else {
+        0
     }
 }
 
@@ -666,6 +682,22 @@ pub(crate) fn find_by(
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// An agent's turn counts what the model reads of it: a tool result's content (text or
+    /// blocks), a call's input as JSON, a thought; an image counts none.
+    #[test]
+    fn an_agents_blocks_count_their_results_calls_and_thoughts() {
+        let input = serde_json::json!({ "city": "Paris" });
+        let blocks = serde_json::json!([
+            { "type": "text", "text": "abcd" },
+            { "type": "tool_use", "id": "t", "name": "get", "input": input },
+            { "type": "tool_result", "tool_use_id": "t", "content": "12345678" },
+            { "type": "tool_result", "tool_use_id": "t", "content": [{ "type": "text", "text": "xy" }] },
+            { "type": "thinking", "thinking": "hmm", "signature": "s" },
+            { "type": "image", "source": { "type": "base64", "data": "AAAA" } },
+        ]);
+        assert_eq!(text_chars(&blocks), 4 + input.to_string().len() + 8 + 2 + 3);
+    }
 
     /// The item a workload prompt names reaches the attempt whichever way its body is
     /// read (plain, as a `Value`, with its content as a list of parts), and only from a
