@@ -883,7 +883,8 @@ impl ProviderModel {
         // A count the edge assumed (the client named none) is the model's bound at most, as
         // a real model writes no longer answer: billed, limited and drawn as that.
         let bounded;
-        let req = match model.and_then(|m| self.models.max_output_tokens(m)) {
+        let output_bound = model.and_then(|m| self.models.max_output_tokens(m));
+        let req = match output_bound {
             Some(most) if req.max_tokens_assumed && req.max_tokens > most => {
                 bounded = Request {
                     max_tokens: most,
@@ -893,8 +894,8 @@ impl ProviderModel {
             }
             _ => req,
         };
-        if let Some(most) = model.and_then(|m| self.models.max_output_tokens(m)) {
-            if req.max_tokens > most && !req.max_tokens_assumed {
+        if let Some(most) = output_bound {
+            if req.max_tokens > most {
                 let headers = self.headers(scope_idx, seq, now);
                 let name = model
                     .map(|m| self.models.name(m).to_string())
