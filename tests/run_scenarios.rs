@@ -659,6 +659,12 @@ fn formula_names_empty_tenants_and_escapes_in_descriptions_are_refused() {
             "description",
             "control character",
         ),
+        (
+            "tenant = \"t\"",
+            "tenant = \"t\\u202Egnp.exe\"",
+            "workload.0.tenant",
+            "U+202E",
+        ),
     ] {
         let msg = validate_error(&MINIMAL.replace(from, to));
         assert!(msg.contains(key) && msg.contains(says), "{to}: {msg}");

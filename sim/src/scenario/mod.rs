@@ -378,6 +378,14 @@ fn with_hint(message: &str) -> String {
     }
 }
 
+/// A character no name or description needs, which rewrites what a terminal or a page
+/// shows: a control character (an escape sequence, a carriage return), or a bidirectional
+/// override or isolate, which shows text in another order than it is stored (U+202A to
+/// U+202E, U+2066 to U+2069).
+fn unprintable(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
 /// Cross-checks that serde cannot express. Errors are `(dotted key, message)`.
 fn resolve(raw: ScenarioFile, has_provider: bool) -> Result<Scenario, (String, String)> {
     // The name is the run folder's (runs/<name>/): an empty one would write into runs/.
@@ -403,7 +411,7 @@ fn resolve(raw: ScenarioFile, has_provider: bool) -> Result<Scenario, (String, S
     );
     for (entry, field, name) in names {
         let key = || entry.map_or(field.to_string(), |i| format!("workload.{i}.{field}"));
-        if let Some(c) = name.chars().find(|c| c.is_control()) {
+        if let Some(c) = name.chars().find(|&c| unprintable(c)) {
             return Err((
                 key(),
                 format!(
@@ -439,7 +447,7 @@ fn resolve(raw: ScenarioFile, has_provider: bool) -> Result<Scenario, (String, S
         .description
         .iter()
         .flat_map(|d| d.chars())
-        .find(|c| c.is_control() && *c != '\n' && *c != '\t')
+        .find(|&c| unprintable(c) && c != '\n' && c != '\t')
     {
         return Err((
             "description".into(),
