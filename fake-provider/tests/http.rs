@@ -1646,3 +1646,68 @@ async fn chat_and_messages_broken_streams_keep_a_forced_calls_shape() {
     assert_eq!(usage["input_tokens"], expected, "{usage}");
     assert_eq!(usage["cache_read_input_tokens"], 0, "{usage}");
 }
+
+/// An answer names the model its request named, as the real APIs echo it (the fake had
+/// said `stampede-fake` to every request): cost trackers (LiteLLM's among them) and logs
+/// read the model from the answer. Chat plain and streamed, Messages plain and streamed,
+/// Responses, embeddings.
+#[tokio::test]
+async fn every_answer_names_the_model_its_request_named() {
+    let s = start(config(None, vec![])).await;
+    let post = |path: &str, body: Value| {
+        s.client
+            .post(format!("{}{path}", s.base))
+            .bearer_auth("sk-a-test-key")
+            .json(&body)
+            .send()
+    };
+    let hi = json!([{ "role": "user", "content": "hi" }]);
+    for (path, body) in [
+        (
+            "/v1/chat/completions",
+            json!({ "model": "gpt-4o-mini", "messages": hi, "max_tokens": 8 }),
+        ),
+        (
+            "/v1/messages",
+            json!({ "model": "gpt-4o-mini", "messages": hi, "max_tokens": 8 }),
+        ),
+        (
+            "/v1/responses",
+            json!({ "model": "gpt-4o-mini", "input": "hi", "max_output_tokens": 16 }),
+        ),
+        (
+            "/v1/embeddings",
+            json!({ "model": "gpt-4o-mini", "input": "hi" }),
+        ),
+    ] {
+        let r = post(path, body).await.unwrap();
+        assert_eq!(r.status(), 200, "{path}");
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["model"], "gpt-4o-mini", "{path}: {v}");
+    }
+    for (path, body) in [
+        (
+            "/v1/chat/completions",
+            json!({ "model": "a \"quoted\" model", "messages": hi, "max_tokens": 8, "stream": true }),
+        ),
+        (
+            "/v1/messages",
+            json!({ "model": "a \"quoted\" model", "messages": hi, "max_tokens": 8, "stream": true }),
+        ),
+    ] {
+        let r = post(path, body).await.unwrap();
+        let (events, broke) = sse_events(r).await;
+        assert!(!broke, "{path}");
+        let named = |e: &Value| {
+            e.get("model")
+                .or_else(|| e.pointer("/message/model"))
+                .cloned()
+        };
+        let models: Vec<Value> = events.iter().filter_map(named).collect();
+        assert!(!models.is_empty(), "{path}: {events:?}");
+        assert!(
+            models.iter().all(|m| m == "a \"quoted\" model"),
+            "{path}: {models:?}"
+        );
+    }
+}

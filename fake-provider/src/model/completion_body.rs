@@ -5,6 +5,10 @@
 use super::headers::number_str;
 use serde_json::{json, Value};
 
+/// The model an answer names when its request named none: a provider that lists no models
+/// serves any name, and an answer names the one it was asked for, as the real APIs do.
+pub const UNNAMED_MODEL: &str = "stampede-fake";
+
 /// Everything a chat completion's body says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CompletionBody {
@@ -31,14 +35,15 @@ impl CompletionBody {
         }
     }
 
-    /// The body as a JSON value (OpenAI's `chat.completion`).
-    pub fn to_value(&self) -> Value {
+    /// The body as a JSON value (OpenAI's `chat.completion`), answered by `model` (the
+    /// model the request named, as the real API echoes it).
+    pub fn to_value(&self, model: &str) -> Value {
         let (id_seq, completion) = (self.id_seq, self.completion_tokens);
         json!({
             "id": format!("chatcmpl-{id_seq}"),
             "object": "chat.completion",
             "created": self.created,
-            "model": "stampede-fake",
+            "model": model,
             "choices": [{
                 "index": 0,
                 "message": { "role": "assistant", "content": format!("stampede fake completion #{id_seq} ({completion} tokens)") },
@@ -52,10 +57,10 @@ impl CompletionBody {
         })
     }
 
-    /// Appends the body as `serde_json::to_writer(out, &self.to_value())` writes it, byte
-    /// for byte: keys in the value's (sorted) order, no whitespace, and no string in it that
-    /// needs escaping.
-    pub fn write_json(&self, out: &mut Vec<u8>) {
+    /// Appends the body as `serde_json::to_writer(out, &self.to_value(model))` writes it,
+    /// byte for byte: keys in the value's (sorted) order, no whitespace, and the model's
+    /// name escaped as serde_json escapes it (no other string in it needs escaping).
+    pub fn write_json(&self, out: &mut Vec<u8>, model: &str) {
         let mut digits = [0u8; 20];
         let mut number = |out: &mut Vec<u8>, v: u64| {
             out.extend_from_slice(number_str(&mut digits, v).as_bytes());
@@ -72,9 +77,10 @@ impl CompletionBody {
         number(out, self.created);
         out.extend_from_slice(b",\"id\":\"chatcmpl-");
         number(out, self.id_seq);
-        out.extend_from_slice(
-            b"\",\"model\":\"stampede-fake\",\"object\":\"chat.completion\",\"usage\":{\"completion_tokens\":",
-        );
+        out.extend_from_slice(b"\",\"model\":");
+        // A `String`'s serialization cannot fail into a `Vec`.
+        let _ = serde_json::to_writer(&mut *out, model);
+        out.extend_from_slice(b",\"object\":\"chat.completion\",\"usage\":{\"completion_tokens\":");
         number(out, u64::from(self.completion_tokens));
         out.extend_from_slice(b",\"prompt_tokens\":");
         number(out, u64::from(self.prompt_tokens));
@@ -110,19 +116,21 @@ mod tests {
                                 completion_tokens: c,
                                 max_tokens,
                             };
-                            let mut written = Vec::new();
-                            body.write_json(&mut written);
-                            let serialized = serde_json::to_vec(&body.to_value()).unwrap();
-                            assert_eq!(
-                                String::from_utf8_lossy(&written),
-                                String::from_utf8_lossy(&serialized)
-                            );
-                            compared += 1;
+                            for model in ["stampede-fake", "gpt-4o", "a \"quoted\"\\ name\u{1}"] {
+                                let mut written = Vec::new();
+                                body.write_json(&mut written, model);
+                                let serialized = serde_json::to_vec(&body.to_value(model)).unwrap();
+                                assert_eq!(
+                                    String::from_utf8_lossy(&written),
+                                    String::from_utf8_lossy(&serialized)
+                                );
+                                compared += 1;
+                            }
                         }
                     }
                 }
             }
         }
-        assert_eq!(compared, 5 * 3 * 8 * 8 * 2);
+        assert_eq!(compared, 5 * 3 * 8 * 8 * 2 * 3);
     }
 }

@@ -36,7 +36,7 @@ mod request;
 mod stats;
 mod streams;
 
-pub use completion_body::CompletionBody;
+pub use completion_body::{CompletionBody, UNNAMED_MODEL};
 use decision::{status_label, usual_status, USUAL_OUTCOMES};
 pub use decision::{Answer, CompletionId, Decision, ErrorSignal, RecordId, RecordsGiven, Signals};
 pub use headers::{
@@ -1289,7 +1289,7 @@ impl ProviderModel {
                 completion_tokens: completion,
                 max_tokens: req.max_tokens,
             }
-            .to_value()
+            .to_value(req.model.as_deref().unwrap_or(UNNAMED_MODEL))
         };
         Answer::Respond {
             status: 200,

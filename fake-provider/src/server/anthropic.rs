@@ -21,7 +21,7 @@ use super::parse::{self, BadRequest};
 use super::routes::read_body;
 use super::shaped::Shape;
 use super::App;
-use crate::model::RequestRoute;
+use crate::model::{RequestRoute, UNNAMED_MODEL};
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{Request, Response};
@@ -356,7 +356,7 @@ fn message(
         "id": super::respond::id("msg", seq),
         "type": "message",
         "role": "assistant",
-        "model": "stampede-fake",
+        "model": body.get("model").cloned().unwrap_or_else(|| json!(UNNAMED_MODEL)),
         "content": content,
         "stop_reason": stop_reason(body),
         "stop_sequence": null,

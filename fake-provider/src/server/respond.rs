@@ -4,7 +4,7 @@ use super::anthropic;
 use super::responses;
 use super::shaped::{self, Shape};
 use super::state::Shared;
-use crate::model::{Answer, CompletionBody, Decision, HeaderOut, Signals};
+use crate::model::{Answer, CompletionBody, Decision, HeaderOut, Signals, UNNAMED_MODEL};
 use axum::body::Body;
 use axum::http::{header, HeaderName, HeaderValue, Response, StatusCode};
 use bytes::Bytes;
@@ -121,8 +121,8 @@ impl HeaderOut for Rendered {
 pub(crate) enum JsonBody<'a> {
     /// A value, serialized.
     Value(&'a Value),
-    /// A plain completion, written straight as text.
-    Completion(&'a CompletionBody),
+    /// A plain completion, written straight as text, answered by the model named.
+    Completion(&'a CompletionBody, &'a str),
 }
 
 /// A JSON response with the headers `signals` writes: the same bytes on the wire as
@@ -147,7 +147,7 @@ pub(crate) fn signals_response(
                 out.buf.truncate(body_start);
             }
         }
-        JsonBody::Completion(c) => c.write_json(&mut out.buf),
+        JsonBody::Completion(c, model) => c.write_json(&mut out.buf, model),
     }
     let whole = Bytes::from(out.buf);
     let mut resp = Response::new(Body::from(whole.slice(body_start..)));
@@ -281,8 +281,17 @@ pub(crate) struct CompletionFacts {
     /// The attempt's prompt tokens, as the edge counted them: a broken stream's start
     /// says them (its answer has no usage of the model's).
     pub(crate) prompt_tokens: u32,
+    /// The model the request named, which its answer names (as the real APIs echo it).
+    pub(crate) model: Option<Arc<str>>,
     /// The request's settings its answer echoes (a Responses `response` does).
     pub(crate) echo: Option<Arc<Value>>,
+}
+
+impl CompletionFacts {
+    /// The model the answer names: the request's, else [`UNNAMED_MODEL`].
+    pub(crate) fn model_name(&self) -> &str {
+        self.model.as_deref().unwrap_or(UNNAMED_MODEL)
+    }
 }
 
 /// Plays a decision: sleeps its latency (real time), then answers, drops or hangs; a stream
@@ -345,7 +354,8 @@ pub(crate) async fn play(
             {
                 // The hot path: a plain completion, written straight as JSON text.
                 departure.delivered();
-                return signals_response(status, &signals, JsonBody::Completion(c));
+                let model = facts.model_name();
+                return signals_response(status, &signals, JsonBody::Completion(c, model));
             }
             if let (None, Wire::OpenAi { .. }, None) = (stream_chunks, wire, &shape) {
                 departure.delivered();
@@ -355,7 +365,7 @@ pub(crate) async fn play(
             // (an embedding's 200 reads no body).
             let body = match &completion {
                 Some(c) if !matches!(wire, Wire::Embeddings { .. }) => {
-                    let mut value = c.to_value();
+                    let mut value = c.to_value(facts.model_name());
                     if let Some(shape) = &shape {
                         shaped::apply(&mut value, shape, id_seq);
                     }
@@ -420,7 +430,7 @@ pub(crate) async fn play(
                     let body = json!({
                         "object": "list",
                         "data": data,
-                        "model": "stampede-fake-embedding",
+                        "model": facts.model_name(),
                         "usage": { "prompt_tokens": input, "total_tokens": input },
                     });
                     json_response(200, &headers, &body)
@@ -493,8 +503,7 @@ fn broken_frames(
     after_chunks: u32,
     facts: &CompletionFacts,
 ) -> Frames {
-    let body =
-        json!({ "id": format!("chatcmpl-{seq}"), "model": "stampede-fake", "created": unix_now() });
+    let body = json!({ "id": format!("chatcmpl-{seq}"), "model": facts.model_name(), "created": unix_now() });
     let (sent, pieces) = shaped::broken(after_chunks, shape);
     match wire {
         Wire::OpenAi { .. } | Wire::Embeddings { .. } => {
@@ -592,13 +601,18 @@ pub(crate) fn sse_frames(
         .get("created")
         .cloned()
         .unwrap_or_else(|| json!(unix_now()));
+    let model = body
+        .get("model")
+        .cloned()
+        .unwrap_or_else(|| json!(UNNAMED_MODEL));
     let chunk = move |id: &Value, created: &Value, choices: Value| {
         json!({
             "id": id, "object": "chat.completion.chunk", "created": created,
-            "model": "stampede-fake", "system_fingerprint": null, "choices": choices,
+            "model": model.clone(), "system_fingerprint": null, "choices": choices,
         })
     };
     let (head_id, head_created) = (id.clone(), created.clone());
+    let content_chunk = chunk.clone();
     let shape = shape.cloned();
     let content = (0..chunks).map(move |i| {
         let delta = match &shape {
@@ -623,7 +637,7 @@ pub(crate) fn sse_frames(
                 }
             }
         };
-        let c = chunk(
+        let c = content_chunk(
             &head_id,
             &head_created,
             json!([{ "index": 0, "delta": delta, "logprobs": null, "finish_reason": null }]),
@@ -743,10 +757,10 @@ mod tests {
                 parts(signals_response(
                     200,
                     signals,
-                    JsonBody::Completion(&completion)
+                    JsonBody::Completion(&completion, "gpt-4o")
                 ))
                 .await,
-                parts(json_response(200, &headers, &completion.to_value())).await
+                parts(json_response(200, &headers, &completion.to_value("gpt-4o"))).await
             );
         }
     }

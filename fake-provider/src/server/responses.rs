@@ -37,7 +37,7 @@ use super::respond::{id, Frames, Wire};
 use super::routes::{self, read_body};
 use super::shaped::{self, Shape};
 use super::App;
-use crate::model::{Request, RequestRoute};
+use crate::model::{Request, RequestRoute, UNNAMED_MODEL};
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{Request as HttpRequest, Response};
@@ -321,10 +321,11 @@ fn workload_item(v: &Value) -> Option<u64> {
 }
 
 /// What a 200 says, read from the chat completion the model's answer makes (see
-/// `CompletionBody`, and `shaped::apply` for a JSON shape's text): `created`, its text and
-/// whether it used every output token.
+/// `CompletionBody`, and `shaped::apply` for a JSON shape's text): `created`, the model
+/// that answered, its text and whether it used every output token.
 struct Said<'a> {
     created: &'a Value,
+    model: &'a str,
     text: &'a str,
     incomplete: bool,
 }
@@ -333,6 +334,10 @@ impl<'a> Said<'a> {
     fn of(body: &'a Value) -> Said<'a> {
         Said {
             created: body.get("created").unwrap_or(&Value::Null),
+            model: body
+                .get("model")
+                .and_then(Value::as_str)
+                .unwrap_or(UNNAMED_MODEL),
             text: body
                 .pointer("/choices/0/message/content")
                 .and_then(Value::as_str)
@@ -413,7 +418,7 @@ fn response(
         "instructions": null,
         "max_output_tokens": null,
         "metadata": {},
-        "model": "stampede-fake",
+        "model": said.model,
         "output": output,
         "parallel_tool_calls": true,
         "previous_response_id": null,

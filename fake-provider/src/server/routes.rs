@@ -300,6 +300,7 @@ pub(crate) async fn attempt_echoing(
         created,
         max_tokens: req.max_tokens,
         prompt_tokens: req.prompt_tokens,
+        model: req.model.clone(),
         echo,
     };
     respond::play(

@@ -70,7 +70,7 @@ pub(crate) fn prompt_chars(prompt_tokens: u32) -> usize {
 
 /// The model a request with none names asks for when the provider lists none (any name
 /// is served then).
-pub const UNNAMED_MODEL: &str = "stampede-fake";
+pub const UNNAMED_MODEL: &str = stampede_provider::model::UNNAMED_MODEL;
 
 /// The model `req` asks for on the wire: its own, else [`UNNAMED_MODEL`]. A driver whose
 /// provider lists models names the one it means (see `HttpWire::send`): the wire always
