@@ -234,6 +234,30 @@ fn a_malformed_scenario_exits_2_naming_the_file_and_the_others_still_run() {
     );
 }
 
+/// A `*.toml` link whose file is not there is an error naming it, not a file skipped: a
+/// check had passed playing one scenario fewer than its folder lists.
+#[cfg(unix)]
+#[test]
+fn a_broken_link_to_a_scenario_exits_2_naming_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("a.toml"), scenario("first", 30, "duplicates = 0")).unwrap();
+    std::os::unix::fs::symlink(dir.join("gone.toml"), dir.join("b-link.toml")).unwrap();
+    let out = stampede(&["check", a_str(dir), "--no-write"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("ERROR ") && l.contains("b-link.toml")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.lines().any(|l| l.starts_with("PASS first: ")),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn a_missing_path_exits_2() {
     let tmp = tempfile::tempdir().unwrap();

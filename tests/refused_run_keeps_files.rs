@@ -149,3 +149,20 @@ fn a_virtual_run_stopped_part_way_leaves_an_earlier_run_whole() {
     assert!(!last.contains_key("audit.jsonl"), "{:?}", last.keys());
     assert!(last.contains_key("summary.json"), "{:?}", last.keys());
 }
+
+/// `--out` naming a file is refused saying what to give instead, and the file is left as it
+/// was (it had said only "File exists").
+#[test]
+fn an_out_that_is_a_file_is_refused_saying_what_to_give() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("notes.txt");
+    std::fs::write(&file, "the user's").unwrap();
+    let out = stampede(&["run", &quickstart(), "--quiet", "--out", a_str(&file)]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("it is a file") && err.contains("give --out a folder"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "the user's");
+}

@@ -52,6 +52,13 @@ impl Staging {
     /// Starts a run in `dir` (made if missing): locks it against a second run, clears what
     /// a run stopped part way left in its [`PARTIAL_DIR`], and makes that folder afresh.
     pub fn begin(dir: &Path) -> io::Result<Staging> {
+        if fs::metadata(dir).is_ok_and(|m| !m.is_dir()) {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                "it is a file, where a run writes a folder of files: give --out a folder's \
+                 path (made if missing)",
+            ));
+        }
         fs::create_dir_all(dir)?;
         let lock = lock(dir)?;
         let partial = dir.join(PARTIAL_DIR);
