@@ -3,7 +3,6 @@
 //! then the plots, `index.html`, `junit.xml` and `summary.md` from stampede-reports; the
 //! audit trail `audit.jsonl` when asked, see [`RunOptions::audit`]).
 
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -248,7 +247,7 @@ fn with_attempts_csv(
     files: &mut Vec<PathBuf>,
     play: impl FnOnce(&mut dyn AttemptSink) -> Result<VirtualRun, DriverError>,
 ) -> Result<VirtualRun, RunError> {
-    fs::create_dir_all(dir).map_err(|e| output_err(dir, e))?;
+    // `dir` is the staged run's partial folder, made by `Staging::begin`.
     let path = dir.join("attempts.csv");
     // Rows are encoded on a thread of their own into the writer's buffer and reach the file
     // in 256 KiB writes; nothing is flushed per row.

@@ -13,8 +13,8 @@
 //! next run into the folder clears; a run that fails removes them ([`Staging::abandon`]).
 //!
 //! One run writes into a directory at a time: [`Staging::begin`] takes an exclusive lock on
-//! the directory, held until the process ends (the system drops it when the process dies,
-//! however it dies), and refuses a second run into it. Two runs into one folder had
+//! the directory, held until the run is published or given up (the system drops it when
+//! the process dies, however it dies), and refuses a second run into it. Two runs into one folder had
 //! published one run's summary beside the other's half-written attempts.
 //!
 //! Only the run's own names are replaced or removed: a folder given as `--out` may hold

@@ -778,16 +778,8 @@ fn arrivals_fit(
                 ),
             ));
         }
-        let after_first = w.count.saturating_sub(1) as f64;
-        let last = match &w.arrival {
-            Arrival::Backlog => start as f64,
-            Arrival::Rate(r) | Arrival::Poisson(r) => {
-                start as f64 + after_first * 1_000.0 / r.per_second
-            }
-            Arrival::Bursts { size, every } => {
-                start as f64 + (after_first / (*size).max(1) as f64).floor() * every.ms() as f64
-            }
-        };
+        // The arrival stream's own schedule (a Poisson rate's mean).
+        let last = w.arrival.planned_at(start, w.count.saturating_sub(1));
         if last > duration_ms as f64 {
             let lasts = if last >= MAX_DURATION_MS as f64 {
                 "past a year".to_string()

@@ -178,6 +178,25 @@ pub enum Arrival {
     },
 }
 
+impl Arrival {
+    /// When the `n`-th action (from 0) of a workload starting at `start_ms` arrives, ms
+    /// since run start: what the arrival stream plays for every pattern but Poisson, whose
+    /// gaps are drawn, and for which this is the mean. Scenario loading reads it to tell
+    /// whether a workload's arrivals fit in the run.
+    pub fn planned_at(&self, start_ms: u64, n: u64) -> f64 {
+        match self {
+            Arrival::Backlog => start_ms as f64,
+            Arrival::Rate(rate) | Arrival::Poisson(rate) => {
+                start_ms as f64 + n as f64 * 1_000.0 / rate.per_second
+            }
+            // In whole ms, as a burst's actions all arrive at one instant.
+            Arrival::Bursts { size, every } => {
+                start_ms.saturating_add((n / size).saturating_mul(every.ms())) as f64
+            }
+        }
+    }
+}
+
 /// What a valid arrival looks like, for error messages.
 pub const ARRIVAL_HINT: &str =
     "write \"backlog\", { rate = \"10/s\" }, { poisson = \"5/s\" } or { bursts = { size = 100, every = \"30s\" } }";

@@ -207,15 +207,9 @@ impl EntryStream {
         let at = self.next_at.floor() as Millis;
         let job = self.job(id, at, n, 0, seed);
         self.next += 1;
-        self.next_at = match self.spec.arrival {
-            ArrivalSpec::Backlog => self.next_at,
-            ArrivalSpec::Rate(rate) => {
-                self.spec.start.ms() as f64 + self.next as f64 * 1_000.0 / rate.per_second
-            }
+        self.next_at = match &self.spec.arrival {
             ArrivalSpec::Poisson(rate) => self.next_at + self.poisson_gap(rate.per_second),
-            ArrivalSpec::Bursts { size, every } => {
-                (self.spec.start.ms() + (self.next / size) * every.ms()) as f64
-            }
+            planned => planned.planned_at(self.spec.start.ms(), self.next),
         };
         Arrival {
             at,
