@@ -894,35 +894,32 @@ impl ProviderModel {
             }
             _ => req,
         };
-        if let Some(most) = output_bound {
-            if req.max_tokens > most {
-                let headers = self.headers(scope_idx, seq, now);
-                let name = model
-                    .map(|m| self.models.name(m).to_string())
-                    .unwrap_or_default();
-                let asked = req.max_tokens;
-                let message = || {
-                    match req.route.name() {
-                    RouteName::Messages => format!(
-                        "max_tokens: {asked} > {most}, which is the maximum allowed number of output tokens for {name}"
-                    ),
-                    RouteName::Responses => format!(
-                        "Invalid 'max_output_tokens': {asked} is more than this model supports: at most {most} output tokens."
-                    ),
-                    _ => format!(
-                        "max_tokens is too large: {asked}. This model supports at most {most} completion tokens, whereas you provided {asked}."
-                    ),
-                }
-                };
-                let answer = self.error(
-                    400,
-                    headers,
-                    message,
-                    "invalid_request_error",
-                    Cow::Borrowed("invalid_value"),
-                );
-                return decided(seq, reject_ms, answer);
+        if let Some(most) = output_bound.filter(|&most| req.max_tokens > most) {
+            let headers = self.headers(scope_idx, seq, now);
+            // Borrowed: the message is written only when bodies are not lean.
+            let name = model.map_or("", |m| &**self.models.name(m));
+            let asked = req.max_tokens;
+            let message = || {
+                match req.route.name() {
+                RouteName::Messages => format!(
+                    "max_tokens: {asked} > {most}, which is the maximum allowed number of output tokens for {name}"
+                ),
+                RouteName::Responses => format!(
+                    "Invalid 'max_output_tokens': {asked} is more than this model supports: at most {most} output tokens."
+                ),
+                _ => format!(
+                    "max_tokens is too large: {asked}. This model supports at most {most} completion tokens, whereas you provided {asked}."
+                ),
             }
+            };
+            let answer = self.error(
+                400,
+                headers,
+                message,
+                "invalid_request_error",
+                Cow::Borrowed("invalid_value"),
+            );
+            return decided(seq, reject_ms, answer);
         }
 
         // 4b. Context length: the model's own window, else the provider's.
@@ -1023,8 +1020,7 @@ impl ProviderModel {
             RequestRoute::CreateRecord => {
                 self.create_record(req, scope_idx, seq, now, entry, &mut holding)
             }
-            // Answered at 3b, before any limit; here for the match to be whole.
-            RequestRoute::CountTokens => (reject_ms, token_count(req, seq)),
+            RequestRoute::CountTokens => unreachable!("a token count is answered at 3b"),
             RequestRoute::GetRecord { id } => {
                 let latency = self.tool_latency.sample(&mut self.latency_rng, 0);
                 let headers = self.headers(scope_idx, seq, now);
@@ -1289,7 +1285,7 @@ impl ProviderModel {
                 completion_tokens: completion,
                 max_tokens: req.max_tokens,
             }
-            .to_value(req.model.as_deref().unwrap_or(UNNAMED_MODEL))
+            .to_value(req.model_name())
         };
         Answer::Respond {
             status: 200,
@@ -1735,8 +1731,6 @@ fn error_answer(
     }
 }
 
-/// What `decide` returns: built where it is returned, so the answer (some 400 bytes) is
-/// written in place instead of moved from a tuple into a `Decision`.
 /// Whom a wait an answer tells binds: the whole scope (a 429 or 503 of its limits or
 /// faults), or only the request told (a token count's: Anthropic limits counting apart,
 /// so its waits hold no other request on the scope back).
@@ -1761,6 +1755,8 @@ fn token_count(req: &Request, seq: u64) -> Answer {
     }
 }
 
+/// What `decide` returns: built where it is returned, so the answer (some 400 bytes) is
+/// written in place instead of moved from a tuple into a `Decision`.
 fn decided(seq: u64, latency_ms: u64, answer: Answer) -> Decision {
     Decision {
         seq,

@@ -5,6 +5,8 @@ use serde::{Deserialize, Serialize};
 use stampede_key::IdempotencyKey;
 use std::sync::Arc;
 
+use super::completion_body::UNNAMED_MODEL;
+
 /// One attempt as the provider's edge sees it.
 ///
 /// `tenant`, `action`, `attempt_no` and `class` come from optional `x-stampede-*` headers a
@@ -64,6 +66,13 @@ pub struct Request {
     /// its workload apart from requests it was not given. `None` otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workload_item: Option<u64>,
+}
+
+impl Request {
+    /// The model the request names, else [`UNNAMED_MODEL`]: the one its answer names.
+    pub fn model_name(&self) -> &str {
+        self.model.as_deref().unwrap_or(UNNAMED_MODEL)
+    }
 }
 
 /// The workload item a prompt's text names: `N` when it starts `request N:` (N a whole

@@ -21,7 +21,7 @@ use super::parse::{self, BadRequest};
 use super::routes::read_body;
 use super::shaped::Shape;
 use super::App;
-use crate::model::{RequestRoute, UNNAMED_MODEL};
+use crate::model::RequestRoute;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{Request, Response};
@@ -86,10 +86,7 @@ async fn messages_or_count(app: App, req: Request<Body>, route: RequestRoute) ->
         Ok(read) => read,
         Err(e) => {
             let refusal = error_response(&bad_request_body(&e));
-            let wire = super::respond::Wire::Anthropic {
-                thinking: false,
-                count: matches!(route, RequestRoute::CountTokens),
-            };
+            let wire = super::respond::Wire::anthropic(&route, false);
             req.workload_item = parse::workload_item_in(&bytes).filter(|_| counts_for_items);
             return super::routes::key_first(&app, req, wire, refusal).await;
         }
@@ -118,10 +115,7 @@ async fn messages_or_count(app: App, req: Request<Body>, route: RequestRoute) ->
         Ok(shape) => shape.filter(|_| route == RequestRoute::Messages),
         Err(e) => {
             let refusal = error_response(&bad_request_body(&e));
-            let wire = super::respond::Wire::Anthropic {
-                thinking: false,
-                count: matches!(route, RequestRoute::CountTokens),
-            };
+            let wire = super::respond::Wire::anthropic(&route, false);
             return super::routes::key_first(&app, req, wire, refusal).await;
         }
     };
@@ -130,10 +124,7 @@ async fn messages_or_count(app: App, req: Request<Body>, route: RequestRoute) ->
         && v.pointer("/thinking/type")
             .and_then(Value::as_str)
             .is_some_and(super::anthropic_body::thinks);
-    let wire = super::respond::Wire::Anthropic {
-        thinking,
-        count: matches!(route, RequestRoute::CountTokens),
-    };
+    let wire = super::respond::Wire::anthropic(&route, thinking);
     super::routes::attempt_shaped(&app, req, wire, shape).await
 }
 
@@ -356,7 +347,7 @@ fn message(
         "id": super::respond::id("msg", seq),
         "type": "message",
         "role": "assistant",
-        "model": body.get("model").cloned().unwrap_or_else(|| json!(UNNAMED_MODEL)),
+        "model": super::respond::answered_by(body),
         "content": content,
         "stop_reason": stop_reason(body),
         "stop_sequence": null,

@@ -15,6 +15,14 @@ use std::sync::Arc;
 /// Output tokens assumed when a completion request names no `max_tokens`.
 pub(crate) const DEFAULT_MAX_TOKENS: u32 = 256;
 
+/// Sets `req`'s output cap from what the client `named`: its count, or, when it named none,
+/// [`DEFAULT_MAX_TOKENS`] with `max_tokens_assumed` set (a model's bound refuses only a
+/// count the client named).
+pub(crate) fn set_max_tokens(req: &mut Request, named: Option<u32>) {
+    req.max_tokens = named.unwrap_or(DEFAULT_MAX_TOKENS);
+    req.max_tokens_assumed = named.is_none();
+}
+
 /// A request the server cannot turn into an attempt: 400 with this message, and the
 /// parameter at fault and an error code where the real API gives them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -549,9 +557,7 @@ fn plain(req: &mut Request, body: &PlainChat<'_>) -> Result<(), BadRequest> {
         .sum();
     req.prompt_tokens =
         u32::try_from(chars.div_ceil(4) + 4 * body.messages.len()).unwrap_or(u32::MAX);
-    let named = body.max_completion_tokens.or(body.max_tokens);
-    req.max_tokens = named.unwrap_or(DEFAULT_MAX_TOKENS);
-    req.max_tokens_assumed = named.is_none();
+    set_max_tokens(req, body.max_completion_tokens.or(body.max_tokens));
     req.stream = body.stream.unwrap_or(false);
     req.stream_usage = body
         .stream_options
@@ -596,9 +602,7 @@ fn chat_value(
         .iter()
         .filter_map(|m| field(m, "content", 1))
         .find_map(workload_item_of);
-    let named = body.max_completion_tokens.or(body.max_tokens);
-    req.max_tokens = named.unwrap_or(DEFAULT_MAX_TOKENS);
-    req.max_tokens_assumed = named.is_none();
+    set_max_tokens(req, body.max_completion_tokens.or(body.max_tokens));
     req.stream = body.stream.unwrap_or(false);
     req.stream_usage = body.stream_options.is_some_and(|o| o.include_usage);
     shaped::openai(&v)

@@ -4,7 +4,9 @@ use super::anthropic;
 use super::responses;
 use super::shaped::{self, Shape};
 use super::state::Shared;
-use crate::model::{Answer, CompletionBody, Decision, HeaderOut, Signals, UNNAMED_MODEL};
+use crate::model::{
+    Answer, CompletionBody, Decision, HeaderOut, RequestRoute, Signals, UNNAMED_MODEL,
+};
 use axum::body::Body;
 use axum::http::{header, HeaderName, HeaderValue, Response, StatusCode};
 use bytes::Bytes;
@@ -270,6 +272,17 @@ pub(crate) enum Wire {
     },
 }
 
+impl Wire {
+    /// Anthropic's wire for a request on `route` (`/v1/messages` or its token count),
+    /// `thinking` or not.
+    pub(crate) fn anthropic(route: &RequestRoute, thinking: bool) -> Wire {
+        Wire::Anthropic {
+            thinking,
+            count: matches!(route, RequestRoute::CountTokens),
+        }
+    }
+}
+
 /// What the edge adds to a decision to write a completion's body, which the model leaves
 /// to it (see `ProviderModel::set_lean_completions`).
 #[derive(Debug, Clone)]
@@ -292,6 +305,14 @@ impl CompletionFacts {
     pub(crate) fn model_name(&self) -> &str {
         self.model.as_deref().unwrap_or(UNNAMED_MODEL)
     }
+}
+
+/// The model a completion's `body` (the value a 200 is rendered from) names as the one
+/// that answered, else [`UNNAMED_MODEL`]: read by each wire's renderer.
+pub(crate) fn answered_by(body: &Value) -> &str {
+    body.get("model")
+        .and_then(Value::as_str)
+        .unwrap_or(UNNAMED_MODEL)
 }
 
 /// Plays a decision: sleeps its latency (real time), then answers, drops or hangs; a stream
@@ -601,10 +622,7 @@ pub(crate) fn sse_frames(
         .get("created")
         .cloned()
         .unwrap_or_else(|| json!(unix_now()));
-    let model = body
-        .get("model")
-        .cloned()
-        .unwrap_or_else(|| json!(UNNAMED_MODEL));
+    let model = answered_by(body).to_string();
     let chunk = move |id: &Value, created: &Value, choices: Value| {
         json!({
             "id": id, "object": "chat.completion.chunk", "created": created,

@@ -37,7 +37,7 @@ use super::respond::{id, Frames, Wire};
 use super::routes::{self, read_body};
 use super::shaped::{self, Shape};
 use super::App;
-use crate::model::{Request, RequestRoute, UNNAMED_MODEL};
+use crate::model::{Request, RequestRoute};
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{Request as HttpRequest, Response};
@@ -115,9 +115,8 @@ fn read(
         Some(Value::String(s)) => s.chars().count(),
         Some(other) => return Err(parse::invalid_type("instructions", "a string", other)),
     };
-    req.max_tokens_assumed = v.get("max_output_tokens").map_or(true, Value::is_null);
-    req.max_tokens = match v.get("max_output_tokens") {
-        None | Some(Value::Null) => parse::DEFAULT_MAX_TOKENS,
+    let named = match v.get("max_output_tokens") {
+        None | Some(Value::Null) => None,
         Some(Value::Number(n)) if n.is_u64() || n.is_i64() => {
             let asked = n.as_u64().unwrap_or(0);
             if asked < MIN_OUTPUT_TOKENS {
@@ -130,7 +129,7 @@ fn read(
                     ),
                 ));
             }
-            u32::try_from(asked).map_err(|_| {
+            Some(u32::try_from(asked).map_err(|_| {
                 BadRequest::at(
                     "max_output_tokens",
                     Some("integer_above_max_value"),
@@ -140,7 +139,7 @@ fn read(
                         u32::MAX
                     ),
                 )
-            })?
+            })?)
         }
         Some(other) => {
             return Err(parse::invalid_type(
@@ -150,6 +149,7 @@ fn read(
             ))
         }
     };
+    parse::set_max_tokens(req, named);
     req.stream = match v.get("stream") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
@@ -334,10 +334,7 @@ impl<'a> Said<'a> {
     fn of(body: &'a Value) -> Said<'a> {
         Said {
             created: body.get("created").unwrap_or(&Value::Null),
-            model: body
-                .get("model")
-                .and_then(Value::as_str)
-                .unwrap_or(UNNAMED_MODEL),
+            model: super::respond::answered_by(body),
             text: body
                 .pointer("/choices/0/message/content")
                 .and_then(Value::as_str)

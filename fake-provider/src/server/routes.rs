@@ -239,10 +239,9 @@ pub(crate) async fn body_refused(
     refusal: BodyRefusal,
 ) -> Response<Body> {
     let wire = match route {
-        RequestRoute::Messages | RequestRoute::CountTokens => respond::Wire::Anthropic {
-            thinking: false,
-            count: matches!(route, RequestRoute::CountTokens),
-        },
+        RequestRoute::Messages | RequestRoute::CountTokens => {
+            respond::Wire::anthropic(&route, false)
+        }
         RequestRoute::Responses => respond::Wire::Responses,
         _ => respond::Wire::OpenAi {
             include_usage: false,
@@ -300,7 +299,8 @@ pub(crate) async fn attempt_echoing(
         created,
         max_tokens: req.max_tokens,
         prompt_tokens: req.prompt_tokens,
-        model: req.model.clone(),
+        // Moved, not cloned: the model has read `req`, which nothing reads after.
+        model: req.model,
         echo,
     };
     respond::play(
