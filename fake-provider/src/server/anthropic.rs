@@ -98,7 +98,7 @@ async fn messages_or_count(app: App, req: Request<Body>, route: RequestRoute) ->
         .sum::<usize>()
         + parse::text_chars(&parsed.system)
         // The tools' definitions are read by the model too, and counted by the real API.
-        + v.get("tools").filter(|t| !t.is_null()).map_or(0, |t| t.to_string().len());
+        + v.get("tools").filter(|t| !t.is_null()).map_or(0, parse::json_len);
     req.prompt_tokens =
         u32::try_from(chars.div_ceil(4) + 4 * parsed.messages.len()).unwrap_or(u32::MAX);
     req.max_tokens = parsed.max_tokens;

@@ -233,6 +233,29 @@ pub(crate) fn canonical_hash(v: &impl serde::Serialize) -> u64 {
     }
 }
 
+/// The length of `v`'s JSON text, bytes, counted as it is written: no text is kept (a
+/// request's tools or a call's input can be megabytes).
+pub(crate) fn json_len(v: &Value) -> usize {
+    let mut sink = CountSink(0);
+    // Writing to a count cannot fail.
+    let _ = serde_json::to_writer(&mut sink, v);
+    sink.0
+}
+
+/// An `io::Write` that counts the bytes written to it.
+struct CountSink(usize);
+
+impl std::io::Write for CountSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// An `io::Write` that feeds everything written to an FNV-1a hash.
 struct HashSink(Fnv);
 
@@ -262,7 +285,7 @@ fn prompt_tokens(messages: &[Value]) -> u32 {
         .map(|m| match field(m, "content", 1) {
             Some(Value::String(s)) => s.chars().count(),
             None | Some(Value::Null) => 0,
-            Some(other) => other.to_string().len(),
+            Some(other) => json_len(other),
         })
         .sum();
     u32::try_from(chars.div_ceil(4) + 4 * messages.len()).unwrap_or(u32::MAX)
@@ -275,7 +298,7 @@ pub(crate) fn text_chars(v: &Value) -> usize {
         Value::String(s) => s.chars().count(),
         Value::Array(parts) => parts.iter().map(block_chars).sum(),
         Value::Null => 0,
-        other => other.to_string().len(),
+        other => json_len(other),
     }
 }
 
@@ -290,7 +313,7 @@ fn block_chars(block: &Value) -> usize {
     } else if let Some(content) = block.get("content") {
         text_chars(content)
     } else if let Some(input) = block.get("input") {
-        input.to_string().len()
+        json_len(input)
     } else if let Some(Value::String(thought)) = block.get("thinking") {
         thought.chars().count()
     } else {
@@ -629,7 +652,7 @@ pub(crate) fn embeddings(
             .iter()
             .map(|i| {
                 i.as_str()
-                    .map_or_else(|| i.to_string().len(), |s| s.chars().count())
+                    .map_or_else(|| json_len(i), |s| s.chars().count())
             })
             .sum(),
         _ => {
