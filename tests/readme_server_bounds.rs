@@ -13,7 +13,8 @@ use stampede_provider::server::{
     ServerOptions, DEFAULT_BODY_LIMIT, DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_FIELD_BYTES,
     DEFAULT_MAX_HEADER_BYTES, DEFAULT_PRESSED_IDLE_TIMEOUT, DEFAULT_WRITE_STALL_TIMEOUT,
-    MAX_SHAPED_DEPTH, MAX_SHAPED_VALUES, MAX_STREAM_GROUPS,
+    MAX_CACHE_BREAKPOINTS, MAX_SHAPED_DEPTH, MAX_SHAPED_VALUES, MAX_STREAM_GROUPS,
+    MIN_THINKING_BUDGET, MIN_THINKING_TOP_P,
 };
 
 fn readme() -> String {
@@ -170,4 +171,29 @@ fn the_client_run_bounds_the_readme_quotes_are_the_codes() {
         &r,
         &format!("`time_scale` must lie in [{MIN_TIME_SCALE}, {MAX_TIME_SCALE}]"),
     );
+}
+
+/// The Anthropic rules the README quotes are the ones the Messages checks hold requests
+/// to: the least thinking budget, the most `cache_control` blocks, the least `top_p` while
+/// thinking.
+#[test]
+fn the_readme_quotes_the_messages_checks_numbers() {
+    let r = readme();
+    let budget = format!(
+        "{},{:03}",
+        MIN_THINKING_BUDGET / 1_000,
+        MIN_THINKING_BUDGET % 1_000
+    );
+    says(&r, &format!("`thinking` budget under {budget} tokens"));
+    let words = [
+        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
+    ];
+    says(
+        &r,
+        &format!(
+            "more than {} `cache_control` blocks",
+            words[MAX_CACHE_BREAKPOINTS]
+        ),
+    );
+    says(&r, &format!("a `top_p` under {MIN_THINKING_TOP_P}"));
 }

@@ -137,9 +137,11 @@ pub(super) fn check_messages_body(
         if on
             && present(body, "top_p")
                 .and_then(Value::as_f64)
-                .is_some_and(|p| p < 0.95)
+                .is_some_and(|p| p < MIN_THINKING_TOP_P)
         {
-            return Err("`top_p` must be at least 0.95 when thinking is enabled".into());
+            return Err(format!(
+                "`top_p` must be at least {MIN_THINKING_TOP_P} when thinking is enabled"
+            ));
         }
         // In adaptive mode the model may answer without thinking, so a turn of calls sent
         // back without a thinking block may be just what it answered.
@@ -152,7 +154,7 @@ pub(super) fn check_messages_body(
 
 /// Most blocks (system, message and tool entries) one request may mark with
 /// `cache_control`.
-const MAX_CACHE_BREAKPOINTS: usize = 4;
+pub const MAX_CACHE_BREAKPOINTS: usize = 4;
 
 /// The blocks marked with `cache_control`: `system`'s, every message's (the blocks a
 /// `tool_result` holds too) and the tools'.
@@ -514,7 +516,10 @@ pub(super) fn thinks(kind: &str) -> bool {
 }
 
 /// The smallest `thinking.budget_tokens` the API takes, tokens.
-const MIN_THINKING_BUDGET: i64 = 1_024;
+pub const MIN_THINKING_BUDGET: i64 = 1_024;
+
+/// The least `top_p` a thinking model takes.
+pub const MIN_THINKING_TOP_P: f64 = 0.95;
 
 /// `thinking`: an object whose `type` is one anthropic 2.14.0's `ThinkingConfigParam`
 /// names (`between_tools` too, which the SDK sends); `enabled` needs a `budget_tokens` of at

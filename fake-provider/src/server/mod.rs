@@ -30,6 +30,7 @@ mod routes;
 mod shaped;
 mod state;
 
+pub use anthropic_body::{MAX_CACHE_BREAKPOINTS, MIN_THINKING_BUDGET, MIN_THINKING_TOP_P};
 pub use cli::serve_cli;
 pub use control::DEFAULT_JOURNAL_PAGE;
 pub use own_thread::spawn_on_thread;
