@@ -1402,6 +1402,75 @@ fn the_anthropic_sdk_gets_forced_tool_calls() {
     );
 }
 
+/// An agent's tool round trip through the official openai SDK, on chat completions and on
+/// the Responses API: the call's answer sent back is taken, and a turn that drops it gets
+/// the real API's 400 (`BadRequestError`), which the SDK never retries. Such a turn had
+/// been answered 200, so an agent that lost its tool messages ran cleanly here. The turns
+/// name no workload item (the items are done first), so they are the client's own requests.
+#[test]
+fn the_openai_sdk_hears_a_dropped_tool_answer_refused() {
+    if !python_has("openai") {
+        return;
+    }
+    let script = r#"
+import json, os, openai
+client = openai.OpenAI(_strict_response_validation=True, timeout=10, max_retries=0)
+for line in open(os.environ["STAMPEDE_WORKLOAD"]):
+    r = json.loads(line)
+    client.chat.completions.create(model=r["model"], messages=r["messages"], max_tokens=r["max_tokens"])
+schema = {"type": "object", "properties": {}}
+ask = [{"role": "user", "content": "weather in Paris?"}]
+tools = [{"type": "function", "function": {"name": "get_weather", "parameters": schema}}]
+m = client.chat.completions.create(model="m", messages=ask, tools=tools, tool_choice="required", max_tokens=50)
+said = m.choices[0].message.model_dump(exclude_none=True)
+answer = {"role": "tool", "tool_call_id": m.choices[0].message.tool_calls[0].id, "content": "sunny"}
+turn = client.chat.completions.create(model="m", messages=ask + [said, answer], max_tokens=50)
+print("chat round trip:", turn.choices[0].finish_reason)
+def refused(name, call):
+    try:
+        call()
+        print(name + ": answered")
+    except openai.BadRequestError as e:
+        print(name + ":", e.status_code, e.body.get("param"), e.body.get("message"))
+refused("chat dropped", lambda: client.chat.completions.create(model="m", messages=ask + [said, {"role": "user", "content": "and?"}], max_tokens=50))
+tools = [{"type": "function", "name": "get_weather", "parameters": schema}]
+r = client.responses.create(model="m", input=ask, tools=tools, tool_choice="required", max_output_tokens=50)
+call = r.output[0]
+output = {"type": "function_call_output", "call_id": call.call_id, "output": "sunny"}
+turn = client.responses.create(model="m", input=ask + [call.model_dump(exclude_none=True), output], max_output_tokens=50)
+print("responses round trip:", turn.status)
+refused("responses dropped", lambda: client.responses.create(model="m", input=ask + [call.model_dump(exclude_none=True)], max_output_tokens=50))
+refused("responses stray", lambda: client.responses.create(model="m", input=ask + [output], max_output_tokens=50))
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_client(
+        "tests/clients/structured-openai.toml",
+        dir.path(),
+        &["python3", "-c", script],
+    );
+    let log = std::fs::read_to_string(dir.path().join("client.log")).unwrap_or_default();
+    assert_eq!(out.status.code(), Some(0), "{}\n{log}", text(&out.stdout));
+    let call = log
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("responses dropped: 400 input No tool output found for function call ")
+        })
+        .unwrap_or_else(|| panic!("{log}"));
+    assert_eq!(
+        log.lines().collect::<Vec<_>>(),
+        [
+            "chat round trip: stop",
+            "chat dropped: 400 messages.[1].role An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: call_000000000005",
+            "responses round trip: completed",
+            &format!("responses dropped: 400 input No tool output found for function call {call}"),
+            &format!("responses stray: 400 input No tool call found for function call output with call_id {call}"),
+        ],
+        "{log}"
+    );
+    let s = summary(dir.path());
+    assert_eq!(s["completed"], s["logical_requests"], "{s}");
+}
+
 /// Requests the provider refuses as invalid (a temperature of 5), sent for a workload item,
 /// count for that item: its dead letter says it was sent 3 times and last heard 400. They
 /// had counted for no item and as no foreign request ("sent": false, 0 attempts).

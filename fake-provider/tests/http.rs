@@ -811,6 +811,33 @@ async fn bodies_the_real_apis_refuse_are_refused_in_their_words() {
         (json!({ "model": "m", "messages": hi, "temperature": 3 }), json!("temperature"), json!("decimal_above_max_value"), "Expected a value <= 2, but got 3 instead."),
         // A misspelt parameter: production refuses it, so the fake does (it had answered 200).
         (json!({ "model": "m", "messages": hi, "max_token": 8 }), Value::Null, Value::Null, "Unrecognized request argument supplied: max_token"),
+        // An agent that dropped a tool's answer, one that answered a call never made, and a
+        // tool message naming no call: production refuses all three (they had answered 200).
+        (
+            json!({ "model": "m", "messages": [
+                { "role": "user", "content": "weather?" },
+                { "role": "assistant", "content": null, "tool_calls": [{ "id": "call_1", "type": "function", "function": { "name": "get", "arguments": "{}" } }] },
+                { "role": "user", "content": "and?" },
+            ] }),
+            json!("messages.[1].role"),
+            Value::Null,
+            "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: call_1",
+        ),
+        (
+            json!({ "model": "m", "messages": [
+                { "role": "user", "content": "weather?" },
+                { "role": "tool", "tool_call_id": "call_9", "content": "sunny" },
+            ] }),
+            json!("messages.[1].role"),
+            Value::Null,
+            "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
+        ),
+        (
+            json!({ "model": "m", "messages": [{ "role": "user", "content": "weather?" }, { "role": "tool", "content": "sunny" }] }),
+            json!("messages[1].tool_call_id"),
+            json!("missing_required_parameter"),
+            "Missing required parameter: 'messages[1].tool_call_id'.",
+        ),
     ] {
         let r = openai(body.clone()).await.unwrap();
         assert_eq!(r.status(), 400, "{body}");
@@ -824,6 +851,17 @@ async fn bodies_the_real_apis_refuse_are_refused_in_their_words() {
     let ok = openai(json!({ "model": "m", "messages": [{ "role": "developer", "content": "be brief" }, { "role": "user", "content": [{ "type": "text", "text": "hi" }] }], "temperature": 0.2 }))
         .await
         .unwrap();
+    assert_eq!(ok.status(), 200);
+    // A tool round trip, two calls answered in either order, is taken.
+    let call = |id: &str| json!({ "id": id, "type": "function", "function": { "name": "get", "arguments": "{}" } });
+    let ok = openai(json!({ "model": "m", "messages": [
+        { "role": "user", "content": "weather in Paris and Rome?" },
+        { "role": "assistant", "content": null, "tool_calls": [call("call_1"), call("call_2")] },
+        { "role": "tool", "tool_call_id": "call_2", "content": "sunny" },
+        { "role": "tool", "tool_call_id": "call_1", "content": "rain" },
+    ] }))
+    .await
+    .unwrap();
     assert_eq!(ok.status(), 200);
 
     let anthropic = |body: Value, key: Option<&str>| {

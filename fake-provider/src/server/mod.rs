@@ -20,6 +20,7 @@ mod conn;
 mod control;
 mod guard;
 pub mod known_fields;
+mod openai_tools;
 mod own_thread;
 mod parse;
 mod pending;

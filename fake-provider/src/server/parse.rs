@@ -472,7 +472,8 @@ fn check_role(index: usize, role: &str) -> Result<(), BadRequest> {
 }
 
 /// What the real API checks of a chat body read as a `Value` beyond its shape: the model,
-/// each message's role and content, and the sampling numbers' types and ranges.
+/// each message's role and content, the sampling numbers' types and ranges, and the
+/// pairing of tool calls and tool messages.
 fn check_chat_value(v: &Value) -> Result<(), BadRequest> {
     check_model_value(v)?;
     if let Some(Value::Array(messages)) = v.get("messages") {
@@ -505,6 +506,9 @@ fn check_chat_value(v: &Value) -> Result<(), BadRequest> {
         if v.get(param).and_then(Value::as_u64) == Some(0) {
             return Err(zero_tokens(param));
         }
+    }
+    if let Some(Value::Array(messages)) = v.get("messages") {
+        super::openai_tools::tool_pairing(messages)?;
     }
     Ok(())
 }
@@ -563,6 +567,11 @@ fn plain(req: &mut Request, body: &PlainChat<'_>) -> Result<(), BadRequest> {
     }
     for (i, m) in body.messages.iter().enumerate() {
         check_role(i, &m.0.role)?;
+    }
+    // A plain message is a role and a content: a tool message among them names no call it
+    // answers (the read of a value refuses it in the same words, `openai_tools`).
+    if let Some(i) = body.messages.iter().position(|m| m.0.role == "tool") {
+        return Err(missing(&format!("messages[{i}].tool_call_id")));
     }
     req.body_hash = canonical_hash(body);
     req.model = body.model.as_deref().map(Arc::from);

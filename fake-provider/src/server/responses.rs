@@ -26,7 +26,8 @@
 //! (at least 16, as the real API requires), `stream`, `tools`, `tool_choice` and
 //! `text.format` are read; every other field the API takes is accepted and changes nothing
 //! (`previous_response_id` is not looked up: a conversation's earlier turns are not
-//! counted in its input). The settings a `response` echoes are the request's where it
+//! counted in its input, and an output answering a call made in them is taken; see
+//! `openai_tools`). The settings a `response` echoes are the request's where it
 //! sent them (see [`echo`]).
 
 use super::known_fields;
@@ -110,6 +111,13 @@ fn read(
         parse::check_model_value(&v)?;
     }
     let (input_chars, items) = input_size(v.get("input"))?;
+    if let Some(Value::Array(input)) = v.get("input") {
+        // A continued conversation's calls may be in its stored turns, which are not kept.
+        let continued = ["previous_response_id", "conversation"]
+            .iter()
+            .any(|name| v.get(*name).is_some_and(|value| !value.is_null()));
+        super::openai_tools::function_call_pairing(input, continued)?;
+    }
     let instructions = match v.get("instructions") {
         None | Some(Value::Null) => 0,
         Some(Value::String(s)) => s.chars().count(),
@@ -931,7 +939,8 @@ mod tests {
         );
         let items = json!({ "model": "m", "input": [
             { "role": "user", "content": [{ "type": "input_text", "text": "abcd" }] },
-            { "type": "function_call_output", "call_id": "c", "output": "abcd" }] });
+            { "type": "function_call_output", "call_id": "c", "output": "abcd" }],
+            "previous_response_id": "resp_1" });
         assert_eq!(read_body(items).unwrap().prompt_tokens, 2 + 8);
         let low = read_body(json!({ "model": "m", "input": "x", "max_output_tokens": 5 }));
         assert_eq!(
