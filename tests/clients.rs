@@ -10,12 +10,12 @@ use std::process::{Command, Output};
 
 use common::{a_str, stampede, text};
 
-fn summary(dir: &Path) -> serde_json::Value {
+pub(crate) fn summary(dir: &Path) -> serde_json::Value {
     let raw = std::fs::read_to_string(dir.join("summary.json")).expect("summary.json written");
     serde_json::from_str(&raw).expect("summary.json is JSON")
 }
 
-fn run_client(scenario: &str, dir: &Path, command: &[&str]) -> Output {
+pub(crate) fn run_client(scenario: &str, dir: &Path, command: &[&str]) -> Output {
     let mut args = vec!["run", scenario, "--out", a_str(dir), "--client"];
     if !command.is_empty() {
         args.push("--");

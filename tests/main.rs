@@ -31,6 +31,7 @@ mod live_no_retries;
 mod live_safety;
 mod live_unfinished;
 mod messages;
+mod node_clients;
 mod outside_loop;
 mod pairs;
 mod pgo_script;
