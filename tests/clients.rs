@@ -384,7 +384,7 @@ fn probe(api: &str) -> (Vec<String>, Vec<(String, bool)>) {
 /// The provider's side of the fault sequence, the same for both APIs but the overload
 /// status: no attempt was retried (x-should-retry: false held the last one back, though
 /// its retries were on).
-fn assert_journal(journal: &[(String, bool)], overloaded: &str) {
+pub(crate) fn assert_journal(journal: &[(String, bool)], overloaded: &str) {
     let expected: Vec<(String, bool)> = [
         ("429", false),
         (overloaded, false),

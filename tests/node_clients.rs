@@ -4,7 +4,7 @@
 //! package-lock.json); without them these tests say so and pass, unless
 //! `STAMPEDE_REQUIRE_SDKS=1` (as `.ci/run` sets it), where a missing SDK fails them.
 
-use crate::clients::{run_client, summary};
+use crate::clients::{assert_journal, run_client, summary};
 use crate::common::text;
 
 use std::collections::BTreeSet;
@@ -103,4 +103,75 @@ fn the_official_anthropic_node_sdk_plays_plain_and_streamed() {
         "529",
     );
     assert_eq!(routes, ["/v1/messages".to_string()].into());
+}
+
+/// What the Node.js SDK raised for each request of `tests/clients/faults-API.toml` (played
+/// by `fault_probe.mjs`: the k-th attempt gets the k-th fault, streamed, no retries but on
+/// the last), and the journal's side, which the Python SDKs' probes see too.
+fn probe(api: &str, overloaded: &str) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let driver = format!("{NODE_CLIENTS}/fault_probe.mjs");
+    let scenario = format!("tests/clients/faults-{api}.toml");
+    let out = run_client(&scenario, dir.path(), &["node", &driver, api]);
+    let log = std::fs::read_to_string(dir.path().join("client.log")).unwrap_or_default();
+    assert_eq!(out.status.code(), Some(0), "{}\n{log}", text(&out.stdout));
+    let mut journal = Vec::new();
+    let mut reader = csv::Reader::from_path(dir.path().join("attempts.csv")).unwrap();
+    for row in reader.deserialize::<std::collections::HashMap<String, String>>() {
+        let row = row.unwrap();
+        journal.push((row["outcome"].clone(), row["committed"] == "true"));
+    }
+    assert_journal(&journal, overloaded);
+    log.lines()
+        .filter_map(|l| l.split_once(": ").map(|(_, e)| e.to_string()))
+        .collect()
+}
+
+/// Every fault reaches the Node.js SDKs as the real API delivers it, each as the SDK's own
+/// error class: a 429, an overload, two drops, a hang (the SDK's timeout), a stream cut
+/// (`fetch` says the body was `terminated`: a `TypeError` from chat's stream, wrapped as
+/// `OpenAIError` by the Responses stream helper, `APIConnectionError` by anthropic's), a
+/// stream's error event (`APIError`; the Responses helper rejects with the event itself,
+/// a plain object) and a 500 that says not to retry it, which the last request's retries
+/// leave alone.
+#[test]
+fn every_fault_reaches_the_node_sdks_as_the_real_api_delivers_it() {
+    if !node_has("openai") || !node_has("@anthropic-ai/sdk") {
+        return;
+    }
+    let first = [
+        "RateLimitError",
+        "InternalServerError",
+        "APIConnectionError",
+        "APIConnectionError",
+        "APIConnectionTimeoutError",
+    ];
+    for (api, overloaded, overload_raised, cut, stream_error) in [
+        (
+            "openai",
+            "503",
+            "InternalServerError",
+            "TypeError",
+            "APIError",
+        ),
+        (
+            "openai-responses",
+            "503",
+            "InternalServerError",
+            "OpenAIError",
+            "Object",
+        ),
+        (
+            "anthropic",
+            "529",
+            "OverloadedError",
+            "APIConnectionError",
+            "APIError",
+        ),
+    ] {
+        let mut expected = first.to_vec();
+        expected[1] = overload_raised;
+        expected.extend([cut, stream_error, "InternalServerError"]);
+        assert_eq!(probe(api, overloaded), expected, "{api}");
+    }
 }
