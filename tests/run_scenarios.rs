@@ -601,6 +601,50 @@ fn an_expectation_on_a_group_the_scenario_lacks_is_refused() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
 
+/// A per-tenant expectation that is wrong is named as it is written, `tenants.<name>` or
+/// `by_tenant.<name>`, with the line it is on: `by_tenant.tt` was named `expect.tenants.tt`
+/// beside a `tenants` key, `tenants.t.failed = "x"` as `expect.by_tenant.t.failed`, and a
+/// key not written in the file was blamed on the `[expect]` line.
+#[test]
+fn a_wrong_tenant_expectation_is_named_as_written() {
+    for (expect, key, says, not) in [
+        (
+            "[expect]\ntenants.t.completed = { min = 1 }\nby_tenant.tt.failed = 0\n",
+            "bad.toml:19: key `expect.by_tenant.tt`",
+            "has: t",
+            "expect.tenants.tt",
+        ),
+        (
+            "[expect]\nby_tenant.t.completed = { min = 1 }\ntenants.tt.failed = 0\n",
+            "bad.toml:19: key `expect.tenants.tt`",
+            "has: t",
+            "expect.by_tenant.tt",
+        ),
+        (
+            "[expect]\ntenants.t.failed = \"x\"\n",
+            "bad.toml:18: key `expect.tenants.t.failed`",
+            "`tenants.t.failed` has a string limit",
+            "by_tenant",
+        ),
+        (
+            "[expect.tenants.t]\nfailed = -1\n",
+            "bad.toml:18: key `expect.tenants.t.failed`",
+            "`tenants.t.failed` has a max below 0",
+            "by_tenant",
+        ),
+        (
+            "[expect.by_tenant.t]\nfailed = { max = 1, abort = true }\n",
+            "bad.toml:18: key `expect.by_tenant.t.failed.abort`",
+            "`by_tenant.t.failed` can fall",
+            "tenants.",
+        ),
+    ] {
+        let msg = validate_error(&format!("{MINIMAL}\n{expect}"));
+        assert!(msg.contains(key) && msg.contains(says), "{expect}: {msg}");
+        assert!(!msg.contains(not), "{expect}: {msg}");
+    }
+}
+
 /// A name with a control character (an escape sequence that rewrites the terminal's
 /// lines, a character XML forbids) is refused at load, naming the key.
 #[test]

@@ -193,14 +193,11 @@ pub struct Groups<'a> {
 
 impl Groups<'_> {
     /// Refuses an expectation that names a group the scenario does not have, naming the
-    /// key as `expect` writes it (`tenants.<name>` or `by_tenant.<name>`).
-    pub fn check(
-        &self,
-        specs: &[ExpectSpec],
-        expect: &toml::Table,
-    ) -> Result<(), (String, String)> {
+    /// key as `expect` writes it (`tenants.<name>` or `by_tenant.<name>`): `specs` are
+    /// [`parse_expect_as_written`]'s.
+    pub fn check(&self, specs: &[(ExpectSpec, String)]) -> Result<(), (String, String)> {
         const PRIORITIES: [&str; 3] = ["critical", "normal", "bulk"];
-        for spec in specs {
+        for (spec, written) in specs {
             let Some((map, rest)) = spec.key.split_once('.') else {
                 continue;
             };
@@ -230,13 +227,13 @@ impl Groups<'_> {
                 continue;
             }
             let name = first;
-            let written = if map == "by_tenant" && !expect.contains_key("by_tenant") {
+            let written_map = if map == "by_tenant" && written.starts_with("tenants.") {
                 "tenants"
             } else {
                 map
             };
             return Err((
-                format!("expect.{written}.{name}"),
+                format!("expect.{written_map}.{name}"),
                 format!(
                     "`{name}` is not {what}, so its figures would always read 0; the scenario \
                      has: {}",
@@ -253,32 +250,45 @@ impl Groups<'_> {
     }
 }
 
-/// Flattens the `[expect]` table into specs. Errors name the key and say what is expected.
+/// Flattens the `[expect]` table into specs. Errors name the key as written and say what
+/// is expected.
 pub fn parse_expect(table: &toml::Table) -> Result<Vec<ExpectSpec>, (String, String)> {
+    Ok(parse_expect_as_written(table)?
+        .into_iter()
+        .map(|(spec, _)| spec)
+        .collect())
+}
+
+/// [`parse_expect`], each spec with its key as `[expect]` writes it: `tenants.<name>...`
+/// is the spec `by_tenant.<name>...`, and a message about it names what the user wrote.
+pub fn parse_expect_as_written(
+    table: &toml::Table,
+) -> Result<Vec<(ExpectSpec, String)>, (String, String)> {
     let (leaves, maps) = summary_keys();
     let mut out = Vec::new();
-    walk(table, "", &leaves, &maps, &mut out)?;
-    out.sort_by(|a, b| a.key.cmp(&b.key));
+    walk(table, ("", ""), &leaves, &maps, &mut out)?;
+    out.sort_by(|a, b| a.0.key.cmp(&b.0.key));
     Ok(out)
 }
 
+/// Walks `table` under `prefix`: the summary's key so far and the same key as written.
 fn walk(
     table: &toml::Table,
-    prefix: &str,
+    prefix: (&str, &str),
     leaves: &BTreeSet<String>,
     maps: &BTreeSet<String>,
-    out: &mut Vec<ExpectSpec>,
+    out: &mut Vec<(ExpectSpec, String)>,
 ) -> Result<(), (String, String)> {
     for (k, v) in table {
-        let key = if prefix.is_empty() {
+        let (key, written) = if prefix.0.is_empty() {
             // `tenants.<name>.<figure>`: per-tenant expectations, read from `by_tenant`.
             if k == "tenants" {
-                "by_tenant".to_string()
+                ("by_tenant".to_string(), k.clone())
             } else {
-                k.clone()
+                (k.clone(), k.clone())
             }
         } else {
-            format!("{prefix}.{k}")
+            (format!("{}.{k}", prefix.0), format!("{}.{k}", prefix.1))
         };
         let in_map = maps
             .iter()
@@ -327,26 +337,31 @@ fn walk(
             if t.keys().any(|k| !matches!(k.as_str(), "min" | "max" | "abort")));
         if in_map.is_some() && entry_table {
             if let toml::Value::Table(inner) = v {
-                walk(inner, &key, leaves, maps, out)?;
+                walk(inner, (&key, &written), leaves, maps, out)?;
             }
             continue;
         }
         let is_leaf = leaves.contains(&key) || in_map.is_some();
         if is_leaf {
-            out.push(parse_limit(&key, v)?);
+            // Checked and named as written; kept under the summary's key.
+            let mut spec = parse_limit(&written, v)?;
+            spec.key = key;
+            out.push((spec, written));
             continue;
         }
         let is_parent =
             leaves.iter().any(|l| l.starts_with(&format!("{key}."))) || maps.contains(&key);
         match v {
-            toml::Value::Table(inner) if is_parent => walk(inner, &key, leaves, maps, out)?,
+            toml::Value::Table(inner) if is_parent => {
+                walk(inner, (&key, &written), leaves, maps, out)?
+            }
             _ => {
                 let known: Vec<&str> = leaves.iter().map(String::as_str).collect();
                 let extra: Vec<String> = maps.iter().map(|m| format!("{m}.<key>")).collect();
                 return Err((
-                    format!("expect.{key}"),
+                    format!("expect.{written}"),
                     format!(
-                        "`{key}` is not a summary.json figure; expectations can name: {}, {}",
+                        "`{written}` is not a summary.json figure; expectations can name: {}, {}",
                         known.join(", "),
                         extra.join(", ")
                     ),

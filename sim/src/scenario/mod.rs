@@ -595,7 +595,7 @@ fn resolve(raw: ScenarioFile, has_provider: bool) -> Result<Scenario, (String, S
             ));
         }
     }
-    let expectations = expect::parse_expect(&raw.expect)?;
+    let expectations = expect::parse_expect_as_written(&raw.expect)?;
     let groups = expect::Groups {
         tenants: raw.workload.iter().map(|w| w.tenant.as_str()).collect(),
         classes: (raw.workload.iter().map(|w| w.class.as_str()))
@@ -607,7 +607,9 @@ fn resolve(raw: ScenarioFile, has_provider: bool) -> Result<Scenario, (String, S
             .map(|p| p.name.as_str())
             .collect(),
     };
-    groups.check(&expectations, &raw.expect)?;
+    groups.check(&expectations)?;
+    let expectations: Vec<expect::ExpectSpec> =
+        expectations.into_iter().map(|(spec, _)| spec).collect();
     let crashes = crashes::resolve(raw.crashes)?;
     let sdk_layers = client::sdk_layers(&raw.client, &raw.provider)?;
     if !sdk_layers.is_empty() && !crashes.is_empty() {
