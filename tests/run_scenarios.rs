@@ -602,9 +602,10 @@ fn an_expectation_on_a_group_the_scenario_lacks_is_refused() {
 }
 
 /// A per-tenant expectation that is wrong is named as it is written, `tenants.<name>` or
-/// `by_tenant.<name>`, with the line it is on: `by_tenant.tt` was named `expect.tenants.tt`
-/// beside a `tenants` key, `tenants.t.failed = "x"` as `expect.by_tenant.t.failed`, and a
-/// key not written in the file was blamed on the `[expect]` line.
+/// `by_tenant.<name>`, with the line it is on: `"by_tenant.tt.failed" = 0` (a quoted key)
+/// was named `expect.tenants.tt`, `tenants.tt` beside a `by_tenant` key `expect.by_tenant.tt`,
+/// `tenants.t.failed = "x"` as `expect.by_tenant.t.failed`, and a key not written in the
+/// file was blamed on the `[expect]` line.
 #[test]
 fn a_wrong_tenant_expectation_is_named_as_written() {
     for (expect, key, says, not) in [
@@ -619,6 +620,12 @@ fn a_wrong_tenant_expectation_is_named_as_written() {
             "bad.toml:19: key `expect.tenants.tt`",
             "has: t",
             "expect.by_tenant.tt",
+        ),
+        (
+            "[expect]\n\"by_tenant.tt.failed\" = 0\n",
+            "bad.toml:18: key `expect.by_tenant.tt`",
+            "has: t",
+            "expect.tenants.tt",
         ),
         (
             "[expect]\ntenants.t.failed = \"x\"\n",

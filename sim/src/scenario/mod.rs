@@ -295,9 +295,16 @@ fn related(path: &str, key: &str) -> bool {
     path == key || key.starts_with(&format!("{path}.")) || path.starts_with(&format!("{key}."))
 }
 
-/// The line of `key`, or of the nearest enclosing key written in the file (a key the preset
-/// supplies is blamed where its table is written).
+/// The line of `key`, or of the first key written under it (a quoted dotted key holds
+/// it), or of the nearest enclosing key written in the file (a key the preset supplies is
+/// blamed where its table is written).
 fn written_line(idx: &KeyIndex, key: &str) -> Option<usize> {
+    if let Some(line) = idx
+        .first_line_under(key)
+        .filter(|_| idx.line_of(key).is_none())
+    {
+        return Some(line);
+    }
     let mut k = key;
     loop {
         if let Some(line) = idx.line_of(k) {
