@@ -652,6 +652,58 @@ fn a_wrong_tenant_expectation_is_named_as_written() {
     }
 }
 
+/// A group's expectation that names no figure a group has (`tenants.t.faild`, a bound
+/// misspelt inside it, a group with no figure at all) is refused at load, naming the key as
+/// written and the figures there are: it validated, played, and failed with "actual 0,
+/// limit <= 0", exit 1, a verdict that contradicts itself on a figure that does not exist.
+#[test]
+fn an_expectation_on_a_figure_a_group_lacks_is_refused() {
+    for (expect, key, says) in [
+        (
+            "[expect]\ntenants.t.faild = 0\n",
+            "bad.toml:18: key `expect.tenants.t.faild`",
+            "`faild` is not a figure of a tenant",
+        ),
+        (
+            "[expect.by_class.llm]\nfaild = 0\n",
+            "bad.toml:18: key `expect.by_class.llm.faild`",
+            "`faild` is not a figure of a class",
+        ),
+        (
+            "[expect]\ntenants.t.latency_ms.p98 = 5\n",
+            "key `expect.tenants.t.latency_ms.p98`",
+            "latency_ms.p99",
+        ),
+        (
+            "[expect]\ntenants.t.failed = { mix = 0 }\n",
+            "key `expect.tenants.t.failed.mix`",
+            "unknown bound `mix`",
+        ),
+        (
+            "[expect]\nby_priority.normal = 5\n",
+            "key `expect.by_priority.normal`",
+            "names no figure",
+        ),
+    ] {
+        let msg = validate_error(&format!("{MINIMAL}\n{expect}"));
+        assert!(msg.contains(key) && msg.contains(says), "{expect}: {msg}");
+        assert!(
+            says.contains("bound")
+                || (msg.contains("completed") && msg.contains("queue_wait_ms.p99")),
+            "lists the figures: {msg}"
+        );
+    }
+    // Every figure a group has is still taken, under each way of writing it.
+    let dir = tempfile::tempdir().unwrap();
+    let ok = MINIMAL.to_string()
+        + "\n[expect]\ntenants.t.completed = { min = 1 }\nby_tenant.t.latency_ms.p99 = 100000\n\
+           by_class.llm.goodput_per_min = { min = 0.1 }\nby_priority.normal.queue_wait_ms = { p99 = 100000 }\n\
+           by_route.chat_completion.failed = 0\n";
+    let path = write_scenario(dir.path(), &ok);
+    let out = stampede(&["validate", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
+
 /// A name with a control character (an escape sequence that rewrites the terminal's
 /// lines, a character XML forbids) is refused at load, naming the key.
 #[test]
