@@ -2,7 +2,7 @@
 //! directory) and prints whether it is whole or which record first breaks it.
 //! Exit codes: 0 the chain is whole, 1 a record is edited, missing or out of order, or the
 //! trail does not reach its head (the message names its line and seq), 2 the file cannot be
-//! read.
+//! read or the head file is no head record (damaged, or not a head file).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -18,7 +18,8 @@ pub struct AuditArgs {
 #[derive(Debug, Subcommand)]
 enum AuditCommand {
     /// Check that every record of an audit trail fits the hash chain; exit 1 naming the
-    /// first record that does not (edited, deleted, reordered), 2 when the file is unreadable.
+    /// first record that does not (edited, deleted, reordered), 2 when the file is unreadable
+    /// or the head file is no head record.
     Verify {
         /// The audit trail (JSON lines), e.g. runs/<scenario>/audit.jsonl.
         #[arg(value_name = "FILE")]

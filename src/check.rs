@@ -104,6 +104,18 @@ pub fn main(args: CheckArgs) -> ExitCode {
         (None, false) => out_root.as_ref().map(|root| root.join("junit.xml")),
         (None, true) => None,
     };
+    // So is a JUnit file that cannot be written: it failed only after every scenario had
+    // played, with the tally claiming it written.
+    if let Some(path) = &junit_path {
+        let flag = if args.junit.is_some() {
+            "--junit"
+        } else {
+            "the JUnit file under --out,"
+        };
+        if let Err(message) = junit_can_be_written(flag, path) {
+            return exit::bad_input(message);
+        }
+    }
 
     let entries = load_entries(&args.paths, &sets, out_root.as_deref());
     // What `stampede run` would say of each scenario (a policy its SDK preset does not read).
@@ -374,6 +386,25 @@ pub(crate) fn find_scenarios(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(),
             // it, where skipping it had passed a check that played one scenario fewer.
             found.push(path);
         }
+    }
+    Ok(())
+}
+
+/// `Ok` when `path` (`--junit`, or the default under `--out`) can be written as a file:
+/// not a folder, in a folder that is or can be made (made here).
+fn junit_can_be_written(flag: &str, path: &Path) -> Result<(), String> {
+    let fix = "give --junit the path of a file for the combined JUnit report (junit.xml)";
+    if path.is_dir() {
+        return Err(format!("{flag} {}: it is a folder; {fix}", path.display()));
+    }
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| {
+            format!(
+                "{flag} {}: cannot be made, its folder {} cannot ({e}); {fix}",
+                path.display(),
+                parent.display()
+            )
+        })?;
     }
     Ok(())
 }

@@ -238,6 +238,11 @@ fn sweep(args: SweepArgs) -> ExitCode {
             PathBuf::from(dir)
         }
     });
+    // Before any run: a folder that cannot be made failed only once every run had played,
+    // and the sweep's measurements were lost with it.
+    if let Err(message) = make_out_dir(&out_dir) {
+        return exit::bad_input(message);
+    }
     let threads = thread_count(args.jobs, jobs.len());
     match args.shard {
         None => println!(
@@ -519,6 +524,22 @@ pub(crate) fn print_configs(configs: &[BTreeMap<String, String>], rows: &[SweepR
             fmt_num(med(|s| s.goodput_per_min), 1),
         );
     }
+}
+
+/// Makes the output folder `dir` (`--out`) if it is missing; `Err` says why it cannot be
+/// one and what to give instead.
+pub(crate) fn make_out_dir(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        let why = if dir.is_file() {
+            "it is a file, not a folder".to_string()
+        } else {
+            format!("it cannot be made a folder: {e}")
+        };
+        format!(
+            "--out {}: {why}; give a folder to write the sweep's files in (made if missing)",
+            dir.display()
+        )
+    })
 }
 
 pub(crate) fn write_outputs(

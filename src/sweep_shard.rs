@@ -566,6 +566,13 @@ pub fn merge_main(args: MergeArgs) -> ExitCode {
         Ok(merged) => merged,
         Err(message) => return exit::bad_input(message),
     };
+    let out_dir = match out_dir(args.out, &manifest) {
+        Ok(dir) => dir,
+        Err(message) => return exit::bad_input(message),
+    };
+    if let Err(message) = crate::sweep::make_out_dir(&out_dir) {
+        return exit::bad_input(message);
+    }
     println!(
         "sweep {}: merged {} shards: {} configurations x {} seeds = {} runs",
         manifest.scenario,
@@ -575,27 +582,6 @@ pub fn merge_main(args: MergeArgs) -> ExitCode {
         manifest.total_runs
     );
     let (rows, errors) = split_runs(runs.into_iter().map(|r| (r.config, r.seed, r.result)));
-    let out_dir = match args.out {
-        Some(dir) => dir,
-        None => {
-            // Read from a shard's folder, which may have come from anywhere: the sweep wrote
-            // a folder under runs/, so anything else (`/etc`, `../..`) is refused.
-            let default = PathBuf::from(&manifest.default_out);
-            // And not empty: that wrote the merged files into the working directory itself.
-            let inside = default.components().next().is_some()
-                && default
-                    .components()
-                    .all(|c| matches!(c, std::path::Component::Normal(_)));
-            if !inside {
-                return exit::bad_input(format!(
-                    "the shards' manifest names {} as the merged sweep's folder, which is not \
-                     a folder under this one as a sweep writes it; give the folder with --out",
-                    default.display()
-                ));
-            }
-            default
-        }
-    };
     finish(
         &out_dir,
         &manifest.configs,
@@ -604,6 +590,30 @@ pub fn merge_main(args: MergeArgs) -> ExitCode {
         &errors,
         args.png,
     )
+}
+
+/// The merged sweep's folder: `--out`, or the one the shards' manifest names when it is a
+/// folder under this one.
+fn out_dir(out: Option<PathBuf>, manifest: &Manifest) -> Result<PathBuf, String> {
+    if let Some(dir) = out {
+        return Ok(dir);
+    }
+    // Read from a shard's folder, which may have come from anywhere: the sweep wrote a
+    // folder under runs/, so anything else (`/etc`, `../..`) is refused.
+    let default = PathBuf::from(&manifest.default_out);
+    // And not empty: that wrote the merged files into the working directory itself.
+    let inside = default.components().next().is_some()
+        && default
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+    if !inside {
+        return Err(format!(
+            "the shards' manifest names {} as the merged sweep's folder, which is not a folder \
+             under this one as a sweep writes it; give the folder with --out",
+            default.display()
+        ));
+    }
+    Ok(default)
 }
 
 /// The end of a shard: writes its folder and says how to merge. Exit 0, or 2 when the folder

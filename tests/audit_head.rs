@@ -175,3 +175,55 @@ fn a_keyed_head_file_cannot_be_moved_back_to_match_a_cut_trail() {
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("MAC"), "{text}");
 }
+
+/// A head file that is not a head at all (not JSON, a field missing or unknown, a hash that
+/// is not 64 hex digits, seq 0 with a hash no trail has) says nothing of the trail: it is a
+/// damaged input, exit 2 as every other command gives one, on stderr naming the file and
+/// what to do; never "BROKEN" with the exit of a trail that was edited.
+#[test]
+fn a_malformed_head_file_is_an_input_error_not_a_broken_trail() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_trail(dir.path(), ChainKey::Unkeyed);
+    let good = std::fs::read_to_string(head_path(&path)).unwrap();
+    for malformed in [
+        "garbage\n".to_string(),
+        String::new(),
+        "{\"seq\":1}\n".to_string(),
+        good.replace("\"keyed\"", "\"extra\":1,\"keyed\""),
+        good.replace("\"seq\":10", "\"seq\":99999999999999999999"),
+        format!(
+            "{{\"seq\":10,\"hash\":\"{}\",\"records\":10,\"keyed\":false}}\n",
+            "xyz"
+        ),
+        format!(
+            "{{\"seq\":0,\"hash\":\"{}\",\"records\":0,\"keyed\":false}}\n",
+            "1".repeat(64)
+        ),
+    ] {
+        std::fs::write(head_path(&path), &malformed).unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_stampede"));
+        let out = cmd
+            .args(["audit", "verify"])
+            .arg(&path)
+            .env_remove("STAMPEDE_AUDIT_KEY")
+            .output()
+            .unwrap();
+        let (stdout, stderr) = (common::text(&out.stdout), common::text(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{malformed:?}: {stdout}{stderr}"
+        );
+        assert!(!stdout.contains("BROKEN"), "{malformed:?}: {stdout}");
+        assert!(
+            stderr.starts_with("error: ") && stderr.contains("audit.jsonl.head"),
+            "{malformed:?}: {stderr}"
+        );
+        assert!(stderr.contains("--head"), "says what to do: {stderr}");
+        assert!(!stderr.contains("  "), "no run of spaces: {stderr}");
+    }
+    // The good head still checks out: the trail itself was never at fault.
+    std::fs::write(head_path(&path), good).unwrap();
+    let (code, text) = verify(&path, &[], None);
+    assert_eq!(code, 0, "{text}");
+}

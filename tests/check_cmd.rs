@@ -306,6 +306,51 @@ fn an_out_that_is_a_file_is_refused_up_front() {
     );
 }
 
+/// A `--junit` that cannot be written as a file (a folder, or under a file) is refused
+/// before anything plays, naming the flag and what to give: every scenario played, the
+/// tally said "junit: PATH" as if written, and only then the write failed, so CI had no
+/// report of a check that took its time.
+#[test]
+fn a_junit_that_cannot_be_a_file_is_refused_up_front() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("s.toml");
+    std::fs::write(&file, scenario("s", 5, "")).unwrap();
+    let a_file = tmp.path().join("out.txt");
+    std::fs::write(&a_file, "x").unwrap();
+    let under_a_file = a_file.join("junit.xml");
+    let a_folder = tmp.path().join("reports");
+    std::fs::create_dir(&a_folder).unwrap();
+    for (junit, says) in [
+        (&a_folder, "it is a folder"),
+        (&under_a_file, "cannot be made"),
+    ] {
+        for extra in [
+            &["--no-write"][..],
+            &["--out", a_str(&tmp.path().join("runs"))],
+        ] {
+            let mut args = vec!["check", a_str(&file), "--junit", a_str(junit)];
+            args.extend_from_slice(extra);
+            let out = stampede(&args);
+            let err = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+            assert!(
+                err.contains(&format!("--junit {}: {says}", junit.display()))
+                    && err.contains("give --junit the path of a file"),
+                "{args:?}: {err}"
+            );
+            assert!(
+                text(&out.stdout).is_empty(),
+                "nothing played: {}",
+                text(&out.stdout)
+            );
+        }
+    }
+    assert!(
+        a_folder.read_dir().unwrap().next().is_none(),
+        "the folder is left alone"
+    );
+}
+
 #[test]
 fn two_files_with_one_name_give_two_suites_named_by_path() {
     let tmp = tempfile::tempdir().unwrap();

@@ -601,6 +601,109 @@ fn an_expectation_on_a_group_the_scenario_lacks_is_refused() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
 
+/// A per-tenant expectation that is wrong is named as it is written, `tenants.<name>` or
+/// `by_tenant.<name>`, with the line it is on: `"by_tenant.tt.failed" = 0` (a quoted key)
+/// was named `expect.tenants.tt`, `tenants.tt` beside a `by_tenant` key `expect.by_tenant.tt`,
+/// `tenants.t.failed = "x"` as `expect.by_tenant.t.failed`, and a key not written in the
+/// file was blamed on the `[expect]` line.
+#[test]
+fn a_wrong_tenant_expectation_is_named_as_written() {
+    for (expect, key, says, not) in [
+        (
+            "[expect]\ntenants.t.completed = { min = 1 }\nby_tenant.tt.failed = 0\n",
+            "bad.toml:19: key `expect.by_tenant.tt`",
+            "has: t",
+            "expect.tenants.tt",
+        ),
+        (
+            "[expect]\nby_tenant.t.completed = { min = 1 }\ntenants.tt.failed = 0\n",
+            "bad.toml:19: key `expect.tenants.tt`",
+            "has: t",
+            "expect.by_tenant.tt",
+        ),
+        (
+            "[expect]\n\"by_tenant.tt.failed\" = 0\n",
+            "bad.toml:18: key `expect.by_tenant.tt`",
+            "has: t",
+            "expect.tenants.tt",
+        ),
+        (
+            "[expect]\ntenants.t.failed = \"x\"\n",
+            "bad.toml:18: key `expect.tenants.t.failed`",
+            "`tenants.t.failed` has a string limit",
+            "by_tenant",
+        ),
+        (
+            "[expect.tenants.t]\nfailed = -1\n",
+            "bad.toml:18: key `expect.tenants.t.failed`",
+            "`tenants.t.failed` has a max below 0",
+            "by_tenant",
+        ),
+        (
+            "[expect.by_tenant.t]\nfailed = { max = 1, abort = true }\n",
+            "bad.toml:18: key `expect.by_tenant.t.failed.abort`",
+            "`by_tenant.t.failed` can fall",
+            "tenants.",
+        ),
+    ] {
+        let msg = validate_error(&format!("{MINIMAL}\n{expect}"));
+        assert!(msg.contains(key) && msg.contains(says), "{expect}: {msg}");
+        assert!(!msg.contains(not), "{expect}: {msg}");
+    }
+}
+
+/// A group's expectation that names no figure a group has (`tenants.t.faild`, a bound
+/// misspelt inside it, a group with no figure at all) is refused at load, naming the key as
+/// written and the figures there are: it validated, played, and failed with "actual 0,
+/// limit <= 0", exit 1, a verdict that contradicts itself on a figure that does not exist.
+#[test]
+fn an_expectation_on_a_figure_a_group_lacks_is_refused() {
+    for (expect, key, says) in [
+        (
+            "[expect]\ntenants.t.faild = 0\n",
+            "bad.toml:18: key `expect.tenants.t.faild`",
+            "`faild` is not a figure of a tenant",
+        ),
+        (
+            "[expect.by_class.llm]\nfaild = 0\n",
+            "bad.toml:18: key `expect.by_class.llm.faild`",
+            "`faild` is not a figure of a class",
+        ),
+        (
+            "[expect]\ntenants.t.latency_ms.p98 = 5\n",
+            "key `expect.tenants.t.latency_ms.p98`",
+            "latency_ms.p99",
+        ),
+        (
+            "[expect]\ntenants.t.failed = { mix = 0 }\n",
+            "key `expect.tenants.t.failed.mix`",
+            "unknown bound `mix`",
+        ),
+        (
+            "[expect]\nby_priority.normal = 5\n",
+            "key `expect.by_priority.normal`",
+            "names no figure",
+        ),
+    ] {
+        let msg = validate_error(&format!("{MINIMAL}\n{expect}"));
+        assert!(msg.contains(key) && msg.contains(says), "{expect}: {msg}");
+        assert!(
+            says.contains("bound")
+                || (msg.contains("completed") && msg.contains("queue_wait_ms.p99")),
+            "lists the figures: {msg}"
+        );
+    }
+    // Every figure a group has is still taken, under each way of writing it.
+    let dir = tempfile::tempdir().unwrap();
+    let ok = MINIMAL.to_string()
+        + "\n[expect]\ntenants.t.completed = { min = 1 }\nby_tenant.t.latency_ms.p99 = 100000\n\
+           by_class.llm.goodput_per_min = { min = 0.1 }\nby_priority.normal.queue_wait_ms = { p99 = 100000 }\n\
+           by_route.chat_completion.failed = 0\n";
+    let path = write_scenario(dir.path(), &ok);
+    let out = stampede(&["validate", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
+
 /// A name with a control character (an escape sequence that rewrites the terminal's
 /// lines, a character XML forbids) is refused at load, naming the key.
 #[test]

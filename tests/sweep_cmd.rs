@@ -245,6 +245,65 @@ fn a_bad_vary_key_or_value_exits_2_before_any_run() {
     }
 }
 
+/// An `--out` that cannot be a folder (a file, or under one) is refused before any run,
+/// naming the flag and saying what to give: the sweep, a shard and a merge played or read
+/// every run first and then failed to write, so a long sweep's measurements were lost.
+#[test]
+fn an_out_that_cannot_be_a_folder_is_refused_before_any_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("a-file");
+    std::fs::write(&file, "mine\n").unwrap();
+    let under = file.join("sub");
+    let qs = quickstart();
+    let shards = tmp.path().join("shard");
+    let made = stampede(&[
+        "sweep",
+        &qs,
+        "--vary",
+        "client.workers=4",
+        "--seeds",
+        "1",
+        "--shard",
+        "0/1",
+        "--out",
+        a_str(&shards),
+    ]);
+    assert_eq!(made.status.code(), Some(0), "{}", common::both(&made));
+    for (args, out) in [
+        (
+            vec!["sweep", &qs, "--vary", "client.workers=4,8", "--seeds", "1"],
+            &file,
+        ),
+        (
+            vec![
+                "sweep",
+                &qs,
+                "--vary",
+                "client.workers=4,8",
+                "--seeds",
+                "1",
+                "--shard",
+                "1/2",
+            ],
+            &under,
+        ),
+        (vec!["sweep", "merge", a_str(&shards)], &file),
+    ] {
+        let mut args = args.clone();
+        args.extend(["--out", a_str(out)]);
+        let got = stampede(&args);
+        let (stdout, stderr) = (text(&got.stdout), text(&got.stderr));
+        assert_eq!(got.status.code(), Some(2), "{args:?}: {stdout}{stderr}");
+        assert!(
+            stderr.contains(&format!("--out {}", out.display())) && stderr.contains("folder"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stdout.contains("seeds passed"), "no run played: {stdout}");
+        assert!(!stdout.contains(" runs on "), "no run started: {stdout}");
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine\n");
+}
+
 /// A count of 0 is refused in the user's words, naming the flag, not a Rust type's.
 #[test]
 fn a_count_of_zero_is_refused_saying_at_least_1() {

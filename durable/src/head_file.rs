@@ -71,15 +71,21 @@ pub fn write_head(trail: &Path, head: &ChainHead, key: &ChainKey) -> std::io::Re
     fs::rename(&tmp, &path)
 }
 
-/// Why a head file gave no head: it could not be read at all (a folder, no permission),
-/// or it was read and does not check out (a malformed record, a bad MAC). The first says
-/// nothing about the trail; the second fails its verification. Each message names the file.
+/// Why a head file gave no head: it could not be read at all (a folder, no permission), it
+/// was read and is no head record (not JSON, a field missing or unknown, a malformed hash,
+/// seq 0 with a hash no trail has), or it is a head that does not check out under this key
+/// (keyed where no key is set or the other way round, a bad MAC). The first two say nothing
+/// about the trail and are errors in the input; the third fails its verification. Each
+/// message names the file.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HeadError {
     /// The file could not be read.
     #[error("{0}")]
     Unreadable(String),
-    /// The file was read and is not a valid head for this trail's key.
+    /// The file was read and is no head record: damaged, or not a head file.
+    #[error("{0}")]
+    Malformed(String),
+    /// The file is a head record, and not a valid head for this trail's key.
     #[error("{0}")]
     Invalid(String),
 }
@@ -90,52 +96,60 @@ pub fn read_head(path: &Path, key: &ChainKey) -> Result<ChainHead, HeadError> {
     let text = fs::read_to_string(path).map_err(|e| {
         HeadError::Unreadable(format!("cannot read the head file {}: {e}", path.display()))
     })?;
-    check_head(path, &text, key).map_err(HeadError::Invalid)
+    check_head(path, &text, key)
 }
 
+/// What to do about a head file that is no head record.
+const MALFORMED_FIX: &str = "give the head file the writer kept beside the trail with --head \
+     HEADFILE, or move this one aside to check the chain without it (records cut off the end \
+     then go unnoticed)";
+
 /// The head a head file's `text` records, checked (`path` names it in messages).
-fn check_head(path: &Path, text: &str, key: &ChainKey) -> Result<ChainHead, String> {
-    let record: HeadRecord = serde_json::from_str(text.trim())
-        .map_err(|e| format!("the head file {} is not a head record: {e}", path.display()))?;
-    if !is_hash(&record.hash) {
-        return Err(format!(
-            "the head file {} has a malformed hash",
+fn check_head(path: &Path, text: &str, key: &ChainKey) -> Result<ChainHead, HeadError> {
+    let malformed = |what: &str| {
+        HeadError::Malformed(format!(
+            "the head file {} {what}; {MALFORMED_FIX}",
             path.display()
-        ));
+        ))
+    };
+    let record: HeadRecord = serde_json::from_str(text.trim())
+        .map_err(|e| malformed(&format!("is not a head record ({e})")))?;
+    if !is_hash(&record.hash) {
+        return Err(malformed("has a malformed hash (not 64 hex digits)"));
     }
     if record.seq == 0 && record.hash != GENESIS_PREV {
         // Seq 0 is the empty trail, whose hash is fixed: no trail can reach this head, so
         // the head is what is wrong, not the trail checked against it.
-        return Err(format!(
-            "the head file {} is at seq 0 with a hash other than the empty trail's: it is              not the head of any trail",
-            path.display()
+        return Err(malformed(
+            "is at seq 0 with a hash other than the empty trail's: it is not the head of any \
+             trail",
         ));
     }
     match (record.keyed, key.is_keyed()) {
         (true, false) => {
-            return Err(format!(
+            return Err(HeadError::Invalid(format!(
                 "the head file {} says the trail is keyed: set {AUDIT_KEY_ENV} to the key it \
                  was written with",
                 path.display()
-            ))
+            )))
         }
         (false, true) => {
-            return Err(format!(
+            return Err(HeadError::Invalid(format!(
                 "{AUDIT_KEY_ENV} is set but the head file {} says the trail is not keyed: an \
                  unkeyed head proves nothing against someone who can rewrite it",
                 path.display()
-            ))
+            )))
         }
         _ => {}
     }
     if record.keyed {
         let want = key.mac(mac_input(record.seq, &record.hash, record.records).as_bytes());
         if record.mac.as_deref() != want.as_deref() {
-            return Err(format!(
+            return Err(HeadError::Invalid(format!(
                 "the head file {} does not carry a valid MAC under {AUDIT_KEY_ENV}: it was \
                  edited, or the key is not the one the trail was written with",
                 path.display()
-            ));
+            )));
         }
     }
     Ok(ChainHead {

@@ -225,8 +225,8 @@ pub fn verify_cli(path: &Path) -> i32 {
 /// `stampede audit verify FILE [--head HEADFILE]`: checks the chain (keyed by
 /// `STAMPEDE_AUDIT_KEY` when set) and that it reaches the head recorded in `head` (default:
 /// `FILE.head` when it exists). Prints the report (stdout) or the error (stderr), and returns
-/// the exit code: 0 whole, 1 broken (or a head file that does not check out), 2 a trail or
-/// head file that cannot be read.
+/// the exit code: 0 whole, 1 broken (or a head that does not check out under the key), 2 a
+/// trail or head file that cannot be read, or a head file that is no head record.
 pub fn verify_cli_with_head(path: &Path, head: Option<&Path>) -> i32 {
     let key = ChainKey::from_env();
     let beside = head_path(path);
@@ -243,8 +243,9 @@ pub fn verify_cli_with_head(path: &Path, head: Option<&Path>) -> i32 {
     let expected = match head_file.as_deref().map(|h| read_head(h, &key)) {
         None => None,
         Some(Ok(head)) => Some(head),
-        // Nothing is known of the trail yet: an error, as an unreadable trail is.
-        Some(Err(HeadError::Unreadable(message))) => {
+        // Nothing is known of the trail yet: an error in the input, as an unreadable or
+        // damaged trail file is (exit 2, as every command gives one), never "BROKEN".
+        Some(Err(HeadError::Unreadable(message) | HeadError::Malformed(message))) => {
             eprintln!("error: {message}");
             return 2;
         }

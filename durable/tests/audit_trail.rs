@@ -282,7 +282,8 @@ fn an_unreadable_file_is_an_error_not_a_report() {
 
 /// A head file that cannot be read says nothing of the trail: an error (exit 2), as an
 /// unreadable trail is, never "BROKEN". One that is read and cannot be any trail's head
-/// (seq 0 with a hash other than the empty trail's) is blamed, not the trail.
+/// (seq 0 with a hash other than the empty trail's) is blamed, not the trail: a malformed
+/// input, exit 2 too.
 #[test]
 fn a_head_file_that_cannot_be_read_is_an_error_and_an_impossible_one_is_named() {
     let (dir, path) = trail(3);
@@ -306,14 +307,14 @@ fn a_head_file_that_cannot_be_read_is_an_error_and_an_impossible_one_is_named() 
     )
     .unwrap();
     match stampede_durable::read_head(&impossible, &ChainKey::Unkeyed) {
-        Err(HeadError::Invalid(message)) => {
+        Err(HeadError::Malformed(message)) => {
             assert!(message.contains("not the head of any trail"), "{message}")
         }
         other => panic!("an impossible head was read: {other:?}"),
     }
     assert_eq!(
         stampede_durable::verify_cli_with_head(&path, Some(&impossible)),
-        1
+        2
     );
 }
 

@@ -65,10 +65,24 @@ fn fmt_num(v: f64) -> String {
 /// Numeric keys of summary.json an expectation may name, dotted. Map-valued figures
 /// (`status_counts`) accept any sub-key and are listed as `status_counts.<status>`.
 pub fn summary_keys() -> (BTreeSet<String>, BTreeSet<String>) {
-    let value = serde_json::to_value(Summary::default()).unwrap_or_default();
+    let (mut leaves, mut maps) = numeric_keys(serde_json::to_value(Summary::default()));
+    // Present only in `--client` runs, so absent from the default summary.
+    leaves.insert("client_exit_code".to_string());
+    // Real time, not a figure of the scenario: refused by name (see `walk`).
+    leaves.remove("wall_ms");
+    leaves.extend(OPTIONAL_FIGURES.iter().map(|k| k.to_string()));
+    maps.extend(OPTIONAL_MAPS.iter().map(|k| k.to_string()));
+    (leaves, maps)
+}
+
+/// The numbers of a serialized value, dotted one level deep (`latency_ms.p99`), and its
+/// maps that are empty (which take any entry).
+fn numeric_keys(
+    value: Result<serde_json::Value, serde_json::Error>,
+) -> (BTreeSet<String>, BTreeSet<String>) {
     let mut leaves = BTreeSet::new();
     let mut maps = BTreeSet::new();
-    if let serde_json::Value::Object(top) = value {
+    if let Ok(serde_json::Value::Object(top)) = value {
         for (k, v) in top {
             match v {
                 serde_json::Value::Number(_) => {
@@ -88,13 +102,81 @@ pub fn summary_keys() -> (BTreeSet<String>, BTreeSet<String>) {
             }
         }
     }
-    // Present only in `--client` runs, so absent from the default summary.
-    leaves.insert("client_exit_code".to_string());
-    // Real time, not a figure of the scenario: refused by name (see `walk`).
-    leaves.remove("wall_ms");
-    leaves.extend(OPTIONAL_FIGURES.iter().map(|k| k.to_string()));
-    maps.extend(OPTIONAL_MAPS.iter().map(|k| k.to_string()));
     (leaves, maps)
+}
+
+/// The figures one entry of a map of groups holds (`by_tenant.<name>.failed`): an
+/// expectation naming any other could never be judged, and failed with "actual 0".
+struct GroupFigures {
+    /// What one entry is, for messages: `a tenant`.
+    what: &'static str,
+    /// Its figures, dotted (`failed`, `latency_ms.p99`).
+    leaves: BTreeSet<String>,
+    /// Its maps, which take any entry (`status_counts.<status>`).
+    maps: BTreeSet<String>,
+}
+
+impl GroupFigures {
+    /// The figures of an entry of `map`, when `map` holds groups.
+    fn of(map: &str) -> Option<Self> {
+        use stampede_reports::schema::{GroupOutcomes, ModelFigures, ProviderFigures};
+        let (what, value) = match map {
+            "by_tenant" => ("a tenant", serde_json::to_value(GroupOutcomes::default())),
+            "by_class" => ("a class", serde_json::to_value(GroupOutcomes::default())),
+            "by_route" => ("a route", serde_json::to_value(GroupOutcomes::default())),
+            "by_priority" => ("a priority", serde_json::to_value(GroupOutcomes::default())),
+            "by_provider" => (
+                "a provider",
+                serde_json::to_value(ProviderFigures::default()),
+            ),
+            "by_model" => ("a model", serde_json::to_value(ModelFigures::default())),
+            _ => return None,
+        };
+        let (leaves, mut maps) = numeric_keys(value);
+        if map == "by_provider" {
+            // Left out of a provider's figures when it had no retries.
+            maps.insert("retries_by_group".to_string());
+        }
+        Some(Self { what, leaves, maps })
+    }
+
+    /// Whether `figure` is one of an entry's figures.
+    fn has(&self, figure: &str) -> bool {
+        self.leaves.contains(figure)
+            || figure
+                .split_once('.')
+                .is_some_and(|(m, e)| !e.is_empty() && self.maps.contains(m))
+    }
+
+    /// Whether `sub` (`<name>.<figure>`, a name may hold dots) names a figure of an entry.
+    fn names_figure(&self, sub: &str) -> bool {
+        sub.match_indices('.').any(|(i, _)| self.has(&sub[i + 1..]))
+    }
+
+    /// `Ok` if `sub` names a figure of an entry; `written` is the key as written.
+    fn check(&self, sub: &str, written: &str) -> Result<(), (String, String)> {
+        if self.names_figure(sub) {
+            return Ok(());
+        }
+        let listed: Vec<String> = (self.leaves.iter().cloned())
+            .chain(self.maps.iter().map(|m| format!("{m}.<key>")))
+            .collect();
+        let message = match sub.split_once('.') {
+            None => format!(
+                "`{written}` names no figure: an expectation on {} names one of its \
+                 figures, `{written}.<figure>`: {}",
+                self.what,
+                listed.join(", ")
+            ),
+            Some((_, figure)) => format!(
+                "`{figure}` is not a figure of {}, so it could never be judged; {} has: {}",
+                self.what,
+                self.what,
+                listed.join(", ")
+            ),
+        };
+        Err((format!("expect.{written}"), message))
+    }
 }
 
 /// Figures summary.json leaves out when 0 (features a run may not use): an expectation on
@@ -192,21 +274,24 @@ pub struct Groups<'a> {
 }
 
 impl Groups<'_> {
-    /// Refuses an expectation that names a group the scenario does not have, naming the
-    /// key as `expect` writes it (`tenants.<name>` or `by_tenant.<name>`).
-    pub fn check(
-        &self,
-        specs: &[ExpectSpec],
-        expect: &toml::Table,
-    ) -> Result<(), (String, String)> {
+    /// Refuses an expectation that names a group the scenario does not have, or no figure a
+    /// group has, naming the key as `expect` writes it (`tenants.<name>` or
+    /// `by_tenant.<name>`): `specs` are [`parse_expect_as_written`]'s.
+    pub fn check(&self, specs: &[(ExpectSpec, String)]) -> Result<(), (String, String)> {
         const PRIORITIES: [&str; 3] = ["critical", "normal", "bulk"];
-        for spec in specs {
+        for (spec, written) in specs {
             let Some((map, rest)) = spec.key.split_once('.') else {
                 continue;
             };
             // The group's name comes first, then its figure (`by_tenant.acme.latency_ms.p99`);
             // a name may hold dots (`acme.eu`), so the longest that is one comes first.
+            // A group the name check below does not know the names of still names a figure.
+            let figure_check = || match GroupFigures::of(map) {
+                Some(group) => group.check(rest, written),
+                None => Ok(()),
+            };
             let Some((first, _)) = rest.split_once('.') else {
+                figure_check()?;
                 continue;
             };
             let (known, what): (Vec<&str>, &str) = match map {
@@ -223,20 +308,24 @@ impl Groups<'_> {
                     self.providers.iter().copied().collect(),
                     "a provider of [providers.<name>]",
                 ),
-                _ => continue,
+                _ => {
+                    figure_check()?;
+                    continue;
+                }
             };
             let named = |n: &&str| rest.strip_prefix(*n).is_some_and(|r| r.starts_with('.'));
             if known.iter().any(named) {
+                figure_check()?;
                 continue;
             }
             let name = first;
-            let written = if map == "by_tenant" && !expect.contains_key("by_tenant") {
+            let written_map = if map == "by_tenant" && written.starts_with("tenants.") {
                 "tenants"
             } else {
                 map
             };
             return Err((
-                format!("expect.{written}.{name}"),
+                format!("expect.{written_map}.{name}"),
                 format!(
                     "`{name}` is not {what}, so its figures would always read 0; the scenario \
                      has: {}",
@@ -253,32 +342,45 @@ impl Groups<'_> {
     }
 }
 
-/// Flattens the `[expect]` table into specs. Errors name the key and say what is expected.
+/// Flattens the `[expect]` table into specs. Errors name the key as written and say what
+/// is expected.
 pub fn parse_expect(table: &toml::Table) -> Result<Vec<ExpectSpec>, (String, String)> {
+    Ok(parse_expect_as_written(table)?
+        .into_iter()
+        .map(|(spec, _)| spec)
+        .collect())
+}
+
+/// [`parse_expect`], each spec with its key as `[expect]` writes it: `tenants.<name>...`
+/// is the spec `by_tenant.<name>...`, and a message about it names what the user wrote.
+pub fn parse_expect_as_written(
+    table: &toml::Table,
+) -> Result<Vec<(ExpectSpec, String)>, (String, String)> {
     let (leaves, maps) = summary_keys();
     let mut out = Vec::new();
-    walk(table, "", &leaves, &maps, &mut out)?;
-    out.sort_by(|a, b| a.key.cmp(&b.key));
+    walk(table, ("", ""), &leaves, &maps, &mut out)?;
+    out.sort_by(|a, b| a.0.key.cmp(&b.0.key));
     Ok(out)
 }
 
+/// Walks `table` under `prefix`: the summary's key so far and the same key as written.
 fn walk(
     table: &toml::Table,
-    prefix: &str,
+    prefix: (&str, &str),
     leaves: &BTreeSet<String>,
     maps: &BTreeSet<String>,
-    out: &mut Vec<ExpectSpec>,
+    out: &mut Vec<(ExpectSpec, String)>,
 ) -> Result<(), (String, String)> {
     for (k, v) in table {
-        let key = if prefix.is_empty() {
+        let (key, written) = if prefix.0.is_empty() {
             // `tenants.<name>.<figure>`: per-tenant expectations, read from `by_tenant`.
             if k == "tenants" {
-                "by_tenant".to_string()
+                ("by_tenant".to_string(), k.clone())
             } else {
-                k.clone()
+                (k.clone(), k.clone())
             }
         } else {
-            format!("{prefix}.{k}")
+            (format!("{}.{k}", prefix.0), format!("{}.{k}", prefix.1))
         };
         let in_map = maps
             .iter()
@@ -325,28 +427,37 @@ fn walk(
         // of one entry (`[expect.tenants.bulk]` with `failed = 0`).
         let entry_table = matches!(v, toml::Value::Table(t)
             if t.keys().any(|k| !matches!(k.as_str(), "min" | "max" | "abort")));
-        if in_map.is_some() && entry_table {
+        let group = in_map.and_then(|(map, sub)| Some((GroupFigures::of(map)?, sub)));
+        // A group's figure with a table: its bounds, one of them misspelt (`{ mix = 0 }`),
+        // which parse_limit names; not an entry table holding figures `mix`.
+        let bounds_of_figure = group.as_ref().is_some_and(|(g, sub)| g.names_figure(sub));
+        if in_map.is_some() && entry_table && !bounds_of_figure {
             if let toml::Value::Table(inner) = v {
-                walk(inner, &key, leaves, maps, out)?;
+                walk(inner, (&key, &written), leaves, maps, out)?;
             }
             continue;
         }
         let is_leaf = leaves.contains(&key) || in_map.is_some();
         if is_leaf {
-            out.push(parse_limit(&key, v)?);
+            // Checked and named as written; kept under the summary's key.
+            let mut spec = parse_limit(&written, v)?;
+            spec.key = key;
+            out.push((spec, written));
             continue;
         }
         let is_parent =
             leaves.iter().any(|l| l.starts_with(&format!("{key}."))) || maps.contains(&key);
         match v {
-            toml::Value::Table(inner) if is_parent => walk(inner, &key, leaves, maps, out)?,
+            toml::Value::Table(inner) if is_parent => {
+                walk(inner, (&key, &written), leaves, maps, out)?
+            }
             _ => {
                 let known: Vec<&str> = leaves.iter().map(String::as_str).collect();
                 let extra: Vec<String> = maps.iter().map(|m| format!("{m}.<key>")).collect();
                 return Err((
-                    format!("expect.{key}"),
+                    format!("expect.{written}"),
                     format!(
-                        "`{key}` is not a summary.json figure; expectations can name: {}, {}",
+                        "`{written}` is not a summary.json figure; expectations can name: {}, {}",
                         known.join(", "),
                         extra.join(", ")
                     ),

@@ -106,6 +106,18 @@ impl KeyIndex {
         Some(self.line_at(offset))
     }
 
+    /// The 1-based line of the first key written under a dotted path that is not itself a
+    /// key of the file: `expect.by_tenant.tt` in `[expect]` `"by_tenant.tt.failed" = 0`.
+    pub fn first_line_under(&self, path: &str) -> Option<usize> {
+        let under = format!("{path}.");
+        let (_, key, value) = self
+            .entries
+            .iter()
+            .find(|(p, _, _)| p.starts_with(&under))?;
+        let offset = key.as_ref().or(value.as_ref())?.start;
+        Some(self.line_at(offset))
+    }
+
     /// The 1-based line holding a byte offset.
     pub fn line_at(&self, offset: usize) -> usize {
         self.line_starts.partition_point(|&s| s <= offset)

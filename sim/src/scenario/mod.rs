@@ -295,9 +295,16 @@ fn related(path: &str, key: &str) -> bool {
     path == key || key.starts_with(&format!("{path}.")) || path.starts_with(&format!("{key}."))
 }
 
-/// The line of `key`, or of the nearest enclosing key written in the file (a key the preset
-/// supplies is blamed where its table is written).
+/// The line of `key`, or of the first key written under it (a quoted dotted key holds
+/// it), or of the nearest enclosing key written in the file (a key the preset supplies is
+/// blamed where its table is written).
 fn written_line(idx: &KeyIndex, key: &str) -> Option<usize> {
+    if let Some(line) = idx
+        .first_line_under(key)
+        .filter(|_| idx.line_of(key).is_none())
+    {
+        return Some(line);
+    }
     let mut k = key;
     loop {
         if let Some(line) = idx.line_of(k) {
@@ -595,7 +602,7 @@ fn resolve(raw: ScenarioFile, has_provider: bool) -> Result<Scenario, (String, S
             ));
         }
     }
-    let expectations = expect::parse_expect(&raw.expect)?;
+    let expectations = expect::parse_expect_as_written(&raw.expect)?;
     let groups = expect::Groups {
         tenants: raw.workload.iter().map(|w| w.tenant.as_str()).collect(),
         classes: (raw.workload.iter().map(|w| w.class.as_str()))
@@ -607,7 +614,9 @@ fn resolve(raw: ScenarioFile, has_provider: bool) -> Result<Scenario, (String, S
             .map(|p| p.name.as_str())
             .collect(),
     };
-    groups.check(&expectations, &raw.expect)?;
+    groups.check(&expectations)?;
+    let expectations: Vec<expect::ExpectSpec> =
+        expectations.into_iter().map(|(spec, _)| spec).collect();
     let crashes = crashes::resolve(raw.crashes)?;
     let sdk_layers = client::sdk_layers(&raw.client, &raw.provider)?;
     if !sdk_layers.is_empty() && !crashes.is_empty() {
