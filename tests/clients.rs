@@ -45,12 +45,23 @@ fn python_has(module: &str) -> bool {
         .args(["-c", &format!("import {module}")])
         .output()
         .is_ok_and(|o| o.status.success());
+    found_or_skipped(
+        found,
+        &format!("python3 cannot import {module}"),
+        "pip install -r examples/clients/requirements.txt",
+    )
+}
+
+/// `found`, after saying the test is skipped when it is not (`missing`, and the command
+/// that installs it); with `STAMPEDE_REQUIRE_SDKS` set, as CI sets it, a missing SDK fails
+/// the test instead.
+pub(crate) fn found_or_skipped(found: bool, missing: &str, install: &str) -> bool {
     if !found {
         assert!(
             std::env::var_os("STAMPEDE_REQUIRE_SDKS").is_none(),
-            "python3 cannot import {module}: pip install -r examples/clients/requirements.txt"
+            "{missing}: {install}"
         );
-        eprintln!("skipped: python3 cannot import {module} (pip install -r examples/clients/requirements.txt)");
+        eprintln!("skipped: {missing} ({install})");
     }
     found
 }
