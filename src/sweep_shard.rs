@@ -735,6 +735,20 @@ pub fn finish(
     png: bool,
 ) -> ExitCode {
     print_configs(configs, rows);
+    if rows.is_empty() && !errors.is_empty() {
+        // Nothing was measured: an earlier sweep's files in the folder stay as they were,
+        // where an empty sweep.csv had replaced them.
+        for e in errors {
+            eprintln!("error: {e}");
+        }
+        eprintln!(
+            "error: none of the sweep's {} runs could play (above): nothing was written, and {} \
+             was left as it was",
+            errors.len(),
+            out_dir.display()
+        );
+        return ExitCode::from(exit::BAD_INPUT);
+    }
     let recommendation = recommend_played(configs, rows, errors);
     let line = recommendation.line();
     if let Err(message) = write_outputs(out_dir, rows, keys, &line, png) {

@@ -406,3 +406,43 @@ fn a_varied_credential_is_shown_masked() {
         assert!(!whole, "{} holds the key whole", path.display());
     }
 }
+
+/// A sweep none of whose runs could play measured nothing: it leaves the folder's earlier
+/// sweep as it was, where it had replaced that sweep's sweep.csv with an empty one.
+#[test]
+fn a_sweep_that_measured_nothing_leaves_an_earlier_sweep_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep");
+    let qs = quickstart();
+    let first = stampede(&[
+        "sweep",
+        qs.as_str(),
+        "--vary",
+        "client.workers=4,16",
+        "--out",
+        a_str(&out),
+    ]);
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
+    let before = std::fs::read(out.join("sweep.csv")).unwrap();
+    let recommendation = std::fs::read(out.join("recommendation.txt")).unwrap();
+    let none = stampede(&[
+        "sweep",
+        qs.as_str(),
+        "--vary",
+        r#"client.command=["/nonexistent-stampede-client"],["/nonexistent-stampede-client","-v"]"#,
+        "--out",
+        a_str(&out),
+    ]);
+    let stderr = text(&none.stderr);
+    assert_eq!(none.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("nonexistent-stampede-client"), "{stderr}");
+    assert!(
+        stderr.contains("none of the sweep's 6 runs could play (above): nothing was written"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(out.join("sweep.csv")).unwrap(), before);
+    assert_eq!(
+        std::fs::read(out.join("recommendation.txt")).unwrap(),
+        recommendation
+    );
+}
