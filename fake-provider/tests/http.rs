@@ -9,6 +9,9 @@ use stampede_provider::server::ServerHandle;
 use stampede_provider::spawn_ephemeral;
 use std::time::Duration;
 
+/// The `anthropic-version` the official SDKs send, which Anthropic's routes require.
+const ANTHROPIC_VERSION: &str = "2023-06-01";
+
 fn scope(id: &str, rpm: Option<u64>) -> ScopeLimits {
     ScopeLimits {
         rpm,
@@ -62,11 +65,13 @@ async fn start(config: ProviderConfig) -> Server {
 }
 
 impl Server {
-    /// A POST of `body` to Anthropic's `path` with the test key as `x-api-key`.
+    /// A POST of `body` to Anthropic's `path` with the test key as `x-api-key` and the
+    /// `anthropic-version` every Anthropic client sends.
     fn anthropic(&self, path: &str, body: &Value) -> reqwest::RequestBuilder {
         self.client
             .post(format!("{}{path}", self.base))
             .header("x-api-key", "sk-a-test-key")
+            .header("anthropic-version", ANTHROPIC_VERSION)
             .json(body)
     }
 
@@ -484,6 +489,7 @@ async fn anthropic_routes_refuse_bodies_and_methods_in_anthropic_words() {
             .client
             .post(format!("{}{path}", s.base))
             .header("x-api-key", "sk-a-test-key")
+            .header("anthropic-version", ANTHROPIC_VERSION)
             .body(big.clone())
             .send()
             .await
@@ -830,7 +836,7 @@ async fn bodies_the_real_apis_refuse_are_refused_in_their_words() {
         let mut r = s
             .client
             .post(format!("{}/v1/messages", s.base))
-            .header("anthropic-version", "2023-06-01")
+            .header("anthropic-version", ANTHROPIC_VERSION)
             .json(&body);
         if let Some(key) = key {
             r = r.header("x-api-key", key);
@@ -978,6 +984,9 @@ async fn the_key_is_checked_before_the_body() {
             .body(body);
         if let Some((header, value)) = key {
             r = r.header(header, value);
+        }
+        if path.starts_with("/v1/messages") {
+            r = r.header("anthropic-version", ANTHROPIC_VERSION);
         }
         r.send()
     };
@@ -1168,7 +1177,7 @@ async fn unknown_body_fields_are_refused_unless_the_provider_accepts_them() {
             .post(format!("{}{route}", s.base))
             .bearer_auth("sk-a-test-key")
             .header("x-api-key", "sk-a-test-key")
-            .header("anthropic-version", "2023-06-01")
+            .header("anthropic-version", ANTHROPIC_VERSION)
             .json(&body)
             .send()
     };
@@ -1616,6 +1625,7 @@ async fn chat_and_messages_broken_streams_keep_a_forced_calls_shape() {
         .client
         .post(format!("{}/v1/messages", s.base))
         .header("x-api-key", "sk-a-test-key")
+        .header("anthropic-version", ANTHROPIC_VERSION)
         .json(&json!({ "model": "m", "max_tokens": 64, "stream": true,
             "messages": [{ "role": "user", "content": "plan" }], "tool_choice": { "type": "any" },
             "tools": [{ "name": "make_plan", "input_schema": schema }] }))
@@ -1658,6 +1668,8 @@ async fn every_answer_names_the_model_its_request_named() {
         s.client
             .post(format!("{}{path}", s.base))
             .bearer_auth("sk-a-test-key")
+            // Read by Anthropic's route alone.
+            .header("anthropic-version", ANTHROPIC_VERSION)
             .json(&body)
             .send()
     };

@@ -48,6 +48,8 @@ async fn the_body_names_the_model_on_every_completion_route() {
             .post(format!("{base}{path}"))
             .bearer_auth(KEY)
             .header("x-api-key", KEY)
+            // Read by Anthropic's route alone (the catalog is not called here).
+            .header("anthropic-version", "2023-06-01")
             .json(&body)
             .send()
     };
