@@ -365,6 +365,60 @@ print("models ok")
     assert_eq!(attempts.matches(",/v1/models").count(), 11, "{attempts}");
 }
 
+/// The anthropic SDK told to leave out `anthropic-version` (which it always sends) is
+/// refused on `/v1/messages` and `/v1/messages/count_tokens` with the real API's 400,
+/// raised as its `BadRequestError` and not retried; the SDK as shipped then completes
+/// every item: the refusals were journaled (each for its item) and counted by no limit.
+#[test]
+fn the_anthropic_sdk_without_its_version_header_is_refused_as_the_real_api_refuses_it() {
+    if !python_has("anthropic") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = r#"
+import anthropic, json, os
+items = [json.loads(l) for l in open(os.environ["STAMPEDE_WORKLOAD"])]
+bare = anthropic.Anthropic(_strict_response_validation=True, max_retries=2,
+                           default_headers={"anthropic-version": anthropic.Omit()})
+for item in items:
+    for call in (lambda: bare.messages.create(model=item["model"], messages=item["messages"],
+                                              max_tokens=item["max_tokens"]),
+                 lambda: bare.messages.count_tokens(model=item["model"], messages=item["messages"])):
+        try:
+            call()
+            raise SystemExit("sent without anthropic-version")
+        except anthropic.BadRequestError as e:
+            assert e.type == "invalid_request_error", e.body
+            assert e.body["error"]["message"] == "anthropic-version: header is required", e.body
+client = anthropic.Anthropic(_strict_response_validation=True, max_retries=0)
+for item in items:
+    client.messages.create(model=item["model"], messages=item["messages"],
+                           max_tokens=item["max_tokens"])
+print("version ok")
+"#;
+    let out = common::stampede(&[
+        "run",
+        "tests/clients/anthropic-version.toml",
+        "--out",
+        a_str(dir.path()),
+        "--client",
+        "--",
+        "python3",
+        "-c",
+        script,
+    ]);
+    let log = std::fs::read_to_string(dir.path().join("client.log")).unwrap_or_default();
+    assert!(log.contains("version ok"), "{}\n{log}", text(&out.stdout));
+    assert_eq!(out.status.code(), Some(0), "{}\n{log}", text(&out.stdout));
+    let s = summary(dir.path());
+    assert_eq!(s["completed"], 4, "{s}");
+    // One refusal a call (400 is not retried), then one answer an item.
+    assert_eq!(s["outbound_attempts"], 12, "{s}");
+    assert_eq!(s["status_counts"]["400"], 8, "{s}");
+    assert_eq!(s["status_counts"]["200"], 4, "{s}");
+    assert_eq!(s["foreign_requests"].as_u64().unwrap_or(0), 0, "{s}");
+}
+
 #[test]
 fn the_openai_sdk_default_retries_double_bill_and_the_run_says_so() {
     if !python_has("openai") {

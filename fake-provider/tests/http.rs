@@ -1723,3 +1723,78 @@ async fn every_answer_names_the_model_its_request_named() {
         );
     }
 }
+
+/// `/v1/messages` and its token count refuse a request without `anthropic-version` as the
+/// real API does (400 `invalid_request_error`, "anthropic-version: header is required"),
+/// after the key (an unknown one is told 401 first) and before any limit counts it: a
+/// scope of one request a minute still admits the request that names its version, and
+/// each refusal is journaled as an edge refusal (with the item its prompt names).
+#[tokio::test]
+async fn anthropic_routes_require_the_anthropic_version_header_before_any_limit() {
+    let s = start(config(Some(1), vec![])).await;
+    let message = json!({ "model": "m", "max_tokens": 8,
+        "messages": [{ "role": "user", "content": "request 7: hi" }] });
+    let count = json!({ "model": "m", "messages": [{ "role": "user", "content": "hi" }] });
+    let without = |path: &str, body: &Value, key: &str, version: Option<&str>| {
+        let mut r = s
+            .client
+            .post(format!("{}{path}", s.base))
+            .header("x-api-key", key)
+            .json(body);
+        if let Some(v) = version {
+            r = r.header("anthropic-version", v);
+        }
+        r.send()
+    };
+    for (path, body) in [
+        ("/v1/messages", &message),
+        ("/v1/messages/count_tokens", &count),
+        ("/v1/messages", &message),
+    ] {
+        for version in [None, Some(""), Some("  ")] {
+            let r = without(path, body, "sk-a-test-key", version).await.unwrap();
+            assert_eq!(r.status(), 400, "{path} {version:?}");
+            assert!(r.headers().contains_key("request-id"), "{path}");
+            let e: Value = r.json().await.unwrap();
+            assert_eq!(e["type"], "error", "{e}");
+            assert_eq!(
+                e["error"],
+                json!({ "type": "invalid_request_error", "message": "anthropic-version: header is required" }),
+                "{path}: {e}"
+            );
+            assert_eq!(
+                e["error"]["message"],
+                stampede_provider::server::ANTHROPIC_VERSION_REQUIRED
+            );
+        }
+    }
+    // The key is checked first, as for any body the API refuses.
+    let r = without("/v1/messages", &message, "sk-wrong-key-0001", None)
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    let e: Value = r.json().await.unwrap();
+    assert_eq!(e["error"]["type"], "authentication_error", "{e}");
+    // No limit counted the refusals: the scope's one request a minute is still there.
+    let ok = s.anthropic("/v1/messages", &message).send().await.unwrap();
+    assert_eq!(ok.status(), 200);
+    let again = s.anthropic("/v1/messages", &message).send().await.unwrap();
+    assert_eq!(
+        again.status(),
+        429,
+        "the one request was spent by the one that named its version"
+    );
+    let journal = s.journal().await;
+    let statuses: Vec<u64> = journal
+        .iter()
+        .map(|e| e["status"].as_u64().unwrap())
+        .collect();
+    assert_eq!(statuses, [[400; 9].as_slice(), &[401, 200, 429]].concat());
+    for e in &journal[..9] {
+        assert_eq!(e["error_code"], "invalid_request", "{e}");
+        assert_eq!(e["scope"], "a", "{e}");
+    }
+    // A refused request of a workload item counts for the item (a token count never does).
+    assert_eq!(journal[0]["workload_item"], 7, "{}", journal[0]);
+    assert!(journal[3].get("workload_item").is_none(), "{}", journal[3]);
+}
