@@ -293,6 +293,143 @@ print("counted", len(items))
     assert_eq!(attempts.matches("/v1/messages/count_tokens").count(), 8);
 }
 
+/// Both official SDKs' `models.list()` and `models.retrieve()` pass strict validation
+/// against the model catalog (`GET /v1/models`, `/v1/models/{id}`): OpenAI's list,
+/// Anthropic's pages (iterated page by page by `after_id`, and back by `before_id`), and
+/// each API's not-found and unknown-key answers raised as the SDK's own exceptions. The
+/// reads are journaled, but are no logical request: the four items the client then sends,
+/// on models it found there, all complete, and none of its requests is foreign.
+#[test]
+fn the_official_sdks_list_and_retrieve_the_models_served() {
+    if !python_has("openai") || !python_has("anthropic") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = r#"
+import anthropic, openai, json, os
+items = [json.loads(l) for l in open(os.environ["STAMPEDE_WORKLOAD"])]
+oa = openai.OpenAI(_strict_response_validation=True, max_retries=0)
+listed = [m.id for m in oa.models.list()]
+assert listed == ["gpt-small", "claude-small"], listed
+m = oa.models.retrieve("claude-small")
+assert (m.id, m.object, m.created, m.owned_by) == ("claude-small", "model", 1704067200, "stampede"), m
+try:
+    oa.models.retrieve("gpt-nope")
+    raise SystemExit("gpt-nope was found")
+except openai.NotFoundError as e:
+    assert e.code == "model_not_found", e.body
+an = anthropic.Anthropic(_strict_response_validation=True, max_retries=0)
+first = an.models.list(limit=1)
+assert [m.id for m in first.data] == ["gpt-small"] and first.has_more, first
+# Iterating a page fetches the next ones by after_id, while has_more says there are.
+assert [m.id for m in an.models.list(limit=1)] == listed
+back = an.models.list(limit=1, before_id="claude-small")
+assert [m.id for m in back.data] == ["gpt-small"] and not back.has_more, back
+info = an.models.retrieve("claude-small")
+assert info.created_at.isoformat() == "2024-01-01T00:00:00+00:00", info
+assert (info.display_name, info.lifecycle, info.max_input_tokens, info.max_tokens) == (
+    "claude-small", "active", 200000, 64000), info
+try:
+    an.models.retrieve("claude-nope")
+    raise SystemExit("claude-nope was found")
+except anthropic.NotFoundError as e:
+    assert e.type == "not_found_error", e.body
+try:
+    openai.OpenAI(api_key="sk-wrong-key-0001", max_retries=0).models.list()
+    raise SystemExit("a wrong key listed the models")
+except openai.AuthenticationError as e:
+    assert e.code == "invalid_api_key", e.body
+try:
+    anthropic.Anthropic(api_key="sk-wrong-key-0001", max_retries=0).models.retrieve("gpt-small")
+    raise SystemExit("a wrong key found a model")
+except anthropic.AuthenticationError as e:
+    assert e.type == "authentication_error", e.body
+for n, item in enumerate(items):
+    if n % 2 == 0:
+        oa.chat.completions.create(model=listed[0], messages=item["messages"],
+                                   max_tokens=item["max_tokens"])
+    else:
+        an.messages.create(model=listed[1], messages=item["messages"],
+                           max_tokens=item["max_tokens"])
+print("models ok")
+"#;
+    let out = common::stampede(&[
+        "run",
+        "tests/clients/models.toml",
+        "--out",
+        a_str(dir.path()),
+        "--client",
+        "--",
+        "python3",
+        "-c",
+        script,
+    ]);
+    let log = std::fs::read_to_string(dir.path().join("client.log")).unwrap_or_default();
+    assert!(log.contains("models ok"), "{}\n{log}", text(&out.stdout));
+    assert_eq!(out.status.code(), Some(0), "{}\n{log}", text(&out.stdout));
+    let s = summary(dir.path());
+    assert_eq!(s["completed"], 4, "{s}");
+    assert_eq!(s["foreign_requests"].as_u64().unwrap_or(0), 0, "{s}");
+    // Eleven catalog reads (two of them refused keys) and the four items.
+    assert_eq!(s["outbound_attempts"], 15, "{s}");
+    let attempts = std::fs::read_to_string(dir.path().join("attempts.csv")).unwrap();
+    assert_eq!(attempts.matches(",/v1/models").count(), 11, "{attempts}");
+}
+
+/// The anthropic SDK told to leave out `anthropic-version` (which it always sends) is
+/// refused on `/v1/messages` and `/v1/messages/count_tokens` with the real API's 400,
+/// raised as its `BadRequestError` and not retried; the SDK as shipped then completes
+/// every item: the refusals were journaled (each for its item) and counted by no limit.
+#[test]
+fn the_anthropic_sdk_without_its_version_header_is_refused_as_the_real_api_refuses_it() {
+    if !python_has("anthropic") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = r#"
+import anthropic, json, os
+items = [json.loads(l) for l in open(os.environ["STAMPEDE_WORKLOAD"])]
+bare = anthropic.Anthropic(_strict_response_validation=True, max_retries=2,
+                           default_headers={"anthropic-version": anthropic.Omit()})
+for item in items:
+    for call in (lambda: bare.messages.create(model=item["model"], messages=item["messages"],
+                                              max_tokens=item["max_tokens"]),
+                 lambda: bare.messages.count_tokens(model=item["model"], messages=item["messages"])):
+        try:
+            call()
+            raise SystemExit("sent without anthropic-version")
+        except anthropic.BadRequestError as e:
+            assert e.type == "invalid_request_error", e.body
+            assert e.body["error"]["message"] == "anthropic-version: header is required", e.body
+client = anthropic.Anthropic(_strict_response_validation=True, max_retries=0)
+for item in items:
+    client.messages.create(model=item["model"], messages=item["messages"],
+                           max_tokens=item["max_tokens"])
+print("version ok")
+"#;
+    let out = common::stampede(&[
+        "run",
+        "tests/clients/anthropic-version.toml",
+        "--out",
+        a_str(dir.path()),
+        "--client",
+        "--",
+        "python3",
+        "-c",
+        script,
+    ]);
+    let log = std::fs::read_to_string(dir.path().join("client.log")).unwrap_or_default();
+    assert!(log.contains("version ok"), "{}\n{log}", text(&out.stdout));
+    assert_eq!(out.status.code(), Some(0), "{}\n{log}", text(&out.stdout));
+    let s = summary(dir.path());
+    assert_eq!(s["completed"], 4, "{s}");
+    // One refusal a call (400 is not retried), then one answer an item.
+    assert_eq!(s["outbound_attempts"], 12, "{s}");
+    assert_eq!(s["status_counts"]["400"], 8, "{s}");
+    assert_eq!(s["status_counts"]["200"], 4, "{s}");
+    assert_eq!(s["foreign_requests"].as_u64().unwrap_or(0), 0, "{s}");
+}
+
 #[test]
 fn the_openai_sdk_default_retries_double_bill_and_the_run_says_so() {
     if !python_has("openai") {

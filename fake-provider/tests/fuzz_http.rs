@@ -327,6 +327,8 @@ fn path() -> impl Strategy<Value = String> {
         2 => odd().prop_map(|r| format!("/v1/records?external_ref={r}")),
         1 => (odd(), odd()).prop_map(|(a, b)| format!("/v1/records?external_ref={a}&idempotency_key={b}")),
         1 => odd().prop_map(|id| format!("/v1/items/{id}")),
+        1 => odd().prop_map(|id| format!("/v1/models/{id}")),
+        1 => (odd(), odd(), odd()).prop_map(|(l, a, b)| format!("/v1/models?limit={l}&after_id={a}&before_id={b}")),
         2 => (any::<i64>(), any::<u64>()).prop_map(|(a, l)| format!("/_stampede/journal?after_seq={a}&limit={l}")),
         1 => any::<u64>().prop_map(|s| format!("/_stampede/journal?since={s}")),
         1 => prop::sample::select(vec![
@@ -392,9 +394,12 @@ fn headers() -> impl Strategy<Value = Vec<(String, Vec<u8>)>> {
         ),
         prop::option::weighted(0.4, header_value()),
         prop::option::weighted(0.2, Just("flaky".to_string())),
+        // What every Anthropic client sends: without it, Anthropic's routes refuse the
+        // request before its body is checked, and the fuzzer would seldom reach the checks.
+        prop::option::weighted(0.7, Just("2023-06-01")),
     );
     (chosen, prop::collection::vec((name, header_value()), 0..4)).prop_map(
-        |((auth, ct, key, class), extra)| {
+        |((auth, ct, key, class, version), extra)| {
             let mut h = Vec::new();
             if let Some(a) = auth {
                 h.push(("Authorization".to_string(), a));
@@ -407,6 +412,9 @@ fn headers() -> impl Strategy<Value = Vec<(String, Vec<u8>)>> {
             }
             if let Some(c) = class {
                 h.push(("x-stampede-class".to_string(), c.into_bytes()));
+            }
+            if let Some(v) = version {
+                h.push(("anthropic-version".to_string(), v.as_bytes().to_vec()));
             }
             h.extend(extra);
             h
@@ -764,7 +772,7 @@ fn regression_a_huge_streamed_completion_is_made_as_it_is_read() {
         ("/v1/responses", responses),
     ] {
         let req = format!(
-            "POST {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {KEY}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            "POST {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {KEY}\r\nanthropic-version: 2023-06-01\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
             body.len()
         );
         for _ in 0..4 {

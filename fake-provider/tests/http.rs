@@ -9,6 +9,9 @@ use stampede_provider::server::ServerHandle;
 use stampede_provider::spawn_ephemeral;
 use std::time::Duration;
 
+/// The `anthropic-version` the official SDKs send, which Anthropic's routes require.
+const ANTHROPIC_VERSION: &str = "2023-06-01";
+
 fn scope(id: &str, rpm: Option<u64>) -> ScopeLimits {
     ScopeLimits {
         rpm,
@@ -62,11 +65,13 @@ async fn start(config: ProviderConfig) -> Server {
 }
 
 impl Server {
-    /// A POST of `body` to Anthropic's `path` with the test key as `x-api-key`.
+    /// A POST of `body` to Anthropic's `path` with the test key as `x-api-key` and the
+    /// `anthropic-version` every Anthropic client sends.
     fn anthropic(&self, path: &str, body: &Value) -> reqwest::RequestBuilder {
         self.client
             .post(format!("{}{path}", self.base))
             .header("x-api-key", "sk-a-test-key")
+            .header("anthropic-version", ANTHROPIC_VERSION)
             .json(body)
     }
 
@@ -484,6 +489,7 @@ async fn anthropic_routes_refuse_bodies_and_methods_in_anthropic_words() {
             .client
             .post(format!("{}{path}", s.base))
             .header("x-api-key", "sk-a-test-key")
+            .header("anthropic-version", ANTHROPIC_VERSION)
             .body(big.clone())
             .send()
             .await
@@ -868,7 +874,7 @@ async fn bodies_the_real_apis_refuse_are_refused_in_their_words() {
         let mut r = s
             .client
             .post(format!("{}/v1/messages", s.base))
-            .header("anthropic-version", "2023-06-01")
+            .header("anthropic-version", ANTHROPIC_VERSION)
             .json(&body);
         if let Some(key) = key {
             r = r.header("x-api-key", key);
@@ -1016,6 +1022,9 @@ async fn the_key_is_checked_before_the_body() {
             .body(body);
         if let Some((header, value)) = key {
             r = r.header(header, value);
+        }
+        if path.starts_with("/v1/messages") {
+            r = r.header("anthropic-version", ANTHROPIC_VERSION);
         }
         r.send()
     };
@@ -1206,7 +1215,7 @@ async fn unknown_body_fields_are_refused_unless_the_provider_accepts_them() {
             .post(format!("{}{route}", s.base))
             .bearer_auth("sk-a-test-key")
             .header("x-api-key", "sk-a-test-key")
-            .header("anthropic-version", "2023-06-01")
+            .header("anthropic-version", ANTHROPIC_VERSION)
             .json(&body)
             .send()
     };
@@ -1654,6 +1663,7 @@ async fn chat_and_messages_broken_streams_keep_a_forced_calls_shape() {
         .client
         .post(format!("{}/v1/messages", s.base))
         .header("x-api-key", "sk-a-test-key")
+        .header("anthropic-version", ANTHROPIC_VERSION)
         .json(&json!({ "model": "m", "max_tokens": 64, "stream": true,
             "messages": [{ "role": "user", "content": "plan" }], "tool_choice": { "type": "any" },
             "tools": [{ "name": "make_plan", "input_schema": schema }] }))
@@ -1696,6 +1706,8 @@ async fn every_answer_names_the_model_its_request_named() {
         s.client
             .post(format!("{}{path}", s.base))
             .bearer_auth("sk-a-test-key")
+            // Read by Anthropic's route alone.
+            .header("anthropic-version", ANTHROPIC_VERSION)
             .json(&body)
             .send()
     };
@@ -1748,4 +1760,79 @@ async fn every_answer_names_the_model_its_request_named() {
             "{path}: {models:?}"
         );
     }
+}
+
+/// `/v1/messages` and its token count refuse a request without `anthropic-version` as the
+/// real API does (400 `invalid_request_error`, "anthropic-version: header is required"),
+/// after the key (an unknown one is told 401 first) and before any limit counts it: a
+/// scope of one request a minute still admits the request that names its version, and
+/// each refusal is journaled as an edge refusal (with the item its prompt names).
+#[tokio::test]
+async fn anthropic_routes_require_the_anthropic_version_header_before_any_limit() {
+    let s = start(config(Some(1), vec![])).await;
+    let message = json!({ "model": "m", "max_tokens": 8,
+        "messages": [{ "role": "user", "content": "request 7: hi" }] });
+    let count = json!({ "model": "m", "messages": [{ "role": "user", "content": "hi" }] });
+    let without = |path: &str, body: &Value, key: &str, version: Option<&str>| {
+        let mut r = s
+            .client
+            .post(format!("{}{path}", s.base))
+            .header("x-api-key", key)
+            .json(body);
+        if let Some(v) = version {
+            r = r.header("anthropic-version", v);
+        }
+        r.send()
+    };
+    for (path, body) in [
+        ("/v1/messages", &message),
+        ("/v1/messages/count_tokens", &count),
+        ("/v1/messages", &message),
+    ] {
+        for version in [None, Some(""), Some("  ")] {
+            let r = without(path, body, "sk-a-test-key", version).await.unwrap();
+            assert_eq!(r.status(), 400, "{path} {version:?}");
+            assert!(r.headers().contains_key("request-id"), "{path}");
+            let e: Value = r.json().await.unwrap();
+            assert_eq!(e["type"], "error", "{e}");
+            assert_eq!(
+                e["error"],
+                json!({ "type": "invalid_request_error", "message": "anthropic-version: header is required" }),
+                "{path}: {e}"
+            );
+            assert_eq!(
+                e["error"]["message"],
+                stampede_provider::server::ANTHROPIC_VERSION_REQUIRED
+            );
+        }
+    }
+    // The key is checked first, as for any body the API refuses.
+    let r = without("/v1/messages", &message, "sk-wrong-key-0001", None)
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    let e: Value = r.json().await.unwrap();
+    assert_eq!(e["error"]["type"], "authentication_error", "{e}");
+    // No limit counted the refusals: the scope's one request a minute is still there.
+    let ok = s.anthropic("/v1/messages", &message).send().await.unwrap();
+    assert_eq!(ok.status(), 200);
+    let again = s.anthropic("/v1/messages", &message).send().await.unwrap();
+    assert_eq!(
+        again.status(),
+        429,
+        "the one request was spent by the one that named its version"
+    );
+    let journal = s.journal().await;
+    let statuses: Vec<u64> = journal
+        .iter()
+        .map(|e| e["status"].as_u64().unwrap())
+        .collect();
+    assert_eq!(statuses, [[400; 9].as_slice(), &[401, 200, 429]].concat());
+    for e in &journal[..9] {
+        assert_eq!(e["error_code"], "invalid_request", "{e}");
+        assert_eq!(e["scope"], "a", "{e}");
+    }
+    // A refused request of a workload item counts for the item (a token count never does).
+    assert_eq!(journal[0]["workload_item"], 7, "{}", journal[0]);
+    assert!(journal[3].get("workload_item").is_none(), "{}", journal[3]);
 }

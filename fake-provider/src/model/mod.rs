@@ -619,6 +619,49 @@ impl ProviderModel {
         refusal: EdgeRefusal,
         now: Millis,
     ) -> u64 {
+        let answer = EdgeAnswer {
+            status: refusal.status,
+            code: Some(refusal.code),
+            workload_item: refusal.workload_item,
+        };
+        self.journal_at_edge((method, path), credential, answer, now)
+    }
+
+    /// A request for the provider's model catalog (`GET /v1/models`, `GET
+    /// /v1/models/{id}`) reached the edge at `now`, which answered it from the config alone
+    /// with `status` (200; 401 for a key the provider does not know, 404 for a model it
+    /// does not list, 400 for a query it cannot page by) and, for a refusal, the journal's
+    /// error `code`. The edge asks [`ProviderModel::knows_credential`] first, as every
+    /// route checks the key first. A catalog read is no logical request and does no work:
+    /// it is journaled as an attempt (every request a client sends shows in the figures,
+    /// an SDK's `models.list()` at start-up included), with no logical request (`logical`
+    /// 0), held to no limit, fault or wait of its scope, and billed nothing. `path` is cut
+    /// to 200 bytes. Returns the attempt's seq.
+    pub fn arrive_catalog(
+        &mut self,
+        path: &str,
+        credential: Option<&str>,
+        (status, code): (u16, Option<&'static str>),
+        now: Millis,
+    ) -> u64 {
+        let answer = EdgeAnswer {
+            status,
+            code,
+            workload_item: None,
+        };
+        self.journal_at_edge(("GET", path), credential, answer, now)
+    }
+
+    /// Journals a request the edge answered itself (see [`ProviderModel::arrive_refused`]
+    /// and [`ProviderModel::arrive_catalog`]): an attempt no limit counts, of no logical
+    /// request. Returns its seq.
+    fn journal_at_edge(
+        &mut self,
+        (method, path): (&str, &str),
+        credential: Option<&str>,
+        answer: EdgeAnswer,
+        now: Millis,
+    ) -> u64 {
         self.next_seq += 1;
         let seq = self.next_seq;
         let mut cut = path.len().min(200);
@@ -647,9 +690,9 @@ impl ProviderModel {
             action: None,
             attempt_no: None,
             class: None,
-            status: Some(refusal.status),
-            outcome: status_label(refusal.status),
-            error_code: Some(Cow::Borrowed(refusal.code)),
+            status: Some(answer.status),
+            outcome: status_label(answer.status),
+            error_code: answer.code.map(Cow::Borrowed),
             committed: false,
             duplicate: false,
             retry_after_violation: false,
@@ -668,9 +711,9 @@ impl ProviderModel {
             model: None,
             billed_micro_usd: 0,
             limit: None,
-            workload_item: refusal.workload_item,
+            workload_item: answer.workload_item,
         };
-        self.count(&entry, usual_status(refusal.status));
+        self.count(&entry, usual_status(answer.status));
         self.journal.push(entry);
         seq
     }
@@ -721,12 +764,7 @@ impl ProviderModel {
                 req.route,
                 RequestRoute::Messages | RequestRoute::CountTokens
             );
-            let message = match (req.credential.is_none(), anthropic) {
-                (true, false) => "No API key provided: send `Authorization: Bearer KEY`.",
-                (true, true) => "x-api-key header is required",
-                (false, false) => "Incorrect API key provided.",
-                (false, true) => "invalid x-api-key",
-            };
+            let message = key_refusal_message(req.credential.is_some(), anthropic);
             return decided(
                 seq,
                 reject_ms,
@@ -797,7 +835,7 @@ impl ProviderModel {
                     let answer = self.error(
                         404,
                         headers,
-                        || format!("The model `{name}` does not exist or you do not have access to it."),
+                        || model_not_found_message(name),
                         "invalid_request_error",
                         Cow::Borrowed("model_not_found"),
                     );
@@ -1808,6 +1846,24 @@ enum KeyRefusal {
     BodyMismatch,
 }
 
+/// What a 401 says of a key the provider does not know (`key_given`) or of none, in the
+/// words of the API it came in on (`anthropic`: Anthropic's, else OpenAI's). Every route
+/// says it the same way (the model catalog's too).
+pub fn key_refusal_message(key_given: bool, anthropic: bool) -> &'static str {
+    match (key_given, anthropic) {
+        (false, false) => "No API key provided: send `Authorization: Bearer KEY`.",
+        (false, true) => "x-api-key header is required",
+        (true, false) => "Incorrect API key provided.",
+        (true, true) => "invalid x-api-key",
+    }
+}
+
+/// What a 404 `model_not_found` says of model `name`, which the provider does not list: a
+/// completion naming it and a catalog look-up of it are told the same.
+pub fn model_not_found_message(name: &str) -> String {
+    format!("The model `{name}` does not exist or you do not have access to it.")
+}
+
 /// An OpenAI-shaped error body.
 pub fn error_body(message: &str, kind: &str, code: &str) -> Value {
     error_body_at(message, kind, None, Some(code))
@@ -1837,4 +1893,16 @@ pub struct EdgeRefusal {
     /// The workload item the request's prompt named, when its body says (see
     /// `JournalEntry::workload_item`).
     pub workload_item: Option<u64>,
+}
+
+/// What the edge answered a request with, itself: a refusal ([`EdgeRefusal`]) or a catalog
+/// read ([`ProviderModel::arrive_catalog`]).
+#[derive(Debug, Clone, Copy)]
+struct EdgeAnswer {
+    /// The HTTP status answered.
+    status: u16,
+    /// The journal's error code; `None` for a success.
+    code: Option<&'static str>,
+    /// The workload item the request's prompt named, if any.
+    workload_item: Option<u64>,
 }

@@ -83,6 +83,49 @@ fn unknown_or_missing_key_is_401_and_journaled_without_scope() {
     assert!(!j[0].committed);
 }
 
+/// A catalog read (`GET /v1/models`) is journaled with its status, under its key's scope,
+/// as no logical request, and no limit counts it: a scope of 1 rpm still admits a
+/// completion after any number of them.
+#[test]
+fn a_catalog_read_is_journaled_and_counted_by_no_limit() {
+    let mut s = scope("a");
+    s.rpm = Some(1);
+    let mut m = model(config(vec![s], vec![]));
+    let key = Some("sk-a-key1");
+    for now in 0..3 {
+        m.arrive_catalog("/v1/models", key, (200, None), now);
+    }
+    m.arrive_catalog("/v1/models/{id}", key, (404, Some("model_not_found")), 3);
+    m.arrive_catalog(
+        "/v1/models",
+        Some("sk-nope-000000"),
+        (401, Some("invalid_api_key")),
+        4,
+    );
+    assert_eq!(status(&m.arrive(&chat("a"), 5)), Some(200));
+    assert_eq!(status(&m.arrive(&chat("a"), 6)), Some(429));
+    let j = m.drain_journal();
+    let seen: Vec<(&str, Option<u16>, Option<&str>)> = j
+        .iter()
+        .map(|e| (&*e.route, e.status, e.error_code.as_deref()))
+        .collect();
+    assert_eq!(
+        seen[..5],
+        [
+            ("/v1/models", Some(200), None),
+            ("/v1/models", Some(200), None),
+            ("/v1/models", Some(200), None),
+            ("/v1/models/{id}", Some(404), Some("model_not_found")),
+            ("/v1/models", Some(401), Some("invalid_api_key")),
+        ]
+    );
+    assert!(j[..5].iter().all(|e| e.logical == 0 && e.method == "GET"));
+    assert_eq!(j[0].scope.as_deref(), Some("a"));
+    assert_eq!(j[4].scope, None);
+    assert_eq!(m.stats().attempts, 7);
+    assert_eq!(m.stats().status_counts.get("200"), Some(&4));
+}
+
 #[test]
 fn the_journal_read_in_place_comes_oldest_first_and_an_error_keeps_the_rest() {
     let mut m = model(config(vec![scope("a")], vec![]));

@@ -13,7 +13,9 @@
 //!   per token, `content_block_stop`, `message_delta` (stop reason and output tokens),
 //!   `message_stop`; a stream error is an `error` event.
 //!
-//! The key comes from `x-api-key` (Anthropic's header) or `Authorization: Bearer`.
+//! The key comes from `x-api-key` (Anthropic's header) or `Authorization: Bearer`. A request
+//! without `anthropic-version` is refused as the real API refuses it (400
+//! [`VERSION_REQUIRED`]), after its key and before anything counts it.
 
 use super::anthropic_body::check_messages_body;
 use super::known_fields;
@@ -50,6 +52,19 @@ struct Message {
     content: Value,
 }
 
+/// What the real API says of a Messages request (or a token count) sent without an
+/// `anthropic-version` header, as an `invalid_request_error`. Every official SDK sends the
+/// header; a hand-written client that forgets it is refused in production, so here too.
+pub const VERSION_REQUIRED: &str = "anthropic-version: header is required";
+
+/// Whether a request names the API version it speaks (`anthropic-version`, not empty):
+/// which version it names is not checked.
+fn names_a_version(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get("anthropic-version")
+        .is_some_and(|v| !v.as_bytes().trim_ascii().is_empty())
+}
+
 /// `POST /v1/messages`.
 pub(crate) async fn messages(State(app): State<App>, req: Request<Body>) -> Response<Body> {
     messages_or_count(app, req, RequestRoute::Messages).await
@@ -78,6 +93,16 @@ async fn messages_or_count(app: App, req: Request<Body>, route: RequestRoute) ->
         Ok(r) => r,
         Err(e) => return error_response(&bad_request_body(&e)),
     };
+    // Refused as a body the API refuses is: after the key (an unknown one is told 401),
+    // journaled with a known key, and before any limit or fault sees the request.
+    if !names_a_version(headers) {
+        let refusal = error_response(&bad_request_body(&BadRequest::new(
+            VERSION_REQUIRED.to_string(),
+        )));
+        let wire = super::respond::Wire::anthropic(&route, false);
+        req.workload_item = parse::workload_item_in(&bytes).filter(|_| counts_for_items);
+        return super::routes::key_first(&app, req, wire, refusal).await;
+    }
     let read_as = (
         app.shared.accepts_unknown_fields(),
         interleaves_thinking(headers),

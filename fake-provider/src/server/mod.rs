@@ -15,6 +15,7 @@
 
 mod anthropic;
 mod anthropic_body;
+mod catalog;
 mod cli;
 mod conn;
 mod control;
@@ -31,7 +32,9 @@ mod routes;
 mod shaped;
 mod state;
 
+pub use anthropic::VERSION_REQUIRED as ANTHROPIC_VERSION_REQUIRED;
 pub use anthropic_body::{MAX_CACHE_BREAKPOINTS, MIN_THINKING_BUDGET, MIN_THINKING_TOP_P};
+pub use catalog::{DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, MODEL_CREATED_UNIX_S, MODEL_OWNER};
 pub use cli::serve_cli;
 pub use control::DEFAULT_JOURNAL_PAGE;
 pub use own_thread::spawn_on_thread;
@@ -233,6 +236,9 @@ fn router(app: App) -> Router {
         .route("/v1/messages/count_tokens", post(anthropic::count_tokens))
         .route("/v1/responses", post(responses::responses))
         .route("/v1/embeddings", post(routes::embeddings))
+        // The model catalog, which both APIs serve on one path (see `catalog`).
+        .route("/v1/models", get(catalog::list))
+        .route("/v1/models/{id}", get(catalog::retrieve))
         .route(
             "/v1/records",
             post(routes::create_record).get(routes::find_records),

@@ -127,6 +127,34 @@ const X_STAMPEDE_TENANT: HeaderName = HeaderName::from_static("x-stampede-tenant
 const X_STAMPEDE_ACTION: HeaderName = HeaderName::from_static("x-stampede-action");
 const X_STAINLESS_RETRY_COUNT: HeaderName = HeaderName::from_static("x-stainless-retry-count");
 
+/// The key a request carries: `Authorization: Bearer KEY` (or its bare value), else, on
+/// Anthropic's wire (`anthropic`), Anthropic's own `x-api-key` (a value that is no text is
+/// no key there). An `Authorization` that is not visible ASCII is a 400.
+pub(crate) fn credential(headers: &HeaderMap, anthropic: bool) -> Result<Option<&str>, BadRequest> {
+    let authorization = match headers.get(header::AUTHORIZATION) {
+        None => None,
+        Some(v) => Some(v.to_str().map(str::trim).map_err(|_| {
+            BadRequest::new(format!(
+                "header `{}` is not visible ASCII",
+                header::AUTHORIZATION
+            ))
+        })?),
+    };
+    Ok(authorization
+        .map(|a| {
+            a.strip_prefix("Bearer ")
+                .or_else(|| a.strip_prefix("bearer "))
+                .unwrap_or(a)
+                .trim()
+        })
+        .or_else(|| {
+            anthropic
+                .then(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()))
+                .flatten()
+                .map(str::trim)
+        }))
+}
+
 /// The attempt's attribution headers and credential; every string the journal keeps is at
 /// most `max_field` bytes.
 pub(crate) fn base_request(
@@ -171,20 +199,8 @@ pub(crate) fn base_request(
             })
             .transpose()
     };
-    let credential = raw(&header::AUTHORIZATION)?
-        .map(|a| {
-            a.strip_prefix("Bearer ")
-                .or_else(|| a.strip_prefix("bearer "))
-                .unwrap_or(a)
-                .trim()
-        })
-        // Anthropic's own header, on its route (a value that is no text is no key).
-        .or_else(|| {
-            matches!(route, RequestRoute::Messages | RequestRoute::CountTokens)
-                .then(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()))
-                .flatten()
-                .map(str::trim)
-        });
+    let anthropic = matches!(route, RequestRoute::Messages | RequestRoute::CountTokens);
+    let credential = credential(headers, anthropic)?;
     let attempt_no = number(&X_STAMPEDE_ATTEMPT)?
         .map(|n| {
             u32::try_from(n)

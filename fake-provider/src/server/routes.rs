@@ -517,7 +517,7 @@ pub(crate) async fn not_found(
         ],
         &error_body(
             &format!(
-                "no route for {method} {}: see /v1/chat/completions, /v1/responses, /v1/messages, /v1/embeddings, /v1/records, /v1/items/{{id}}, /_stampede/*",
+                "no route for {method} {}: see /v1/chat/completions, /v1/responses, /v1/messages, /v1/embeddings, /v1/models, /v1/records, /v1/items/{{id}}, /_stampede/*",
                 if uri.path().is_empty() { uri.to_string() } else { uri.path().to_string() }
             ),
             "invalid_request_error",

@@ -192,6 +192,27 @@ impl Inner {
         let seq = self
             .model
             .arrive_refused(method, path, credential, refusal, now);
+        self.ring_journal();
+        seq
+    }
+
+    /// Journals a request for the model catalog the edge answered with `answer` (status,
+    /// error code): see `ProviderModel::arrive_catalog`.
+    pub(crate) fn arrive_catalog(
+        &mut self,
+        path: &str,
+        credential: Option<&str>,
+        answer: (u16, Option<&'static str>),
+    ) -> u64 {
+        let now = self.now();
+        let seq = self.model.arrive_catalog(path, credential, answer, now);
+        self.ring_journal();
+        seq
+    }
+
+    /// Moves the model's undrained journal entries to the ring (evicting the oldest past
+    /// its capacity) of an attempt the edge answered itself, which kept nothing private.
+    fn ring_journal(&mut self) {
         while let Some(e) = self.model.next_journal() {
             if self.ring.len() == self.ring_capacity {
                 self.ring.pop_front();
@@ -199,7 +220,6 @@ impl Inner {
             }
             self.ring.push_back(e);
         }
-        seq
     }
 
     pub(crate) fn depart(&mut self, seq: u64) {

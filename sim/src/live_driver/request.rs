@@ -183,6 +183,17 @@ impl RequestWriter {
         if let Some(key) = &req.idempotency_key {
             headers.append(IDEMPOTENCY_KEY, value_of(&IDEMPOTENCY_KEY, &key.text())?);
         }
+        // Anthropic's routes refuse a request that names no API version, as the real API
+        // does; every Anthropic client names one.
+        if matches!(
+            req.route,
+            RequestRoute::Messages | RequestRoute::CountTokens
+        ) {
+            headers.append(
+                ANTHROPIC_VERSION,
+                HeaderValue::from_static(ANTHROPIC_API_VERSION),
+            );
+        }
         for (name, text) in [(TENANT, &req.tenant), (CLASS, &req.class)] {
             if let Some(text) = text {
                 let value = kept(&mut self.names, text, |t| t.to_string())
@@ -243,6 +254,10 @@ fn kept(
 }
 
 const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
+const ANTHROPIC_VERSION: HeaderName = HeaderName::from_static("anthropic-version");
+/// The `anthropic-version` a request to Anthropic's routes names: the one the official SDKs
+/// send.
+const ANTHROPIC_API_VERSION: &str = "2023-06-01";
 const TENANT: HeaderName = HeaderName::from_static("x-stampede-tenant");
 const CLASS: HeaderName = HeaderName::from_static("x-stampede-class");
 const ACTION: HeaderName = HeaderName::from_static("x-stampede-action");
@@ -297,5 +312,22 @@ mod tests {
         assert_eq!(h["x-stampede-attempt"], "2");
         assert_eq!(h["x-stampede-tenant"], "acme");
         assert_eq!(h["x-stampede-class"], "tool");
+        assert!(
+            !h.contains_key("anthropic-version"),
+            "OpenAI's routes name none"
+        );
+    }
+
+    #[test]
+    fn anthropics_routes_name_the_api_version() {
+        for route in [RequestRoute::Messages, RequestRoute::CountTokens] {
+            let req = Request {
+                route,
+                credential: Some("sk-1".into()),
+                ..Request::default()
+            };
+            let http = http_request("http://127.0.0.1:9", &req).unwrap();
+            assert_eq!(http.headers()["anthropic-version"], ANTHROPIC_API_VERSION);
+        }
     }
 }
