@@ -12,6 +12,7 @@
 mod common;
 
 mod abort;
+mod audit_figures;
 mod audit_head;
 mod audit_verify;
 mod broken_pipe;

@@ -1009,7 +1009,7 @@ impl Measurement {
         } else {
             s.completed as f64 * 60_000.0 / window as f64
         });
-        s.retry_waves = self.retry_bins.waves();
+        s.retry_waves = self.retry_bins.waves(s.virtual_duration_ms);
         s.peak_retries_per_100ms = self.retry_bins.peak();
         s.latency_ms = self.latency.percentiles();
         s.completed_latency_ms = self.completed_latency.percentiles();

@@ -35,11 +35,17 @@ impl RetryBins {
         self.bins.iter().copied().max().map_or(0, u64::from)
     }
 
-    /// Number of waves: maximal runs of hot bins.
-    pub fn waves(&self) -> u64 {
-        let n = self.bins.len();
+    /// Number of waves in a run that ended at `end_ms` (`virtual_duration_ms`): maximal runs
+    /// of hot bins. A neighbourhood is clipped at the run's end, not at the last retry: the
+    /// quiet after the run's last retries counts in their mean like any quiet stretch (it
+    /// was left out, and a lone burst of 129 retries in one bin, the run's last, was no
+    /// wave; `tests/audit_figures.rs`).
+    pub fn waves(&self, end_ms: u64) -> u64 {
+        let len = self.bins.len();
+        // Every bin the run spans, [0, end_ms): those past the last retry hold none.
+        let n = len.max(usize::try_from(end_ms.div_ceil(BIN_MS)).unwrap_or(usize::MAX));
         // Prefix sums make every neighbourhood mean O(1).
-        let mut prefix = Vec::with_capacity(n + 1);
+        let mut prefix = Vec::with_capacity(len + 1);
         prefix.push(0u64);
         for &b in &self.bins {
             prefix.push(prefix.last().copied().unwrap_or(0) + u64::from(b));
@@ -48,8 +54,8 @@ impl RetryBins {
         let mut in_wave = false;
         for (i, &count) in self.bins.iter().enumerate() {
             let lo = i.saturating_sub(HALF_WINDOW_BINS);
-            let hi = (i + HALF_WINDOW_BINS + 1).min(n);
-            let mean = (prefix[hi] - prefix[lo]) as f64 / (hi - lo) as f64;
+            let hi = i.saturating_add(HALF_WINDOW_BINS + 1).min(n);
+            let mean = (prefix[hi.min(len)] - prefix[lo]) as f64 / (hi - lo) as f64;
             let hot = f64::from(count) >= FLOOR.max(FACTOR * mean);
             if hot && !in_wave {
                 waves += 1;
@@ -75,7 +81,7 @@ mod tests {
                 bins.record(second * 1_000 + 500 + worker % 30);
             }
         }
-        assert_eq!(bins.waves(), 30);
+        assert_eq!(bins.waves(30_000), 30);
         assert_eq!(bins.peak(), 96);
     }
 
@@ -86,7 +92,7 @@ mod tests {
         for _ in 0..(96 * 30) {
             bins.record(rng.gen_range(0..30_000));
         }
-        assert_eq!(bins.waves(), 0);
+        assert_eq!(bins.waves(30_000), 0);
     }
 
     #[test]
@@ -95,6 +101,31 @@ mod tests {
         for t in [1_000, 1_010, 1_020, 20_000] {
             bins.record(t);
         }
-        assert_eq!(bins.waves(), 0);
+        assert_eq!(bins.waves(20_100), 0);
+    }
+
+    /// The run's last retries are judged against the quiet after them, up to the run's end,
+    /// as a burst in the middle of the run is: one bin of 129 retries after 14 bins of 30
+    /// is a wave in a run that goes on for 5 s more, whether or not any retry follows it.
+    #[test]
+    fn the_last_burst_is_judged_up_to_the_runs_end() {
+        let mut bins = RetryBins::default();
+        for i in 0..14u64 {
+            for k in 0..30 {
+                bins.record(i * 100 + k);
+            }
+        }
+        for k in 0..129 {
+            bins.record(1_400 + k % 100);
+        }
+        // Clipped at the last retry, its neighbourhood (bins 0 to 14) means 36.6 a bin,
+        // and 129 is under 4 times that: the count said no wave. Up to the run's end
+        // (bins 0 to 64), 8.4 a bin.
+        assert_eq!(bins.waves(1_500), 0);
+        assert_eq!(bins.waves(6_578), 1);
+        // The same burst with one late retry after it: the count moved with that retry alone.
+        let mut later = bins.clone();
+        later.record(6_500);
+        assert_eq!(later.waves(6_578), 1);
     }
 }
