@@ -840,9 +840,9 @@ async fn bodies_the_real_apis_refuse_are_refused_in_their_words() {
         ),
         (
             json!({ "model": "m", "messages": [{ "role": "user", "content": "weather?" }, { "role": "tool", "content": "sunny" }] }),
-            json!("messages[1].tool_call_id"),
-            json!("missing_required_parameter"),
-            "Missing required parameter: 'messages[1].tool_call_id'.",
+            json!("messages.[1].tool_call_id"),
+            Value::Null,
+            "Missing parameter 'tool_call_id': messages with role 'tool' must have a 'tool_call_id'.",
         ),
     ] {
         let r = openai(body.clone()).await.unwrap();

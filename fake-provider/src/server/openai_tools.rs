@@ -6,8 +6,8 @@
 //!   conversation) comes.
 //! - The Responses API ([`function_call_pairing`]): each `function_call` item of the input
 //!   has its `function_call_output`, and each output answers a call of the input (or, with
-//!   `previous_response_id` or a `conversation`, possibly one stored with an earlier turn,
-//!   which is not kept here, so it is taken).
+//!   `previous_response_id`, a `conversation` or an `item_reference` in the input, possibly
+//!   one stored with an earlier turn, which is not kept here, so it is taken).
 //!
 //! An agent that loses an answer (a history trimmed between a call and its answer, a retry
 //! that re-sends half a turn, a parallel call whose answer was dropped) gets a 400 on every
@@ -21,12 +21,19 @@ use serde_json::Value;
 use super::known_fields::shown;
 use super::parse::{invalid_type, missing, BadRequest};
 
+/// Unanswered calls a refusal names at most; it says how many more there are. A body of
+/// 32 MiB can hold a million calls, and the refusal would have been as large.
+const NAMED_AT_MOST: usize = 100;
+
 /// The calls of the last assistant message that made some, while tool messages answer it.
 struct OpenCalls<'m> {
     /// Its index in `messages`.
     at: usize,
-    /// Every call's id, in the order the message lists them.
-    asked: Vec<&'m str>,
+    /// Every call's id, in the order the message lists them (for the refusal's words).
+    order: Vec<&'m str>,
+    /// The same ids, looked up by each tool message: a scan of `order` made a body of many
+    /// calls and many answers cost their product.
+    asked: HashSet<&'m str>,
     /// The ids no tool message has answered yet.
     unanswered: HashSet<&'m str>,
 }
@@ -38,18 +45,23 @@ impl OpenCalls<'_> {
             return Ok(());
         }
         let left: Vec<&str> = self
-            .asked
+            .order
             .iter()
             .filter(|id| self.unanswered.contains(*id))
+            .take(NAMED_AT_MOST)
             .map(|id| shown(id))
             .collect();
+        let more = match self.unanswered.len().saturating_sub(left.len()) {
+            0 => String::new(),
+            n => format!(" (and {n} more)"),
+        };
         Err(BadRequest::at(
             format!("messages.[{}].role", self.at),
             None,
             format!(
                 "An assistant message with 'tool_calls' must be followed by tool messages \
                  responding to each 'tool_call_id'. The following tool_call_ids did not have \
-                 response messages: {}",
+                 response messages: {}{more}",
                 left.join(", ")
             ),
         ))
@@ -72,7 +84,7 @@ pub(crate) fn tool_pairing(messages: &[Value]) -> Result<(), BadRequest> {
                      preceeding message with 'tool_calls'.",
                 ));
             };
-            if !calls.asked.contains(&id) {
+            if !calls.asked.contains(id) {
                 return Err(BadRequest::at(
                     format!("messages.[{i}].tool_call_id"),
                     None,
@@ -98,12 +110,26 @@ pub(crate) fn tool_pairing(messages: &[Value]) -> Result<(), BadRequest> {
 
 /// A tool message's `tool_call_id`: required, and a string.
 fn tool_call_id(m: &Value, i: usize) -> Result<&str, BadRequest> {
-    let param = || format!("messages[{i}].tool_call_id");
     match m.get("tool_call_id") {
         Some(Value::String(id)) => Ok(id),
-        None | Some(Value::Null) => Err(missing(&param())),
-        Some(other) => Err(invalid_type(&param(), "a string", other)),
+        None | Some(Value::Null) => Err(no_tool_call_id(i)),
+        Some(other) => Err(invalid_type(
+            &format!("messages[{i}].tool_call_id"),
+            "a string",
+            other,
+        )),
     }
+}
+
+/// The API's 400 for tool message `i` without a `tool_call_id` (its own words, not those
+/// of a missing parameter elsewhere).
+pub(crate) fn no_tool_call_id(i: usize) -> BadRequest {
+    BadRequest::at(
+        format!("messages.[{i}].tool_call_id"),
+        None,
+        "Missing parameter 'tool_call_id': messages with role 'tool' must have a \
+         'tool_call_id'.",
+    )
 }
 
 /// The calls an assistant message makes (`tool_calls`, each with an `id`), or `None` when
@@ -121,26 +147,27 @@ fn calls_of(m: &Value, i: usize) -> Result<Option<OpenCalls<'_>>, BadRequest> {
             ))
         }
     };
-    let mut asked = Vec::with_capacity(calls.len());
+    let mut order = Vec::with_capacity(calls.len());
     for (j, call) in calls.iter().enumerate() {
         let param = || format!("messages[{i}].tool_calls[{j}].id");
         match call.get("id") {
-            Some(Value::String(id)) => asked.push(id.as_str()),
+            Some(Value::String(id)) => order.push(id.as_str()),
             None | Some(Value::Null) => return Err(missing(&param())),
             Some(other) => return Err(invalid_type(&param(), "a string", other)),
         }
     }
-    let unanswered = asked.iter().copied().collect();
+    let asked: HashSet<&str> = order.iter().copied().collect();
     Ok(Some(OpenCalls {
         at: i,
+        order,
+        unanswered: asked.clone(),
         asked,
-        unanswered,
     }))
 }
 
 /// Checks the pairing of the `function_call` and `function_call_output` items of a
 /// Responses `input` (see the module's doc); `earlier_turns` when the request continues a
-/// stored response or conversation. Item shapes were checked before; an item without a
+/// stored response or conversation, or refers to stored items. Item shapes were checked before; an item without a
 /// string `call_id` is passed over here.
 pub(crate) fn function_call_pairing(
     input: &[Value],
@@ -295,10 +322,11 @@ mod tests {
         ]);
         assert_eq!(
             message,
-            "Missing required parameter: 'messages[2].tool_call_id'."
+            "Missing parameter 'tool_call_id': messages with role 'tool' must have a \
+             'tool_call_id'."
         );
-        assert_eq!(param.as_deref(), Some("messages[2].tool_call_id"));
-        assert_eq!(code, Some("missing_required_parameter"));
+        assert_eq!(param.as_deref(), Some("messages.[2].tool_call_id"));
+        assert_eq!(code, None);
         let (_, param, code) = refusal(&[
             user("hi"),
             json!({"role": "assistant", "tool_calls": [{"type": "function"}]}),
@@ -343,5 +371,25 @@ mod tests {
         let long = "c".repeat(10_000);
         let (message, _, _) = refusal(&[user("hi"), asks(&["call_1"]), answer(&long)]);
         assert!(message.len() < 1_000, "{} bytes", message.len());
+    }
+
+    /// Many calls and many answers are looked up, not scanned (a scan costs their
+    /// product: here 10^10 comparisons, minutes of a core), and a refusal names the first
+    /// hundred unanswered and counts the rest.
+    #[test]
+    fn many_calls_and_answers_cost_their_sum() {
+        let ids: Vec<String> = (0..100_000).map(|k| format!("call_{k}")).collect();
+        let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let mut messages = vec![user("hi"), asks(&refs)];
+        messages.extend(refs.iter().map(|id| answer(id)));
+        assert_eq!(tool_pairing(&messages), Ok(()));
+        messages.truncate(2);
+        messages.push(answer("call_5"));
+        let (message, _, _) = refusal(&messages);
+        assert!(
+            message.ends_with(", call_100 (and 99899 more)"),
+            "{message}"
+        );
+        assert!(message.contains("call_0, call_1, call_2, call_3, call_4, call_6"));
     }
 }

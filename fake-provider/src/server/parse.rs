@@ -587,7 +587,7 @@ fn plain(req: &mut Request, body: &PlainChat<'_>) -> Result<(), BadRequest> {
     // A plain message is a role and a content: a tool message among them names no call it
     // answers (the read of a value refuses it in the same words, `openai_tools`).
     if let Some(i) = body.messages.iter().position(|m| m.0.role == "tool") {
-        return Err(missing(&format!("messages[{i}].tool_call_id")));
+        return Err(super::openai_tools::no_tool_call_id(i));
     }
     req.body_hash = canonical_hash(body);
     req.model = body.model.as_deref().map(Arc::from);

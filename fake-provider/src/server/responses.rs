@@ -112,10 +112,14 @@ fn read(
     }
     let (input_chars, items) = input_size(v.get("input"))?;
     if let Some(Value::Array(input)) = v.get("input") {
-        // A continued conversation's calls may be in its stored turns, which are not kept.
+        // A continued conversation's calls may be in its stored turns, which are not kept:
+        // an earlier response, a conversation, or stored items the input refers to.
         let continued = ["previous_response_id", "conversation"]
             .iter()
-            .any(|name| v.get(*name).is_some_and(|value| !value.is_null()));
+            .any(|name| v.get(*name).is_some_and(|value| !value.is_null()))
+            || input
+                .iter()
+                .any(|item| item.get("type").and_then(Value::as_str) == Some("item_reference"));
         super::openai_tools::function_call_pairing(input, continued)?;
     }
     let instructions = match v.get("instructions") {
@@ -942,6 +946,14 @@ mod tests {
             { "type": "function_call_output", "call_id": "c", "output": "abcd" }],
             "previous_response_id": "resp_1" });
         assert_eq!(read_body(items).unwrap().prompt_tokens, 2 + 8);
+        // An output of a call the input does not make: refused alone, taken beside a
+        // reference to stored items (the call may be among them).
+        let stray = json!([{ "type": "function_call_output", "call_id": "c", "output": "x" }]);
+        let e = read_body(json!({ "model": "m", "input": stray })).unwrap_err();
+        assert_eq!((e.param.as_deref(), e.code), (Some("input"), None));
+        let mut referred = stray.as_array().unwrap().clone();
+        referred.insert(0, json!({ "type": "item_reference", "id": "fc_1" }));
+        assert!(read_body(json!({ "model": "m", "input": referred })).is_ok());
         let low = read_body(json!({ "model": "m", "input": "x", "max_output_tokens": 5 }));
         assert_eq!(
             low.unwrap_err().code,
