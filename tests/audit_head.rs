@@ -227,3 +227,25 @@ fn a_malformed_head_file_is_an_input_error_not_a_broken_trail() {
     let (code, text) = verify(&path, &[], None);
     assert_eq!(code, 0, "{text}");
 }
+
+/// Under a key the head's MAC is what catches records cut off the end: someone who cut the
+/// trail and cannot forge the head can still damage it, so a damaged head fails the check
+/// (exit 1, BROKEN), as a forged one does, where it had been an input error (exit 2) whose
+/// advice was to check the trail without its head.
+#[test]
+fn a_damaged_head_of_a_keyed_trail_fails_the_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_trail(dir.path(), ChainKey::Hmac(KEY.as_bytes().to_vec()));
+    let (code, text) = verify(&path, &[], Some(KEY));
+    assert_eq!(code, 0, "{text}");
+    for damaged in ["garbage\n", "{\"seq\":1}\n"] {
+        std::fs::write(head_path(&path), damaged).unwrap();
+        let (code, text) = verify(&path, &[], Some(KEY));
+        assert_eq!(code, 1, "{damaged:?}: {text}");
+        assert!(
+            text.contains("BROKEN") && text.contains("audit.jsonl.head"),
+            "{text}"
+        );
+        assert!(!text.contains("move this one aside"), "{text}");
+    }
+}

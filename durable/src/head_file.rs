@@ -101,16 +101,21 @@ pub fn read_head(path: &Path, key: &ChainKey) -> Result<ChainHead, HeadError> {
 
 /// What to do about a head file that is no head record.
 const MALFORMED_FIX: &str = "give the head file the writer kept beside the trail with --head \
-     HEADFILE, or move this one aside to check the chain without it (records cut off the end \
-     then go unnoticed)";
+     HEADFILE (a trail checked without its head cannot show records cut off its end)";
 
-/// The head a head file's `text` records, checked (`path` names it in messages).
+/// The head a head file's `text` records, checked (`path` names it in messages). A head
+/// that is no head record is an input error, unless the trail is keyed: there the head's
+/// MAC is what catches records cut off the end, and a damaged head, which anyone who can
+/// write the file can make, must fail the check as a forged one does, not ask for a run
+/// without it.
 fn check_head(path: &Path, text: &str, key: &ChainKey) -> Result<ChainHead, HeadError> {
     let malformed = |what: &str| {
-        HeadError::Malformed(format!(
-            "the head file {} {what}; {MALFORMED_FIX}",
-            path.display()
-        ))
+        let message = format!("the head file {} {what}; {MALFORMED_FIX}", path.display());
+        if key.is_keyed() {
+            HeadError::Invalid(message)
+        } else {
+            HeadError::Malformed(message)
+        }
     };
     let record: HeadRecord = serde_json::from_str(text.trim())
         .map_err(|e| malformed(&format!("is not a head record ({e})")))?;
