@@ -138,6 +138,9 @@ pub fn figures(summary: &Summary) -> Vec<Figure> {
     }
     if s.mode == "client" {
         out.push(fig("foreign_requests", s.foreign_requests as f64, ""));
+        if s.catalog_reads != 0 {
+            out.push(fig("catalog_reads", s.catalog_reads as f64, ""));
+        }
     }
     if s.billed_usd != 0.0 {
         out.push(fig("billed_usd", s.billed_usd, "USD"));
@@ -549,6 +552,11 @@ pub fn describe(key: &str) -> (FigureGroup, &'static str, &'static str) {
             Provider,
             "requests not of the workload",
             "requests a --client run's client sent whose prompt names no item of its workload",
+        ),
+        "catalog_reads" => (
+            Provider,
+            "model catalog reads",
+            "reads of GET /v1/models a --client run's client made: no work, no attempt",
         ),
         _ => (Finished, "", ""),
     }

@@ -175,6 +175,11 @@ pub struct Summary {
     /// it rewrote). Counted apart, never as the workload's completions. Absent when 0.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub foreign_requests: u64,
+    /// `--client` runs: reads of the model catalog (`GET /v1/models`, `/v1/models/{id}`,
+    /// an SDK's `models.list()`), counted apart: no logical request and no work, so never
+    /// an outbound attempt, a status count or a row of attempts.csv. Absent when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub catalog_reads: u64,
     /// Set when an expectation with `abort = true` could no longer hold and ended the run
     /// early: every figure is then of the part played, up to `at_ms`. Absent when the run
     /// played to its end.

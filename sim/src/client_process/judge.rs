@@ -46,15 +46,14 @@ fn delivered_success(e: &JournalEntry) -> bool {
 /// row to `sink`; the run ended at `end_ms` (scenario ms), or was stopped by the user at
 /// `stopped_at`. When the client was ended with its work open (`open_at`: stopped by the
 /// user, or its duration ran out), an item not completed is still open then (unfinished,
-/// sent or not), not failed. Returns how many logical requests the provider saw that were
-/// not the workload's.
+/// sent or not), not failed.
 pub(super) fn judge(
     items: &[Arrival],
     journal: &[JournalEntry],
     (end_ms, stopped_at, open_at): (Millis, Option<Millis>, Option<Millis>),
     measure: &mut Measurement,
     sink: &mut dyn AttemptSink,
-) -> Result<u64, String> {
+) -> Result<Apart, String> {
     if let Some(at) = stopped_at {
         measure.stopped_early(at);
     }
@@ -79,7 +78,13 @@ pub(super) fn judge(
     // they count (never matched to an item without a prompt).
     let mut foreign_named: BTreeSet<u64> = BTreeSet::new();
     let count_route = RequestRoute::CountTokens.template();
+    let mut catalog_reads = 0;
     for e in journal {
+        if is_catalog_read(e) {
+            // No logical request and no work: counted apart, never as an attempt.
+            catalog_reads += 1;
+            continue;
+        }
         let item = e.workload_item.and_then(|n| prompted.get(&n).copied());
         let Some(i) = item else {
             measure.on_journal(e, None, &SentBy::default());
@@ -154,5 +159,25 @@ pub(super) fn judge(
             measure.on_external(first, answered);
         }
     }
-    Ok(unnamed.len() as u64 + foreign_named.len() as u64)
+    Ok(Apart {
+        foreign: unnamed.len() as u64 + foreign_named.len() as u64,
+        catalog_reads,
+    })
+}
+
+/// What the provider saw of a `--client` run besides its workload, counted apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Apart {
+    /// Logical requests that were not the workload's (`foreign_requests`).
+    pub foreign: u64,
+    /// Reads of the model catalog (`catalog_reads`): no logical request, no work.
+    pub catalog_reads: u64,
+}
+
+/// Whether `e` read the model catalog (`GET /v1/models`, `/v1/models/{id}`), answered or
+/// refused: journaled as no logical request, and no attempt at any work.
+fn is_catalog_read(e: &JournalEntry) -> bool {
+    e.logical == 0
+        && e.method == "GET"
+        && (e.route == "/v1/models" || e.route.starts_with("/v1/models/"))
 }

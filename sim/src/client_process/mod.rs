@@ -352,12 +352,12 @@ pub fn run_client(
         .filter(|path| path.exists())
         .cloned()
         .collect();
-    let foreign = {
+    let apart = {
         let mut sink = AttemptsCsv::create(&attempts_path).map_err(|source| ClientError::Io {
             doing: format!("write {}", attempts_path.display()),
             source,
         })?;
-        let foreign = judge::judge(
+        let apart = judge::judge(
             &requests,
             &journal,
             (end, stopped_at, open_at),
@@ -369,12 +369,13 @@ pub fn run_client(
             doing: "write attempts.csv".into(),
             source,
         })?;
-        foreign
+        apart
     };
     files.push(attempts_path);
     let mut measured = measure.finish(end);
     measured.summary.mode = "client".to_string();
-    measured.summary.foreign_requests = foreign;
+    measured.summary.foreign_requests = apart.foreign;
+    measured.summary.catalog_reads = apart.catalog_reads;
     measured.summary.client_exit_code = Some(exit.code);
     measured.summary.interrupted = exit.interrupted.map(|signal| Interrupted {
         signal: signal.to_string(),

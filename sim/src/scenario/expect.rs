@@ -181,8 +181,10 @@ impl GroupFigures {
 
 /// Figures summary.json leaves out when 0 (features a run may not use): an expectation on
 /// one reads 0 when it is absent.
-pub const OPTIONAL_FIGURES: [&str; 6] = [
+pub const OPTIONAL_FIGURES: [&str; 7] = [
     "billed_usd",
+    // `--client` runs: reads of the model catalog.
+    "catalog_reads",
     "cross_provider_duplicates",
     "duplicate_billed_usd",
     // `--client` runs: requests whose prompt names no item of the workload.
