@@ -722,6 +722,13 @@ fn recommend_played(
     recommendation
 }
 
+/// Prints each run that could not play, a line each.
+fn print_failed(errors: &[FailedRun]) {
+    for e in errors {
+        eprintln!("error: {e}");
+    }
+}
+
 /// The end of an unsharded sweep or a merge: the per-configuration lines, the outputs, the
 /// recommendation, the exit code. A configuration with a run that could not play is never
 /// recommended (its other seeds alone said nothing of that one), and the recommendation
@@ -738,12 +745,9 @@ pub fn finish(
     if rows.is_empty() && !errors.is_empty() {
         // Nothing was measured: an earlier sweep's files in the folder stay as they were,
         // where an empty sweep.csv had replaced them.
-        for e in errors {
-            eprintln!("error: {e}");
-        }
+        print_failed(errors);
         eprintln!(
-            "error: none of the sweep's {} runs could play (above): nothing was written, and {} \
-             was left as it was",
+            "error: none of the sweep's {} runs could play (above): nothing was written into {}",
             errors.len(),
             out_dir.display()
         );
@@ -757,9 +761,7 @@ pub fn finish(
     println!("wrote {}", out_dir.display());
     println!("{line}");
     if !errors.is_empty() {
-        for e in errors {
-            eprintln!("error: {e}");
-        }
+        print_failed(errors);
         eprintln!(
             "error: {} of the sweep's runs could not play (above): they are not in sweep.csv, \
              and no configuration with one is recommended",

@@ -382,7 +382,8 @@ print("models ok")
 /// The anthropic SDK told to leave out `anthropic-version` (which it always sends) is
 /// refused on `/v1/messages` and `/v1/messages/count_tokens` with the real API's 400,
 /// raised as its `BadRequestError` and not retried; the SDK as shipped then completes
-/// every item: the refusals were journaled (each for its item) and counted by no limit.
+/// every item: the refusals were journaled, each for its item. (That no limit counts them
+/// is the provider's HTTP test's to show, at 1 rpm; this scenario's limit is far above.)
 #[test]
 fn the_anthropic_sdk_without_its_version_header_is_refused_as_the_real_api_refuses_it() {
     if !python_has("anthropic") {

@@ -4,7 +4,8 @@
 // instead of chat completions.
 //
 // The Node.js SDK validates no answer, so this driver checks what a program reads of one:
-// the object's type, the text, the usage, and that a stream's deltas make its final text.
+// the object's type, the text, the usage, that a chat stream's deltas make a text and that
+// a Responses stream's make its final text.
 // A check that fails is a wire-format bug and prints `error ...`; the exit code is 1 then,
 // else 0 once the workload was played to the end (calls that failed are the provider's
 // figures to judge, not a crash). Every call's outcome is printed to client.log.
@@ -26,11 +27,14 @@ async function chat(req) {
     const chunks = await client.chat.completions.create({
       ...args, stream: true, stream_options: { include_usage: true },
     });
+    let text = "";
     let usage = null;
     for await (const chunk of chunks) {
       check(chunk.object === "chat.completion.chunk", `a chunk's object is ${chunk.object}`);
+      text += chunk.choices[0]?.delta?.content ?? "";
       if (chunk.usage) usage = chunk.usage;
     }
+    check(text, "the deltas made no text");
     return usage ? "ok" : "ok-no-usage";
   }
   const answer = await client.chat.completions.create(args);

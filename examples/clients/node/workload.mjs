@@ -5,6 +5,11 @@ import { readFileSync } from "node:fs";
 const scale = Number(process.env.STAMPEDE_TIME_SCALE ?? "1");
 const workers = Number(process.env.STAMPEDE_WORKERS ?? "8");
 const start = Number(process.env.STAMPEDE_START_UNIX_MS); // scenario time 0, Unix ms
+if (!Number.isFinite(start)) {
+  // Without it every request would be sent at once, whatever the scenario says.
+  console.error("STAMPEDE_START_UNIX_MS is not set: run this under `stampede run ... --client`");
+  process.exit(2);
+}
 
 /** The SDKs' timeout in milliseconds (STAMPEDE_CLIENT_TIMEOUT is in seconds). */
 export const timeoutMs = Number(process.env.STAMPEDE_CLIENT_TIMEOUT ?? "600") * 1000;

@@ -59,10 +59,24 @@ pub const VERSION_REQUIRED: &str = "anthropic-version: header is required";
 
 /// Whether a request names the API version it speaks (`anthropic-version`, not empty):
 /// which version it names is not checked.
-fn names_a_version(headers: &axum::http::HeaderMap) -> bool {
+pub(crate) fn names_a_version(headers: &axum::http::HeaderMap) -> bool {
     headers
         .get("anthropic-version")
         .is_some_and(|v| !v.as_bytes().trim_ascii().is_empty())
+}
+
+/// Refuses `req` with the API's 400 for `e`, as a body the API refuses is: after the key
+/// (an unknown one is told 401), journaled with a known key, and before any limit or fault
+/// sees the request.
+async fn refuse(
+    app: &App,
+    req: crate::model::Request,
+    route: &RequestRoute,
+    e: &BadRequest,
+) -> Response<Body> {
+    let refusal = error_response(&bad_request_body(e));
+    let wire = super::respond::Wire::anthropic(route, false);
+    super::routes::key_first(app, req, wire, refusal).await
 }
 
 /// `POST /v1/messages`.
@@ -93,15 +107,11 @@ async fn messages_or_count(app: App, req: Request<Body>, route: RequestRoute) ->
         Ok(r) => r,
         Err(e) => return error_response(&bad_request_body(&e)),
     };
-    // Refused as a body the API refuses is: after the key (an unknown one is told 401),
-    // journaled with a known key, and before any limit or fault sees the request.
+    // Refused as a body the API refuses is (see `refuse`).
     if !names_a_version(headers) {
-        let refusal = error_response(&bad_request_body(&BadRequest::new(
-            VERSION_REQUIRED.to_string(),
-        )));
-        let wire = super::respond::Wire::anthropic(&route, false);
         req.workload_item = parse::workload_item_in(&bytes).filter(|_| counts_for_items);
-        return super::routes::key_first(&app, req, wire, refusal).await;
+        let e = BadRequest::new(VERSION_REQUIRED.to_string());
+        return refuse(&app, req, &route, &e).await;
     }
     let read_as = (
         app.shared.accepts_unknown_fields(),
@@ -110,10 +120,8 @@ async fn messages_or_count(app: App, req: Request<Body>, route: RequestRoute) ->
     let (v, parsed) = match read_messages(&bytes, &route, read_as) {
         Ok(read) => read,
         Err(e) => {
-            let refusal = error_response(&bad_request_body(&e));
-            let wire = super::respond::Wire::anthropic(&route, false);
             req.workload_item = parse::workload_item_in(&bytes).filter(|_| counts_for_items);
-            return super::routes::key_first(&app, req, wire, refusal).await;
+            return refuse(&app, req, &route, &e).await;
         }
     };
     let chars: usize = parsed
@@ -138,11 +146,7 @@ async fn messages_or_count(app: App, req: Request<Body>, route: RequestRoute) ->
     // A count's `tool_choice` is checked as a Messages request's is; its answer has no shape.
     let shape = match super::shaped::anthropic(&v) {
         Ok(shape) => shape.filter(|_| route == RequestRoute::Messages),
-        Err(e) => {
-            let refusal = error_response(&bad_request_body(&e));
-            let wire = super::respond::Wire::anthropic(&route, false);
-            return super::routes::key_first(&app, req, wire, refusal).await;
-        }
+        Err(e) => return refuse(&app, req, &route, &e).await,
     };
     // Extended thinking opens a Messages answer with a `thinking` block (a count has none).
     let thinking = route == RequestRoute::Messages

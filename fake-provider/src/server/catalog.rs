@@ -16,10 +16,11 @@
 //! headers: no limit counted it). Its timestamps are fixed ([`MODEL_CREATED_UNIX_S`]), never
 //! the wall clock, so the same config answers the same bytes.
 
+use super::known_fields::shown;
 use super::parse::{self, BadRequest};
 use super::respond::{self, json_response};
 use super::App;
-use crate::config::ProviderConfig;
+use crate::config::{ModelConfig, ProviderConfig};
 use crate::model::{error_body_at, key_refusal_message, model_not_found_message, UNNAMED_MODEL};
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
@@ -67,15 +68,16 @@ fn entries(config: &ProviderConfig) -> Vec<Entry> {
     if config.models.is_empty() {
         return vec![unlisted(config, UNNAMED_MODEL)];
     }
-    config
-        .models
-        .iter()
-        .map(|m| Entry {
-            id: m.name.clone(),
-            max_input_tokens: m.context_window.or(config.context_window),
-            max_tokens: m.max_output_tokens,
-        })
-        .collect()
+    config.models.iter().map(|m| listed(config, m)).collect()
+}
+
+/// The catalog's entry of `m`, a model `config` lists.
+fn listed(config: &ProviderConfig, m: &ModelConfig) -> Entry {
+    Entry {
+        id: m.name.clone(),
+        max_input_tokens: m.context_window.or(config.context_window),
+        max_tokens: m.max_output_tokens,
+    }
 }
 
 /// The model listed as `id`; with none listed, any `id`, which the provider serves.
@@ -83,7 +85,8 @@ fn find(config: &ProviderConfig, id: &str) -> Option<Entry> {
     if config.models.is_empty() {
         return Some(unlisted(config, id));
     }
-    entries(config).into_iter().find(|m| m.id == id)
+    let m = config.models.iter().find(|m| *m.name == *id)?;
+    Some(listed(config, m))
 }
 
 /// A model of a provider that lists none: any name, served with the provider's window.
@@ -104,7 +107,8 @@ enum Dialect {
 
 impl Dialect {
     fn of(headers: &HeaderMap) -> Dialect {
-        if headers.contains_key("anthropic-version") {
+        // As Anthropic's routes read the header: an empty one names no version.
+        if super::anthropic::names_a_version(headers) {
             Dialect::Anthropic
         } else {
             Dialect::OpenAi
@@ -195,14 +199,14 @@ impl PageQuery {
                         .parse::<usize>()
                         .ok()
                         .filter(|n| (1..=MAX_PAGE_LIMIT).contains(n))
-                        .ok_or_else(|| PageError::Limit(value.clone()))?;
+                        .ok_or_else(|| PageError::Limit(shown(value).to_string()))?;
                 }
                 "after_id" => q.after_id = Some(value.clone()),
                 "before_id" => q.before_id = Some(value.clone()),
                 // The SDK writes a list as `lifecycle[]=active&lifecycle[]=deprecated`.
                 "lifecycle" | "lifecycle[]" => {
                     if !matches!(value.as_str(), "active" | "deprecated" | "retired") {
-                        return Err(PageError::Lifecycle(value.clone()));
+                        return Err(PageError::Lifecycle(shown(value).to_string()));
                     }
                     lifecycles.push(value.as_str());
                 }
@@ -220,14 +224,13 @@ impl PageQuery {
     /// direction it pages (`has_more`): after `after_id`, before `before_id`, else from
     /// the first.
     fn page<'a>(&self, models: &'a [Entry]) -> Result<(&'a [Entry], bool), PageError> {
-        let models = if self.active { models } else { &[] };
         let at = |param: &'static str, id: &str| {
             models
                 .iter()
                 .position(|m| m.id == id)
                 .ok_or_else(|| PageError::UnknownCursor {
                     param,
-                    id: id.to_string(),
+                    id: shown(id).to_string(),
                 })
         };
         let (start, end) = match (&self.after_id, &self.before_id) {
@@ -241,6 +244,11 @@ impl PageQuery {
             }
             (None, None) => (0, self.limit.min(models.len())),
         };
+        if !self.active {
+            // Every model here is active: a page of others is empty, wherever its cursor
+            // (a model of the catalog) puts it.
+            return Ok((&[], false));
+        }
         let has_more = if self.before_id.is_some() {
             start > 0
         } else {
@@ -319,11 +327,10 @@ fn bad_header(dialect: Dialect, e: &BadRequest) -> Response<Body> {
 /// the answer as a catalog read of `route`, and renders it.
 fn answer(
     app: &App,
-    headers: &HeaderMap,
+    (headers, dialect): (&HeaderMap, Dialect),
     route: &str,
     decide: impl FnOnce(&ProviderConfig) -> Answer,
 ) -> Response<Body> {
-    let dialect = Dialect::of(headers);
     let key = match parse::credential(headers, dialect == Dialect::Anthropic) {
         Ok(key) => key,
         Err(e) => return bad_header(dialect, &e),
@@ -349,7 +356,7 @@ pub(crate) async fn list(State(app): State<App>, headers: HeaderMap, uri: Uri) -
     let pairs = Query::<Vec<(String, String)>>::try_from_uri(&uri)
         .map(|Query(pairs)| pairs)
         .unwrap_or_default();
-    answer(&app, &headers, LIST_ROUTE, |config| {
+    answer(&app, (&headers, dialect), LIST_ROUTE, |config| {
         let models = entries(config);
         match dialect {
             Dialect::OpenAi => Answer::Ok(json!({
@@ -376,18 +383,20 @@ pub(crate) async fn retrieve(
     Path(id): Path<String>,
 ) -> Response<Body> {
     let dialect = Dialect::of(&headers);
-    answer(&app, &headers, RETRIEVE_ROUTE, |config| {
-        match find(config, &id) {
+    answer(
+        &app,
+        (&headers, dialect),
+        RETRIEVE_ROUTE,
+        |config| match find(config, &id) {
             Some(m) => Answer::Ok(dialect.model(&m)),
-            None => Answer::NotFound(id.clone()),
-        }
-    })
+            None => Answer::NotFound(shown(&id).to_string()),
+        },
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::ModelConfig;
 
     fn models(names: &[&str]) -> Vec<Entry> {
         names
@@ -450,8 +459,13 @@ mod tests {
             (vec!["a", "b"], false)
         );
         assert_eq!(page(&[("before_id", "a")]), (vec![], false));
-        // Every model here is active: a list of other lifecycles holds none.
+        // Every model here is active: a list of other lifecycles holds none, wherever a
+        // cursor of the catalog puts it.
         assert_eq!(page(&[("lifecycle[]", "retired")]), (vec![], false));
+        assert_eq!(
+            page(&[("lifecycle[]", "deprecated"), ("after_id", "b")]),
+            (vec![], false)
+        );
         assert_eq!(
             page(&[
                 ("lifecycle[]", "deprecated"),
@@ -485,6 +499,16 @@ mod tests {
             .page(&models(&["a"]))
             .unwrap_err();
         assert!(e.to_string().starts_with("after_id: \"zz\""), "{e}");
+        // What a client sent is echoed cut, as every refusal of the provider echoes it.
+        let long = "z".repeat(100_000);
+        let e = query(&[("limit", long.as_str())]).unwrap_err().to_string();
+        assert!(e.len() < 1_000, "{} bytes", e.len());
+        let e = query(&[("before_id", long.as_str())])
+            .unwrap()
+            .page(&models(&["a"]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.len() < 1_000, "{} bytes", e.len());
     }
 
     /// Listed models, with their own windows or the provider's; with none listed, the
