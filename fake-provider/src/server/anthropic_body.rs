@@ -13,7 +13,7 @@
 //! `tools`, `thinking`) is taken as absent: the SDK never sends one, and refusing what
 //! production may take breaks a client, where letting it through only misses a check.
 
-use super::known_fields::shown;
+use super::parse::shown;
 use serde_json::{Map, Value};
 use std::collections::HashSet;
 

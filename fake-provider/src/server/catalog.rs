@@ -16,7 +16,7 @@
 //! headers: no limit counted it). Its timestamps are fixed ([`MODEL_CREATED_UNIX_S`]), never
 //! the wall clock, so the same config answers the same bytes.
 
-use super::known_fields::shown;
+use super::parse::shown;
 use super::parse::{self, BadRequest};
 use super::respond::{self, json_response};
 use super::App;

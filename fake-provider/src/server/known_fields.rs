@@ -11,6 +11,7 @@
 
 use serde_json::{Map, Value};
 
+use super::parse::shown;
 use crate::RequestRoute;
 
 /// `POST /v1/chat/completions`, sorted.
@@ -172,22 +173,6 @@ fn unknown<'v>(
         .map(String::as_str)
         .filter(|key| known.binary_search(key).is_err())
         .map(shown)
-}
-
-/// The longest name an error repeats (bytes): a client that sends a megabyte-long field
-/// name gets its first part back, not a megabyte-long 400.
-const SHOWN_NAME_BYTES: usize = 256;
-
-/// `name` cut to at most [`SHOWN_NAME_BYTES`], at a character's boundary.
-pub(super) fn shown(name: &str) -> &str {
-    if name.len() <= SHOWN_NAME_BYTES {
-        return name;
-    }
-    let mut end = SHOWN_NAME_BYTES;
-    while !name.is_char_boundary(end) {
-        end -= 1;
-    }
-    &name[..end]
 }
 
 /// Chat completions' and embeddings' words for the fields of a body of `route` they do not

@@ -18,7 +18,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::known_fields::shown;
+use super::parse::shown;
 use super::parse::{invalid_type, missing, BadRequest};
 
 /// Unanswered calls a refusal names at most; it says how many more there are. A body of

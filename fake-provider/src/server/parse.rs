@@ -23,6 +23,24 @@ pub(crate) fn set_max_tokens(req: &mut Request, named: Option<u32>) {
     req.max_tokens_assumed = named.is_none();
 }
 
+/// The longest text a refusal repeats of what a client sent (bytes): a client that sends
+/// a megabyte-long field name, id or query value gets its first part back, not a
+/// megabyte-long 400.
+const SHOWN_NAME_BYTES: usize = 256;
+
+/// `name` (a field name, an id, a value a client sent) cut to at most
+/// [`SHOWN_NAME_BYTES`], at a character's boundary.
+pub(crate) fn shown(name: &str) -> &str {
+    if name.len() <= SHOWN_NAME_BYTES {
+        return name;
+    }
+    let mut end = SHOWN_NAME_BYTES;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    &name[..end]
+}
+
 /// A request the server cannot turn into an attempt: 400 with this message, and the
 /// parameter at fault and an error code where the real API gives them.
 #[derive(Debug, Clone, PartialEq, Eq)]
