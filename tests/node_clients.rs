@@ -172,3 +172,34 @@ fn every_fault_reaches_the_node_sdks_as_the_real_api_delivers_it() {
         assert_eq!(probe(api, overloaded), expected, "{api}");
     }
 }
+
+/// The openai Node.js SDK's default retries re-send a completion whose connection dropped
+/// after the provider committed it, as the Python SDK's do: billed twice, and the run
+/// fails on `duplicates` (exit 1), its page and JUnit naming the figure. The drivers
+/// report every call ok: only the provider's journal shows the double billing.
+#[test]
+fn the_openai_node_sdks_default_retries_double_bill_and_the_run_says_so() {
+    if !node_has("openai") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let driver = format!("{NODE_CLIENTS}/openai_driver.mjs");
+    let out = run_client(
+        "examples/clients/openai-double-billing.toml",
+        dir.path(),
+        &["node", &driver],
+    );
+    let log = std::fs::read_to_string(dir.path().join("client.log")).unwrap_or_default();
+    assert_eq!(out.status.code(), Some(1), "{}\n{log}", text(&out.stdout));
+    assert!(log.lines().any(|line| line == r#"{"ok":20}"#), "{log}");
+    let s = summary(dir.path());
+    let duplicates = s["duplicates"].as_u64().unwrap_or(0);
+    assert!(duplicates > 0, "{s}");
+    assert_eq!(s["duplicate_completions"], duplicates, "{s}");
+    assert!(s["duplicate_tokens"].as_u64().unwrap_or(0) > 0, "{s}");
+    let junit = std::fs::read_to_string(dir.path().join("junit.xml")).unwrap();
+    assert!(
+        junit.contains("duplicates") && junit.contains("<failure"),
+        "{junit}"
+    );
+}
