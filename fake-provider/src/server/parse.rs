@@ -149,15 +149,7 @@ const X_STAINLESS_RETRY_COUNT: HeaderName = HeaderName::from_static("x-stainless
 /// Anthropic's wire (`anthropic`), Anthropic's own `x-api-key` (a value that is no text is
 /// no key there). An `Authorization` that is not visible ASCII is a 400.
 pub(crate) fn credential(headers: &HeaderMap, anthropic: bool) -> Result<Option<&str>, BadRequest> {
-    let authorization = match headers.get(header::AUTHORIZATION) {
-        None => None,
-        Some(v) => Some(v.to_str().map(str::trim).map_err(|_| {
-            BadRequest::new(format!(
-                "header `{}` is not visible ASCII",
-                header::AUTHORIZATION
-            ))
-        })?),
-    };
+    let authorization = header_text(headers, &header::AUTHORIZATION)?;
     Ok(authorization
         .map(|a| {
             a.strip_prefix("Bearer ")
@@ -173,6 +165,21 @@ pub(crate) fn credential(headers: &HeaderMap, anthropic: bool) -> Result<Option<
         }))
 }
 
+/// Header `name`'s value, trimmed, borrowed from the head; a 400 when it is not visible
+/// ASCII.
+fn header_text<'h>(
+    headers: &'h HeaderMap,
+    name: &HeaderName,
+) -> Result<Option<&'h str>, BadRequest> {
+    match headers.get(name) {
+        None => Ok(None),
+        Some(v) => v
+            .to_str()
+            .map(|s| Some(s.trim()))
+            .map_err(|_| BadRequest::new(format!("header `{name}` is not visible ASCII"))),
+    }
+}
+
 /// The attempt's attribution headers and credential; every string the journal keeps is at
 /// most `max_field` bytes.
 pub(crate) fn base_request(
@@ -183,17 +190,8 @@ pub(crate) fn base_request(
     route_id(&route, max_field)?;
     // Values are borrowed from the head while they are checked; only what the attempt keeps
     // is copied, once.
-    let raw = |name: &HeaderName| -> Result<Option<&str>, BadRequest> {
-        match headers.get(name) {
-            None => Ok(None),
-            Some(v) => v
-                .to_str()
-                .map(|s| Some(s.trim()))
-                .map_err(|_| BadRequest::new(format!("header `{name}` is not visible ASCII"))),
-        }
-    };
     let text = |name: &HeaderName| -> Result<Option<&str>, BadRequest> {
-        let v = raw(name)?;
+        let v = header_text(headers, name)?;
         // The name is put in words only for a value over the cap: formatting it for every
         // header of every request cost more than the rest of this function.
         if let Some(v) = v.filter(|v| v.len() > max_field) {
