@@ -142,10 +142,12 @@ impl GroupFigures {
 
     /// Whether `figure` is one of an entry's figures.
     fn has(&self, figure: &str) -> bool {
+        // A map's entry is one it can hold: `retries_by_group.<group>` names one of the
+        // groups, as at the top level (any other always read 0, and so always passed).
         self.leaves.contains(figure)
             || figure
                 .split_once('.')
-                .is_some_and(|(m, e)| !e.is_empty() && self.maps.contains(m))
+                .is_some_and(|(m, e)| !e.is_empty() && self.maps.contains(m) && known_entry(m, e))
     }
 
     /// Whether `sub` (`<name>.<figure>`, a name may hold dots) names a figure of an entry.
@@ -962,5 +964,22 @@ mod tests {
         ] {
             parse(text).unwrap_or_else(|e| panic!("{text}: {e:?}"));
         }
+    }
+
+    /// A provider's retries by group name the groups the top level names: any other entry
+    /// would always read 0, and an expectation of it could never fail.
+    #[test]
+    fn a_providers_retry_groups_are_the_known_groups() {
+        let provider = GroupFigures::of("by_provider").expect("a map of groups");
+        assert!(provider.has("retries_by_group.never_arrived"));
+        assert!(provider.has("retries_by_group.after_success"));
+        assert!(!provider.has("retries_by_group.nevr_arrived"));
+        assert!(provider.has("status_counts.429"), "any status");
+        assert!(provider
+            .check(
+                "a.retries_by_group.typo",
+                "by_provider.a.retries_by_group.typo"
+            )
+            .is_err());
     }
 }
