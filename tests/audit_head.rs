@@ -191,6 +191,8 @@ fn a_malformed_head_file_is_an_input_error_not_a_broken_trail() {
         "{\"seq\":1}\n".to_string(),
         good.replace("\"keyed\"", "\"extra\":1,\"keyed\""),
         good.replace("\"seq\":10", "\"seq\":99999999999999999999"),
+        // A count that is not its seq: no writer wrote it.
+        good.replace("\"records\":10", "\"records\":7"),
         format!(
             "{{\"seq\":10,\"hash\":\"{}\",\"records\":10,\"keyed\":false}}\n",
             "xyz"

@@ -122,6 +122,15 @@ fn check_head(path: &Path, text: &str, key: &ChainKey) -> Result<ChainHead, Head
     if !is_hash(&record.hash) {
         return Err(malformed("has a malformed hash (not 64 hex digits)"));
     }
+    if record.records != record.seq {
+        // A trail's records are numbered from 1 without a gap, so a head's count is its
+        // seq: a head that says otherwise was written by no writer of a trail.
+        return Err(malformed(&format!(
+            "says the trail holds {} records at seq {}, where a trail holds as many records \
+             as its last seq",
+            record.records, record.seq
+        )));
+    }
     if record.seq == 0 && record.hash != GENESIS_PREV {
         // Seq 0 is the empty trail, whose hash is fixed: no trail can reach this head, so
         // the head is what is wrong, not the trail checked against it.
