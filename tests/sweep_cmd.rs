@@ -446,3 +446,57 @@ fn a_sweep_that_measured_nothing_leaves_an_earlier_sweep_whole() {
         recommendation
     );
 }
+
+/// A sweep replacing an earlier one in its folder removes the earlier sweep's plots it did
+/// not draw: an earlier `--png` sweep's PNGs had stayed beside the new sweep's SVGs, showing
+/// the earlier sweep's figures as this one's.
+#[test]
+fn a_sweep_removes_the_plots_of_an_earlier_sweep_it_did_not_draw() {
+    if !stampede_reports::PNG_SUPPORTED {
+        eprintln!("skipped: this build draws no PNG (--features png)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep");
+    let qs = quickstart();
+    let sweep = |png: bool| {
+        let mut args = vec![
+            "sweep",
+            qs.as_str(),
+            "--vary",
+            "client.workers=4,16",
+            "--seeds",
+            "1",
+            "--out",
+            a_str(&out),
+        ];
+        if png {
+            args.push("--png");
+        }
+        let run = stampede(&args);
+        assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
+    };
+    let plots = |ext: &str| -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("sweep-") && n.ends_with(ext))
+            .collect();
+        names.sort();
+        names
+    };
+    sweep(true);
+    assert!(!plots(".png").is_empty(), "the --png sweep drew PNGs");
+    let svgs = plots(".svg");
+    sweep(false);
+    assert_eq!(
+        plots(".png"),
+        Vec::<String>::new(),
+        "no earlier PNG is left"
+    );
+    assert_eq!(plots(".svg"), svgs, "this sweep's SVGs are there");
+    // A folder of a plot's name is the user's: it stays.
+    std::fs::create_dir(out.join("sweep-duplicates.png")).unwrap();
+    sweep(false);
+    assert!(out.join("sweep-duplicates.png").is_dir());
+}

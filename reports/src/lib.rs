@@ -46,6 +46,6 @@ pub use schema::{
     TimeseriesRow, UnfinishedRow, WaitsGiven,
 };
 pub use sweep::{
-    recommend, render_sweep_plots, render_sweep_plots_with, write_sweep_csv, Recommendation,
-    SweepRow,
+    recommend, render_sweep_plots, render_sweep_plots_with, sweep_plot_files, write_sweep_csv,
+    Recommendation, SweepRow,
 };

@@ -124,6 +124,11 @@ pub fn render_sweep_plots_with(
     Ok(files)
 }
 
+/// Every file [`render_sweep_plots_with`] may write (see `plots::sweep_plots::plot_files`).
+pub fn sweep_plot_files() -> impl Iterator<Item = String> {
+    crate::plots::sweep_plots::plot_files()
+}
+
 /// The configuration a sweep recommends: every seed met the scenario's expectations, with the
 /// fewest median outbound attempts (ties: more median goodput, then the cheaper configuration:
 /// varied values compared as numbers where they are numbers, the smaller first).

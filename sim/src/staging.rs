@@ -160,7 +160,7 @@ pub fn lock_if_there(dir: &Path) -> io::Result<Option<fs::File>> {
 
 /// Removes the file at `path`, if one is there. A folder of that name is the user's, not a
 /// file a run left: it stays.
-fn remove_if_there(path: &Path) -> io::Result<()> {
+pub fn remove_if_there(path: &Path) -> io::Result<()> {
     if fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
         return Ok(());
     }

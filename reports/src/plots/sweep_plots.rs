@@ -10,6 +10,15 @@ use crate::figures::figure;
 use crate::number::median;
 use crate::sweep::SweepRow;
 
+/// Every file a sweep's plots may be written as (`sweep-<figure>.svg`, and `.png` with
+/// `--png`): a sweep that replaces an earlier one in its folder removes those it did not
+/// write, so no plot of the earlier sweep sits beside the new sweep's figures.
+pub fn plot_files() -> impl Iterator<Item = String> {
+    SWEEP_FIGURES
+        .iter()
+        .flat_map(|(key, _)| ["svg", "png"].map(|ext| format!("sweep-{key}.{ext}")))
+}
+
 /// The plotted figures: `summary.json` key and axis description (with unit).
 const SWEEP_FIGURES: [(&str, &str); 6] = [
     (
