@@ -2,8 +2,9 @@
 //! directory) and prints whether it is whole or which record first breaks it.
 //! Exit codes: 0 the chain is whole, 1 a record is edited, missing or out of order, or the
 //! trail does not reach its head (the message names its line and seq), 2 the file cannot be
-//! read or the head file is no head record (damaged, or not a head file), unless the trail is
-//! keyed (`STAMPEDE_AUDIT_KEY`), where a damaged head fails the check (1).
+//! read or is no trail at all (none of its lines is a record), or the head file is no head
+//! record (damaged, or not a head file), unless the trail is keyed (`STAMPEDE_AUDIT_KEY`),
+//! where either fails the check (1).
 
 use std::path::PathBuf;
 use std::process::ExitCode;

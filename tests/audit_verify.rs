@@ -1,6 +1,6 @@
 //! `stampede audit verify FILE` at the command level: a whole trail exits 0; editing,
 //! deleting or reordering one record exits 1 and the message names that record (line and
-//! seq); an unreadable file exits 2.
+//! seq); an unreadable file, or one that is no trail at all, exits 2.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -118,4 +118,28 @@ fn an_unreadable_file_exits_2() {
     let (code, text) = verify(&dir.path().join("no-such-trail.jsonl"));
     assert_eq!(code, 2, "{text}");
     assert!(text.contains("no-such-trail.jsonl"), "{text}");
+}
+
+/// A file that is no trail at all (a run's summary.json, given by mistake) is an error in
+/// the input (exit 2, saying what to give), where it was reported BROKEN at line 1 as an
+/// edited trail is (exit 1). A trail whose first line alone is garbage is still broken.
+#[test]
+fn a_file_that_is_no_trail_exits_2_and_a_trail_with_a_garbage_line_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let summary = dir.path().join("summary.json");
+    std::fs::write(&summary, "{\n  \"completed\": 600,\n  \"failed\": 0\n}\n").unwrap();
+    let (code, text) = verify(&summary);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains("summary.json is no audit trail") && text.contains("audit.jsonl"),
+        "{text}"
+    );
+    assert!(!text.contains("BROKEN"), "{text}");
+    let path = write_trail(dir.path());
+    let mut lines = lines(&path);
+    lines[0] = "garbage".to_string();
+    rewrite(&path, &lines);
+    let (code, text) = verify(&path);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("BROKEN") && text.contains("line 1"), "{text}");
 }

@@ -255,6 +255,17 @@ pub fn verify_cli_with_head(path: &Path, head: Option<&Path>) -> i32 {
         }
     };
     match walk(path, expected.as_ref(), &key) {
+        Ok(walked) if is_no_trail(path, &walked.report, &key) => {
+            // Not a trail broken at its first line: no trail at all (a summary.json, a
+            // CSV), the wrong file given, which is an error in the input. Under a key a
+            // trail rewritten whole fails the check instead, as a damaged head does.
+            eprintln!(
+                "error: {} is no audit trail: none of its lines is a record of one; give a run's \
+                 audit.jsonl",
+                path.display()
+            );
+            2
+        }
         Ok(walked) => {
             let report = walked.report;
             println!("{}: {report}", path.display());
@@ -272,6 +283,44 @@ pub fn verify_cli_with_head(path: &Path, head: Option<&Path>) -> i32 {
         Err(err) => {
             eprintln!("error: {err}");
             2
+        }
+    }
+}
+
+/// Whether `path`, whose walk broke at `report`, is no trail at all: unkeyed, its first line
+/// is no record and neither is any other (read a line at a time, each at most
+/// [`MAX_LINE_BYTES`], stopping at the first record).
+fn is_no_trail(path: &Path, report: &VerifyReport, key: &ChainKey) -> bool {
+    let first_unparsable = matches!(
+        report,
+        VerifyReport::Broken(Break {
+            line: 1,
+            problem: Problem::Unparsable { .. },
+            ..
+        })
+    );
+    if !first_unparsable || key.is_keyed() {
+        return false;
+    }
+    let Ok(file) = File::open(path) else {
+        return false;
+    };
+    let mut reader = BufReader::new(file);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match (&mut reader)
+            .take(MAX_LINE_BYTES + 1)
+            .read_until(b'\n', &mut buf)
+        {
+            Ok(0) => return true,
+            Ok(_) => {
+                let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+                if parse_line(line, key).is_ok() {
+                    return false;
+                }
+            }
+            Err(_) => return false,
         }
     }
 }
