@@ -126,6 +126,24 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
+/// The journal's route of a model catalog list (`GET /v1/models`).
+pub const CATALOG_LIST_ROUTE: &str = "/v1/models";
+
+/// The journal's route of a catalog look-up: the template, as for a record's (the id
+/// would make a route per model asked for).
+pub const CATALOG_RETRIEVE_ROUTE: &str = "/v1/models/{id}";
+
+impl JournalEntry {
+    /// Whether this entry read the model catalog (answered or refused): journaled as no
+    /// logical request ([`ProviderModel::arrive_catalog`](super::ProviderModel::arrive_catalog)),
+    /// and no attempt at any work.
+    pub fn is_catalog_read(&self) -> bool {
+        self.logical == 0
+            && self.method == "GET"
+            && (self.route == CATALOG_LIST_ROUTE || self.route == CATALOG_RETRIEVE_ROUTE)
+    }
+}
+
 /// Makes `slot` hold `value`, cloning the `Arc` only when `slot` does not already hold that
 /// very name: a recycled journal entry or a rewritten request keeps the shared names it
 /// had, with no reference count touched (an atomic increment to clone, a decrement to drop,

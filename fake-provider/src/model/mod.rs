@@ -43,7 +43,9 @@ pub use headers::{
     HeaderOut, LimitFigures, RateFigures, RetryAfterSignal, WindowFigures, LAST_HTTP_DATE_UNIX_S,
 };
 pub use identity::{IdentifiedBy, Identity, DEFAULT_IDENTITY_WINDOW_MS};
-pub use journal::{keep_shared, JournalBuffer, JournalEntry};
+pub use journal::{
+    keep_shared, JournalBuffer, JournalEntry, CATALOG_LIST_ROUTE, CATALOG_RETRIEVE_ROUTE,
+};
 pub use records::{Record, DEFAULT_MAX_RECORDS, DEFAULT_RECORD_RETENTION_MS};
 pub use request::{
     body_hash, canonical_body_hash, mask_credential, workload_item, FindBy, Fingerprint, Fnv,

@@ -21,7 +21,10 @@ use super::parse::{self, BadRequest};
 use super::respond::{self, json_response};
 use super::App;
 use crate::config::{ModelConfig, ProviderConfig};
-use crate::model::{error_body_at, key_refusal_message, model_not_found_message, UNNAMED_MODEL};
+use crate::model::{
+    error_body_at, key_refusal_message, model_not_found_message, CATALOG_LIST_ROUTE,
+    CATALOG_RETRIEVE_ROUTE, UNNAMED_MODEL,
+};
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Response, Uri};
@@ -44,13 +47,6 @@ pub const DEFAULT_PAGE_LIMIT: usize = 20;
 
 /// Most models one Anthropic page may ask for (`limit`), as Anthropic bounds it.
 pub const MAX_PAGE_LIMIT: usize = 1_000;
-
-/// The journal's route of a catalog look-up: the template, as for a record's (the id
-/// would make a route per model asked for).
-const RETRIEVE_ROUTE: &str = "/v1/models/{id}";
-
-/// The journal's route of a catalog list.
-const LIST_ROUTE: &str = "/v1/models";
 
 /// One model as the catalog shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -356,7 +352,7 @@ pub(crate) async fn list(State(app): State<App>, headers: HeaderMap, uri: Uri) -
     let pairs = Query::<Vec<(String, String)>>::try_from_uri(&uri)
         .map(|Query(pairs)| pairs)
         .unwrap_or_default();
-    answer(&app, (&headers, dialect), LIST_ROUTE, |config| {
+    answer(&app, (&headers, dialect), CATALOG_LIST_ROUTE, |config| {
         let models = entries(config);
         match dialect {
             Dialect::OpenAi => Answer::Ok(json!({
@@ -386,7 +382,7 @@ pub(crate) async fn retrieve(
     answer(
         &app,
         (&headers, dialect),
-        RETRIEVE_ROUTE,
+        CATALOG_RETRIEVE_ROUTE,
         |config| match find(config, &id) {
             Some(m) => Answer::Ok(dialect.model(&m)),
             None => Answer::NotFound(shown(&id).to_string()),

@@ -80,7 +80,7 @@ pub(super) fn judge(
     let count_route = RequestRoute::CountTokens.template();
     let mut catalog_reads = 0;
     for e in journal {
-        if is_catalog_read(e) {
+        if e.is_catalog_read() {
             // No logical request and no work: counted apart, never as an attempt.
             catalog_reads += 1;
             continue;
@@ -172,12 +172,4 @@ pub(super) struct Apart {
     pub foreign: u64,
     /// Reads of the model catalog (`catalog_reads`): no logical request, no work.
     pub catalog_reads: u64,
-}
-
-/// Whether `e` read the model catalog (`GET /v1/models`, `/v1/models/{id}`), answered or
-/// refused: journaled as no logical request, and no attempt at any work.
-fn is_catalog_read(e: &JournalEntry) -> bool {
-    e.logical == 0
-        && e.method == "GET"
-        && (e.route == "/v1/models" || e.route.starts_with("/v1/models/"))
 }
