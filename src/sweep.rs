@@ -559,14 +559,15 @@ pub(crate) fn write_outputs(
     let plots = render_sweep_plots_with(dir, rows, keys, &opts).map_err(|e| e.to_string())?;
     // An earlier sweep's plots this one did not draw (its PNGs, when this one drew none)
     // would sit beside this sweep's figures as if they were its own.
-    for stale in stampede_reports::sweep_plot_files() {
-        let path = dir.join(&stale);
-        if !plots.contains(&path) {
-            stampede_sim::staging::remove_if_there(&path).map_err(|e| {
-                format!("cannot remove the earlier sweep's {}: {e}", path.display())
-            })?;
-        }
-    }
+    stampede_sim::staging::remove_unwritten(dir, stampede_reports::sweep_plot_files(), |name| {
+        plots.contains(&dir.join(name))
+    })
+    .map_err(|e| {
+        format!(
+            "cannot remove an earlier sweep's plot in {}: {e}",
+            dir.display()
+        )
+    })?;
     let path = dir.join("recommendation.txt");
     std::fs::write(&path, format!("{recommendation}\n"))
         .map_err(|e| format!("cannot write {}: {e}", path.display()))

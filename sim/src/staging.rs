@@ -138,10 +138,24 @@ impl Staging {
 /// trail among its files wrote the head beside it.
 pub fn remove_stale<N: AsRef<std::ffi::OsStr>>(dir: &Path, written: &[N]) -> io::Result<()> {
     let wrote = |name: &str| written.iter().any(|n| n.as_ref() == name);
-    for stale in sometimes_written() {
-        let kept = wrote(stale) || (stale == "audit.jsonl.head" && wrote("audit.jsonl"));
-        if !kept {
-            remove_if_there(&dir.join(stale))?;
+    remove_unwritten(dir, sometimes_written(), |stale| {
+        wrote(stale) || (stale == "audit.jsonl.head" && wrote("audit.jsonl"))
+    })
+}
+
+/// Removes from `dir` each file of `names` (the files a writer of the folder may write)
+/// that this writer did not (`kept` is false), so none is left to pass for this writer's:
+/// a run directory's ([`remove_stale`]), a sweep folder's plots. A folder of such a name
+/// is the user's, and stays.
+pub fn remove_unwritten<S: AsRef<str>>(
+    dir: &Path,
+    names: impl IntoIterator<Item = S>,
+    kept: impl Fn(&str) -> bool,
+) -> io::Result<()> {
+    for name in names {
+        let name = name.as_ref();
+        if !kept(name) {
+            remove_if_there(&dir.join(name))?;
         }
     }
     Ok(())
@@ -160,7 +174,7 @@ pub fn lock_if_there(dir: &Path) -> io::Result<Option<fs::File>> {
 
 /// Removes the file at `path`, if one is there. A folder of that name is the user's, not a
 /// file a run left: it stays.
-pub fn remove_if_there(path: &Path) -> io::Result<()> {
+fn remove_if_there(path: &Path) -> io::Result<()> {
     if fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
         return Ok(());
     }
