@@ -309,10 +309,7 @@ fn is_no_trail(path: &Path, report: &VerifyReport, key: &ChainKey) -> bool {
     let mut buf = Vec::new();
     loop {
         buf.clear();
-        match (&mut reader)
-            .take(MAX_LINE_BYTES + 1)
-            .read_until(b'\n', &mut buf)
-        {
+        match read_line(&mut reader, &mut buf) {
             Ok(0) => return true,
             Ok(_) => {
                 let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
@@ -323,6 +320,13 @@ fn is_no_trail(path: &Path, report: &VerifyReport, key: &ChainKey) -> bool {
             Err(_) => return false,
         }
     }
+}
+
+/// Reads the next line of a trail into `buf` (its `\n` kept), at most one byte past the
+/// longest record, so a file that is no trail (a huge file without a newline) costs bounded
+/// memory rather than all of it. Returns the bytes read, 0 at the end.
+fn read_line(reader: &mut BufReader<File>, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+    reader.take(MAX_LINE_BYTES + 1).read_until(b'\n', buf)
 }
 
 /// The result of reading a trail: the report, plus the head of the chain as far as it fits
@@ -356,12 +360,7 @@ pub(crate) fn walk(
     let mut offset = 0u64;
     loop {
         buf.clear();
-        // At most one byte past the longest record, so a file that is no trail (a huge
-        // file without a newline) costs bounded memory rather than all of it.
-        let read = (&mut reader)
-            .take(MAX_LINE_BYTES + 1)
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| io_err("read", e))?;
+        let read = read_line(&mut reader, &mut buf).map_err(|e| io_err("read", e))?;
         if read == 0 {
             break;
         }
