@@ -14,7 +14,7 @@
 //! request from the real API, which never retries it. Served here, it ran cleanly. The
 //! messages are the APIs', their spelling included ("preceeding").
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
@@ -31,27 +31,28 @@ struct OpenCalls<'m> {
     at: usize,
     /// Every call's id, in the order the message lists them (for the refusal's words).
     order: Vec<&'m str>,
-    /// The same ids, looked up by each tool message: a scan of `order` made a body of many
-    /// calls and many answers cost their product.
-    asked: HashSet<&'m str>,
-    /// The ids no tool message has answered yet.
-    unanswered: HashSet<&'m str>,
+    /// The same ids, each with whether a tool message answered it: looked up by each tool
+    /// message, where a scan of `order` made a body of many calls and many answers cost
+    /// their product.
+    answered: HashMap<&'m str, bool>,
+    /// How many of `answered` are not yet.
+    left: usize,
 }
 
 impl OpenCalls<'_> {
     /// The API's 400 when calls are left unanswered, naming them in the message's order.
     fn settle(self) -> Result<(), BadRequest> {
-        if self.unanswered.is_empty() {
+        if self.left == 0 {
             return Ok(());
         }
         let left: Vec<&str> = self
             .order
             .iter()
-            .filter(|id| self.unanswered.contains(*id))
+            .filter(|id| self.answered.get(*id) == Some(&false))
             .take(NAMED_AT_MOST)
             .map(|id| shown(id))
             .collect();
-        let more = match self.unanswered.len().saturating_sub(left.len()) {
+        let more = match self.left.saturating_sub(left.len()) {
             0 => String::new(),
             n => format!(" (and {n} more)"),
         };
@@ -84,7 +85,7 @@ pub(crate) fn tool_pairing(messages: &[Value]) -> Result<(), BadRequest> {
                      preceeding message with 'tool_calls'.",
                 ));
             };
-            if !calls.asked.contains(id) {
+            let Some(answered) = calls.answered.get_mut(id) else {
                 return Err(BadRequest::at(
                     format!("messages.[{i}].tool_call_id"),
                     None,
@@ -94,8 +95,11 @@ pub(crate) fn tool_pairing(messages: &[Value]) -> Result<(), BadRequest> {
                         shown(id)
                     ),
                 ));
+            };
+            if !*answered {
+                *answered = true;
+                calls.left -= 1;
             }
-            calls.unanswered.remove(id);
             continue;
         }
         if let Some(calls) = open.take() {
@@ -156,12 +160,12 @@ fn calls_of(m: &Value, i: usize) -> Result<Option<OpenCalls<'_>>, BadRequest> {
             Some(other) => return Err(invalid_type(&param(), "a string", other)),
         }
     }
-    let asked: HashSet<&str> = order.iter().copied().collect();
+    let answered: HashMap<&str, bool> = order.iter().map(|&id| (id, false)).collect();
     Ok(Some(OpenCalls {
         at: i,
         order,
-        unanswered: asked.clone(),
-        asked,
+        left: answered.len(),
+        answered,
     }))
 }
 
