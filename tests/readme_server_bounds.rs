@@ -12,9 +12,10 @@ use stampede_provider::model::mask_credential;
 use stampede_provider::server::{
     ServerOptions, DEFAULT_BODY_LIMIT, DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_FIELD_BYTES,
-    DEFAULT_MAX_HEADER_BYTES, DEFAULT_PRESSED_IDLE_TIMEOUT, DEFAULT_WRITE_STALL_TIMEOUT,
-    MAX_CACHE_BREAKPOINTS, MAX_SHAPED_DEPTH, MAX_SHAPED_VALUES, MAX_STREAM_GROUPS,
-    MIN_THINKING_BUDGET, MIN_THINKING_TOP_P,
+    DEFAULT_MAX_HEADER_BYTES, DEFAULT_PAGE_LIMIT, DEFAULT_PRESSED_IDLE_TIMEOUT,
+    DEFAULT_WRITE_STALL_TIMEOUT, MAX_CACHE_BREAKPOINTS, MAX_PAGE_LIMIT, MAX_SHAPED_DEPTH,
+    MAX_SHAPED_VALUES, MAX_STREAM_GROUPS, MIN_THINKING_BUDGET, MIN_THINKING_TOP_P,
+    MODEL_CREATED_UNIX_S, MODEL_OWNER,
 };
 
 fn readme() -> String {
@@ -196,4 +197,30 @@ fn the_readme_quotes_the_messages_checks_numbers() {
         ),
     );
     says(&r, &format!("a `top_p` under {MIN_THINKING_TOP_P}"));
+}
+
+/// The model catalog's paging bounds, its fixed creation time and its owner, as the README
+/// quotes them, are the catalog's own constants.
+#[test]
+fn the_readme_quotes_the_catalogs_numbers() {
+    let r = readme();
+    says(
+        &r,
+        &format!(
+            "paged by `limit` (1 to {}, default {DEFAULT_PAGE_LIMIT})",
+            thousands(MAX_PAGE_LIMIT as u64)
+        ),
+    );
+    says(&r, &format!("owned_by: \"{MODEL_OWNER}\"}}"));
+    // The instant both forms name: Unix seconds and the date Anthropic's form writes.
+    assert_eq!(MODEL_CREATED_UNIX_S % 86_400, 0, "a midnight, UTC");
+    assert_eq!(
+        MODEL_CREATED_UNIX_S / 86_400,
+        19_723,
+        "2024-01-01 is day 19,723"
+    );
+    says(
+        &r,
+        &format!("fixed, 2024-01-01T00:00:00Z (`created` {MODEL_CREATED_UNIX_S})"),
+    );
 }
