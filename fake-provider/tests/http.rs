@@ -461,6 +461,28 @@ async fn bad_input_gets_json_errors_401_400_413_404() {
     assert_eq!(r.status(), 404);
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["error"]["code"], "unknown_route");
+    // A path whose percent-encoding decodes to no UTF-8 is refused in the API's JSON
+    // (axum's own answer is plain text, which no SDK's error parser reads).
+    for path in ["/v1/items/%FF", "/v1/records/%C3%28"] {
+        let r = s
+            .client
+            .get(format!("{}{path}", s.base))
+            .bearer_auth("sk-a-test-key")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 400, "{path}");
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "invalid_request", "{path}: {body}");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("percent-encode the UTF-8 bytes of the id"),
+            "{path}: {body}"
+        );
+    }
+
     // Under Anthropic's path, Anthropic's 404 with the request-id its SDK reads.
     let r = s
         .client

@@ -247,6 +247,22 @@ async fn the_catalog_lists_the_configured_models_in_each_apis_words() {
         .as_str()
         .unwrap()
         .starts_with("limit: "));
+    // An id whose percent-encoding is no UTF-8 is an id not listed, in each API's words.
+    for anthropic in [false, true] {
+        let r = get("/v1/models/%FF", anthropic).await.unwrap();
+        assert_eq!(r.status(), 404, "anthropic: {anthropic}");
+        let e: Value = r.json().await.unwrap();
+        let kind = if anthropic {
+            "not_found_error"
+        } else {
+            "invalid_request_error"
+        };
+        assert_eq!(e["error"]["type"], kind, "{e}");
+        assert!(
+            e["error"]["message"].as_str().unwrap().contains("%FF"),
+            "{e}"
+        );
+    }
     let missing = get("/v1/models/claude-nope", true).await.unwrap();
     assert_eq!(missing.status(), 404);
     let request_id = missing.headers()["request-id"]
@@ -281,6 +297,8 @@ async fn the_catalog_lists_the_configured_models_in_each_apis_words() {
         ("/v1/models", 200),
         ("/v1/models/{id}", 200),
         ("/v1/models", 400),
+        ("/v1/models/{id}", 404),
+        ("/v1/models/{id}", 404),
         ("/v1/models/{id}", 404),
     ]
     .map(|(r, s)| (r.to_string(), s));

@@ -26,6 +26,7 @@ use crate::model::{
     CATALOG_RETRIEVE_ROUTE, UNNAMED_MODEL,
 };
 use axum::body::Body;
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Response, Uri};
 use serde_json::{json, Value};
@@ -376,8 +377,21 @@ pub(crate) async fn list(State(app): State<App>, headers: HeaderMap, uri: Uri) -
 pub(crate) async fn retrieve(
     State(app): State<App>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    id: Result<Path<String>, PathRejection>,
+    uri: Uri,
 ) -> Response<Body> {
+    // An id whose percent-encoding decodes to no UTF-8 names no model: 404, in the
+    // request's dialect, as any id not listed, named as it was sent. (axum's own answer was
+    // a 400 in plain text, which neither SDK's error parser reads.)
+    let id = match id {
+        Ok(Path(id)) => id,
+        Err(_) => uri
+            .path()
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_string(),
+    };
     let dialect = Dialect::of(&headers);
     answer(
         &app,

@@ -6,6 +6,7 @@ use super::shaped::Shape;
 use super::{App, ServerOptions};
 use crate::model::{error_body, error_body_at, Request, RequestRoute};
 use axum::body::Body;
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Request as HttpRequest, Response};
 use bytes::{Bytes, BytesMut};
@@ -424,11 +425,27 @@ pub(crate) async fn create_record(
     attempt(&app, req).await
 }
 
+/// The `{id}` of a path, or the API's 400, in its JSON, for one whose percent-encoding
+/// decodes to no UTF-8: axum's own answer is plain text, which no SDK's error parser reads.
+/// (A query's values are decoded lossily, so only a path can be unreadable.)
+fn path_id(id: Result<Path<String>, PathRejection>) -> Result<String, BadRequest> {
+    id.map(|Path(id)| id).map_err(|e| {
+        BadRequest::new(format!(
+            "the path cannot be read ({}): percent-encode the UTF-8 bytes of the id",
+            e.body_text()
+        ))
+    })
+}
+
 pub(crate) async fn get_record(
     State(app): State<App>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    id: Result<Path<String>, PathRejection>,
 ) -> Response<Body> {
+    let id = match path_id(id) {
+        Ok(id) => id,
+        Err(e) => return bad_request(&e),
+    };
     match parse::base_request(
         &headers,
         app.options.max_field_bytes,
@@ -461,8 +478,12 @@ pub(crate) async fn find_records(
 pub(crate) async fn get_item(
     State(app): State<App>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    id: Result<Path<String>, PathRejection>,
 ) -> Response<Body> {
+    let id = match path_id(id) {
+        Ok(id) => id,
+        Err(e) => return bad_request(&e),
+    };
     match parse::base_request(
         &headers,
         app.options.max_field_bytes,
