@@ -379,8 +379,9 @@ print("models ok")
     assert_eq!(attempts.matches(",/v1/models").count(), 0, "{attempts}");
 }
 
-/// The anthropic SDK told to leave out `anthropic-version` (which it always sends) is
-/// refused on `/v1/messages` and `/v1/messages/count_tokens` with the real API's 400,
+/// The anthropic SDK told to leave out `anthropic-version` (which it always sends), or to
+/// send it doubled as a gateway that adds its own does, is refused on `/v1/messages` (and
+/// without it on `/v1/messages/count_tokens`) with the real API's 400,
 /// raised as its `BadRequestError` and not retried; the SDK as shipped then completes
 /// every item: the refusals were journaled, each for its item. (That no limit counts them
 /// is the provider's HTTP test's to show, at 1 rpm; this scenario's limit is far above.)
@@ -405,6 +406,18 @@ for item in items:
         except anthropic.BadRequestError as e:
             assert e.type == "invalid_request_error", e.body
             assert e.body["error"]["message"] == "anthropic-version: header is required", e.body
+# A gateway that adds the header the SDK already sends: one value the API does not take.
+doubled = anthropic.Anthropic(_strict_response_validation=True, max_retries=2,
+                              default_headers={"anthropic-version": "2023-06-01, 2023-06-01"})
+for item in items:
+    try:
+        doubled.messages.create(model=item["model"], messages=item["messages"],
+                                max_tokens=item["max_tokens"])
+        raise SystemExit("sent with a doubled anthropic-version")
+    except anthropic.BadRequestError as e:
+        assert e.type == "invalid_request_error", e.body
+        assert e.body["error"]["message"] == \
+            'anthropic-version: "2023-06-01, 2023-06-01" is not a valid version', e.body
 client = anthropic.Anthropic(_strict_response_validation=True, max_retries=0)
 for item in items:
     client.messages.create(model=item["model"], messages=item["messages"],
@@ -427,9 +440,10 @@ print("version ok")
     assert_eq!(out.status.code(), Some(0), "{}\n{log}", text(&out.stdout));
     let s = summary(dir.path());
     assert_eq!(s["completed"], 4, "{s}");
-    // One refusal a call (400 is not retried), then one answer an item.
-    assert_eq!(s["outbound_attempts"], 12, "{s}");
-    assert_eq!(s["status_counts"]["400"], 8, "{s}");
+    // One refusal a call (400 is not retried): two without the header and one with it
+    // doubled an item; then one answer an item.
+    assert_eq!(s["outbound_attempts"], 16, "{s}");
+    assert_eq!(s["status_counts"]["400"], 12, "{s}");
     assert_eq!(s["status_counts"]["200"], 4, "{s}");
     assert_eq!(s["foreign_requests"].as_u64().unwrap_or(0), 0, "{s}");
 }

@@ -1828,6 +1828,37 @@ async fn anthropic_routes_require_the_anthropic_version_header_before_any_limit(
             );
         }
     }
+    // A version the API does not take is refused in its words; a header sent twice is
+    // read as its values joined, as a gateway that adds its own makes it.
+    for path in ["/v1/messages", "/v1/messages/count_tokens"] {
+        let body = if path == "/v1/messages" {
+            &message
+        } else {
+            &count
+        };
+        for (versions, shown) in [
+            (&["2024-10-22"][..], "2024-10-22"),
+            (&["2023-06-01", "2023-06-01"][..], "2023-06-01, 2023-06-01"),
+        ] {
+            let mut r = s
+                .client
+                .post(format!("{}{path}", s.base))
+                .header("x-api-key", "sk-a-test-key")
+                .json(body);
+            for v in versions {
+                r = r.header("anthropic-version", *v);
+            }
+            let r = r.send().await.unwrap();
+            assert_eq!(r.status(), 400, "{path} {versions:?}");
+            let e: Value = r.json().await.unwrap();
+            assert_eq!(
+                e["error"],
+                json!({ "type": "invalid_request_error",
+                        "message": format!("anthropic-version: \"{shown}\" is not a valid version") }),
+                "{path}: {e}"
+            );
+        }
+    }
     // The key is checked first, as for any body the API refuses.
     let r = without("/v1/messages", &message, "sk-wrong-key-0001", None)
         .await
@@ -1849,8 +1880,8 @@ async fn anthropic_routes_require_the_anthropic_version_header_before_any_limit(
         .iter()
         .map(|e| e["status"].as_u64().unwrap())
         .collect();
-    assert_eq!(statuses, [[400; 9].as_slice(), &[401, 200, 429]].concat());
-    for e in &journal[..9] {
+    assert_eq!(statuses, [[400; 13].as_slice(), &[401, 200, 429]].concat());
+    for e in &journal[..13] {
         assert_eq!(e["error_code"], "invalid_request", "{e}");
         assert_eq!(e["scope"], "a", "{e}");
     }

@@ -32,6 +32,7 @@ mod routes;
 mod shaped;
 mod state;
 
+pub use anthropic::VERSIONS as ANTHROPIC_VERSIONS;
 pub use anthropic::VERSION_REQUIRED as ANTHROPIC_VERSION_REQUIRED;
 pub use anthropic_body::{MAX_CACHE_BREAKPOINTS, MIN_THINKING_BUDGET, MIN_THINKING_TOP_P};
 pub use catalog::{DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, MODEL_CREATED_UNIX_S, MODEL_OWNER};
