@@ -380,8 +380,9 @@ print("models ok")
 }
 
 /// The anthropic SDK told to leave out `anthropic-version` (which it always sends), or to
-/// send it doubled as a gateway that adds its own does, is refused on `/v1/messages` (and
-/// without it on `/v1/messages/count_tokens`) with the real API's 400,
+/// send it doubled as a gateway that adds its own does, or sending a `temperature` under the
+/// version it sends (2026-10-21, which removed it), is refused on `/v1/messages` (and
+/// without the header on `/v1/messages/count_tokens`) with the real API's 400,
 /// raised as its `BadRequestError` and not retried; the SDK as shipped then completes
 /// every item: the refusals were journaled, each for its item. (That no limit counts them
 /// is the provider's HTTP test's to show, at 1 rpm; this scenario's limit is far above.)
@@ -419,6 +420,15 @@ for item in items:
         assert e.body["error"]["message"] == \
             'anthropic-version: "2023-06-01, 2023-06-01" is not a valid version', e.body
 client = anthropic.Anthropic(_strict_response_validation=True, max_retries=0)
+# This SDK sends 2026-10-21, which took the sampling parameters out of the body: code that
+# still passes one (through extra_body, since the SDK took them out too) is refused.
+for item in items:
+    try:
+        client.messages.create(model=item["model"], messages=item["messages"],
+                               max_tokens=item["max_tokens"], extra_body={"temperature": 0.2})
+        raise SystemExit("sent a temperature under 2026-10-21")
+    except anthropic.BadRequestError as e:
+        assert e.body["error"]["message"] == "temperature: Extra inputs are not permitted", e.body
 for item in items:
     client.messages.create(model=item["model"], messages=item["messages"],
                            max_tokens=item["max_tokens"])
@@ -440,10 +450,10 @@ print("version ok")
     assert_eq!(out.status.code(), Some(0), "{}\n{log}", text(&out.stdout));
     let s = summary(dir.path());
     assert_eq!(s["completed"], 4, "{s}");
-    // One refusal a call (400 is not retried): two without the header and one with it
-    // doubled an item; then one answer an item.
-    assert_eq!(s["outbound_attempts"], 16, "{s}");
-    assert_eq!(s["status_counts"]["400"], 12, "{s}");
+    // One refusal a call (400 is not retried): two without the header, one with it doubled
+    // and one with a temperature under the SDK's version, an item; then one answer an item.
+    assert_eq!(s["outbound_attempts"], 20, "{s}");
+    assert_eq!(s["status_counts"]["400"], 16, "{s}");
     assert_eq!(s["status_counts"]["200"], 4, "{s}");
     assert_eq!(s["foreign_requests"].as_u64().unwrap_or(0), 0, "{s}");
 }

@@ -1859,6 +1859,24 @@ async fn anthropic_routes_require_the_anthropic_version_header_before_any_limit(
             );
         }
     }
+    // Under 2026-10-21 (what the SDK majors since send) a sampling parameter is refused in
+    // the API's words; 2023-06-01 took it, and takes it still (below).
+    let mut sampled = message.clone();
+    sampled["temperature"] = json!(0.2);
+    let r = without(
+        "/v1/messages",
+        &sampled,
+        "sk-a-test-key",
+        Some("2026-10-21"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 400);
+    let e: Value = r.json().await.unwrap();
+    assert_eq!(
+        e["error"],
+        json!({ "type": "invalid_request_error", "message": "temperature: Extra inputs are not permitted" })
+    );
     // The key is checked first, as for any body the API refuses.
     let r = without("/v1/messages", &message, "sk-wrong-key-0001", None)
         .await
@@ -1867,7 +1885,8 @@ async fn anthropic_routes_require_the_anthropic_version_header_before_any_limit(
     let e: Value = r.json().await.unwrap();
     assert_eq!(e["error"]["type"], "authentication_error", "{e}");
     // No limit counted the refusals: the scope's one request a minute is still there.
-    let ok = s.anthropic("/v1/messages", &message).send().await.unwrap();
+    // (Under 2023-06-01, with the temperature 2026-10-21 refused.)
+    let ok = s.anthropic("/v1/messages", &sampled).send().await.unwrap();
     assert_eq!(ok.status(), 200);
     let again = s.anthropic("/v1/messages", &message).send().await.unwrap();
     assert_eq!(
@@ -1880,8 +1899,8 @@ async fn anthropic_routes_require_the_anthropic_version_header_before_any_limit(
         .iter()
         .map(|e| e["status"].as_u64().unwrap())
         .collect();
-    assert_eq!(statuses, [[400; 13].as_slice(), &[401, 200, 429]].concat());
-    for e in &journal[..13] {
+    assert_eq!(statuses, [[400; 14].as_slice(), &[401, 200, 429]].concat());
+    for e in &journal[..14] {
         assert_eq!(e["error_code"], "invalid_request", "{e}");
         assert_eq!(e["scope"], "a", "{e}");
     }

@@ -14,11 +14,12 @@
 //!   `message_stop`; a stream error is an `error` event.
 //!
 //! The key comes from `x-api-key` (Anthropic's header) or `Authorization: Bearer`. A request
-//! without `anthropic-version`, or naming a version the API does not take ([`VERSIONS`]), is
-//! refused as the real API refuses it (400 [`VERSION_REQUIRED`], or `anthropic-version:
-//! "V" is not a valid version`), after its key and before anything counts it.
+//! without `anthropic-version`, or naming a version the API does not take, is refused as the
+//! real API refuses it (see `anthropic_version`), after its key and before anything counts
+//! it; so is a body the version it names does not take.
 
 use super::anthropic_body::check_messages_body;
+use super::anthropic_version;
 use super::known_fields;
 use super::parse::{self, BadRequest};
 use super::routes::read_body;
@@ -51,49 +52,6 @@ struct Message {
     role: String,
     #[serde(default)]
     content: Value,
-}
-
-/// What the real API says of a Messages request (or a token count) sent without an
-/// `anthropic-version` header, as an `invalid_request_error`. Every official SDK sends the
-/// header; a hand-written client that forgets it is refused in production, so here too.
-pub const VERSION_REQUIRED: &str = "anthropic-version: header is required";
-
-/// The API versions the real API takes in `anthropic-version` (its versioning page: the
-/// initial release, the version every official SDK sends, and the latest). Any other value
-/// is refused there, and so here: a gateway that sends the header twice
-/// (`2023-06-01, 2023-06-01`) or a version made up is refused on every request in
-/// production, which no SDK retries.
-pub const VERSIONS: [&str; 3] = ["2023-01-01", "2023-06-01", "2026-10-21"];
-
-/// Whether a request names the API version it speaks (`anthropic-version`, not empty),
-/// whichever version it names.
-pub(crate) fn names_a_version(headers: &axum::http::HeaderMap) -> bool {
-    headers
-        .get("anthropic-version")
-        .is_some_and(|v| !v.as_bytes().trim_ascii().is_empty())
-}
-
-/// The real API's 400 for a request whose `anthropic-version` is missing
-/// ([`VERSION_REQUIRED`]) or names no version it takes (`anthropic-version: "V" is not a
-/// valid version`, the header's values as the API reads them: joined by `, ` when sent
-/// more than once). `None` for one of [`VERSIONS`].
-fn version_refused(headers: &axum::http::HeaderMap) -> Option<BadRequest> {
-    if !names_a_version(headers) {
-        return Some(BadRequest::new(VERSION_REQUIRED.to_string()));
-    }
-    let values: Vec<String> = headers
-        .get_all("anthropic-version")
-        .iter()
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).trim().to_string())
-        .collect();
-    let named = values.join(", ");
-    if VERSIONS.contains(&named.as_str()) {
-        return None;
-    }
-    Some(BadRequest::new(format!(
-        "anthropic-version: {:?} is not a valid version",
-        parse::shown(&named)
-    )))
 }
 
 /// Refuses `req` with the API's 400 for `e`, as a body the API refuses is: after the key
@@ -139,14 +97,18 @@ async fn messages_or_count(app: App, req: Request<Body>, route: RequestRoute) ->
         Err(e) => return error_response(&bad_request_body(&e)),
     };
     // Refused as a body the API refuses is (see `refuse`).
-    if let Some(e) = version_refused(headers) {
-        req.workload_item = parse::workload_item_in(&bytes).filter(|_| counts_for_items);
-        return refuse(&app, req, &route, &e).await;
-    }
-    let read_as = (
-        app.shared.accepts_unknown_fields(),
-        interleaves_thinking(headers),
-    );
+    let version = match anthropic_version::version(headers) {
+        Ok(v) => v,
+        Err(e) => {
+            req.workload_item = parse::workload_item_in(&bytes).filter(|_| counts_for_items);
+            return refuse(&app, req, &route, &e).await;
+        }
+    };
+    let read_as = ReadAs {
+        accept_unknown: app.shared.accepts_unknown_fields(),
+        interleaved_thinking: interleaves_thinking(headers),
+        version,
+    };
     let (v, parsed) = match read_messages(&bytes, &route, read_as) {
         Ok(read) => read,
         Err(e) => {
@@ -203,15 +165,28 @@ fn interleaves_thinking(headers: &axum::http::HeaderMap) -> bool {
 /// 400 in words: a field the API does not take is refused unless `accept_unknown` (see
 /// `known_fields`). `interleaved_thinking`: the request's `anthropic-beta` header asks for
 /// interleaved thinking (see [`interleaves_thinking`]).
+/// How a Messages body is read: what the provider and the request's headers allow.
+struct ReadAs {
+    /// The provider takes fields the API does not know (`accept_unknown_fields`).
+    accept_unknown: bool,
+    /// The request's `anthropic-beta` asks for interleaved thinking.
+    interleaved_thinking: bool,
+    /// The `anthropic-version` the request names, one of `anthropic_version::VERSIONS`.
+    version: &'static str,
+}
+
 fn read_messages(
     bytes: &[u8],
     route: &RequestRoute,
-    (accept_unknown, interleaved_thinking): (bool, bool),
+    read_as: ReadAs,
 ) -> Result<(Value, MessagesBody), BadRequest> {
     let v: Value = serde_json::from_slice(bytes)
         .map_err(|e| BadRequest::new(format!("malformed JSON body: {e}")))?;
     let max_tokens_required = route == &RequestRoute::Messages;
-    check_messages_body(&v, max_tokens_required, interleaved_thinking).map_err(BadRequest::new)?;
+    anthropic_version::check_body(&v, read_as.version).map_err(BadRequest::new)?;
+    check_messages_body(&v, max_tokens_required, read_as.interleaved_thinking)
+        .map_err(BadRequest::new)?;
+    let accept_unknown = read_as.accept_unknown;
     if let Some(message) = known_fields::anthropic_refusal(&v, route).filter(|_| !accept_unknown) {
         return Err(BadRequest::new(message));
     }
@@ -532,45 +507,6 @@ pub(crate) fn sse_error() -> Bytes {
 
 #[cfg(test)]
 mod tests {
-
-    /// Every version the API takes is taken; a missing or empty header, a version made up
-    /// and a header sent twice are each refused in the API's words.
-    #[test]
-    fn the_versions_the_api_takes_and_the_words_for_the_rest() {
-        let with = |values: &[&str]| {
-            let mut h = axum::http::HeaderMap::new();
-            for v in values {
-                h.append("anthropic-version", v.parse().unwrap());
-            }
-            version_refused(&h).map(|e| e.message)
-        };
-        for v in VERSIONS {
-            assert_eq!(with(&[v]), None, "{v}");
-        }
-        assert_eq!(
-            with(&[" 2023-06-01 "]),
-            None,
-            "surrounding spaces are no part of it"
-        );
-        for missing in [&[][..], &[""], &["  "]] {
-            assert_eq!(with(missing).as_deref(), Some(VERSION_REQUIRED));
-        }
-        assert_eq!(
-            with(&["2024-10-22"]).as_deref(),
-            Some(r#"anthropic-version: "2024-10-22" is not a valid version"#)
-        );
-        assert_eq!(
-            with(&["2023-06-01", "2023-06-01"]).as_deref(),
-            Some(r#"anthropic-version: "2023-06-01, 2023-06-01" is not a valid version"#)
-        );
-        let long = "9".repeat(10_000);
-        let told = with(&[&long]).unwrap();
-        assert!(
-            told.len() < 1_000,
-            "a long value is shown cut: {} bytes",
-            told.len()
-        );
-    }
     use super::*;
 
     #[test]

@@ -105,7 +105,7 @@ enum Dialect {
 impl Dialect {
     fn of(headers: &HeaderMap) -> Dialect {
         // As Anthropic's routes read the header: an empty one names no version.
-        if super::anthropic::names_a_version(headers) {
+        if super::anthropic_version::names_a_version(headers) {
             Dialect::Anthropic
         } else {
             Dialect::OpenAi

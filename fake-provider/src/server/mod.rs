@@ -15,6 +15,7 @@
 
 mod anthropic;
 mod anthropic_body;
+mod anthropic_version;
 mod catalog;
 mod cli;
 mod conn;
@@ -32,9 +33,9 @@ mod routes;
 mod shaped;
 mod state;
 
-pub use anthropic::VERSIONS as ANTHROPIC_VERSIONS;
-pub use anthropic::VERSION_REQUIRED as ANTHROPIC_VERSION_REQUIRED;
 pub use anthropic_body::{MAX_CACHE_BREAKPOINTS, MIN_THINKING_BUDGET, MIN_THINKING_TOP_P};
+pub use anthropic_version::VERSIONS as ANTHROPIC_VERSIONS;
+pub use anthropic_version::VERSION_REQUIRED as ANTHROPIC_VERSION_REQUIRED;
 pub use catalog::{DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, MODEL_CREATED_UNIX_S, MODEL_OWNER};
 pub use cli::serve_cli;
 pub use control::DEFAULT_JOURNAL_PAGE;
