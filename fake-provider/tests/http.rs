@@ -1006,6 +1006,24 @@ async fn bodies_the_real_apis_refuse_are_refused_in_their_words() {
     .await
     .unwrap();
     assert_eq!(r.status(), 200);
+    // With both `x-api-key` and `Authorization`, the API reads `x-api-key` (the key a
+    // gateway adds beside the SDK's `Bearer`): it is the key checked, and billed.
+    for (x_api_key, bearer, status) in [
+        ("sk-a-test-key", "sk-wrong-key-0001", 200),
+        ("sk-wrong-key-0001", "sk-a-test-key", 401),
+    ] {
+        let r = s
+            .client
+            .post(format!("{}/v1/messages", s.base))
+            .header("x-api-key", x_api_key)
+            .bearer_auth(bearer)
+            .header("anthropic-version", ANTHROPIC_VERSION)
+            .json(&json!({ "model": "m", "max_tokens": 16, "messages": hi }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), status, "x-api-key {x_api_key}, Bearer {bearer}");
+    }
     // A tool round trip with thinking, a server tool and the SDK's sampling fields is taken.
     let r = anthropic(
         json!({ "model": "m", "max_tokens": 2048, "temperature": 1.0, "stop_sequences": ["END"],

@@ -145,24 +145,25 @@ const X_STAMPEDE_TENANT: HeaderName = HeaderName::from_static("x-stampede-tenant
 const X_STAMPEDE_ACTION: HeaderName = HeaderName::from_static("x-stampede-action");
 const X_STAINLESS_RETRY_COUNT: HeaderName = HeaderName::from_static("x-stainless-retry-count");
 
-/// The key a request carries: `Authorization: Bearer KEY` (or its bare value), else, on
-/// Anthropic's wire (`anthropic`), Anthropic's own `x-api-key` (a value that is no text is
-/// no key there). An `Authorization` that is not visible ASCII is a 400.
+/// The key a request carries: `Authorization: Bearer KEY` (or its bare value); on
+/// Anthropic's wire (`anthropic`), Anthropic's own `x-api-key` first, as the real API reads
+/// a request that carries both (the SDK majors sending API version 2026-10-21 send the key
+/// as `Authorization: Bearer`, and a gateway may add its own `x-api-key`, which is the one
+/// the API then bills). A value that is no text is no key in `x-api-key`; an
+/// `Authorization` that is not visible ASCII is a 400.
 pub(crate) fn credential(headers: &HeaderMap, anthropic: bool) -> Result<Option<&str>, BadRequest> {
+    if anthropic {
+        if let Some(key) = headers.get("x-api-key").and_then(|v| v.to_str().ok()) {
+            return Ok(Some(key.trim()));
+        }
+    }
     let authorization = header_text(headers, &header::AUTHORIZATION)?;
-    Ok(authorization
-        .map(|a| {
-            a.strip_prefix("Bearer ")
-                .or_else(|| a.strip_prefix("bearer "))
-                .unwrap_or(a)
-                .trim()
-        })
-        .or_else(|| {
-            anthropic
-                .then(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()))
-                .flatten()
-                .map(str::trim)
-        }))
+    Ok(authorization.map(|a| {
+        a.strip_prefix("Bearer ")
+            .or_else(|| a.strip_prefix("bearer "))
+            .unwrap_or(a)
+            .trim()
+    }))
 }
 
 /// Header `name`'s value, trimmed, borrowed from the head; a 400 when it is not visible
