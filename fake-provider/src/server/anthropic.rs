@@ -161,20 +161,23 @@ fn interleaves_thinking(headers: &axum::http::HeaderMap) -> bool {
         .any(|beta| beta.trim().starts_with("interleaved-thinking"))
 }
 
-/// A Messages body (or a token count's, `route`) as JSON and in its shape, or Anthropic's
-/// 400 in words: a field the API does not take is refused unless `accept_unknown` (see
-/// `known_fields`). `interleaved_thinking`: the request's `anthropic-beta` header asks for
-/// interleaved thinking (see [`interleaves_thinking`]).
 /// How a Messages body is read: what the provider and the request's headers allow.
 struct ReadAs {
-    /// The provider takes fields the API does not know (`accept_unknown_fields`).
+    /// The provider takes fields the API does not know (`accept_unknown_fields`; see
+    /// `known_fields`).
     accept_unknown: bool,
-    /// The request's `anthropic-beta` asks for interleaved thinking.
+    /// The request's `anthropic-beta` asks for interleaved thinking (see
+    /// [`interleaves_thinking`]).
     interleaved_thinking: bool,
-    /// The `anthropic-version` the request names, one of `anthropic_version::VERSIONS`.
+    /// The `anthropic-version` the request names, one of `anthropic_version::VERSIONS`:
+    /// the body is held to what that version takes.
     version: &'static str,
 }
 
+/// A Messages body (or a token count's, `route`) as JSON and in its shape, or Anthropic's
+/// 400 in words: what the version it is read as does not take (see `anthropic_version`),
+/// then what any version refuses (`check_messages_body`), then a field the API does not
+/// know, unless the provider accepts those.
 fn read_messages(
     bytes: &[u8],
     route: &RequestRoute,
@@ -186,8 +189,9 @@ fn read_messages(
     anthropic_version::check_body(&v, read_as.version).map_err(BadRequest::new)?;
     check_messages_body(&v, max_tokens_required, read_as.interleaved_thinking)
         .map_err(BadRequest::new)?;
-    let accept_unknown = read_as.accept_unknown;
-    if let Some(message) = known_fields::anthropic_refusal(&v, route).filter(|_| !accept_unknown) {
+    if let Some(message) =
+        known_fields::anthropic_refusal(&v, route).filter(|_| !read_as.accept_unknown)
+    {
         return Err(BadRequest::new(message));
     }
     match MessagesBody::deserialize(&v) {
