@@ -16,6 +16,9 @@ pub struct TokenBucket {
     capacity: u64,
     /// Refill window (ms), at least 1.
     window_ms: Millis,
+    /// A full bucket in units (`capacity * window_ms`, saturating): read at every refill
+    /// and reservation, so kept rather than multiplied again each time.
+    full: i128,
     /// Current level in units (`window_ms` units per token); negative is debt.
     level: i128,
     /// Time of the last refill (ms).
@@ -36,6 +39,7 @@ impl TokenBucket {
         TokenBucket {
             capacity,
             window_ms,
+            full: full_units(capacity, window_ms),
             level: full_units(capacity, window_ms),
             last: now,
             hold_until: 0,
@@ -49,8 +53,9 @@ impl TokenBucket {
         self.capacity
     }
 
+    #[inline]
     fn full(&self) -> i128 {
-        full_units(self.capacity, self.window_ms)
+        self.full
     }
 
     fn units(&self, tokens: u64) -> i128 {
@@ -72,6 +77,11 @@ impl TokenBucket {
 
     /// Takes `units` from the level, recording whatever goes below zero as debt.
     fn take(&mut self, units: i128) {
+        if units <= self.level && units >= 0 {
+            // The level stays at or above zero: no debt before or after.
+            self.level -= units;
+            return;
+        }
         let before_debt = (-self.level).max(0);
         self.level = self.level.saturating_sub(units);
         let after_debt = (-self.level).max(0);

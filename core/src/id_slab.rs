@@ -64,14 +64,35 @@ impl<V> IdSlab<V> {
                 *self.slot_mut(slot) = Some(value);
                 slot
             }
-            None => self.push(value),
+            None => self.push(Some(value)),
         };
         self.index.insert(id, slot);
         debug_assert_eq!(self.index.len() + self.free.len(), self.slots());
     }
 
+    /// Puts the value `make` returns under `id`, which is not held (the caller knows: it
+    /// just looked), and lends it back where it now lies. [`IdSlab::insert`] first searches
+    /// for `id` to replace its value; this skips that search, builds the value in its slot
+    /// (a value built first and then moved in was a copy of its hundreds of bytes), and
+    /// remembers the id as the last found, so the caller's next reads of it are a compare.
+    #[inline]
+    pub fn insert_new(&mut self, id: JobId, make: impl FnOnce() -> V) -> &mut V {
+        debug_assert!(self.index.get(id).is_none(), "{id} is not held yet");
+        let slot = match self.free.pop() {
+            Some(slot) => slot,
+            None => self.push(None),
+        };
+        self.index.insert(id, slot);
+        self.last.set(Some((id, slot)));
+        debug_assert_eq!(self.index.len() + self.free.len(), self.slots());
+        let place = self.slot_mut(slot);
+        // A free slot holds nothing (`remove_with` empties it): nothing is dropped here.
+        debug_assert!(place.is_none(), "a free slot is empty");
+        place.get_or_insert_with(make)
+    }
+
     /// Appends a slot holding `value`; returns its number.
-    fn push(&mut self, value: V) -> u32 {
+    fn push(&mut self, value: Option<V>) -> u32 {
         let slot = u32::try_from(self.slots()).expect("fewer than 2^32 values");
         match self.pages.last_mut() {
             Some(page) if page.len() < PAGE => {
@@ -80,11 +101,11 @@ impl<V> IdSlab<V> {
                     let grown = (2 * page.len()).clamp(4, PAGE);
                     page.reserve_exact(grown - page.len());
                 }
-                page.push(Some(value));
+                page.push(value);
             }
             _ => {
                 let mut page = Vec::with_capacity(if self.pages.is_empty() { 4 } else { PAGE });
-                page.push(Some(value));
+                page.push(value);
                 self.pages.push(page);
             }
         }
@@ -240,7 +261,7 @@ mod tests {
         /// Whatever the order of puts, reads, removals and prefetches, the slab answers as a
         /// map does: the remembered slot never outlives its id.
         #[test]
-        fn answers_as_a_map_does(ops in proptest::collection::vec((0u8..5, 0u64..64), 1..400)) {
+        fn answers_as_a_map_does(ops in proptest::collection::vec((0u8..6, 0u64..64), 1..400)) {
             let mut slab = IdSlab::default();
             let mut map = std::collections::BTreeMap::new();
             for (step, (op, id)) in ops.into_iter().enumerate() {
@@ -256,6 +277,11 @@ mod tests {
                             *v += 1;
                             *w += 1;
                         }
+                    }
+                    // A new id is built in place and lent back.
+                    4 if !map.contains_key(&id) => {
+                        *slab.insert_new(id, || step) += 1;
+                        map.insert(id, step + 1);
                     }
                     // A hint, held or not: it must change nothing.
                     _ => slab.prefetch(&id),

@@ -180,10 +180,6 @@ impl InMemoryLedger {
         // Dropped in place: moving the entry out only to drop it was a copy per terminal.
         self.stored.delete(&id);
     }
-
-    fn insert(&mut self, id: JobId, entry: StoredEntry) {
-        self.stored.insert(id, entry);
-    }
 }
 
 impl Ledger for InMemoryLedger {
@@ -196,10 +192,14 @@ impl Ledger for InMemoryLedger {
             self.remove(id);
             return Ok(());
         }
-        match self.stored_mut(id) {
+        match self.stored.get_mut(&id) {
             // A state change of a known action: update in place instead of copying the job.
             Some(known) if known.holds_job(&entry.job) => known.set_progress(entry),
-            _ => self.insert(id, StoredEntry::new(entry)),
+            Some(other) => *other = StoredEntry::new(entry),
+            // A new action (every admission): stored without searching for it again.
+            None => {
+                self.stored.insert_new(id, || StoredEntry::new(entry));
+            }
         }
         Ok(())
     }

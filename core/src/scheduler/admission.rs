@@ -89,45 +89,58 @@ impl<L: Ledger> Scheduler<L> {
             job.idempotency_key = Some(derive_key(&job.tenant, &job.task, job.payload_hash));
         }
         let scope = self.scopes.intern_shared(job.scope, &self.policy, now);
-        let entry = LedgerEntry {
-            job,
-            state: ActionState::Planned,
-            attempts: 0,
-            waited_ms: 0,
-            operation_id: None,
-            updated_at: now,
-        };
+        let id = job.id;
+        // Built where it stays, in the live table: the job (200 bytes) is moved once, not
+        // into an entry, then a record, then the table. Its task and lane are filled in once
+        // the ledger holds it; a refused write takes it out again.
+        let tracked = self.jobs.insert_new(id, || {
+            Tracked::new(
+                LedgerEntry {
+                    job,
+                    state: ActionState::Planned,
+                    attempts: 0,
+                    waited_ms: 0,
+                    operation_id: None,
+                    updated_at: now,
+                },
+                scope,
+                class,
+                (tenant, super::tasks::NO_TASK),
+                0,
+            )
+        });
         // Persist the key with the action before it can be sent.
-        if let Err(e) = self.ledger.put(&entry) {
+        if let Err(e) = self.ledger.put(&tracked.entry) {
+            self.jobs.delete(&id);
             self.counts.ledger_errors += 1;
             return reject(
                 RejectionCause::LedgerRefused,
                 RejectionReason::LedgerRefused {
-                    job: entry.job.id,
+                    job: id,
                     error: e.to_string(),
                 },
             );
         }
-        let id = entry.job.id;
+        let job = &tracked.entry.job;
+        let (class_name, route, priority, credential) =
+            (job.class, job.route, job.priority, job.credential);
         self.lanes.admit(tenant, lane);
         // Admission is what bounds the queues (a restore re-admits what the ledger holds,
         // whatever the capacity then).
         debug_assert!(self.lanes.live(tenant, lane) <= self.policy.admission.queue_capacity);
-        let task = self
-            .tasks
-            .join(tenant, &entry.job.task, entry.job.sole_task);
+        tracked.task = self.tasks.join(tenant, &job.task, job.sole_task);
         self.record(now, AuditKind::ActionRequested, id, None, || {
             AuditDetail::Requested {
-                class: entry.job.class,
-                route: entry.job.route,
-                priority: entry.job.priority,
+                class: class_name,
+                route,
+                priority,
             }
         });
         let lane_id = self.lanes.lane(tenant, scope);
-        let plan = self.plan_of(&entry.job.credential);
-        let mut tracked = Tracked::new(entry, scope, class, (tenant, task), lane_id);
+        let plan = self.plan_of(credential);
+        let tracked = self.jobs.get_mut(&id).expect("just admitted");
+        tracked.lane = lane_id;
         tracked.plan = plan;
-        self.jobs.insert(id, tracked);
         match not_before {
             Some(at) if at > now => self.delay_until(id, at),
             _ => self.make_ready(id, false),

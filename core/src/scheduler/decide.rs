@@ -45,6 +45,9 @@ impl<L: Ledger> Scheduler<L> {
         let Some(job) = self.jobs.get_mut(&flight.job) else {
             return;
         };
+        // Its flight is gone: an end decided now has no attempt to look for on the wire.
+        debug_assert_eq!(job.phase, super::state::Phase::InFlight(attempt));
+        job.phase = super::state::Phase::Answered;
         if let Outcome::Response(response) = outcome {
             job.last_status = Some(response.status);
             if response.operation_id.is_some() {

@@ -245,6 +245,9 @@ impl<L: Ledger> Scheduler<L> {
             NextSend::Lookup(by) => Some(by.clone()),
         };
         let previous = (job.entry.state, job.entry.attempts, job.entry.updated_at);
+        // Read now, while the record is at hand: only an action on a fallback route
+        // (`fallback_route`) sends with another credential than its job's.
+        let (own_credential, on_fallback) = (job.entry.job.credential, job.route > 0);
         // Counts look-ups and attempts before restarts: saturates rather than wraps (a
         // ledger can hand back any number).
         job.entry.attempts = job.entry.attempts.saturating_add(1);
@@ -274,9 +277,9 @@ impl<L: Ledger> Scheduler<L> {
             self.slots_used,
             self.policy.workers
         );
-        let (credential, route_model) = match self.fallback_route(id) {
-            Some(route) => (route.credential, route.model),
-            None => (self.jobs[&id].entry.job.credential, None),
+        let (credential, route_model) = match on_fallback.then(|| self.fallback_route(id)) {
+            Some(Some(route)) => (route.credential, route.model),
+            _ => (own_credential, None),
         };
         let job = self.jobs.get_mut(&id).expect("launch of a live action");
         job.phase = Phase::InFlight(attempt);

@@ -35,10 +35,14 @@ pub(super) enum Move {
 
 impl<L: Ledger> Scheduler<L> {
     /// The plan a job sent with `credential` follows, if the policy routes it.
-    pub(super) fn plan_of(&self, credential: &str) -> Option<u32> {
+    pub(super) fn plan_of(&self, credential: stampede_name::Name) -> Option<u32> {
+        if self.policy.routing.plans.is_empty() {
+            // No plan: the credential's text is not even read.
+            return None;
+        }
         self.policy
             .routing
-            .plan_for(credential)
+            .plan_for(&credential)
             .and_then(|plan| u32::try_from(plan).ok())
     }
 

@@ -343,8 +343,16 @@ impl<L: Ledger> Scheduler<L> {
         if self.outbox.len() == 1 {
             self.outbox.clear();
         } else {
-            drop(self.outbox.pop_front());
+            self.consume_one_of_several();
         }
+    }
+
+    /// [`Scheduler::consume`] when other commands wait behind the one lent (rare: a
+    /// terminal's followers): kept out of line, so the common case saves no registers for it.
+    #[cold]
+    #[inline(never)]
+    fn consume_one_of_several(&mut self) {
+        drop(self.outbox.pop_front());
     }
 
     /// When the scheduler next wants `poll` called if nothing else happens (ms since run

@@ -26,7 +26,7 @@ impl<L: Ledger> Scheduler<L> {
                     self.end_retry_wait(id);
                 }
             }
-            Phase::New | Phase::InFlight(_) | Phase::Following(_) => {}
+            Phase::New | Phase::InFlight(_) | Phase::Answered | Phase::Following(_) => {}
         }
     }
 

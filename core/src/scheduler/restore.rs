@@ -48,7 +48,7 @@ impl<L: Ledger> Scheduler<L> {
             let task = self.tasks.join(tenant, &entry.job.task, false);
             let state = entry.state;
             let lane = self.lanes.lane(tenant, scope);
-            let plan = self.plan_of(&entry.job.credential);
+            let plan = self.plan_of(entry.job.credential);
             let mut tracked = Tracked::new(entry, scope, class, (tenant, task), lane);
             tracked.plan = plan;
             let reconcile = self.classes[class].reconcile;

@@ -99,6 +99,9 @@ pub(super) enum Phase {
     Delayed(Millis),
     /// An attempt is on the wire.
     InFlight(crate::command::AttemptId),
+    /// Its attempt was answered (the flight is gone) and the decision after the answer has
+    /// not placed it yet: it holds no slot, reservation, queue place or timer.
+    Answered,
     /// A coalesced read waiting on the leader's send.
     Following(JobId),
 }
