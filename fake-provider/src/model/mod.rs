@@ -217,10 +217,7 @@ impl ProviderModel {
             .collect();
         Ok(ProviderModel {
             seed,
-            clock: ClientClock {
-                scale: 1.0,
-                wall_epoch_unix_ms,
-            },
+            clock: ClientClock::new(1.0, wall_epoch_unix_ms),
             credentials,
             last_key: None,
             also_counts,
@@ -265,7 +262,7 @@ impl ProviderModel {
     /// the simulator leaves it at 1.
     pub fn set_emit_time_scale(&mut self, scale: f64) {
         if scale.is_finite() && scale > 0.0 {
-            self.clock.scale = scale;
+            self.clock.set_scale(scale);
         }
     }
 
@@ -347,7 +344,7 @@ impl ProviderModel {
     /// Back to the state right after `new` (same config, seed and streams); the emit time
     /// scale, journal capacity, record cap, lean bodies and lean completions are kept.
     pub fn reset(&mut self) {
-        let scale = self.clock.scale;
+        let scale = self.clock.scale();
         let capacity = self.journal.capacity();
         let lean_bodies = self.lean_bodies;
         let lean_completions = self.lean_completions;
@@ -357,7 +354,7 @@ impl ProviderModel {
             self.seed,
             self.clock.wall_epoch_unix_ms,
         ) {
-            fresh.clock.scale = scale;
+            fresh.clock.set_scale(scale);
             fresh.journal = JournalBuffer::new(capacity);
             fresh.lean_bodies = lean_bodies;
             fresh.lean_completions = lean_completions;
@@ -529,7 +526,7 @@ impl ProviderModel {
         // The entry is written into the journal now and filled in where it stays: the buffer
         // is lent out while the attempt is decided (the model reads no journal meanwhile).
         let mut journal = self.journal.lend();
-        let entry = journal.next_slot();
+        let entry = journal.entry();
         let credential = match (known, req.credential.as_deref()) {
             (Some(k), _) => Credential::Known {
                 masked: &k.masked,
