@@ -13,11 +13,16 @@ use std::time::{Duration, UNIX_EPOCH};
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ClientClock {
     /// Model ms per client ms (1.0 in the simulator).
-    pub(crate) scale: f64,
+    scale: f64,
+    /// Whether `scale` is 1: a flag tested, where comparing the float was a few
+    /// instructions for each of the half-dozen durations an answer carries.
+    unit: bool,
+    /// The minute window, then the day window, in client seconds (rounded up): what every
+    /// answer's rate-limit figures carry, worked out once per scale.
+    window_s: [u64; 2],
     /// Unix ms of model time 0.
     pub(crate) wall_epoch_unix_ms: u64,
 }
-
 /// Whether the answer to attempt `seq` writes `Retry-After` as an HTTP-date.
 pub(crate) fn as_http_date(format: RetryAfterFormat, seq: u64) -> bool {
     match format {
@@ -28,11 +33,39 @@ pub(crate) fn as_http_date(format: RetryAfterFormat, seq: u64) -> bool {
 }
 
 impl ClientClock {
+    /// A clock emitting `scale` model ms per client ms, whose model time 0 is
+    /// `wall_epoch_unix_ms` (Unix ms).
+    pub(crate) fn new(scale: f64, wall_epoch_unix_ms: u64) -> Self {
+        let mut clock = ClientClock {
+            scale,
+            unit: true,
+            window_s: [0; 2],
+            wall_epoch_unix_ms,
+        };
+        clock.set_scale(scale);
+        clock
+    }
+
+    /// Model ms per client ms.
+    pub(crate) fn scale(&self) -> f64 {
+        self.scale
+    }
+
+    /// Emits `scale` model ms per client ms from now on.
+    pub(crate) fn set_scale(&mut self, scale: f64) {
+        self.scale = scale;
+        self.unit = scale == 1.0;
+        self.window_s = [
+            self.client_ms(MINUTE_MS).div_ceil(1_000),
+            self.client_ms(DAY_MS).div_ceil(1_000),
+        ];
+    }
+
     /// A model duration in client ms, rounded up.
     // Inlined: at scale 1 (the simulator's, on every attempt) it is a test and the value.
     #[inline]
     pub(crate) fn client_ms(&self, model_ms: u64) -> u64 {
-        if self.scale == 1.0 {
+        if self.unit {
             model_ms
         } else {
             (model_ms as f64 / self.scale).ceil() as u64
@@ -72,10 +105,7 @@ impl ClientClock {
                 scope.day.tokens,
             ],
             reset_ms: [self.client_ms(minute_left), self.client_ms(day_left)],
-            window_s: [
-                self.client_ms(MINUTE_MS).div_ceil(1_000),
-                self.client_ms(DAY_MS).div_ceil(1_000),
-            ],
+            window_s: self.window_s,
         }
     }
 }
@@ -465,10 +495,7 @@ mod tests {
 
         let mut compared = 0;
         for scale in [1.0, 60.0, 7.5] {
-            let clock = ClientClock {
-                scale,
-                wall_epoch_unix_ms: 1_767_225_600_123,
-            };
+            let clock = ClientClock::new(scale, 1_767_225_600_123);
             for mask in 0u8..16 {
                 let limit = |bit: u8, q: u64| (mask & bit != 0).then_some(q);
                 let mut scope = ScopeState::new(ScopeLimits {
@@ -519,10 +546,7 @@ mod tests {
 
     #[test]
     fn retry_after_in_both_forms_rounds_up() {
-        let clock = ClientClock {
-            scale: 1.0,
-            wall_epoch_unix_ms: 1_700_000_000_000,
-        };
+        let clock = ClientClock::new(1.0, 1_700_000_000_000);
         let mut h = Vec::new();
         clock
             .retry_after(RetryAfterFormat::Seconds, 1, 500, 10_200)
@@ -542,10 +566,7 @@ mod tests {
     /// as the last date an HTTP-date holds, where the formatter panicked.
     #[test]
     fn a_date_past_year_9999_is_written_as_the_last_one() {
-        let clock = ClientClock {
-            scale: 1.0,
-            wall_epoch_unix_ms: 1_700_000_000_000,
-        };
+        let clock = ClientClock::new(1.0, 1_700_000_000_000);
         let mut h = Vec::new();
         let ten_thousand_years = 10_000 * 365 * 86_400_000;
         clock
@@ -557,10 +578,7 @@ mod tests {
 
     #[test]
     fn time_scale_shrinks_emitted_waits() {
-        let clock = ClientClock {
-            scale: 60.0,
-            wall_epoch_unix_ms: 0,
-        };
+        let clock = ClientClock::new(60.0, 0);
         let mut h = Vec::new();
         clock
             .retry_after(RetryAfterFormat::Seconds, 0, 0, 60_000)

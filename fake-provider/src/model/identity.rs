@@ -128,6 +128,11 @@ impl Logical {
         (position < self.inline_used()).then(|| self.aliases[position])
     }
 
+    /// Whether it holds alias `a` inline.
+    fn holds_inline(&self, a: u64) -> bool {
+        self.aliases[..self.inline_used()].contains(&a)
+    }
+
     /// Its inline aliases with where they are kept.
     fn inline_aliases(&self) -> impl Iterator<Item = (u64, Slot)> + '_ {
         self.aliases[..self.inline_used()]
@@ -264,7 +269,11 @@ fn alias(kind: AliasKind, scope: &str, value: &str) -> u64 {
 /// The alias of idempotency key `key` within `scope`: a derived key goes in as its two
 /// words, behind a length no text has, with no text rendered to be hashed.
 fn key_alias(scope: &str, key: &IdempotencyKey) -> u64 {
-    let h = AliasHash::new(AliasKind::Key).text(scope.as_bytes());
+    key_alias_from(AliasHash::new(AliasKind::Key).text(scope.as_bytes()), key)
+}
+
+/// [`key_alias`] continued from `h`, its kind and scope fed.
+fn key_alias_from(h: AliasHash, key: &IdempotencyKey) -> u64 {
     match key.derived_bytes() {
         Some(bytes) => {
             let (high, low) = bytes.split_at(8);
@@ -276,14 +285,123 @@ fn key_alias(scope: &str, key: &IdempotencyKey) -> u64 {
 }
 
 /// The alias of a request's fingerprint on its credential: the body hash goes in as the
-/// number it is, with no hex text rendered to be hashed.
+/// number it is, with no hex text rendered to be hashed. (The model continues it from
+/// [`Prefixes`]; this is the whole, for tests.)
+#[cfg(test)]
 fn fingerprint_alias(req: &Request) -> u64 {
     let credential = req.credential.as_deref().unwrap_or("");
-    AliasHash::new(AliasKind::Fingerprint)
-        .text(credential.as_bytes())
-        .text(req.route.template().as_bytes())
+    fingerprint_prefix(credential, req.route.template())
         .word(req.body_hash)
         .finish()
+}
+
+/// A fingerprint's alias with its credential and route template fed (the body hash to come).
+fn fingerprint_prefix(credential: &str, template: &str) -> AliasHash {
+    AliasHash::new(AliasKind::Fingerprint)
+        .text(credential.as_bytes())
+        .text(template.as_bytes())
+}
+
+/// The route templates a fingerprint can name, in [`template_slot`] order.
+const TEMPLATES: [&str; 10] = [
+    "/v1/chat/completions",
+    "/v1/messages",
+    "/v1/responses",
+    "/v1/messages/count_tokens",
+    "/v1/embeddings",
+    "/v1/records",
+    "/v1/records/{id}",
+    "/v1/records?external_ref",
+    "/v1/records?idempotency_key",
+    "/v1/items/{id}",
+];
+
+/// Where `route`'s template ([`RequestRoute::template`]) is in [`TEMPLATES`].
+fn template_slot(route: &RequestRoute) -> usize {
+    match route {
+        RequestRoute::ChatCompletions => 0,
+        RequestRoute::Messages => 1,
+        RequestRoute::Responses => 2,
+        RequestRoute::CountTokens => 3,
+        RequestRoute::Embeddings => 4,
+        RequestRoute::CreateRecord => 5,
+        RequestRoute::GetRecord { .. } => 6,
+        RequestRoute::FindRecords {
+            by: FindBy::ExternalRef(_),
+        } => 7,
+        RequestRoute::FindRecords {
+            by: FindBy::IdempotencyKey(_),
+        } => 8,
+        RequestRoute::GetItem { .. } => 9,
+    }
+}
+
+/// The part of a scope's aliases that is the same for every attempt on it, hashed once:
+/// a key's and an external reference's alias start with their kind and the scope's id.
+/// The model keeps one per scope ([`Identity::attribute_known`]); a hash continued from it
+/// is the hash [`alias`] and [`key_alias`] compute from the whole.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ScopeAliases {
+    key: AliasHash,
+    external_ref: AliasHash,
+}
+
+impl ScopeAliases {
+    /// The aliases' start for scope `scope` (its id).
+    pub(crate) fn new(scope: &str) -> Self {
+        ScopeAliases {
+            key: AliasHash::new(AliasKind::Key).text(scope.as_bytes()),
+            external_ref: AliasHash::new(AliasKind::ExternalRef).text(scope.as_bytes()),
+        }
+    }
+}
+
+/// The part of a credential's fingerprints that is the same for every attempt with it on
+/// a route, hashed once per route: the kind, the credential and the route's template (the
+/// body hash comes last). The model keeps one per known credential; a hash continued from
+/// it is the hash [`fingerprint_alias`] computes from the whole.
+#[derive(Debug, Clone)]
+pub(crate) struct CredentialAliases {
+    /// By [`template_slot`].
+    fingerprint: [AliasHash; TEMPLATES.len()],
+}
+
+impl CredentialAliases {
+    /// The fingerprints' start for credential `credential` (the key's text).
+    pub(crate) fn new(credential: &str) -> Self {
+        CredentialAliases {
+            fingerprint: TEMPLATES.map(|template| fingerprint_prefix(credential, template)),
+        }
+    }
+}
+
+/// An attempt's aliases' starts, from the model's tables or hashed from their texts.
+#[derive(Clone, Copy)]
+struct Prefixes {
+    key: AliasHash,
+    external_ref: AliasHash,
+    fingerprint: AliasHash,
+}
+
+impl Prefixes {
+    /// Hashed from the texts: the scope's id (`""` for an unknown credential) and the
+    /// request's credential and route.
+    fn of(req: &Request, scope: &str) -> Self {
+        let scoped = ScopeAliases::new(scope);
+        Prefixes {
+            key: scoped.key,
+            external_ref: scoped.external_ref,
+            fingerprint: fingerprint_prefix(
+                req.credential.as_deref().unwrap_or(""),
+                req.route.template(),
+            ),
+        }
+    }
+
+    /// The alias of idempotency key `key` (see [`key_alias`]).
+    fn key(&self, key: &IdempotencyKey) -> u64 {
+        key_alias_from(self.key, key)
+    }
 }
 
 impl Identity {
@@ -420,13 +538,22 @@ impl Identity {
     fn touch(&mut self, id: u64, now: Millis) {
         if let Some(l) = self.logicals.get_mut(id) {
             l.last_at = now;
-            let entry = (now + self.window_ms, id);
-            if self.expiry.back() != Some(&entry) {
-                self.expiry.push_back(entry);
-            }
+            self.queue_expiry(id, now);
         }
-        // Requests touched over and over leave stale entries behind until they expire:
-        // past twice the cap, keep only each request's latest.
+        self.trim_expiry();
+    }
+
+    /// Queues the expiry of request `id`, touched at `now`.
+    fn queue_expiry(&mut self, id: u64, now: Millis) {
+        let entry = (now + self.window_ms, id);
+        if self.expiry.back() != Some(&entry) {
+            self.expiry.push_back(entry);
+        }
+    }
+
+    /// Requests touched over and over leave stale entries behind until they expire: past
+    /// twice the cap, keep only each request's latest.
+    fn trim_expiry(&mut self) {
         if self.expiry.len() > 2 * self.max_logicals + 1_024 {
             let (logicals, window) = (&self.logicals, self.window_ms);
             self.expiry
@@ -434,9 +561,13 @@ impl Identity {
         }
     }
 
-    /// Makes `a` an alias of request `id` (remembered), unless it already names one.
+    /// Makes `a` an alias of request `id` (remembered), unless it already names one. An
+    /// alias the request holds inline names it (see `AliasIndex`'s invariant): no look-up
+    /// of the index is needed to tell, as for a keyed request's fingerprint, bound at its
+    /// first attempt and met again at every retry.
     fn bind(&mut self, id: u64, a: u64) {
-        if self.owner(a).is_none() {
+        let held = self.logicals.get(id).is_some_and(|l| l.holds_inline(a));
+        if !held && self.owner(a).is_none() {
             self.bind_unowned(id, a);
         }
     }
@@ -481,6 +612,37 @@ impl Identity {
     /// Attaches an attempt arriving at `now` on `scope` (`""` when its credential is
     /// unknown) to its logical request.
     pub fn attribute(&mut self, req: &Request, scope: &str, now: Millis) -> Attribution {
+        self.attribute_with(req, scope, Prefixes::of(req, scope), now)
+    }
+
+    /// [`Identity::attribute`] of an attempt with a known credential, on its scope `scope`,
+    /// whose aliases' starts the model keeps: `scoped`, hashed from `scope`, and
+    /// `credential`, from the request's credential. The same attribution, with the
+    /// scope's id and the credential hashed once rather than at every attempt.
+    pub(crate) fn attribute_known(
+        &mut self,
+        req: &Request,
+        scope: &str,
+        (scoped, credential): (&ScopeAliases, &CredentialAliases),
+        now: Millis,
+    ) -> Attribution {
+        let prefixes = Prefixes {
+            key: scoped.key,
+            external_ref: scoped.external_ref,
+            fingerprint: credential.fingerprint[template_slot(&req.route)],
+        };
+        self.attribute_with(req, scope, prefixes, now)
+    }
+
+    /// [`Identity::attribute`] with the aliases' starts `prefixes`.
+    #[inline]
+    fn attribute_with(
+        &mut self,
+        req: &Request,
+        scope: &str,
+        prefixes: Prefixes,
+        now: Millis,
+    ) -> Attribution {
         self.forget_idle(now, 0);
         if let Some(target) = lookup_alias(&req.route, scope) {
             let logical = self.owner(target).unwrap_or(0);
@@ -494,14 +656,14 @@ impl Identity {
                 early: false,
             };
         }
-        let is_write = req.route == RequestRoute::CreateRecord;
+        let is_write = matches!(req.route, RequestRoute::CreateRecord);
         let by_ref = req
             .external_ref
             .as_deref()
             .filter(|_| is_write)
-            .map(|r| alias(AliasKind::ExternalRef, scope, r));
-        let by_key = req.idempotency_key.as_ref().map(|k| key_alias(scope, k));
-        let by_fp = fingerprint_alias(req);
+            .map(|r| prefixes.external_ref.text(r.as_bytes()).finish());
+        let by_key = req.idempotency_key.as_ref().map(|k| prefixes.key(k));
+        let by_fp = prefixes.fingerprint.word(req.body_hash).finish();
         // The owner of each alias looked up (`None`: not looked up), so that binding them
         // below looks none of them up again.
         let (mut ref_owner, mut key_owner, mut fp_owner) = (None, None, None);
@@ -547,23 +709,30 @@ impl Identity {
         if self.expected > 0 && by == IdentifiedBy::New {
             self.make_expected_room(id);
         }
-        self.touch(id, now);
-        let Some(l) = self.logicals.get_mut(id) else {
+        // `touch`, with the attempt counted in the same visit to the request's record.
+        let attribution = match self.logicals.get_mut(id) {
+            Some(l) => {
+                l.last_at = now;
+                l.attempts = l.attempts.saturating_add(1);
+                let attribution = Attribution {
+                    logical: id,
+                    ordinal: l.attempts,
+                    by,
+                    early: now >= l.told_from() && now < l.told_until,
+                };
+                self.queue_expiry(id, now);
+                attribution
+            }
             // Just inserted or found in the index: present.
-            return Attribution {
+            None => Attribution {
                 logical: id,
                 ordinal: 1,
                 by,
                 early: false,
-            };
+            },
         };
-        l.attempts = l.attempts.saturating_add(1);
-        Attribution {
-            logical: id,
-            ordinal: l.attempts,
-            by,
-            early: now >= l.told_from() && now < l.told_until,
-        }
+        self.trim_expiry();
+        attribution
     }
 
     /// The attempt attributed to `logical` committed a side effect (not an idempotent
@@ -658,6 +827,75 @@ mod tests {
                     std::str::from_utf8(&other).unwrap_or_default(),
                 );
                 assert_ne!(alias(AliasKind::Key, "s", a), alias(AliasKind::Key, "s", b));
+            }
+        }
+    }
+
+    /// The aliases' starts the model keeps give the aliases hashed from the texts: every
+    /// route's template is in its slot, and a known credential's attempt on its scope is
+    /// attributed as it was when both were hashed at every attempt.
+    #[test]
+    fn kept_alias_starts_are_the_hashes_of_the_texts() {
+        let key: IdempotencyKey = "k-1".into();
+        let routes = [
+            RequestRoute::ChatCompletions,
+            RequestRoute::Messages,
+            RequestRoute::Responses,
+            RequestRoute::CountTokens,
+            RequestRoute::Embeddings,
+            RequestRoute::CreateRecord,
+            RequestRoute::GetRecord {
+                id: "rec_000001".into(),
+            },
+            RequestRoute::FindRecords {
+                by: FindBy::ExternalRef("r".into()),
+            },
+            RequestRoute::FindRecords {
+                by: FindBy::IdempotencyKey(key.clone()),
+            },
+            RequestRoute::GetItem { id: "i".into() },
+        ];
+        let mut slots = std::collections::HashSet::new();
+        for route in &routes {
+            assert_eq!(TEMPLATES[template_slot(route)], route.template());
+            slots.insert(template_slot(route));
+        }
+        assert_eq!(slots.len(), TEMPLATES.len(), "one route per slot");
+        for (scope, credential) in [("s", "sk-a"), ("account:support", "sk-support-batch")] {
+            let (scoped, kept) = (ScopeAliases::new(scope), CredentialAliases::new(credential));
+            for route in &routes {
+                let req = Request {
+                    route: route.clone(),
+                    credential: Some(credential.into()),
+                    body_hash: 0xfeed,
+                    ..Request::default()
+                };
+                let whole = Prefixes::of(&req, scope);
+                assert_eq!(whole.key.0, scoped.key.0);
+                assert_eq!(whole.external_ref.0, scoped.external_ref.0);
+                assert_eq!(
+                    whole.fingerprint.0,
+                    kept.fingerprint[template_slot(route)].0
+                );
+                assert_eq!(
+                    whole.fingerprint.word(req.body_hash).finish(),
+                    fingerprint_alias(&req)
+                );
+                assert_eq!(whole.key(&key), key_alias(scope, &key));
+            }
+            // Attributed both ways, attempt by attempt, two indexes agree.
+            let (mut texts, mut known) = (Identity::new(1_000), Identity::new(1_000));
+            for (t, body) in [1u64, 2, 1, 3, 1, 2].into_iter().enumerate() {
+                let mut req = chat(body);
+                req.credential = Some(credential.into());
+                if body == 3 {
+                    req.idempotency_key = Some(key.clone());
+                }
+                let now = 100 * t as u64;
+                assert_eq!(
+                    texts.attribute(&req, scope, now),
+                    known.attribute_known(&req, scope, (&scoped, &kept), now)
+                );
             }
         }
     }

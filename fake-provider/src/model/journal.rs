@@ -178,6 +178,21 @@ pub struct JournalBuffer {
     lost: u64,
 }
 
+/// The slots of a [`JournalBuffer`] lent out for one attempt, with the slot its entry is
+/// written in.
+#[derive(Debug)]
+pub(crate) struct LentSlot {
+    slots: Vec<JournalEntry>,
+    at: usize,
+}
+
+impl LentSlot {
+    /// The attempt's entry.
+    pub(crate) fn entry(&mut self) -> &mut JournalEntry {
+        &mut self.slots[self.at]
+    }
+}
+
 impl JournalBuffer {
     /// A buffer holding at most `capacity` undrained entries.
     pub fn new(capacity: usize) -> Self {
@@ -213,45 +228,59 @@ impl JournalBuffer {
     /// writes every field (the model destructures it, so a field added later cannot be
     /// left stale).
     pub(crate) fn next_slot(&mut self) -> &mut JournalEntry {
+        let at = self.next_at();
+        &mut self.slots[at]
+    }
+
+    /// Appends a slot for the next entry, evicting the oldest entry when full, and says
+    /// where it is (see [`JournalBuffer::next_slot`]).
+    #[inline]
+    fn next_at(&mut self) -> usize {
         if self.live == self.capacity {
             self.head = self.at(1);
             self.live -= 1;
             self.lost += 1;
         }
         if self.live == self.slots.len() {
-            // No drained slot to write over: grow, with the ring unrolled so the new slot
-            // follows the newest entry.
-            self.slots.rotate_left(self.head);
-            self.head = 0;
-            self.slots.push(JournalEntry::default());
+            self.grow();
         }
         let at = self.at(self.live);
         self.live += 1;
         debug_assert!(self.live <= self.capacity && self.slots.len() <= self.capacity);
-        &mut self.slots[at]
+        at
     }
 
-    /// Lends the buffer out, leaving an empty stand-in that holds no allocation (see
-    /// [`JournalBuffer::restore`]).
-    pub(crate) fn lend(&mut self) -> JournalBuffer {
-        std::mem::replace(self, JournalBuffer::new(self.capacity))
+    /// No drained slot to write over: one more, with the ring unrolled so the new slot
+    /// follows the newest entry.
+    #[cold]
+    fn grow(&mut self) {
+        self.slots.rotate_left(self.head);
+        self.head = 0;
+        self.slots.push(JournalEntry::default());
     }
 
-    /// Takes back a buffer [`JournalBuffer::lend`] lent out. The stand-in is forgotten, not
-    /// dropped: an empty `Vec` owns no memory, and dropping it is a call on every attempt.
-    pub(crate) fn restore(&mut self, lent: JournalBuffer) {
-        let mut stand_in = std::mem::replace(self, lent);
-        if stand_in.slots.capacity() == 0 {
-            std::mem::forget(stand_in);
-            return;
+    /// Appends a slot for the next entry (as [`JournalBuffer::next_slot`]) and lends it out
+    /// with the ring's slots, leaving the buffer holding none while the attempt is decided
+    /// (the model reads no journal meanwhile; see [`JournalBuffer::restore`]). Only the
+    /// slots' `Vec` is taken, three words: the whole buffer, taken and given back, was some
+    /// 30 instructions an attempt.
+    pub(crate) fn lend(&mut self) -> LentSlot {
+        let at = self.next_at();
+        LentSlot {
+            slots: std::mem::take(&mut self.slots),
+            at,
         }
-        // Nothing journals while the buffer is lent (the model holds `&mut self` for the
-        // whole attempt); were an entry written to the stand-in, it is kept, not lost.
-        debug_assert!(false, "an entry was journaled while the buffer was lent");
-        self.lost += stand_in.lost;
-        for entry in stand_in.drain() {
-            self.push(entry);
-        }
+    }
+
+    /// Takes back the slots [`JournalBuffer::lend`] lent out. Nothing journals while they
+    /// are lent (the model holds `&mut self` for the whole attempt), so the stand-in they
+    /// replace is the empty `Vec` `lend` left, which owns no memory.
+    pub(crate) fn restore(&mut self, lent: LentSlot) {
+        let stand_in = std::mem::replace(&mut self.slots, lent.slots);
+        debug_assert!(
+            stand_in.capacity() == 0,
+            "an entry was journaled while the slots were lent"
+        );
     }
 
     /// Hands each buffered entry, oldest first, to `read` where it lies, then forgets it

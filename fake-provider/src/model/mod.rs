@@ -56,6 +56,7 @@ pub use stats::{ProviderStats, ScopeStats};
 use crate::config::{ConfigError, ConnectionFault, ProviderConfig, RouteName};
 use faults::{AttemptFacts, FaultSchedule, Injection};
 use headers::ClientClock;
+use identity::{CredentialAliases, ScopeAliases};
 use latency::LatencySampler;
 use limits::ScopeState;
 use models::{Models, Resolved};
@@ -159,6 +160,11 @@ pub struct ProviderModel {
     lean_completions: bool,
     /// Which attempts are one logical request.
     identity: Identity,
+    /// Per scope: its aliases' start, hashed from its id once (see `ScopeAliases`).
+    scope_aliases: Vec<ScopeAliases>,
+    /// Per credential ordinal: its fingerprints' starts, hashed from its key once (see
+    /// `CredentialAliases`).
+    credential_aliases: Vec<CredentialAliases>,
     /// Model ms after a Retry-After's answer left during which an attempt on its scope is
     /// taken as already on the wire (see `set_transit_allowance`).
     transit_allowance_ms: u64,
@@ -217,10 +223,7 @@ impl ProviderModel {
             .collect();
         Ok(ProviderModel {
             seed,
-            clock: ClientClock {
-                scale: 1.0,
-                wall_epoch_unix_ms,
-            },
+            clock: ClientClock::new(1.0, wall_epoch_unix_ms),
             credentials,
             last_key: None,
             also_counts,
@@ -254,6 +257,16 @@ impl ProviderModel {
             lean_bodies: false,
             lean_completions: false,
             identity: Identity::new(config.identity_window.ms()),
+            scope_aliases: config
+                .scopes
+                .iter()
+                .map(|s| ScopeAliases::new(&s.id))
+                .collect(),
+            credential_aliases: config
+                .credentials
+                .iter()
+                .map(|c| CredentialAliases::new(&c.key))
+                .collect(),
             transit_allowance_ms: 0,
             told_until: None,
             config,
@@ -265,7 +278,7 @@ impl ProviderModel {
     /// the simulator leaves it at 1.
     pub fn set_emit_time_scale(&mut self, scale: f64) {
         if scale.is_finite() && scale > 0.0 {
-            self.clock.scale = scale;
+            self.clock.set_scale(scale);
         }
     }
 
@@ -347,7 +360,7 @@ impl ProviderModel {
     /// Back to the state right after `new` (same config, seed and streams); the emit time
     /// scale, journal capacity, record cap, lean bodies and lean completions are kept.
     pub fn reset(&mut self) {
-        let scale = self.clock.scale;
+        let scale = self.clock.scale();
         let capacity = self.journal.capacity();
         let lean_bodies = self.lean_bodies;
         let lean_completions = self.lean_completions;
@@ -357,7 +370,7 @@ impl ProviderModel {
             self.seed,
             self.clock.wall_epoch_unix_ms,
         ) {
-            fresh.clock.scale = scale;
+            fresh.clock.set_scale(scale);
             fresh.journal = JournalBuffer::new(capacity);
             fresh.lean_bodies = lean_bodies;
             fresh.lean_completions = lean_completions;
@@ -504,6 +517,9 @@ impl ProviderModel {
 
     /// An attempt reaches the edge at `now`: journal it, apply limits and faults, commit side
     /// effects, and say what the client sees and after how long.
+    // Never inlined into its caller: the profiles (`scripts/instructions.sh`) count the
+    // provider's part of an attempt as this function's, and a call is a few instructions.
+    #[inline(never)]
     pub fn arrive(&mut self, req: &Request, now: Millis) -> Decision {
         self.records.evict(now);
         if self.config.completion_idempotency {
@@ -520,8 +536,18 @@ impl ProviderModel {
         } else {
             None
         };
-        let scope_of_key = known.map_or("", |k| self.scopes[k.scope].limits.id.as_str());
-        let who = self.identity.attribute(req, scope_of_key, now);
+        let who = match known {
+            Some(k) => self.identity.attribute_known(
+                req,
+                &self.scopes[k.scope].limits.id,
+                (
+                    &self.scope_aliases[k.scope],
+                    &self.credential_aliases[k.ordinal],
+                ),
+                now,
+            ),
+            None => self.identity.attribute(req, "", now),
+        };
         let claim_mismatch = who.ordinal > 0
             && req
                 .attempt_no
@@ -529,7 +555,7 @@ impl ProviderModel {
         // The entry is written into the journal now and filled in where it stays: the buffer
         // is lent out while the attempt is decided (the model reads no journal meanwhile).
         let mut journal = self.journal.lend();
-        let entry = journal.next_slot();
+        let entry = journal.entry();
         let credential = match (known, req.credential.as_deref()) {
             (Some(k), _) => Credential::Known {
                 masked: &k.masked,

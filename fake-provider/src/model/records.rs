@@ -192,8 +192,19 @@ impl RecordStore {
     }
 
     /// Applies retention and the count cap at `now` (model ms).
+    ///
+    /// Inlined: on nearly every attempt nothing is due (no record is kept, or the oldest is
+    /// neither expired nor past the cap), which the oldest record and the count tell without
+    /// a call.
+    #[inline]
     pub(crate) fn evict(&mut self, now: u64) {
-        self.evict_to(now, self.max_records);
+        let due = self.records.front().is_some_and(|front| {
+            front.created_at_ms.saturating_add(self.retention_ms) <= now
+                || self.records.len() > self.max_records
+        });
+        if due {
+            self.evict_to(now, self.max_records);
+        }
     }
 
     pub(crate) fn check_key(
