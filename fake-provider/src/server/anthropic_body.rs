@@ -424,9 +424,40 @@ fn tool_pairing(messages: &[Value]) -> Result<(), String> {
                     ));
                 }
             }
+            // The answers open the turn: one result per call before any other block (a
+            // client that puts its own text first, or a result after it, is refused).
+            let calls = t.checked_sub(1).map_or(0, |p| {
+                let (s, e) = turns[p];
+                (s..e)
+                    .map(|k| blocks_of(&messages[k], "tool_use").count())
+                    .sum()
+            });
+            if calls > 0 && leading_results(&messages[start..end]) < calls {
+                return Err(format!(
+                    "messages.{start}: Did not find {calls} `tool_result` block(s) at the beginning of this message. Messages following `tool_use` blocks must begin with a matching number of `tool_result` blocks."
+                ));
+            }
         }
     }
     Ok(())
+}
+
+/// How many `tool_result` blocks open a turn (`turn`: its messages, joined as the API joins
+/// them), before its first block of another kind; text content is one text block.
+fn leading_results(turn: &[Value]) -> usize {
+    let mut results = 0;
+    for m in turn {
+        let Some(Value::Array(blocks)) = m.get("content") else {
+            return results;
+        };
+        for b in blocks {
+            if b.get("type").and_then(Value::as_str) != Some("tool_result") {
+                return results;
+            }
+            results += 1;
+        }
+    }
+    results
 }
 
 /// The refusal of block `j` of message `m` (at `i`), whose `key` is not a string.
@@ -807,6 +838,34 @@ mod tests {
         let mut split = round(&["a", "b"], Some(&["a"])).as_array().unwrap().clone();
         split.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "b"}, {"type": "text", "text": "go on"}]}));
         assert_eq!(ok(Value::Array(split)), Ok(()));
+        // The results open the turn that answers: text before them, or between them, is
+        // refused in the API's words, naming the turn's first message and the calls.
+        let result =
+            |id: &str| json!({"type": "tool_result", "tool_use_id": id, "content": "sunny"});
+        let text = json!({"type": "text", "text": "here you go"});
+        for answer in [
+            json!([text, result("a"), result("b")]),
+            json!([result("a"), text, result("b")]),
+        ] {
+            let mut m = round(&["a", "b"], None).as_array().unwrap().clone();
+            m.push(json!({"role": "user", "content": answer}));
+            assert_eq!(
+                refusal(&body(Value::Array(m), json!({}))),
+                "messages.2: Did not find 2 `tool_result` block(s) at the beginning of this message. Messages following `tool_use` blocks must begin with a matching number of `tool_result` blocks."
+            );
+        }
+        let mut late = round(&["a"], None).as_array().unwrap().clone();
+        late.push(json!({"role": "user", "content": "thinking about it"}));
+        late.push(json!({"role": "user", "content": [result("a")]}));
+        assert!(refusal(&body(Value::Array(late), json!({})))
+            .starts_with("messages.2: Did not find 1 "));
+        let mut after = round(&["a"], None).as_array().unwrap().clone();
+        after.push(json!({"role": "user", "content": [result("a"), text]}));
+        assert_eq!(
+            ok(Value::Array(after)),
+            Ok(()),
+            "text after the results is taken"
+        );
         let no_id = json!([{"role": "user", "content": "x"}, {"role": "assistant", "content": [{"type": "tool_use", "name": "get", "input": {}}]}, {"role": "user", "content": "y"}]);
         assert_eq!(
             refusal(&body(no_id, json!({}))),
