@@ -247,6 +247,20 @@ async fn the_catalog_lists_the_configured_models_in_each_apis_words() {
         .as_str()
         .unwrap()
         .starts_with("limit: "));
+    // Anthropic's catalog takes only the versions its Messages route takes.
+    let r = client
+        .get(format!("{base}/v1/models"))
+        .header("x-api-key", KEY)
+        .header("anthropic-version", "2024-10-22")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let e: Value = r.json().await.unwrap();
+    assert_eq!(
+        e["error"],
+        json!({ "type": "invalid_request_error", "message": "anthropic-version: \"2024-10-22\" is not a valid version" })
+    );
     // An id whose percent-encoding is no UTF-8 is an id not listed, in each API's words.
     for anthropic in [false, true] {
         let r = get("/v1/models/%FF", anthropic).await.unwrap();
@@ -296,6 +310,7 @@ async fn the_catalog_lists_the_configured_models_in_each_apis_words() {
         ("/v1/models", 200),
         ("/v1/models", 200),
         ("/v1/models/{id}", 200),
+        ("/v1/models", 400),
         ("/v1/models", 400),
         ("/v1/models/{id}", 404),
         ("/v1/models/{id}", 404),

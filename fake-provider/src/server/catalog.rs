@@ -265,6 +265,9 @@ enum Answer {
     NotFound(String),
     /// 400: a query the list cannot be paged by.
     BadQuery(PageError),
+    /// 400: an `anthropic-version` the API does not take (the words of
+    /// `anthropic_version::version`).
+    BadVersion(String),
 }
 
 impl Answer {
@@ -274,7 +277,7 @@ impl Answer {
             Answer::Ok(_) => (200, None),
             Answer::KeyRefused(_) => (401, Some("invalid_api_key")),
             Answer::NotFound(_) => (404, Some("model_not_found")),
-            Answer::BadQuery(_) => (400, Some("invalid_request")),
+            Answer::BadQuery(_) | Answer::BadVersion(_) => (400, Some("invalid_request")),
         }
     }
 
@@ -294,6 +297,7 @@ impl Answer {
             ),
             Answer::NotFound(id) => (model_not_found_message(id), "model_not_found"),
             Answer::BadQuery(e) => (e.to_string(), "invalid_request"),
+            Answer::BadVersion(message) => (message.clone(), "invalid_request"),
         };
         let body = match dialect {
             Dialect::OpenAi => error_body_at(&message, "invalid_request_error", None, Some(code)),
@@ -332,12 +336,18 @@ fn answer(
         Ok(key) => key,
         Err(e) => return bad_header(dialect, &e),
     };
+    // Anthropic's catalog holds the version to the list its Messages route takes (an
+    // OpenAI request names none); told after the key, as there.
+    let bad_version = match dialect {
+        Dialect::Anthropic => super::anthropic_version::version(headers).err(),
+        Dialect::OpenAi => None,
+    };
     let (seq, answer) = {
         let mut inner = app.shared.lock();
-        let answer = if inner.model.knows_credential(key) {
-            decide(inner.model.config())
-        } else {
-            Answer::KeyRefused(key.is_some())
+        let answer = match (inner.model.knows_credential(key), bad_version) {
+            (false, _) => Answer::KeyRefused(key.is_some()),
+            (true, Some(e)) => Answer::BadVersion(e.message),
+            (true, None) => decide(inner.model.config()),
         };
         let seq = inner.arrive_catalog(route, key, answer.journaled());
         (seq, answer)
