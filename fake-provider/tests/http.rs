@@ -9,7 +9,8 @@ use stampede_provider::server::ServerHandle;
 use stampede_provider::spawn_ephemeral;
 use std::time::Duration;
 
-/// The `anthropic-version` the official SDKs send, which Anthropic's routes require.
+/// An `anthropic-version` Anthropic's routes take: the one the official SDKs sent until
+/// 2026-10-21 (their majors since send `2026-10-21`), under which every body field is taken.
 const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 fn scope(id: &str, rpm: Option<u64>) -> ScopeLimits {
@@ -464,6 +465,15 @@ async fn bad_input_gets_json_errors_401_400_413_404() {
     // A path whose percent-encoding decodes to no UTF-8 is refused in the API's JSON
     // (axum's own answer is plain text, which no SDK's error parser reads).
     for path in ["/v1/items/%FF", "/v1/records/%C3%28"] {
+        // After the key, as any refused body: an unknown key is told 401.
+        let r = s
+            .client
+            .get(format!("{}{path}", s.base))
+            .bearer_auth("sk-wrong")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 401, "{path}");
         let r = s
             .client
             .get(format!("{}{path}", s.base))
@@ -472,6 +482,10 @@ async fn bad_input_gets_json_errors_401_400_413_404() {
             .await
             .unwrap();
         assert_eq!(r.status(), 400, "{path}");
+        assert!(
+            r.headers().contains_key("x-stampede-seq"),
+            "journaled: {path}"
+        );
         let body: Value = r.json().await.unwrap();
         assert_eq!(body["error"]["code"], "invalid_request", "{path}: {body}");
         assert!(
@@ -484,19 +498,45 @@ async fn bad_input_gets_json_errors_401_400_413_404() {
     }
 
     // Under Anthropic's path, Anthropic's 404 with the request-id its SDK reads.
+    // The key is read as Anthropic's routes read it: `x-api-key` before a `Bearer` beside it.
     let r = s
         .client
         .post(format!("{}/v1/messages/batches", s.base))
         .header("x-api-key", "sk-a-test-key")
+        .bearer_auth("sk-wrong-key-0001")
         .json(&json!({}))
         .send()
         .await
         .unwrap();
     assert_eq!(r.status(), 404);
     assert!(r.headers().contains_key("request-id"));
+    let seq: u64 = r.headers()["x-stampede-seq"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["type"], "error", "{body}");
     assert_eq!(body["error"]["type"], "not_found_error", "{body}");
+    let journal = s.journal().await;
+    let entry = journal.iter().find(|e| e["seq"] == seq).unwrap();
+    assert_eq!(entry["scope"], "a", "the x-api-key's scope: {entry}");
+    // And a lower-case `bearer` is no part of the key on any path.
+    let r = s
+        .client
+        .get(format!("{}/v2/nothing", s.base))
+        .header("authorization", "bearer sk-a-test-key")
+        .send()
+        .await
+        .unwrap();
+    let seq: u64 = r.headers()["x-stampede-seq"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let journal = s.journal().await;
+    let entry = journal.iter().find(|e| e["seq"] == seq).unwrap();
+    assert_eq!(entry["scope"], "a", "the key's scope: {entry}");
 }
 
 /// A body or method Anthropic's routes refuse before reading the request is refused in
@@ -1007,10 +1047,12 @@ async fn bodies_the_real_apis_refuse_are_refused_in_their_words() {
     .unwrap();
     assert_eq!(r.status(), 200);
     // With both `x-api-key` and `Authorization`, the API reads `x-api-key` (the key a
-    // gateway adds beside the SDK's `Bearer`): it is the key checked, and billed.
+    // gateway adds beside the SDK's `Bearer`): it is the key checked, and billed. An empty
+    // `x-api-key` is none.
     for (x_api_key, bearer, status) in [
         ("sk-a-test-key", "sk-wrong-key-0001", 200),
         ("sk-wrong-key-0001", "sk-a-test-key", 401),
+        ("", "sk-a-test-key", 200),
     ] {
         let r = s
             .client

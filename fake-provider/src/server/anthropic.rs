@@ -13,7 +13,8 @@
 //!   per token, `content_block_stop`, `message_delta` (stop reason and output tokens),
 //!   `message_stop`; a stream error is an `error` event.
 //!
-//! The key comes from `x-api-key` (Anthropic's header) or `Authorization: Bearer`. A request
+//! The key comes from `x-api-key` (Anthropic's header) or `Authorization: Bearer`, from
+//! `x-api-key` when both are sent, as the real API reads them (`parse::credential`). A request
 //! without `anthropic-version`, or naming a version the API does not take, is refused as the
 //! real API refuses it (see `anthropic_version`), after its key and before anything counts
 //! it; so is a body the version it names does not take.

@@ -12,6 +12,8 @@
 //! A `null` optional field (`temperature`, `top_p`, `top_k`, `stop_sequences`, `metadata`,
 //! `tools`, `thinking`) is taken as absent: the SDK never sends one, and refusing what
 //! production may take breaks a client, where letting it through only misses a check.
+//! (Under API version 2026-10-21 the sampling fields are no fields at all, and refused
+//! first, `null` too: see `anthropic_version`.)
 
 use super::parse::shown;
 use serde_json::{Map, Value};

@@ -31,8 +31,9 @@ pub const VERSIONS: [&str; 3] = ["2023-01-01", "2023-06-01", "2026-10-21"];
 /// The version whose Messages body has no sampling parameters (see the module's doc).
 const SAMPLING_REMOVED: &str = "2026-10-21";
 
-/// The sampling parameters [`SAMPLING_REMOVED`] removed, in the order they are told.
-const SAMPLING: [&str; 3] = ["temperature", "top_p", "top_k"];
+/// The sampling parameters [`SAMPLING_REMOVED`] removed, in the order they are told: key
+/// order, as a field the API does not know is told (`known_fields`).
+const SAMPLING: [&str; 3] = ["temperature", "top_k", "top_p"];
 
 /// Whether a request names the API version it speaks (`anthropic-version`, not empty),
 /// whichever version it names.
@@ -98,12 +99,11 @@ pub(super) fn check_body(v: &Value, version: &str) -> Result<(), String> {
             }
             let cited = match kind {
                 Some("text") => cites(block).then(|| format!("messages.{i}.content.{j}")),
-                // A search result's text blocks are the user's too.
-                Some("search_result") => block
-                    .get("content")
-                    .and_then(Value::as_array)
-                    .and_then(|inner| inner.iter().position(cites))
-                    .map(|k| format!("messages.{i}.content.{j}.content.{k}")),
+                // A search result's text blocks, and a tool result's (its own, or a search
+                // result's inside it), are the user's too.
+                Some("search_result") | Some("tool_result") => {
+                    cited_within(block).map(|at| format!("messages.{i}.content.{j}.{at}"))
+                }
                 _ => None,
             };
             if let Some(at) = cited {
@@ -115,6 +115,27 @@ pub(super) fn check_body(v: &Value, version: &str) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Where in the `content` blocks of `block` (a search or tool result) a text block with
+/// citations lies (`content.K`, or `content.K.content.L` in a search result a tool result
+/// holds), if any.
+fn cited_within(block: &Value) -> Option<String> {
+    let inner = block.get("content").and_then(Value::as_array)?;
+    inner.iter().enumerate().find_map(|(k, b)| {
+        if cites(b) {
+            return Some(format!("content.{k}"));
+        }
+        let nested = b.get("type").and_then(Value::as_str) == Some("search_result");
+        nested
+            .then(|| {
+                let held = b.get("content").and_then(Value::as_array)?;
+                held.iter()
+                    .position(cites)
+                    .map(|l| format!("content.{k}.content.{l}"))
+            })
+            .flatten()
+    })
 }
 
 /// Whether `block` is a text block with a non-empty `citations` list.
@@ -187,8 +208,8 @@ mod tests {
         for (extra, told) in [
             (json!({ "temperature": 1.0 }), "temperature"),
             (json!({ "temperature": null }), "temperature"),
-            (json!({ "top_p": 0.9, "top_k": 5 }), "top_p"),
-            (json!({ "top_k": 5 }), "top_k"),
+            (json!({ "top_p": 0.9, "top_k": 5 }), "top_k"),
+            (json!({ "top_p": 0.9 }), "top_p"),
         ] {
             let b = with(extra, &hi);
             assert_eq!(
@@ -213,10 +234,28 @@ mod tests {
             "content": [{ "type": "text", "text": "a" },
                         { "type": "text", "text": "b", "citations": citation }] }),
         );
+        let tool = json!([
+            { "role": "user", "content": "look it up" },
+            { "role": "assistant", "content": [{ "type": "tool_use", "id": "t1", "name": "find", "input": {} }] },
+            { "role": "user", "content": [{ "type": "tool_result", "tool_use_id": "t1",
+                "content": [{ "type": "text", "text": "b", "citations": citation }] }] },
+        ]);
+        let tool_search = json!([
+            { "role": "user", "content": "look it up" },
+            { "role": "assistant", "content": [{ "type": "tool_use", "id": "t1", "name": "find", "input": {} }] },
+            { "role": "user", "content": [{ "type": "tool_result", "tool_use_id": "t1",
+                "content": [{ "type": "search_result", "source": "s", "title": "t",
+                    "content": [{ "type": "text", "text": "b", "citations": citation }] }] }] },
+        ]);
         for (messages, at) in [
             (&document, "messages.1.content.1: `document` blocks"),
             (&text, "messages.0.content.0.citations: "),
             (&search, "messages.0.content.0.content.1.citations: "),
+            (&tool, "messages.2.content.0.content.0.citations: "),
+            (
+                &tool_search,
+                "messages.2.content.0.content.0.content.0.citations: ",
+            ),
         ] {
             let b = with(json!({}), messages);
             let told = check_body(&b, "2026-10-21").unwrap_err();

@@ -10,7 +10,8 @@
 //! request that names none ([`UNNAMED_MODEL`]), and a look-up of any id finds it.
 //!
 //! The key is checked first, as on every route (a key the provider does not know, or none,
-//! gets the same 401 in the same words). A catalog read is no logical request and does no
+//! gets the same 401 in the same words), then, in Anthropic's words, the version
+//! (`anthropic_version`: one the API does not take is a 400). A catalog read is no logical request and does no
 //! work: it is journaled (see `ProviderModel::arrive_catalog`), held to no limit, fault or
 //! wait, billed nothing, and answered at once with the request id alone (no rate-limit
 //! headers: no limit counted it). Its timestamps are fixed ([`MODEL_CREATED_UNIX_S`]), never

@@ -149,12 +149,13 @@ const X_STAINLESS_RETRY_COUNT: HeaderName = HeaderName::from_static("x-stainless
 /// Anthropic's wire (`anthropic`), Anthropic's own `x-api-key` first, as the real API reads
 /// a request that carries both (the SDK majors sending API version 2026-10-21 send the key
 /// as `Authorization: Bearer`, and a gateway may add its own `x-api-key`, which is the one
-/// the API then bills). A value that is no text is no key in `x-api-key`; an
+/// the API then bills). An `x-api-key` that is empty or no text is no key; an
 /// `Authorization` that is not visible ASCII is a 400.
 pub(crate) fn credential(headers: &HeaderMap, anthropic: bool) -> Result<Option<&str>, BadRequest> {
     if anthropic {
-        if let Some(key) = headers.get("x-api-key").and_then(|v| v.to_str().ok()) {
-            return Ok(Some(key.trim()));
+        let key = headers.get("x-api-key").and_then(|v| v.to_str().ok());
+        if let Some(key) = key.map(str::trim).filter(|k| !k.is_empty()) {
+            return Ok(Some(key));
         }
     }
     let authorization = header_text(headers, &header::AUTHORIZATION)?;

@@ -426,15 +426,46 @@ pub(crate) async fn create_record(
 }
 
 /// The `{id}` of a path, or the API's 400, in its JSON, for one whose percent-encoding
-/// decodes to no UTF-8: axum's own answer is plain text, which no SDK's error parser reads.
-/// (A query's values are decoded lossily, so only a path can be unreadable.)
-fn path_id(id: Result<Path<String>, PathRejection>) -> Result<String, BadRequest> {
-    id.map(|Path(id)| id).map_err(|e| {
+/// decodes to no UTF-8 (axum's own answer is plain text, which no SDK's error parser reads)
+/// or that is longer than the field cap.
+fn path_id(id: Result<Path<String>, PathRejection>, max: usize) -> Result<String, BadRequest> {
+    let id = id.map(|Path(id)| id).map_err(|e| {
         BadRequest::new(format!(
             "the path cannot be read ({}): percent-encode the UTF-8 bytes of the id",
             e.body_text()
         ))
-    })
+    })?;
+    parse::capped("the id", &id, max)?;
+    Ok(id)
+}
+
+/// A read by id (`route` of the id): an id the path cannot give is refused as a body the
+/// API refuses is, after the key (`key_first`: an unknown key is told 401 and journaled, a
+/// known one the 400, journaled too).
+async fn read_by_id(
+    app: &App,
+    headers: &HeaderMap,
+    id: Result<Path<String>, PathRejection>,
+    route: fn(String) -> RequestRoute,
+) -> Response<Body> {
+    let max = app.options.max_field_bytes;
+    let (id, refused) = match path_id(id, max) {
+        Ok(id) => (id, None),
+        Err(e) => (String::new(), Some(e)),
+    };
+    let req = match parse::base_request(headers, max, route(id)) {
+        Ok(req) => req,
+        Err(e) => return bad_request(&e),
+    };
+    match refused {
+        None => attempt(app, req).await,
+        Some(e) => {
+            let wire = respond::Wire::OpenAi {
+                include_usage: false,
+            };
+            key_first(app, req, wire, bad_request(&e)).await
+        }
+    }
 }
 
 pub(crate) async fn get_record(
@@ -442,18 +473,7 @@ pub(crate) async fn get_record(
     headers: HeaderMap,
     id: Result<Path<String>, PathRejection>,
 ) -> Response<Body> {
-    let id = match path_id(id) {
-        Ok(id) => id,
-        Err(e) => return bad_request(&e),
-    };
-    match parse::base_request(
-        &headers,
-        app.options.max_field_bytes,
-        RequestRoute::GetRecord { id },
-    ) {
-        Ok(req) => attempt(&app, req).await,
-        Err(e) => bad_request(&e),
-    }
+    read_by_id(&app, &headers, id, |id| RequestRoute::GetRecord { id }).await
 }
 
 pub(crate) async fn find_records(
@@ -480,18 +500,7 @@ pub(crate) async fn get_item(
     headers: HeaderMap,
     id: Result<Path<String>, PathRejection>,
 ) -> Response<Body> {
-    let id = match path_id(id) {
-        Ok(id) => id,
-        Err(e) => return bad_request(&e),
-    };
-    match parse::base_request(
-        &headers,
-        app.options.max_field_bytes,
-        RequestRoute::GetItem { id },
-    ) {
-        Ok(req) => attempt(&app, req).await,
-        Err(e) => bad_request(&e),
-    }
+    read_by_id(&app, &headers, id, |id| RequestRoute::GetItem { id }).await
 }
 
 pub(crate) async fn not_found(
@@ -502,11 +511,15 @@ pub(crate) async fn not_found(
 ) -> Response<Body> {
     // Journaled like any attempt: a client calling a path the provider lacks (a wrong base
     // URL, an API version it does not serve) shows in the figures instead of vanishing.
-    let credential = headers
-        .get("authorization")
-        .or_else(|| headers.get("x-api-key"))
-        .and_then(|v| v.to_str().ok())
-        .map(|a| a.trim_start_matches("Bearer ").trim().to_string());
+    // The key as the route of the path would read it (Anthropic's, under its path or with
+    // its version header); on any other path a lone `x-api-key` is still the key sent.
+    let anthropic = uri.path().starts_with("/v1/messages")
+        || super::anthropic_version::names_a_version(&headers);
+    let credential = parse::credential(&headers, anthropic)
+        .ok()
+        .flatten()
+        .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()))
+        .map(|key| key.trim().to_string());
     let refusal = crate::model::EdgeRefusal {
         status: 404,
         code: "unknown_route",
