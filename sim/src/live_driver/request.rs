@@ -256,7 +256,8 @@ fn kept(
 const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
 const ANTHROPIC_VERSION: HeaderName = HeaderName::from_static("anthropic-version");
 /// The `anthropic-version` a request to Anthropic's routes names: the one the official SDKs
-/// send.
+/// sent until 2026-10-21 (their majors since send `2026-10-21`), which every API version
+/// since still takes, and under which every field the driver sends is one.
 const ANTHROPIC_API_VERSION: &str = "2023-06-01";
 const TENANT: HeaderName = HeaderName::from_static("x-stampede-tenant");
 const CLASS: HeaderName = HeaderName::from_static("x-stampede-class");
