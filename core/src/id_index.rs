@@ -118,6 +118,7 @@ pub struct IdIndex {
 
 impl IdIndex {
     /// The slot of `id`, if held.
+    #[inline]
     pub fn get(&self, id: JobId) -> Option<u32> {
         match self.offset(id) {
             Some(i) => self.ring[i].checked_sub(1),
@@ -126,6 +127,7 @@ impl IdIndex {
     }
 
     /// Where `id` sits in the ring, if within it.
+    #[inline]
     fn offset(&self, id: JobId) -> Option<usize> {
         let i = usize::try_from(id.checked_sub(self.base)?).ok()?;
         (i < self.ring.len()).then_some(i)
