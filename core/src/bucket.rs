@@ -63,6 +63,7 @@ impl TokenBucket {
     }
 
     /// Credits the refill since the last call. Time going backwards refills nothing.
+    #[inline]
     fn refill(&mut self, now: Millis) {
         if now <= self.last {
             return;
@@ -121,6 +122,7 @@ impl TokenBucket {
     /// refill will have brought the level that high. An amount that cannot fit above the
     /// kept part waits for a full bucket, like an oversized one, so it is never starved.
     /// A `keep` of 0 (or less, or NaN) is exactly `try_reserve`.
+    #[inline]
     pub fn try_reserve_keeping(
         &mut self,
         amount: u64,
@@ -131,6 +133,26 @@ impl TokenBucket {
         if amount == 0 {
             return Ok(());
         }
+        // The common case, inline: nothing kept and the amount on hand. It is what the
+        // general path does then (its target, `need` capped at a full bucket, is at most
+        // `need`, and taking `need` from a level at least as high records no debt), without
+        // the float arithmetic of `keep` and the wait of a refusal, which stay out of line.
+        // Something is kept only for a `keep` above 0 (NaN keeps nothing, as in `kept_units`).
+        let keeps = keep > 0.0;
+        if !keeps && self.capacity > 0 {
+            let need = self.units(amount);
+            if need <= self.level {
+                self.level -= need;
+                return Ok(());
+            }
+        }
+        self.reserve_or_wait(amount, keep, now)
+    }
+
+    /// [`TokenBucket::try_reserve_keeping`] of a non-zero `amount` once refilled at `now`,
+    /// for every case but a plain grant: a part kept, debt, or a refusal.
+    #[inline(never)]
+    fn reserve_or_wait(&mut self, amount: u64, keep: f64, now: Millis) -> Result<(), Millis> {
         if self.capacity == 0 {
             return Err(Millis::MAX);
         }
@@ -486,6 +508,50 @@ mod tests {
                     }
                 }
                 prop_assert!(bucket.available(now) <= capacity);
+            }
+        }
+
+        /// The inline grant of `try_reserve_keeping` changes the bucket and answers exactly
+        /// as its general path (`reserve_or_wait`, which alone is what every reservation
+        /// took before) does, whatever the keep, the debt or the capacity (0 included).
+        #[test]
+        fn the_inline_grant_is_the_general_path(
+            capacity in prop_oneof![Just(0u64), 1u64..200, Just(u64::MAX)],
+            window in prop_oneof![1u64..10_000, Just(u64::MAX)],
+            keep in prop_oneof![Just(0.0f64), Just(-1.0), Just(f64::NAN), 0.0f64..=1.0],
+            ops in proptest::collection::vec(op(), 1..60),
+        ) {
+            let mut fast = TokenBucket::new(capacity, window, 0);
+            let mut general = fast.clone();
+            let mut now = 0;
+            for (step, op) in ops {
+                now += step;
+                match op {
+                    Op::Reserve(amount) => {
+                        let granted = fast.try_reserve_keeping(amount, keep, now);
+                        general.refill(now);
+                        let expected = if amount == 0 {
+                            Ok(())
+                        } else {
+                            general.reserve_or_wait(amount, keep, now)
+                        };
+                        prop_assert_eq!(granted, expected);
+                    }
+                    // Usage above the reservation puts the level in debt.
+                    Op::Reconcile(reserved, actual) => {
+                        fast.reconcile(reserved, actual, now);
+                        general.reconcile(reserved, actual, now);
+                    }
+                    Op::Release(amount) => {
+                        fast.release(amount, now);
+                        general.release(amount, now);
+                    }
+                    Op::Pace(remaining, reset) => {
+                        fast.pace(remaining, reset, now);
+                        general.pace(remaining, reset, now);
+                    }
+                }
+                prop_assert_eq!(&fast, &general);
             }
         }
 

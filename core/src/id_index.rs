@@ -53,10 +53,19 @@ impl Band {
             self.slots.clear();
             self.start = 0;
         } else if self.start >= 1_024 && 2 * self.start >= self.slots.len() {
+            // (`reclaims_next_pop` is this test, made before the pop.)
             self.slots.drain(..self.start);
             self.start = 0;
         }
         Some(first)
+    }
+
+    /// Whether the next `pop_front` of a band longer than one slot reclaims the popped
+    /// slots (it does once they are at least 1,024 and half the vector).
+    #[inline]
+    fn reclaims_next_pop(&self) -> bool {
+        let start = self.start + 1;
+        start >= 1_024 && 2 * start >= self.slots.len()
     }
 
     fn pop_back(&mut self) -> Option<u32> {
@@ -109,6 +118,7 @@ pub struct IdIndex {
 
 impl IdIndex {
     /// The slot of `id`, if held.
+    #[inline]
     pub fn get(&self, id: JobId) -> Option<u32> {
         match self.offset(id) {
             Some(i) => self.ring[i].checked_sub(1),
@@ -117,6 +127,7 @@ impl IdIndex {
     }
 
     /// Where `id` sits in the ring, if within it.
+    #[inline]
     fn offset(&self, id: JobId) -> Option<usize> {
         let i = usize::try_from(id.checked_sub(self.base)?).ok()?;
         (i < self.ring.len()).then_some(i)
@@ -202,26 +213,46 @@ impl IdIndex {
     /// Forgets `id`; returns its slot if it was held.
     #[inline]
     pub fn remove(&mut self, id: JobId) -> Option<u32> {
-        match self.offset(id) {
-            Some(i) => {
-                let slot = std::mem::take(&mut self.ring[i]).checked_sub(1)?;
-                self.in_ring -= 1;
-                // The band's first slot is never empty (`trim` after every change), so
-                // only removing it leaves one to trim; and only a band now too sparse
-                // needs `keep_dense`.
-                if i == 0 || self.ring.len() > 4 * self.in_ring + SLACK {
-                    self.trim();
-                    self.keep_dense();
-                }
-                debug_assert_ne!(
-                    self.ring.front(),
-                    Some(&0),
-                    "the band starts with a held id"
-                );
-                Some(slot)
+        let Some(i) = self.offset(id) else {
+            return self.older.remove(&id);
+        };
+        let slot = std::mem::take(&mut self.ring[i]).checked_sub(1)?;
+        self.in_ring -= 1;
+        // The band's first slot is never empty (`trim` after every change), so only
+        // removing it leaves one to trim; and only a band now too sparse needs
+        // `keep_dense`. The common case, kept inline: ids leave in the order they came,
+        // so the first id goes and the next is held. It is `trim`'s first step, without
+        // its call: everything else (more empty slots, a band to reclaim or to thin) goes
+        // to `trim` and `keep_dense`, out of line.
+        if i == 0 && self.ring.len() > 1 && self.ring[1] != 0 && !self.ring.reclaims_next_pop() {
+            self.ring.start += 1;
+            self.base = self.base.saturating_add(1);
+            if self.ring.len() > 4 * self.in_ring + SLACK {
+                self.keep_dense();
             }
-            None => self.older.remove(&id),
+        } else if i == 0 && self.ring.len() == 1 {
+            // The band's only id went (an attempt table holding one attempt on the wire):
+            // `trim`'s pop, which empties the band.
+            self.ring.slots.clear();
+            self.ring.start = 0;
+            self.base = self.base.saturating_add(1);
+        } else if i == 0 || self.ring.len() > 4 * self.in_ring + SLACK {
+            self.settle();
         }
+        debug_assert_ne!(
+            self.ring.front(),
+            Some(&0),
+            "the band starts with a held id"
+        );
+        Some(slot)
+    }
+
+    /// `trim`, then `keep_dense`: after a removal that left the band's first slot empty
+    /// or the band too sparse.
+    #[inline(never)]
+    fn settle(&mut self) {
+        self.trim();
+        self.keep_dense();
     }
 
     /// Ids held.

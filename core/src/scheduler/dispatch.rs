@@ -355,15 +355,13 @@ impl<L: Ledger> Scheduler<L> {
         let priority = job.entry.job.priority;
         self.leave_ready(priority);
         self.counts.tokens_reserved = self.counts.tokens_reserved.saturating_add(tokens);
-        self.in_flight.insert(
-            attempt,
-            Flight {
-                job: id,
-                scope: scope_index,
-                reserved_tokens: tokens,
-                lookup: !is_action,
-            },
-        );
+        // A new attempt id (checked above): stored without first searching for it.
+        self.in_flight.insert_new(attempt, || Flight {
+            job: id,
+            scope: scope_index,
+            reserved_tokens: tokens,
+            lookup: !is_action,
+        });
         debug_assert_eq!(
             self.slots_used as usize,
             self.in_flight.len(),
