@@ -2,7 +2,7 @@
 //! decides everything on arrival, and the answer is queued at `now + latency` (virtual ms).
 //! What the model journaled is measured as it drains, and streamed to the attempt sink.
 
-use stampede_core::{Millis, Outcome, SendAttempt};
+use stampede_core::{Millis, SendAttempt};
 use stampede_provider::model::Request;
 
 use super::crash::Crashes;
@@ -36,13 +36,14 @@ pub struct ModelWire<'a> {
     hidden_retries: u32,
 }
 
-/// Where one attempt landed: which provider, its seq at that provider's edge, and the
-/// answer the client will hear `after` ms later.
-struct Landed {
+/// Where an attempt the layer under the client re-sends landed: which provider, its seq at
+/// that provider's edge, and when (ms) the failure is known. An attempt that is not re-sent
+/// is queued as its answer where it lands, so the answer (about 200 bytes) is written once
+/// into its event, not moved through a return value first.
+struct Failed {
     provider: u8,
     seq: u64,
-    after: Millis,
-    outcome: Outcome,
+    at: Millis,
 }
 
 impl<'a> ModelWire<'a> {
@@ -67,16 +68,20 @@ impl<'a> ModelWire<'a> {
         self.sink.wants_rows()
     }
 
-    /// `request` (attempt `send`) reaches its provider at `now` (ms); what the provider
-    /// journaled is measured, attributed to the action the harness sent it for.
+    /// `request` (attempt `send`, the driver's attempt `global`) reaches its provider at
+    /// `now` (ms); what the provider journaled is measured, attributed to the action the
+    /// harness sent it for. Its answer is queued, unless the layer under the client re-sends
+    /// it (`left` re-sends allowed): then where it failed is returned, for the caller to
+    /// queue the re-send with what it keeps of the attempt.
     fn land(
         &mut self,
         send: &SendAttempt,
         request: &Request,
-        live: &LiveActions,
-        measure: &mut Measurement,
+        (live, measure): (&LiveActions, &mut Measurement),
+        global: stampede_core::AttemptId,
+        left: u32,
         now: Millis,
-    ) -> Result<Landed, DriverError> {
+    ) -> Result<Option<Failed>, DriverError> {
         let provider = self.providers.of_request(request);
         let decision = self.providers.arrive(provider, request, now);
         let seq = decision.seq;
@@ -94,12 +99,24 @@ impl<'a> ModelWire<'a> {
                 attempts::write(*sink, entry, Some(now + after), by.tenant, numbering)
             })
             .map_err(DriverError::Output)?;
-        Ok(Landed {
+        if left > 0 && translate::hidden_layer_retries(&outcome) {
+            return Ok(Some(Failed {
+                provider,
+                seq,
+                at: now + after,
+            }));
+        }
+        // It carries ids: the send and its request are not kept.
+        let event = Event::Answer {
+            attempt: global,
+            job: send.job,
+            attempt_no: send.attempt_no,
             provider,
             seq,
-            after,
             outcome,
-        })
+        };
+        self.queue.push(now + after, event);
+        Ok(None)
     }
 
     /// The retry layer under the client sends `request` again at `now` (ms), after the
@@ -113,63 +130,33 @@ impl<'a> ModelWire<'a> {
         turn: &mut Turn,
         now: Millis,
     ) -> Result<(), DriverError> {
-        let landed = self.land(&send, &request, &turn.live, &mut turn.measure, now)?;
-        if resends(&landed, left) {
-            self.queue_resend(global, landed, send, request, left, now);
-        } else {
-            self.queue_answer(global, landed, (send.job, send.attempt_no), now);
+        let on = (&turn.live, &mut turn.measure);
+        if let Some(failed) = self.land(&send, &request, on, global, left, now)? {
+            self.queue_resend(global, failed, send, request, left);
         }
         Ok(())
     }
 
     /// Queues the layer under the client's re-send of attempt `global` (`send`, rendered as
-    /// `request`) after it `landed` on a failed connection; `left` re-sends remained.
+    /// `request`) after it `failed` on a connection; `left` re-sends remained.
     fn queue_resend(
         &mut self,
         global: stampede_core::AttemptId,
-        landed: Landed,
+        failed: Failed,
         send: Box<SendAttempt>,
         request: Box<Request>,
         left: u32,
-        now: Millis,
     ) {
         let event = Event::HiddenResend {
             attempt: global,
-            provider: landed.provider,
-            seq: landed.seq,
+            provider: failed.provider,
+            seq: failed.seq,
             send,
             request,
             left: left - 1,
         };
-        self.queue.push(now + landed.after, event);
+        self.queue.push(failed.at, event);
     }
-
-    /// Queues the answer the client hears to attempt `global` (attempt `attempt_no` of
-    /// action `job`) after it `landed`. It carries ids: the send and its request are not
-    /// kept.
-    fn queue_answer(
-        &mut self,
-        global: stampede_core::AttemptId,
-        landed: Landed,
-        (job, attempt_no): (stampede_core::JobId, u32),
-        now: Millis,
-    ) {
-        let event = Event::Answer {
-            attempt: global,
-            job,
-            attempt_no,
-            provider: landed.provider,
-            seq: landed.seq,
-            outcome: landed.outcome,
-        };
-        self.queue.push(now + landed.after, event);
-    }
-}
-
-/// Whether the layer under the client sends again after `landed`, with `left` re-sends
-/// still allowed.
-fn resends(landed: &Landed, left: u32) -> bool {
-    left > 0 && translate::hidden_layer_retries(&landed.outcome)
 }
 
 impl Wire for ModelWire<'_> {
@@ -187,16 +174,15 @@ impl Wire for ModelWire<'_> {
         measure: &mut Measurement,
         now: Millis,
     ) -> Result<Flow, DriverError> {
-        let landed = self.land(send, request, live, measure, now)?;
+        // The global id first: the answer is queued under it where the attempt lands.
         let global = self.crashes.global(send.attempt);
-        let dies = self.crashes.after_send(send, global);
         let left = self.hidden_retries;
-        if resends(&landed, left) {
+        let failed = self.land(send, request, (live, measure), global, left, now)?;
+        let dies = self.crashes.after_send(send, global);
+        if let Some(failed) = failed {
             // Kept for the re-send: the only attempts whose send and request outlive it.
             let request = Box::new(request.clone());
-            self.queue_resend(global, landed, Box::new(send.clone()), request, left, now);
-        } else {
-            self.queue_answer(global, landed, (send.job, send.attempt_no), now);
+            self.queue_resend(global, failed, Box::new(send.clone()), request, left);
         }
         Ok(if dies { Flow::Dies } else { Flow::Go })
     }
