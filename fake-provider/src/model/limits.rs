@@ -172,6 +172,8 @@ impl ScopeState {
     /// Remembers a Retry-After whose answer leaves at `leaves_ms` and binds the scope until
     /// `until_ms` (model ms). Before the answer left no client could know of it, so the span
     /// starts then.
+    // Inlined: it is on every refusal's path, and its common case is a push at the back.
+    #[inline]
     pub(crate) fn told_retry_after(&mut self, leaves_ms: u64, until_ms: u64) {
         if until_ms > leaves_ms {
             let told = (leaves_ms, until_ms);
@@ -231,6 +233,8 @@ impl ScopeState {
 
     /// Which limit, if any, refuses an attempt charging `tokens` at `now`, charging nothing:
     /// an attempt counted against several scopes is checked on all before any is charged.
+    // Inlined: it is on every attempt's path, and mostly compares a few counters.
+    #[inline]
     pub(crate) fn check_at(&mut self, now: u64, tokens: u64) -> Result<(), (Refusal, u64, u64)> {
         self.minute.roll(now);
         self.day.roll(now);

@@ -1853,6 +1853,10 @@ enum Credential<'a> {
 /// destructured without `..`, so a field added to the entry and not written here does not
 /// compile. Shared names the slot already holds are kept (`keep_shared`), and the texts'
 /// buffers reused.
+///
+/// Always inlined: where the caller writes a field again (a refusal closes its entry at
+/// once), the first write, of a value with nothing to drop, can be left out.
+#[inline(always)]
 fn open_entry(
     entry: &mut JournalEntry,
     req: &Request,
