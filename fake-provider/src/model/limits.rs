@@ -9,8 +9,7 @@
 //! keeps re-sending into a refusal uses up the quota its own later requests needed.
 
 use crate::config::ScopeLimits;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::VecDeque;
 
 /// Length of the per-minute window, ms.
 pub(crate) const MINUTE_MS: u64 = 60_000;
@@ -148,8 +147,11 @@ pub(crate) struct ScopeState {
     /// Until when (model ms) a Retry-After whose answer has already left binds the scope.
     retry_after_until: u64,
     /// Retry-Afters whose answers have not left yet, as `(leaves at, binds until)` model ms,
-    /// soonest departure first. They hold only for an answer's latency, so few are kept.
-    retry_after_pending: BinaryHeap<Reverse<(u64, u64)>>,
+    /// sorted, soonest departure first. They hold only for an answer's latency, so few are
+    /// kept. A sorted queue, not a heap: answers are told in time order and mostly leave in
+    /// it (a refusal's latency is a constant), so one goes on at the back and comes off the
+    /// front, where a heap sifted on every push and pop, nearly every attempt of a storm.
+    retry_after_pending: VecDeque<(u64, u64)>,
     /// Model ms after an answer left during which arrivals are taken as already on the wire.
     transit_allowance: u64,
 }
@@ -162,7 +164,7 @@ impl ScopeState {
             day: Window::new(DAY_MS),
             in_flight: 0,
             retry_after_until: 0,
-            retry_after_pending: BinaryHeap::new(),
+            retry_after_pending: VecDeque::new(),
             transit_allowance: 0,
         }
     }
@@ -170,10 +172,18 @@ impl ScopeState {
     /// Remembers a Retry-After whose answer leaves at `leaves_ms` and binds the scope until
     /// `until_ms` (model ms). Before the answer left no client could know of it, so the span
     /// starts then.
+    // Inlined: it is on every refusal's path, and its common case is a push at the back.
+    #[inline]
     pub(crate) fn told_retry_after(&mut self, leaves_ms: u64, until_ms: u64) {
         if until_ms > leaves_ms {
-            self.retry_after_pending
-                .push(Reverse((leaves_ms, until_ms)));
+            let told = (leaves_ms, until_ms);
+            let pending = &mut self.retry_after_pending;
+            if pending.back().map_or(true, |&last| last <= told) {
+                pending.push_back(told);
+            } else {
+                let at = pending.partition_point(|&p| p <= told);
+                pending.insert(at, told);
+            }
         }
     }
 
@@ -187,11 +197,11 @@ impl ScopeState {
     /// has started by `now` is folded into one `until`. A span starts when its answer left
     /// plus the transit allowance: an attempt arriving sooner may have been on the wire.
     pub(crate) fn violates_retry_after(&mut self, now: u64) -> bool {
-        while let Some(&Reverse((leaves, until))) = self.retry_after_pending.peek() {
+        while let Some(&(leaves, until)) = self.retry_after_pending.front() {
             if leaves.saturating_add(self.transit_allowance) > now {
                 break;
             }
-            self.retry_after_pending.pop();
+            self.retry_after_pending.pop_front();
             self.retry_after_until = self.retry_after_until.max(until);
         }
         now < self.retry_after_until
@@ -202,7 +212,7 @@ impl ScopeState {
     pub(crate) fn retry_after_latest(&self) -> u64 {
         self.retry_after_pending
             .iter()
-            .map(|Reverse((_, until))| *until)
+            .map(|&(_, until)| until)
             .fold(self.retry_after_until, u64::max)
     }
 
@@ -223,6 +233,8 @@ impl ScopeState {
 
     /// Which limit, if any, refuses an attempt charging `tokens` at `now`, charging nothing:
     /// an attempt counted against several scopes is checked on all before any is charged.
+    // Inlined: it is on every attempt's path, and mostly compares a few counters.
+    #[inline]
     pub(crate) fn check_at(&mut self, now: u64, tokens: u64) -> Result<(), (Refusal, u64, u64)> {
         self.minute.roll(now);
         self.day.roll(now);

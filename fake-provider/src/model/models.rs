@@ -33,6 +33,12 @@ pub(crate) struct Models {
 }
 
 impl Models {
+    /// Whether no models are listed: every request then resolves to
+    /// [`Resolved::Unlisted`], and no model bounds a request's tokens.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.served.is_empty()
+    }
+
     pub(crate) fn new(config: &[ModelConfig]) -> Self {
         Models {
             served: config
