@@ -171,6 +171,10 @@ pub struct ProviderModel {
     /// The Retry-After the attempt being decided was given: (its answer leaves, it binds
     /// until), model ms.
     told_until: Option<(u64, u64)>,
+    /// Tests only: every attempt goes the general path (`decide`), so a test can hold the
+    /// refusal shortcut (`refused_at_once`) to what that path answers.
+    #[cfg(test)]
+    general_path_only: bool,
 }
 
 impl ProviderModel {
@@ -269,6 +273,8 @@ impl ProviderModel {
                 .collect(),
             transit_allowance_ms: 0,
             told_until: None,
+            #[cfg(test)]
+            general_path_only: false,
             config,
         })
     }
@@ -787,6 +793,10 @@ impl ProviderModel {
         scope: usize,
         ordinal: usize,
     ) -> Option<((limits::Refusal, u64, u64), u64)> {
+        #[cfg(test)]
+        if self.general_path_only {
+            return None;
+        }
         let plain = self.faults.is_empty()
             && self.models.is_empty()
             && self.scope_models[scope].is_none()
@@ -2104,6 +2114,8 @@ mod tests;
 mod tests_models;
 #[cfg(test)]
 mod tests_phases;
+#[cfg(test)]
+mod tests_shortcut;
 
 /// What the edge refused a request with, before the model saw it (see
 /// [`ProviderModel::arrive_refused`]).
