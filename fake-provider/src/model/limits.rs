@@ -134,6 +134,35 @@ impl Refusal {
             self.what()
         )
     }
+
+    /// OpenAI's error `type` and `code` for this refusal: the `type` names the limit,
+    /// `tokens` for tokens per minute and `requests` otherwise; the daily quota is
+    /// `insufficient_quota`.
+    pub(crate) fn kind_and_code(self) -> (&'static str, &'static str) {
+        match self {
+            r if r.is_quota() => ("insufficient_quota", "insufficient_quota"),
+            Refusal::TokensPerMinute => ("tokens", "rate_limit_exceeded"),
+            _ => ("requests", "rate_limit_exceeded"),
+        }
+    }
+
+    /// The refusal's message for a request charging `charge` tokens against `limit` with
+    /// `used` used, told to wait `client_wait_ms` (client ms). A request the token limit
+    /// could never hold is told so, as OpenAI tells it, rather than to try again in a while
+    /// (it would be refused again, for ever).
+    pub(crate) fn message(self, limit: u64, used: u64, charge: u64, client_wait_ms: u64) -> String {
+        let never_fits =
+            matches!(self, Refusal::TokensPerMinute | Refusal::TokensPerDay) && charge > limit;
+        if never_fits {
+            self.too_large(limit, charge)
+        } else {
+            format!(
+                "{} Please try again in {}.",
+                self.describe(limit, used),
+                super::headers::go_duration(client_wait_ms)
+            )
+        }
+    }
 }
 
 /// A scope's limits and live counters.

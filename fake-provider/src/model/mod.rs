@@ -884,16 +884,8 @@ impl ProviderModel {
         scope.refused(refusal);
         entry.limit = Some(Cow::Borrowed(refusal.key()));
         let wait = scope.wait_ms(refusal, now);
-        let (kind, code) = match refusal {
-            r if r.is_quota() => ("insufficient_quota", "insufficient_quota"),
-            limits::Refusal::TokensPerMinute => ("tokens", "rate_limit_exceeded"),
-            _ => ("requests", "rate_limit_exceeded"),
-        };
+        let (kind, code) = refusal.kind_and_code();
         let client_wait = clock.client_ms(wait);
-        let never_fits = matches!(
-            refusal,
-            limits::Refusal::TokensPerMinute | limits::Refusal::TokensPerDay
-        ) && charge > limit;
         // As `rate_limited` (with `tell_retry_after`): the wait told binds the scope and,
         // below, the request.
         let leaves = now + reject_ms;
@@ -908,16 +900,11 @@ impl ProviderModel {
         let body = if *lean_bodies {
             Value::Null
         } else {
-            let message = if never_fits {
-                refusal.too_large(limit, charge)
-            } else {
-                format!(
-                    "{} Please try again in {}.",
-                    refusal.describe(limit, used),
-                    headers::go_duration(client_wait)
-                )
-            };
-            error_body(&message, kind, code)
+            error_body(
+                &refusal.message(limit, used, charge, client_wait),
+                kind,
+                code,
+            )
         };
         // The windows were rolled to `now` by `refused_at_once`.
         let rate = clock.rate_limit(scope, now);
@@ -1205,31 +1192,9 @@ impl ProviderModel {
             }
             entry.limit = Some(Cow::Borrowed(refusal.key()));
             let wait = self.scopes[refuser].wait_ms(refusal, now);
-            // OpenAI's error `type` names the limit: `tokens` for tokens per minute,
-            // `requests` otherwise; the daily quota is `insufficient_quota`.
-            let (kind, code) = match refusal {
-                r if r.is_quota() => ("insufficient_quota", "insufficient_quota"),
-                limits::Refusal::TokensPerMinute => ("tokens", "rate_limit_exceeded"),
-                _ => ("requests", "rate_limit_exceeded"),
-            };
+            let (kind, code) = refusal.kind_and_code();
             let client_wait = self.clock.client_ms(wait);
-            // A request the token limit could never hold is told so, as OpenAI tells it,
-            // rather than to try again in a while (it would be refused again, for ever).
-            let never_fits = matches!(
-                refusal,
-                limits::Refusal::TokensPerMinute | limits::Refusal::TokensPerDay
-            ) && charge > limit;
-            let message = move || {
-                if never_fits {
-                    refusal.too_large(limit, charge)
-                } else {
-                    format!(
-                        "{} Please try again in {}.",
-                        refusal.describe(limit, used),
-                        headers::go_duration(client_wait)
-                    )
-                }
-            };
+            let message = move || refusal.message(limit, used, charge, client_wait);
             let answer = self.rate_limited(
                 (refuser, Binds::Scope),
                 seq,
