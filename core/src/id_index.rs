@@ -330,6 +330,12 @@ mod tests {
         assert!(index.ring.len() <= 1_000);
         assert_eq!(index.get(99_999), Some(99_999));
         assert_eq!(index.get(98_999), None);
+        // Every id of the band is still where it was put, across the reclaims of the
+        // popped slots that removal in order makes (`Band::reclaims_next_pop`).
+        for id in 99_000..100_000u64 {
+            assert_eq!(index.get(id), Some(id as u32), "{id}");
+        }
+        assert_eq!(index.ids(), (99_000..100_000).collect::<Vec<_>>());
     }
 
     #[test]
