@@ -805,20 +805,9 @@ impl ProviderModel {
         if !plain {
             return None;
         }
-        let is_chat = matches!(
-            req.route,
-            RequestRoute::ChatCompletions
-                | RequestRoute::Messages
-                | RequestRoute::Responses
-                | RequestRoute::Embeddings
-        );
-        let charge = if is_chat {
-            u64::from(req.prompt_tokens) + u64::from(req.max_tokens)
-        } else {
-            0
-        };
+        let charge = req.token_charge();
         // Over the provider's window the general path answers 400 first.
-        if is_chat
+        if req.is_model_call()
             && self
                 .config
                 .context_window
@@ -1002,14 +991,7 @@ impl ProviderModel {
 
         // 2b. The model, for the routes that name one: resolved once to a listed model (its
         // name shared by the journal); with no models listed, nothing changes.
-        let is_chat = matches!(
-            req.route.name(),
-            RouteName::ChatCompletions
-                | RouteName::Messages
-                | RouteName::Responses
-                | RouteName::CountTokens
-                | RouteName::Embeddings
-        );
+        let is_chat = req.is_model_call();
         let model = if is_chat {
             match self.models.resolve(req.model.as_deref()) {
                 Resolved::Unlisted => None,
@@ -1151,7 +1133,7 @@ impl ProviderModel {
 
         // 4b. Context length: the model's own window, else the provider's.
         if is_chat {
-            let wanted = u64::from(req.prompt_tokens) + u64::from(req.max_tokens);
+            let wanted = req.token_charge();
             let window = model
                 .and_then(|m| self.models.context_window(m))
                 .or(self.config.context_window);
@@ -1177,11 +1159,7 @@ impl ProviderModel {
         }
 
         // 5. The limits of every scope it counts against.
-        let charge = if is_chat {
-            u64::from(req.prompt_tokens) + u64::from(req.max_tokens)
-        } else {
-            0
-        };
+        let charge = req.token_charge();
         if let Err((refuser, (refusal, limit, used))) =
             self.admit(scope_idx, ordinal, model, now, charge)
         {

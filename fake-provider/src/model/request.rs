@@ -73,6 +73,31 @@ impl Request {
     pub fn model_name(&self) -> &str {
         self.model.as_deref().unwrap_or(UNNAMED_MODEL)
     }
+
+    /// Whether the request is one of a model's (a generation, an embedding or a token
+    /// count): it names a model, and its tokens count against token limits and the
+    /// context window.
+    pub(crate) fn is_model_call(&self) -> bool {
+        matches!(
+            self.route.name(),
+            RouteName::ChatCompletions
+                | RouteName::Messages
+                | RouteName::Responses
+                | RouteName::CountTokens
+                | RouteName::Embeddings
+        )
+    }
+
+    /// The tokens the request asks for (its prompt and the most it may answer): what a
+    /// model call charges its scopes' token limits and holds to the context window; 0 for
+    /// any other request.
+    pub(crate) fn token_charge(&self) -> u64 {
+        if self.is_model_call() {
+            u64::from(self.prompt_tokens) + u64::from(self.max_tokens)
+        } else {
+            0
+        }
+    }
 }
 
 /// The workload item a prompt's text names: `N` when it starts `request N:` (N a whole
