@@ -160,6 +160,10 @@ pub struct Attribution {
     /// Whether a Retry-After given to an earlier attempt of the same logical request had
     /// not yet passed when this one arrived.
     pub early: bool,
+    /// Until when (model ms) a Retry-After given to an earlier attempt binds its logical
+    /// request (0: none, or a look-up): a wait told this attempt that ends no later
+    /// changes nothing ([`Identity::told_wait`]), which a caller can tell without it.
+    pub told_until: Millis,
 }
 
 /// The identity index.
@@ -654,6 +658,7 @@ impl Identity {
                 ordinal: 0,
                 by: IdentifiedBy::Lookup,
                 early: false,
+                told_until: 0,
             };
         }
         let is_write = matches!(req.route, RequestRoute::CreateRecord);
@@ -719,6 +724,7 @@ impl Identity {
                     ordinal: l.attempts,
                     by,
                     early: now >= l.told_from() && now < l.told_until,
+                    told_until: l.told_until,
                 };
                 self.queue_expiry(id, now);
                 attribution
@@ -729,6 +735,7 @@ impl Identity {
                 ordinal: 1,
                 by,
                 early: false,
+                told_until: 0,
             },
         };
         self.trim_expiry();

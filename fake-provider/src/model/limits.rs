@@ -201,13 +201,22 @@ impl ScopeState {
     /// Remembers a Retry-After whose answer leaves at `leaves_ms` and binds the scope until
     /// `until_ms` (model ms). Before the answer left no client could know of it, so the span
     /// starts then.
+    ///
+    /// One that binds no longer than a span already folded in, or than the last pending one,
+    /// which leaves no later, is not kept: by the time it would be folded in, that one has
+    /// been, with an `until` as late. In a storm on a full window every refusal is told to
+    /// wait for the same reset, so nearly all are such, and the queue stays near empty.
     // Inlined: it is on every refusal's path, and its common case is a push at the back.
     #[inline]
     pub(crate) fn told_retry_after(&mut self, leaves_ms: u64, until_ms: u64) {
-        if until_ms > leaves_ms {
+        if until_ms > leaves_ms && until_ms > self.retry_after_until {
             let told = (leaves_ms, until_ms);
             let pending = &mut self.retry_after_pending;
-            if pending.back().map_or(true, |&last| last <= told) {
+            let back = pending.back().copied();
+            if back.is_some_and(|(leaves, until)| leaves <= leaves_ms && until >= until_ms) {
+                return;
+            }
+            if back.map_or(true, |last| last <= told) {
                 pending.push_back(told);
             } else {
                 let at = pending.partition_point(|&p| p <= told);
@@ -477,6 +486,79 @@ mod tests {
         assert!(s.violates_retry_after(1_550));
         assert!(!s.violates_retry_after(1_700));
         assert!(s.violates_retry_after(2_000));
+    }
+
+    /// The Retry-Afters kept pending before this module left out the ones a kept span
+    /// covers: every one, in order of telling.
+    #[derive(Default)]
+    struct EveryRetryAfter {
+        until: u64,
+        pending: Vec<(u64, u64)>,
+        transit: u64,
+    }
+
+    impl EveryRetryAfter {
+        fn told(&mut self, leaves: u64, until: u64) {
+            if until > leaves {
+                self.pending.push((leaves, until));
+                self.pending.sort_unstable();
+            }
+        }
+
+        fn violates(&mut self, now: u64) -> bool {
+            let transit = self.transit;
+            let (started, waiting) = self
+                .pending
+                .iter()
+                .partition(|&&(leaves, _)| leaves.saturating_add(transit) <= now);
+            self.pending = waiting;
+            let started: Vec<(u64, u64)> = started;
+            self.until = started.iter().map(|&(_, u)| u).fold(self.until, u64::max);
+            now < self.until
+        }
+
+        fn latest(&self) -> u64 {
+            self.pending
+                .iter()
+                .map(|&(_, u)| u)
+                .fold(self.until, u64::max)
+        }
+    }
+
+    proptest::proptest! {
+        /// Leaving out a Retry-After a kept span covers changes no answer: for any order of
+        /// tellings (mostly in time, some out of it) and arrivals, which arrivals violate one
+        /// and the latest binding are those of a queue that keeps every one.
+        #[test]
+        fn pending_retry_afters_covered_by_another_change_nothing(
+            steps in proptest::collection::vec(
+                (0u64..8, proptest::bool::ANY, 0u64..6, 0u64..3_000, 0u64..10),
+                1..200,
+            ),
+            transit in 0u64..6,
+        ) {
+            let mut s = scope(|_| {});
+            s.set_transit_allowance(transit);
+            let mut every = EveryRetryAfter { transit, ..EveryRetryAfter::default() };
+            let mut now = 0;
+            for (gap, tell, back, wait, latency) in steps {
+                now += gap;
+                if tell {
+                    // Mostly leaving after `now`, sometimes told out of order; mostly told
+                    // to wait for the window's reset, as a storm on a full window is.
+                    let leaves = (now + latency).saturating_sub(back);
+                    let until = match wait % 3 {
+                        0 => leaves + wait % 40,
+                        _ => (now / 100 + 1) * 100,
+                    };
+                    s.told_retry_after(leaves, until);
+                    every.told(leaves, until);
+                }
+                let violates = s.violates_retry_after(now);
+                proptest::prop_assert_eq!(violates, every.violates(now), "at {}", now);
+                proptest::prop_assert_eq!(s.retry_after_latest(), every.latest());
+            }
+        }
     }
 
     #[test]

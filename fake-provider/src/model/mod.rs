@@ -897,8 +897,10 @@ impl ProviderModel {
         };
         // The windows were rolled to `now` by `refused_at_once`.
         let rate = clock.rate_limit(scope, now);
-        // As `arrive` closes the entry: nothing was committed.
-        if who.ordinal > 0 {
+        // As `arrive` closes the entry: nothing was committed. A retry told again to wait
+        // for the same reset leaves its request's wait as it was, so its record is not
+        // visited for it.
+        if who.ordinal > 0 && until > who.told_until {
             identity.told_wait(who.logical, leaves, until);
         }
         entry.undelivered = false;
@@ -1877,12 +1879,19 @@ fn open_entry(
             *scope = None;
         }
     }
-    *route = Cow::Borrowed(req.route.template());
-    *method = Cow::Borrowed(req.route.method());
+    // The route's template and method read once, for the entry and its fingerprint
+    // (`Fingerprint::of`), where each read is a jump on the route.
+    let (template, verb) = (req.route.template(), req.route.method());
+    *route = Cow::Borrowed(template);
+    *method = Cow::Borrowed(verb);
     idempotency_key.clone_from(&req.idempotency_key);
     external_ref.clone_from(&req.external_ref);
     *lookup = req.route.lookup();
-    *fingerprint = Fingerprint::of(&req.route, req.body_hash);
+    *fingerprint = Fingerprint::Parts {
+        method: verb,
+        template,
+        body_hash: req.body_hash,
+    };
     keep_shared(tenant, req.tenant.as_ref());
     *action = req.action;
     *attempt_no = req.attempt_no;
