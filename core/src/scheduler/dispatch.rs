@@ -36,6 +36,11 @@ impl<L: Ledger> Scheduler<L> {
     /// one dispatch round serves the lanes. A dispatched command waits in the outbox (built
     /// there once) rather than riding back through each frame: a send is 160 bytes, and
     /// each frame it crossed was a copy.
+    ///
+    /// Kept out of line: `peek` is called again for a command already due (a terminal an
+    /// outcome queued), and with the whole dispatch inlined into it that call saved and
+    /// restored every register the dispatch uses.
+    #[inline(never)]
     pub(super) fn fill_outbox(&mut self, now: Millis) {
         if !self.outbox.is_empty() {
             return;
