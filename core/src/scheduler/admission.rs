@@ -93,7 +93,7 @@ impl<L: Ledger> Scheduler<L> {
         // Built where it stays, in the live table: the job (200 bytes) is moved once, not
         // into an entry, then a record, then the table. Its task and lane are filled in once
         // the ledger holds it; a refused write takes it out again.
-        let tracked = self.jobs.insert_new(id, || {
+        let tracked = self.jobs.insert_new_from(id, job, |job| {
             Tracked::new(
                 LedgerEntry {
                     job,
