@@ -89,9 +89,7 @@ impl<L: Ledger> Scheduler<L> {
         let policy = &self.policy;
         let state = self.scopes.get_mut(scope);
         if policy.rate_header_pacing {
-            if let Some(hint) = response.rate_hint() {
-                state.learn(&hint, now, policy.token_budget);
-            }
+            response.read_rate_hint(|hint| state.learn(hint, now, policy.token_budget));
         }
         let Classification::Failure(failure) = classification else {
             return None;
