@@ -69,6 +69,7 @@ impl RetryWindow {
     }
 
     /// A first attempt of some action went to the scope.
+    #[inline]
     pub fn record_first(&mut self, now: Millis) {
         if self.enabled {
             let slice = self.current(now);

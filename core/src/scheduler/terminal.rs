@@ -50,7 +50,7 @@ impl<L: Ledger> Scheduler<L> {
             next_actions: self.next_actions(job, status, &reason, now),
             reason,
         };
-        let job = &self.jobs[&id].entry.job;
+        let job = &job.entry.job;
         let followers = match job.resource.as_deref() {
             Some(resource) if job.coalescable => self.coalescing.disband(resource, id),
             _ => Vec::new(),
