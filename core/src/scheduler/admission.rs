@@ -89,6 +89,7 @@ impl<L: Ledger> Scheduler<L> {
             job.idempotency_key = Some(derive_key(&job.tenant, &job.task, job.payload_hash));
         }
         let scope = self.scopes.intern_shared(job.scope, &self.policy, now);
+        let plan = self.plan_of(job.credential);
         let id = job.id;
         // Built where it stays, in the live table: the job (200 bytes) is moved once, not
         // into an entry, then a record, then the table. Its task and lane are filled in once
@@ -121,25 +122,26 @@ impl<L: Ledger> Scheduler<L> {
                 },
             );
         }
+        // The record stays at hand until it is queued: everything below changes other
+        // parts of the scheduler than the live table (a look-up again was a search of it).
         let job = &tracked.entry.job;
-        let (class_name, route, priority, credential) =
-            (job.class, job.route, job.priority, job.credential);
+        let (class_name, route, priority) = (job.class, job.route, job.priority);
         self.lanes.admit(tenant, lane);
         // Admission is what bounds the queues (a restore re-admits what the ledger holds,
         // whatever the capacity then).
         debug_assert!(self.lanes.live(tenant, lane) <= self.policy.admission.queue_capacity);
         tracked.task = self.tasks.join(tenant, &job.task, job.sole_task);
-        self.record(now, AuditKind::ActionRequested, id, None, || {
-            AuditDetail::Requested {
+        super::audit_log::record_to(
+            &mut self.audit,
+            &self.policy,
+            (now, AuditKind::ActionRequested, id, None),
+            || AuditDetail::Requested {
                 class: class_name,
                 route,
                 priority,
-            }
-        });
-        let lane_id = self.lanes.lane(tenant, scope);
-        let plan = self.plan_of(credential);
-        let tracked = self.jobs.get_mut(&id).expect("just admitted");
-        tracked.lane = lane_id;
+            },
+        );
+        tracked.lane = self.lanes.lane(tenant, scope);
         tracked.plan = plan;
         match not_before {
             Some(at) if at > now => self.delay_until(id, at),
