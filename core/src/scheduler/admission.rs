@@ -72,7 +72,12 @@ impl<L: Ledger> Scheduler<L> {
                 RejectionReason::AlreadyLive { job: job.id },
             );
         }
-        if self.queue_full(&job) {
+        // The tenant's id, found once for its queue's room and its lane. A tenant not seen
+        // yet gets one here, as it did just after this check: it has no live action, and
+        // the capacity is at least 1 (`Policy::validate`), so it is never refused here.
+        let tenant = self.lanes.intern_shared(job.tenant);
+        let lane = rank(job.priority);
+        if self.lanes.live(tenant, lane) >= self.policy.admission.queue_capacity {
             let capacity = self.policy.admission.queue_capacity;
             return reject(
                 RejectionCause::QueueFull,
@@ -83,8 +88,6 @@ impl<L: Ledger> Scheduler<L> {
                 },
             );
         }
-        let tenant = self.lanes.intern_shared(job.tenant);
-        let lane = rank(job.priority);
         if job.idempotency_key.is_none() {
             job.idempotency_key = Some(derive_key(&job.tenant, &job.task, job.payload_hash));
         }
