@@ -122,7 +122,7 @@ impl StoredEntry {
     }
 
     /// Takes the progress of an entry whose job is the one stored here.
-    #[inline]
+    #[inline(always)]
     pub fn set_progress(&mut self, entry: &LedgerEntry) {
         self.state = entry.state;
         self.attempts = entry.attempts;
