@@ -77,6 +77,14 @@ impl<V> IdSlab<V> {
     /// remembers the id as the last found, so the caller's next reads of it are a compare.
     #[inline]
     pub fn insert_new(&mut self, id: JobId, make: impl FnOnce() -> V) -> &mut V {
+        self.insert_new_from(id, (), |()| make())
+    }
+
+    /// [`IdSlab::insert_new`] of the value `make` builds from `part`, a large part of it
+    /// (an admitted action's job) handed over as an argument rather than captured: a
+    /// closure that captured it by value copied it into the closure first.
+    #[inline(always)]
+    pub fn insert_new_from<P>(&mut self, id: JobId, part: P, make: impl FnOnce(P) -> V) -> &mut V {
         debug_assert!(self.index.get(id).is_none(), "{id} is not held yet");
         let slot = match self.free.pop() {
             Some(slot) => slot,
@@ -88,7 +96,12 @@ impl<V> IdSlab<V> {
         let place = self.slot_mut(slot);
         // A free slot holds nothing (`remove_with` empties it): nothing is dropped here.
         debug_assert!(place.is_none(), "a free slot is empty");
-        place.get_or_insert_with(make)
+        // Not `get_or_insert_with(|| make(part))`: that closure would capture `part` by
+        // value, one more copy of it.
+        if place.is_none() {
+            *place = Some(make(part));
+        }
+        place.as_mut().expect("just filled")
     }
 
     /// Appends a slot holding `value`; returns its number.
@@ -261,7 +274,7 @@ mod tests {
         /// Whatever the order of puts, reads, removals and prefetches, the slab answers as a
         /// map does: the remembered slot never outlives its id.
         #[test]
-        fn answers_as_a_map_does(ops in proptest::collection::vec((0u8..6, 0u64..64), 1..400)) {
+        fn answers_as_a_map_does(ops in proptest::collection::vec((0u8..7, 0u64..64), 1..400)) {
             let mut slab = IdSlab::default();
             let mut map = std::collections::BTreeMap::new();
             for (step, (op, id)) in ops.into_iter().enumerate() {
@@ -282,6 +295,11 @@ mod tests {
                     4 if !map.contains_key(&id) => {
                         *slab.insert_new(id, || step) += 1;
                         map.insert(id, step + 1);
+                    }
+                    // Or built from a part handed over.
+                    5 if !map.contains_key(&id) => {
+                        *slab.insert_new_from(id, step, |part| part * 2) += 1;
+                        map.insert(id, step * 2 + 1);
                     }
                     // A hint, held or not: it must change nothing.
                     _ => slab.prefetch(&id),

@@ -220,10 +220,21 @@ impl Ledger for InMemoryLedger {
         !self.keep_nothing
     }
 
+    // Inlined up to the ledger that keeps nothing (a virtual run's, written at every send
+    // and terminal): its write is one check where it is made, not a call.
+    #[inline]
     fn put_progress(&mut self, entry: &LedgerEntry) -> Result<(), LedgerError> {
         if self.keep_nothing {
             return Ok(());
         }
+        self.put_progress_kept(entry)
+    }
+}
+
+impl InMemoryLedger {
+    /// [`Ledger::put_progress`] of a ledger that keeps entries.
+    #[inline(never)]
+    fn put_progress_kept(&mut self, entry: &LedgerEntry) -> Result<(), LedgerError> {
         if self.forget_terminal && entry.state.is_terminal() {
             // Straight to the removal `put` would make, without first finding the entry.
             self.remove(entry.job.id);

@@ -58,24 +58,34 @@ pub(crate) struct StoredEntry {
 }
 
 impl StoredEntry {
+    // Always inlined, with every part that can fail (a long text's allocation) made first:
+    // what is left is plain copies, which the compiler writes straight into the ledger's
+    // slot. Called out of line, the entry (272 bytes) was built on the stack and copied in.
+    #[inline(always)]
     pub fn new(entry: &LedgerEntry) -> Self {
         let job = &entry.job;
+        let (resource, external_ref) = (text(&job.resource), text(&job.external_ref));
+        let (task, idempotency_key, operation_id) = (
+            job.task.clone(),
+            job.idempotency_key.clone(),
+            entry.operation_id.clone(),
+        );
         Self {
             id: job.id,
             tenant: job.tenant,
-            task: job.task.clone(),
+            task,
             credential: job.credential,
             scope: job.scope,
             class: job.class,
             route: job.route,
-            resource: text(&job.resource),
+            resource,
             priority: job.priority,
             prompt_tokens: job.prompt_tokens,
             max_output_tokens: job.max_output_tokens,
             deadline: job.deadline,
-            idempotency_key: job.idempotency_key.clone(),
+            idempotency_key,
             payload_hash: job.payload_hash,
-            external_ref: text(&job.external_ref),
+            external_ref,
             coalescable: job.coalescable,
             stream: job.stream,
             model: job.model,
@@ -83,7 +93,7 @@ impl StoredEntry {
             state: entry.state,
             attempts: entry.attempts,
             waited_ms: entry.waited_ms,
-            operation_id: entry.operation_id.clone(),
+            operation_id,
             updated_at: entry.updated_at,
         }
     }
@@ -112,7 +122,7 @@ impl StoredEntry {
     }
 
     /// Takes the progress of an entry whose job is the one stored here.
-    #[inline]
+    #[inline(always)]
     pub fn set_progress(&mut self, entry: &LedgerEntry) {
         self.state = entry.state;
         self.attempts = entry.attempts;

@@ -72,7 +72,12 @@ impl<L: Ledger> Scheduler<L> {
                 RejectionReason::AlreadyLive { job: job.id },
             );
         }
-        if self.queue_full(&job) {
+        // The tenant's id, found once for its queue's room and its lane. A tenant not seen
+        // yet gets one here, as it did just after this check: it has no live action, and
+        // the capacity is at least 1 (`Policy::validate`), so it is never refused here.
+        let tenant = self.lanes.intern_shared(job.tenant);
+        let lane = rank(job.priority);
+        if self.lanes.live(tenant, lane) >= self.policy.admission.queue_capacity {
             let capacity = self.policy.admission.queue_capacity;
             return reject(
                 RejectionCause::QueueFull,
@@ -83,17 +88,16 @@ impl<L: Ledger> Scheduler<L> {
                 },
             );
         }
-        let tenant = self.lanes.intern_shared(job.tenant);
-        let lane = rank(job.priority);
         if job.idempotency_key.is_none() {
             job.idempotency_key = Some(derive_key(&job.tenant, &job.task, job.payload_hash));
         }
         let scope = self.scopes.intern_shared(job.scope, &self.policy, now);
+        let plan = self.plan_of(job.credential);
         let id = job.id;
         // Built where it stays, in the live table: the job (200 bytes) is moved once, not
         // into an entry, then a record, then the table. Its task and lane are filled in once
         // the ledger holds it; a refused write takes it out again.
-        let tracked = self.jobs.insert_new(id, || {
+        let tracked = self.jobs.insert_new_from(id, job, |job| {
             Tracked::new(
                 LedgerEntry {
                     job,
@@ -121,25 +125,26 @@ impl<L: Ledger> Scheduler<L> {
                 },
             );
         }
+        // The record stays at hand until it is queued: everything below changes other
+        // parts of the scheduler than the live table (a look-up again was a search of it).
         let job = &tracked.entry.job;
-        let (class_name, route, priority, credential) =
-            (job.class, job.route, job.priority, job.credential);
+        let (class_name, route, priority) = (job.class, job.route, job.priority);
         self.lanes.admit(tenant, lane);
         // Admission is what bounds the queues (a restore re-admits what the ledger holds,
         // whatever the capacity then).
         debug_assert!(self.lanes.live(tenant, lane) <= self.policy.admission.queue_capacity);
         tracked.task = self.tasks.join(tenant, &job.task, job.sole_task);
-        self.record(now, AuditKind::ActionRequested, id, None, || {
-            AuditDetail::Requested {
+        super::audit_log::record_to(
+            &mut self.audit,
+            &self.policy,
+            (now, AuditKind::ActionRequested, id, None),
+            || AuditDetail::Requested {
                 class: class_name,
                 route,
                 priority,
-            }
-        });
-        let lane_id = self.lanes.lane(tenant, scope);
-        let plan = self.plan_of(credential);
-        let tracked = self.jobs.get_mut(&id).expect("just admitted");
-        tracked.lane = lane_id;
+            },
+        );
+        tracked.lane = self.lanes.lane(tenant, scope);
         tracked.plan = plan;
         match not_before {
             Some(at) if at > now => self.delay_until(id, at),

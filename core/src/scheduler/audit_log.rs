@@ -20,14 +20,32 @@ impl<L: Ledger> Scheduler<L> {
         attempt: Option<AttemptId>,
         detail: impl FnOnce() -> AuditDetail,
     ) {
-        if self.policy.audit {
-            self.audit.push(AuditEvent {
-                at,
-                kind,
-                job,
-                attempt,
-                detail: detail(),
-            });
-        }
+        record_to(
+            &mut self.audit,
+            &self.policy,
+            (at, kind, job, attempt),
+            detail,
+        );
+    }
+}
+
+/// [`Scheduler::record`] on the audit buffer and the policy alone, for a caller that holds
+/// a live record (a borrow of the live table) across it: the event's time, kind, action
+/// and attempt, and its detail, made only when the policy audits.
+#[inline]
+pub(super) fn record_to(
+    audit: &mut Vec<AuditEvent>,
+    policy: &crate::policy::Policy,
+    (at, kind, job, attempt): (Millis, AuditKind, JobId, Option<AttemptId>),
+    detail: impl FnOnce() -> AuditDetail,
+) {
+    if policy.audit {
+        audit.push(AuditEvent {
+            at,
+            kind,
+            job,
+            attempt,
+            detail: detail(),
+        });
     }
 }

@@ -54,11 +54,18 @@ impl<L: Ledger> Scheduler<L> {
                 job.entry.operation_id.clone_from(&response.operation_id);
             }
         }
-        self.record(
-            now,
-            AuditKind::ActionResult,
-            flight.job,
-            Some(attempt),
+        // A success clears the action's breaker marks (`succeed`): taken while the record
+        // is at hand, so a success does not look the action up again.
+        let succeeded = !flight.lookup && matches!(classification, Classification::Success);
+        let marks = if succeeded {
+            job.breaker_marks.take()
+        } else {
+            None
+        };
+        super::audit_log::record_to(
+            &mut self.audit,
+            &self.policy,
+            (now, AuditKind::ActionResult, flight.job, Some(attempt)),
             || match classification {
                 Classification::Success => AuditDetail::Succeeded,
                 Classification::Failure(f) => AuditDetail::Failure {
@@ -69,6 +76,8 @@ impl<L: Ledger> Scheduler<L> {
         );
         if flight.lookup {
             self.after_lookup(flight.job, outcome, told, now);
+        } else if succeeded {
+            self.succeed(flight.job, marks, now);
         } else {
             self.after_action(flight.job, outcome, classification, told, now);
         }
@@ -89,9 +98,7 @@ impl<L: Ledger> Scheduler<L> {
         let policy = &self.policy;
         let state = self.scopes.get_mut(scope);
         if policy.rate_header_pacing {
-            if let Some(hint) = response.rate_hint() {
-                state.learn(&hint, now, policy.token_budget);
-            }
+            response.read_rate_hint(|hint| state.learn(hint, now, policy.token_budget));
         }
         let Classification::Failure(failure) = classification else {
             return None;
@@ -140,7 +147,11 @@ impl<L: Ledger> Scheduler<L> {
         now: Millis,
     ) {
         let failure = match classification {
-            Classification::Success => return self.succeed(id, now),
+            Classification::Success => {
+                let job = self.jobs.get_mut(&id).expect("settled action is live");
+                let marks = job.breaker_marks.take();
+                return self.succeed(id, marks, now);
+            }
             Classification::Failure(failure) => failure,
         };
         let job = self.jobs.get_mut(&id).expect("settled action is live");
@@ -244,11 +255,13 @@ impl<L: Ledger> Scheduler<L> {
         }
     }
 
-    fn succeed(&mut self, id: JobId, now: Millis) {
-        let job = self.jobs.get_mut(&id).expect("settled action is live");
-        let BreakerMarks { path, wide } = job.breaker_marks.take().map(|m| *m).unwrap_or_default();
+    /// Ends action `id`, whose attempt succeeded: its breaker `marks` (taken off its record)
+    /// are cleared on their paths, and it completes.
+    fn succeed(&mut self, id: JobId, marks: Option<Box<BreakerMarks>>, now: Millis) {
+        let BreakerMarks { path, wide } = marks.map(|m| *m).unwrap_or_default();
         if let Some(fp) = path {
             self.breaker.record_success(&fp);
+            let job = &self.jobs[&id];
             let path = (job.entry.job.route, job.class, job.entry.job.payload_hash);
             self.open_paths.remove(&path);
         }

@@ -36,6 +36,11 @@ impl<L: Ledger> Scheduler<L> {
     /// one dispatch round serves the lanes. A dispatched command waits in the outbox (built
     /// there once) rather than riding back through each frame: a send is 160 bytes, and
     /// each frame it crossed was a copy.
+    ///
+    /// Kept out of line: `peek` is called again for a command already due (a terminal an
+    /// outcome queued), and with the whole dispatch inlined into it that call saved and
+    /// restored every register the dispatch uses.
+    #[inline(never)]
     pub(super) fn fill_outbox(&mut self, now: Millis) {
         if !self.outbox.is_empty() {
             return;
@@ -139,7 +144,8 @@ impl<L: Ledger> Scheduler<L> {
                     Ladder::Send(shaped) => shape = shaped,
                 }
             }
-            let job = &self.jobs[&id];
+            // The record found above serves every read below, until something that changes
+            // the scheduler runs (each look-up again was a search of the live table).
             if is_action && self.policy.coalesce_reads && job.entry.job.coalescable {
                 if let Some(leader) = self.coalescing.leader_for(&job.entry.job, job.scope) {
                     if leader != id {
@@ -149,15 +155,21 @@ impl<L: Ledger> Scheduler<L> {
                     }
                 }
             }
-            if let Some(fingerprint) = self.open_breaker_path(id, now) {
-                self.lanes.pop(lane, rank);
-                let reason = Reason::CircuitOpen { fingerprint };
-                return self.finish_queued(id, TerminalStatus::Escalated, reason, now);
-            }
+            // No breaker path open (the common case): nothing to check, and the record
+            // stays at hand.
+            let job = if self.open_wide.is_empty() && self.open_paths.is_empty() {
+                job
+            } else {
+                if let Some(fingerprint) = self.open_breaker_path(id, now) {
+                    self.lanes.pop(lane, rank);
+                    let reason = Reason::CircuitOpen { fingerprint };
+                    return self.finish_queued(id, TerminalStatus::Escalated, reason, now);
+                }
+                &self.jobs[&id]
+            };
             if self.slots_used >= self.policy.workers {
                 return LaneTurn::Blocked;
             }
-            let job = &self.jobs[&id];
             let (prompt, max_output) = match shape.as_deref().or(job.shape.as_deref()) {
                 Some(shape) => (shape.prompt_tokens, shape.max_output_tokens),
                 None => (job.entry.job.prompt_tokens, job.entry.job.max_output_tokens),
@@ -277,11 +289,17 @@ impl<L: Ledger> Scheduler<L> {
             self.slots_used,
             self.policy.workers
         );
-        let (credential, route_model) = match on_fallback.then(|| self.fallback_route(id)) {
-            Some(Some(route)) => (route.credential, route.model),
-            _ => (own_credential, None),
+        // The record stays at hand unless the fallback route is read (then found again).
+        let (job, credential, route_model) = if on_fallback {
+            let (credential, route_model) = match self.fallback_route(id) {
+                Some(route) => (route.credential, route.model),
+                None => (own_credential, None),
+            };
+            let job = self.jobs.get_mut(&id).expect("launch of a live action");
+            (job, credential, route_model)
+        } else {
+            (job, own_credential, None)
         };
-        let job = self.jobs.get_mut(&id).expect("launch of a live action");
         job.phase = Phase::InFlight(attempt);
         job.sent = true;
         if shape.is_some() {

@@ -138,6 +138,7 @@ impl Lanes {
     }
 
     /// The lane of a (tenant, scope) pair.
+    #[inline]
     pub fn lane(&mut self, tenant: u32, scope: usize) -> u32 {
         let t = tenant as usize;
         if t >= self.lane_ids.len() {
@@ -162,6 +163,7 @@ impl Lanes {
     }
 
     /// Counts an admitted action against its tenant's bound at its priority.
+    #[inline]
     pub fn admit(&mut self, tenant: u32, rank: usize) {
         let at = tenant as usize * PRIORITIES + rank;
         if at >= self.live.len() {
@@ -183,6 +185,7 @@ impl Lanes {
     }
 
     /// Queues an action at the back (or, when it had already reached the head, the front).
+    #[inline]
     pub fn push(&mut self, lane: u32, rank: usize, job: JobId, ticket: u64, front: bool) {
         let queues = &mut self.queues[rank];
         if lane as usize >= queues.len() {

@@ -323,7 +323,9 @@ impl<L: Ledger> Scheduler<L> {
     /// gives `None`, exactly as `poll`; the two can be mixed only between commands.
     pub fn peek(&mut self, now: Millis) -> Option<&Command> {
         let now = self.observe(now);
-        self.fill_outbox(now);
+        if self.outbox.is_empty() {
+            self.fill_outbox(now);
+        }
         let front = self.outbox.front();
         self.lent = front.is_some();
         front

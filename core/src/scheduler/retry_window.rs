@@ -37,11 +37,21 @@ impl RetryWindow {
         }
     }
 
+    /// The slice `now` falls in (the newest, as nearly always: inlined), made when new.
+    #[inline]
     fn current(&mut self, now: Millis) -> &mut (u64, u32, u32) {
         let (from, to) = self.newest;
         if (from..to).contains(&now) {
             return self.slices.back_mut().expect("a slice spans `newest`");
         }
+        self.advance(now)
+    }
+
+    /// [`RetryWindow::current`] when `now` is past the newest slice: slices too old leave,
+    /// and the slice of `now` is added.
+    #[cold]
+    #[inline(never)]
+    fn advance(&mut self, now: Millis) -> &mut (u64, u32, u32) {
         let slice = now / self.slice_ms;
         while self
             .slices
@@ -59,6 +69,7 @@ impl RetryWindow {
     }
 
     /// A first attempt of some action went to the scope.
+    #[inline]
     pub fn record_first(&mut self, now: Millis) {
         if self.enabled {
             let slice = self.current(now);

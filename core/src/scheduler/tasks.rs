@@ -96,6 +96,9 @@ impl Tasks {
 
     /// Adds a live action to the task `name` of `tenant`; returns the task's slot.
     /// [`SOLE_TASK`] when `sole` (the action is alone in its task: no record is kept).
+    /// Inlined into admission up to the tenant's last task; a task found by its name is
+    /// out of line (`join_by_name`).
+    #[inline]
     pub fn join(&mut self, tenant: u32, name: &TaskName, sole: bool) -> TaskSlot {
         if !self.kept {
             return NO_TASK;
@@ -114,6 +117,12 @@ impl Tasks {
                 }
             }
         }
+        self.join_by_name(tenant, name)
+    }
+
+    /// [`Tasks::join`] of a task that is not its tenant's last: found (or made) by name.
+    #[inline(never)]
+    fn join_by_name(&mut self, tenant: u32, name: &TaskName) -> TaskSlot {
         let hash = task_hash(tenant, name);
         let slot = match self.find(tenant, name, hash) {
             Some(slot) => {

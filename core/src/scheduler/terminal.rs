@@ -35,7 +35,7 @@ impl<L: Ledger> Scheduler<L> {
         reason: Reason,
         now: Millis,
     ) {
-        if !self.let_go(id, now) {
+        if !self.let_go(id, status, now) {
             return;
         }
         let job = &self.jobs[&id];
@@ -50,7 +50,7 @@ impl<L: Ledger> Scheduler<L> {
             next_actions: self.next_actions(job, status, &reason, now),
             reason,
         };
-        let job = &self.jobs[&id].entry.job;
+        let job = &job.entry.job;
         let followers = match job.resource.as_deref() {
             Some(resource) if job.coalescable => self.coalescing.disband(resource, id),
             _ => Vec::new(),
@@ -74,7 +74,7 @@ impl<L: Ledger> Scheduler<L> {
 
     /// A coalesced read ends with its leader's result; it made no attempt of its own.
     fn finish_follower(&mut self, id: JobId, leader: &Terminal, now: Millis) {
-        if !self.let_go(id, now) {
+        if !self.let_go(id, leader.status, now) {
             return;
         }
         let job = &self.jobs[&id];
@@ -89,22 +89,37 @@ impl<L: Ledger> Scheduler<L> {
         self.outbox.push_back(Command::Finish(terminal));
     }
 
-    /// The last of a leaving action whose `terminal` is made (after `let_go`): its final
-    /// state written to the ledger, its terminal audited, its record dropped where it lies.
+    /// The last of a leaving action whose `terminal` is made (after `let_go`, which wrote
+    /// its final state to the ledger): its terminal audited, its record dropped where it
+    /// lies.
     fn end(&mut self, terminal: &Terminal, now: Millis) {
-        self.persist_terminal(terminal.job, terminal.status, now);
         self.record_terminal(terminal, now);
         self.jobs.delete(&terminal.job);
     }
 
     /// Releases what leaving action `id` holds: its queue or timer place, its slot and
     /// token reservation if an attempt is on the wire (a late outcome is then ignored), its
-    /// single-flight place, its lane and task membership. Its record stays in the live table
-    /// for the caller to read and drop; `false` when `id` is not live.
-    fn let_go(&mut self, id: JobId, now: Millis) -> bool {
+    /// single-flight place, its lane and task membership; and writes its final state, that
+    /// of `status`, to the ledger. Its record stays in the live table for the caller to read
+    /// and drop; `false` when `id` is not live.
+    fn let_go(&mut self, id: JobId, status: TerminalStatus, now: Millis) -> bool {
         let Some(job) = self.jobs.get_mut(&id) else {
             return false;
         };
+        // Written while the record is at hand (a look-up again was a search of the live
+        // table): nothing read of the action before its record is dropped (its terminal,
+        // its next actions, its followers) is its state or its time of change.
+        job.entry.state = match status {
+            TerminalStatus::Completed => ActionState::Completed,
+            TerminalStatus::Failed => ActionState::Failed,
+            TerminalStatus::Cancelled => ActionState::Cancelled,
+            TerminalStatus::Escalated => ActionState::Escalated,
+            TerminalStatus::ReconciliationRequired => ActionState::ReconciliationRequired,
+        };
+        job.entry.updated_at = now;
+        if self.ledger.put_progress(&job.entry).is_err() {
+            self.counts.ledger_errors += 1;
+        }
         let reconciling = matches!(job.next_send, NextSend::Lookup(_));
         job.next_send = NextSend::Action;
         let (phase, priority, tenant, task) =
@@ -139,25 +154,6 @@ impl<L: Ledger> Scheduler<L> {
         self.lanes.release(tenant, rank(priority));
         self.tasks.leave(task);
         true
-    }
-
-    /// Writes leaving action `id`'s final state to the ledger.
-    fn persist_terminal(&mut self, id: JobId, status: TerminalStatus, now: Millis) {
-        let job = self
-            .jobs
-            .get_mut(&id)
-            .expect("a leaving action is still in the table");
-        job.entry.state = match status {
-            TerminalStatus::Completed => ActionState::Completed,
-            TerminalStatus::Failed => ActionState::Failed,
-            TerminalStatus::Cancelled => ActionState::Cancelled,
-            TerminalStatus::Escalated => ActionState::Escalated,
-            TerminalStatus::ReconciliationRequired => ActionState::ReconciliationRequired,
-        };
-        job.entry.updated_at = now;
-        if self.ledger.put_progress(&job.entry).is_err() {
-            self.counts.ledger_errors += 1;
-        }
     }
 
     fn record_terminal(&mut self, terminal: &Terminal, now: Millis) {
