@@ -273,12 +273,14 @@ impl CaseNotes {
 /// A `fmt::Write` that writes a `Debug` rendering in snake case into `out`, up to the first
 /// `(`, space or `{` (a variant's name without its fields), so a name is made without the
 /// intermediate `format!` of the whole rendering.
+#[cfg(test)]
 struct Snake<'a> {
     out: &'a mut String,
     first: bool,
     done: bool,
 }
 
+#[cfg(test)]
 impl<'a> Snake<'a> {
     fn new(out: &'a mut String) -> Self {
         Self {
@@ -289,6 +291,7 @@ impl<'a> Snake<'a> {
     }
 }
 
+#[cfg(test)]
 impl std::fmt::Write for Snake<'_> {
     fn write_str(&mut self, s: &str) -> std::fmt::Result {
         for c in s.chars() {
@@ -688,11 +691,41 @@ pub(crate) fn reason_name(reason: &Reason) -> String {
 /// allocation once it has grown to the longest name.
 pub(crate) fn write_reason_name(reason: &Reason, out: &mut String) {
     out.clear();
-    // Writing to a `String` cannot fail.
-    let _ = match reason {
-        Reason::WontImprove { status, .. } => write!(out, "wont_improve_{status}"),
-        other => write!(Snake::new(out), "{other:?}"),
-    };
+    match reason {
+        // Writing to a `String` cannot fail.
+        Reason::WontImprove { status, .. } => {
+            let _ = write!(out, "wont_improve_{status}");
+        }
+        other => out.push_str(variant_name(other)),
+    }
+}
+
+/// The name of `reason`'s variant in snake case, as text: what the `Debug` rendering gives
+/// written in snake case up to its fields (`Snake`, which the test below holds each name
+/// to), without formatting it at every failed action's end (it was about 550 instructions
+/// a name). No wildcard: a new variant needs its name here.
+fn variant_name(reason: &Reason) -> &'static str {
+    match reason {
+        Reason::Succeeded => "succeeded",
+        Reason::Reconciled => "reconciled",
+        Reason::DeadlineExceeded => "deadline_exceeded",
+        Reason::AttemptsExhausted => "attempts_exhausted",
+        Reason::WaitBudgetExhausted => "wait_budget_exhausted",
+        Reason::TaskBudgetExhausted => "task_budget_exhausted",
+        Reason::ScopeBudgetExhausted => "scope_budget_exhausted",
+        Reason::ScopeDelayedFull => "scope_delayed_full",
+        Reason::WontImprove { .. } => "wont_improve",
+        Reason::QuotaExhausted => "quota_exhausted",
+        Reason::Conflict { .. } => "conflict",
+        Reason::CircuitOpen { .. } => "circuit_open",
+        Reason::Cancelled => "cancelled",
+        Reason::StreamInterrupted => "stream_interrupted",
+        Reason::ReconciliationUnavailable => "reconciliation_unavailable",
+        Reason::ExecutionBudgetExhausted => "execution_budget_exhausted",
+        Reason::Degraded { .. } => "degraded",
+        Reason::DeadlinePassed => "deadline_passed",
+        Reason::LimitBelowRequest { .. } => "limit_below_request",
+    }
 }
 
 /// The core's next actions as options with their risk; `raise_quota` comes with
@@ -764,6 +797,54 @@ mod tests {
         let mut out = String::new();
         Snake::new(&mut out).write_str(debug).unwrap();
         out
+    }
+
+    /// Every variant's name as text is its `Debug` rendering in snake case, the name the
+    /// reports gave before the names were written out.
+    #[test]
+    fn variant_names_are_the_debug_names_in_snake_case() {
+        let every = [
+            Reason::Succeeded,
+            Reason::Reconciled,
+            Reason::DeadlineExceeded,
+            Reason::AttemptsExhausted,
+            Reason::WaitBudgetExhausted,
+            Reason::TaskBudgetExhausted,
+            Reason::ScopeBudgetExhausted,
+            Reason::ScopeDelayedFull,
+            Reason::WontImprove {
+                status: 400,
+                code: Some("x".into()),
+            },
+            Reason::QuotaExhausted,
+            Reason::Conflict { code: None },
+            Reason::CircuitOpen {
+                fingerprint: "f".into(),
+            },
+            Reason::Cancelled,
+            Reason::StreamInterrupted,
+            Reason::ReconciliationUnavailable,
+            Reason::ExecutionBudgetExhausted,
+            Reason::Degraded {
+                rung: stampede_core::RungKind::Cached,
+            },
+            Reason::DeadlinePassed,
+            Reason::LimitBelowRequest {
+                limit: "tpm".into(),
+                capacity: 1,
+                needed: 2,
+            },
+        ];
+        for reason in &every {
+            assert_eq!(
+                variant_name(reason),
+                snake(&format!("{reason:?}")),
+                "{reason:?}"
+            );
+            if !matches!(reason, Reason::WontImprove { .. }) {
+                assert_eq!(reason_name(reason), variant_name(reason));
+            }
+        }
     }
 
     #[test]

@@ -253,6 +253,12 @@ impl Fleet {
 
     /// When the fleet next wants `poll` (ms): the earliest replica's, or news arriving.
     pub fn next_wakeup(&self) -> Option<Millis> {
+        if let [sole] = self.replicas.as_slice() {
+            // One replica hears no news: its wake-up is the fleet's, asked at every turn of
+            // the loop without the iterator chain over replicas and news.
+            debug_assert!(self.news.is_empty());
+            return sole.next_wakeup();
+        }
         let news = self.news.front().map(|(at, ..)| *at);
         self.replicas
             .iter()
