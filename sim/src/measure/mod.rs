@@ -145,6 +145,13 @@ pub struct Measurement {
     /// The failure reason's name being counted, kept between terminals so counting one
     /// allocates nothing once the name is in `failures_by_reason`.
     reason_name: String,
+    /// Failures by reason name not yet added to `summary.failures_by_reason` (added
+    /// whenever the summary is read, as `status_pending`), in the order first seen.
+    reasons_pending: Vec<(String, u64)>,
+    /// The reason last counted and its name's place in `reasons_pending`: failures come in
+    /// runs of one reason, which then is counted without writing its name again (a
+    /// `Debug` format and a search of the map by text at every failure).
+    last_reason: Option<(Reason, usize)>,
 }
 
 /// What the harness itself sent an attempt as: the tenant, class and priority it submitted
@@ -315,6 +322,8 @@ impl Measurement {
             agents: agents::AgentRuns::default(),
             refusal_waits: Distribution::default(),
             reason_name: String::new(),
+            reasons_pending: Vec::new(),
+            last_reason: None,
         }
     }
 
@@ -451,8 +460,9 @@ impl Measurement {
         &self.summary
     }
 
-    /// Adds the attempts counted by static outcome label since the last call to
-    /// `summary.status_counts`.
+    /// Adds the attempts counted by static outcome label and by kind since the last call
+    /// to `summary.status_counts`, and the failures counted by reason to
+    /// `summary.failures_by_reason`.
     fn add_pending_statuses(&mut self) {
         for (label, n) in self.status_pending.iter_mut() {
             if *n > 0 {
@@ -462,6 +472,15 @@ impl Measurement {
         for (label, n) in self.kinds.take_pending() {
             if n > 0 {
                 count_by_name(&mut self.summary.status_counts, label, n);
+            }
+        }
+        for (name, n) in &mut self.reasons_pending {
+            if *n > 0 {
+                count_by_name(
+                    &mut self.summary.failures_by_reason,
+                    name,
+                    std::mem::take(n),
+                );
             }
         }
     }
@@ -585,9 +604,7 @@ impl Measurement {
             terminal.status,
             TerminalStatus::Completed | TerminalStatus::Cancelled
         ) {
-            let name = &mut self.reason_name;
-            crate::driver_common::case_file::write_reason_name(&terminal.reason, name);
-            count_by_name(&mut self.summary.failures_by_reason, name, 1);
+            self.count_reason(&terminal.reason);
         }
         self.backoff.record(terminal.waited_ms);
         self.summary.backoff_ms.total += terminal.waited_ms;
@@ -681,6 +698,32 @@ impl Measurement {
             }
             self.bucket_latency.1.push(latency_ms);
         }
+    }
+
+    /// Counts a failure for `reason` (into `reasons_pending`).
+    #[inline]
+    fn count_reason(&mut self, reason: &Reason) {
+        match &self.last_reason {
+            Some((last, at)) if last == reason => self.reasons_pending[*at].1 += 1,
+            _ => self.count_other_reason(reason),
+        }
+    }
+
+    /// [`Measurement::count_reason`] for a reason other than the one counted last.
+    #[cold]
+    #[inline(never)]
+    fn count_other_reason(&mut self, reason: &Reason) {
+        let name = &mut self.reason_name;
+        crate::driver_common::case_file::write_reason_name(reason, name);
+        let at = match self.reasons_pending.iter().position(|(n, _)| n == name) {
+            Some(at) => at,
+            None => {
+                self.reasons_pending.push((name.clone(), 0));
+                self.reasons_pending.len() - 1
+            }
+        };
+        self.reasons_pending[at].1 += 1;
+        self.last_reason = Some((reason.clone(), at));
     }
 
     /// The run stopped early at `at` (ms), interrupted: what is still open counts as

@@ -112,6 +112,21 @@ impl Window {
         }
     }
 
+    /// [`Window::set`] that returns what [`Window::get`] gave before: one look at the
+    /// slot where `logical` is already among the newest and its slot made.
+    #[inline]
+    fn replace(&mut self, logical: u64, group: u8) -> u8 {
+        if logical <= self.newest && self.holds(logical) {
+            if let Some(g) = self.groups.get_mut(Self::slot(logical)) {
+                let before = std::mem::replace(g, group);
+                return if before == NONE { UNKNOWN } else { before };
+            }
+        }
+        let before = self.get(logical);
+        self.set(logical, group);
+        before
+    }
+
     fn set(&mut self, logical: u64, group: u8) {
         if logical > self.newest {
             // The slots of the ids passed over now belong to them, not to the ids
@@ -164,12 +179,10 @@ impl RetryGroups {
             self.last.resize_with(ix + 1, Window::default);
             self.counts.resize(ix + 1, [0; GROUPS.len()]);
         }
-        let window = &mut self.last[ix];
+        let before = self.last[ix].replace(e.logical(), group);
         if e.logical_attempt() > 1 {
-            let group = window.get(e.logical());
-            self.counts[ix][usize::from(group)] += 1;
+            self.counts[ix][usize::from(before)] += 1;
         }
-        window.set(e.logical(), group);
     }
 
     /// Retries by group name, over every provider.
