@@ -24,25 +24,27 @@ pub struct Billing {
 impl Billing {
     /// One journal entry. `duplicate`: the harness counts this commit as a duplicate (the
     /// provider's own flag, or a second provider's commit of one logical request).
-    pub fn observe(&mut self, e: &Decided<'_>, duplicate: bool) {
-        self.billed_micro_usd += e.billed_micro_usd;
+    /// `limit` is the index of `e`'s limit, `e.limit().map(limit_index)`, worked out before.
+    #[inline]
+    pub fn observe(&mut self, e: &Decided<'_>, duplicate: bool, limit: Option<u8>) {
+        self.billed_micro_usd += e.billed_micro_usd();
         if duplicate {
-            self.duplicate_micro_usd += e.billed_micro_usd;
+            self.duplicate_micro_usd += e.billed_micro_usd();
         }
-        if let Some(model) = e.model {
+        if let Some(model) = e.model() {
             let (f, micro) = match self.models.get_mut(model) {
                 Some(entry) => entry,
                 None => self.models.entry(Arc::clone(model)).or_default(),
             };
             f.outbound_attempts += 1;
-            if e.committed && !e.replayed {
+            if e.committed() && !e.replayed() {
                 f.completions += 1;
-                f.tokens_used += e.tokens_used;
+                f.tokens_used += e.tokens_used();
             }
-            *micro += e.billed_micro_usd;
+            *micro += e.billed_micro_usd();
         }
-        if let Some(limit) = &e.limit {
-            self.limits[limit_index(limit)] += 1;
+        if let Some(limit) = limit {
+            self.limits[usize::from(limit)] += 1;
         }
     }
 
@@ -66,7 +68,7 @@ impl Billing {
 pub(crate) const LIMITS: [&str; 6] = ["rpm", "tpm", "rpd", "tpd", "concurrency", "other"];
 
 /// The index in [`LIMITS`] of a journaled limit name (an unknown one is `other`).
-fn limit_index(limit: &str) -> usize {
+pub(crate) fn limit_index(limit: &str) -> u8 {
     // Literal patterns: compared as a few bytes in place, not by a call per name.
     match limit {
         "rpm" => 0,
@@ -85,9 +87,9 @@ mod tests {
     #[test]
     fn each_limit_name_counts_at_its_own_place_and_unknown_names_as_other() {
         for (i, name) in LIMITS.iter().enumerate().take(LIMITS.len() - 1) {
-            assert_eq!(limit_index(name), i, "{name}");
+            assert_eq!(usize::from(limit_index(name)), i, "{name}");
         }
-        assert_eq!(LIMITS[limit_index("rph")], "other");
-        assert_eq!(LIMITS[limit_index("")], "other");
+        assert_eq!(LIMITS[usize::from(limit_index("rph"))], "other");
+        assert_eq!(LIMITS[usize::from(limit_index(""))], "other");
     }
 }

@@ -48,25 +48,37 @@ impl BlindResends {
 
     /// Looks at one journal entry. Returns whether it was a blind re-send.
     pub fn observe(&mut self, e: &Decided<'_>) -> bool {
+        let unsure = e.committed() || leaves_client_unsure(e);
+        self.observe_as(e, (is_create(e), is_lookup(e), unsure))
+    }
+
+    /// [`BlindResends::observe`] with what `e`'s labels decide worked out before:
+    /// `(is_create(e), is_lookup(e), e.committed() || leaves_client_unsure(e))`.
+    #[inline]
+    pub(crate) fn observe_as(
+        &mut self,
+        e: &Decided<'_>,
+        (create, lookup, unsure): (bool, bool, bool),
+    ) -> bool {
         // The logical request as the provider identified it; a look-up carries the write
         // it asked about (0 when the provider knows no such write).
-        let logical = e.logical;
+        let logical = e.logical();
         if logical == 0 {
             return false;
         }
-        if e.method == "POST" && e.route == "/v1/records" {
+        if create {
             let fate = self.by_logical.entry(logical).or_default();
             let blind = fate.uncertain;
             self.count += u64::from(blind);
-            fate.committed |= e.committed;
-            fate.uncertain |= e.committed || leaves_client_unsure(e);
+            fate.committed |= e.committed();
+            fate.uncertain |= unsure;
             return blind;
         }
-        if e.method == "GET" && e.route.starts_with("/v1/records") {
+        if lookup {
             if let Some(fate) = self.by_logical.get_mut(&logical) {
                 // A look-up answered while no record exists shows the action absent: a
                 // re-send after it is the safe, reconciled one.
-                let answered = matches!(e.status, Some(200 | 404));
+                let answered = matches!(e.status(), Some(200 | 404));
                 if answered && !fate.committed {
                     fate.uncertain = false;
                 }
@@ -76,12 +88,22 @@ impl BlindResends {
     }
 }
 
+/// Whether `e` is a record create (`POST /v1/records`).
+pub(crate) fn is_create(e: &Decided<'_>) -> bool {
+    e.method() == "POST" && e.route() == "/v1/records"
+}
+
+/// Whether `e` is a record look-up (`GET /v1/records...`): a reconciliation.
+pub(crate) fn is_lookup(e: &Decided<'_>) -> bool {
+    e.method() == "GET" && e.route().starts_with("/v1/records")
+}
+
 /// Whether the answer to a create leaves the client unable to tell if it executed.
-fn leaves_client_unsure(e: &Decided<'_>) -> bool {
-    match e.outcome {
+pub(crate) fn leaves_client_unsure(e: &Decided<'_>) -> bool {
+    match e.outcome() {
         "hang" => true,
-        "dropped" => e.committed,
-        _ => matches!(e.status, Some(500 | 502 | 504)),
+        "dropped" => e.committed(),
+        _ => matches!(e.status(), Some(500 | 502 | 504)),
     }
 }
 

@@ -5,7 +5,7 @@
 //! sends), and the provider's flag of where the attempt claim disagreed with its own count.
 //! Those are claims, or made from one, never the source of a figure.
 //! [`Measurement::on_journal`] turns each entry into a [`Decided`] at once, and every
-//! figure below it is computed from that view, which has no field for a claim or for
+//! figure below it is computed from that view, which has no method for a claim or for
 //! anything derived from one: no figure can read one, by construction.
 //!
 //! [`Measurement::on_journal`]: super::Measurement::on_journal
@@ -18,86 +18,137 @@ use stampede_provider::model::{Fingerprint, JournalEntry};
 
 use super::labels::Statics;
 
-/// The provider's side of one journal entry: borrowed fields, copied scalars. Made once per
-/// entry (a few dozen bytes; nothing allocated).
+/// The provider's side of one journal entry: a view that reads only the fields the
+/// provider decided, each where it lies in the entry (copying them all out first was a
+/// good part of measuring an attempt). Made once per entry; nothing copied or allocated.
 #[derive(Debug, Clone, Copy)]
 pub struct Decided<'a> {
-    /// When the attempt arrived (model ms).
-    pub at_ms: u64,
-    /// When its answer left, or 0 for a hang (model ms).
-    pub done_ms: u64,
-    /// Route template (`/v1/chat/completions`, `/v1/records`, ...).
-    pub route: &'a str,
-    /// HTTP method.
-    pub method: &'a str,
-    /// The Idempotency-Key the request carried, if any.
-    pub idempotency_key: Option<&'a IdempotencyKey>,
-    /// Method, route template and body hash.
-    pub fingerprint: &'a Fingerprint,
-    /// HTTP status, when one was sent.
-    pub status: Option<u16>,
-    /// The outcome's label (a status, `drop`, `hang`, ...).
-    pub outcome: &'a str,
-    /// The error code of an error answer.
-    pub error_code: Option<&'a str>,
-    /// Whether the side effect was committed.
-    pub committed: bool,
-    /// Whether the provider counted it a duplicate commit.
-    pub duplicate: bool,
-    /// Whether it came back before the Retry-After the provider gave.
-    pub retry_after_violation: bool,
-    /// Whether it came back before its scope's announced wait.
-    pub scope_wait_violation: bool,
-    /// Whether an idempotent replay answered it.
-    pub replayed: bool,
-    /// Tokens the provider counted (tokens).
-    pub tokens_used: u64,
-    /// Tokens billed twice (tokens).
-    pub duplicate_tokens: u64,
-    /// The logical request the provider attributed it to.
-    pub logical: u64,
-    /// Which attempt of that logical request it was, as the provider counted.
-    pub logical_attempt: u32,
-    /// Whether it was committed but its answer never reached the client.
-    pub undelivered: bool,
-    /// The model it was billed as (the journal's shared name: a tally keyed by it clones
-    /// the `Arc`, not the text).
-    pub model: Option<&'a Arc<str>>,
-    /// What was billed (micro-USD).
-    pub billed_micro_usd: u64,
-    /// The limit that refused it, if one did.
-    pub limit: Option<&'a str>,
-    /// Which of the labels above the provider wrote from its static tables: tallies key
-    /// those by address (see `labels`).
-    pub statics: Statics,
+    /// The entry, read only through the methods below: none reads a claim.
+    e: &'a JournalEntry,
 }
 
 impl<'a> From<&'a JournalEntry> for Decided<'a> {
     fn from(e: &'a JournalEntry) -> Self {
-        Self {
-            at_ms: e.at_ms,
-            done_ms: e.done_ms,
-            route: &e.route,
-            method: &e.method,
-            idempotency_key: e.idempotency_key.as_ref(),
-            fingerprint: &e.fingerprint,
-            status: e.status,
-            outcome: &e.outcome,
-            error_code: e.error_code.as_deref(),
-            committed: e.committed,
-            duplicate: e.duplicate,
-            retry_after_violation: e.retry_after_violation,
-            scope_wait_violation: e.scope_wait_violation,
-            replayed: e.replayed,
-            tokens_used: e.tokens_used,
-            duplicate_tokens: e.duplicate_tokens,
-            logical: e.logical,
-            logical_attempt: e.logical_attempt,
-            undelivered: e.undelivered,
-            model: e.model.as_ref(),
-            billed_micro_usd: e.billed_micro_usd,
-            limit: e.limit.as_deref(),
-            statics: Statics::of(e),
-        }
+        Self { e }
+    }
+}
+
+impl<'a> Decided<'a> {
+    /// When the attempt arrived (model ms).
+    #[inline]
+    pub fn at_ms(&self) -> u64 {
+        self.e.at_ms
+    }
+    /// When its answer left, or 0 for a hang (model ms).
+    #[inline]
+    pub fn done_ms(&self) -> u64 {
+        self.e.done_ms
+    }
+    /// Route template (`/v1/chat/completions`, `/v1/records`, ...).
+    #[inline]
+    pub fn route(&self) -> &'a str {
+        &self.e.route
+    }
+    /// HTTP method.
+    #[inline]
+    pub fn method(&self) -> &'a str {
+        &self.e.method
+    }
+    /// The Idempotency-Key the request carried, if any.
+    #[inline]
+    pub fn idempotency_key(&self) -> Option<&'a IdempotencyKey> {
+        self.e.idempotency_key.as_ref()
+    }
+    /// Method, route template and body hash.
+    #[inline]
+    pub fn fingerprint(&self) -> &'a Fingerprint {
+        &self.e.fingerprint
+    }
+    /// HTTP status, when one was sent.
+    #[inline]
+    pub fn status(&self) -> Option<u16> {
+        self.e.status
+    }
+    /// The outcome's label (a status, `drop`, `hang`, ...).
+    #[inline]
+    pub fn outcome(&self) -> &'a str {
+        &self.e.outcome
+    }
+    /// The error code of an error answer.
+    #[inline]
+    pub fn error_code(&self) -> Option<&'a str> {
+        self.e.error_code.as_deref()
+    }
+    /// Whether the side effect was committed.
+    #[inline]
+    pub fn committed(&self) -> bool {
+        self.e.committed
+    }
+    /// Whether the provider counted it a duplicate commit.
+    #[inline]
+    pub fn duplicate(&self) -> bool {
+        self.e.duplicate
+    }
+    /// Whether it came back before the Retry-After the provider gave.
+    #[inline]
+    pub fn retry_after_violation(&self) -> bool {
+        self.e.retry_after_violation
+    }
+    /// Whether it came back before its scope's announced wait.
+    #[inline]
+    pub fn scope_wait_violation(&self) -> bool {
+        self.e.scope_wait_violation
+    }
+    /// Whether an idempotent replay answered it.
+    #[inline]
+    pub fn replayed(&self) -> bool {
+        self.e.replayed
+    }
+    /// Tokens the provider counted (tokens).
+    #[inline]
+    pub fn tokens_used(&self) -> u64 {
+        self.e.tokens_used
+    }
+    /// Tokens billed twice (tokens).
+    #[inline]
+    pub fn duplicate_tokens(&self) -> u64 {
+        self.e.duplicate_tokens
+    }
+    /// The logical request the provider attributed it to.
+    #[inline]
+    pub fn logical(&self) -> u64 {
+        self.e.logical
+    }
+    /// Which attempt of that logical request it was, as the provider counted.
+    #[inline]
+    pub fn logical_attempt(&self) -> u32 {
+        self.e.logical_attempt
+    }
+    /// Whether it was committed but its answer never reached the client.
+    #[inline]
+    pub fn undelivered(&self) -> bool {
+        self.e.undelivered
+    }
+    /// The model it was billed as (the journal's shared name: a tally keyed by it clones
+    /// the `Arc`, not the text).
+    #[inline]
+    pub fn model(&self) -> Option<&'a Arc<str>> {
+        self.e.model.as_ref()
+    }
+    /// What was billed (micro-USD).
+    #[inline]
+    pub fn billed_micro_usd(&self) -> u64 {
+        self.e.billed_micro_usd
+    }
+    /// The limit that refused it, if one did.
+    #[inline]
+    pub fn limit(&self) -> Option<&'a str> {
+        self.e.limit.as_deref()
+    }
+    /// Which of the labels above the provider wrote from its static tables: tallies key
+    /// those by address (see `labels`).
+    #[inline]
+    pub fn statics(&self) -> Statics {
+        Statics::of(self.e)
     }
 }

@@ -21,6 +21,7 @@ impl Errors {
     /// outcome) with the provider's error code `message` (empty without one).
     /// `statics` are the two as static labels, when the provider wrote them from its
     /// tables.
+    #[cfg(test)]
     pub(crate) fn record(
         &mut self,
         status: &str,
@@ -28,13 +29,31 @@ impl Errors {
         statics: Option<(&'static str, &'static str)>,
         at_ms: u64,
     ) {
+        let at = self.place(status, message, statics);
+        self.count_at(at, at_ms);
+    }
+
+    /// The place in the table of `(status, message)` (as [`Errors::record`] takes them),
+    /// made with no count when new: hand it to [`Errors::count_at`].
+    pub(crate) fn place(
+        &mut self,
+        status: &str,
+        message: &str,
+        statics: Option<(&'static str, &'static str)>,
+    ) -> usize {
         let kinds = &mut self.kinds;
-        let at = match statics {
+        match statics {
             Some(key) => *self
                 .by_static
                 .get_or_insert_with(key, || place(kinds, status, message)),
             None => place(kinds, status, message),
-        };
+        }
+    }
+
+    /// An unsuccessful attempt arrived at `at_ms` of the kind at place `at` (from
+    /// [`Errors::place`]).
+    #[inline]
+    pub(crate) fn count_at(&mut self, at: usize, at_ms: u64) {
         let k = &mut self.kinds[at];
         k.count += 1;
         k.first_ms = k.first_ms.min(at_ms);

@@ -101,7 +101,16 @@ pub(crate) struct Groups {
     by_priority: Vec<(Box<str>, Tally)>,
     /// The latencies and queue waits of the first [`CELLS`] combinations of groups seen.
     cells: Vec<Cell>,
+    /// Attempts of one combination of groups (a key and a route) not yet added to its four
+    /// tallies: `(attempts, tokens used, idempotent replays)`. Consecutive attempts are
+    /// mostly of one combination, so its tallies are written once a run of them ends (or
+    /// at [`Groups::finish`]), not four times an attempt; nothing reads these counts before
+    /// the end.
+    attempts_pending: Option<((GroupKey, u32), AttemptCounts)>,
 }
+
+/// Attempts counted together: `(attempts, tokens used, idempotent replays)`.
+type AttemptCounts = (u64, u64, u64);
 
 /// Combinations of groups whose requests' latencies are recorded once, in a [`Cell`]. Most
 /// runs' requests fall in a handful (one class, tenant, route and priority: one cell); a
@@ -172,11 +181,11 @@ fn record(
     }
 }
 
-/// One attempt that used `tokens_used` and was an idempotent replay or not.
-fn count_attempt(t: &mut Tally, tokens_used: u64, replayed: bool) {
-    t.outcomes.attempts += 1;
+/// `n` attempts that used `tokens_used` in all, `replays` of them idempotent replays.
+fn count_attempts(t: &mut Tally, n: u64, tokens_used: u64, replays: u64) {
+    t.outcomes.attempts += n;
     t.outcomes.tokens_used += tokens_used;
-    t.outcomes.duplicates_suppressed += u64::from(replayed);
+    t.outcomes.duplicates_suppressed += replays;
 }
 
 impl Groups {
@@ -212,13 +221,32 @@ impl Groups {
     /// An attempt reached the provider for a request of groups `key` on the route at
     /// position `route` (the journal's, `METHOD /template`): it used `tokens_used` and was
     /// an idempotent replay or not.
-    pub(crate) fn attempt_at(
-        &mut self,
-        (key, route): (GroupKey, u32),
-        tokens_used: u64,
-        replayed: bool,
-    ) {
-        self.each_at(key, route, |t| count_attempt(t, tokens_used, replayed));
+    #[inline]
+    pub(crate) fn attempt_at(&mut self, at: (GroupKey, u32), tokens_used: u64, replayed: bool) {
+        match &mut self.attempts_pending {
+            Some((pending, (n, tokens, replays))) if *pending == at => {
+                *n += 1;
+                *tokens += tokens_used;
+                *replays += u64::from(replayed);
+            }
+            _ => self.attempt_at_other(at, tokens_used, replayed),
+        }
+    }
+
+    /// [`Groups::attempt_at`] of another combination than the pending one's: the pending
+    /// attempts are added to their tallies, and this one's are pending.
+    #[cold]
+    #[inline(never)]
+    fn attempt_at_other(&mut self, at: (GroupKey, u32), tokens_used: u64, replayed: bool) {
+        self.add_pending_attempts();
+        self.attempts_pending = Some((at, (1, tokens_used, u64::from(replayed))));
+    }
+
+    /// Adds the pending attempts to their tallies.
+    fn add_pending_attempts(&mut self) {
+        if let Some(((key, route), (n, tokens_used, replays))) = self.attempts_pending.take() {
+            self.each_at(key, route, |t| count_attempts(t, n, tokens_used, replays));
+        }
     }
 
     /// The client reserved `tokens` for an attempt of a request of groups `key` on the route
@@ -306,6 +334,7 @@ impl Groups {
     /// The four maps for the summary: (by class, by tenant, by route, by priority), goodput
     /// over the run's service window of `window_ms`.
     pub(crate) fn finish(mut self, window_ms: u64) -> [BTreeMap<String, GroupOutcomes>; 4] {
+        self.add_pending_attempts();
         for cell in std::mem::take(&mut self.cells) {
             self.each_at(cell.key, cell.route, |t| {
                 t.latency.add(&cell.latency);

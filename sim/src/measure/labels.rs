@@ -24,6 +24,8 @@ pub struct Statics {
     pub method: Option<&'static str>,
     /// The error code, `""` for an entry with none.
     pub error_code: Option<&'static str>,
+    /// The limit that refused it; `None` for an entry with none, as for one made at run time.
+    pub limit: Option<&'static str>,
 }
 
 impl Statics {
@@ -37,6 +39,7 @@ impl Statics {
                 None => Some(""),
                 Some(code) => borrowed(code),
             },
+            limit: e.limit.as_ref().and_then(borrowed),
         }
     }
 }

@@ -10,6 +10,7 @@ mod buckets;
 pub mod decided;
 mod errors;
 pub mod groups;
+mod kinds;
 mod labels;
 pub mod percentiles;
 pub mod providers;
@@ -30,6 +31,7 @@ use buckets::{Backlog, BucketQuantiles};
 use errors::Errors;
 pub use groups::{action_route, request_route, Group, GroupKey};
 use groups::{GroupEnd, Groups};
+use kinds::{Facts, KindKey, Kinds};
 use labels::ByStatic;
 use percentiles::Distribution;
 use waves::RetryBins;
@@ -104,6 +106,13 @@ pub struct Measurement {
     /// search by text was a few `memcmp`s an attempt: added whenever the summary is read
     /// ([`Measurement::running`], [`Measurement::finish`]).
     status_pending: ByStatic<&'static str, u64>,
+    /// The kinds of entries met, with what their labels decide (see [`kinds`]), and their
+    /// attempts not yet added to `summary.status_counts` (as `status_pending`).
+    kinds: Kinds,
+    /// Tests only: look at every entry afresh, as an entry with a label made at run time
+    /// is, to hold the kinds' facts to a fresh look's.
+    #[cfg(test)]
+    no_kinds: bool,
     /// The tenant row last counted: its bucket, its tenant's position in the tenant
     /// grouping and its place in the bucket's rows. Consecutive attempts are mostly of one
     /// tenant in one bucket, and finding its row by name compared the name.
@@ -136,6 +145,13 @@ pub struct Measurement {
     /// The failure reason's name being counted, kept between terminals so counting one
     /// allocates nothing once the name is in `failures_by_reason`.
     reason_name: String,
+    /// Failures by reason name not yet added to `summary.failures_by_reason` (added
+    /// whenever the summary is read, as `status_pending`), in the order first seen.
+    reasons_pending: Vec<(String, u64)>,
+    /// The reason last counted and its name's place in `reasons_pending`: failures come in
+    /// runs of one reason, which then is counted without writing its name again (a
+    /// `Debug` format and a search of the map by text at every failure).
+    last_reason: Option<(Reason, usize)>,
 }
 
 /// What the harness itself sent an attempt as: the tenant, class and priority it submitted
@@ -289,6 +305,9 @@ impl Measurement {
             route_keys: Vec::new(),
             static_routes: ByStatic::default(),
             status_pending: ByStatic::default(),
+            kinds: Kinds::default(),
+            #[cfg(test)]
+            no_kinds: false,
             last_tenant_row: None,
             action_routes: [None; 3],
             cases: CaseFiles::default(),
@@ -303,6 +322,8 @@ impl Measurement {
             agents: agents::AgentRuns::default(),
             refusal_waits: Distribution::default(),
             reason_name: String::new(),
+            reasons_pending: Vec::new(),
+            last_reason: None,
         }
     }
 
@@ -439,12 +460,27 @@ impl Measurement {
         &self.summary
     }
 
-    /// Adds the attempts counted by static outcome label since the last call to
-    /// `summary.status_counts`.
+    /// Adds the attempts counted by static outcome label and by kind since the last call
+    /// to `summary.status_counts`, and the failures counted by reason to
+    /// `summary.failures_by_reason`.
     fn add_pending_statuses(&mut self) {
         for (label, n) in self.status_pending.iter_mut() {
             if *n > 0 {
                 count_by_name(&mut self.summary.status_counts, label, std::mem::take(n));
+            }
+        }
+        for (label, n) in self.kinds.take_pending() {
+            if n > 0 {
+                count_by_name(&mut self.summary.status_counts, label, n);
+            }
+        }
+        for (name, n) in &mut self.reasons_pending {
+            if *n > 0 {
+                count_by_name(
+                    &mut self.summary.failures_by_reason,
+                    name,
+                    std::mem::take(n),
+                );
             }
         }
     }
@@ -568,9 +604,7 @@ impl Measurement {
             terminal.status,
             TerminalStatus::Completed | TerminalStatus::Cancelled
         ) {
-            let name = &mut self.reason_name;
-            crate::driver_common::case_file::write_reason_name(&terminal.reason, name);
-            count_by_name(&mut self.summary.failures_by_reason, name, 1);
+            self.count_reason(&terminal.reason);
         }
         self.backoff.record(terminal.waited_ms);
         self.summary.backoff_ms.total += terminal.waited_ms;
@@ -664,6 +698,32 @@ impl Measurement {
             }
             self.bucket_latency.1.push(latency_ms);
         }
+    }
+
+    /// Counts a failure for `reason` (into `reasons_pending`).
+    #[inline]
+    fn count_reason(&mut self, reason: &Reason) {
+        match &self.last_reason {
+            Some((last, at)) if last == reason => self.reasons_pending[*at].1 += 1,
+            _ => self.count_other_reason(reason),
+        }
+    }
+
+    /// [`Measurement::count_reason`] for a reason other than the one counted last.
+    #[cold]
+    #[inline(never)]
+    fn count_other_reason(&mut self, reason: &Reason) {
+        let name = &mut self.reason_name;
+        crate::driver_common::case_file::write_reason_name(reason, name);
+        let at = match self.reasons_pending.iter().position(|(n, _)| n == name) {
+            Some(at) => at,
+            None => {
+                self.reasons_pending.push((name.clone(), 0));
+                self.reasons_pending.len() - 1
+            }
+        };
+        self.reasons_pending[at].1 += 1;
+        self.last_reason = Some((reason.clone(), at));
     }
 
     /// The run stopped early at `at` (ms), interrupted: what is still open counts as
@@ -816,10 +876,84 @@ impl Measurement {
         self.summary.claim_mismatches += u64::from(e.claim_mismatch);
         // The provider's side of it only: no figure below can read the client's claims.
         let e = &Decided::from(e);
-        self.observe_journal(e, client_done_ms, by);
+        let facts = self.facts(e);
+        self.observe_journal(e, facts, client_done_ms, by);
         let cross = self.observe_providers(e, by.provider);
-        self.billing.observe(e, e.duplicate || cross);
-        self.retry_groups.observe(by.provider, e);
+        self.billing.observe(e, e.duplicate() || cross, facts.limit);
+        self.retry_groups.observe_as(by.provider, e, facts.group);
+    }
+
+    /// What the labels, status and flags of `e` decide, found by its kind (see [`kinds`])
+    /// when its labels are statics; its attempt is counted by status here.
+    #[inline]
+    fn facts(&mut self, e: &Decided<'_>) -> Facts {
+        #[cfg(test)]
+        if self.no_kinds {
+            return self.facts_afresh(e);
+        }
+        let Some(key) = KindKey::of(e) else {
+            return self.facts_afresh(e);
+        };
+        if let Some(facts) = self.kinds.count_last(&key) {
+            return facts;
+        }
+        self.facts_of_kind(e, key)
+    }
+
+    /// [`Measurement::facts`] of a kind not met last.
+    #[cold]
+    #[inline(never)]
+    fn facts_of_kind(&mut self, e: &Decided<'_>, key: KindKey) -> Facts {
+        if let Some(facts) = self.kinds.count_other(&key) {
+            return facts;
+        }
+        let facts = self.facts_of(e);
+        self.kinds.count_new(key, facts);
+        facts
+    }
+
+    /// [`Measurement::facts`] of an entry looked at afresh (a label made at run time), its
+    /// attempt counted by its outcome's text.
+    #[cold]
+    #[inline(never)]
+    fn facts_afresh(&mut self, e: &Decided<'_>) -> Facts {
+        match e.statics().outcome {
+            Some(label) => *self.status_pending.get_or_insert_with(label, || 0) += 1,
+            None => count_by_name(&mut self.summary.status_counts, e.outcome(), 1),
+        }
+        self.facts_of(e)
+    }
+
+    /// What the labels, status and flags of `e` decide, worked out (its tallies made on
+    /// first sight).
+    fn facts_of(&mut self, e: &Decided<'_>) -> Facts {
+        let answered = answered_success(e.status(), e.outcome());
+        let success = answered && !e.undelivered();
+        let error_at = if success {
+            usize::MAX
+        } else {
+            // A success whose answer the client never took (it had gone: a timeout shorter
+            // than the provider's latency) is not one for the client: an error.
+            let (message, statics) = if answered {
+                let statics = e.statics().outcome.map(|outcome| (outcome, "undelivered"));
+                ("undelivered", statics)
+            } else {
+                let statics = e.statics().outcome.zip(e.statics().error_code);
+                (e.error_code().unwrap_or_default(), statics)
+            };
+            self.errors.place(e.outcome(), message, statics)
+        };
+        Facts {
+            route: self.route_tally(e),
+            success,
+            error_at,
+            create: blind_resends::is_create(e),
+            lookup: blind_resends::is_lookup(e),
+            unsure: e.committed() || blind_resends::leaves_client_unsure(e),
+            group: retry_groups::group_of(e),
+            limit: e.limit().map(billing::limit_index),
+            duplicate_write: e.route() == "/v1/records",
+        }
     }
 
     /// A run with several providers: entry `e` of provider `provider`'s journal. A commit
@@ -830,18 +964,18 @@ impl Measurement {
         if !self.providers.active() {
             return false;
         }
-        self.providers.billed(provider, e.billed_micro_usd);
+        self.providers.billed(provider, e.billed_micro_usd());
         let cross = self.providers.observe(provider, e).duplicate;
         if cross {
             let s = &mut self.summary;
             s.cross_provider_duplicates += 1;
             s.duplicates += 1;
-            if e.route == "/v1/records" {
+            if e.route() == "/v1/records" {
                 s.duplicate_writes += 1;
             } else {
                 s.duplicate_completions += 1;
             }
-            s.duplicate_tokens += e.tokens_used;
+            s.duplicate_tokens += e.tokens_used();
         }
         cross
     }
@@ -853,79 +987,70 @@ impl Measurement {
     /// harness's numbering is not passed in, and the entry comes as a [`Decided`], which has
     /// no field for the client's claimed headers, so no figure can read them.
     /// `client_done_ms` ends a hang.
-    fn observe_journal(&mut self, e: &Decided<'_>, client_done_ms: Option<u64>, by: &SentBy<'_>) {
-        let route = self.route_tally(e);
+    fn observe_journal(
+        &mut self,
+        e: &Decided<'_>,
+        f: Facts,
+        client_done_ms: Option<u64>,
+        by: &SentBy<'_>,
+    ) {
+        let route = f.route;
         let key = match by.group {
             Some(key) => key,
             None => self.groups.key(by.class, by.tenant, by.priority),
         };
         self.groups
-            .attempt_at((key, route), e.tokens_used, e.replayed);
-        self.summary.duplicates_suppressed += u64::from(e.replayed);
-        let answered = answered_success(e.status, e.outcome);
-        // A success whose answer the client never took (it had gone: a timeout shorter
-        // than the provider's latency) is not one for the client: an error, and in the
-        // time series with the attempts that got no whole answer.
-        let success = answered && !e.undelivered;
+            .attempt_at((key, route), e.tokens_used(), e.replayed());
+        self.summary.duplicates_suppressed += u64::from(e.replayed());
+        // A success whose answer the client never took is an error (see `facts_of`), and in
+        // the time series with the attempts that got no whole answer.
+        let success = f.success;
         if success {
-            let done = if e.done_ms == 0 {
-                client_done_ms.unwrap_or(e.at_ms)
+            let done = if e.done_ms() == 0 {
+                client_done_ms.unwrap_or(e.at_ms())
             } else {
-                e.done_ms
+                e.done_ms()
             };
-            let bucket = self.bucket(e.at_ms);
+            let bucket = self.bucket(e.at_ms());
             let (open, closed) = &mut self.bucket_service;
-            closed.extend(open.record(bucket, done.saturating_sub(e.at_ms)));
+            closed.extend(open.record(bucket, done.saturating_sub(e.at_ms())));
         } else {
-            // One call: a second one (for the undelivered) made the compiler stop inlining
-            // `record`, about 48 instructions more an attempt of the naive backlog.
-            let (message, statics) = if answered {
-                let statics = e.statics.outcome.map(|outcome| (outcome, "undelivered"));
-                ("undelivered", statics)
-            } else {
-                let statics = e.statics.outcome.zip(e.statics.error_code);
-                (e.error_code.unwrap_or_default(), statics)
-            };
-            self.errors.record(e.outcome, message, statics, e.at_ms);
+            self.errors.count_at(f.error_at, e.at_ms());
         }
-        self.summary.blind_resends += u64::from(self.blind.observe(e));
+        let blind = self.blind.observe_as(e, (f.create, f.lookup, f.unsure));
+        self.summary.blind_resends += u64::from(blind);
         let s = &mut self.summary;
         s.outbound_attempts += 1;
-        match e.statics.outcome {
-            Some(label) => *self.status_pending.get_or_insert_with(label, || 0) += 1,
-            None => count_by_name(&mut s.status_counts, e.outcome, 1),
-        }
-        let retry = e.logical_attempt > 1;
+        let retry = e.logical_attempt() > 1;
         if retry {
             s.retries += 1;
-            self.retry_bins.record(e.at_ms);
+            self.retry_bins.record(e.at_ms());
         }
-        s.provider_logical_requests += u64::from(e.logical_attempt == 1);
-        s.retry_after_violations += u64::from(e.retry_after_violation);
-        s.scope_wait_violations += u64::from(e.scope_wait_violation);
-        let lookup = e.method == "GET" && e.route.starts_with("/v1/records");
-        if lookup {
+        s.provider_logical_requests += u64::from(e.logical_attempt() == 1);
+        s.retry_after_violations += u64::from(e.retry_after_violation());
+        s.scope_wait_violations += u64::from(e.scope_wait_violation());
+        if f.lookup {
             s.reconciliations += 1;
         }
-        s.tokens_used += e.tokens_used;
-        if e.duplicate {
+        s.tokens_used += e.tokens_used();
+        if e.duplicate() {
             s.duplicates += 1;
-            if e.route == "/v1/records" {
+            if f.duplicate_write {
                 s.duplicate_writes += 1;
             } else {
                 s.duplicate_completions += 1;
             }
         }
-        s.duplicate_tokens += e.duplicate_tokens;
-        if e.undelivered {
-            s.undelivered_tokens += e.tokens_used;
+        s.duplicate_tokens += e.duplicate_tokens();
+        if e.undelivered() {
+            s.undelivered_tokens += e.tokens_used();
         }
-        let row = self.row(e.at_ms);
+        let row = self.row(e.at_ms());
         row.attempts += 1;
         if retry {
             row.retries += 1;
         }
-        match e.status {
+        match e.status() {
             Some(200..=299) if success => row.status_2xx += 1,
             Some(429) => row.status_429 += 1,
             Some(503) => row.status_503 += 1,
@@ -933,17 +1058,17 @@ impl Measurement {
             Some(400..=499) => row.status_4xx_other += 1,
             _ => row.dropped += 1,
         }
-        row.tokens_used += e.tokens_used;
+        row.tokens_used += e.tokens_used();
         let tenant_at = by.group.map(GroupKey::tenant);
-        self.tenant_row_at(e.at_ms, by.tenant, tenant_at).attempts += 1;
+        self.tenant_row_at(e.at_ms(), by.tenant, tenant_at).attempts += 1;
     }
 
     /// The route grouping's position of entry `e`'s `METHOD /template`: by the static
     /// labels when the provider wrote them from its tables, else by text.
     fn route_tally(&mut self, e: &Decided<'_>) -> u32 {
         let (keys, groups) = (&mut self.route_keys, &mut self.groups);
-        let mut by_text = || route_tally_by_text(keys, groups, e.method, e.route);
-        match e.statics.method.zip(e.statics.route) {
+        let mut by_text = || route_tally_by_text(keys, groups, e.method(), e.route());
+        match e.statics().method.zip(e.statics().route) {
             Some(statics) => *self.static_routes.get_or_insert_with(statics, by_text),
             None => by_text(),
         }

@@ -40,13 +40,13 @@ pub struct CrossDuplicate {
 /// hashing equal), with no text rendered to be hashed; the hash only tells identities apart
 /// and is never written out.
 fn identity(e: &Decided<'_>) -> u64 {
-    match &e.idempotency_key {
+    match &e.idempotency_key() {
         Some(key) => {
             let mut fnv = Fnv::new().bytes(b"key:");
             key.hash(&mut fnv);
             fnv
         }
-        None => e.fingerprint.feed(Fnv::new().bytes(b"fingerprint:")),
+        None => e.fingerprint().feed(Fnv::new().bytes(b"fingerprint:")),
     }
     .finish()
 }
@@ -74,19 +74,19 @@ impl ProviderTally {
             return CrossDuplicate::default();
         };
         f.outbound_attempts += 1;
-        f.retries += u64::from(e.logical_attempt > 1);
-        f.provider_logical_requests += u64::from(e.logical_attempt == 1);
-        super::count_by_name(&mut f.status_counts, e.outcome, 1);
-        f.tokens_used += e.tokens_used;
-        f.duplicates += u64::from(e.duplicate);
+        f.retries += u64::from(e.logical_attempt() > 1);
+        f.provider_logical_requests += u64::from(e.logical_attempt() == 1);
+        super::count_by_name(&mut f.status_counts, e.outcome(), 1);
+        f.tokens_used += e.tokens_used();
+        f.duplicates += u64::from(e.duplicate());
         let mut cross = CrossDuplicate::default();
-        if e.committed && !e.replayed {
+        if e.committed() && !e.replayed() {
             let bit = 1u8 << ix.min(7);
             let seen = self.committed_at.entry(identity(e)).or_insert(0);
             // A second commit at the same provider is that provider's own duplicate
-            // (`e.duplicate`); only a commit where another provider already committed is
+            // (`e.duplicate()`); only a commit where another provider already committed is
             // new here.
-            if *seen & !bit != 0 && *seen & bit == 0 && !e.duplicate {
+            if *seen & !bit != 0 && *seen & bit == 0 && !e.duplicate() {
                 cross.duplicate = true;
                 f.cross_provider_duplicates += 1;
             }

@@ -49,9 +49,9 @@ const UNKNOWN: u8 = 7;
 ///   any other 409 is a conflict; other 4xx and `context_length_exceeded` or content-policy
 ///   codes won't improve; 5xx may have executed.
 pub fn group_of(e: &Decided<'_>) -> u8 {
-    let code = e.error_code.unwrap_or_default();
-    match (e.outcome, e.status) {
-        ("dropped", _) => u8::from(e.committed),
+    let code = e.error_code().unwrap_or_default();
+    match (e.outcome(), e.status()) {
+        ("dropped", _) => u8::from(e.committed()),
         ("hang", _) => 1,
         ("stream_cut" | "stream_error", _) => 5,
         (_, Some(200..=299)) => 6,
@@ -112,6 +112,21 @@ impl Window {
         }
     }
 
+    /// [`Window::set`] that returns what [`Window::get`] gave before: one look at the
+    /// slot where `logical` is already among the newest and its slot made.
+    #[inline]
+    fn replace(&mut self, logical: u64, group: u8) -> u8 {
+        if logical <= self.newest && self.holds(logical) {
+            if let Some(g) = self.groups.get_mut(Self::slot(logical)) {
+                let before = std::mem::replace(g, group);
+                return if before == NONE { UNKNOWN } else { before };
+            }
+        }
+        let before = self.get(logical);
+        self.set(logical, group);
+        before
+    }
+
     fn set(&mut self, logical: u64, group: u8) {
         if logical > self.newest {
             // The slots of the ids passed over now belong to them, not to the ids
@@ -149,8 +164,14 @@ pub struct RetryGroups {
 impl RetryGroups {
     /// Entry `e` of provider `provider`'s journal.
     pub fn observe(&mut self, provider: u8, e: &Decided<'_>) {
+        self.observe_as(provider, e, group_of(e));
+    }
+
+    /// [`RetryGroups::observe`] with `e`'s group worked out before (`group_of(e)`).
+    #[inline]
+    pub(crate) fn observe_as(&mut self, provider: u8, e: &Decided<'_>, group: u8) {
         // Look-ups are not retries and do not stand between a write and its re-send.
-        if e.logical_attempt == 0 || e.logical == 0 {
+        if e.logical_attempt() == 0 || e.logical() == 0 {
             return;
         }
         let ix = usize::from(provider);
@@ -158,12 +179,10 @@ impl RetryGroups {
             self.last.resize_with(ix + 1, Window::default);
             self.counts.resize(ix + 1, [0; GROUPS.len()]);
         }
-        let window = &mut self.last[ix];
-        if e.logical_attempt > 1 {
-            let group = window.get(e.logical);
-            self.counts[ix][usize::from(group)] += 1;
+        let before = self.last[ix].replace(e.logical(), group);
+        if e.logical_attempt() > 1 {
+            self.counts[ix][usize::from(before)] += 1;
         }
-        window.set(e.logical, group_of(e));
     }
 
     /// Retries by group name, over every provider.
