@@ -198,6 +198,36 @@ pub enum Reason {
     },
 }
 
+impl Reason {
+    /// The variant's name in snake case, as serde writes its tag (`wont_improve`,
+    /// `limit_below_request`): the short stable label audit details, case files and the
+    /// summary's failure counts name a reason by, without its fields. A `&'static str`, so
+    /// naming a reason at every failed action's end neither formats nor allocates.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Reason::Succeeded => "succeeded",
+            Reason::Reconciled => "reconciled",
+            Reason::DeadlineExceeded => "deadline_exceeded",
+            Reason::AttemptsExhausted => "attempts_exhausted",
+            Reason::WaitBudgetExhausted => "wait_budget_exhausted",
+            Reason::TaskBudgetExhausted => "task_budget_exhausted",
+            Reason::ScopeBudgetExhausted => "scope_budget_exhausted",
+            Reason::ScopeDelayedFull => "scope_delayed_full",
+            Reason::WontImprove { .. } => "wont_improve",
+            Reason::QuotaExhausted => "quota_exhausted",
+            Reason::Conflict { .. } => "conflict",
+            Reason::CircuitOpen { .. } => "circuit_open",
+            Reason::Cancelled => "cancelled",
+            Reason::StreamInterrupted => "stream_interrupted",
+            Reason::ReconciliationUnavailable => "reconciliation_unavailable",
+            Reason::ExecutionBudgetExhausted => "execution_budget_exhausted",
+            Reason::Degraded { .. } => "degraded",
+            Reason::DeadlinePassed => "deadline_passed",
+            Reason::LimitBelowRequest { .. } => "limit_below_request",
+        }
+    }
+}
+
 impl Terminal {
     /// The terminal a driver reports for an action admission refused for good (a
     /// deadline already past): failed, never sent, nothing to do but drop it.
@@ -280,5 +310,52 @@ mod tests {
     fn an_action_kind_is_one_word_and_a_send_128_bytes() {
         assert_eq!(std::mem::size_of::<SendKind>(), 8);
         assert_eq!(std::mem::size_of::<SendAttempt>(), 128);
+    }
+
+    /// A reason's name is the tag serde writes for it: one name in the audit trail, the
+    /// case files and a run's JSON.
+    #[test]
+    fn a_reasons_name_is_its_serde_tag() {
+        let every = [
+            Reason::Succeeded,
+            Reason::Reconciled,
+            Reason::DeadlineExceeded,
+            Reason::AttemptsExhausted,
+            Reason::WaitBudgetExhausted,
+            Reason::TaskBudgetExhausted,
+            Reason::ScopeBudgetExhausted,
+            Reason::ScopeDelayedFull,
+            Reason::WontImprove {
+                status: 422,
+                code: None,
+            },
+            Reason::QuotaExhausted,
+            Reason::Conflict { code: None },
+            Reason::CircuitOpen {
+                fingerprint: "f".into(),
+            },
+            Reason::Cancelled,
+            Reason::StreamInterrupted,
+            Reason::ReconciliationUnavailable,
+            Reason::ExecutionBudgetExhausted,
+            Reason::Degraded {
+                rung: RungKind::Cached,
+            },
+            Reason::DeadlinePassed,
+            Reason::LimitBelowRequest {
+                limit: "tpm".into(),
+                capacity: 1,
+                needed: 2,
+            },
+        ];
+        for reason in &every {
+            let json = serde_json::to_value(reason).unwrap();
+            let tag = match &json {
+                serde_json::Value::String(unit) => unit.clone(),
+                serde_json::Value::Object(fields) => fields.keys().next().unwrap().clone(),
+                other => panic!("{reason:?} serialised as {other}"),
+            };
+            assert_eq!(reason.name(), tag, "{reason:?}");
+        }
     }
 }

@@ -167,7 +167,7 @@ impl<L: Ledger> Scheduler<L> {
         };
         self.record(now, kind, terminal.job, None, || AuditDetail::Terminal {
             status: terminal.status,
-            reason: reason_label(&terminal.reason),
+            reason: terminal.reason.name(),
             attempts: terminal.attempts,
             waited_ms: terminal.waited_ms,
             last_status: terminal.last_status,
@@ -273,30 +273,5 @@ impl<L: Ledger> Scheduler<L> {
             });
         }
         actions
-    }
-}
-
-/// A short stable label of a reason for audit details.
-pub(super) fn reason_label(reason: &Reason) -> &'static str {
-    match reason {
-        Reason::Succeeded => "succeeded",
-        Reason::Reconciled => "reconciled",
-        Reason::DeadlineExceeded => "deadline_exceeded",
-        Reason::AttemptsExhausted => "attempts_exhausted",
-        Reason::WaitBudgetExhausted => "wait_budget_exhausted",
-        Reason::TaskBudgetExhausted => "task_budget_exhausted",
-        Reason::ScopeBudgetExhausted => "scope_budget_exhausted",
-        Reason::ScopeDelayedFull => "scope_delayed_full",
-        Reason::WontImprove { .. } => "wont_improve",
-        Reason::QuotaExhausted => "quota_exhausted",
-        Reason::Conflict { .. } => "conflict",
-        Reason::CircuitOpen { .. } => "circuit_open",
-        Reason::Cancelled => "cancelled",
-        Reason::StreamInterrupted => "stream_interrupted",
-        Reason::ReconciliationUnavailable => "reconciliation_unavailable",
-        Reason::ExecutionBudgetExhausted => "execution_budget_exhausted",
-        Reason::Degraded { .. } => "degraded",
-        Reason::DeadlinePassed => "deadline_passed",
-        Reason::LimitBelowRequest { .. } => "limit_below_request",
     }
 }

@@ -696,35 +696,7 @@ pub(crate) fn write_reason_name(reason: &Reason, out: &mut String) {
         Reason::WontImprove { status, .. } => {
             let _ = write!(out, "wont_improve_{status}");
         }
-        other => out.push_str(variant_name(other)),
-    }
-}
-
-/// The name of `reason`'s variant in snake case, as text: what the `Debug` rendering gives
-/// written in snake case up to its fields (`Snake`, which the test below holds each name
-/// to), without formatting it at every failed action's end (it was about 550 instructions
-/// a name). No wildcard: a new variant needs its name here.
-fn variant_name(reason: &Reason) -> &'static str {
-    match reason {
-        Reason::Succeeded => "succeeded",
-        Reason::Reconciled => "reconciled",
-        Reason::DeadlineExceeded => "deadline_exceeded",
-        Reason::AttemptsExhausted => "attempts_exhausted",
-        Reason::WaitBudgetExhausted => "wait_budget_exhausted",
-        Reason::TaskBudgetExhausted => "task_budget_exhausted",
-        Reason::ScopeBudgetExhausted => "scope_budget_exhausted",
-        Reason::ScopeDelayedFull => "scope_delayed_full",
-        Reason::WontImprove { .. } => "wont_improve",
-        Reason::QuotaExhausted => "quota_exhausted",
-        Reason::Conflict { .. } => "conflict",
-        Reason::CircuitOpen { .. } => "circuit_open",
-        Reason::Cancelled => "cancelled",
-        Reason::StreamInterrupted => "stream_interrupted",
-        Reason::ReconciliationUnavailable => "reconciliation_unavailable",
-        Reason::ExecutionBudgetExhausted => "execution_budget_exhausted",
-        Reason::Degraded { .. } => "degraded",
-        Reason::DeadlinePassed => "deadline_passed",
-        Reason::LimitBelowRequest { .. } => "limit_below_request",
+        other => out.push_str(other.name()),
     }
 }
 
@@ -799,8 +771,8 @@ mod tests {
         out
     }
 
-    /// Every variant's name as text is its `Debug` rendering in snake case, the name the
-    /// reports gave before the names were written out.
+    /// Every variant's name as text (`Reason::name`) is its `Debug` rendering in snake
+    /// case, the name the reports gave when they formatted it.
     #[test]
     fn variant_names_are_the_debug_names_in_snake_case() {
         let every = [
@@ -836,13 +808,9 @@ mod tests {
             },
         ];
         for reason in &every {
-            assert_eq!(
-                variant_name(reason),
-                snake(&format!("{reason:?}")),
-                "{reason:?}"
-            );
+            assert_eq!(reason.name(), snake(&format!("{reason:?}")), "{reason:?}");
             if !matches!(reason, Reason::WontImprove { .. }) {
-                assert_eq!(reason_name(reason), variant_name(reason));
+                assert_eq!(reason_name(reason), reason.name());
             }
         }
     }
