@@ -263,12 +263,19 @@ mod tests {
                 let mut lent = None;
                 response.read_rate_hint(|hint| lent = Some(*hint));
                 prop_assert_eq!(lent, response.rate_hint());
+                // Typed figures no header can give (no window is u64::MAX requests): the
+                // typed figures are the ones lent, whatever the headers say.
+                let figures = RateHint {
+                    limit_requests: Some(u64::MAX),
+                    ..response.rate_hint().unwrap_or_default()
+                };
                 let typed = Response {
-                    rate: response.rate_hint().or(Some(RateHint::default())),
+                    rate: Some(figures),
                     ..response.clone()
                 };
                 let mut lent = None;
                 typed.read_rate_hint(|hint| lent = Some(*hint));
+                prop_assert_eq!(lent, Some(figures));
                 prop_assert_eq!(lent, typed.rate_hint());
             }
             let now = 1_445_412_000_000;

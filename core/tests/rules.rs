@@ -796,6 +796,38 @@ fn circuit_breaker_opens_on_identical_failures_and_stops_the_path() {
     assert!(!fingerprint.contains(CREDENTIAL));
 }
 
+/// A success clears its path's count of failures in a row: the breaker opens on the same
+/// failure repeated `threshold` times in a row, so a failure after a success is the first
+/// again, not the threshold's second.
+#[test]
+fn a_success_clears_the_breaker_count_of_its_path() {
+    let mut policy = Policy::default();
+    policy.breaker.threshold = 2;
+    let mut s = scheduler(policy);
+    let same_payload = |id| {
+        let mut j = job(id, "read");
+        j.payload_hash = 77;
+        j
+    };
+    // Action 1 fails once on the path, then succeeds on its retry.
+    s.submit(same_payload(1), 0).unwrap();
+    let first = sends(&drain(&mut s, 0)).remove(0);
+    s.on_outcome(first.attempt, response(500, &[]), 0);
+    let retry = sends(&drain(&mut s, 60_000)).remove(0);
+    assert_eq!(retry.job, first.job);
+    s.on_outcome(retry.attempt, ok(), 60_000);
+    let done = finishes(&drain(&mut s, 60_000));
+    assert_eq!(done[0].reason, Reason::Succeeded);
+    // Action 2 fails the same way once: one failure in a row on the path, so it is retried
+    // instead of escalated with `CircuitOpen`.
+    s.submit(same_payload(2), 60_001).unwrap();
+    let second = sends(&drain(&mut s, 60_001)).remove(0);
+    s.on_outcome(second.attempt, response(500, &[]), 60_001);
+    let after = drain(&mut s, 120_000);
+    assert!(finishes(&after).is_empty(), "{:?}", finishes(&after));
+    assert_eq!(sends(&after)[0].job, second.job, "the path is not open");
+}
+
 #[test]
 fn admission_rejects_a_full_queue_with_a_reason_and_retry_after() {
     let mut policy = Policy::default();
