@@ -74,12 +74,12 @@ impl<L: Ledger> Scheduler<L> {
                 },
             },
         );
-        if flight.lookup {
-            self.after_lookup(flight.job, outcome, told, now);
-        } else if succeeded {
-            self.succeed(flight.job, marks, now);
-        } else {
-            self.after_action(flight.job, outcome, classification, told, now);
+        match classification {
+            _ if flight.lookup => self.after_lookup(flight.job, outcome, told, now),
+            Classification::Success => self.succeed(flight.job, marks, now),
+            Classification::Failure(failure) => {
+                self.after_action(flight.job, outcome, failure, told, now);
+            }
         }
     }
 
@@ -138,22 +138,16 @@ impl<L: Ledger> Scheduler<L> {
         told.map(|t| t.delay_ms)
     }
 
+    /// Decides what follows action `id`'s failed attempt (a success ends in `succeed`, a
+    /// look-up's answer in `after_lookup`).
     fn after_action(
         &mut self,
         id: JobId,
         outcome: &Outcome,
-        classification: Classification,
+        failure: Failure,
         told: Option<Millis>,
         now: Millis,
     ) {
-        let failure = match classification {
-            Classification::Success => {
-                let job = self.jobs.get_mut(&id).expect("settled action is live");
-                let marks = job.breaker_marks.take();
-                return self.succeed(id, marks, now);
-            }
-            Classification::Failure(failure) => failure,
-        };
         let job = self.jobs.get_mut(&id).expect("settled action is live");
         if failure.group == FailureGroup::MayHaveExecuted {
             job.uncertain = true;

@@ -1,6 +1,8 @@
-//! Terminal outcomes: an action leaves every queue, gives back what it held, is persisted in
-//! its final state and is reported with its context (sent or not, last status, attempts,
+//! Terminal outcomes: an action is persisted in its final state, leaves every queue, gives
+//! back what it held and is reported with its context (sent or not, last status, attempts,
 //! time waited, operation id) and the next safe actions. Nothing more is emitted for it.
+//! All of it happens in one call, with no command emitted between the ledger's write and
+//! the report: the write comes first because the record is then at hand.
 
 use super::lanes::rank;
 use super::state::{held_less, NextSend, Phase, Tracked};
