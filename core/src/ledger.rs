@@ -221,10 +221,18 @@ impl Ledger for InMemoryLedger {
     }
 
     // Inlined up to the ledger that keeps nothing (a virtual run's, written at every send
-    // and terminal): its write is one check where it is made, not a call.
+    // and terminal): its write is one check where it is made, not a call. A terminal of a
+    // ledger that forgets terminal entries goes straight to the slab's removal from where
+    // it is written, not through `put_progress_kept` first (a call that saved and restored
+    // registers around the removal's own).
     #[inline]
     fn put_progress(&mut self, entry: &LedgerEntry) -> Result<(), LedgerError> {
         if self.keep_nothing {
+            return Ok(());
+        }
+        if self.forget_terminal && entry.state.is_terminal() {
+            // Straight to the removal `put` would make, without first finding the entry.
+            self.remove(entry.job.id);
             return Ok(());
         }
         self.put_progress_kept(entry)
@@ -232,14 +240,10 @@ impl Ledger for InMemoryLedger {
 }
 
 impl InMemoryLedger {
-    /// [`Ledger::put_progress`] of a ledger that keeps entries.
+    /// [`Ledger::put_progress`] of a ledger that keeps entries, but for a terminal one that
+    /// forgets them (removed where `put_progress` is inlined).
     #[inline(never)]
     fn put_progress_kept(&mut self, entry: &LedgerEntry) -> Result<(), LedgerError> {
-        if self.forget_terminal && entry.state.is_terminal() {
-            // Straight to the removal `put` would make, without first finding the entry.
-            self.remove(entry.job.id);
-            return Ok(());
-        }
         match self.stored_mut(entry.job.id) {
             Some(known) => {
                 known.set_progress(entry);
