@@ -348,6 +348,29 @@ mod tests {
                 needed: 2,
             },
         ];
+        // No wildcard: a new variant does not compile here, which sends its author to add
+        // it to `every` above too.
+        let _listed = |reason: &Reason| match reason {
+            Reason::Succeeded
+            | Reason::Reconciled
+            | Reason::DeadlineExceeded
+            | Reason::AttemptsExhausted
+            | Reason::WaitBudgetExhausted
+            | Reason::TaskBudgetExhausted
+            | Reason::ScopeBudgetExhausted
+            | Reason::ScopeDelayedFull
+            | Reason::WontImprove { .. }
+            | Reason::QuotaExhausted
+            | Reason::Conflict { .. }
+            | Reason::CircuitOpen { .. }
+            | Reason::Cancelled
+            | Reason::StreamInterrupted
+            | Reason::ReconciliationUnavailable
+            | Reason::ExecutionBudgetExhausted
+            | Reason::Degraded { .. }
+            | Reason::DeadlinePassed
+            | Reason::LimitBelowRequest { .. } => (),
+        };
         for reason in &every {
             let json = serde_json::to_value(reason).unwrap();
             let tag = match &json {

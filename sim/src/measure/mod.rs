@@ -142,15 +142,15 @@ pub struct Measurement {
     agents: agents::AgentRuns,
     /// The wait given to each admission refusal (ms).
     refusal_waits: Distribution,
-    /// The failure reason's name being counted, kept between terminals so counting one
-    /// allocates nothing once the name is in `failures_by_reason`.
+    /// The failure reason's name being counted, kept between terminals so writing one
+    /// allocates nothing once the buffer has grown to the longest name.
     reason_name: String,
     /// Failures by reason name not yet added to `summary.failures_by_reason` (added
     /// whenever the summary is read, as `status_pending`), in the order first seen.
     reasons_pending: Vec<(String, u64)>,
     /// The reason last counted and its name's place in `reasons_pending`: failures come in
-    /// runs of one reason, which then is counted without writing its name again (a
-    /// `Debug` format and a search of the map by text at every failure).
+    /// runs of one reason, which then is counted without writing its name again or
+    /// searching `reasons_pending` by text.
     last_reason: Option<(Reason, usize)>,
 }
 
@@ -1219,6 +1219,39 @@ mod tests {
                 let want = usize::try_from(t / width).unwrap_or(usize::MAX);
                 prop_assert_eq!(measure.bucket(t), want, "{} ms in buckets of {} ms", t, width);
             }
+        }
+    }
+
+    proptest! {
+        /// Failures counted by the reason last seen and added when the summary is read are
+        /// the counts of naming every failure as it comes: for any series of reasons
+        /// (runs, alternations, one variant with two statuses), read at any point.
+        #[test]
+        fn failures_by_reason_are_each_failure_named(
+            series in proptest::collection::vec((0usize..5, proptest::bool::ANY), 0..60),
+        ) {
+            use std::collections::BTreeMap;
+            use stampede_core::Reason;
+            let reasons = [
+                Reason::DeadlineExceeded,
+                Reason::AttemptsExhausted,
+                Reason::WontImprove { status: 422, code: None },
+                Reason::WontImprove { status: 500, code: None },
+                Reason::CircuitOpen { fingerprint: "f".into() },
+            ];
+            let mut measure = Measurement::new(1_000, 60_000);
+            let mut named: BTreeMap<String, u64> = BTreeMap::new();
+            for (which, read) in series {
+                let reason = &reasons[which];
+                measure.count_reason(reason);
+                *named
+                    .entry(crate::driver_common::case_file::reason_name(reason))
+                    .or_default() += 1;
+                if read {
+                    prop_assert_eq!(&measure.running().failures_by_reason, &named);
+                }
+            }
+            prop_assert_eq!(&measure.running().failures_by_reason, &named);
         }
     }
 }

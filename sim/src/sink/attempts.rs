@@ -79,7 +79,9 @@ pub trait AttemptSink {
     /// Takes one attempts.csv row; an `Err` says why it could not be written.
     fn attempt(&mut self, row: &AttemptRow<'_>) -> Result<(), String>;
 
-    /// Whether rows are wanted at all: `false` lets the loop skip building them.
+    /// Whether rows are wanted at all: `false` lets the loop skip building them. A sink
+    /// answers the same for its whole life: the virtual wire asks once, when the run
+    /// starts, and the run's case files assume it too.
     fn wants_rows(&self) -> bool {
         true
     }
