@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use common::*;
 use stampede_core::{
-    preset, ActionState, AuditKind, Command, InMemoryLedger, Ledger, LookupBy, LookupResult,
-    NextAction, Outcome, Policy, Priority, Reason, Route, ScopeBudget, ScopeSource, SendKind,
-    TerminalStatus, TransportFailure,
+    preset, ActionState, AuditKind, Command, InMemoryLedger, Job, JobId, Ledger, LookupBy,
+    LookupResult, NextAction, Outcome, Policy, Priority, Reason, Route, Scheduler, ScopeBudget,
+    ScopeSource, SendKind, TerminalStatus, TransportFailure,
 };
 
 fn scoped(rpm: Option<u32>, tpm: Option<u32>) -> Policy {
@@ -765,16 +765,23 @@ fn conflict_409_is_not_retried() {
     );
 }
 
-#[test]
-fn circuit_breaker_opens_on_identical_failures_and_stops_the_path() {
+/// A scheduler whose breaker opens on the second identical failure in a row.
+fn breaker_of_two() -> Scheduler {
     let mut policy = Policy::default();
     policy.breaker.threshold = 2;
-    let mut s = scheduler(policy);
-    let same_payload = |id| {
-        let mut j = job(id, "read");
-        j.payload_hash = 77;
-        j
-    };
+    scheduler(policy)
+}
+
+/// Read action `id` with the payload every breaker test shares: one path.
+fn same_payload(id: JobId) -> Job {
+    let mut j = job(id, "read");
+    j.payload_hash = 77;
+    j
+}
+
+#[test]
+fn circuit_breaker_opens_on_identical_failures_and_stops_the_path() {
+    let mut s = breaker_of_two();
     for id in 1..=2 {
         s.submit(same_payload(id), 0).unwrap();
         let send = sends(&drain(&mut s, 0)).remove(0);
@@ -801,14 +808,7 @@ fn circuit_breaker_opens_on_identical_failures_and_stops_the_path() {
 /// again, not the threshold's second.
 #[test]
 fn a_success_clears_the_breaker_count_of_its_path() {
-    let mut policy = Policy::default();
-    policy.breaker.threshold = 2;
-    let mut s = scheduler(policy);
-    let same_payload = |id| {
-        let mut j = job(id, "read");
-        j.payload_hash = 77;
-        j
-    };
+    let mut s = breaker_of_two();
     // Action 1 fails once on the path, then succeeds on its retry.
     s.submit(same_payload(1), 0).unwrap();
     let first = sends(&drain(&mut s, 0)).remove(0);
