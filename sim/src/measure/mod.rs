@@ -878,7 +878,7 @@ impl Measurement {
         let e = &Decided::from(e);
         let facts = self.facts(e);
         self.observe_journal(e, facts, client_done_ms, by);
-        let cross = self.observe_providers(e, by.provider);
+        let cross = self.observe_providers(e, by.provider, facts.duplicate_write);
         self.billing.observe(e, e.duplicate() || cross, facts.limit);
         self.retry_groups.observe_as(by.provider, e, facts.group);
     }
@@ -960,7 +960,8 @@ impl Measurement {
     /// of a request another provider already committed, by the providers' own identity (its
     /// Idempotency-Key, else its fingerprint: see `providers::ProviderTally`), is counted a
     /// duplicate here, with its tokens.
-    fn observe_providers(&mut self, e: &Decided<'_>, provider: u8) -> bool {
+    /// `write`: a duplicate of `e` is a duplicate write (its kind's [`Facts::duplicate_write`]).
+    fn observe_providers(&mut self, e: &Decided<'_>, provider: u8, write: bool) -> bool {
         if !self.providers.active() {
             return false;
         }
@@ -970,7 +971,7 @@ impl Measurement {
             let s = &mut self.summary;
             s.cross_provider_duplicates += 1;
             s.duplicates += 1;
-            if e.route() == "/v1/records" {
+            if write {
                 s.duplicate_writes += 1;
             } else {
                 s.duplicate_completions += 1;
