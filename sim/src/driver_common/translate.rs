@@ -403,23 +403,31 @@ pub fn answered_typed(
 /// request ones are absent, the first IETF item (whatever it counts) fills them, since the
 /// parser takes the IETF headers' first item as the request figures. `None` when nothing is
 /// said.
+#[inline]
 pub fn rate_hint_of(figures: &RateFigures) -> Option<RateHint> {
     let mut hint = RateHint::default();
+    // Whether a figure was set: the hint is then not the default one (every figure set is
+    // `Some`), which comparing all six figures with the default's found at every answer.
+    let mut said = false;
     if let Some(r) = figures.requests() {
         hint.limit_requests = Some(r.limit);
         hint.remaining_requests = Some(r.remaining);
         hint.reset_requests_ms = Some(r.reset_ms);
+        said = true;
     } else if let Some(w) = figures.windows().into_iter().flatten().next() {
         hint.limit_requests = Some(w.quota);
         hint.remaining_requests = Some(w.remaining);
         hint.reset_requests_ms = Some(w.reset_s.saturating_mul(1_000));
+        said = true;
     }
     if let Some(t) = figures.tokens() {
         hint.limit_tokens = Some(t.limit);
         hint.remaining_tokens = Some(t.remaining);
         hint.reset_tokens_ms = Some(t.reset_ms);
+        said = true;
     }
-    (hint != RateHint::default()).then_some(hint)
+    debug_assert_eq!(said, hint != RateHint::default());
+    said.then_some(hint)
 }
 
 /// The outcome of an answer; `typed` holds the operation id and the look-up result the
