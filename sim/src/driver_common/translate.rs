@@ -167,16 +167,34 @@ pub fn hidden_layer_retries(outcome: &Outcome) -> bool {
 
 /// When (ms after arrival) the client hears about the attempt, and what it hears. The
 /// decision is read in place: it is a few hundred bytes, and only its error code is taken.
+/// The tests' pair of [`heard_after`] and [`heard`], which the wire calls apart.
+#[cfg(test)]
 pub fn outcome(send: &SendAttempt, decision: &Decision) -> (Millis, Outcome) {
+    (heard_after(send, decision), heard(send, decision))
+}
+
+/// When (ms after arrival) the client hears about the attempt: [`outcome`]'s time alone,
+/// so a caller can use it before it builds the outcome where the outcome will lie.
+#[inline]
+pub fn heard_after(send: &SendAttempt, decision: &Decision) -> Millis {
+    match decision.answer {
+        // Nothing comes back: the client gives up at its own timeout.
+        Answer::Hang { .. } => send.timeout_ms,
+        // An answer slower than the client's timeout is heard at the timeout.
+        _ => decision.latency_ms.min(send.timeout_ms),
+    }
+}
+
+/// What the client hears of the attempt: [`outcome`]'s outcome alone (see
+/// [`heard_after`] for when).
+#[inline]
+pub fn heard(send: &SendAttempt, decision: &Decision) -> Outcome {
     let latency = decision.latency_ms;
     if latency > send.timeout_ms && !matches!(decision.answer, Answer::Hang { .. }) {
         // The client stops waiting at its own timeout, whatever the provider does after:
         // an answer slower than the timeout is a read timeout to the client (the live
         // driver's HTTP client does the same), and may have executed.
-        return (
-            send.timeout_ms,
-            Outcome::Transport(TransportFailure::ReadTimeout),
-        );
+        return Outcome::Transport(TransportFailure::ReadTimeout);
     }
     match &decision.answer {
         Answer::Respond {
@@ -188,42 +206,79 @@ pub fn outcome(send: &SendAttempt, decision: &Decision) -> (Millis, Outcome) {
             completion_id,
             records,
             ..
-        } => (
-            latency,
-            answered_typed(
-                send,
-                *status,
-                signals,
-                // The model's codes are static text: a borrowed Cow clones without allocating.
-                error.as_ref().map(|e| e.code.clone()),
-                GivenIds {
-                    completion: *completion_id,
-                    records: *records,
-                },
-                body,
-                *usage,
-            ),
+        } => answered_typed(
+            send,
+            *status,
+            signals,
+            // The model's codes are static text: a borrowed Cow clones without allocating.
+            error.as_ref().map(|e| e.code.clone()),
+            GivenIds {
+                completion: *completion_id,
+                records: *records,
+            },
+            body,
+            *usage,
         ),
-        Answer::Drop { committed: false } => (
-            latency,
-            Outcome::Transport(TransportFailure::ResetBeforeWrite),
-        ),
-        Answer::Drop { committed: true } => (
-            latency,
-            Outcome::Transport(TransportFailure::ResetAfterWrite),
-        ),
+        Answer::Drop { committed: false } => Outcome::Transport(TransportFailure::ResetBeforeWrite),
+        Answer::Drop { committed: true } => Outcome::Transport(TransportFailure::ResetAfterWrite),
         // Nothing comes back: the client gives up at its own timeout.
-        Answer::Hang { .. } => (
-            send.timeout_ms,
-            Outcome::Transport(TransportFailure::ReadTimeout),
-        ),
-        Answer::StreamCut { after_chunks, .. } | Answer::StreamError { after_chunks } => (
-            latency,
+        Answer::Hang { .. } => Outcome::Transport(TransportFailure::ReadTimeout),
+        Answer::StreamCut { after_chunks, .. } | Answer::StreamError { after_chunks } => {
             Outcome::Transport(TransportFailure::StreamCut {
                 tokens_delivered: *after_chunks,
-            }),
-        ),
+            })
+        }
     }
+}
+
+/// [`heard`] written over `place`, an outcome an earlier answer left there: an action's HTTP
+/// answer over an HTTP answer is written field by field where it lies (the virtual wire's
+/// event slots keep their last outcome), so no outcome (about 200 bytes) is built elsewhere
+/// and copied in; anything else is [`heard`] moved in. The same outcome as [`heard`] (held to
+/// it by a property test).
+#[inline]
+pub fn hear_into(place: &mut Outcome, send: &SendAttempt, decision: &Decision) {
+    if let (
+        Outcome::Response(r),
+        Answer::Respond {
+            status,
+            signals,
+            body,
+            error,
+            usage,
+            completion_id,
+            records: None,
+            ..
+        },
+        SendKind::Action,
+    ) = (&mut *place, &decision.answer, &send.kind)
+    {
+        if decision.latency_ms <= send.timeout_ms {
+            // `answered_typed` and `answered_with` for an action answered with no records.
+            r.status = *status;
+            r.headers.clear();
+            r.retry_after_ms = signals.retry_after.map(|r| r.delay_ms);
+            r.rate = signals.rate.as_ref().and_then(rate_hint_of);
+            r.error_code = error.as_ref().map(|e| e.code.clone());
+            r.usage = usage.map(|(prompt_tokens, completion_tokens)| Usage {
+                prompt_tokens,
+                completion_tokens,
+            });
+            r.operation_id = if (200..300).contains(status) {
+                completion_id
+                    .map(|id| OperationId::numbered(CompletionId::PREFIX, id.seq()))
+                    .or_else(|| {
+                        body.get("id")
+                            .and_then(|v| v.as_str())
+                            .map(OperationId::from)
+                    })
+            } else {
+                None
+            };
+            return;
+        }
+    }
+    *place = heard(send, decision);
 }
 
 /// The outcome of an attempt the provider answered with `status`, its headers (names
@@ -348,23 +403,31 @@ pub fn answered_typed(
 /// request ones are absent, the first IETF item (whatever it counts) fills them, since the
 /// parser takes the IETF headers' first item as the request figures. `None` when nothing is
 /// said.
+#[inline]
 pub fn rate_hint_of(figures: &RateFigures) -> Option<RateHint> {
     let mut hint = RateHint::default();
+    // Whether a figure was set: the hint is then not the default one (every figure set is
+    // `Some`), which comparing all six figures with the default's found at every answer.
+    let mut said = false;
     if let Some(r) = figures.requests() {
         hint.limit_requests = Some(r.limit);
         hint.remaining_requests = Some(r.remaining);
         hint.reset_requests_ms = Some(r.reset_ms);
+        said = true;
     } else if let Some(w) = figures.windows().into_iter().flatten().next() {
         hint.limit_requests = Some(w.quota);
         hint.remaining_requests = Some(w.remaining);
         hint.reset_requests_ms = Some(w.reset_s.saturating_mul(1_000));
+        said = true;
     }
     if let Some(t) = figures.tokens() {
         hint.limit_tokens = Some(t.limit);
         hint.remaining_tokens = Some(t.remaining);
         hint.reset_tokens_ms = Some(t.reset_ms);
+        said = true;
     }
-    (hint != RateHint::default()).then_some(hint)
+    debug_assert_eq!(said, hint != RateHint::default());
+    said.then_some(hint)
 }
 
 /// The outcome of an answer; `typed` holds the operation id and the look-up result the
@@ -555,6 +618,89 @@ mod tests {
             }
         }
         assert!(answers > 16 * 3 * 8, "{answers}");
+    }
+
+    proptest::proptest! {
+        /// An outcome written over the one a slot held last ([`hear_into`]) is the outcome
+        /// [`heard`] builds: storms of completions, writes and look-ups on a tight scope with
+        /// faults, answers slower than a short timeout, lean and whole bodies, each written
+        /// over the outcome before it.
+        #[test]
+        fn an_outcome_heard_in_place_is_the_one_heard(
+            seed in 0u64..1_000,
+            lean in proptest::bool::ANY,
+            steps in proptest::collection::vec((0u8..5, 0u64..3, 0u64..900), 1..60),
+        ) {
+            let config = ProviderConfig {
+                credentials: vec![CredentialConfig {
+                    key: "sk-org-key1".into(),
+                    scope: "org".into(),
+                    scopes: Vec::new(),
+                }],
+                scopes: vec![ScopeLimits {
+                    id: "org".into(),
+                    rpm: Some(6),
+                    tpm: Some(5_000),
+                    rpd: None,
+                    tpd: None,
+                    concurrency: Some(2),
+                    count_rejected: true,
+                    model: None,
+                }],
+                faults: vec![FaultRule {
+                    status: Some(503),
+                    nth: Some(3),
+                    retry_after: Some(DurationMs(1_500)),
+                    ..FaultRule::default()
+                }],
+                ..ProviderConfig::default()
+            };
+            let mut model = ProviderModel::new(config, seed, 1_767_225_600_000).unwrap();
+            model.set_lean_bodies(lean);
+            let key: IdempotencyKey = "key-1".into();
+            let mut place = Outcome::Transport(TransportFailure::ReadTimeout);
+            let mut now = 0;
+            for (i, (what, timeout, gap)) in steps.into_iter().enumerate() {
+                now += gap;
+                let (route, kind, request_route) = match what {
+                    0 | 1 => (Route::ChatCompletion, SendKind::Action, RequestRoute::ChatCompletions),
+                    2 => (Route::CreateRecord, SendKind::Action, RequestRoute::CreateRecord),
+                    3 => (
+                        Route::CreateRecord,
+                        SendKind::Lookup(Box::new(LookupBy::IdempotencyKey(key.clone()))),
+                        RequestRoute::FindRecords { by: FindBy::IdempotencyKey(key.clone()) },
+                    ),
+                    _ => (
+                        Route::GetItem,
+                        SendKind::Action,
+                        RequestRoute::GetItem { id: "item-1".into() },
+                    ),
+                };
+                let req = Request {
+                    route: request_route,
+                    credential: Some("sk-org-key1".into()),
+                    idempotency_key: (what == 2).then(|| key.clone()),
+                    prompt_tokens: if what < 2 { 300 } else { 0 },
+                    max_tokens: if what < 2 { 100 } else { 0 },
+                    body_hash: i as u64,
+                    ..Request::default()
+                };
+                let send = SendAttempt {
+                    attempt: i as u64 + 1,
+                    kind,
+                    timeout_ms: [600_000, 3_000, 10][timeout as usize],
+                    ..org_send(route)
+                };
+                let decision = model.arrive(&req, now);
+                if i % 3 == 0 {
+                    model.depart(decision.seq, now + decision.latency_ms);
+                }
+                let heard = heard(&send, &decision);
+                hear_into(&mut place, &send, &decision);
+                proptest::prop_assert_eq!(&place, &heard, "#{}", i);
+                proptest::prop_assert_eq!(outcome(&send, &decision), (heard_after(&send, &decision), heard));
+            }
+        }
     }
 
     /// One credential, `sk-org-key1`, on one scope, `org`, with no limits.

@@ -121,6 +121,11 @@ impl Crashes {
 
     /// The next time the schedule needs the loop: a restart, or a crash at a time.
     pub fn next_time(&self) -> Option<Millis> {
+        // Asked at every turn of the loop: a run with no crash planned (most runs) is never
+        // down and has no crash at a time.
+        if self.specs.is_empty() {
+            return None;
+        }
         if let Some(down) = &self.down {
             return Some(down.until);
         }
@@ -155,6 +160,10 @@ impl Crashes {
     /// Whether the runner dies now, `send` being on the wire under `global` (and, when the
     /// journal says so, committed at the provider).
     pub fn after_send(&mut self, send: &SendAttempt, global: u64) -> bool {
+        // At every send: a run with no crash planned keeps no flights and never dies.
+        if self.specs.is_empty() {
+            return false;
+        }
         if self.has_point(CrashPoint::AfterResponseBeforePersist) {
             self.flights.insert(global, send.job);
         }
@@ -168,6 +177,10 @@ impl Crashes {
     pub fn deliver(&mut self, global: u64) -> Delivery {
         if global <= self.epoch_base || self.down.is_some() {
             return Delivery::Dead;
+        }
+        // At every answer: a run with no crash planned tracks no flights.
+        if self.specs.is_empty() {
+            return Delivery::Deliver(global - self.epoch_base);
         }
         if let Some(job) = self.flights.remove(&global) {
             if self.reaches(CrashPoint::AfterResponseBeforePersist, job) {

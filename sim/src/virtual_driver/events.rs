@@ -68,12 +68,47 @@ impl Ord for Timed {
     }
 }
 
+/// Which attempt an answer is for, and where its provider's side departs: an answer event
+/// but its outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnswerHead {
+    /// The attempt's driver-wide id (`Crashes::global`).
+    pub attempt: AttemptId,
+    /// The logical action it was for.
+    pub job: JobId,
+    /// The attempt's 1-based number within its action.
+    pub attempt_no: u32,
+    /// The provider that answered (its index in the run's `ProviderSet`).
+    pub provider: u8,
+    /// The provider journal's sequence number of the attempt.
+    pub seq: u64,
+}
+
+/// What a slot holds once its event is taken out whole (see [`EventQueue::pop_due`]): a
+/// small answer, written in a few stores.
+fn vacated() -> Event {
+    Event::Answer {
+        attempt: 0,
+        job: 0,
+        attempt_no: 0,
+        provider: 0,
+        seq: 0,
+        outcome: Outcome::Transport(stampede_core::TransportFailure::ReadTimeout),
+    }
+}
+
 /// Pending events in time order.
+///
+/// A slot keeps the event it last held after that event is handled, and a free slot's next
+/// answer is written over it field by field ([`EventQueue::push_answer`]): the answers of a
+/// storm are alike, and building each whole and moving it into its slot copied its 200-byte
+/// outcome twice, and dropping it at its discard cost a call. A kept event is never read
+/// again; the slots number the most events ever pending at once.
 #[derive(Debug, Default)]
 pub struct EventQueue {
     heap: BinaryHeap<Timed>,
-    /// Payloads by slot; `None` is a free slot, listed in `free`.
-    slots: Vec<Option<Event>>,
+    /// Payloads by slot; those listed in `free` hold a handled event, never read again.
+    slots: Vec<Event>,
     free: Vec<u32>,
     next_seq: u64,
 }
@@ -81,20 +116,62 @@ pub struct EventQueue {
 impl EventQueue {
     /// Schedules `event` at `at` (ms).
     pub fn push(&mut self, at: Millis, event: Event) {
-        self.next_seq += 1;
         let slot = match self.free.pop() {
             Some(slot) => {
-                debug_assert!(self.slots[slot as usize].is_none(), "a free slot is empty");
-                self.slots[slot as usize] = Some(event);
+                self.slots[slot as usize] = event;
                 slot
             }
-            None => {
-                let slot = u32::try_from(self.slots.len())
-                    .expect("fewer than 2^32 events pending at once");
-                self.slots.push(Some(event));
-                slot
-            }
+            None => self.new_slot(event),
         };
+        self.schedule(at, slot);
+    }
+
+    /// Schedules at `at` (ms) the answer to `head`'s attempt, its outcome written by `hear`
+    /// over the outcome its slot last held (a new slot holds a small one): see
+    /// [`crate::driver_common::translate::hear_into`].
+    #[inline]
+    pub fn push_answer(&mut self, at: Millis, head: AnswerHead, hear: impl FnOnce(&mut Outcome)) {
+        let slot = match self.free.pop() {
+            Some(slot) => slot,
+            None => self.new_slot(vacated()),
+        };
+        let place = &mut self.slots[slot as usize];
+        if !matches!(place, Event::Answer { .. }) {
+            *place = vacated();
+        }
+        let Event::Answer {
+            attempt,
+            job,
+            attempt_no,
+            provider,
+            seq,
+            outcome,
+        } = place
+        else {
+            unreachable!("the slot holds an answer")
+        };
+        (*attempt, *job, *attempt_no, *provider, *seq) = (
+            head.attempt,
+            head.job,
+            head.attempt_no,
+            head.provider,
+            head.seq,
+        );
+        hear(outcome);
+        self.schedule(at, slot);
+    }
+
+    /// A new slot holding `event`.
+    fn new_slot(&mut self, event: Event) -> u32 {
+        let slot = u32::try_from(self.slots.len()).expect("fewer than 2^32 events pending at once");
+        self.slots.push(event);
+        slot
+    }
+
+    /// Orders the event in `slot` at `at` (ms), after those scheduled before at that time.
+    #[inline]
+    fn schedule(&mut self, at: Millis, slot: u32) {
+        self.next_seq += 1;
         self.heap.push(Timed {
             at,
             seq: self.next_seq,
@@ -113,10 +190,11 @@ impl EventQueue {
             return None;
         }
         let timed = self.heap.pop()?;
-        let event = self.slots[timed.slot as usize].take();
-        debug_assert!(event.is_some(), "a scheduled slot holds its event");
         self.free.push(timed.slot);
-        event
+        Some(std::mem::replace(
+            &mut self.slots[timed.slot as usize],
+            vacated(),
+        ))
     }
 
     /// The earliest event if it is due at or before `now`, lent where it lies: an answer
@@ -124,19 +202,17 @@ impl EventQueue {
     /// [`EventQueue::discard`] it, or [`EventQueue::pop_due`] it to own it.
     pub fn peek_due(&self, now: Millis) -> Option<&Event> {
         let timed = self.heap.peek().filter(|t| t.at <= now)?;
-        let event = self.slots[timed.slot as usize].as_ref();
-        debug_assert!(event.is_some(), "a scheduled slot holds its event");
-        event
+        Some(&self.slots[timed.slot as usize])
     }
 
-    /// Drops the earliest event where it lies (the one `peek_due` lent).
+    /// Takes the earliest event (the one `peek_due` lent) out of the order; it stays in its
+    /// slot, which is free, until an event is written over it.
     ///
     /// # Panics
     ///
     /// When no event is pending.
     pub fn discard(&mut self) {
         let timed = self.heap.pop().expect("discard of a pending event");
-        self.slots[timed.slot as usize] = None;
         self.free.push(timed.slot);
     }
 
@@ -200,6 +276,59 @@ mod tests {
         assert_eq!(q.pop_due(30), Some(answer(3)));
         assert_eq!(q.peek_due(30), Some(&answer(1)));
         q.discard();
+        assert!(q.is_empty());
+    }
+
+    /// An answer written over a slot's last event is the answer pushed whole: over a
+    /// handled answer, over a re-send taken out, and in a new slot; ties still go in the
+    /// order they were scheduled, whichever way each was pushed.
+    #[test]
+    fn an_answer_written_over_a_used_slot_is_the_answer() {
+        let head = |attempt: AttemptId| AnswerHead {
+            attempt,
+            job: attempt,
+            attempt_no: 1,
+            provider: 0,
+            seq: attempt,
+        };
+        let timeout = |o: &mut Outcome| *o = Outcome::Transport(TransportFailure::ReadTimeout);
+        let resend = Event::HiddenResend {
+            attempt: 9,
+            provider: 0,
+            seq: 9,
+            send: Box::new(SendAttempt {
+                attempt: 9,
+                job: 9,
+                attempt_no: 1,
+                kind: stampede_core::SendKind::Action,
+                credential: "sk-key".into(),
+                scope: "scope".into(),
+                route: stampede_core::Route::ChatCompletion,
+                idempotency_key: None,
+                reserved_tokens: 0,
+                timeout_ms: 1_000,
+                model: None,
+                fallback: None,
+                degraded: None,
+                trimmed: None,
+            }),
+            request: Box::default(),
+            left: 1,
+        };
+        let mut q = EventQueue::default();
+        q.push(5, resend.clone());
+        q.push(6, answer(7));
+        assert_eq!(q.pop_due(5), Some(resend), "taken out whole");
+        assert_eq!(q.peek_due(6), Some(&answer(7)));
+        q.discard();
+        q.push_answer(10, head(1), timeout);
+        q.push_answer(10, head(2), timeout);
+        q.push(10, answer(3));
+        q.push_answer(10, head(4), timeout);
+        for attempt in 1..=4 {
+            assert_eq!(q.peek_due(10), Some(&answer(attempt)), "#{attempt}");
+            q.discard();
+        }
         assert!(q.is_empty());
     }
 }

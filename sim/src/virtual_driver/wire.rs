@@ -6,7 +6,7 @@ use stampede_core::{Millis, SendAttempt};
 use stampede_provider::model::Request;
 
 use super::crash::Crashes;
-use super::events::{Event, EventQueue};
+use super::events::{AnswerHead, Event, EventQueue};
 use super::provider_set::ProviderSet;
 use super::DriverError;
 use crate::driver_common::live_actions::LiveActions;
@@ -91,7 +91,8 @@ impl<'a> ModelWire<'a> {
         let provider = self.providers.of_request(request);
         let decision = self.providers.arrive(provider, request, now);
         let seq = decision.seq;
-        let (after, outcome) = translate::outcome(send, &decision);
+        // When it is heard, now; what is heard only where it will wait (see below).
+        let after = translate::heard_after(send, &decision);
         let by = live.sent_by(send.job, provider);
         let numbering = Numbering {
             action: send.job,
@@ -108,23 +109,25 @@ impl<'a> ModelWire<'a> {
                 attempts::write(*sink, entry, Some(now + after), by.tenant, numbering)
             })
             .map_err(DriverError::Output)?;
-        if left > 0 && translate::hidden_layer_retries(&outcome) {
+        if left > 0 && translate::hidden_layer_retries(&translate::heard(send, &decision)) {
             return Ok(Some(Failed {
                 provider,
                 seq,
                 at: now + after,
             }));
         }
-        // It carries ids: the send and its request are not kept.
-        let event = Event::Answer {
+        // It carries ids: the send and its request are not kept. The outcome is written where
+        // the answer waits, over the one its slot held last.
+        let head = AnswerHead {
             attempt: global,
             job: send.job,
             attempt_no: send.attempt_no,
             provider,
             seq,
-            outcome,
         };
-        self.queue.push(now + after, event);
+        self.queue.push_answer(now + after, head, |place| {
+            translate::hear_into(place, send, &decision)
+        });
         Ok(None)
     }
 

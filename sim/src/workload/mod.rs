@@ -62,6 +62,9 @@ struct EntryStream {
     /// Whether each of the entry's actions is alone in its task (`Job::sole_task`).
     sole_tasks: bool,
     rng: ChaCha8Rng,
+    /// The entry's prompt and output token counts, prepared for drawing.
+    prompt_tokens: tokens::Prepared,
+    max_output_tokens: tokens::Prepared,
     /// Next action number within the entry.
     next: u64,
     /// Arrival time of action `next` (ms, fractional for Poisson accumulation).
@@ -99,6 +102,8 @@ impl EntryStream {
             tasks: spec.tasks.unwrap_or(spec.count).max(1),
             sole_tasks: sole_tasks(&scenario.workloads, index),
             rng: rng::stream(scenario.seed, &format!("workload/{index}")),
+            prompt_tokens: tokens::Prepared::of(spec.prompt_tokens),
+            max_output_tokens: tokens::Prepared::of(spec.max_output_tokens),
             next: 0,
             next_at: spec.start.ms() as f64,
         };
@@ -145,13 +150,9 @@ impl EntryStream {
             );
             &mut own
         };
-        let prompt_tokens = if llm {
-            tokens::draw(self.spec.prompt_tokens, rng)
-        } else {
-            0
-        };
+        let prompt_tokens = if llm { self.prompt_tokens.draw(rng) } else { 0 };
         let max_output_tokens = if llm {
-            tokens::draw(self.spec.max_output_tokens, rng)
+            self.max_output_tokens.draw(rng)
         } else {
             0
         };
