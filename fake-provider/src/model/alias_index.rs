@@ -20,10 +20,9 @@
 //! asserted.
 
 use std::cell::Cell;
-use std::hash::BuildHasher;
 
 use hashbrown::HashTable;
-use rustc_hash::{FxBuildHasher, FxHashMap};
+use rustc_hash::FxHashMap;
 
 /// Where a request keeps one of its aliases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,8 +79,11 @@ pub(super) struct AliasIndex {
     recent: Vec<Cell<Recent>>,
 }
 
+/// An alias's hash in the tables and the memo: the alias itself, which is already the
+/// output of a 64-bit finalizer (see `identity::AliasHash::finish`), so every bit of it is
+/// as good as a hasher's; hashing it again was a multiply and a rotate at every look-up.
 fn hash(alias: u64) -> u64 {
-    FxBuildHasher.hash_one(alias)
+    alias
 }
 
 fn shard(hash: u64) -> usize {
@@ -112,6 +114,10 @@ fn rehash(alias_of: &impl Fn(u64, u8) -> Option<u64>) -> impl Fn(&u64) -> u64 + 
 impl AliasIndex {
     /// The request owning `alias`. `alias_of(id, position)` is request `id`'s inline alias
     /// number `position`, if it is remembered.
+    ///
+    /// Inlined as far as the memo: most look-ups of a storm end there, a load and two
+    /// comparisons, where the call cost as much again; the tables are searched out of line.
+    #[inline]
     pub fn get(&self, alias: u64, alias_of: impl Fn(u64, u8) -> Option<u64>) -> Option<u64> {
         let hash = hash(alias);
         let memo = self.recent.get(recent_slot(hash));
@@ -123,6 +129,19 @@ impl AliasIndex {
             );
             return Some(id);
         }
+        self.get_from_tables(alias, alias_of)
+    }
+
+    /// [`AliasIndex::get`] of an alias the memo does not answer for, remembered in the memo
+    /// when found.
+    #[inline(never)]
+    fn get_from_tables(
+        &self,
+        alias: u64,
+        alias_of: impl Fn(u64, u8) -> Option<u64>,
+    ) -> Option<u64> {
+        let hash = hash(alias);
+        let memo = self.recent.get(recent_slot(hash));
         let found = self.find(alias, hash, &alias_of);
         if let (Some(memo), Some(id)) = (memo, found) {
             memo.set(Recent::of(alias, id));

@@ -581,6 +581,8 @@ impl Identity {
     /// aliases were only added, or forgotten when no owner was found: one that named a
     /// request still does (`bind` would leave it), and one that named none, distinct from
     /// those added, still names none.
+    // Always inlined: a match on what was looked up, at three places of one attribution.
+    #[inline(always)]
     fn bind_looked_up(&mut self, id: u64, a: u64, owner: Option<Option<u64>>, distinct: bool) {
         match owner {
             Some(Some(_)) => {}
@@ -615,6 +617,9 @@ impl Identity {
 
     /// Attaches an attempt arriving at `now` on `scope` (`""` when its credential is
     /// unknown) to its logical request.
+    // Never inlined: an attempt with an unknown key is rare, and `attribute_with` is always
+    // inlined into its callers.
+    #[inline(never)]
     pub fn attribute(&mut self, req: &Request, scope: &str, now: Millis) -> Attribution {
         self.attribute_with(req, scope, Prefixes::of(req, scope), now)
     }
@@ -623,6 +628,10 @@ impl Identity {
     /// whose aliases' starts the model keeps: `scoped`, hashed from `scope`, and
     /// `credential`, from the request's credential. The same attribution, with the
     /// scope's id and the credential hashed once rather than at every attempt.
+    // Always inlined, with `attribute_with`: into the model's `arrive`, on every attempt,
+    // where a call passed the request, the aliases' starts and the attribution through
+    // memory and saved and restored registers around it.
+    #[inline(always)]
     pub(crate) fn attribute_known(
         &mut self,
         req: &Request,
@@ -639,7 +648,7 @@ impl Identity {
     }
 
     /// [`Identity::attribute`] with the aliases' starts `prefixes`.
-    #[inline]
+    #[inline(always)]
     fn attribute_with(
         &mut self,
         req: &Request,

@@ -176,7 +176,14 @@ pub struct JournalBuffer {
     live: usize,
     capacity: usize,
     lost: u64,
+    /// The slot last written by [`JournalBuffer::next_slot_kept`] and the kind of entry the
+    /// caller said it wrote there, while nothing else has written that slot since; slot
+    /// `usize::MAX` when there is none.
+    kept: (usize, u64),
 }
+
+/// No slot kept (see `JournalBuffer::kept`).
+const NONE_KEPT: (usize, u64) = (usize::MAX, 0);
 
 /// The slots of a [`JournalBuffer`] lent out for one attempt, with the slot its entry is
 /// written in.
@@ -202,6 +209,7 @@ impl JournalBuffer {
             live: 0,
             capacity: capacity.max(1),
             lost: 0,
+            kept: NONE_KEPT,
         }
     }
 
@@ -229,7 +237,29 @@ impl JournalBuffer {
     /// left stale).
     pub(crate) fn next_slot(&mut self) -> &mut JournalEntry {
         let at = self.next_at();
+        self.forget_kept(at);
         &mut self.slots[at]
+    }
+
+    /// [`JournalBuffer::next_slot`] for an entry of kind `kind` (a caller's code for a set
+    /// of fields every entry of the kind has alike), and whether the slot already holds an
+    /// entry of that kind, written by this method and not written since: then the caller
+    /// may write only the fields that differ between entries of the kind. The simulator
+    /// drains each entry at once, so a storm of alike refusals is written in one slot.
+    pub(crate) fn next_slot_kept(&mut self, kind: u64) -> (&mut JournalEntry, bool) {
+        let at = self.next_at();
+        let same = self.kept == (at, kind);
+        self.kept = (at, kind);
+        (&mut self.slots[at], same)
+    }
+
+    /// Slot `at` is written (or moved) by other means than `next_slot_kept`: it holds no
+    /// kind of entry any more.
+    #[inline]
+    fn forget_kept(&mut self, at: usize) {
+        if self.kept.0 == at {
+            self.kept = NONE_KEPT;
+        }
     }
 
     /// Appends a slot for the next entry, evicting the oldest entry when full, and says
@@ -254,6 +284,8 @@ impl JournalBuffer {
     /// follows the newest entry.
     #[cold]
     fn grow(&mut self) {
+        // The slots move: the kept one is no longer where `kept` says.
+        self.kept = NONE_KEPT;
         self.slots.rotate_left(self.head);
         self.head = 0;
         self.slots.push(JournalEntry::default());
@@ -266,6 +298,7 @@ impl JournalBuffer {
     /// 30 instructions an attempt.
     pub(crate) fn lend(&mut self) -> LentSlot {
         let at = self.next_at();
+        self.forget_kept(at);
         LentSlot {
             slots: std::mem::take(&mut self.slots),
             at,
@@ -325,6 +358,7 @@ impl JournalBuffer {
         let at = self.head;
         self.head = self.at(1);
         self.live -= 1;
+        self.forget_kept(at);
         Some(std::mem::take(&mut self.slots[at]))
     }
 

@@ -42,11 +42,19 @@ impl Window {
         }
     }
 
-    /// Moves to the window containing `now`, clearing counters when it changed.
+    /// Moves to the window containing `now`, clearing counters when it changed. Inlined:
+    /// nearly every call finds `now` in the current window, two comparisons; the move is
+    /// out of line.
+    #[inline]
     fn roll(&mut self, now: u64) {
-        if (self.start_ms..self.end_ms).contains(&now) {
-            return;
+        if !(self.start_ms..self.end_ms).contains(&now) {
+            self.move_to(now);
         }
+    }
+
+    /// [`Window::roll`] to another window.
+    #[inline(never)]
+    fn move_to(&mut self, now: u64) {
         self.start_ms = now / self.len_ms * self.len_ms;
         self.end_ms = self.start_ms.saturating_add(self.len_ms);
         self.requests = 0;
@@ -271,8 +279,9 @@ impl ScopeState {
 
     /// Which limit, if any, refuses an attempt charging `tokens` at `now`, charging nothing:
     /// an attempt counted against several scopes is checked on all before any is charged.
-    // Inlined: it is on every attempt's path, and mostly compares a few counters.
-    #[inline]
+    // Always inlined: it is on every attempt's path, and mostly compares a few counters
+    // (with `roll` and `check` inlined into it, it was no longer inlined itself).
+    #[inline(always)]
     pub(crate) fn check_at(&mut self, now: u64, tokens: u64) -> Result<(), (Refusal, u64, u64)> {
         self.minute.roll(now);
         self.day.roll(now);
@@ -298,6 +307,8 @@ impl ScopeState {
     }
 
     /// Which limit, if any, refuses an attempt charging `tokens` (windows already rolled).
+    /// Inlined into `check_at`: a few comparisons, where the call cost as many again.
+    #[inline]
     fn check(&self, tokens: u64) -> Result<(), (Refusal, u64, u64)> {
         let l = &self.limits;
         if let Some(c) = l.concurrency {

@@ -849,29 +849,43 @@ impl ProviderModel {
             usual_outcomes,
             ..
         } = self;
-        let entry = journal.next_slot();
-        let credential = match last_key.as_ref() {
-            Some((_, known)) => Credential::Known {
+        let Some((_, known)) = last_key.as_ref() else {
+            unreachable!("a known key is the last one remembered")
+        };
+        // A refusal like the last one written in this slot (drained at once, as the
+        // simulator does) leaves the fields they share as they are.
+        let entry_kind = refusal_kind(scope_idx, known.ordinal, &req.route, refusal);
+        let (entry, kept) = match entry_kind {
+            Some(kind) => journal.next_slot_kept(kind),
+            None => (journal.next_slot(), false),
+        };
+        if kept {
+            reopen_refusal(entry, req, (seq, now), who, claim_mismatch);
+        } else {
+            let credential = Credential::Known {
                 masked: &known.masked,
                 scope: &scope_ids[scope_idx],
-            },
-            None => unreachable!("a known key is the last one remembered"),
-        };
-        open_entry(entry, req, (seq, now), credential, who, claim_mismatch);
+            };
+            open_entry(entry, req, (seq, now), credential, who, claim_mismatch);
+            // As `arrive` closes the entry of a refusal: nothing was committed.
+            let (_, code) = refusal.kind_and_code();
+            entry.limit = Some(Cow::Borrowed(refusal.key()));
+            entry.undelivered = false;
+            entry.status = Some(429);
+            entry.outcome = Cow::Borrowed(USUAL_OUTCOMES[REFUSED_OUTCOME]);
+            entry.error_code = Some(Cow::Borrowed(code));
+        }
         // 1, 2: as `decide`.
         let stats_of = &mut scope_stats[scope_idx];
         stats_of.attempts += 1;
         let scope = &mut scopes[scope_idx];
-        if scope.violates_retry_after(now) && !entry.retry_after_violation {
-            entry.scope_wait_violation = true;
-            stats_of.scope_wait_violations += 1;
-        }
-        if entry.retry_after_violation {
-            stats_of.retry_after_violations += 1;
-        }
+        let early = who.early;
+        let scope_wait = scope.violates_retry_after(now) && !early;
+        entry.scope_wait_violation = scope_wait;
+        stats_of.scope_wait_violations += u64::from(scope_wait);
+        stats_of.retry_after_violations += u64::from(early);
         // 5: as `admit` and `decide` refuse.
         scope.refused(refusal);
-        entry.limit = Some(Cow::Borrowed(refusal.key()));
         let wait = scope.wait_ms(refusal, now);
         let (kind, code) = refusal.kind_and_code();
         let client_wait = clock.client_ms(wait);
@@ -903,14 +917,13 @@ impl ProviderModel {
         if who.ordinal > 0 && until > who.told_until {
             identity.told_wait(who.logical, leaves, until);
         }
-        entry.undelivered = false;
-        entry.status = Some(429);
-        let usual = usual_status(429);
-        entry.outcome = Cow::Borrowed(USUAL_OUTCOMES[8]);
-        entry.error_code = Some(Cow::Borrowed(code));
         entry.retry_after_ms = Some(retry_after.delay_ms);
         entry.done_ms = now + reject_ms;
-        count_into((stats, usual_outcomes), entry, usual);
+        // As `count_into` counts a refusal: nothing committed, no tokens.
+        stats.attempts += 1;
+        usual_outcomes[REFUSED_OUTCOME] += 1;
+        stats.retry_after_violations += u64::from(early);
+        stats.scope_wait_violations += u64::from(scope_wait);
         Decision {
             seq,
             latency_ms: reject_ms,
@@ -1917,6 +1930,111 @@ fn open_entry(
     *model = None;
     *billed_micro_usd = 0;
     *limit = None;
+    *workload_item = req.workload_item;
+}
+
+/// Where a 429's label is in `USUAL_OUTCOMES` (`usual_status(429)`, which a test holds).
+const REFUSED_OUTCOME: usize = 8;
+
+/// The kind of journal entry the refusal shortcut writes for a refusal by `refusal` on
+/// scope `scope`, with the key of ordinal `credential`, on `route` (see
+/// `JournalBuffer::next_slot_kept`): every entry of one kind has the same credential,
+/// scope, route, method, fingerprint (but its body hash), limit, status, outcome and error
+/// code, and nothing committed, billed or looked up. `None` for a look-up, whose entry
+/// names what it asked for, and for indexes too large to pack.
+fn refusal_kind(
+    scope: usize,
+    credential: usize,
+    route: &RequestRoute,
+    refusal: limits::Refusal,
+) -> Option<u64> {
+    let route: u64 = match route {
+        RequestRoute::ChatCompletions => 0,
+        RequestRoute::Messages => 1,
+        RequestRoute::Responses => 2,
+        RequestRoute::CountTokens => 3,
+        RequestRoute::Embeddings => 4,
+        RequestRoute::CreateRecord => 5,
+        RequestRoute::GetItem { .. } => 6,
+        RequestRoute::GetRecord { .. } | RequestRoute::FindRecords { .. } => return None,
+    };
+    let (scope, credential) = (u64::try_from(scope).ok()?, u64::try_from(credential).ok()?);
+    if scope >= 1 << 24 || credential >= 1 << 24 {
+        return None;
+    }
+    Some(scope | credential << 24 | route << 48 | (refusal as u64) << 56)
+}
+
+/// Writes the fields of attempt `req`'s refusal entry that differ between entries of one
+/// kind (see [`refusal_kind`]) into `entry`, which holds an entry of its kind: what
+/// [`open_entry`] and the shortcut's closing write, but for the fields the kind decides,
+/// which are left as they are. `done_ms`, `retry_after_ms` and `scope_wait_violation` are
+/// the caller's to write. Destructured without `..`, as `open_entry` is.
+#[inline(always)]
+fn reopen_refusal(
+    entry: &mut JournalEntry,
+    req: &Request,
+    (seq, now): (u64, Millis),
+    who: &identity::Attribution,
+    claim_mismatch: bool,
+) {
+    let JournalEntry {
+        seq: entry_seq,
+        at_ms,
+        done_ms: _,
+        credential: _,
+        scope: _,
+        route: _,
+        method: _,
+        idempotency_key,
+        external_ref,
+        lookup: _,
+        fingerprint,
+        tenant,
+        action,
+        attempt_no,
+        class,
+        status: _,
+        outcome: _,
+        error_code: _,
+        committed: _,
+        duplicate: _,
+        retry_after_violation,
+        retry_after_ms: _,
+        replayed: _,
+        record_id: _,
+        tokens_used: _,
+        logical,
+        logical_attempt,
+        identified_by,
+        scope_wait_violation: _,
+        duplicate_tokens: _,
+        undelivered: _,
+        claim_mismatch: entry_claim_mismatch,
+        sdk_retry_count,
+        model: _,
+        billed_micro_usd: _,
+        limit: _,
+        workload_item,
+    } = entry;
+    *entry_seq = seq;
+    *at_ms = now;
+    idempotency_key.clone_from(&req.idempotency_key);
+    external_ref.clone_from(&req.external_ref);
+    match fingerprint {
+        Fingerprint::Parts { body_hash, .. } => *body_hash = req.body_hash,
+        _ => unreachable!("an entry of a refusal's kind has its fingerprint's parts"),
+    }
+    keep_shared(tenant, req.tenant.as_ref());
+    *action = req.action;
+    *attempt_no = req.attempt_no;
+    keep_shared(class, req.class.as_ref());
+    *retry_after_violation = who.early;
+    *logical = who.logical;
+    *logical_attempt = who.ordinal;
+    *identified_by = who.by;
+    *entry_claim_mismatch = claim_mismatch;
+    *sdk_retry_count = req.sdk_retry_count;
     *workload_item = req.workload_item;
 }
 

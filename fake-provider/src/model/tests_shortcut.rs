@@ -45,6 +45,9 @@ struct Step {
     max: u32,
     idempotency_key: bool,
     route: u8,
+    /// Picks the client's own fields (tenant, class, action, claims, external reference),
+    /// which an entry copies from its attempt whatever its kind.
+    tag: u64,
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -55,10 +58,11 @@ fn step() -> impl Strategy<Value = Step> {
         0u32..400,
         0u32..200,
         any::<bool>(),
-        0u8..4,
+        0u8..5,
+        any::<u64>(),
     )
         .prop_map(
-            |(gap, key, body, prompt, max, idempotency_key, route)| Step {
+            |(gap, key, body, prompt, max, idempotency_key, route, tag)| Step {
                 gap,
                 key,
                 body,
@@ -66,6 +70,7 @@ fn step() -> impl Strategy<Value = Step> {
                 max,
                 idempotency_key,
                 route,
+                tag,
             },
         )
 }
@@ -81,10 +86,16 @@ fn request(s: &Step) -> Request {
         0 => RequestRoute::ChatCompletions,
         1 => RequestRoute::Messages,
         2 => RequestRoute::CreateRecord,
-        _ => RequestRoute::GetItem {
+        3 => RequestRoute::GetItem {
             id: format!("item-{}", s.body),
         },
+        _ => RequestRoute::GetRecord {
+            id: format!("rec_{:06}", s.body),
+        },
     };
+    // Each field of its own bits of the tag, absent about a third of the time.
+    let pick = |shift: u32| Some((s.tag >> shift) % 3).filter(|&v| v > 0);
+    let name = |shift: u32| pick(shift).map(|v| Arc::<str>::from(format!("name-{v}")));
     Request {
         route,
         credential: Some(key.into()),
@@ -92,8 +103,45 @@ fn request(s: &Step) -> Request {
         max_tokens: s.max,
         body_hash: s.body,
         idempotency_key: s.idempotency_key.then(|| format!("key-{}", s.body).into()),
+        tenant: name(0),
+        class: name(4),
+        action: pick(8),
+        attempt_no: pick(12).map(|v| v as u32),
+        sdk_retry_count: pick(16).map(|v| v as u32),
+        workload_item: pick(20),
+        external_ref: pick(24).map(|v| format!("order-{v}")),
         ..Request::default()
     }
+}
+
+/// Every journal entry not yet drained, read in place (as the simulator drains, so the
+/// next entry is written over the slot just read).
+fn drained(model: &mut ProviderModel) -> Vec<JournalEntry> {
+    let mut read = Vec::new();
+    let done: Result<(), ()> = model.drain_journal_with(|e| {
+        read.push(e.clone());
+        Ok(())
+    });
+    assert!(done.is_ok());
+    read
+}
+
+/// How the journal is read in a storm: all at the end, after every attempt in place (each
+/// entry written over the last, as the simulator reads it), or never, in a buffer of a few
+/// entries that evicts the oldest.
+#[derive(Debug, Clone, Copy)]
+enum Drain {
+    AtEnd,
+    EachInPlace,
+    Evicting(usize),
+}
+
+fn drain() -> impl Strategy<Value = Drain> {
+    prop_oneof![
+        Just(Drain::AtEnd),
+        Just(Drain::EachInPlace),
+        (1usize..4).prop_map(Drain::Evicting),
+    ]
 }
 
 proptest! {
@@ -105,22 +153,36 @@ proptest! {
         rpm in 1u64..8,
         tpm in 100u64..2_000,
         count_rejected in any::<bool>(),
+        drain in drain(),
     ) {
         let c = config(rpm, tpm, count_rejected);
         let mut shortcut = ProviderModel::new(c.clone(), 42, EPOCH).unwrap();
         let mut general = ProviderModel::new(c, 42, EPOCH).unwrap();
         general.general_path_only = true;
+        if let Drain::Evicting(capacity) = drain {
+            shortcut.set_journal_capacity(capacity);
+            general.set_journal_capacity(capacity);
+        }
         let mut now = 0;
         for (i, s) in steps.iter().enumerate() {
             now += s.gap;
             let req = request(s);
             let (a, b) = (shortcut.arrive(&req, now), general.arrive(&req, now));
             prop_assert_eq!(a, b, "attempt {}: {:?}", i, s);
+            if let Drain::EachInPlace = drain {
+                prop_assert_eq!(drained(&mut shortcut), drained(&mut general), "attempt {}", i);
+            }
         }
-        prop_assert_eq!(shortcut.drain_journal(), general.drain_journal());
+        prop_assert_eq!(drained(&mut shortcut), drained(&mut general));
         prop_assert_eq!(
             serde_json::to_value(shortcut.stats()).unwrap(),
             serde_json::to_value(general.stats()).unwrap()
         );
     }
+}
+
+/// The shortcut counts its refusals under the 429's place among the usual outcomes.
+#[test]
+fn a_refusal_is_counted_as_a_429() {
+    assert_eq!(usual_status(429), Some(REFUSED_OUTCOME));
 }
