@@ -984,10 +984,17 @@ impl Measurement {
     /// Idempotency-Key, else its fingerprint: see `providers::ProviderTally`), is counted a
     /// duplicate here, with its tokens.
     /// `write`: a duplicate of `e` is a duplicate write (its kind's [`Facts::duplicate_write`]).
+    #[inline]
     fn observe_providers(&mut self, e: &Decided<'_>, provider: u8, write: bool) -> bool {
         if !self.providers.active() {
             return false;
         }
+        self.observe_several_providers(e, provider, write)
+    }
+
+    /// [`Measurement::observe_providers`] in a run with several providers.
+    #[inline(never)]
+    fn observe_several_providers(&mut self, e: &Decided<'_>, provider: u8, write: bool) -> bool {
         self.providers.billed(provider, e.billed_micro_usd());
         let cross = self.providers.observe(provider, e).duplicate;
         if cross {
@@ -1135,6 +1142,8 @@ impl Measurement {
 
     /// Counts `e`'s attempt by itself, in every figure a run adds up (see [`runs`]): an
     /// entry with no kind, or one sent for groups the driver did not key.
+    #[cold]
+    #[inline(never)]
     fn count_alone(&mut self, e: &Decided<'_>, f: Facts, bucket: usize, by: &SentBy<'_>) {
         let key = match by.group {
             Some(key) => key,
