@@ -337,8 +337,10 @@ mod tests {
                 };
                 for k in 0..repeats as u64 {
                     let mut e = entry(drawn);
-                    // Attempts of one run differ in what a run adds up.
-                    e.at_ms += k * step;
+                    // Attempts of one run differ in what a run adds up, and arrive out of
+                    // order when a step wraps (an error's first and last are a minimum and
+                    // a maximum, not the run's first and last).
+                    e.at_ms += (k * step) % 1_100;
                     e.done_ms = e.at_ms + 5;
                     e.logical_attempt += (k % 3) as u32;
                     e.tokens_used += k;
