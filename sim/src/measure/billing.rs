@@ -32,20 +32,27 @@ impl Billing {
             self.duplicate_micro_usd += e.billed_micro_usd();
         }
         if let Some(model) = e.model() {
-            let (f, micro) = match self.models.get_mut(model) {
-                Some(entry) => entry,
-                None => self.models.entry(Arc::clone(model)).or_default(),
-            };
-            f.outbound_attempts += 1;
-            if e.committed() && !e.replayed() {
-                f.completions += 1;
-                f.tokens_used += e.tokens_used();
-            }
-            *micro += e.billed_micro_usd();
+            self.observe_model(e, model);
         }
         if let Some(limit) = limit {
             self.limits[usize::from(limit)] += 1;
         }
+    }
+
+    /// [`Billing::observe`] of an entry billed as `model`: a search of the models by name,
+    /// out of line (an entry refused before a model was named has none).
+    #[inline(never)]
+    fn observe_model(&mut self, e: &Decided<'_>, model: &Arc<str>) {
+        let (f, micro) = match self.models.get_mut(model) {
+            Some(entry) => entry,
+            None => self.models.entry(Arc::clone(model)).or_default(),
+        };
+        f.outbound_attempts += 1;
+        if e.committed() && !e.replayed() {
+            f.completions += 1;
+            f.tokens_used += e.tokens_used();
+        }
+        *micro += e.billed_micro_usd();
     }
 
     /// Writes `billed_usd`, `duplicate_billed_usd`, `by_model` and `rate_limit_hits`.

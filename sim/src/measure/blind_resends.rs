@@ -54,7 +54,9 @@ impl BlindResends {
 
     /// [`BlindResends::observe`] with what `e`'s labels decide worked out before:
     /// `(is_create(e), is_lookup(e), e.committed() || leaves_client_unsure(e))`.
-    #[inline]
+    // Out of line: the measurement calls it for creates and look-ups only, which a storm of
+    // completions never makes.
+    #[inline(never)]
     pub(crate) fn observe_as(
         &mut self,
         e: &Decided<'_>,

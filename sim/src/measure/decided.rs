@@ -27,6 +27,21 @@ pub struct Decided<'a> {
     e: &'a JournalEntry,
 }
 
+/// The labels of one entry, where they lie (see [`Decided::labels`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Labels<'a> {
+    /// The outcome's label.
+    pub outcome: &'a str,
+    /// The route template.
+    pub route: &'a str,
+    /// The HTTP method.
+    pub method: &'a str,
+    /// The error code, if any.
+    pub error_code: Option<&'a str>,
+    /// The limit that refused it, if one did.
+    pub limit: Option<&'a str>,
+}
+
 impl<'a> From<&'a JournalEntry> for Decided<'a> {
     fn from(e: &'a JournalEntry) -> Self {
         Self { e }
@@ -144,6 +159,18 @@ impl<'a> Decided<'a> {
     #[inline]
     pub fn limit(&self) -> Option<&'a str> {
         self.e.limit.as_deref()
+    }
+    /// The labels above as they lie in the entry, static or made at run time: a kind is
+    /// recognised by where they are (see `kinds`).
+    #[inline]
+    pub fn labels(&self) -> Labels<'a> {
+        Labels {
+            outcome: &self.e.outcome,
+            route: &self.e.route,
+            method: &self.e.method,
+            error_code: self.e.error_code.as_deref(),
+            limit: self.e.limit.as_deref(),
+        }
     }
     /// Which of the labels above the provider wrote from its static tables: tallies key
     /// those by address (see `labels`).

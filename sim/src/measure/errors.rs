@@ -54,10 +54,17 @@ impl Errors {
     /// [`Errors::place`]).
     #[inline]
     pub(crate) fn count_at(&mut self, at: usize, at_ms: u64) {
+        self.count_n_at(at, 1, (at_ms, at_ms));
+    }
+
+    /// `n` unsuccessful attempts of the kind at place `at`, the earliest arrived at
+    /// `first_ms` and the latest at `last_ms`.
+    #[inline]
+    pub(crate) fn count_n_at(&mut self, at: usize, n: u64, (first_ms, last_ms): (u64, u64)) {
         let k = &mut self.kinds[at];
-        k.count += 1;
-        k.first_ms = k.first_ms.min(at_ms);
-        k.last_ms = k.last_ms.max(at_ms);
+        k.count += n;
+        k.first_ms = k.first_ms.min(first_ms);
+        k.last_ms = k.last_ms.max(last_ms);
     }
 
     /// The table: most frequent first, then by status and message, so the order is the

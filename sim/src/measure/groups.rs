@@ -110,7 +110,7 @@ pub(crate) struct Groups {
 }
 
 /// Attempts counted together: `(attempts, tokens used, idempotent replays)`.
-type AttemptCounts = (u64, u64, u64);
+pub(crate) type AttemptCounts = (u64, u64, u64);
 
 /// Combinations of groups whose requests' latencies are recorded once, in a [`Cell`]. Most
 /// runs' requests fall in a handful (one class, tenant, route and priority: one cell); a
@@ -134,7 +134,7 @@ struct Cell {
 /// position, so an attempt's figures are added without comparing names. A driver makes it
 /// once per request ([`super::Measurement::group_key`]) and hands it back with each
 /// attempt ([`super::SentBy::group`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct GroupKey {
     class: u32,
     tenant: u32,
@@ -223,23 +223,29 @@ impl Groups {
     /// an idempotent replay or not.
     #[inline]
     pub(crate) fn attempt_at(&mut self, at: (GroupKey, u32), tokens_used: u64, replayed: bool) {
+        self.attempts_at(at, (1, tokens_used, u64::from(replayed)));
+    }
+
+    /// [`Groups::attempt_at`] for `(attempts, tokens used, idempotent replays)` at once.
+    #[inline]
+    pub(crate) fn attempts_at(&mut self, at: (GroupKey, u32), counts: AttemptCounts) {
         match &mut self.attempts_pending {
             Some((pending, (n, tokens, replays))) if *pending == at => {
-                *n += 1;
-                *tokens += tokens_used;
-                *replays += u64::from(replayed);
+                *n += counts.0;
+                *tokens += counts.1;
+                *replays += counts.2;
             }
-            _ => self.attempt_at_other(at, tokens_used, replayed),
+            _ => self.attempts_at_other(at, counts),
         }
     }
 
-    /// [`Groups::attempt_at`] of another combination than the pending one's: the pending
-    /// attempts are added to their tallies, and this one's are pending.
+    /// [`Groups::attempts_at`] of another combination than the pending one's: the pending
+    /// attempts are added to their tallies, and these are pending.
     #[cold]
     #[inline(never)]
-    fn attempt_at_other(&mut self, at: (GroupKey, u32), tokens_used: u64, replayed: bool) {
+    fn attempts_at_other(&mut self, at: (GroupKey, u32), counts: AttemptCounts) {
         self.add_pending_attempts();
-        self.attempts_pending = Some((at, (1, tokens_used, u64::from(replayed))));
+        self.attempts_pending = Some((at, counts));
     }
 
     /// Adds the pending attempts to their tallies.

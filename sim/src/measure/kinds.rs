@@ -21,8 +21,8 @@ pub(crate) struct KindKey {
     outcome: &'static str,
     route: &'static str,
     method: &'static str,
-    /// `""` for an entry with none.
-    error_code: &'static str,
+    /// The error code, if it has one.
+    error_code: Option<&'static str>,
     /// The limit that refused it, if one did.
     limit: Option<&'static str>,
     status: Option<u16>,
@@ -38,7 +38,10 @@ impl KindKey {
             outcome: s.outcome?,
             route: s.route?,
             method: s.method?,
-            error_code: s.error_code?,
+            error_code: match e.error_code() {
+                None => None,
+                Some(_) => Some(s.error_code?),
+            },
             limit: match e.limit() {
                 None => None,
                 Some(_) => Some(s.limit?),
@@ -54,14 +57,55 @@ impl KindKey {
             && self.committed == other.committed
             && self.undelivered == other.undelivered
             && self.outcome.same(other.outcome)
-            && self.error_code.same(other.error_code)
+            && same_option(self.error_code, other.error_code)
             && self.route.same(other.route)
             && self.method.same(other.method)
-            && match (self.limit, other.limit) {
-                (None, None) => true,
-                (Some(a), Some(b)) => a.same(b),
-                _ => false,
-            }
+            && same_option(self.limit, other.limit)
+    }
+
+    /// Whether `e` is of this kind, compared with the entry where it lies (no key made).
+    ///
+    /// A label is compared by where its text is and its length, whether the provider
+    /// wrote it from its tables or made it at run time: a key's labels are statics, and a
+    /// text at a static's address with its length is that static (a text made at run time
+    /// lives elsewhere, but for an empty one, whose text is then the same). So a label
+    /// that compares the same is the same text, and the entry's facts are the kind's.
+    #[inline]
+    fn is_of(&self, e: &Decided<'_>) -> bool {
+        let labels = e.labels();
+        self.status == e.status()
+            && self.committed == e.committed()
+            && self.undelivered == e.undelivered()
+            && at(labels.outcome, self.outcome)
+            && at_option(labels.error_code, self.error_code)
+            && at(labels.route, self.route)
+            && at(labels.method, self.method)
+            && at_option(labels.limit, self.limit)
+    }
+}
+
+/// Whether two optional statics are both absent or the same static.
+fn same_option(a: Option<&'static str>, b: Option<&'static str>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => a.same(b),
+        _ => false,
+    }
+}
+
+/// Whether `label` is the text at `key`'s address, with its length.
+#[inline]
+fn at(label: &str, key: &'static str) -> bool {
+    std::ptr::eq(label, key)
+}
+
+/// [`at`] for an optional label and key: both absent, or the same.
+#[inline]
+fn at_option(label: Option<&str>, key: Option<&'static str>) -> bool {
+    match (label, key) {
+        (None, None) => true,
+        (Some(label), Some(key)) => at(label, key),
+        _ => false,
     }
 }
 
@@ -88,7 +132,17 @@ pub(crate) struct Facts {
     pub limit: Option<u8>,
     /// A duplicate of it is a duplicate write (its route is `/v1/records`).
     pub duplicate_write: bool,
+    /// Committed with its answer never taken: its tokens are undelivered tokens.
+    pub undelivered: bool,
+    /// Its column of the timeseries row's statuses ([`super::Column`]).
+    pub column: super::Column,
+    /// Its kind's place among the kinds met ([`Kinds::facts_at`]); [`NO_KIND`] for an
+    /// entry looked at afresh.
+    pub kind: u32,
 }
+
+/// [`Facts::kind`] of an entry looked at afresh, which has no kind.
+pub(crate) const NO_KIND: u32 = u32::MAX;
 
 /// The kinds a run has met, with their facts and the attempts of each not yet added to the
 /// summary's counts by status.
@@ -102,20 +156,23 @@ pub(crate) struct Kinds {
 }
 
 impl Kinds {
-    /// The facts of kind `key` when it is the kind found last, the attempt counted in its
-    /// pending attempts; `None` otherwise (then [`Kinds::count_other`]).
+    /// The facts of entry `e` when it is of the kind found last, the attempt counted in
+    /// its pending attempts; `None` otherwise (then [`KindKey::of`] and
+    /// [`Kinds::count_other`]).
     #[inline]
-    pub(crate) fn count_last(&mut self, key: &KindKey) -> Option<Facts> {
+    pub(crate) fn count_last(&mut self, e: &Decided<'_>) -> Option<&Facts> {
         let (k, facts) = self.kinds.get(self.last)?;
-        if !k.same(key) {
+        if !k.is_of(e) {
             return None;
         }
-        let facts = *facts;
-        self.pending[self.last] += 1;
+        // Lent, not copied: the caller copies it once, where it keeps it.
+        if let Some(n) = self.pending.get_mut(self.last) {
+            *n += 1;
+        }
         Some(facts)
     }
 
-    /// [`Kinds::count_last`] for a kind met before but not last; `None` for a new one
+    /// [`Kinds::count_last`] for a kind met before but not last, by its key; `None` for a new one
     /// (then [`Kinds::count_new`]).
     pub(crate) fn count_other(&mut self, key: &KindKey) -> Option<Facts> {
         let at = self.kinds.iter().position(|(k, _)| k.same(key))?;
@@ -124,11 +181,22 @@ impl Kinds {
         Some(self.kinds[at].1)
     }
 
-    /// Keeps new kind `key` with its `facts`, the attempt counted in its pending attempts.
-    pub(crate) fn count_new(&mut self, key: KindKey, facts: Facts) {
+    /// Keeps new kind `key` with its `facts`, the attempt counted in its pending attempts;
+    /// returns the facts with their kind's place.
+    pub(crate) fn count_new(&mut self, key: KindKey, facts: Facts) -> Facts {
+        let facts = Facts {
+            kind: u32::try_from(self.kinds.len()).expect("fewer than 2^32 kinds"),
+            ..facts
+        };
         self.kinds.push((key, facts));
         self.pending.push(1);
         self.last = self.kinds.len() - 1;
+        facts
+    }
+
+    /// The facts of the kind at place `kind` ([`Facts::kind`]).
+    pub(crate) fn facts_at(&self, kind: u32) -> Facts {
+        self.kinds[kind as usize].1
     }
 
     /// Each kind's outcome label and its attempts not yet added to the summary, taken
@@ -239,26 +307,56 @@ mod tests {
 
     proptest! {
         /// Every figure of a run of random entries is the same whether each entry's facts
-        /// come from its kind (the kind found last, another met before, or a new one) or
-        /// from looking at the entry afresh: a kind's facts are a fresh look's.
+        /// come from its kind (the kind found last, another met before, or a new one) and
+        /// its attempt is counted in a run of like attempts (see `runs`), or the entry is
+        /// looked at afresh and its attempt counted alone: a kind's facts are a fresh
+        /// look's, and a run's figures the sum of its attempts'. Entries come in runs of
+        /// one kind, as a storm's refusals come, for two tenants, with or without the key
+        /// of their groups, across buckets, the figures read at random points.
         #[test]
         fn kinds_decide_what_a_fresh_look_decides(
-            runs in proptest::collection::vec((drawn(), 1usize..6), 1..60),
+            runs in proptest::collection::vec(
+                (drawn(), 1usize..6, (any::<bool>(), 0u8..4), 0u64..400),
+                1..60,
+            ),
+            reads in proptest::collection::vec(any::<bool>(), 8),
         ) {
             let mut by_kind = Measurement::new(1_000, 60_000);
             let mut afresh = Measurement::new(1_000, 60_000);
             afresh.no_kinds = true;
-            let by = SentBy { tenant: "t", class: "c", ..SentBy::default() };
-            for (drawn, repeats) in runs {
-                // Runs of one kind, as a storm's refusals come.
-                for _ in 0..repeats {
-                    let e = entry(drawn);
-                    by_kind.on_journal(&e, Some(e.at_ms + 9), &by);
-                    afresh.on_journal(&e, Some(e.at_ms + 9), &by);
-                    prop_assert_eq!(
-                        format!("{:?}", by_kind.running()),
-                        format!("{:?}", afresh.running())
-                    );
+            let mut read = reads.iter().cycle();
+            for (drawn, repeats, (other_tenant, keyed), step) in runs {
+                let tenant = if other_tenant { "u" } else { "t" };
+                let by = |m: &mut Measurement| SentBy {
+                    tenant,
+                    class: "c",
+                    // Mostly keyed, as the virtual driver sends.
+                    group: (keyed > 0)
+                        .then(|| m.group_key(tenant, "c", stampede_core::Priority::Normal)),
+                    ..SentBy::default()
+                };
+                for k in 0..repeats as u64 {
+                    let mut e = entry(drawn);
+                    // Attempts of one run differ in what a run adds up, and arrive out of
+                    // order when a step wraps (an error's first and last are a minimum and
+                    // a maximum, not the run's first and last).
+                    e.at_ms += (k * step) % 1_100;
+                    e.done_ms = e.at_ms + 5;
+                    e.logical_attempt += (k % 3) as u32;
+                    e.tokens_used += k;
+                    e.retry_after_violation = k % 2 == 1;
+                    e.scope_wait_violation = k % 3 == 2;
+                    e.replayed = k % 4 == 3;
+                    let sent = by(&mut by_kind);
+                    by_kind.on_journal(&e, Some(e.at_ms + 9), &sent);
+                    let sent = by(&mut afresh);
+                    afresh.on_journal(&e, Some(e.at_ms + 9), &sent);
+                    if *read.next().unwrap() && *read.next().unwrap() {
+                        prop_assert_eq!(
+                            format!("{:?}", by_kind.running()),
+                            format!("{:?}", afresh.running())
+                        );
+                    }
                 }
             }
             prop_assert_eq!(

@@ -16,6 +16,7 @@ pub mod percentiles;
 pub mod providers;
 pub mod queues;
 pub mod retry_groups;
+mod runs;
 mod starvation;
 pub mod waves;
 
@@ -31,9 +32,11 @@ use buckets::{Backlog, BucketQuantiles};
 use errors::Errors;
 pub use groups::{action_route, request_route, Group, GroupKey};
 use groups::{GroupEnd, Groups};
-use kinds::{Facts, KindKey, Kinds};
+use kinds::{Facts, KindKey, Kinds, NO_KIND};
 use labels::ByStatic;
 use percentiles::Distribution;
+pub(crate) use runs::Column;
+use runs::{Run, RunAt};
 use waves::RetryBins;
 
 /// Figures accumulated while a run plays. Memory grows with the run's length in buckets
@@ -109,8 +112,11 @@ pub struct Measurement {
     /// The kinds of entries met, with what their labels decide (see [`kinds`]), and their
     /// attempts not yet added to `summary.status_counts` (as `status_pending`).
     kinds: Kinds,
+    /// The run of like attempts being counted (see [`runs`]).
+    run: Run,
     /// Tests only: look at every entry afresh, as an entry with a label made at run time
-    /// is, to hold the kinds' facts to a fresh look's.
+    /// is, to hold the kinds' facts to a fresh look's (and count each attempt alone, to
+    /// hold runs to it).
     #[cfg(test)]
     no_kinds: bool,
     /// The tenant row last counted: its bucket, its tenant's position in the tenant
@@ -306,6 +312,7 @@ impl Measurement {
             static_routes: ByStatic::default(),
             status_pending: ByStatic::default(),
             kinds: Kinds::default(),
+            run: Run::none(),
             #[cfg(test)]
             no_kinds: false,
             last_tenant_row: None,
@@ -348,6 +355,12 @@ impl Measurement {
 
     fn row(&mut self, t: u64) -> &mut TimeseriesRow {
         let i = self.bucket(t);
+        self.row_in(i)
+    }
+
+    /// The timeseries row of bucket `i`, made (with those before it) when missing.
+    #[inline]
+    fn row_in(&mut self, i: usize) -> &mut TimeseriesRow {
         if i >= self.rows.len() {
             let width = self.bucket_ms;
             let start = self.rows.len();
@@ -359,26 +372,31 @@ impl Measurement {
         &mut self.rows[i]
     }
 
-    /// [`Measurement::tenant_row`] of the tenant at `position` in the tenant grouping, when
-    /// the caller knows it: the row last counted is found again without comparing names.
-    fn tenant_row_at(&mut self, t: u64, tenant: &str, position: Option<u32>) -> &mut TenantRow {
-        let i = self.bucket(t);
-        let (i, row) = match (position, self.last_tenant_row) {
-            (Some(pos), Some((bucket, last, row))) if bucket == i && last == pos => (i, row),
+    /// The place of the row of `tenant` in the bucket of `t`, `i`, among the bucket's
+    /// tenant rows (made when missing). `position`: the tenant's place in the tenant
+    /// grouping, when the caller knows it: the row last counted is then found again
+    /// without comparing names.
+    #[inline]
+    fn tenant_row_place(
+        &mut self,
+        (t, i): (u64, usize),
+        tenant: &str,
+        position: Option<u32>,
+    ) -> usize {
+        debug_assert_eq!(i, self.bucket(t));
+        let row = match (position, self.last_tenant_row) {
+            (Some(pos), Some((bucket, last, row))) if bucket == i && last == pos => row,
             _ => {
                 let (i, row) = self.tenant_row_index(t, tenant);
                 self.last_tenant_row = position.map(|pos| (i, pos, row));
-                (i, row)
+                row
             }
         };
-        let found = &mut self.tenants[i][row];
-        debug_assert_eq!(found.tenant, tenant, "a position names one tenant");
-        found
-    }
-
-    fn tenant_row(&mut self, t: u64, tenant: &str) -> &mut TenantRow {
-        let (i, row) = self.tenant_row_index(t, tenant);
-        &mut self.tenants[i][row]
+        debug_assert_eq!(
+            self.tenants[i][row].tenant, tenant,
+            "a position names one tenant"
+        );
+        row
     }
 
     /// Where the row of `tenant` in the bucket of `t` is, `(bucket, place)`, made when
@@ -462,8 +480,9 @@ impl Measurement {
 
     /// Adds the attempts counted by static outcome label and by kind since the last call
     /// to `summary.status_counts`, and the failures counted by reason to
-    /// `summary.failures_by_reason`.
+    /// `summary.failures_by_reason`; writes the run of attempts being counted.
     fn add_pending_statuses(&mut self) {
+        self.end_run();
         for (label, n) in self.status_pending.iter_mut() {
             if *n > 0 {
                 count_by_name(&mut self.summary.status_counts, label, std::mem::take(n));
@@ -690,8 +709,10 @@ impl Measurement {
             row.failed += 1;
         }
         if completed {
-            self.tenant_row(at, tenant).completed += 1;
             let b = self.bucket(at);
+            let position = group.map(|(key, _)| key.tenant());
+            let place = self.tenant_row_place((at, b), tenant, position);
+            self.tenants[b][place].completed += 1;
             if self.bucket_latency.0 != Some(b) {
                 self.flush_bucket_latency();
                 self.bucket_latency.0 = Some(b);
@@ -891,25 +912,24 @@ impl Measurement {
         if self.no_kinds {
             return self.facts_afresh(e);
         }
+        if let Some(facts) = self.kinds.count_last(e) {
+            return *facts;
+        }
+        self.facts_of_kind(e)
+    }
+
+    /// [`Measurement::facts`] of an entry not of the kind met last.
+    #[cold]
+    #[inline(never)]
+    fn facts_of_kind(&mut self, e: &Decided<'_>) -> Facts {
         let Some(key) = KindKey::of(e) else {
             return self.facts_afresh(e);
         };
-        if let Some(facts) = self.kinds.count_last(&key) {
-            return facts;
-        }
-        self.facts_of_kind(e, key)
-    }
-
-    /// [`Measurement::facts`] of a kind not met last.
-    #[cold]
-    #[inline(never)]
-    fn facts_of_kind(&mut self, e: &Decided<'_>, key: KindKey) -> Facts {
         if let Some(facts) = self.kinds.count_other(&key) {
             return facts;
         }
         let facts = self.facts_of(e);
-        self.kinds.count_new(key, facts);
-        facts
+        self.kinds.count_new(key, facts)
     }
 
     /// [`Measurement::facts`] of an entry looked at afresh (a label made at run time), its
@@ -953,6 +973,9 @@ impl Measurement {
             group: retry_groups::group_of(e),
             limit: e.limit().map(billing::limit_index),
             duplicate_write: e.route() == "/v1/records",
+            undelivered: e.undelivered(),
+            column: Column::of(e.status(), success),
+            kind: NO_KIND,
         }
     }
 
@@ -961,10 +984,17 @@ impl Measurement {
     /// Idempotency-Key, else its fingerprint: see `providers::ProviderTally`), is counted a
     /// duplicate here, with its tokens.
     /// `write`: a duplicate of `e` is a duplicate write (its kind's [`Facts::duplicate_write`]).
+    #[inline]
     fn observe_providers(&mut self, e: &Decided<'_>, provider: u8, write: bool) -> bool {
         if !self.providers.active() {
             return false;
         }
+        self.observe_several_providers(e, provider, write)
+    }
+
+    /// [`Measurement::observe_providers`] in a run with several providers.
+    #[inline(never)]
+    fn observe_several_providers(&mut self, e: &Decided<'_>, provider: u8, write: bool) -> bool {
         self.providers.billed(provider, e.billed_micro_usd());
         let cross = self.providers.observe(provider, e).duplicate;
         if cross {
@@ -995,37 +1025,141 @@ impl Measurement {
         client_done_ms: Option<u64>,
         by: &SentBy<'_>,
     ) {
-        let route = f.route;
-        let key = match by.group {
-            Some(key) => key,
-            None => self.groups.key(by.class, by.tenant, by.priority),
-        };
-        self.groups
-            .attempt_at((key, route), e.tokens_used(), e.replayed());
-        self.summary.duplicates_suppressed += u64::from(e.replayed());
+        // Its bucket, found once for the service time, the timeseries row and the tenant's.
+        let bucket = self.bucket(e.at_ms());
         // A success whose answer the client never took is an error (see `facts_of`), and in
         // the time series with the attempts that got no whole answer.
-        let success = f.success;
-        if success {
+        if f.success {
             let done = if e.done_ms() == 0 {
                 client_done_ms.unwrap_or(e.at_ms())
             } else {
                 e.done_ms()
             };
-            let bucket = self.bucket(e.at_ms());
             let (open, closed) = &mut self.bucket_service;
             closed.extend(open.record(bucket, done.saturating_sub(e.at_ms())));
+        }
+        // Neither a create nor a look-up moves no write's fate.
+        if f.create || f.lookup {
+            let blind = self.blind.observe_as(e, (f.create, f.lookup, f.unsure));
+            self.summary.blind_resends += u64::from(blind);
+        }
+        if e.logical_attempt() > 1 {
+            self.retry_bins.record(e.at_ms());
+        }
+        match by.group {
+            Some(key) if f.kind != NO_KIND => self.count_in_run(e, f, (bucket, key), by.tenant),
+            _ => self.count_alone(e, f, bucket, by),
+        }
+    }
+
+    /// Counts `e`'s attempt in the run of like attempts (see [`runs`]): `bucket` is its
+    /// bucket, `key` its groups, `tenant` its tenant's name. A run of another kind, bucket
+    /// or groups is written first.
+    #[inline]
+    fn count_in_run(
+        &mut self,
+        e: &Decided<'_>,
+        f: Facts,
+        (bucket, key): (usize, GroupKey),
+        tenant: &str,
+    ) {
+        let at = RunAt {
+            kind: f.kind,
+            bucket,
+            key,
+        };
+        if self.run.at != at {
+            self.start_run(at, e.at_ms(), tenant);
+        }
+        let run = &mut self.run;
+        run.attempts += 1;
+        run.retries += u64::from(e.logical_attempt() > 1);
+        run.firsts += u64::from(e.logical_attempt() == 1);
+        run.retry_after_violations += u64::from(e.retry_after_violation());
+        run.scope_wait_violations += u64::from(e.scope_wait_violation());
+        run.tokens_used += e.tokens_used();
+        run.duplicates += u64::from(e.duplicate());
+        run.duplicate_tokens += e.duplicate_tokens();
+        run.replays += u64::from(e.replayed());
+        run.first_ms = run.first_ms.min(e.at_ms());
+        run.last_ms = run.last_ms.max(e.at_ms());
+    }
+
+    /// Writes the run being counted and opens one at `at`, for an attempt that arrived at
+    /// `at_ms` for `tenant`: its timeseries row and its tenant's row are made now, as
+    /// counting the attempt alone makes them.
+    #[cold]
+    #[inline(never)]
+    fn start_run(&mut self, at: RunAt, at_ms: u64, tenant: &str) {
+        self.end_run();
+        self.row_in(at.bucket);
+        let tenant_row = self.tenant_row_place((at_ms, at.bucket), tenant, Some(at.key.tenant()));
+        self.run = Run::starting(at, tenant_row);
+    }
+
+    /// Adds the run being counted to its figures, and leaves none open.
+    fn end_run(&mut self) {
+        let run = std::mem::replace(&mut self.run, Run::none());
+        if run.attempts == 0 {
+            return;
+        }
+        let f = self.kinds.facts_at(run.at.kind);
+        let n = run.attempts;
+        self.groups
+            .attempts_at((run.at.key, f.route), (n, run.tokens_used, run.replays));
+        if !f.success {
+            self.errors
+                .count_n_at(f.error_at, n, (run.first_ms, run.last_ms));
+        }
+        let s = &mut self.summary;
+        s.duplicates_suppressed += run.replays;
+        s.outbound_attempts += n;
+        s.retries += run.retries;
+        s.provider_logical_requests += run.firsts;
+        s.retry_after_violations += run.retry_after_violations;
+        s.scope_wait_violations += run.scope_wait_violations;
+        if f.lookup {
+            s.reconciliations += n;
+        }
+        s.tokens_used += run.tokens_used;
+        s.duplicates += run.duplicates;
+        if f.duplicate_write {
+            s.duplicate_writes += run.duplicates;
         } else {
+            s.duplicate_completions += run.duplicates;
+        }
+        s.duplicate_tokens += run.duplicate_tokens;
+        if f.undelivered {
+            s.undelivered_tokens += run.tokens_used;
+        }
+        let row = &mut self.rows[run.at.bucket];
+        row.attempts += n;
+        row.retries += run.retries;
+        f.column.count(row, n);
+        row.tokens_used += run.tokens_used;
+        self.tenants[run.at.bucket][run.tenant_row].attempts += n;
+    }
+
+    /// Counts `e`'s attempt by itself, in every figure a run adds up (see [`runs`]): an
+    /// entry with no kind, or one sent for groups the driver did not key.
+    #[cold]
+    #[inline(never)]
+    fn count_alone(&mut self, e: &Decided<'_>, f: Facts, bucket: usize, by: &SentBy<'_>) {
+        let key = match by.group {
+            Some(key) => key,
+            None => self.groups.key(by.class, by.tenant, by.priority),
+        };
+        self.groups
+            .attempt_at((key, f.route), e.tokens_used(), e.replayed());
+        if !f.success {
             self.errors.count_at(f.error_at, e.at_ms());
         }
-        let blind = self.blind.observe_as(e, (f.create, f.lookup, f.unsure));
-        self.summary.blind_resends += u64::from(blind);
         let s = &mut self.summary;
+        s.duplicates_suppressed += u64::from(e.replayed());
         s.outbound_attempts += 1;
         let retry = e.logical_attempt() > 1;
         if retry {
             s.retries += 1;
-            self.retry_bins.record(e.at_ms());
         }
         s.provider_logical_requests += u64::from(e.logical_attempt() == 1);
         s.retry_after_violations += u64::from(e.retry_after_violation());
@@ -1046,22 +1180,16 @@ impl Measurement {
         if e.undelivered() {
             s.undelivered_tokens += e.tokens_used();
         }
-        let row = self.row(e.at_ms());
+        let row = self.row_in(bucket);
         row.attempts += 1;
         if retry {
             row.retries += 1;
         }
-        match e.status() {
-            Some(200..=299) if success => row.status_2xx += 1,
-            Some(429) => row.status_429 += 1,
-            Some(503) => row.status_503 += 1,
-            Some(500..=599) => row.status_5xx_other += 1,
-            Some(400..=499) => row.status_4xx_other += 1,
-            _ => row.dropped += 1,
-        }
+        f.column.count(row, 1);
         row.tokens_used += e.tokens_used();
         let tenant_at = by.group.map(GroupKey::tenant);
-        self.tenant_row_at(e.at_ms(), by.tenant, tenant_at).attempts += 1;
+        let place = self.tenant_row_place((e.at_ms(), bucket), by.tenant, tenant_at);
+        self.tenants[bucket][place].attempts += 1;
     }
 
     /// The route grouping's position of entry `e`'s `METHOD /template`: by the static

@@ -19,8 +19,9 @@ use stampede_provider::model::JournalEntry;
 /// Logical requests whose last answer is remembered at most (the newest, per provider).
 pub const REMEMBERED: usize = 1 << 18;
 
-/// A ring slot of a request whose answer was not seen.
-const NONE: u8 = u8::MAX;
+/// A ring slot of a request whose answer was not seen: read as [`UNKNOWN`], as a retry of
+/// it counts, so a slot's value is what a read gives without a second look.
+const NONE: u8 = UNKNOWN;
 
 /// The group names, in the order of their index.
 pub const GROUPS: [&str; 8] = [
@@ -106,10 +107,10 @@ impl Window {
         if logical > self.newest || !self.holds(logical) {
             return UNKNOWN;
         }
-        match self.groups.get(Self::slot(logical)) {
-            Some(&g) if g != NONE => g,
-            _ => UNKNOWN,
-        }
+        self.groups
+            .get(Self::slot(logical))
+            .copied()
+            .unwrap_or(UNKNOWN)
     }
 
     /// [`Window::set`] that returns what [`Window::get`] gave before: one look at the
@@ -118,8 +119,7 @@ impl Window {
     fn replace(&mut self, logical: u64, group: u8) -> u8 {
         if logical <= self.newest && self.holds(logical) {
             if let Some(g) = self.groups.get_mut(Self::slot(logical)) {
-                let before = std::mem::replace(g, group);
-                return if before == NONE { UNKNOWN } else { before };
+                return std::mem::replace(g, group);
             }
         }
         let before = self.get(logical);
