@@ -104,6 +104,20 @@ impl<V> IdSlab<V> {
         place.as_mut().expect("just filled")
     }
 
+    /// The empty slot `id`, which is not held, now owns, for the caller to fill at once
+    /// (with `Some`): [`IdSlab::insert_new_from`] without the value, for a caller that
+    /// writes the value itself (`IdBand`, whose band and this slab share one write).
+    pub(crate) fn vacant(&mut self, id: JobId) -> &mut Option<V> {
+        debug_assert!(self.index.get(id).is_none(), "{id} is not held yet");
+        let slot = match self.free.pop() {
+            Some(slot) => slot,
+            None => self.push(None),
+        };
+        self.index.insert(id, slot);
+        self.last.set(Some((id, slot)));
+        self.slot_mut(slot)
+    }
+
     /// Appends a slot holding `value`; returns its number.
     fn push(&mut self, value: Option<V>) -> u32 {
         let slot = u32::try_from(self.slots()).expect("fewer than 2^32 values");
