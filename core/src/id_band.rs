@@ -79,21 +79,21 @@ fn empty_page<V>() -> Page<V> {
 
 impl<V> IdBand<V> {
     /// The band position of `id`, if within the band.
-    #[inline]
+    #[inline(always)]
     fn offset(&self, id: JobId) -> Option<usize> {
         let i = id.wrapping_sub(self.base);
         (i < self.len as u64).then_some(i as usize)
     }
 
     /// The slot of band position `i`.
-    #[inline]
+    #[inline(always)]
     fn slot(&self, i: usize) -> &Option<V> {
         let at = self.head + i;
         &self.pages[at / PAGE][at % PAGE]
     }
 
     /// The slot of band position `i`, to change.
-    #[inline]
+    #[inline(always)]
     fn slot_mut(&mut self, i: usize) -> &mut Option<V> {
         let at = self.head + i;
         &mut self.pages[at / PAGE][at % PAGE]
@@ -106,7 +106,7 @@ impl<V> IdBand<V> {
     }
 
     /// The value under `id`.
-    #[inline]
+    #[inline(always)]
     pub fn get(&self, id: &JobId) -> Option<&V> {
         if let Some(i) = self.offset(*id) {
             if let Some(value) = self.slot(i).as_ref() {
@@ -120,7 +120,7 @@ impl<V> IdBand<V> {
     }
 
     /// The value under `id`, to change.
-    #[inline]
+    #[inline(always)]
     pub fn get_mut(&mut self, id: &JobId) -> Option<&mut V> {
         if let Some(i) = self.offset(*id) {
             if self.slot(i).is_some() {
