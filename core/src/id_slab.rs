@@ -2,8 +2,9 @@
 //! freed slots, and only a small index (id to slot, an `IdIndex`) is searched.
 //! A hash map of the values themselves would move hundreds of bytes on every insert and
 //! removal and, at each doubling, hold the old and the new table of large values at once
-//! (tens of MB at the million-request run's hundred thousand live actions). The core's live
-//! actions, its in-memory ledger and a driver's per-action records all sit in one.
+//! (tens of MB at the million-request run's hundred thousand live actions). A driver's
+//! per-action records sit in one, and so do the values an `IdBand` (the core's live actions,
+//! attempts and in-memory ledger, by position) holds outside its band.
 //!
 //! The slots are kept in pages of [`PAGE`] that never move once full: growing adds a page
 //! rather than doubling one vector, so a slab holds at most one page more than its peak
@@ -102,6 +103,20 @@ impl<V> IdSlab<V> {
             *place = Some(make(part));
         }
         place.as_mut().expect("just filled")
+    }
+
+    /// The empty slot `id`, which is not held, now owns, for the caller to fill at once
+    /// (with `Some`): [`IdSlab::insert_new_from`] without the value, for a caller that
+    /// writes the value itself (`IdBand`, whose band and this slab share one write).
+    pub(crate) fn vacant(&mut self, id: JobId) -> &mut Option<V> {
+        debug_assert!(self.index.get(id).is_none(), "{id} is not held yet");
+        let slot = match self.free.pop() {
+            Some(slot) => slot,
+            None => self.push(None),
+        };
+        self.index.insert(id, slot);
+        self.last.set(Some((id, slot)));
+        self.slot_mut(slot)
     }
 
     /// Appends a slot holding `value`; returns its number.

@@ -1,7 +1,7 @@
 //! The ledger of logical actions, behind a small trait so a durable store can replace the
 //! in-memory one without the scheduler knowing.
 
-use crate::id_slab::IdSlab;
+use crate::id_band::IdBand;
 use crate::stored_entry::StoredEntry;
 
 use serde::{Deserialize, Serialize};
@@ -116,9 +116,11 @@ pub trait Ledger {
 #[derive(Debug, Default, Clone)]
 pub struct InMemoryLedger {
     /// Entries stored compact (shared names, short texts inline: a put copies no strings to
-    /// the heap) in a slab by job id, so nothing moves on insert or removal; `entries()`
-    /// sorts, so no order leaks.
-    stored: IdSlab<StoredEntry>,
+    /// the heap) by job id, each found by its place in a band of ids (`id_band`: an admission
+    /// is a push, a write a subtraction and a load, no index); `entries()` sorts, so no
+    /// order leaks. Only the ledgers that keep entries hold any (runs that plan a crash,
+    /// small; a long virtual run keeps nothing), so the band's ring may double.
+    stored: IdBand<StoredEntry>,
     /// Drop entries once they are terminal, so long runs do not grow memory with the total
     /// number of requests (only live actions and those left `reconciliation_required` stay).
     forget_terminal: bool,

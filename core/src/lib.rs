@@ -141,6 +141,7 @@ mod bucket;
 pub mod classify;
 mod command;
 mod degradation;
+mod id_band;
 mod id_hash;
 mod id_index;
 pub mod id_slab;

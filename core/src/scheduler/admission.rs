@@ -2,11 +2,11 @@
 //! priority has room, is given its idempotency key, and is persisted before anything is sent.
 
 use super::lanes::rank;
-use super::state::Tracked;
+use super::state::{Phase, Tracked};
 use super::{Rejection, RejectionCause, RejectionReason, Scheduler};
 use crate::audit::{AuditDetail, AuditKind};
 use crate::idempotency::derive_key;
-use crate::job::Job;
+use crate::job::{Job, Priority};
 use crate::ledger::{ActionState, Ledger, LedgerEntry};
 use crate::time::Millis;
 
@@ -148,7 +148,22 @@ impl<L: Ledger> Scheduler<L> {
         tracked.plan = plan;
         match not_before {
             Some(at) if at > now => self.delay_until(id, at),
-            _ => self.make_ready(id, false),
+            _ => {
+                // `make_ready` with the record at hand (it looked the action up again, in a
+                // call): a new action leaves no phase, so it only takes a ticket, is counted
+                // ready and joins the back of its lane.
+                debug_assert_eq!(tracked.phase, Phase::New);
+                self.seq += 1;
+                let ticket = self.seq;
+                tracked.phase = Phase::Ready;
+                tracked.ticket = ticket;
+                self.counts.ready += 1;
+                if priority == Priority::Bulk {
+                    self.counts.ready_bulk += 1;
+                }
+                self.lanes
+                    .push(tracked.lane, rank(priority), id, ticket, false);
+            }
         }
         Ok(())
     }

@@ -56,7 +56,20 @@ struct ReadySet {
 }
 
 impl ReadySet {
+    /// Adds `lane`. The common case inline: a lane already ready (an action joining a lane
+    /// with others waiting, as every admission to a backlog does) is one test of a bit.
+    #[inline]
     fn insert(&mut self, lane: u32) {
+        let (word, bit) = (lane as usize / 64, lane % 64);
+        if self.words.get(word).is_some_and(|w| w & (1u64 << bit) != 0) {
+            return;
+        }
+        self.insert_new(lane);
+    }
+
+    /// [`ReadySet::insert`] of a lane not in the set.
+    #[inline(never)]
+    fn insert_new(&mut self, lane: u32) {
         let (word, bit) = (lane as usize / 64, lane % 64);
         if word >= self.words.len() {
             self.words.resize(word + 1, 0);

@@ -159,8 +159,9 @@ pub struct Scheduler<L: Ledger = InMemoryLedger> {
     lanes: lanes::Lanes,
     /// Timers of delayed actions. Entries whose ticket is stale are skipped.
     delayed: timers::Timers,
-    /// Attempts on the wire by attempt id (ids rise, so they sit in a slab's sliding band).
-    in_flight: crate::id_slab::IdSlab<state::Flight>,
+    /// Attempts on the wire by attempt id: ids rise and mostly end in order, so each is
+    /// found by its position in a sliding band, with no index (`id_band`).
+    in_flight: crate::id_band::IdBand<state::Flight>,
     scopes: scope::Scopes,
     /// Live tasks, each action's by the slot it keeps.
     tasks: tasks::Tasks,
@@ -223,7 +224,7 @@ impl<L: Ledger> Scheduler<L> {
             jobs: job_table::JobTable::default(),
             lanes: lanes::Lanes::default(),
             delayed: timers::Timers::default(),
-            in_flight: crate::id_slab::IdSlab::default(),
+            in_flight: crate::id_band::IdBand::default(),
             scopes: scope::Scopes::default(),
             tasks: tasks::Tasks::new(policy.retry_budgets.per_task.enabled),
             coalescing: coalesce::Coalescing::default(),

@@ -127,9 +127,10 @@ impl<L: Ledger> Scheduler<L> {
         let (phase, priority, tenant, task) =
             (job.phase, job.entry.job.priority, job.tenant, job.task);
         match phase {
-            Phase::New | Phase::Ready | Phase::Delayed(_) | Phase::Answered => {
-                self.leave_phase(id, phase, priority)
-            }
+            // Nothing counts an answered (or new) action: no call to `leave_phase` for it
+            // (an answered action's end is every success's).
+            Phase::New | Phase::Answered => {}
+            Phase::Ready | Phase::Delayed(_) => self.leave_phase(id, phase, priority),
             Phase::InFlight(attempt) => {
                 if let Some(flight) = self.in_flight.remove(&attempt) {
                     self.slots_used = held_less(self.slots_used, 1, "slots in use");
