@@ -321,7 +321,7 @@ const TEMPLATES: [&str; 10] = [
 ];
 
 /// Where `route`'s template ([`RequestRoute::template`]) is in [`TEMPLATES`].
-fn template_slot(route: &RequestRoute) -> usize {
+pub(super) fn template_slot(route: &RequestRoute) -> usize {
     match route {
         RequestRoute::ChatCompletions => 0,
         RequestRoute::Messages => 1,

@@ -1948,16 +1948,14 @@ fn refusal_kind(
     route: &RequestRoute,
     refusal: limits::Refusal,
 ) -> Option<u64> {
-    let route: u64 = match route {
-        RequestRoute::ChatCompletions => 0,
-        RequestRoute::Messages => 1,
-        RequestRoute::Responses => 2,
-        RequestRoute::CountTokens => 3,
-        RequestRoute::Embeddings => 4,
-        RequestRoute::CreateRecord => 5,
-        RequestRoute::GetItem { .. } => 6,
-        RequestRoute::GetRecord { .. } | RequestRoute::FindRecords { .. } => return None,
-    };
+    if matches!(
+        route,
+        RequestRoute::GetRecord { .. } | RequestRoute::FindRecords { .. }
+    ) {
+        return None;
+    }
+    // A route's place among the fingerprint templates numbers it (below 16).
+    let route = identity::template_slot(route) as u64;
     let (scope, credential) = (u64::try_from(scope).ok()?, u64::try_from(credential).ok()?);
     if scope >= 1 << 24 || credential >= 1 << 24 {
         return None;
