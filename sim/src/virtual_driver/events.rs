@@ -128,7 +128,7 @@ impl EventQueue {
 
     /// Schedules at `at` (ms) the answer to `head`'s attempt, its outcome written by `hear`
     /// over the outcome its slot last held (a new slot holds a small one): see
-    /// [`crate::driver_common::translate::hear_into`].
+    /// `driver_common::translate::hear_into`.
     #[inline]
     pub fn push_answer(&mut self, at: Millis, head: AnswerHead, hear: impl FnOnce(&mut Outcome)) {
         let slot = match self.free.pop() {
