@@ -260,21 +260,8 @@ pub fn hear_into(place: &mut Outcome, send: &SendAttempt, decision: &Decision) {
             r.retry_after_ms = signals.retry_after.map(|r| r.delay_ms);
             r.rate = signals.rate.as_ref().and_then(rate_hint_of);
             r.error_code = error.as_ref().map(|e| e.code.clone());
-            r.usage = usage.map(|(prompt_tokens, completion_tokens)| Usage {
-                prompt_tokens,
-                completion_tokens,
-            });
-            r.operation_id = if (200..300).contains(status) {
-                completion_id
-                    .map(|id| OperationId::numbered(CompletionId::PREFIX, id.seq()))
-                    .or_else(|| {
-                        body.get("id")
-                            .and_then(|v| v.as_str())
-                            .map(OperationId::from)
-                    })
-            } else {
-                None
-            };
+            r.usage = usage_of(*usage);
+            r.operation_id = operation_id_of(*status, || completion_id.map(completion_op), body);
             return;
         }
     }
@@ -361,12 +348,7 @@ pub fn answered_typed(
     let rate = signals.rate.as_ref().and_then(rate_hint_of);
     let record = |id: RecordId| OperationId::rendered(&id);
     let typed = match ids.records {
-        // Its text is `CompletionId`'s display, written without `fmt` (once per success).
-        None => (
-            ids.completion
-                .map(|id| OperationId::numbered(CompletionId::PREFIX, id.seq())),
-            None,
-        ),
+        None => (ids.completion.map(completion_op), None),
         // One record: the body's `id`, and what a look-up found.
         Some(RecordsGiven::One(id)) => (
             Some(record(id)),
@@ -451,27 +433,48 @@ fn answered_with(
             _ => lookup_result(status, body),
         });
     }
-    let operation_id = if (200..300).contains(&status) {
-        typed_id.or_else(|| {
-            body.get("id")
-                .and_then(|v| v.as_str())
-                .map(OperationId::from)
-        })
-    } else {
-        None
-    };
-    let usage = usage.map(|(prompt_tokens, completion_tokens)| Usage {
-        prompt_tokens,
-        completion_tokens,
-    });
     Outcome::Response(Response {
         status,
         headers,
         retry_after_ms,
         rate,
         error_code,
-        usage,
-        operation_id,
+        usage: usage_of(usage),
+        operation_id: operation_id_of(status, || typed_id, body),
+    })
+}
+
+/// A completion's operation id, its text `CompletionId`'s display, written without `fmt`
+/// (once per success).
+#[inline]
+fn completion_op(id: CompletionId) -> OperationId {
+    OperationId::numbered(CompletionId::PREFIX, id.seq())
+}
+
+/// The operation id a success names: the one the model gave typed (`typed`, asked only for
+/// a success), else the body's `id`; none for any other status.
+#[inline]
+fn operation_id_of(
+    status: u16,
+    typed: impl FnOnce() -> Option<OperationId>,
+    body: &serde_json::Value,
+) -> Option<OperationId> {
+    if !(200..300).contains(&status) {
+        return None;
+    }
+    typed().or_else(|| {
+        body.get("id")
+            .and_then(|v| v.as_str())
+            .map(OperationId::from)
+    })
+}
+
+/// The token counts an answer reported, as the core's `Usage`.
+#[inline]
+fn usage_of(usage: Option<(u32, u32)>) -> Option<Usage> {
+    usage.map(|(prompt_tokens, completion_tokens)| Usage {
+        prompt_tokens,
+        completion_tokens,
     })
 }
 

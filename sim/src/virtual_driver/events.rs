@@ -13,16 +13,9 @@ pub enum Event {
     /// The client hears how attempt `attempt_no` of action `job` ended; the provider's side
     /// of it (`seq`) departs.
     Answer {
-        /// The attempt's driver-wide id, unique across the runner's lives (`Crashes::global`).
-        attempt: AttemptId,
-        /// The logical action it was for.
-        job: JobId,
-        /// The attempt's 1-based number within its action.
-        attempt_no: u32,
-        /// The provider that answered (its index in the run's `ProviderSet`).
-        provider: u8,
-        /// The provider journal's sequence number of the attempt, whose slot departs now.
-        seq: u64,
+        /// Which attempt, of which action, from which provider (whose journal slot departs
+        /// now).
+        head: AnswerHead,
         /// What the core hears.
         outcome: Outcome,
     },
@@ -72,7 +65,7 @@ impl Ord for Timed {
 /// but its outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AnswerHead {
-    /// The attempt's driver-wide id (`Crashes::global`).
+    /// The attempt's driver-wide id, unique across the runner's lives (`Crashes::global`).
     pub attempt: AttemptId,
     /// The logical action it was for.
     pub job: JobId,
@@ -80,7 +73,8 @@ pub struct AnswerHead {
     pub attempt_no: u32,
     /// The provider that answered (its index in the run's `ProviderSet`).
     pub provider: u8,
-    /// The provider journal's sequence number of the attempt.
+    /// The provider journal's sequence number of the attempt, whose slot departs with the
+    /// answer.
     pub seq: u64,
 }
 
@@ -88,11 +82,13 @@ pub struct AnswerHead {
 /// small answer, written in a few stores.
 fn vacated() -> Event {
     Event::Answer {
-        attempt: 0,
-        job: 0,
-        attempt_no: 0,
-        provider: 0,
-        seq: 0,
+        head: AnswerHead {
+            attempt: 0,
+            job: 0,
+            attempt_no: 0,
+            provider: 0,
+            seq: 0,
+        },
         outcome: Outcome::Transport(stampede_core::TransportFailure::ReadTimeout),
     }
 }
@@ -140,23 +136,13 @@ impl EventQueue {
             *place = vacated();
         }
         let Event::Answer {
-            attempt,
-            job,
-            attempt_no,
-            provider,
-            seq,
+            head: held,
             outcome,
         } = place
         else {
             unreachable!("the slot holds an answer")
         };
-        (*attempt, *job, *attempt_no, *provider, *seq) = (
-            head.attempt,
-            head.job,
-            head.attempt_no,
-            head.provider,
-            head.seq,
-        );
+        *held = head;
         hear(outcome);
         self.schedule(at, slot);
     }
@@ -234,11 +220,13 @@ mod tests {
 
     fn answer(attempt: AttemptId) -> Event {
         Event::Answer {
-            attempt,
-            job: attempt,
-            attempt_no: 1,
-            provider: 0,
-            seq: attempt,
+            head: AnswerHead {
+                attempt,
+                job: attempt,
+                attempt_no: 1,
+                provider: 0,
+                seq: attempt,
+            },
             outcome: Outcome::Transport(TransportFailure::ReadTimeout),
         }
     }

@@ -32,7 +32,7 @@ use crate::progress::{self, Pacer, Progress, Snapshot};
 use crate::scenario::Scenario;
 use crate::sink::{AttemptSink, AuditSink, NoAudit};
 use crash::{Crashes, Delivery};
-use events::Event;
+use events::{AnswerHead, Event};
 use fleet::Fleet;
 use provider_set::ProviderSet;
 use wire::ModelWire;
@@ -164,27 +164,26 @@ pub fn run_observed(
         // about 200 bytes, and moving it out was a copy of bytes written at its send.
         while let Some(event) = wire.queue.peek_due(now) {
             match event {
-                Event::Answer {
-                    attempt,
-                    job,
-                    attempt_no,
-                    provider,
-                    seq,
-                    outcome,
-                } => {
-                    let job = *job;
+                Event::Answer { head, outcome } => {
+                    let AnswerHead {
+                        attempt,
+                        job,
+                        attempt_no,
+                        provider,
+                        seq,
+                    } = *head;
                     // The core settles the answer next, and the driver's record is read again
                     // when the action's terminal comes out: both were last touched at its
                     // send, long gone from cache.
                     core.prefetch(job);
                     turn.live.prefetch(job);
-                    wire.providers.depart(*provider, *seq, now);
-                    match wire.crashes.deliver(*attempt) {
+                    wire.providers.depart(provider, seq, now);
+                    match wire.crashes.deliver(attempt) {
                         Delivery::Deliver(attempt) => {
                             let heard = Heard {
                                 attempt,
                                 job,
-                                attempt_no: *attempt_no,
+                                attempt_no,
                             };
                             turn.answer(&mut core, heard, outcome, now);
                         }
