@@ -8,7 +8,9 @@ use crate::scenario::TokenCount;
 /// z-score of the 99th percentile of a standard normal distribution.
 const Z99: f64 = 2.326_347_874;
 
-/// One draw (tokens). The reference [`Prepared::draw`] is held to.
+/// One draw (tokens), working out the distribution at every draw: the reference
+/// [`Prepared::draw`] is held to, which the workload draws with.
+#[cfg(test)]
 pub fn draw(count: TokenCount, rng: &mut ChaCha8Rng) -> u32 {
     match count {
         TokenCount::Fixed(n) => n,
@@ -25,7 +27,7 @@ pub fn draw(count: TokenCount, rng: &mut ChaCha8Rng) -> u32 {
 
 /// A token count's distribution with what each draw of it needs worked out once: a
 /// log-normal's `mu` and `sigma` took two logarithms a draw (about 370 instructions of each
-/// arrival). The same draws as [`draw`], bit for bit: the same operations on the same
+/// arrival). The same draws as `draw` (the tests' reference), bit for bit: the same operations on the same
 /// values, done once.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Prepared {
@@ -67,7 +69,7 @@ impl Prepared {
         }
     }
 
-    /// One draw (tokens): what [`draw`] draws from the same stream.
+    /// One draw (tokens): what `draw` (the tests' reference) draws from the same stream.
     pub fn draw(self, rng: &mut ChaCha8Rng) -> u32 {
         match self {
             Prepared::Fixed(n) => n,
