@@ -14,7 +14,7 @@ use super::scope::Blocked;
 use super::state::{self, Flight, NextSend, Phase};
 use super::Scheduler;
 use crate::audit::{AuditDetail, AuditKind};
-use crate::command::{Command, Reason, SendAttempt, SendKind, TerminalStatus};
+use crate::command::{Reason, SendAttempt, SendKind, TerminalStatus};
 use crate::degradation::RungKind;
 use crate::job::{JobId, Priority, Route};
 use crate::ledger::{ActionState, Ledger};
@@ -325,50 +325,67 @@ impl<L: Ledger> Scheduler<L> {
         let reserved_tokens = u32::try_from(tokens).unwrap_or(u32::MAX);
         let scope_index = job.scope;
         let lead = is_action && self.policy.coalesce_reads && job.entry.job.coalescable;
-        // Built where the driver will read it: a send made first and moved into the outbox
-        // was one more copy of its 150 bytes per attempt.
-        self.outbox.push_back(Command::Send(SendAttempt {
-            attempt,
-            job: id,
-            attempt_no,
-            kind,
-            credential,
-            scope: self.scopes.get(job.scope).id,
-            route: job.entry.job.route,
-            idempotency_key: if self.policy.send_idempotency_keys {
-                job.entry.job.idempotency_key.clone()
-            } else {
-                None
-            },
-            reserved_tokens,
-            timeout_ms: self.classes[job.class].timeout_ms,
-            // The route's own model wins (a bigger context), then a smaller_model rung's.
-            model: if is_action {
-                route_model
-                    .or_else(|| job.shape.as_ref().and_then(|s| s.model))
-                    .or(job.entry.job.model)
-            } else {
-                None
-            },
-            fallback: if is_action {
-                job.pending_fallback.take()
-            } else {
-                None
-            },
-            degraded: if is_action {
-                job.shape.as_ref().map(|s| s.kind)
-            } else {
-                None
-            },
-            trimmed: match job.shape.as_deref() {
-                Some(s) if is_action => {
-                    let own = (job.entry.job.prompt_tokens, job.entry.job.max_output_tokens);
-                    let cut = (s.prompt_tokens, s.max_output_tokens);
-                    (cut != own).then_some(cut)
-                }
-                _ => None,
-            },
-        }));
+        // Written where the driver will read it, over the last send (`Outbox::send_slot`),
+        // field by field: a send built and then pushed was built on the stack and copied
+        // in, and assigned whole it was still built aside (its old value is dropped first),
+        // its key's three words read back as wider loads while their stores were in flight.
+        // The pattern names every field, so a field added to `SendAttempt` cannot be missed.
+        let SendAttempt {
+            attempt: slot_attempt,
+            job: slot_job,
+            attempt_no: slot_attempt_no,
+            kind: slot_kind,
+            credential: slot_credential,
+            scope: slot_scope,
+            route: slot_route,
+            idempotency_key: slot_key,
+            reserved_tokens: slot_reserved,
+            timeout_ms: slot_timeout,
+            model: slot_model,
+            fallback: slot_fallback,
+            degraded: slot_degraded,
+            trimmed: slot_trimmed,
+        } = self.outbox.send_slot();
+        *slot_attempt = attempt;
+        *slot_job = id;
+        *slot_attempt_no = attempt_no;
+        *slot_kind = kind;
+        *slot_credential = credential;
+        *slot_scope = self.scopes.get(job.scope).id;
+        *slot_route = job.entry.job.route;
+        if self.policy.send_idempotency_keys {
+            slot_key.clone_from(&job.entry.job.idempotency_key);
+        } else {
+            *slot_key = None;
+        }
+        *slot_reserved = reserved_tokens;
+        *slot_timeout = self.classes[job.class].timeout_ms;
+        // The route's own model wins (a bigger context), then a smaller_model rung's.
+        *slot_model = if is_action {
+            route_model
+                .or_else(|| job.shape.as_ref().and_then(|s| s.model))
+                .or(job.entry.job.model)
+        } else {
+            None
+        };
+        *slot_fallback = if is_action {
+            job.pending_fallback.take()
+        } else {
+            None
+        };
+        *slot_degraded = if is_action {
+            job.shape.as_ref().map(|s| s.kind)
+        } else {
+            None
+        };
+        *slot_trimmed = match job.shape.as_deref() {
+            Some(s) if is_action => {
+                let own = (job.entry.job.prompt_tokens, job.entry.job.max_output_tokens);
+                let cut = (s.prompt_tokens, s.max_output_tokens);
+                (cut != own).then_some(cut)
+            }
+            _ => None,
+        };
         // The action left its ready lane (`lane_turn` popped it) for the wire.
         let priority = job.entry.job.priority;
         self.leave_ready(priority);

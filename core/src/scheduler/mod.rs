@@ -16,6 +16,7 @@ mod fallback;
 mod job_table;
 mod lanes;
 mod last_name;
+mod outbox;
 mod peers;
 mod queueing;
 mod reconcile;
@@ -29,7 +30,7 @@ mod terminal;
 mod timers;
 
 use std::borrow::Borrow;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -173,7 +174,8 @@ pub struct Scheduler<L: Ledger = InMemoryLedger> {
     /// Wide breaker paths (a key, or a task's endpoint; `breaker::wide_path`) that opened,
     /// with the fingerprint that opened them.
     open_wide: BTreeMap<String, String>,
-    outbox: VecDeque<Command>,
+    /// Commands waiting for the driver, in order (see `outbox`).
+    outbox: outbox::Outbox,
     /// `peek` lent the outbox's front and `consume` has not taken it yet.
     lent: bool,
     /// The lane head behind the last action sent: most often the next one sent.
@@ -231,7 +233,7 @@ impl<L: Ledger> Scheduler<L> {
             breaker,
             open_paths: BTreeMap::new(),
             open_wide: BTreeMap::new(),
-            outbox: VecDeque::new(),
+            outbox: outbox::Outbox::default(),
             lent: false,
             next_head: None,
             audit: Vec::new(),
@@ -342,23 +344,7 @@ impl<L: Ledger> Scheduler<L> {
     pub fn consume(&mut self) {
         assert!(self.lent, "consume without a command lent by peek");
         self.lent = false;
-        // Dropped where it lies: `pop_front` copies the command (160 bytes) out first, and
-        // reading it back from that copy stalled on the copy's stores; `drain(..1)` drops it
-        // in place but runs 64 instructions more a cycle in its iterator and guard. The
-        // outbox nearly always holds this one command.
-        if self.outbox.len() == 1 {
-            self.outbox.clear();
-        } else {
-            self.consume_one_of_several();
-        }
-    }
-
-    /// [`Scheduler::consume`] when other commands wait behind the one lent (rare: a
-    /// terminal's followers): kept out of line, so the common case saves no registers for it.
-    #[cold]
-    #[inline(never)]
-    fn consume_one_of_several(&mut self) {
-        drop(self.outbox.pop_front());
+        self.outbox.consume();
     }
 
     /// When the scheduler next wants `poll` called if nothing else happens (ms since run

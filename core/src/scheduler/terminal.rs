@@ -4,15 +4,17 @@
 //! All of it happens in one call, with no command emitted between the ledger's write and
 //! the report: the write comes first because the record is then at hand.
 
+use super::audit_log::record_to;
 use super::lanes::rank;
 use super::state::{held_less, NextSend, Phase, Tracked};
 use super::Scheduler;
-use crate::audit::{AuditDetail, AuditKind};
+use crate::audit::{AuditDetail, AuditEvent, AuditKind};
 use smallvec::smallvec;
 
-use crate::command::{Command, NextAction, NextActions, Reason, Terminal, TerminalStatus};
+use crate::command::{NextAction, NextActions, Reason, Terminal, TerminalStatus};
 use crate::job::JobId;
 use crate::ledger::{ActionState, Ledger};
+use crate::policy::Policy;
 use crate::time::Millis;
 
 impl<L: Ledger> Scheduler<L> {
@@ -29,7 +31,9 @@ impl<L: Ledger> Scheduler<L> {
 
     /// Ends an action: its `Finish` (then its coalesced followers') goes to the outbox.
     /// The action's record is read and changed where it lies in the live table and dropped
-    /// there at the end: moving it out first copied its 400 bytes once per terminal.
+    /// there at the end: moving it out first copied its 400 bytes once per terminal. The
+    /// terminal is written where the driver reads it (`Outbox::finish_slot`), not built and
+    /// then copied in.
     pub(super) fn finish(
         &mut self,
         id: JobId,
@@ -41,29 +45,61 @@ impl<L: Ledger> Scheduler<L> {
             return;
         }
         let job = &self.jobs[&id];
-        let terminal = Terminal {
-            job: id,
-            status,
-            sent: job.sent,
-            last_status: job.last_status,
-            attempts: job.entry.attempts,
-            waited_ms: job.entry.waited_ms,
-            operation_id: job.entry.operation_id.clone(),
-            next_actions: self.next_actions(job, status, &reason, now),
-            reason,
-        };
+        // None after a success (every terminal of a storm of successes): nothing to work
+        // out, and nothing built aside to copy into the slot.
+        let next_actions = (status != TerminalStatus::Completed)
+            .then(|| self.next_actions(job, status, &reason, now));
+        // Written field by field where the driver reads it (see `launch`: a whole terminal
+        // assigned was built aside and copied in, and the copy's wide loads stalled on the
+        // narrow stores of its operation id and next actions). The pattern names every
+        // field, so a field added to `Terminal` cannot be missed.
+        let terminal = self.outbox.finish_slot();
+        let Terminal {
+            job: slot_job,
+            status: slot_status,
+            reason: slot_reason,
+            sent: slot_sent,
+            last_status: slot_last_status,
+            attempts: slot_attempts,
+            waited_ms: slot_waited,
+            operation_id: slot_operation_id,
+            next_actions: slot_next_actions,
+        } = &mut *terminal;
+        let reason_name = reason.name();
+        *slot_job = id;
+        *slot_status = status;
+        *slot_reason = reason;
+        *slot_sent = job.sent;
+        let (last_status, attempts, waited_ms) =
+            (job.last_status, job.entry.attempts, job.entry.waited_ms);
+        *slot_last_status = last_status;
+        *slot_attempts = attempts;
+        *slot_waited = waited_ms;
+        slot_operation_id.clone_from(&job.entry.operation_id);
+        *slot_next_actions = next_actions.unwrap_or_default();
         let job = &job.entry.job;
         let followers = match job.resource.as_deref() {
             Some(resource) if job.coalescable => self.coalescing.disband(resource, id),
             _ => Vec::new(),
         };
-        self.end(&terminal, now);
+        // Audited from the values written, not read back from the slot: a wide load of
+        // fields just stored one by one waited for the stores to land.
+        let ended = Ended {
+            job: id,
+            status,
+            reason: reason_name,
+            attempts,
+            waited_ms,
+            last_status,
+        };
+        record_terminal(&mut self.audit, &self.policy, ended, now);
         if followers.is_empty() {
-            // The common case: the terminal goes out as it is, without a copy.
-            self.outbox.push_back(Command::Finish(terminal));
+            // The common case: the terminal is in the outbox as it is, without a copy.
+            self.jobs.delete(&id);
             return;
         }
-        self.outbox.push_back(Command::Finish(terminal.clone()));
+        let terminal = terminal.clone();
+        self.jobs.delete(&id);
         for follower in followers {
             if status == TerminalStatus::Cancelled {
                 // The leader's cancellation is not the readers': one of them sends instead.
@@ -80,23 +116,24 @@ impl<L: Ledger> Scheduler<L> {
             return;
         }
         let job = &self.jobs[&id];
-        let terminal = Terminal {
+        let terminal = self.outbox.finish_slot();
+        *terminal = Terminal {
             job: id,
             sent: false,
             attempts: job.entry.attempts,
             waited_ms: job.entry.waited_ms,
             ..leader.clone()
         };
-        self.end(&terminal, now);
-        self.outbox.push_back(Command::Finish(terminal));
-    }
-
-    /// The last of a leaving action whose `terminal` is made (after `let_go`, which wrote
-    /// its final state to the ledger): its terminal audited, its record dropped where it
-    /// lies.
-    fn end(&mut self, terminal: &Terminal, now: Millis) {
-        self.record_terminal(terminal, now);
-        self.jobs.delete(&terminal.job);
+        let ended = Ended {
+            job: id,
+            status: terminal.status,
+            reason: terminal.reason.name(),
+            attempts: terminal.attempts,
+            waited_ms: terminal.waited_ms,
+            last_status: terminal.last_status,
+        };
+        record_terminal(&mut self.audit, &self.policy, ended, now);
+        self.jobs.delete(&id);
     }
 
     /// Releases what leaving action `id` holds: its queue or timer place, its slot and
@@ -157,24 +194,6 @@ impl<L: Ledger> Scheduler<L> {
         self.lanes.release(tenant, rank(priority));
         self.tasks.leave(task);
         true
-    }
-
-    fn record_terminal(&mut self, terminal: &Terminal, now: Millis) {
-        let kind = match terminal.status {
-            TerminalStatus::Completed => AuditKind::Completed,
-            TerminalStatus::Cancelled => AuditKind::Cancelled,
-            TerminalStatus::Failed => AuditKind::Failed,
-            TerminalStatus::Escalated | TerminalStatus::ReconciliationRequired => {
-                AuditKind::Escalated
-            }
-        };
-        self.record(now, kind, terminal.job, None, || AuditDetail::Terminal {
-            status: terminal.status,
-            reason: terminal.reason.name(),
-            attempts: terminal.attempts,
-            waited_ms: terminal.waited_ms,
-            last_status: terminal.last_status,
-        });
     }
 
     /// The next safe actions a caller may take after this terminal outcome.
@@ -277,4 +296,35 @@ impl<L: Ledger> Scheduler<L> {
         }
         actions
     }
+}
+
+/// What a terminal's audit event tells of it.
+struct Ended {
+    job: JobId,
+    status: TerminalStatus,
+    reason: &'static str,
+    attempts: u32,
+    waited_ms: Millis,
+    last_status: Option<u16>,
+}
+
+/// Audits a leaving action's terminal (after `let_go`, which wrote its final state to the
+/// ledger), on the audit buffer and the policy alone: the terminal lies in the outbox.
+#[inline]
+fn record_terminal(audit: &mut Vec<AuditEvent>, policy: &Policy, ended: Ended, now: Millis) {
+    let kind = match ended.status {
+        TerminalStatus::Completed => AuditKind::Completed,
+        TerminalStatus::Cancelled => AuditKind::Cancelled,
+        TerminalStatus::Failed => AuditKind::Failed,
+        TerminalStatus::Escalated | TerminalStatus::ReconciliationRequired => AuditKind::Escalated,
+    };
+    record_to(audit, policy, (now, kind, ended.job, None), || {
+        AuditDetail::Terminal {
+            status: ended.status,
+            reason: ended.reason,
+            attempts: ended.attempts,
+            waited_ms: ended.waited_ms,
+            last_status: ended.last_status,
+        }
+    });
 }
