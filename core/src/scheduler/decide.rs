@@ -5,7 +5,7 @@
 
 use super::fallback::Move;
 use super::scope::ScopeSource;
-use super::state::{held_less, millis, BreakerMarks, Tracked};
+use super::state::{held_less, millis, BreakerMarks, Flight, Tracked};
 use super::Scheduler;
 use crate::audit::{AuditDetail, AuditKind};
 use crate::backoff::backoff_delay;
@@ -23,7 +23,15 @@ use rand::Rng;
 impl<L: Ledger> Scheduler<L> {
     pub(super) fn settle(&mut self, attempt: AttemptId, outcome: &Outcome, now: Millis) {
         // Unknown attempts are outcomes of cancelled (or pre-restart) sends: nothing to do.
-        let Some(flight) = self.in_flight.remove(&attempt) else {
+        // Its fields read where it lies, then dropped there: taken out whole, its padding
+        // was copied through the stack in overlapping pieces, and the read of the last
+        // stalled on the stores just made (perf: 4% of the core's cycle).
+        let Some(flight) = self.in_flight.remove_with(&attempt, |flight| Flight {
+            job: flight.job,
+            scope: flight.scope,
+            reserved_tokens: flight.reserved_tokens,
+            lookup: flight.lookup,
+        }) else {
             return;
         };
         self.slots_used = held_less(self.slots_used, 1, "slots in use");

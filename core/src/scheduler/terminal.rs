@@ -169,17 +169,21 @@ impl<L: Ledger> Scheduler<L> {
             Phase::New | Phase::Answered => {}
             Phase::Ready | Phase::Delayed(_) => self.leave_phase(id, phase, priority),
             Phase::InFlight(attempt) => {
-                if let Some(flight) = self.in_flight.remove(&attempt) {
+                // Read where it lies (see `settle`).
+                let flight = self
+                    .in_flight
+                    .remove_with(&attempt, |flight| (flight.scope, flight.reserved_tokens));
+                if let Some((scope, reserved_tokens)) = flight {
                     self.slots_used = held_less(self.slots_used, 1, "slots in use");
                     self.counts.tokens_reserved = held_less(
                         self.counts.tokens_reserved,
-                        flight.reserved_tokens,
+                        reserved_tokens,
                         "tokens reserved",
                     );
-                    let scope = self.scopes.get_mut(flight.scope);
+                    let scope = self.scopes.get_mut(scope);
                     scope.in_flight =
                         held_less(scope.in_flight, 1, "attempts on the wire to a scope");
-                    scope.release_tokens(flight.reserved_tokens, now);
+                    scope.release_tokens(reserved_tokens, now);
                 }
             }
             Phase::Following(leader) => {
