@@ -181,13 +181,17 @@ impl StoredEntry {
         self.state = entry.state;
         self.attempts = entry.attempts;
         self.waited_ms = entry.waited_ms;
-        self.updated_at = entry.updated_at;
         // Most actions never learn an operation id: two tests inline, the rest out of line
         // (inline, comparing and copying texts made the launch's write save and restore
         // six registers).
         if self.operation_id.is_some() || entry.operation_id.is_some() {
             self.set_operation_id(entry);
         }
+        // Copied after that test, not beside the wait: the two lie side by side here and in
+        // the entry, and were copied as one 16-byte read of the two 8-byte writes the
+        // scheduler had just made, which the CPU could not forward (perf put half of the
+        // launch's write on it).
+        self.updated_at = entry.updated_at;
     }
 
     /// [`StoredEntry::set_progress`]'s operation id, when either side has one.
