@@ -115,10 +115,10 @@ pub trait Ledger {
 /// The in-memory ledger: what a process without persistence has.
 #[derive(Debug, Default, Clone)]
 pub struct InMemoryLedger {
-    /// Entries stored compact (shared names, short texts inline: a put copies no strings to
-    /// the heap) by job id, each found by its place in a band of ids (`id_band`: an admission
-    /// is a push, a write a subtraction and a load, no index); `entries()` sorts, so no
-    /// order leaks. Only the ledgers that keep entries hold any (runs that plan a crash,
+    /// Entries stored compact (shared names, short texts inline, no id: a put copies no
+    /// strings to the heap) by job id, each found by its place in a band of ids (`id_band`: an admission
+    /// is a push, a write a subtraction and a load, no index); `entries()` reads them in
+    /// order of id, so no other order leaks. Only the ledgers that keep entries hold any (runs that plan a crash,
     /// small; a long virtual run keeps nothing), so the band's ring may double.
     stored: IdBand<StoredEntry>,
     /// Drop entries once they are terminal, so long runs do not grow memory with the total
@@ -157,7 +157,7 @@ impl InMemoryLedger {
 
     /// The entry for one job, if any (a copy).
     pub fn get(&self, id: JobId) -> Option<LedgerEntry> {
-        self.stored(id).map(StoredEntry::to_entry)
+        self.stored(id).map(|stored| stored.to_entry(id))
     }
 
     /// Number of entries (actions).
@@ -198,19 +198,24 @@ impl Ledger for InMemoryLedger {
             // A state change of a known action: update in place instead of copying the job.
             Some(known) if known.holds_job(&entry.job) => known.set_progress(entry),
             Some(other) => *other = StoredEntry::new(entry),
-            // A new action (every admission): stored without searching for it again.
-            None => {
-                self.stored.insert_new(id, || StoredEntry::new(entry));
-            }
+            // A new action (every admission): stored without searching for it again, its
+            // key written where it lies (see `StoredEntry::without_key`).
+            None => self
+                .stored
+                .insert_new(id, || StoredEntry::without_key(entry))
+                .set_key(&entry.job),
         }
         Ok(())
     }
 
     fn entries(&self) -> Result<Vec<LedgerEntry>, LedgerError> {
-        let mut entries: Vec<LedgerEntry> =
-            self.stored.values().map(StoredEntry::to_entry).collect();
-        entries.sort_unstable_by_key(|entry| entry.job.id);
-        Ok(entries)
+        // The band gives its ids in order, so the entries need no sort.
+        Ok(self
+            .stored
+            .ids()
+            .into_iter()
+            .map(|id| self.stored[&id].to_entry(id))
+            .collect())
     }
 
     fn prefetch(&self, id: JobId) {
