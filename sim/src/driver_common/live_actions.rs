@@ -41,6 +41,18 @@ impl LiveAction {
             group: None,
         }
     }
+
+    /// Who the harness sent this action for, as the measurement attributes its attempts (its
+    /// tenant, class, priority and groups), sent to provider `provider`.
+    pub fn sent_by(&self, provider: u8) -> SentBy<'_> {
+        SentBy {
+            tenant: &self.facts.tenant,
+            class: &self.facts.class,
+            priority: crate::measure::queues::priority_name(self.facts.priority),
+            provider,
+            group: self.group,
+        }
+    }
 }
 
 /// Live actions by id. Looked up, never iterated into an output: only counted, or walked
@@ -97,13 +109,7 @@ impl LiveActions {
     /// An unknown id is attributed to no one (empty names).
     pub fn sent_by(&self, id: JobId, provider: u8) -> SentBy<'_> {
         match self.by_id.get(&id) {
-            Some(a) => SentBy {
-                tenant: &a.facts.tenant,
-                class: &a.facts.class,
-                priority: crate::measure::queues::priority_name(a.facts.priority),
-                provider,
-                group: a.group,
-            },
+            Some(a) => a.sent_by(provider),
             None => SentBy {
                 provider,
                 ..SentBy::default()
@@ -113,7 +119,8 @@ impl LiveActions {
 
     /// Writes the provider request for `send` at `now` (ms) into `request` (the previous
     /// attempt's, reused: see `translate::fill_request`), measuring the action's first
-    /// dispatch and the tokens reserved. Errs (with the message) when the core sent for an
+    /// dispatch and the tokens reserved, and lends the action, for its wire to read who sent
+    /// it without finding it again. Errs (with the message) when the core sent for an
     /// action the driver does not track, which would be a bug in the core or the driver.
     pub fn dispatch(
         &mut self,
@@ -121,7 +128,7 @@ impl LiveActions {
         now: Millis,
         measure: &mut Measurement,
         request: &mut Request,
-    ) -> Result<(), String> {
+    ) -> Result<&LiveAction, String> {
         // The core sends only for actions it admitted, which are all live here.
         let Some(action) = self.by_id.get_mut(&send.job) else {
             return Err(format!("the core sent for unknown action {}", send.job));
@@ -164,7 +171,7 @@ impl LiveActions {
             request.action = None;
             request.attempt_no = None;
         }
-        Ok(())
+        Ok(action)
     }
 
     /// The client heard `outcome` of attempt `attempt_no` of action `id` at `now` (ms): noted

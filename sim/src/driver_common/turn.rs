@@ -28,7 +28,7 @@ use stampede_provider::model::Request;
 use super::admission::Admission;
 use super::client_core::ClientCore;
 use super::gauges::GaugeSampler;
-use super::live_actions::LiveActions;
+use super::live_actions::{LiveAction, LiveActions};
 use crate::measure::Measurement;
 use crate::scenario::Scenario;
 use crate::workload::{self, Cancellation};
@@ -59,15 +59,16 @@ pub trait Wire {
         false
     }
 
-    /// Puts `send`, rendered as `request`, on the wire at `now` (ms). `live` knows the
-    /// action's tenant, class and priority; `measure` takes what the provider journaled.
+    /// Puts `send`, rendered as `request`, on the wire at `now` (ms). `action` is the live
+    /// action it is for (its tenant, class and priority; lent by the dispatch that just found
+    /// it, not looked up again); `measure` takes what the provider journaled.
     /// Lent, not given: the virtual wire reads it where the core's command lies (a send is
     /// 150 bytes, and each move of it was a copy), and a wire that keeps it clones it.
     fn send(
         &mut self,
         send: &SendAttempt,
         request: &Request,
-        live: &LiveActions,
+        action: &LiveAction,
         measure: &mut Measurement,
         now: Millis,
     ) -> Result<Flow, Self::Error>;
@@ -204,10 +205,11 @@ impl Turn {
                         return Ok(Flow::Dies);
                     }
                     let request = &mut self.request;
-                    self.live
+                    let action = self
+                        .live
                         .dispatch(send, now, &mut self.measure, request)
                         .map_err(Untracked)?;
-                    let flow = wire.send(send, request, &self.live, &mut self.measure, now)?;
+                    let flow = wire.send(send, request, action, &mut self.measure, now)?;
                     core.consume();
                     // The core's next send is most often the head behind this one, whose
                     // record here was last touched long ago: ask for it while the core

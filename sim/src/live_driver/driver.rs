@@ -469,7 +469,7 @@ impl Wire for HttpWire {
         &mut self,
         send: &SendAttempt,
         request: &Request,
-        live: &LiveActions,
+        action: &LiveAction,
         _measure: &mut Measurement,
         _now: Millis,
     ) -> Result<Flow, LiveError> {
@@ -491,16 +491,12 @@ impl Wire for HttpWire {
         };
         // Rendered once: the bytes go on the wire and their hash names the journal entry.
         let body = super::body::render(request).map(bytes::Bytes::from);
-        let sent_as = match live.get(send.job) {
-            Some(a) => (
-                a.facts.tenant,
-                a.facts.class,
-                crate::measure::queues::priority_name(a.facts.priority),
-                a.group,
-            ),
-            None => (Name::default(), Name::default(), "", None),
-        };
-        let (tenant, class, priority, group) = sent_as;
+        let (tenant, class, priority, group) = (
+            action.facts.tenant,
+            action.facts.class,
+            crate::measure::queues::priority_name(action.facts.priority),
+            action.group,
+        );
         self.sent
             .entry(journal_key(request, body.as_deref()))
             .or_default()

@@ -76,6 +76,11 @@ pub struct AnswerHead {
     /// The provider journal's sequence number of the attempt, whose slot departs with the
     /// answer.
     pub seq: u64,
+    /// Whether the provider may hold something for the attempt until its answer departs (a
+    /// concurrency slot, an idempotency key): not when one of its scope's limits refused it,
+    /// which the model answers before taking anything, so its departure is not called (it
+    /// was a hash look-up that found nothing, at every refusal of a storm).
+    pub holds: bool,
 }
 
 /// What a slot holds once its event is taken out whole (see [`EventQueue::pop_due`]): a
@@ -88,6 +93,7 @@ fn vacated() -> Event {
             attempt_no: 0,
             provider: 0,
             seq: 0,
+            holds: true,
         },
         outcome: Outcome::Transport(stampede_core::TransportFailure::ReadTimeout),
     }
@@ -226,6 +232,7 @@ mod tests {
                 attempt_no: 1,
                 provider: 0,
                 seq: attempt,
+                holds: true,
             },
             outcome: Outcome::Transport(TransportFailure::ReadTimeout),
         }
@@ -278,6 +285,7 @@ mod tests {
             attempt_no: 1,
             provider: 0,
             seq: attempt,
+            holds: true,
         };
         let timeout = |o: &mut Outcome| *o = Outcome::Transport(TransportFailure::ReadTimeout);
         let resend = Event::HiddenResend {

@@ -118,6 +118,10 @@ impl Fleet {
     /// Asks the replica holding action `id` to bring its record into cache (see
     /// `Scheduler::prefetch`): its answer is about to be delivered.
     pub fn prefetch(&self, id: JobId) {
+        if let [sole] = self.replicas.as_slice() {
+            // One replica: no loop over the list at every answer.
+            return sole.prefetch(id);
+        }
         for core in &self.replicas {
             core.prefetch(id);
         }
@@ -214,6 +218,7 @@ impl Fleet {
     /// # Panics
     ///
     /// When no command is lent (see [`Scheduler::consume`]).
+    #[inline]
     pub fn consume(&mut self) {
         if self.replicas.len() == 1 {
             return self.replicas[0].consume();
@@ -309,10 +314,12 @@ impl ClientCore for Fleet {
         self.replicas[replica_of(job, self.replicas.len())].room_for(job)
     }
 
+    #[inline]
     fn peek(&mut self, now: Millis) -> Option<&Command> {
         Fleet::peek(self, now)
     }
 
+    #[inline]
     fn consume(&mut self) {
         Fleet::consume(self)
     }

@@ -21,7 +21,7 @@ pub mod fleet;
 pub mod provider_set;
 pub mod wire;
 
-use stampede_core::Millis;
+use stampede_core::{Millis, Outcome};
 use stampede_provider::config::ConfigError;
 
 use crate::driver_common::abort::AbortWatch;
@@ -171,13 +171,20 @@ pub fn run_observed(
                         attempt_no,
                         provider,
                         seq,
+                        holds,
                     } = *head;
                     // The core settles the answer next, and the driver's record is read again
                     // when the action's terminal comes out: both were last touched at its
-                    // send, long gone from cache.
+                    // send, long gone from cache. A 429 is nearly always retried, its record
+                    // read next at the re-send, after its wait: not asked for (the look-up
+                    // cost 42 instructions an answer of a storm).
                     core.prefetch(job);
-                    turn.live.prefetch(job);
-                    wire.providers.depart(provider, seq, now);
+                    if !matches!(outcome, Outcome::Response(r) if r.status == 429) {
+                        turn.live.prefetch(job);
+                    }
+                    if holds {
+                        wire.providers.depart(provider, seq, now);
+                    }
                     match wire.crashes.deliver(attempt) {
                         Delivery::Deliver(attempt) => {
                             let heard = Heard {

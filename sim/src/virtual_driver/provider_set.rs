@@ -89,6 +89,7 @@ impl ProviderSet {
     }
 
     /// The provider that issued `credential`.
+    #[inline]
     pub fn of(&self, credential: Option<&str>) -> ProviderIx {
         if self.models.len() == 1 {
             return 0;
@@ -99,6 +100,7 @@ impl ProviderSet {
     }
 
     /// The provider `request` goes to: the one that issued its credential.
+    #[inline]
     pub fn of_request(&self, request: &Request) -> ProviderIx {
         self.of(request.credential.as_deref())
     }
@@ -148,7 +150,84 @@ const SIZED_ANYWAY: u64 = 65_536;
 
 #[cfg(test)]
 mod tests {
-    use super::remembered_at_once;
+    use super::{remembered_at_once, ProviderSet};
+    use stampede_provider::model::Request;
+
+    /// An attempt one of its scope's limits refused (its journal entry names the `limit`)
+    /// holds nothing at its provider, so the virtual wire skips its departure
+    /// (`AnswerHead::holds`); an admitted one holds its slot until it departs. Requests and
+    /// concurrency both refuse here, with slots departing at random.
+    #[test]
+    fn a_limits_refusal_holds_nothing_until_it_departs() {
+        let scenario = crate::scenario::parse(
+            r#"
+name = "holds"
+seed = 5
+duration = "10m"
+
+[[provider.scopes]]
+id = "s"
+rpm = 120
+concurrency = 3
+
+[[provider.credentials]]
+key = "sk-s-key-0123456789"
+scope = "s"
+
+[[workload]]
+tenant = "t"
+credential = "sk-s-key-0123456789"
+count = 10
+arrival = "backlog"
+"#,
+            "holds.toml",
+            &[],
+        )
+        .unwrap();
+        let mut set = ProviderSet::new(&scenario, 0).unwrap();
+        let mut request = Request {
+            credential: Some("sk-s-key-0123456789".into()),
+            prompt_tokens: 10,
+            max_tokens: 10,
+            ..Request::default()
+        };
+        let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
+        let (mut held, mut refused, mut admitted) = (Vec::new(), 0, 0);
+        for i in 0..2_000_u64 {
+            let now = i * 40;
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            if rng % 3 == 0 && !held.is_empty() {
+                let seq = held.swap_remove(rng as usize % held.len());
+                set.depart(0, seq, now);
+            }
+            request.action = Some(i);
+            let before = set.models[0].stats().in_flight;
+            let decision = set.arrive(0, &request, now);
+            let mut limit = None;
+            set.drain_journal_with(0, |entry| {
+                if entry.seq == decision.seq {
+                    limit = Some(entry.limit.is_some());
+                }
+                Ok::<(), ()>(())
+            })
+            .unwrap();
+            let after = set.models[0].stats().in_flight;
+            if limit.expect("the attempt is journaled") {
+                refused += 1;
+                assert_eq!(after, before, "a limit's refusal holds nothing");
+            } else {
+                admitted += 1;
+                assert_eq!(after, before + 1, "an admitted attempt holds its slot");
+                held.push(decision.seq);
+            }
+        }
+        assert!(
+            refused > 100 && admitted > 100,
+            "{refused} refused, {admitted} admitted"
+        );
+    }
 
     #[test]
     fn the_identity_index_is_sized_for_what_one_window_remembers() {

@@ -9,10 +9,10 @@ use super::crash::Crashes;
 use super::events::{AnswerHead, Event, EventQueue};
 use super::provider_set::ProviderSet;
 use super::DriverError;
-use crate::driver_common::live_actions::LiveActions;
+use crate::driver_common::live_actions::LiveAction;
 use crate::driver_common::translate;
 use crate::driver_common::turn::{Flow, Turn, Untracked, Wire};
-use crate::measure::Measurement;
+use crate::measure::{Measurement, SentBy};
 use crate::sink::attempts::{self, Numbering};
 use crate::sink::AttemptSink;
 
@@ -75,15 +75,16 @@ impl<'a> ModelWire<'a> {
     }
 
     /// `request` (attempt `send`, the driver's attempt `global`) reaches its provider at
-    /// `now` (ms); what the provider journaled is measured, attributed to the action the
-    /// harness sent it for. Its answer is queued, unless the layer under the client re-sends
-    /// it (`left` re-sends allowed): then where it failed is returned, for the caller to
-    /// queue the re-send with what it keeps of the attempt.
+    /// `now` (ms); what the provider journaled is measured, attributed to the `action` the
+    /// harness sent it for (none when the driver no longer tracks it). Its answer is queued,
+    /// unless the layer under the client re-sends it (`left` re-sends allowed): then where
+    /// it failed is returned, for the caller to queue the re-send with what it keeps of the
+    /// attempt.
     fn land(
         &mut self,
         send: &SendAttempt,
         request: &Request,
-        (live, measure): (&LiveActions, &mut Measurement),
+        (action, measure): (Option<&LiveAction>, &mut Measurement),
         global: stampede_core::AttemptId,
         left: u32,
         now: Millis,
@@ -93,14 +94,26 @@ impl<'a> ModelWire<'a> {
         let seq = decision.seq;
         // When it is heard, now; what is heard only where it will wait (see below).
         let after = translate::heard_after(send, &decision);
-        let by = live.sent_by(send.job, provider);
+        let by = match action {
+            Some(action) => action.sent_by(provider),
+            None => SentBy {
+                provider,
+                ..SentBy::default()
+            },
+        };
         let numbering = Numbering {
             action: send.job,
             attempt_no: send.attempt_no,
         };
         let (crashes, sink, rows) = (&mut self.crashes, &mut self.sink, self.rows);
+        // A limit's refusal holds nothing at the provider (see `AnswerHead::holds`); anything
+        // else, or an attempt whose entry the journal lost, departs as always.
+        let mut holds = true;
         self.providers
             .drain_journal_with(provider, |entry| {
+                if entry.seq == seq && entry.limit.is_some() {
+                    holds = false;
+                }
                 crashes.on_journal(entry);
                 measure.on_journal(entry, Some(now + after), &by);
                 if !rows {
@@ -124,6 +137,7 @@ impl<'a> ModelWire<'a> {
             attempt_no: send.attempt_no,
             provider,
             seq,
+            holds,
         };
         self.queue.push_answer(now + after, head, |place| {
             translate::hear_into(place, send, &decision)
@@ -142,7 +156,7 @@ impl<'a> ModelWire<'a> {
         turn: &mut Turn,
         now: Millis,
     ) -> Result<(), DriverError> {
-        let on = (&turn.live, &mut turn.measure);
+        let on = (turn.live.get(send.job), &mut turn.measure);
         if let Some(failed) = self.land(&send, &request, on, global, left, now)? {
             self.queue_resend(global, failed, send, request, left);
         }
@@ -182,14 +196,14 @@ impl Wire for ModelWire<'_> {
         &mut self,
         send: &SendAttempt,
         request: &Request,
-        live: &LiveActions,
+        action: &LiveAction,
         measure: &mut Measurement,
         now: Millis,
     ) -> Result<Flow, DriverError> {
         // The global id first: the answer is queued under it where the attempt lands.
         let global = self.crashes.global(send.attempt);
         let left = self.hidden_retries;
-        let failed = self.land(send, request, (live, measure), global, left, now)?;
+        let failed = self.land(send, request, (Some(action), measure), global, left, now)?;
         let dies = self.crashes.after_send(send, global);
         if let Some(failed) = failed {
             // Kept for the re-send: the only attempts whose send and request outlive it.
