@@ -22,15 +22,13 @@
 //! window; its aliases go with it. At most [`DEFAULT_MAX_LOGICALS`] are remembered: past
 //! it, the least recently touched is forgotten first, however recent (at 20,000 new
 //! requests a second, the 15-minute window would hold 18 million; the cap holds about
-//! 130 MB: 48 bytes a request, 9 bytes for each of its aliases in the index and 16 for
-//! each entry of the expiry queue, with the tables' slack). A retry of a request forgotten
-//! that way counts as a new logical request.
+//! 120 MB: 64 bytes a request, its place in touch order included, and 9 bytes for each of
+//! its aliases in the index, with the tables' slack). A retry of a request forgotten that
+//! way counts as a new logical request.
 //! Aliases are 64-bit hashes of a tag and the alias's parts (a collision among a million
 //! live requests has a probability near 3e-8). They never leave the index, so the hash is
 //! private: it reads 8 bytes a step (see [`AliasHash`]) where the observable hashes
 //! (`body_hash`, the journal's) stay FNV-1a byte by byte.
-
-use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap;
 use stampede_key::IdempotencyKey;
@@ -65,7 +63,7 @@ pub enum IdentifiedBy {
     Lookup,
 }
 
-/// One logical request as the provider tracks it: 48 bytes, a million of them remembered
+/// One logical request as the provider tracks it: 64 bytes, a million of them remembered
 /// at the cap (a unit test holds the size).
 #[derive(Debug, Clone)]
 struct Logical {
@@ -89,6 +87,10 @@ struct Logical {
     /// Entries of `aliases` in use, and whether more are spilled: an enum, so
     /// `Option<Logical>` needs no room of its own beside it.
     used: Used,
+    /// Its neighbours in touch order (see `Identity::oldest`): the request touched last
+    /// before it and the one first touched after it, 0 for none.
+    older: u64,
+    newer: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -102,7 +104,8 @@ enum Used {
 }
 
 impl Logical {
-    fn new(now: Millis) -> Self {
+    /// A request first touched at `now`, last in touch order after `older` (0: none).
+    fn new(now: Millis, older: u64) -> Self {
         Logical {
             attempts: 0,
             commits: 0,
@@ -111,6 +114,8 @@ impl Logical {
             last_at: now,
             aliases: [0; 2],
             used: Used::None,
+            older,
+            newer: 0,
         }
     }
 
@@ -145,6 +150,35 @@ impl Logical {
     fn told_from(&self) -> Millis {
         self.told_until.saturating_sub(Millis::from(self.told_for))
     }
+
+    /// Touched at `now`, with `newest` the newest request in touch order: its last touch
+    /// set and, when it moves last, its links set to that place. Says what the order's
+    /// other links need (`Identity::touched`).
+    fn touch(&mut self, now: Millis, newest: u64) -> Touched {
+        if self.last_at == now {
+            return Touched::Stays;
+        }
+        self.last_at = now;
+        match (self.older, self.newer) {
+            (0, 0) => Touched::Alone,
+            (_, 0) => Touched::Stays,
+            (older, newer) => {
+                (self.older, self.newer) = (newest, 0);
+                Touched::Moves { older, newer }
+            }
+        }
+    }
+}
+
+/// What touching a request asks of the touch order (see `Logical::touch`).
+#[derive(Debug, Clone, Copy)]
+enum Touched {
+    /// It keeps its place: touched within the ms of its last touch, or the newest already.
+    Stays,
+    /// It is the only request remembered: its expiry is the oldest's.
+    Alone,
+    /// It moves last, out from between `older` and `newer` (0: none).
+    Moves { older: u64, newer: u64 },
 }
 
 /// Where one attempt belongs.
@@ -181,9 +215,18 @@ pub struct Identity {
     aliases: AliasIndex,
     /// Aliases past a request's inline two, by request id (rare).
     spilled: FxHashMap<u64, Vec<u64>>,
-    /// `(expires at, logical)` in touch order: arrivals come in time order, so expiries are
-    /// non-decreasing and forgetting pops from the front.
-    expiry: VecDeque<(Millis, u64)>,
+    /// The ends of the remembered requests in touch order, linked through their records
+    /// (`Logical::older`, `newer`; 0 when none is remembered): a request moves last when an
+    /// attempt touches it at a later ms than its last, and stays where it is when touched
+    /// again within the same ms. Arrivals come in time order, so the order is by last
+    /// touch, then by the first touch within that ms: the order the expiry log this
+    /// replaced forgot in (it queued `(expires at, id)` at every touch and skipped an
+    /// entry whose expiry was not its request's latest, so a request's first entry of its
+    /// last ms counted), which a property test holds it to. Forgetting takes the oldest.
+    oldest: u64,
+    newest: u64,
+    /// When the oldest expires: its last touch plus the window (model ms).
+    oldest_expires: Millis,
 }
 
 /// Most ids the table of logical requests spans in place (see `Logicals`): a quarter more
@@ -426,7 +469,9 @@ impl Identity {
             logicals: Logicals::new(max_span(max_logicals.max(1))),
             aliases: AliasIndex::default(),
             spilled: FxHashMap::default(),
-            expiry: VecDeque::new(),
+            oldest: 0,
+            newest: 0,
+            oldest_expires: 0,
         }
     }
 
@@ -478,12 +523,11 @@ impl Identity {
             .reserve(max_span(self.max_logicals).saturating_sub(self.logicals.len()));
         self.aliases
             .reserve(self.aliases.len(), inline_alias(&self.logicals));
-        let most = 2 * self.max_logicals + 1_024;
-        self.expiry.reserve(most.saturating_sub(self.expiry.len()));
     }
 
     fn forget(&mut self, id: u64) {
         if let Some(l) = self.logicals.remove(id) {
+            self.unlink(l.older, l.newer);
             for (a, slot) in l.inline_aliases() {
                 self.aliases.remove(a, id, slot);
             }
@@ -501,17 +545,14 @@ impl Identity {
     }
 
     /// Forgets requests idle for the window, then, while `room` more would not fit under the
-    /// cap, the least recently touched (`expiry` is in touch order; an entry is a request's
-    /// latest touch when its expiry matches its `last_at`, earlier ones are stale).
+    /// cap, the least recently touched (the oldest in touch order first).
     ///
     /// Inlined: on nearly every attempt nothing has expired and the cap is not near, which
-    /// the first entry of `expiry` and the count tell without a call.
+    /// the oldest's expiry and the count tell without a call.
     #[inline]
     fn forget_idle(&mut self, now: Millis, room: usize) {
-        let quiet = match self.expiry.front() {
-            None => true,
-            Some(&(expires, _)) => expires > now && self.logicals.len() + room <= self.max_logicals,
-        };
+        let quiet = self.oldest == 0
+            || (self.oldest_expires > now && self.logicals.len() + room <= self.max_logicals);
         if !quiet {
             self.forget_idle_now(now, room);
         }
@@ -520,48 +561,72 @@ impl Identity {
     /// [`Identity::forget_idle`] when something may be forgotten.
     #[inline(never)]
     fn forget_idle_now(&mut self, now: Millis, room: usize) {
-        while let Some(&(expires, id)) = self.expiry.front() {
+        while self.oldest != 0 {
             let full = self.logicals.len() + room > self.max_logicals;
             if full && !self.presized {
                 self.presize();
             }
-            if expires > now && !full {
+            if self.oldest_expires > now && !full {
                 break;
             }
-            self.expiry.pop_front();
-            let latest = self
-                .logicals
-                .get(id)
-                .is_some_and(|l| l.last_at + self.window_ms == expires);
-            if latest {
-                self.forget(id);
+            self.forget(self.oldest);
+        }
+    }
+
+    /// Takes a request out of touch order, given its neighbours there (0: none); its own
+    /// links are left as they are. Always inlined: nearly every attempt of a storm moves
+    /// its request, and `#[inline]` alone left it a call.
+    #[inline(always)]
+    fn unlink(&mut self, older: u64, newer: u64) {
+        if older == 0 {
+            self.oldest = newer;
+        } else if let Some(o) = self.logicals.get_mut(older) {
+            o.newer = newer;
+        }
+        if newer == 0 {
+            self.newest = older;
+        } else if let Some(n) = self.logicals.get_mut(newer) {
+            n.older = older;
+            if older == 0 {
+                self.oldest_expires = n.last_at + self.window_ms;
             }
         }
     }
 
+    /// Puts request `id`, touched at `now` and out of touch order, last in it; its record
+    /// already names the newest as its older neighbour (`Logical::new` does).
+    fn link_newest(&mut self, id: u64, now: Millis) {
+        if self.newest == 0 {
+            self.oldest = id;
+            self.oldest_expires = now + self.window_ms;
+        } else if let Some(last) = self.logicals.get_mut(self.newest) {
+            last.newer = id;
+        }
+        self.newest = id;
+    }
+
+    /// Request `id` was touched at `now` (an attempt or a look-up reached it).
     fn touch(&mut self, id: u64, now: Millis) {
-        if let Some(l) = self.logicals.get_mut(id) {
-            l.last_at = now;
-            self.queue_expiry(id, now);
-        }
-        self.trim_expiry();
+        let newest = self.newest;
+        let Some(l) = self.logicals.get_mut(id) else {
+            return;
+        };
+        let links = l.touch(now, newest);
+        self.touched(id, now, links);
     }
 
-    /// Queues the expiry of request `id`, touched at `now`.
-    fn queue_expiry(&mut self, id: u64, now: Millis) {
-        let entry = (now + self.window_ms, id);
-        if self.expiry.back() != Some(&entry) {
-            self.expiry.push_back(entry);
-        }
-    }
-
-    /// Requests touched over and over leave stale entries behind until they expire: past
-    /// twice the cap, keep only each request's latest.
-    fn trim_expiry(&mut self) {
-        if self.expiry.len() > 2 * self.max_logicals + 1_024 {
-            let (logicals, window) = (&self.logicals, self.window_ms);
-            self.expiry
-                .retain(|&(e, id)| logicals.get(id).is_some_and(|l| l.last_at + window == e));
+    /// Moves request `id`, touched at `now`, in touch order as its record's
+    /// `Logical::touch` said (`links`).
+    // Always inlined: nearly every call finds nothing to move, or one request to move last.
+    #[inline(always)]
+    fn touched(&mut self, id: u64, now: Millis, links: Touched) {
+        match links {
+            Touched::Stays => {}
+            Touched::Alone => self.oldest_expires = now + self.window_ms,
+            Touched::Moves { older, newer } => {
+                self.unlink(older, newer);
+                self.link_newest(id, now);
+            }
         }
     }
 
@@ -708,8 +773,10 @@ impl Identity {
                 // Room for one more under the cap.
                 self.forget_idle(now, 1);
                 self.next += 1;
-                self.logicals.insert(self.next, Logical::new(now));
-                (self.next, IdentifiedBy::New)
+                let id = self.next;
+                self.logicals.insert(id, Logical::new(now, self.newest));
+                self.link_newest(id, now);
+                (id, IdentifiedBy::New)
             }
         };
         if let Some(a) = by_ref {
@@ -724,9 +791,10 @@ impl Identity {
             self.make_expected_room(id);
         }
         // `touch`, with the attempt counted in the same visit to the request's record.
-        let attribution = match self.logicals.get_mut(id) {
+        let newest = self.newest;
+        match self.logicals.get_mut(id) {
             Some(l) => {
-                l.last_at = now;
+                let links = l.touch(now, newest);
                 l.attempts = l.attempts.saturating_add(1);
                 let attribution = Attribution {
                     logical: id,
@@ -735,7 +803,7 @@ impl Identity {
                     early: now >= l.told_from() && now < l.told_until,
                     told_until: l.told_until,
                 };
-                self.queue_expiry(id, now);
+                self.touched(id, now, links);
                 attribution
             }
             // Just inserted or found in the index: present.
@@ -746,9 +814,7 @@ impl Identity {
                 early: false,
                 told_until: 0,
             },
-        };
-        self.trim_expiry();
-        attribution
+        }
     }
 
     /// The attempt attributed to `logical` committed a side effect (not an idempotent
@@ -779,6 +845,35 @@ impl Identity {
         if logical != 0 {
             self.bind(logical, alias(AliasKind::Record, scope, record_id));
         }
+    }
+
+    /// The remembered requests in touch order, oldest first, its links and the oldest's
+    /// expiry checked on the way.
+    #[cfg(test)]
+    fn touch_order(&self) -> Vec<u64> {
+        let (mut order, mut older, mut at) = (Vec::new(), 0, self.oldest);
+        while at != 0 {
+            let l = self
+                .logicals
+                .get(at)
+                .expect("a request in touch order is remembered");
+            assert_eq!(
+                l.older, older,
+                "request {at} links back to the one before it"
+            );
+            if older == 0 {
+                assert_eq!(self.oldest_expires, l.last_at + self.window_ms);
+            }
+            order.push(at);
+            (older, at) = (at, l.newer);
+        }
+        assert_eq!(self.newest, older, "the order ends at the newest");
+        assert_eq!(
+            order.len(),
+            self.logicals.len(),
+            "every request is in it once"
+        );
+        order
     }
 }
 
@@ -1061,16 +1156,115 @@ mod tests {
             id.attribute(&chat(100 + t), "s", 100 + t);
         }
         assert_eq!(id.remembered(), 3);
-        assert!(id.expiry.len() <= 6, "{} expiry entries", id.expiry.len());
+        assert_eq!(id.touch_order().len(), 3);
         // Nor under one request touched over and over.
         for t in 0..10_000u64 {
             id.attribute(&chat(2), "s", 20_000 + t);
         }
-        assert!(
-            id.expiry.len() <= 2 * 3 + 1_024,
-            "{} expiry entries",
-            id.expiry.len()
-        );
+        assert_eq!(id.touch_order().len(), 3);
+    }
+
+    /// The expiry log the touch order replaced (see `Identity::oldest`), as it was: an
+    /// entry `(expires at, id)` queued at every touch unless the last one is the same,
+    /// forgetting from the front a request whose latest expiry the entry is.
+    struct ExpiryLog {
+        window_ms: Millis,
+        max_logicals: usize,
+        log: std::collections::VecDeque<(Millis, u64)>,
+        /// Each remembered request's last touch.
+        last_at: std::collections::BTreeMap<u64, Millis>,
+    }
+
+    impl ExpiryLog {
+        fn forget_idle(&mut self, now: Millis, room: usize) {
+            while let Some(&(expires, id)) = self.log.front() {
+                let full = self.last_at.len() + room > self.max_logicals;
+                if expires > now && !full {
+                    break;
+                }
+                self.log.pop_front();
+                if self.last_at.get(&id) == Some(&(expires - self.window_ms)) {
+                    self.last_at.remove(&id);
+                }
+            }
+        }
+
+        fn touch(&mut self, id: u64, now: Millis) {
+            if let Some(last) = self.last_at.get_mut(&id) {
+                *last = now;
+                let entry = (now + self.window_ms, id);
+                if self.log.back() != Some(&entry) {
+                    self.log.push_back(entry);
+                }
+            }
+        }
+
+        /// The remembered requests in the order the log forgets them.
+        fn order(&self) -> Vec<u64> {
+            let mut seen = std::collections::BTreeSet::new();
+            self.log
+                .iter()
+                .filter(|&&(e, id)| self.last_at.get(&id) == Some(&(e - self.window_ms)))
+                .filter(|&&(_, id)| seen.insert(id))
+                .map(|&(_, id)| id)
+                .collect()
+        }
+    }
+
+    proptest::proptest! {
+        /// The touch order forgets as the expiry log did, attempt for attempt: by the
+        /// window and, past the cap, the least recently touched first, with requests
+        /// touched within one ms kept in the order of their first touch there. Attempts
+        /// and look-ups of a few bodies and keys, several in one ms, under a cap of 1 to 6.
+        #[test]
+        fn the_touch_order_forgets_as_the_expiry_log_did(
+            cap in 1usize..7,
+            window in 1u64..40,
+            steps in proptest::collection::vec(
+                (0u64..6, 0u64..10, proptest::option::of(0u8..4), 0u8..6),
+                1..300,
+            ),
+        ) {
+            let mut id = Identity::with_cap(window, cap);
+            let mut log = ExpiryLog {
+                window_ms: window,
+                max_logicals: cap,
+                log: Default::default(),
+                last_at: Default::default(),
+            };
+            let mut now = 0;
+            for (gap, body, key, kind) in steps {
+                // Most steps stay within the ms of the last.
+                now += gap.saturating_sub(3);
+                let key = key.map(|k| IdempotencyKey::from(format!("k{k}")));
+                let req = match (kind, key) {
+                    (0, Some(k)) => Request {
+                        route: RequestRoute::FindRecords {
+                            by: FindBy::IdempotencyKey(k),
+                        },
+                        credential: Some("sk-a".into()),
+                        ..Request::default()
+                    },
+                    (_, key) => Request {
+                        idempotency_key: key,
+                        ..chat(body)
+                    },
+                };
+                let who = id.attribute(&req, "s", now);
+                log.forget_idle(now, 0);
+                match who.by {
+                    IdentifiedBy::Lookup if who.logical == 0 => {}
+                    IdentifiedBy::New => {
+                        log.forget_idle(now, 1);
+                        log.last_at.insert(who.logical, now);
+                        log.touch(who.logical, now);
+                    }
+                    _ => log.touch(who.logical, now),
+                }
+                proptest::prop_assert_eq!(id.touch_order(), log.order());
+                proptest::prop_assert_eq!(id.remembered(), log.last_at.len());
+            }
+        }
     }
 
     #[test]
@@ -1111,10 +1305,11 @@ mod tests {
 mod alias_list {
     use super::*;
 
-    /// A remembered request stays 48 bytes, however many are kept.
+    /// A remembered request stays 64 bytes, its place in touch order included, however
+    /// many are kept.
     #[test]
-    fn a_remembered_request_is_48_bytes() {
-        assert!(std::mem::size_of::<Option<Logical>>() <= 48);
+    fn a_remembered_request_is_64_bytes() {
+        assert!(std::mem::size_of::<Option<Logical>>() <= 64);
     }
 
     /// Aliases past the inline two are found, and forgotten with their request.

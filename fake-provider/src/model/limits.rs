@@ -307,8 +307,10 @@ impl ScopeState {
     }
 
     /// Which limit, if any, refuses an attempt charging `tokens` (windows already rolled).
-    /// Inlined into `check_at`: a few comparisons, where the call cost as many again.
-    #[inline]
+    /// Always inlined into `check_at`: a few comparisons, where the call cost as many
+    /// again, and its refusal came back through the stack, read back wider than it was
+    /// written (a stalled store forwarding, perf showed, on every refused attempt).
+    #[inline(always)]
     fn check(&self, tokens: u64) -> Result<(), (Refusal, u64, u64)> {
         let l = &self.limits;
         if let Some(c) = l.concurrency {

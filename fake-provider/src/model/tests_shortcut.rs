@@ -154,11 +154,16 @@ proptest! {
         tpm in 100u64..2_000,
         count_rejected in any::<bool>(),
         drain in drain(),
+        // Lean bodies, as a simulated run's, or whole ones, as the HTTP edge's: the
+        // shortcut is built for each (`refuse_at_once::<LEAN>`).
+        lean in any::<bool>(),
     ) {
         let c = config(rpm, tpm, count_rejected);
         let mut shortcut = ProviderModel::new(c.clone(), 42, EPOCH).unwrap();
         let mut general = ProviderModel::new(c, 42, EPOCH).unwrap();
         general.general_path_only = true;
+        shortcut.set_lean_bodies(lean);
+        general.set_lean_bodies(lean);
         if let Drain::Evicting(capacity) = drain {
             shortcut.set_journal_capacity(capacity);
             general.set_journal_capacity(capacity);
