@@ -209,7 +209,8 @@ impl Ledger for InMemoryLedger {
     }
 
     fn entries(&self) -> Result<Vec<LedgerEntry>, LedgerError> {
-        // The band gives its ids in order, so the entries need no sort.
+        // The band gives its ids in id order (`IdBand::ids` sorts the ids alone), so the
+        // entries are read out in order and never sorted themselves.
         Ok(self
             .stored
             .ids()

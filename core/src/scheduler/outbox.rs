@@ -98,8 +98,11 @@ impl Outbox {
         }
     }
 
-    /// Takes the command due first out. A kept command is handed out as a copy (no heap
-    /// allocation for what a send or a usual terminal holds) and stays to be written over.
+    /// Takes the command due first out. A kept command is handed out as a clone and stays to
+    /// be written over: no heap allocation for a usual action's send or terminal (inline
+    /// names and key), but a shared text's count is bumped, and a look-up's `LookupBy`, a
+    /// fallback or an operation id over 24 bytes is allocated again. The drivers' hot path
+    /// uses `peek` and `consume`, which copy nothing; `poll` serves several replicas.
     pub(super) fn pop_front(&mut self) -> Option<Command> {
         match std::mem::replace(&mut self.front, Front::Queue) {
             Front::Queue => self.queue.pop_front(),

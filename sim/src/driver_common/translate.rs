@@ -429,6 +429,16 @@ pub fn rate_hint_into(place: &mut Option<RateHint>, figures: Option<&RateFigures
         return;
     };
     let hint = place.get_or_insert_with(RateHint::default);
+    // Every field is written below over the last answer's: a field added to `RateHint`
+    // must be written here too, and this pattern (no `..`) stops compiling until it is.
+    let RateHint {
+        remaining_requests: _,
+        reset_requests_ms: _,
+        remaining_tokens: _,
+        reset_tokens_ms: _,
+        limit_requests: _,
+        limit_tokens: _,
+    } = *hint;
     let mut said = true;
     if let Some(r) = figures.requests() {
         hint.limit_requests = Some(r.limit);
