@@ -43,26 +43,31 @@ pub(super) struct Outbox {
 impl Default for Outbox {
     fn default() -> Self {
         Self {
-            send: Command::Send(SendAttempt {
-                attempt: 0,
-                job: 0,
-                attempt_no: 0,
-                kind: SendKind::Action,
-                credential: Name::default(),
-                scope: Name::default(),
-                route: Route::ChatCompletion,
-                idempotency_key: None,
-                reserved_tokens: 0,
-                timeout_ms: 0,
-                model: None,
-                fallback: None,
-                degraded: None,
-                trimmed: None,
-            }),
+            send: Command::Send(unwritten_send()),
             finish: Command::Finish(unwritten_terminal()),
             front: Front::Queue,
             queue: VecDeque::new(),
         }
+    }
+}
+
+/// A send to be written over at once (it allocates nothing).
+fn unwritten_send() -> SendAttempt {
+    SendAttempt {
+        attempt: 0,
+        job: 0,
+        attempt_no: 0,
+        kind: SendKind::Action,
+        credential: Name::default(),
+        scope: Name::default(),
+        route: Route::ChatCompletion,
+        idempotency_key: None,
+        reserved_tokens: 0,
+        timeout_ms: 0,
+        model: None,
+        fallback: None,
+        degraded: None,
+        trimmed: None,
     }
 }
 
@@ -141,7 +146,7 @@ impl Outbox {
             self.front = Front::Send;
             &mut self.send
         } else {
-            self.queue.push_back(self.send.clone());
+            self.queue.push_back(Command::Send(unwritten_send()));
             self.queue.back_mut().expect("just pushed")
         };
         match slot {
@@ -174,11 +179,10 @@ mod tests {
     use proptest::prelude::*;
 
     fn send(attempt: u64) -> SendAttempt {
-        let Command::Send(mut send) = Outbox::default().send else {
-            unreachable!()
-        };
-        send.attempt = attempt;
-        send
+        SendAttempt {
+            attempt,
+            ..unwritten_send()
+        }
     }
 
     fn terminal(job: u64) -> Terminal {
