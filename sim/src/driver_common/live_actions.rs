@@ -55,6 +55,19 @@ impl LiveAction {
     }
 }
 
+/// Who the harness sent `action` for, as the measurement attributes its attempts (its
+/// tenant, class, priority and groups), sent to provider `provider`. An action the driver
+/// no longer tracks (`None`) is attributed to no one (empty names).
+pub fn sent_by(action: Option<&LiveAction>, provider: u8) -> SentBy<'_> {
+    match action {
+        Some(action) => action.sent_by(provider),
+        None => SentBy {
+            provider,
+            ..SentBy::default()
+        },
+    }
+}
+
 /// Live actions by id. Looked up, never iterated into an output: only counted, or walked
 /// in sorted id order.
 #[derive(Default)]
@@ -102,19 +115,6 @@ impl LiveActions {
     /// Ids of the live actions, ascending.
     pub fn sorted_ids(&self) -> Vec<JobId> {
         self.by_id.ids()
-    }
-
-    /// Who the harness sent action `id` for, as the measurement attributes its attempts
-    /// (its tenant, class, priority and groups, found once), sent to provider `provider`.
-    /// An unknown id is attributed to no one (empty names).
-    pub fn sent_by(&self, id: JobId, provider: u8) -> SentBy<'_> {
-        match self.by_id.get(&id) {
-            Some(a) => a.sent_by(provider),
-            None => SentBy {
-                provider,
-                ..SentBy::default()
-            },
-        }
     }
 
     /// Writes the provider request for `send` at `now` (ms) into `request` (the previous

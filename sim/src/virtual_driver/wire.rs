@@ -9,10 +9,10 @@ use super::crash::Crashes;
 use super::events::{AnswerHead, Event, EventQueue};
 use super::provider_set::ProviderSet;
 use super::DriverError;
-use crate::driver_common::live_actions::LiveAction;
+use crate::driver_common::live_actions::{self, LiveAction};
 use crate::driver_common::translate;
 use crate::driver_common::turn::{Flow, Turn, Untracked, Wire};
-use crate::measure::{Measurement, SentBy};
+use crate::measure::Measurement;
 use crate::sink::attempts::{self, Numbering};
 use crate::sink::AttemptSink;
 
@@ -94,13 +94,7 @@ impl<'a> ModelWire<'a> {
         let seq = decision.seq;
         // When it is heard, now; what is heard only where it will wait (see below).
         let after = translate::heard_after(send, &decision);
-        let by = match action {
-            Some(action) => action.sent_by(provider),
-            None => SentBy {
-                provider,
-                ..SentBy::default()
-            },
-        };
+        let by = live_actions::sent_by(action, provider);
         let numbering = Numbering {
             action: send.job,
             attempt_no: send.attempt_no,
