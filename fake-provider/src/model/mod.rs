@@ -107,6 +107,20 @@ struct KnownKey {
     masked: Arc<str>,
     /// Its ordinal in `provider.credentials` (indexes `ProviderModel::also_counts`).
     ordinal: usize,
+    /// Whether its attempts may take the refusal shortcut as far as the config decides
+    /// (`ProviderModel::refused_at_once`): no fault rules, no listed models (so no scope
+    /// filters a model), and no scope but its own counting it. Worked out once, where it
+    /// was four tests at every attempt.
+    plain: bool,
+    /// Its scope and ordinal packed as the refusal shortcut's entry kinds start (see
+    /// [`refusal_kind`]); `None` when either is too large to pack.
+    kind_base: Option<u64>,
+    /// Its scope's id, shared.
+    scope_id: Arc<str>,
+    /// Its scope's aliases' start and its own fingerprints' starts (see
+    /// `Identity::attribute_known`), kept with the key so an attempt reads them where the
+    /// key's other facts lie, with no index into a table of each.
+    aliases: (ScopeAliases, CredentialAliases),
 }
 
 /// Longest model name a journal entry keeps of a request for an unknown model, bytes.
@@ -160,11 +174,6 @@ pub struct ProviderModel {
     lean_completions: bool,
     /// Which attempts are one logical request.
     identity: Identity,
-    /// Per scope: its aliases' start, hashed from its id once (see `ScopeAliases`).
-    scope_aliases: Vec<ScopeAliases>,
-    /// Per credential ordinal: its fingerprints' starts, hashed from its key once (see
-    /// `CredentialAliases`).
-    credential_aliases: Vec<CredentialAliases>,
     /// Model ms after a Retry-After's answer left during which an attempt on its scope is
     /// taken as already on the wire (see `set_transit_allowance`).
     transit_allowance_ms: u64,
@@ -192,24 +201,7 @@ impl ProviderModel {
             .enumerate()
             .map(|(i, s)| (s.id.as_str(), i))
             .collect();
-        let credentials = config
-            .credentials
-            .iter()
-            .enumerate()
-            .filter_map(|(ordinal, c)| {
-                let scope = *scope_index.get(c.scope.as_str())?;
-                let masked = Arc::from(mask_credential(&c.key));
-                Some((
-                    c.key.clone(),
-                    KnownKey {
-                        scope,
-                        masked,
-                        ordinal,
-                    },
-                ))
-            })
-            .collect();
-        let also_counts = config
+        let also_counts: Vec<Box<[usize]>> = config
             .credentials
             .iter()
             .map(|c| {
@@ -220,10 +212,39 @@ impl ProviderModel {
             })
             .collect();
         let models = Models::new(&config.models);
-        let scope_models = config
+        let scope_models: Vec<Option<usize>> = config
             .scopes
             .iter()
             .map(|s| s.model.as_deref().and_then(|m| models.index(m)))
+            .collect();
+        let faults = FaultSchedule::new(&config.faults, streams::derive(seed, streams::FAULTS));
+        let credentials = config
+            .credentials
+            .iter()
+            .enumerate()
+            .filter_map(|(ordinal, c)| {
+                let scope = *scope_index.get(c.scope.as_str())?;
+                let masked = Arc::from(mask_credential(&c.key));
+                let plain = faults.is_empty()
+                    && models.is_empty()
+                    && scope_models[scope].is_none()
+                    && also_counts[ordinal].is_empty();
+                Some((
+                    c.key.clone(),
+                    KnownKey {
+                        scope,
+                        masked,
+                        ordinal,
+                        plain,
+                        kind_base: refusal_kind_base(scope, ordinal),
+                        scope_id: Arc::from(config.scopes[scope].id.as_str()),
+                        aliases: (
+                            ScopeAliases::new(&config.scopes[scope].id),
+                            CredentialAliases::new(&c.key),
+                        ),
+                    },
+                ))
+            })
             .collect();
         Ok(ProviderModel {
             seed,
@@ -245,7 +266,7 @@ impl ProviderModel {
                 .map(|s| Arc::from(s.id.as_str()))
                 .collect(),
             scope_stats: vec![ScopeStats::default(); config.scopes.len()],
-            faults: FaultSchedule::new(&config.faults, streams::derive(seed, streams::FAULTS)),
+            faults,
             phases: Phases::new(&config.phases, &scope_index),
             latency: LatencySampler::new(&config.latency),
             tool_latency: LatencySampler::new(&config.tool_latency),
@@ -261,16 +282,6 @@ impl ProviderModel {
             lean_bodies: false,
             lean_completions: false,
             identity: Identity::new(config.identity_window.ms()),
-            scope_aliases: config
-                .scopes
-                .iter()
-                .map(|s| ScopeAliases::new(&s.id))
-                .collect(),
-            credential_aliases: config
-                .credentials
-                .iter()
-                .map(|c| CredentialAliases::new(&c.key))
-                .collect(),
             transit_allowance_ms: 0,
             told_until: None,
             #[cfg(test)]
@@ -537,33 +548,25 @@ impl ProviderModel {
         }
         self.next_seq += 1;
         let seq = self.next_seq;
-        // The known key's scope and ordinal.
-        let known = if self.remember_key(req.credential.as_ref()) {
-            self.last_key
-                .as_ref()
-                .map(|(_, known)| (known.scope, known.ordinal))
-        } else {
-            None
-        };
-        let who = match known {
-            Some((scope, ordinal)) => self.identity.attribute_known(
-                req,
-                &self.scopes[scope].limits.id,
-                (
-                    &self.scope_aliases[scope],
-                    &self.credential_aliases[ordinal],
-                ),
-                now,
-            ),
-            None => self.identity.attribute(req, "", now),
+        // The known key's scope, ordinal and whether it may take the shortcut.
+        let is_known = self.remember_key(req.credential.as_ref());
+        let (who, known) = match &self.last_key {
+            Some((_, k)) if is_known => {
+                let (scoped, credential) = &k.aliases;
+                let who =
+                    self.identity
+                        .attribute_known(req, &k.scope_id, (scoped, credential), now);
+                (who, Some((k.scope, k.ordinal, k.plain)))
+            }
+            _ => (self.identity.attribute(req, "", now), None),
         };
         let claim_mismatch = who.ordinal > 0
             && req
                 .attempt_no
                 .is_some_and(|claimed| (claimed <= 1) != (who.ordinal == 1));
         // The common refusal (a full scope) is answered apart, with no journal lent.
-        if let Some((scope, ordinal)) = known {
-            if let Some(refused) = self.refused_at_once(req, now, scope, ordinal) {
+        if let Some((scope, _, true)) = known {
+            if let Some(refused) = self.refused_at_once(req, now, scope) {
                 let opened = (seq, now, claim_mismatch);
                 return if self.lean_bodies {
                     self.refuse_at_once::<true>(req, opened, scope, &who, refused)
@@ -778,14 +781,15 @@ impl ProviderModel {
         count_into((&mut self.stats, &mut self.usual_outcomes), e, usual);
     }
 
-    /// Whether the attempt `req` at `now`, with a known key of scope `scope` and ordinal
-    /// `ordinal`, is one the general path (`decide`) would refuse at its limits (step 5)
-    /// having passed steps 1 to 4 with no effect beyond counting: the common case of a
-    /// client storming a full scope. So it is when nothing else can answer first: no fault
-    /// rules, no listed models (so no model to resolve or to bound its tokens, and no scope
-    /// filters a model), a key counted against its own scope only, no token count (answered
-    /// at 3b), and a request within the context window. Then the refusal, its limit and
-    /// the amount used, as `ScopeState::check_at` says them, and the tokens charged.
+    /// Whether the attempt `req` at `now`, with a known key of scope `scope` whose
+    /// attempts the config lets take the shortcut (`KnownKey::plain`), is one the general
+    /// path (`decide`) would refuse at its limits (step 5) having passed steps 1 to 4 with
+    /// no effect beyond counting: the common case of a client storming a full scope. So it
+    /// is when nothing else can answer first: no fault rules, no listed models (so no model
+    /// to resolve or to bound its tokens, and no scope filters a model), a key counted
+    /// against its own scope only (what `plain` says), no token count (answered at 3b), and
+    /// a request within the context window. Then the refusal, its limit and the amount
+    /// used, as `ScopeState::check_at` says them, and the tokens charged.
     ///
     /// Changes nothing but the scope's windows, rolled to `now`, which every path does
     /// before it reads them.
@@ -795,18 +799,16 @@ impl ProviderModel {
         req: &Request,
         now: Millis,
         scope: usize,
-        ordinal: usize,
     ) -> Option<((limits::Refusal, u64, u64), u64)> {
         #[cfg(test)]
         if self.general_path_only {
             return None;
         }
-        let plain = self.faults.is_empty()
-            && self.models.is_empty()
-            && self.scope_models[scope].is_none()
-            && self.counted_scopes(ordinal) == 1
-            && !matches!(req.route, RequestRoute::CountTokens);
-        if !plain {
+        debug_assert!(
+            self.faults.is_empty() && self.models.is_empty() && self.scope_models[scope].is_none(),
+            "a plain key's scope filters no model and no rule can fire"
+        );
+        if matches!(req.route, RequestRoute::CountTokens) {
             return None;
         }
         let charge = req.token_charge();
@@ -861,7 +863,7 @@ impl ProviderModel {
         };
         // A refusal like the last one written in this slot (drained at once, as the
         // simulator does) leaves the fields they share as they are.
-        let entry_kind = refusal_kind(scope_idx, known.ordinal, &req.route, refusal);
+        let entry_kind = refusal_kind(known.kind_base, &req.route, refusal);
         let (entry, kept) = match entry_kind {
             Some(kind) => journal.next_slot_kept(kind),
             None => (journal.next_slot(), false),
@@ -1944,17 +1946,12 @@ fn open_entry(
 const REFUSED_OUTCOME: usize = 8;
 
 /// The kind of journal entry the refusal shortcut writes for a refusal by `refusal` on
-/// scope `scope`, with the key of ordinal `credential`, on `route` (see
+/// `route` with a key whose scope and ordinal `base` packs ([`refusal_kind_base`]; see
 /// `JournalBuffer::next_slot_kept`): every entry of one kind has the same credential,
 /// scope, route, method, fingerprint (but its body hash), limit, status, outcome and error
 /// code, and nothing committed, billed or looked up. `None` for a look-up, whose entry
 /// names what it asked for, and for indexes too large to pack.
-fn refusal_kind(
-    scope: usize,
-    credential: usize,
-    route: &RequestRoute,
-    refusal: limits::Refusal,
-) -> Option<u64> {
+fn refusal_kind(base: Option<u64>, route: &RequestRoute, refusal: limits::Refusal) -> Option<u64> {
     if matches!(
         route,
         RequestRoute::GetRecord { .. } | RequestRoute::FindRecords { .. }
@@ -1963,11 +1960,17 @@ fn refusal_kind(
     }
     // A route's place among the fingerprint templates numbers it (below 16).
     let route = identity::template_slot(route) as u64;
+    Some(base? | route << 48 | (refusal as u64) << 56)
+}
+
+/// The part of [`refusal_kind`] a key decides: its scope `scope` and ordinal `credential`
+/// packed in the low 48 bits, `None` when either is too large to pack.
+fn refusal_kind_base(scope: usize, credential: usize) -> Option<u64> {
     let (scope, credential) = (u64::try_from(scope).ok()?, u64::try_from(credential).ok()?);
     if scope >= 1 << 24 || credential >= 1 << 24 {
         return None;
     }
-    Some(scope | credential << 24 | route << 48 | (refusal as u64) << 56)
+    Some(scope | credential << 24)
 }
 
 /// Writes the fields of attempt `req`'s refusal entry that differ between entries of one
