@@ -311,7 +311,7 @@ impl ScopeState {
     /// again, and its refusal came back through the stack, read back wider than it was
     /// written (a stalled store forwarding, perf showed, on every refused attempt).
     #[inline(always)]
-    fn check(&self, tokens: u64) -> Result<(), (Refusal, u64, u64)> {
+    pub(crate) fn check(&self, tokens: u64) -> Result<(), (Refusal, u64, u64)> {
         let l = &self.limits;
         if let Some(c) = l.concurrency {
             if self.in_flight >= c {

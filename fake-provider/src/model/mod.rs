@@ -560,21 +560,19 @@ impl ProviderModel {
             }
             _ => (self.identity.attribute(req, "", now), None),
         };
-        let claim_mismatch = who.ordinal > 0
-            && req
-                .attempt_no
-                .is_some_and(|claimed| (claimed <= 1) != (who.ordinal == 1));
-        // The common refusal (a full scope) is answered apart, with no journal lent.
+        // The common refusal (a full scope) is answered apart, with no journal lent. Only
+        // the refusal is handed over, so every argument goes in a register: the rest it
+        // reads where it lies (the seq, the key) or works out again (the charge).
         if let Some((scope, _, true)) = known {
-            if let Some(refused) = self.refused_at_once(req, now, scope) {
-                let opened = (seq, now, claim_mismatch);
+            if let Some(refusal) = self.refused_at_once(req, now, scope) {
                 return if self.lean_bodies {
-                    self.refuse_at_once::<true>(req, opened, scope, &who, refused)
+                    self.refuse_at_once::<true>(req, now, &who, refusal)
                 } else {
-                    self.refuse_at_once::<false>(req, opened, scope, &who, refused)
+                    self.refuse_at_once::<false>(req, now, &who, refusal)
                 };
             }
         }
+        let claim_mismatch = claim_mismatch(req, &who);
         let known = known.and(self.last_key.as_ref().map(|(_, known)| known));
         // The entry is written into the journal now and filled in where it stays: the buffer
         // is lent out while the attempt is decided (the model reads no journal meanwhile).
@@ -788,8 +786,8 @@ impl ProviderModel {
     /// is when nothing else can answer first: no fault rules, no listed models (so no model
     /// to resolve or to bound its tokens, and no scope filters a model), a key counted
     /// against its own scope only (what `plain` says), no token count (answered at 3b), and
-    /// a request within the context window. Then the refusal, its limit and the amount
-    /// used, as `ScopeState::check_at` says them, and the tokens charged.
+    /// a request within the context window. Then the refusal, as `ScopeState::check_at`
+    /// says it.
     ///
     /// Changes nothing but the scope's windows, rolled to `now`, which every path does
     /// before it reads them.
@@ -799,7 +797,7 @@ impl ProviderModel {
         req: &Request,
         now: Millis,
         scope: usize,
-    ) -> Option<((limits::Refusal, u64, u64), u64)> {
+    ) -> Option<limits::Refusal> {
         #[cfg(test)]
         if self.general_path_only {
             return None;
@@ -821,13 +819,13 @@ impl ProviderModel {
         {
             return None;
         }
-        let refused = self.scopes[scope].check_at(now, charge).err()?;
-        Some((refused, charge))
+        let (refusal, _, _) = self.scopes[scope].check_at(now, charge).err()?;
+        Some(refusal)
     }
 
-    /// Answers attempt `req`, opened as `(seq, now, claim_mismatch)` (ms) on scope `scope`
-    /// and attributed to `who`, with the 429 its scope's `refusal` (limit and amount used)
-    /// gives it charging `charge` tokens, as [`ProviderModel::refused_at_once`] found: what
+    /// Answers attempt `req`, arrived at `now` (ms) as the last seq with the last key
+    /// remembered and attributed to `who`, with the 429 of its scope's `refusal`, as
+    /// [`ProviderModel::refused_at_once`] found it: what
     /// `decide` and `arrive` do for it, in their order, with the journal entry written and
     /// closed from what is known of the answer, and the answer built where it is returned
     /// (the general path reads its fields back from a `Decision` it then copies, 312 bytes).
@@ -839,12 +837,13 @@ impl ProviderModel {
     fn refuse_at_once<const LEAN: bool>(
         &mut self,
         req: &Request,
-        (seq, now, claim_mismatch): (u64, Millis, bool),
-        scope_idx: usize,
+        now: Millis,
         who: &identity::Attribution,
-        ((refusal, limit, used), charge): ((limits::Refusal, u64, u64), u64),
+        refusal: limits::Refusal,
     ) -> Decision {
         let reject_ms = self.config.reject_latency.ms();
+        let (seq, charge) = (self.next_seq, req.token_charge());
+        let claim_mismatch = claim_mismatch(req, who);
         let Self {
             journal,
             last_key,
@@ -861,6 +860,7 @@ impl ProviderModel {
         let Some((_, known)) = last_key.as_ref() else {
             unreachable!("a known key is the last one remembered")
         };
+        let scope_idx = known.scope;
         // A refusal like the last one written in this slot (drained at once, as the
         // simulator does) leaves the fields they share as they are.
         let entry_kind = refusal_kind(known.kind_base, &req.route, refusal);
@@ -894,6 +894,14 @@ impl ProviderModel {
         stats_of.scope_wait_violations += u64::from(scope_wait);
         stats_of.retry_after_violations += u64::from(early);
         // 5: as `admit` and `decide` refuse.
+        let limit_and_used = if LEAN {
+            (0, 0)
+        } else {
+            match scope.check(charge) {
+                Err((again, limit, used)) if again == refusal => (limit, used),
+                _ => unreachable!("the scope refuses as `refused_at_once` found"),
+            }
+        };
         scope.refused(refusal);
         let wait = scope.wait_ms(refusal, now);
         let (kind, code) = refusal.kind_and_code();
@@ -912,6 +920,9 @@ impl ProviderModel {
         let body = if LEAN {
             Value::Null
         } else {
+            // The limit and the amount used, read as `refused_at_once` read them: nothing
+            // has changed them since but the refusal's own count, added after its check.
+            let (limit, used) = limit_and_used;
             error_body(
                 &refusal.message(limit, used, charge, client_wait),
                 kind,
@@ -1809,6 +1820,15 @@ fn count_into(
     if e.undelivered {
         s.undelivered_tokens += e.tokens_used;
     }
+}
+
+/// Whether attempt `req`, attributed to `who`, claims to be a first attempt when the
+/// provider counts it a retry, or the other way round (`JournalEntry::claim_mismatch`).
+fn claim_mismatch(req: &Request, who: &identity::Attribution) -> bool {
+    who.ordinal > 0
+        && req
+            .attempt_no
+            .is_some_and(|claimed| (claimed <= 1) != (who.ordinal == 1))
 }
 
 /// The key an attempt came with, as its journal entry records it.

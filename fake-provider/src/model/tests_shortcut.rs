@@ -191,3 +191,58 @@ proptest! {
 fn a_refusal_is_counted_as_a_429() {
     assert_eq!(usual_status(429), Some(REFUSED_OUTCOME));
 }
+
+/// What a known key says once of the shortcut (`KnownKey::plain`) is what the tests it
+/// replaced said at every attempt: no fault rules, no listed models, no scope filtering a
+/// model, and no scope but the key's own counting it.
+#[test]
+fn a_key_is_plain_as_the_config_tests_at_every_attempt_said() {
+    use crate::config::{FaultRule, ModelConfig};
+    let served = |name: &str| ModelConfig {
+        name: name.into(),
+        context_window: None,
+        max_output_tokens: None,
+        latency: None,
+        price: None,
+    };
+    let fault = FaultRule {
+        status: Some(503),
+        ..FaultRule::default()
+    };
+    let mut filtered = config(5, 500, false);
+    filtered.models = vec![served("m")];
+    filtered.scopes[1].model = Some("m".into());
+    let configs = [
+        config(5, 500, false),
+        ProviderConfig {
+            faults: vec![fault],
+            ..config(5, 500, false)
+        },
+        ProviderConfig {
+            models: vec![served("m")],
+            ..config(5, 500, false)
+        },
+        filtered,
+    ];
+    for c in configs {
+        let m = ProviderModel::new(c, 42, EPOCH).unwrap();
+        for (text, known) in &m.credentials {
+            let per_attempt = m.faults.is_empty()
+                && m.models.is_empty()
+                && m.scope_models[known.scope].is_none()
+                && m.counted_scopes(known.ordinal) == 1;
+            assert_eq!(known.plain, per_attempt, "{text}");
+            assert_eq!(&*known.scope_id, &*m.scope_ids[known.scope], "{text}");
+            assert_eq!(
+                refusal_kind_base(known.scope, known.ordinal),
+                known.kind_base,
+                "{text}"
+            );
+        }
+    }
+    // The plain config's own keys: its two single-scope keys are, the key counted on both
+    // scopes is not.
+    let m = ProviderModel::new(config(5, 500, false), 42, EPOCH).unwrap();
+    let plain = |key: &str| m.credentials[key].plain;
+    assert!(plain("sk-a-key-0001") && plain("sk-b-key-0001") && !plain("sk-ab-key-001"));
+}
