@@ -51,8 +51,11 @@ pub struct Measurement {
     /// division at each was a measurable part of measuring it.
     last_bucket: (u64, u64, usize),
     summary: Summary,
-    /// Submit to completion of every logical request not cancelled, one that did not
-    /// complete counted as unanswered (see `unanswered_ms`).
+    /// Submit to completion of every logical request not cancelled that did not complete,
+    /// counted as unanswered (see `unanswered_ms`): `summary.latency_ms` is of these and
+    /// `completed_latency` together, added once at the end (hdrhistogram adds counts bucket
+    /// by bucket: the figures of recording each value in both), so a completion is
+    /// recorded once, not twice.
     latency: Distribution,
     completed_latency: Distribution,
     queue_wait: Distribution,
@@ -655,7 +658,6 @@ impl Measurement {
         };
         self.window_end_ms = self.window_end_ms.max(served_until);
         if completed {
-            self.latency.record(latency_ms);
             self.completed_latency.record(latency_ms);
             if let Some(sent) = first_sent_at {
                 self.service.record(at.saturating_sub(sent));
@@ -765,7 +767,6 @@ impl Measurement {
             (Some(first), Some(done)) => {
                 self.summary.completed += 1;
                 let latency = done.saturating_sub(first);
-                self.latency.record(latency);
                 self.completed_latency.record(latency);
                 self.service.record(latency);
                 self.window_end_ms = self.window_end_ms.max(done);
@@ -1265,6 +1266,7 @@ impl Measurement {
         });
         s.retry_waves = self.retry_bins.waves(s.virtual_duration_ms);
         s.peak_retries_per_100ms = self.retry_bins.peak();
+        self.latency.add(&self.completed_latency);
         s.latency_ms = self.latency.percentiles();
         s.completed_latency_ms = self.completed_latency.percentiles();
         s.failed_latency_ms = self.failed_latency.percentiles();

@@ -147,6 +147,29 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// A distribution added to another answers what one that recorded every value of
+        /// both answers (the run's latency is its completions' added to the rest's at the
+        /// end), whichever holds the wider values.
+        #[test]
+        fn an_added_distribution_is_every_value_recorded(
+            values in proptest::collection::vec((0u64..20_000_000, proptest::bool::ANY), 0..300),
+        ) {
+            let (mut a, mut b, mut all) =
+                (Distribution::default(), Distribution::default(), Distribution::default());
+            for &(ms, first) in &values {
+                if first { a.record(ms) } else { b.record(ms) }
+                all.record(ms);
+            }
+            a.add(&b);
+            proptest::prop_assert_eq!(a.len(), all.len());
+            proptest::prop_assert_eq!(a.percentiles(), all.percentiles());
+            for q in [0.0, 0.1, 0.5, 0.9, 0.95, 0.99, 0.999, 1.0] {
+                proptest::prop_assert_eq!(a.quantile(q), all.quantile(q));
+            }
+        }
+    }
+
     #[test]
     fn an_added_distribution_keeps_the_larger_max_and_clear_forgets_it() {
         let (mut a, mut b) = (Distribution::default(), Distribution::default());
