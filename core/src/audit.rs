@@ -76,24 +76,30 @@ pub struct AuditEvent {
 /// string). Two details are equal when their texts are equal, whatever their variants: a
 /// detail read back from JSON (a [`AuditDetail::Text`]) equals the typed one it was written
 /// from.
+///
+/// Laid out with a one-byte tag first (`repr(u8)`), each variant's small fields declared
+/// first so they fill the bytes after the tag: 40 bytes. Left to the compiler, the tag went
+/// into a niche of one variant's fields, which every match (the drain drops each event)
+/// had to decode.
 #[derive(Clone)]
+#[repr(u8)]
 pub enum AuditDetail {
     /// `action_requested`: `class=<class> route=<route> priority=<priority>`.
     Requested {
-        /// The job's class name (shared with the job, not copied).
-        class: Name,
         /// The job's route.
         route: Route,
         /// The job's priority.
         priority: Priority,
+        /// The job's class name (shared with the job, not copied).
+        class: Name,
     },
     /// `action_sent`: `attempt_no=<n> kind=action|lookup reserved_tokens=<tokens>`.
     Sent {
-        /// 1-based attempt number of the action, look-ups included.
-        attempt_no: u32,
         /// Whether the send is a reconciliation look-up (`kind=lookup`) rather than the
         /// action itself (`kind=action`).
         lookup: bool,
+        /// 1-based attempt number of the action, look-ups included.
+        attempt_no: u32,
         /// Tokens the send reserved (prompt plus maximum output; 0 for non-LLM sends).
         reserved_tokens: u32,
     },
@@ -101,19 +107,19 @@ pub enum AuditDetail {
     Succeeded,
     /// `action_result` of a failure: `failure=<label> group=<group>`.
     Failure {
+        /// The failure's group.
+        group: FailureGroup,
         /// The failure's stable label ([`FailureKind::label`](crate::classify::FailureKind::label):
         /// `429`, `reset_after_write`, ...).
         failure: &'static str,
-        /// The failure's group.
-        group: FailureGroup,
     },
     /// `retry_scheduled` of an attempt:
     /// `after=<what> attempts=<n> delay_ms=<ms> local_delay_ms=<ms>`.
     Retry {
-        /// What the retry follows (a failure label, or why the send was deferred).
-        after: &'static str,
         /// Attempts (and look-ups) made so far.
         attempts: u32,
+        /// What the retry follows (a failure label, or why the send was deferred).
+        after: &'static str,
         /// The wait before the next attempt (ms), the provider's waits included.
         delay_ms: Millis,
         /// The local backoff part of that wait (ms).
@@ -129,28 +135,14 @@ pub enum AuditDetail {
     Terminal {
         /// How the action ended.
         status: TerminalStatus,
-        /// The reason's stable label (`succeeded`, `deadline_exceeded`, ...).
-        reason: &'static str,
-        /// Attempts (and look-ups) made.
-        attempts: u32,
-        /// Total time spent waiting between attempts (ms).
-        waited_ms: Millis,
         /// The last HTTP status heard, if any (`none` otherwise).
         last_status: Option<u16>,
-    },
-    /// `fallback`: `reason=<condition> route=<n> from_scope=<id> to_scope=<id>`, then
-    /// ` model=<model>` when the route asks for one.
-    Fallback {
-        /// The condition that moved the action.
-        reason: FallbackWhen,
-        /// The 1-based number of the fallback route joined.
-        route: u64,
-        /// The scope left.
-        from_scope: Name,
-        /// The scope joined.
-        to_scope: Name,
-        /// The model the route asks for, if any.
-        model: Option<Name>,
+        /// Attempts (and look-ups) made.
+        attempts: u32,
+        /// The reason's stable label (`succeeded`, `deadline_exceeded`, ...).
+        reason: &'static str,
+        /// Total time spent waiting between attempts (ms).
+        waited_ms: Millis,
     },
     /// `fallback_withheld`: `reason=<condition> scope=<id> then=retry_same_route_same_key`.
     FallbackWithheld {
@@ -161,9 +153,29 @@ pub enum AuditDetail {
     },
     /// A fixed sentence (`may have executed: look-up first`).
     Static(&'static str),
+    /// `fallback`: `reason=<condition> route=<n> from_scope=<id> to_scope=<id>`, then
+    /// ` model=<model>` when the route asks for one. Boxed: its three names made it the
+    /// largest detail by 24 bytes, and every event is as large as the largest detail,
+    /// while a move to a fallback route is rare (one allocation each).
+    Fallback(Box<FallbackMove>),
     /// A free-form text: rare details (a ledger write failure) and details read back from
     /// JSON.
     Text(String),
+}
+
+/// The data of an [`AuditDetail::Fallback`]: the move of an action to a fallback route.
+#[derive(Debug, Clone)]
+pub struct FallbackMove {
+    /// The condition that moved the action.
+    pub reason: FallbackWhen,
+    /// The 1-based number of the fallback route joined.
+    pub route: u64,
+    /// The scope left.
+    pub from_scope: Name,
+    /// The scope joined.
+    pub to_scope: Name,
+    /// The model the route asks for, if any.
+    pub model: Option<Name>,
 }
 
 impl AuditDetail {
@@ -271,13 +283,14 @@ impl fmt::Display for AuditDetail {
                     None => f.write_str("last_status=none"),
                 }
             }
-            AuditDetail::Fallback {
-                reason,
-                route,
-                from_scope,
-                to_scope,
-                model,
-            } => {
+            AuditDetail::Fallback(fallback) => {
+                let FallbackMove {
+                    reason,
+                    route,
+                    from_scope,
+                    to_scope,
+                    model,
+                } = &**fallback;
                 write!(
                     f,
                     "reason={} route={route} from_scope={from_scope} to_scope={to_scope}",
@@ -405,7 +418,9 @@ fn status_label(status: TerminalStatus) -> &'static str {
 mod tests {
     use stampede_name::Name;
 
-    use super::{group_label, priority_label, route_label, status_label, AuditDetail};
+    use super::{
+        group_label, priority_label, route_label, status_label, AuditDetail, FallbackMove,
+    };
     use crate::command::TerminalStatus;
     use crate::job::{Priority, Route};
     use crate::policy::FailureGroup;
@@ -665,13 +680,13 @@ mod tests {
                 None => old,
             }
             .done();
-            let detail = AuditDetail::Fallback {
+            let detail = AuditDetail::Fallback(Box::new(FallbackMove {
                 reason: FallbackWhen::PrimaryUnavailable,
                 route: 1,
                 from_scope: "acct".into(),
                 to_scope: "backup".into(),
                 model: model.map(Into::into),
-            };
+            }));
             let expected = match model {
                 Some(_) => {
                     "reason=primary_unavailable route=1 from_scope=acct to_scope=backup model=gpt-big"
@@ -716,6 +731,15 @@ mod tests {
         // Quotes and control characters are escaped in JSON as a string's are.
         let odd = AuditDetail::from("a \"b\"\n\\c");
         assert_eq!(serde_json::to_string(&odd).unwrap(), r#""a \"b\"\n\\c""#);
+    }
+
+    /// Four events a cycle are written into the audit buffer and dropped when it is drained:
+    /// 104 bytes each while the fallback's three names were held in place, 80 since.
+    #[test]
+    fn an_audit_event_is_at_most_80_bytes() {
+        let size = std::mem::size_of::<super::AuditEvent>();
+        assert!(size <= 80, "AuditEvent is {size} bytes");
+        assert!(std::mem::size_of::<AuditDetail>() <= 40);
     }
 
     #[test]

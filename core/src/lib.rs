@@ -175,7 +175,7 @@ pub use stampede_key::{IdempotencyKey, KeyText};
 pub use stampede_name::Name;
 
 // What comes out: commands, attempts to send, terminal outcomes, audit events.
-pub use audit::{AuditDetail, AuditEvent, AuditKind};
+pub use audit::{AuditDetail, AuditEvent, AuditKind, FallbackMove};
 pub use command::{
     AttemptId, Command, LookupBy, NextAction, NextActions, Reason, SendAttempt, SendKind, Terminal,
     TerminalStatus,

@@ -1,14 +1,15 @@
 //! How the in-memory ledger holds a logical action: its interned names (tenant, credential,
 //! scope, class, model) by value, its task and idempotency key as the job holds them, and
-//! the texts most actions lack (resource, external reference) together in one box, each
-//! inline up to 24 bytes (`CompactString`), `None` when the job has neither. The ledger
-//! takes a copy of every admitted action and drops it when the action ends; with `String`s
-//! that was a dozen allocations and frees per action, the largest cost of the core's
-//! submit-to-terminal cycle. Held in place, the two texts took 48 bytes of every entry that
-//! nearly all leave empty, written at admission and checked again when it is dropped; the
-//! box is one word (an allocation only for an action that has either text). The id is not
-//! held either: the ledger's band knows it from the entry's place. Longer texts fall back to
-//! the heap, so nothing is ever truncated.
+//! what most actions lack (the resource and external reference, each inline up to 24 bytes
+//! (`CompactString`), and the provider's operation id) together in one box, `None` when the
+//! action has none of them. The ledger takes a copy of every admitted action and drops it
+//! when the action ends; with `String`s that was a dozen allocations and frees per action,
+//! the largest cost of the core's submit-to-terminal cycle. Held in place, the two texts
+//! took 48 bytes of every entry that nearly all leave empty, and the operation id 24 more
+//! that an action learns, if ever, only from an answer: all three were written at admission
+//! and checked again when the entry was dropped; the box is one word (an allocation only for
+//! an action that has one of them). The id is not held either: the ledger's band knows it
+//! from the entry's place. Longer texts fall back to the heap, so nothing is ever truncated.
 
 use compact_str::CompactString;
 
@@ -31,38 +32,42 @@ fn owned(stored: &Option<CompactString>) -> Option<String> {
     stored.as_deref().map(str::to_owned)
 }
 
-/// The job's texts that most actions lack, stored only when it has one.
+/// What most actions lack: the job's resource and external reference, and the provider's
+/// operation id, stored only when the action has one of them.
 #[derive(Debug, Clone)]
-struct Texts {
+struct Rare {
     resource: Option<CompactString>,
     external_ref: Option<CompactString>,
+    operation_id: Option<OperationId>,
 }
 
-impl Texts {
-    /// `None` when the job has neither text (no allocation): two tests inline.
+impl Rare {
+    /// `None` when the action has none of them (no allocation): three tests inline.
     #[inline(always)]
-    fn of(job: &Job) -> Option<Box<Texts>> {
-        if job.resource.is_none() && job.external_ref.is_none() {
+    fn of(entry: &LedgerEntry) -> Option<Box<Rare>> {
+        let job = &entry.job;
+        if job.resource.is_none() && job.external_ref.is_none() && entry.operation_id.is_none() {
             return None;
         }
-        Some(Texts::boxed(job))
+        Some(Rare::boxed(entry))
     }
 
-    /// The job's texts in their box.
+    /// The action's rare parts in their box.
     #[cold]
     #[inline(never)]
-    fn boxed(job: &Job) -> Box<Texts> {
-        Box::new(Texts {
-            resource: text(&job.resource),
-            external_ref: text(&job.external_ref),
+    fn boxed(entry: &LedgerEntry) -> Box<Rare> {
+        Box::new(Rare {
+            resource: text(&entry.job.resource),
+            external_ref: text(&entry.job.external_ref),
+            operation_id: entry.operation_id.clone(),
         })
     }
 
-    /// Whether `texts` holds the job's resource and external reference.
-    fn same(texts: &Option<Box<Texts>>, job: &Job) -> bool {
-        match texts {
-            Some(texts) => {
-                same(&texts.resource, &job.resource) && same(&texts.external_ref, &job.external_ref)
+    /// Whether `rare` holds the job's resource and external reference.
+    fn same_texts(rare: &Option<Box<Rare>>, job: &Job) -> bool {
+        match rare {
+            Some(rare) => {
+                same(&rare.resource, &job.resource) && same(&rare.external_ref, &job.external_ref)
             }
             None => job.resource.is_none() && job.external_ref.is_none(),
         }
@@ -89,11 +94,10 @@ pub(crate) struct StoredEntry {
     stream: bool,
     model: Option<Name>,
     sole_task: bool,
-    texts: Option<Box<Texts>>,
+    rare: Option<Box<Rare>>,
     pub state: ActionState,
     attempts: u32,
     waited_ms: Millis,
-    operation_id: Option<OperationId>,
     updated_at: Millis,
 }
 
@@ -108,7 +112,7 @@ impl StoredEntry {
     /// [`StoredEntry::new`] but the idempotency key (`None`), for a caller that writes the
     /// entry into its slot first and the key there after ([`StoredEntry::set_key`]).
     ///
-    /// Always inlined, with every part that can fail (the texts' box) made first: what is
+    /// Always inlined, with every part that can fail (the rare parts' box) made first: what is
     /// left is plain copies, which the compiler writes straight into the ledger's slot.
     /// Called out of line, the entry was built on the stack and copied in. The key is left
     /// out because a derived key cloned here was written to the stack as three words and
@@ -118,8 +122,8 @@ impl StoredEntry {
     #[inline(always)]
     pub fn without_key(entry: &LedgerEntry) -> Self {
         let job = &entry.job;
-        let texts = Texts::of(job);
-        let (task, operation_id) = (job.task.clone(), entry.operation_id.clone());
+        let rare = Rare::of(entry);
+        let task = job.task.clone();
         Self {
             tenant: job.tenant,
             task,
@@ -137,11 +141,10 @@ impl StoredEntry {
             stream: job.stream,
             model: job.model,
             sole_task: job.sole_task,
-            texts,
+            rare,
             state: entry.state,
             attempts: entry.attempts,
             waited_ms: entry.waited_ms,
-            operation_id,
             updated_at: entry.updated_at,
         }
     }
@@ -162,7 +165,7 @@ impl StoredEntry {
             && self.scope == job.scope
             && self.class == job.class
             && self.route == job.route
-            && Texts::same(&self.texts, job)
+            && Rare::same_texts(&self.rare, job)
             && self.priority == job.priority
             && self.prompt_tokens == job.prompt_tokens
             && self.max_output_tokens == job.max_output_tokens
@@ -181,10 +184,10 @@ impl StoredEntry {
         self.state = entry.state;
         self.attempts = entry.attempts;
         self.waited_ms = entry.waited_ms;
-        // Most actions never learn an operation id: two tests inline, the rest out of line
-        // (inline, comparing and copying texts made the launch's write save and restore
-        // six registers).
-        if self.operation_id.is_some() || entry.operation_id.is_some() {
+        // Most actions never learn an operation id: two tests inline (the box's only when
+        // the action has one), the rest out of line (inline, comparing and copying texts
+        // made the launch's write save and restore six registers).
+        if entry.operation_id.is_some() || self.rare.is_some() {
             self.set_operation_id(entry);
         }
         // Copied after that test, not beside the wait: the two lie side by side here and in
@@ -198,15 +201,34 @@ impl StoredEntry {
     #[cold]
     #[inline(never)]
     fn set_operation_id(&mut self, entry: &LedgerEntry) {
-        if self.operation_id != entry.operation_id {
-            self.operation_id.clone_from(&entry.operation_id);
+        match &mut self.rare {
+            Some(rare) => {
+                if rare.operation_id != entry.operation_id {
+                    rare.operation_id.clone_from(&entry.operation_id);
+                }
+            }
+            // No box yet, so no text either: one with the operation id alone.
+            None => {
+                self.rare = Some(Box::new(Rare {
+                    resource: None,
+                    external_ref: None,
+                    operation_id: entry.operation_id.clone(),
+                }))
+            }
         }
+    }
+
+    /// The provider's operation id, if the action has learnt one.
+    fn operation_id(&self) -> Option<OperationId> {
+        self.rare
+            .as_ref()
+            .and_then(|rare| rare.operation_id.clone())
     }
 
     /// The entry of action `id` as the ledger was given it.
     pub fn to_entry(&self, id: JobId) -> LedgerEntry {
-        let (resource, external_ref) = match &self.texts {
-            Some(texts) => (owned(&texts.resource), owned(&texts.external_ref)),
+        let (resource, external_ref) = match &self.rare {
+            Some(rare) => (owned(&rare.resource), owned(&rare.external_ref)),
             None => (None, None),
         };
         LedgerEntry {
@@ -234,7 +256,7 @@ impl StoredEntry {
             state: self.state,
             attempts: self.attempts,
             waited_ms: self.waited_ms,
-            operation_id: self.operation_id.clone(),
+            operation_id: self.operation_id(),
             updated_at: self.updated_at,
         }
     }
@@ -246,11 +268,11 @@ mod tests {
 
     /// The README quotes the bytes the in-memory ledger's copy of an action costs (272 since
     /// the task name is held inline; 224 since the rare texts are boxed and the id is not
-    /// held).
+    /// held; 200 since the operation id joined them).
     #[test]
-    fn a_stored_entry_is_at_most_224_bytes() {
+    fn a_stored_entry_is_at_most_200_bytes() {
         let size = std::mem::size_of::<Option<StoredEntry>>();
-        assert!(size <= 224, "Option<StoredEntry> is {size} bytes");
+        assert!(size <= 200, "Option<StoredEntry> is {size} bytes");
     }
 
     fn entry(long: bool) -> LedgerEntry {
@@ -293,8 +315,9 @@ mod tests {
 
     #[test]
     fn short_and_long_texts_come_back_unchanged() {
-        for long in [false, true] {
-            // Either text, both or none (boxed only when there is one).
+        for (long, operation_id) in [(false, true), (true, true), (false, false), (true, false)] {
+            // Either text, both or none, with or without an operation id (boxed only when
+            // there is one of the three).
             for (resource, external_ref) in [
                 (None, Some(String::new())),
                 (Some("item-7".to_string()), None),
@@ -304,13 +327,41 @@ mod tests {
                 let mut original = entry(long);
                 original.job.resource = resource;
                 original.job.external_ref = external_ref;
+                if !operation_id {
+                    original.operation_id = None;
+                }
                 let stored = StoredEntry::new(&original);
                 assert_eq!(
-                    stored.texts.is_some(),
-                    original.job.resource.is_some() || original.job.external_ref.is_some()
+                    stored.rare.is_some(),
+                    original.job.resource.is_some()
+                        || original.job.external_ref.is_some()
+                        || original.operation_id.is_some()
                 );
                 assert_eq!(stored.to_entry(original.job.id), original);
                 assert!(stored.holds_job(&original.job));
+            }
+        }
+    }
+
+    #[test]
+    fn an_operation_id_is_learnt_changed_and_dropped_in_progress() {
+        for external_ref in [None, Some("ref".to_string())] {
+            let mut original = entry(false);
+            original.job.external_ref = external_ref.clone();
+            original.operation_id = None;
+            let mut stored = StoredEntry::new(&original);
+            assert_eq!(stored.rare.is_some(), external_ref.is_some());
+            let long_id = "é".repeat(30);
+            for operation_id in [Some("rec_1"), Some("rec_2"), None, Some(long_id.as_str())] {
+                let mut later = original.clone();
+                later.operation_id = operation_id.map(OperationId::from);
+                later.attempts += 1;
+                stored.set_progress(&later);
+                assert_eq!(stored.to_entry(later.job.id), later);
+                assert!(stored.holds_job(&later.job));
+                let mut texts = later.job.clone();
+                texts.resource = Some("item".into());
+                assert!(!stored.holds_job(&texts), "a resource where there was none");
             }
         }
     }
@@ -327,8 +378,9 @@ mod tests {
         );
         let mut bare = original.clone();
         bare.job.external_ref = None;
+        bare.operation_id = None;
         let stored_bare = StoredEntry::new(&bare);
-        assert!(stored_bare.texts.is_none());
+        assert!(stored_bare.rare.is_none());
         assert!(
             !stored_bare.holds_job(&original.job),
             "a text where there was none"

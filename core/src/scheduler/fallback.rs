@@ -12,7 +12,7 @@
 
 use super::admission::DEFAULT_SCOPE;
 use super::Scheduler;
-use crate::audit::{AuditDetail, AuditKind};
+use crate::audit::{AuditDetail, AuditKind, FallbackMove};
 use crate::command::Reason;
 use crate::job::JobId;
 use crate::ledger::{ActionState, Ledger};
@@ -130,13 +130,13 @@ impl<L: Ledger> Scheduler<L> {
         }
         self.tasks.add_retry(self.jobs[&id].task);
         if self.policy.audit {
-            let detail = AuditDetail::Fallback {
+            let detail = AuditDetail::Fallback(Box::new(FallbackMove {
                 reason,
                 route: (to + 1) as u64,
                 from_scope: self.scopes.get(from_scope).id,
                 to_scope: self.scopes.get(scope).id,
                 model: self.policy.routing.plans[plan as usize].fallbacks[to].model,
-            };
+            }));
             self.record(now, AuditKind::Fallback, id, None, || detail);
         }
         self.make_ready(id, false);
