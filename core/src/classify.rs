@@ -67,9 +67,14 @@ impl ErrorCode {
             ("context_length_exceeded", ErrorCode::ContextLengthExceeded),
             ("idempotency_key_in_use", ErrorCode::IdempotencyKeyInUse),
         ];
+        // The exact spelling first (a storm's 429s all carry `rate_limit_exceeded`): one
+        // compare of the bytes, where the case-blind one lowers each byte of both first.
         KNOWN
             .iter()
-            .find(|(text, _)| text.eq_ignore_ascii_case(code))
+            .find(|(text, _)| {
+                text.len() == code.len()
+                    && (text.as_bytes() == code.as_bytes() || text.eq_ignore_ascii_case(code))
+            })
             .map_or(ErrorCode::Other, |(_, known)| *known)
     }
 }
