@@ -244,6 +244,13 @@ impl Lanes {
         (next != start).then_some(next)
     }
 
+    /// Whether no lane holds an entry at any priority (stale ones included): a dispatch
+    /// round then finds nothing to serve and changes nothing.
+    #[inline]
+    pub fn is_idle(&self) -> bool {
+        self.nonempty.iter().all(|lanes| lanes.len == 0)
+    }
+
     /// How many lanes have ready work at this priority (bounds a round-robin scan).
     #[inline]
     pub fn ready_lanes(&self, rank: usize) -> usize {

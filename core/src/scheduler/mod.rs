@@ -29,6 +29,9 @@ mod tasks;
 mod terminal;
 mod timers;
 
+#[cfg(test)]
+mod tests_short_turn;
+
 use std::borrow::Borrow;
 use std::collections::BTreeMap;
 
@@ -191,7 +194,14 @@ pub struct Scheduler<L: Ledger = InMemoryLedger> {
     rate_wakeup: Option<Millis>,
     /// The latest `now` seen (ms).
     last_now: Millis,
+    /// End of the run's execution budget (ms since run start), if the policy sets one:
+    /// the policy's duration converted once (`execution_end`).
+    execution_end: Option<Millis>,
     execution_spent: bool,
+    /// Tests only: every `fill_outbox` takes the whole turn, never its short way out (a
+    /// property test plays the same runs both ways).
+    #[cfg(test)]
+    full_turns: bool,
     /// Some scope (or the default scope) caps its waiting retries
     /// (`ScopeBudget::max_delayed_requests`): without one, retries are not counted per scope
     /// at all, and the hot path of a retry storm pays nothing for the cap.
@@ -243,7 +253,10 @@ impl<L: Ledger> Scheduler<L> {
             counts: state::Counts::default(),
             rate_wakeup: None,
             last_now: 0,
+            execution_end: Self::execution_end_of(&policy),
             execution_spent: false,
+            #[cfg(test)]
+            full_turns: false,
             caps_waiting_retries: policy.default_scope.max_delayed_requests.is_some()
                 || policy
                     .scopes
