@@ -372,19 +372,21 @@ impl<L: Ledger> Scheduler<L> {
             job.prev_delay,
             &mut self.rng,
         );
-        let delay = self.delay_with_waits(id, backoff, told, now);
-        if let Err(reason) = self.fits_budgets(id, delay, now) {
+        let scope = job.scope;
+        let delay = self.delay_with_waits(scope, backoff, told, now);
+        // Found once more (drawing the delay borrowed the scheduler) for every budget.
+        if let Err(reason) = self.fits_budgets(&self.jobs[&id], delay, now) {
             return self.fail_or_move_on(id, reason, rate_limited, now);
         }
         // Before the scope's retry budget: a retry shed here draws nothing from it.
-        if self.retry_waits_full(id) {
+        if self.retry_waits_full(scope) {
             return self.fail_or_move_on(id, Reason::ScopeDelayedFull, rate_limited, now);
         }
-        let job = &self.jobs[&id];
-        if !self.scopes.get_mut(job.scope).retries.try_retry(now) {
+        if !self.scopes.get_mut(scope).retries.try_retry(now) {
             return self.fail_or_move_on(id, Reason::ScopeBudgetExhausted, rate_limited, now);
         }
-        self.schedule_retry(id, delay, backoff, failure.kind.label(), now);
+        // The label is read only when the retry is audited.
+        self.schedule_retry(id, delay, backoff, || failure.kind.label(), now);
     }
 
     /// A daily or billing quota is exhausted: wait for its reset (published on the scope),
@@ -410,32 +412,33 @@ impl<L: Ledger> Scheduler<L> {
         let on_route = job.action_attempts.saturating_sub(job.route_start);
         let retryable = class.retries(FailureGroup::QuotaExhausted)
             && on_route < class.max_attempts.saturating_add(job.resends);
-        let delay = self.delay_with_waits(id, reset, None, now);
-        if !retryable || self.fits_budgets(id, delay, now).is_err() {
+        let scope = job.scope;
+        let delay = self.delay_with_waits(scope, reset, None, now);
+        if !retryable || self.fits_budgets(&self.jobs[&id], delay, now).is_err() {
             return self.fail_or_move_on(id, Reason::QuotaExhausted, true, now);
         }
-        if self.retry_waits_full(id) {
+        if self.retry_waits_full(scope) {
             return self.fail_or_move_on(id, Reason::ScopeDelayedFull, true, now);
         }
-        self.schedule_retry(id, delay, reset, "quota_exhausted", now);
+        self.schedule_retry(id, delay, reset, || "quota_exhausted", now);
     }
 
     /// The wait before the next attempt: the local delay, raised to the provider's wait
     /// (the scope's shared `next_allowed_at`, the job's own Retry-After) plus a random point
     /// of the spread window, so jobs released by one wait do not return in lockstep.
+    /// `scope` is the action's (its index): the action's record is not read.
     fn delay_with_waits(
         &mut self,
-        id: JobId,
+        scope: usize,
         local: Millis,
         told: Option<Millis>,
         now: Millis,
     ) -> Millis {
-        let job = &self.jobs[&id];
         let mut wait = told.unwrap_or(0);
         if self.policy.share_scope_state {
             wait = wait.max(
                 self.scopes
-                    .get(job.scope)
+                    .get(scope)
                     .record
                     .next_allowed_at
                     .saturating_sub(now),
@@ -448,9 +451,9 @@ impl<L: Ledger> Scheduler<L> {
         local.max(wait)
     }
 
-    /// Whether waiting `delay` more fits the class wait budget, the deadline and the run.
-    fn fits_budgets(&self, id: JobId, delay: Millis, now: Millis) -> Result<(), Reason> {
-        let job = &self.jobs[&id];
+    /// Whether waiting `delay` more fits the class wait budget, the deadline and the run,
+    /// for the action whose record is `job` (read where it lies, not looked up again).
+    fn fits_budgets(&self, job: &Tracked, delay: Millis, now: Millis) -> Result<(), Reason> {
         let class = &self.classes[job.class];
         if job.entry.waited_ms.saturating_add(delay) > class.max_wait_ms {
             return Err(Reason::WaitBudgetExhausted);
@@ -475,9 +478,15 @@ impl<L: Ledger> Scheduler<L> {
         id: JobId,
         delay: Millis,
         local: Millis,
-        label: &'static str,
+        label: impl FnOnce() -> &'static str,
         now: Millis,
     ) {
+        // The timer's ticket, taken before the record is borrowed: nothing between here and
+        // the timer draws one.
+        let ticket = self.next_seq();
+        let due = now.saturating_add(delay);
+        // The record found once serves the retry's counts, the ledger's write, the audit
+        // and the move to the timer (`delay_until` had looked it up again).
         let job = self.jobs.get_mut(&id).expect("retried action is live");
         job.retries = job.retries.saturating_add(1);
         job.prev_delay = local;
@@ -489,15 +498,19 @@ impl<L: Ledger> Scheduler<L> {
             self.counts.ledger_errors += 1;
         }
         self.tasks.add_retry(task);
-        self.record(now, AuditKind::RetryScheduled, id, None, || {
-            AuditDetail::Retry {
-                after: label,
+        super::audit_log::record_to(
+            &mut self.audit,
+            &self.policy,
+            (now, AuditKind::RetryScheduled, id, None),
+            || AuditDetail::Retry {
+                after: label(),
                 attempts,
                 delay_ms: delay,
                 local_delay_ms: local,
-            }
-        });
-        self.delay_until(id, now.saturating_add(delay));
+            },
+        );
+        let (old, priority) = super::queueing::park(job, due, ticket);
+        self.parked(id, old, priority, due, ticket);
         self.begin_retry_wait(id);
         debug_assert!(
             {

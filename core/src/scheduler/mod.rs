@@ -309,6 +309,9 @@ impl<L: Ledger> Scheduler<L> {
     /// attempts are ignored. Takes the outcome or a reference to it: the core keeps none of
     /// it but an operation id (cloned), so a driver can lend it where it lies (an answer is
     /// 200 bytes).
+    // Out of line, with `settle` in it: inlined into a driver's loop, `settle` alone was
+    // left out of line, and the call it takes is this one anyway.
+    #[inline(never)]
     pub fn on_outcome(&mut self, attempt: AttemptId, outcome: impl Borrow<Outcome>, now: Millis) {
         let now = self.observe(now);
         self.settle(attempt, outcome.borrow(), now);

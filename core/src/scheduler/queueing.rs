@@ -3,12 +3,22 @@
 //! stale and skipped: delayed work of a cancelled task never wakes.
 
 use super::lanes::rank;
-use super::state::{held_less, Phase};
+use super::state::{held_less, Phase, Tracked};
 use super::timers::Timer;
 use super::Scheduler;
 use crate::job::{JobId, Priority};
 use crate::ledger::Ledger;
 use crate::time::Millis;
+
+/// Moves a live action's record to a timer until `due` (ms) with a fresh `ticket`: the
+/// first half of parking it, for a caller that holds the record (then
+/// `Scheduler::parked`). Returns the phase it left and its priority.
+#[inline]
+pub(super) fn park(job: &mut Tracked, due: Millis, ticket: u64) -> (Phase, Priority) {
+    let old = std::mem::replace(&mut job.phase, Phase::Delayed(due));
+    job.ticket = ticket;
+    (old, job.entry.job.priority)
+}
 
 impl<L: Ledger> Scheduler<L> {
     pub(super) fn next_seq(&mut self) -> u64 {
@@ -57,12 +67,13 @@ impl<L: Ledger> Scheduler<L> {
         scope.delayed_retries += 1;
     }
 
-    /// Whether one more retry of action `id` would break its scope's cap on waiting retries.
-    pub(super) fn retry_waits_full(&self, id: JobId) -> bool {
+    /// Whether one more retry of an action on `scope` (its index) would break the scope's
+    /// cap on waiting retries.
+    pub(super) fn retry_waits_full(&self, scope: usize) -> bool {
         if !self.caps_waiting_retries {
             return false;
         }
-        let scope = self.scopes.get(self.jobs[&id].scope);
+        let scope = self.scopes.get(scope);
         scope
             .max_delayed
             .is_some_and(|max| scope.delayed_retries >= max)
@@ -103,9 +114,22 @@ impl<L: Ledger> Scheduler<L> {
         let Some(job) = self.jobs.get_mut(&id) else {
             return;
         };
-        let old = std::mem::replace(&mut job.phase, Phase::Delayed(due));
-        job.ticket = ticket;
-        let priority = job.entry.job.priority;
+        let (old, priority) = park(job, due, ticket);
+        self.parked(id, old, priority, due, ticket);
+    }
+
+    /// The rest of parking action `id` (of `priority`) on a timer until `due` (ms) with
+    /// `ticket`, once [`park`] has moved its record from phase `old`: the counts and the
+    /// timer.
+    #[inline]
+    pub(super) fn parked(
+        &mut self,
+        id: JobId,
+        old: Phase,
+        priority: Priority,
+        due: Millis,
+        ticket: u64,
+    ) {
         self.leave_phase(id, old, priority);
         self.counts.delayed += 1;
         self.delayed.push(Timer { due, ticket, id });
