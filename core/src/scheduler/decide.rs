@@ -8,7 +8,6 @@ use super::scope::ScopeSource;
 use super::state::{held_less, millis, BreakerMarks, Flight, Tracked};
 use super::Scheduler;
 use crate::audit::{AuditDetail, AuditKind};
-use crate::backoff::backoff_delay;
 use crate::breaker::{fingerprint, wide_path, wide_paths_of};
 use crate::classify::{classify, Classification, Failure, FailureKind};
 use crate::command::{AttemptId, Reason, TerminalStatus};
@@ -366,8 +365,7 @@ impl<L: Ledger> Scheduler<L> {
         if self.task_budget_spent(job) {
             return self.finish(id, TerminalStatus::Failed, Reason::TaskBudgetExhausted, now);
         }
-        let backoff = backoff_delay(
-            &self.policy.backoff,
+        let backoff = self.backoff.delay(
             job.retries.saturating_sub(job.route_retry_start),
             job.prev_delay,
             &mut self.rng,

@@ -194,6 +194,8 @@ pub struct Scheduler<L: Ledger = InMemoryLedger> {
     rate_wakeup: Option<Millis>,
     /// The latest `now` seen (ms).
     last_now: Millis,
+    /// The policy's backoff in whole ms (converted once: a delay is drawn at every retry).
+    backoff: crate::backoff::BackoffMs,
     /// End of the run's execution budget (ms since run start), if the policy sets one:
     /// the policy's duration converted once (`execution_end`).
     execution_end: Option<Millis>,
@@ -253,6 +255,7 @@ impl<L: Ledger> Scheduler<L> {
             counts: state::Counts::default(),
             rate_wakeup: None,
             last_now: 0,
+            backoff: crate::backoff::BackoffMs::of(&policy.backoff),
             execution_end: Self::execution_end_of(&policy),
             execution_spent: false,
             #[cfg(test)]
@@ -372,7 +375,7 @@ impl<L: Ledger> Scheduler<L> {
         if !self.outbox.is_empty() {
             return Some(self.last_now);
         }
-        let timer = self.delayed.peek().map(|t| t.due);
+        let timer = self.delayed.next_due();
         let execution_end = match (self.execution_end(), self.jobs.is_empty()) {
             (Some(end), false) if !self.execution_spent => Some(end),
             _ => None,

@@ -27,6 +27,7 @@ impl<L: Ledger> Scheduler<L> {
     }
 
     /// Keeps the phase counters in step when action `id`, of `priority`, leaves `phase`.
+    #[inline]
     pub(super) fn leave_phase(&mut self, id: JobId, phase: Phase, priority: Priority) {
         match phase {
             Phase::Ready => self.leave_ready(priority),
@@ -179,7 +180,7 @@ impl<L: Ledger> Scheduler<L> {
     /// [`Scheduler::wake_due`] does anything.
     #[inline]
     pub(super) fn timer_due(&self, now: Millis) -> bool {
-        self.delayed.peek().is_some_and(|t| t.due <= now)
+        self.delayed.next_due().is_some_and(|due| due <= now)
     }
 
     /// Moves every action whose timer is due at `now` to its ready lane, in timer order.

@@ -65,6 +65,16 @@ impl Timers {
         }
     }
 
+    /// When the earliest timer fires (ms): [`Timers::peek`]'s due time, without telling
+    /// ties apart.
+    #[inline]
+    pub fn next_due(&self) -> Option<Millis> {
+        match (self.in_order.front(), self.out_of_order.peek()) {
+            (Some(a), Some(Reverse(b))) => Some(a.due.min(b.due)),
+            (a, b) => a.map(|t| t.due).or(b.map(|r| r.0.due)),
+        }
+    }
+
     /// Removes the earliest timer.
     #[inline]
     pub fn pop(&mut self) -> Option<Timer> {
@@ -107,6 +117,7 @@ mod tests {
                     reference.sort_unstable();
                 } else {
                     prop_assert_eq!(timers.peek(), reference.first().copied());
+                    prop_assert_eq!(timers.next_due(), reference.first().map(|t| t.due));
                     let want = (!reference.is_empty()).then(|| reference.remove(0));
                     prop_assert_eq!(timers.pop(), want);
                     if let Some(t) = want {
