@@ -161,6 +161,8 @@ impl<L: Ledger> Scheduler<L> {
             // Unsettled on this route until the action ends: only a 2xx settles it.
             job.route_uncertain = true;
         }
+        // Fixed for the action's life: read here once for every step below.
+        let (class_index, has_plan) = (job.class, job.plan.is_some());
         if let Some(fingerprint) = self.breaker_failure(id, failure.kind, now) {
             return self.finish(
                 id,
@@ -169,7 +171,7 @@ impl<L: Ledger> Scheduler<L> {
                 now,
             );
         }
-        let class = &self.classes[self.jobs[&id].class];
+        let class = &self.classes[class_index];
         let code = match outcome {
             Outcome::Response(response) => response.error_code.as_deref(),
             _ => None,
@@ -207,23 +209,29 @@ impl<L: Ledger> Scheduler<L> {
             (_, FailureKind::IdempotencyKeyInUse) if class.reconcile => {
                 self.start_reconciliation(id, now)
             }
-            _ => self.route_or_retry(id, failure, code, rate_limited, told, now),
+            _ => {
+                let rules = (class_index, has_plan);
+                self.route_or_retry(id, rules, failure, code, rate_limited, told, now)
+            }
         }
     }
 
     /// After the failures that end or reconcile an action whatever its route: move it to a
     /// fallback route when the failure is a condition a later route lists, else retry it
-    /// or end it as its class says.
+    /// or end it as its class says. `(class, has_plan)`: the action's class index and whether
+    /// it follows a routing plan, both fixed for its life.
+    #[allow(clippy::too_many_arguments)]
     fn route_or_retry(
         &mut self,
         id: JobId,
+        (class_index, has_plan): (usize, bool),
         failure: Failure,
         code: Option<&str>,
         rate_limited: bool,
         told: Option<Millis>,
         now: Millis,
     ) {
-        if self.jobs[&id].plan.is_some() {
+        if has_plan {
             match self.fall_back(id, FallbackWhen::immediate(failure), now) {
                 Move::Moved => return,
                 Move::Refused(reason) => {
@@ -232,7 +240,7 @@ impl<L: Ledger> Scheduler<L> {
                 Move::NoRoute | Move::Withheld => {}
             }
         }
-        let class = &self.classes[self.jobs[&id].class];
+        let class = &self.classes[class_index];
         match (failure.group, failure.kind) {
             _ if class.retries_failure(failure) => self.retry(id, failure, told, now),
             (FailureGroup::WontImprove, _) => {
