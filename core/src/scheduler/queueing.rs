@@ -180,25 +180,22 @@ impl<L: Ledger> Scheduler<L> {
     /// [`Scheduler::wake_due`] does anything.
     #[inline]
     pub(super) fn timer_due(&self, now: Millis) -> bool {
-        self.delayed.next_due().is_some_and(|due| due <= now)
+        self.delayed.peek().is_some_and(|t| t.due <= now)
     }
 
     /// Moves every action whose timer is due at `now` to its ready lane, in timer order.
     pub(super) fn wake_due(&mut self, now: Millis) {
         let mut woke = false;
-        while let Some(Timer { due, ticket, id }) = self.delayed.peek() {
-            if due > now {
-                break;
-            }
-            // With no stale timer set, the one due is current: its record is read once, by
+        while let Some(Timer { due, ticket, id }) = self.delayed.pop_due(now) {
+            woke = true;
+            // No timer was stale before this one came off (the timers, it included, numbered
+            // the delayed actions): it is current, and its record is read once, by
             // `make_ready`, not first to check it.
-            let current = self.timers_all_current()
+            let current = self.delayed.len() as u64 + 1 == self.counts.delayed
                 || self
                     .jobs
                     .get(&id)
                     .is_some_and(|j| j.ticket == ticket && j.phase == Phase::Delayed(due));
-            self.delayed.pop();
-            woke = true;
             if current {
                 self.make_ready(id, false);
             }
