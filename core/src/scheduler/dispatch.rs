@@ -51,14 +51,15 @@ impl<L: Ledger> Scheduler<L> {
         if !self.outbox.is_empty() {
             return;
         }
-        // Exactly the case in which the whole turn does nothing but this: the budget does
-        // not end, no timer wakes, and `dispatch` finds no lane to serve or returns at its
-        // first test (every slot taken).
+        // Exactly the case in which the whole turn does nothing but this: `dispatch` finds
+        // no lane to serve or returns at its first test (every slot taken), no timer wakes,
+        // and the budget does not end. Tested in that order: a busy scheduler (lanes
+        // waiting, a slot free) takes the whole turn after the first.
         if !self.full_turns_only()
-            && !self.execution_due(now)
-            && !self.timer_due(now)
             && (self.lanes.is_idle()
                 || (self.slots_used >= self.policy.workers && !self.cached_active()))
+            && !self.timer_due(now)
+            && !self.execution_due(now)
         {
             self.rate_wakeup = None;
             self.prune_timers();

@@ -313,7 +313,7 @@ impl<L: Ledger> Scheduler<L> {
     /// it but an operation id (cloned), so a driver can lend it where it lies (an answer is
     /// 200 bytes).
     // Out of line, with `settle` in it: inlined into a driver's loop, `settle` alone was
-    // left out of line, and the call it takes is this one anyway.
+    // left out of line, and a call is taken either way.
     #[inline(never)]
     pub fn on_outcome(&mut self, attempt: AttemptId, outcome: impl Borrow<Outcome>, now: Millis) {
         let now = self.observe(now);
