@@ -41,21 +41,48 @@ pub fn backoff_delay(
     prev_delay_ms: Millis,
     rng: &mut impl RngCore,
 ) -> Millis {
-    let base = millis(backoff.base);
-    let cap = millis(backoff.cap);
-    match backoff.jitter {
-        Jitter::Full => rng.gen_range(0..=capped_exponential(base, cap, retry)),
-        Jitter::None => capped_exponential(base, cap, retry),
-        Jitter::Equal => {
-            let ceiling = capped_exponential(base, cap, retry);
-            let half = ceiling / 2;
-            (ceiling - half) + rng.gen_range(0..=half)
+    BackoffMs::of(backoff).delay(retry, prev_delay_ms, rng)
+}
+
+/// A [`Backoff`] with its durations in whole ms, converted once (a scheduler draws a delay
+/// at every retry).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BackoffMs {
+    jitter: Jitter,
+    /// The base delay (ms).
+    base: Millis,
+    /// The cap (ms).
+    cap: Millis,
+}
+
+impl BackoffMs {
+    /// `backoff` in whole ms, saturating.
+    pub(crate) fn of(backoff: &Backoff) -> Self {
+        Self {
+            jitter: backoff.jitter,
+            base: millis(backoff.base),
+            cap: millis(backoff.cap),
         }
-        Jitter::Decorrelated => {
-            let upper = base.max(prev_delay_ms.saturating_mul(3));
-            rng.gen_range(base..=upper).min(cap)
+    }
+
+    /// [`backoff_delay`] of the backoff this was made of.
+    #[inline]
+    pub(crate) fn delay(self, retry: u32, prev_delay_ms: Millis, rng: &mut impl RngCore) -> Millis {
+        let Self { jitter, base, cap } = self;
+        match jitter {
+            Jitter::Full => rng.gen_range(0..=capped_exponential(base, cap, retry)),
+            Jitter::None => capped_exponential(base, cap, retry),
+            Jitter::Equal => {
+                let ceiling = capped_exponential(base, cap, retry);
+                let half = ceiling / 2;
+                (ceiling - half) + rng.gen_range(0..=half)
+            }
+            Jitter::Decorrelated => {
+                let upper = base.max(prev_delay_ms.saturating_mul(3));
+                rng.gen_range(base..=upper).min(cap)
+            }
+            Jitter::Fixed => base,
         }
-        Jitter::Fixed => base,
     }
 }
 

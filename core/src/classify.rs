@@ -67,6 +67,12 @@ impl ErrorCode {
             ("context_length_exceeded", ErrorCode::ContextLengthExceeded),
             ("idempotency_key_in_use", ErrorCode::IdempotencyKeyInUse),
         ];
+        // A storm's 429s all carry this one, spelled exactly: compared with a constant, a few
+        // wide loads and no call, where the case-blind compare below lowers every byte of
+        // both (the table's entry is the same one, found first).
+        if code == "rate_limit_exceeded" {
+            return ErrorCode::RateLimitExceeded;
+        }
         KNOWN
             .iter()
             .find(|(text, _)| text.eq_ignore_ascii_case(code))

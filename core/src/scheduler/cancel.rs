@@ -34,13 +34,27 @@ impl<L: Ledger> Scheduler<L> {
     }
 
     /// End of the run's execution budget (ms since run start), if the policy sets one.
+    /// Converted once, when the scheduler is built: every dispatch turn reads it.
+    #[inline]
     pub(super) fn execution_end(&self) -> Option<Millis> {
-        self.policy.execution_budget.map(millis)
+        self.execution_end
+    }
+
+    /// The end of the run's execution budget (ms) `policy` sets, if any.
+    pub(super) fn execution_end_of(policy: &crate::policy::Policy) -> Option<Millis> {
+        policy.execution_budget.map(millis)
+    }
+
+    /// Whether the execution budget ends at `now` and has not been enforced yet: the only
+    /// case in which [`Scheduler::enforce_execution_budget`] does anything.
+    #[inline]
+    pub(super) fn execution_due(&self, now: Millis) -> bool {
+        !self.execution_spent && self.execution_end.is_some_and(|end| now >= end)
     }
 
     /// Once the execution budget is spent, every live action fails and nothing new is admitted.
     pub(super) fn enforce_execution_budget(&mut self, now: Millis) {
-        if self.execution_spent || !self.execution_end().is_some_and(|end| now >= end) {
+        if !self.execution_due(now) {
             return;
         }
         self.execution_spent = true;

@@ -8,7 +8,6 @@ use super::scope::ScopeSource;
 use super::state::{held_less, millis, BreakerMarks, Flight, Tracked};
 use super::Scheduler;
 use crate::audit::{AuditDetail, AuditKind};
-use crate::backoff::backoff_delay;
 use crate::breaker::{fingerprint, wide_path, wide_paths_of};
 use crate::classify::{classify, Classification, Failure, FailureKind};
 use crate::command::{AttemptId, Reason, TerminalStatus};
@@ -21,6 +20,10 @@ use crate::time::Millis;
 use rand::Rng;
 
 impl<L: Ledger> Scheduler<L> {
+    /// Takes in how attempt `attempt` ended (see `Scheduler::on_outcome`, its one caller).
+    // Always inlined into that caller, which is kept out of line: left apart, it cost a call
+    // of its own on every answer.
+    #[inline(always)]
     pub(super) fn settle(&mut self, attempt: AttemptId, outcome: &Outcome, now: Millis) {
         // Unknown attempts are outcomes of cancelled (or pre-restart) sends: nothing to do.
         // Its fields read where it lies, then dropped there: taken out whole, its padding
@@ -162,6 +165,8 @@ impl<L: Ledger> Scheduler<L> {
             // Unsettled on this route until the action ends: only a 2xx settles it.
             job.route_uncertain = true;
         }
+        // Fixed for the action's life: read here once for every step below.
+        let (class_index, has_plan) = (job.class, job.plan.is_some());
         if let Some(fingerprint) = self.breaker_failure(id, failure.kind, now) {
             return self.finish(
                 id,
@@ -170,7 +175,7 @@ impl<L: Ledger> Scheduler<L> {
                 now,
             );
         }
-        let class = &self.classes[self.jobs[&id].class];
+        let class = &self.classes[class_index];
         let code = match outcome {
             Outcome::Response(response) => response.error_code.as_deref(),
             _ => None,
@@ -208,23 +213,29 @@ impl<L: Ledger> Scheduler<L> {
             (_, FailureKind::IdempotencyKeyInUse) if class.reconcile => {
                 self.start_reconciliation(id, now)
             }
-            _ => self.route_or_retry(id, failure, code, rate_limited, told, now),
+            _ => {
+                let rules = (class_index, has_plan);
+                self.route_or_retry(id, rules, failure, code, rate_limited, told, now)
+            }
         }
     }
 
     /// After the failures that end or reconcile an action whatever its route: move it to a
     /// fallback route when the failure is a condition a later route lists, else retry it
-    /// or end it as its class says.
+    /// or end it as its class says. `(class, has_plan)`: the action's class index and whether
+    /// it follows a routing plan, both fixed for its life.
+    #[allow(clippy::too_many_arguments)]
     fn route_or_retry(
         &mut self,
         id: JobId,
+        (class_index, has_plan): (usize, bool),
         failure: Failure,
         code: Option<&str>,
         rate_limited: bool,
         told: Option<Millis>,
         now: Millis,
     ) {
-        if self.jobs[&id].plan.is_some() {
+        if has_plan {
             match self.fall_back(id, FallbackWhen::immediate(failure), now) {
                 Move::Moved => return,
                 Move::Refused(reason) => {
@@ -233,7 +244,7 @@ impl<L: Ledger> Scheduler<L> {
                 Move::NoRoute | Move::Withheld => {}
             }
         }
-        let class = &self.classes[self.jobs[&id].class];
+        let class = &self.classes[class_index];
         match (failure.group, failure.kind) {
             _ if class.retries_failure(failure) => self.retry(id, failure, told, now),
             (FailureGroup::WontImprove, _) => {
@@ -366,25 +377,26 @@ impl<L: Ledger> Scheduler<L> {
         if self.task_budget_spent(job) {
             return self.finish(id, TerminalStatus::Failed, Reason::TaskBudgetExhausted, now);
         }
-        let backoff = backoff_delay(
-            &self.policy.backoff,
+        let backoff = self.backoff.delay(
             job.retries.saturating_sub(job.route_retry_start),
             job.prev_delay,
             &mut self.rng,
         );
-        let delay = self.delay_with_waits(id, backoff, told, now);
-        if let Err(reason) = self.fits_budgets(id, delay, now) {
+        let scope = job.scope;
+        let delay = self.delay_with_waits(scope, backoff, told, now);
+        // Found once more (drawing the delay borrowed the scheduler) for every budget.
+        if let Err(reason) = self.fits_budgets(&self.jobs[&id], delay, now) {
             return self.fail_or_move_on(id, reason, rate_limited, now);
         }
         // Before the scope's retry budget: a retry shed here draws nothing from it.
-        if self.retry_waits_full(id) {
+        if self.retry_waits_full(scope) {
             return self.fail_or_move_on(id, Reason::ScopeDelayedFull, rate_limited, now);
         }
-        let job = &self.jobs[&id];
-        if !self.scopes.get_mut(job.scope).retries.try_retry(now) {
+        if !self.scopes.get_mut(scope).retries.try_retry(now) {
             return self.fail_or_move_on(id, Reason::ScopeBudgetExhausted, rate_limited, now);
         }
-        self.schedule_retry(id, delay, backoff, failure.kind.label(), now);
+        // The label is read only when the retry is audited.
+        self.schedule_retry(id, delay, backoff, || failure.kind.label(), now);
     }
 
     /// A daily or billing quota is exhausted: wait for its reset (published on the scope),
@@ -410,32 +422,33 @@ impl<L: Ledger> Scheduler<L> {
         let on_route = job.action_attempts.saturating_sub(job.route_start);
         let retryable = class.retries(FailureGroup::QuotaExhausted)
             && on_route < class.max_attempts.saturating_add(job.resends);
-        let delay = self.delay_with_waits(id, reset, None, now);
-        if !retryable || self.fits_budgets(id, delay, now).is_err() {
+        let scope = job.scope;
+        let delay = self.delay_with_waits(scope, reset, None, now);
+        if !retryable || self.fits_budgets(&self.jobs[&id], delay, now).is_err() {
             return self.fail_or_move_on(id, Reason::QuotaExhausted, true, now);
         }
-        if self.retry_waits_full(id) {
+        if self.retry_waits_full(scope) {
             return self.fail_or_move_on(id, Reason::ScopeDelayedFull, true, now);
         }
-        self.schedule_retry(id, delay, reset, "quota_exhausted", now);
+        self.schedule_retry(id, delay, reset, || "quota_exhausted", now);
     }
 
     /// The wait before the next attempt: the local delay, raised to the provider's wait
     /// (the scope's shared `next_allowed_at`, the job's own Retry-After) plus a random point
     /// of the spread window, so jobs released by one wait do not return in lockstep.
+    /// `scope` is the action's (its index): the action's record is not read.
     fn delay_with_waits(
         &mut self,
-        id: JobId,
+        scope: usize,
         local: Millis,
         told: Option<Millis>,
         now: Millis,
     ) -> Millis {
-        let job = &self.jobs[&id];
         let mut wait = told.unwrap_or(0);
         if self.policy.share_scope_state {
             wait = wait.max(
                 self.scopes
-                    .get(job.scope)
+                    .get(scope)
                     .record
                     .next_allowed_at
                     .saturating_sub(now),
@@ -448,9 +461,9 @@ impl<L: Ledger> Scheduler<L> {
         local.max(wait)
     }
 
-    /// Whether waiting `delay` more fits the class wait budget, the deadline and the run.
-    fn fits_budgets(&self, id: JobId, delay: Millis, now: Millis) -> Result<(), Reason> {
-        let job = &self.jobs[&id];
+    /// Whether waiting `delay` more fits the class wait budget, the deadline and the run,
+    /// for the action whose record is `job` (read where it lies, not looked up again).
+    fn fits_budgets(&self, job: &Tracked, delay: Millis, now: Millis) -> Result<(), Reason> {
         let class = &self.classes[job.class];
         if job.entry.waited_ms.saturating_add(delay) > class.max_wait_ms {
             return Err(Reason::WaitBudgetExhausted);
@@ -475,9 +488,15 @@ impl<L: Ledger> Scheduler<L> {
         id: JobId,
         delay: Millis,
         local: Millis,
-        label: &'static str,
+        label: impl FnOnce() -> &'static str,
         now: Millis,
     ) {
+        // The timer's ticket, taken before the record is borrowed: nothing between here and
+        // the timer draws one.
+        let ticket = self.next_seq();
+        let due = now.saturating_add(delay);
+        // The record found once serves the retry's counts, the ledger's write, the audit
+        // and the move to the timer (`delay_until` had looked it up again).
         let job = self.jobs.get_mut(&id).expect("retried action is live");
         job.retries = job.retries.saturating_add(1);
         job.prev_delay = local;
@@ -489,15 +508,19 @@ impl<L: Ledger> Scheduler<L> {
             self.counts.ledger_errors += 1;
         }
         self.tasks.add_retry(task);
-        self.record(now, AuditKind::RetryScheduled, id, None, || {
-            AuditDetail::Retry {
-                after: label,
+        super::audit_log::record_to(
+            &mut self.audit,
+            &self.policy,
+            (now, AuditKind::RetryScheduled, id, None),
+            || AuditDetail::Retry {
+                after: label(),
                 attempts,
                 delay_ms: delay,
                 local_delay_ms: local,
-            }
-        });
-        self.delay_until(id, now.saturating_add(delay));
+            },
+        );
+        let (old, priority) = super::queueing::park(job, due, ticket);
+        self.parked(id, old, priority, due, ticket);
         self.begin_retry_wait(id);
         debug_assert!(
             {

@@ -56,29 +56,31 @@ struct ReadySet {
 }
 
 impl ReadySet {
-    /// Adds `lane`. The common case inline: a lane already ready (an action joining a lane
-    /// with others waiting, as every admission to a backlog does) is one test of a bit.
+    /// Adds `lane`. Inline unless the set must grow: a lane already ready (an action
+    /// joining a lane with others waiting, as every admission to a backlog does) is one test
+    /// of a bit, and a lane that had emptied (a naive client's retry, woken into a lane it
+    /// left) one more write.
     #[inline]
     fn insert(&mut self, lane: u32) {
         let (word, bit) = (lane as usize / 64, lane % 64);
-        if self.words.get(word).is_some_and(|w| w & (1u64 << bit) != 0) {
-            return;
+        let Some(w) = self.words.get_mut(word) else {
+            return self.insert_grown(lane);
+        };
+        let mask = 1u64 << bit;
+        if *w & mask == 0 {
+            *w |= mask;
+            self.len += 1;
         }
-        self.insert_new(lane);
     }
 
-    /// [`ReadySet::insert`] of a lane not in the set.
+    /// [`ReadySet::insert`] of a lane past the words held: they grow to hold it.
     #[inline(never)]
-    fn insert_new(&mut self, lane: u32) {
-        let (word, bit) = (lane as usize / 64, lane % 64);
+    fn insert_grown(&mut self, lane: u32) {
+        let word = lane as usize / 64;
         if word >= self.words.len() {
             self.words.resize(word + 1, 0);
         }
-        let mask = 1u64 << bit;
-        if self.words[word] & mask == 0 {
-            self.words[word] |= mask;
-            self.len += 1;
-        }
+        self.insert(lane);
     }
 
     fn remove(&mut self, lane: u32) {
@@ -242,6 +244,13 @@ impl Lanes {
     pub fn after(&self, rank: usize, lane: u32, start: u32) -> Option<u32> {
         let next = self.nonempty[rank].after_wrapping(Some(lane))?;
         (next != start).then_some(next)
+    }
+
+    /// Whether no lane holds an entry at any priority (stale ones included): a dispatch
+    /// round then finds nothing to serve and changes nothing.
+    #[inline]
+    pub fn is_idle(&self) -> bool {
+        self.nonempty.iter().all(|lanes| lanes.len == 0)
     }
 
     /// How many lanes have ready work at this priority (bounds a round-robin scan).

@@ -29,6 +29,9 @@ mod tasks;
 mod terminal;
 mod timers;
 
+#[cfg(test)]
+mod tests_short_turn;
+
 use std::borrow::Borrow;
 use std::collections::BTreeMap;
 
@@ -191,7 +194,16 @@ pub struct Scheduler<L: Ledger = InMemoryLedger> {
     rate_wakeup: Option<Millis>,
     /// The latest `now` seen (ms).
     last_now: Millis,
+    /// The policy's backoff in whole ms (converted once: a delay is drawn at every retry).
+    backoff: crate::backoff::BackoffMs,
+    /// End of the run's execution budget (ms since run start), if the policy sets one:
+    /// the policy's duration converted once (`execution_end`).
+    execution_end: Option<Millis>,
     execution_spent: bool,
+    /// Tests only: every `fill_outbox` takes the whole turn, never its short way out (a
+    /// property test plays the same runs both ways).
+    #[cfg(test)]
+    full_turns: bool,
     /// Some scope (or the default scope) caps its waiting retries
     /// (`ScopeBudget::max_delayed_requests`): without one, retries are not counted per scope
     /// at all, and the hot path of a retry storm pays nothing for the cap.
@@ -243,7 +255,11 @@ impl<L: Ledger> Scheduler<L> {
             counts: state::Counts::default(),
             rate_wakeup: None,
             last_now: 0,
+            backoff: crate::backoff::BackoffMs::of(&policy.backoff),
+            execution_end: Self::execution_end_of(&policy),
             execution_spent: false,
+            #[cfg(test)]
+            full_turns: false,
             caps_waiting_retries: policy.default_scope.max_delayed_requests.is_some()
                 || policy
                     .scopes
@@ -296,6 +312,9 @@ impl<L: Ledger> Scheduler<L> {
     /// attempts are ignored. Takes the outcome or a reference to it: the core keeps none of
     /// it but an operation id (cloned), so a driver can lend it where it lies (an answer is
     /// 200 bytes).
+    // Out of line, with `settle` in it: inlined into a driver's loop, `settle` alone was
+    // left out of line, and a call is taken either way.
+    #[inline(never)]
     pub fn on_outcome(&mut self, attempt: AttemptId, outcome: impl Borrow<Outcome>, now: Millis) {
         let now = self.observe(now);
         self.settle(attempt, outcome.borrow(), now);
@@ -356,7 +375,7 @@ impl<L: Ledger> Scheduler<L> {
         if !self.outbox.is_empty() {
             return Some(self.last_now);
         }
-        let timer = self.delayed.peek().map(|t| t.due);
+        let timer = self.delayed.next_due();
         let execution_end = match (self.execution_end(), self.jobs.is_empty()) {
             (Some(end), false) if !self.execution_spent => Some(end),
             _ => None,

@@ -3,12 +3,22 @@
 //! stale and skipped: delayed work of a cancelled task never wakes.
 
 use super::lanes::rank;
-use super::state::{held_less, Phase};
+use super::state::{held_less, Phase, Tracked};
 use super::timers::Timer;
 use super::Scheduler;
 use crate::job::{JobId, Priority};
 use crate::ledger::Ledger;
 use crate::time::Millis;
+
+/// Moves a live action's record to a timer until `due` (ms) with a fresh `ticket`: the
+/// first half of parking it, for a caller that holds the record (then
+/// `Scheduler::parked`). Returns the phase it left and its priority.
+#[inline]
+pub(super) fn park(job: &mut Tracked, due: Millis, ticket: u64) -> (Phase, Priority) {
+    let old = std::mem::replace(&mut job.phase, Phase::Delayed(due));
+    job.ticket = ticket;
+    (old, job.entry.job.priority)
+}
 
 impl<L: Ledger> Scheduler<L> {
     pub(super) fn next_seq(&mut self) -> u64 {
@@ -17,6 +27,7 @@ impl<L: Ledger> Scheduler<L> {
     }
 
     /// Keeps the phase counters in step when action `id`, of `priority`, leaves `phase`.
+    #[inline]
     pub(super) fn leave_phase(&mut self, id: JobId, phase: Phase, priority: Priority) {
         match phase {
             Phase::Ready => self.leave_ready(priority),
@@ -57,12 +68,13 @@ impl<L: Ledger> Scheduler<L> {
         scope.delayed_retries += 1;
     }
 
-    /// Whether one more retry of action `id` would break its scope's cap on waiting retries.
-    pub(super) fn retry_waits_full(&self, id: JobId) -> bool {
+    /// Whether one more retry of an action on `scope` (its index) would break the scope's
+    /// cap on waiting retries.
+    pub(super) fn retry_waits_full(&self, scope: usize) -> bool {
         if !self.caps_waiting_retries {
             return false;
         }
-        let scope = self.scopes.get(self.jobs[&id].scope);
+        let scope = self.scopes.get(scope);
         scope
             .max_delayed
             .is_some_and(|max| scope.delayed_retries >= max)
@@ -103,9 +115,22 @@ impl<L: Ledger> Scheduler<L> {
         let Some(job) = self.jobs.get_mut(&id) else {
             return;
         };
-        let old = std::mem::replace(&mut job.phase, Phase::Delayed(due));
-        job.ticket = ticket;
-        let priority = job.entry.job.priority;
+        let (old, priority) = park(job, due, ticket);
+        self.parked(id, old, priority, due, ticket);
+    }
+
+    /// The rest of parking action `id` (of `priority`) on a timer until `due` (ms) with
+    /// `ticket`, once [`park`] has moved its record from phase `old`: the counts and the
+    /// timer.
+    #[inline]
+    pub(super) fn parked(
+        &mut self,
+        id: JobId,
+        old: Phase,
+        priority: Priority,
+        due: Millis,
+        ticket: u64,
+    ) {
         self.leave_phase(id, old, priority);
         self.counts.delayed += 1;
         self.delayed.push(Timer { due, ticket, id });
@@ -142,25 +167,64 @@ impl<L: Ledger> Scheduler<L> {
         }
     }
 
+    /// Whether every timer set is current. Each delayed action has exactly one current
+    /// timer (`delay_until` sets it; leaving the phase any other way makes it stale), and a
+    /// timer is taken off only when it fires or is found stale: the timers outnumber the
+    /// delayed actions by exactly the stale ones.
+    #[inline]
+    fn timers_all_current(&self) -> bool {
+        self.delayed.len() as u64 == self.counts.delayed
+    }
+
+    /// Whether a timer is due at `now` (stale or not): the only case in which
+    /// [`Scheduler::wake_due`] does anything.
+    #[inline]
+    pub(super) fn timer_due(&self, now: Millis) -> bool {
+        self.delayed.peek().is_some_and(|t| t.due <= now)
+    }
+
     /// Moves every action whose timer is due at `now` to its ready lane, in timer order.
     pub(super) fn wake_due(&mut self, now: Millis) {
-        while let Some(Timer { due, ticket, id }) = self.delayed.peek() {
-            if due > now {
-                break;
-            }
-            self.delayed.pop();
-            let current = self
-                .jobs
-                .get(&id)
-                .is_some_and(|j| j.ticket == ticket && j.phase == Phase::Delayed(due));
+        let mut woke = false;
+        while let Some(Timer { due, ticket, id }) = self.delayed.pop_due(now) {
+            woke = true;
+            // No timer was stale before this one came off (the timers, it included, numbered
+            // the delayed actions): it is current, and its record is read once, by
+            // `make_ready`, not first to check it.
+            let current = self.delayed.len() as u64 + 1 == self.counts.delayed
+                || self
+                    .jobs
+                    .get(&id)
+                    .is_some_and(|j| j.ticket == ticket && j.phase == Phase::Delayed(due));
             if current {
                 self.make_ready(id, false);
+            }
+        }
+        if woke {
+            // The next timer to fire: its action's record was last touched when the timer was
+            // set, long gone from cache. Ask for it now, so its wake does not wait on it.
+            if let Some(next) = self.delayed.peek() {
+                self.jobs.prefetch(&next.id);
             }
         }
     }
 
     /// Drops stale timers from the top of the heap so `next_wakeup` does not report them.
+    #[inline]
     pub(super) fn prune_timers(&mut self) {
+        // No stale timer (the common case): the earliest is current, and its action's
+        // record, cold since its timer was set, is not read (perf: a tenth of a naive
+        // client's dispatch samples waited on that load).
+        if self.timers_all_current() {
+            return;
+        }
+        self.prune_stale_timers();
+    }
+
+    /// [`Scheduler::prune_timers`] once some timer is stale. Out of line: it is rare, and
+    /// the short turn of `fill_outbox` calls its caller.
+    #[inline(never)]
+    fn prune_stale_timers(&mut self) {
         while let Some(Timer { due, ticket, id }) = self.delayed.peek() {
             let current = self
                 .jobs

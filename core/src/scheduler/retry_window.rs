@@ -78,10 +78,15 @@ impl RetryWindow {
     }
 
     /// Whether one more retry fits the budget now; counts it when it does.
+    #[inline]
     pub fn try_retry(&mut self, now: Millis) -> bool {
-        if !self.enabled {
-            return true;
-        }
+        // Inline for the budget turned off (every retry of a client without it).
+        !self.enabled || self.try_counted_retry(now)
+    }
+
+    /// [`RetryWindow::try_retry`] with the budget on.
+    #[inline(never)]
+    fn try_counted_retry(&mut self, now: Millis) -> bool {
         self.current(now);
         let (firsts, retries) = self
             .slices

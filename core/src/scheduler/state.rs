@@ -65,6 +65,7 @@ impl ClassRules {
 
     /// Whether this class may retry `failure`: by its status when the class lists
     /// statuses and the failure was answered, else by its group.
+    #[inline]
     pub fn retries_failure(&self, failure: crate::classify::Failure) -> bool {
         match (&self.retry_statuses, failure.kind.status()) {
             (Some(statuses), Some(status)) => statuses.contains(&status),

@@ -65,12 +65,42 @@ impl Timers {
         }
     }
 
+    /// When the earliest timer fires (ms): [`Timers::peek`]'s due time, without telling
+    /// ties apart.
+    #[inline]
+    pub fn next_due(&self) -> Option<Millis> {
+        match (self.in_order.front(), self.out_of_order.peek()) {
+            (Some(a), Some(Reverse(b))) => Some(a.due.min(b.due)),
+            (a, b) => a.map(|t| t.due).or(b.map(|r| r.0.due)),
+        }
+    }
+
     /// Removes the earliest timer.
     #[inline]
     pub fn pop(&mut self) -> Option<Timer> {
         if self.earliest_out_of_order()? {
             self.out_of_order.pop().map(|r| r.0)
         } else {
+            self.in_order.pop_front()
+        }
+    }
+
+    /// Removes the earliest timer if it is due at `now` (ms): [`Timers::peek`] then
+    /// [`Timers::pop`], with the two heads compared once.
+    #[inline]
+    pub fn pop_due(&mut self, now: Millis) -> Option<Timer> {
+        if self.earliest_out_of_order()? {
+            let Reverse(timer) = *self.out_of_order.peek()?;
+            if timer.due > now {
+                return None;
+            }
+            self.out_of_order.pop();
+            Some(timer)
+        } else {
+            let timer = *self.in_order.front()?;
+            if timer.due > now {
+                return None;
+            }
             self.in_order.pop_front()
         }
     }
@@ -107,8 +137,20 @@ mod tests {
                     reference.sort_unstable();
                 } else {
                     prop_assert_eq!(timers.peek(), reference.first().copied());
-                    let want = (!reference.is_empty()).then(|| reference.remove(0));
-                    prop_assert_eq!(timers.pop(), want);
+                    prop_assert_eq!(timers.next_due(), reference.first().map(|t| t.due));
+                    // Now and then only a timer due by a time that may come before it.
+                    let by = (delta % 3 == 0).then_some(now + delta);
+                    let due = |t: &Timer| by.map_or(true, |by| t.due <= by);
+                    let want = reference
+                        .first()
+                        .filter(|t| due(t))
+                        .is_some()
+                        .then(|| reference.remove(0));
+                    let got = match by {
+                        Some(by) => timers.pop_due(by),
+                        None => timers.pop(),
+                    };
+                    prop_assert_eq!(got, want);
                     if let Some(t) = want {
                         now = now.max(t.due);
                     }
