@@ -71,7 +71,13 @@ fn outcome(code: u8) -> Outcome {
     }
 }
 
-fn scheduler(preset_index: usize, workers: u32, budget_ms: Option<u64>, whole: bool) -> Scheduler {
+fn scheduler(
+    preset_index: usize,
+    workers: u32,
+    budget_ms: Option<u64>,
+    cached: bool,
+    whole: bool,
+) -> Scheduler {
     let mut policy = preset(PRESETS[preset_index]).expect("listed preset");
     policy.workers = workers;
     policy.execution_budget = budget_ms.map(std::time::Duration::from_millis);
@@ -86,6 +92,21 @@ fn scheduler(preset_index: usize, workers: u32, budget_ms: Option<u64>, whole: b
     };
     policy.scopes.insert("s0".into(), budget(Some(20), None));
     policy.scopes.insert("s1".into(), budget(None, Some(3)));
+    // A `cached` rung, active from two waiting actions: with every slot taken the short way
+    // out is taken only while it is not active (it serves reads without a slot).
+    if cached {
+        policy.degradation.push(crate::degradation::Rung {
+            at_queued: 2,
+            kind: crate::degradation::RungKind::Cached,
+            priorities: vec![
+                crate::job::Priority::Critical,
+                crate::job::Priority::Normal,
+                crate::job::Priority::Bulk,
+            ],
+            factor: None,
+            model: None,
+        });
+    }
     let mut s = Scheduler::new(policy, InMemoryLedger::new(), ChaCha8Rng::seed_from_u64(3))
         .expect("valid policy");
     s.full_turns = whole;
@@ -120,11 +141,12 @@ fn play(
     preset_index: usize,
     workers: u32,
     budget_ms: Option<u64>,
+    cached: bool,
     steps: &[Step],
 ) -> Result<(), TestCaseError> {
     let classes = ["llm", "read", "tool"];
-    let mut short = scheduler(preset_index, workers, budget_ms, false);
-    let mut whole = scheduler(preset_index, workers, budget_ms, true);
+    let mut short = scheduler(preset_index, workers, budget_ms, cached, false);
+    let mut whole = scheduler(preset_index, workers, budget_ms, cached, true);
     let (mut wire_short, mut wire_whole) = (Vec::new(), Vec::new());
     let mut now: Millis = 0;
     let mut next_id: JobId = 1;
@@ -208,14 +230,15 @@ fn play(
 
 proptest! {
     /// Random runs of every preset, few or many workers, with or without an execution
-    /// budget: the short way out changes nothing a driver can see or the core keeps.
+    /// budget and a `cached` degradation rung: the short way out changes nothing a driver can see or the core keeps.
     #[test]
     fn the_short_turn_leaves_what_the_whole_turn_leaves(
         preset_index in 0..PRESETS.len(),
         workers in 1u32..5,
         budget_ms in prop::option::weighted(0.3, 1_000u64..40_000),
+        cached in any::<bool>(),
         steps in prop::collection::vec(step(), 1..120),
     ) {
-        play(preset_index, workers, budget_ms, &steps)?;
+        play(preset_index, workers, budget_ms, cached, &steps)?;
     }
 }
