@@ -191,11 +191,19 @@ impl<L: Ledger> Scheduler<L> {
             // No timer was stale before this one came off (the timers, it included, numbered
             // the delayed actions): it is current, and its record is read once, by
             // `make_ready`, not first to check it.
-            let current = self.delayed.len() as u64 + 1 == self.counts.delayed
-                || self
-                    .jobs
+            let is_current = |s: &Self| {
+                s.jobs
                     .get(&id)
-                    .is_some_and(|j| j.ticket == ticket && j.phase == Phase::Delayed(due));
+                    .is_some_and(|j| j.ticket == ticket && j.phase == Phase::Delayed(due))
+            };
+            let by_count = self.delayed.len() as u64 + 1 == self.counts.delayed;
+            // The count stands for the record only while every delayed action has exactly
+            // one current timer; debug builds (every test) check the record too.
+            debug_assert!(
+                !by_count || is_current(self),
+                "timer of action {id} judged current by the count of delayed actions, but its record says stale"
+            );
+            let current = by_count || is_current(self);
             if current {
                 self.make_ready(id, false);
             }
