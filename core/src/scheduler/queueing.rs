@@ -180,23 +180,26 @@ impl<L: Ledger> Scheduler<L> {
     /// [`Scheduler::wake_due`] does anything.
     #[inline]
     pub(super) fn timer_due(&self, now: Millis) -> bool {
-        self.delayed.peek().is_some_and(|t| t.due <= now)
+        self.delayed.next_due().is_some_and(|due| due <= now)
     }
 
     /// Moves every action whose timer is due at `now` to its ready lane, in timer order.
     pub(super) fn wake_due(&mut self, now: Millis) {
         let mut woke = false;
-        while let Some(Timer { due, ticket, id }) = self.delayed.pop_due(now) {
-            woke = true;
-            // No timer was stale before this one came off (the timers, it included, numbered
+        loop {
+            // No timer is stale before this one comes off (the timers, it included, number
             // the delayed actions): it is current, and its record is read once, by
             // `make_ready`, not first to check it.
+            let by_count = self.timers_all_current();
+            let Some(Timer { due, ticket, id }) = self.delayed.pop_due(now) else {
+                break;
+            };
+            woke = true;
             let is_current = |s: &Self| {
                 s.jobs
                     .get(&id)
                     .is_some_and(|j| j.ticket == ticket && j.phase == Phase::Delayed(due))
             };
-            let by_count = self.delayed.len() as u64 + 1 == self.counts.delayed;
             // The count stands for the record only while every delayed action has exactly
             // one current timer; debug builds (every test) check the record too.
             debug_assert!(
